@@ -1,0 +1,100 @@
+# Stagedoor Box: one program, one SQLite file.
+#
+#   make          build bin/stagedoor
+#   make deps     install the Debian packages the build and tests need
+#   make test     deps, then every test twice: a normal build and an
+#                 AddressSanitizer + UndefinedBehaviorSanitizer build
+#   make bench    the queue benchmark next to a minimal SQL-only program
+#   make demo     a short run of the queue on its built-in job kinds
+#   make clean
+
+CC      ?= cc
+PKGS    := sqlite3 jansson
+TPKGS   := cmocka
+DEBS    := gcc make pkg-config libsqlite3-dev libjansson-dev libcmocka-dev
+
+WARN    := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS = $(WARN) $(CFLAGS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -pthread
+LDLIBS  = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -pthread
+TLIBS   = $(shell pkg-config --libs $(TPKGS) 2>/dev/null)
+SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+SRCS    := $(sort $(wildcard src/*.c))
+LIBSRCS := $(filter-out src/main.c,$(SRCS))
+SCHEMA  := $(sort $(wildcard schema/*.sql))
+TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
+
+# Two builds of everything: build/rel (bin/stagedoor) and build/san.
+REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o
+SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS)) build/san/schema.o
+
+.PHONY: all deps test check-rel check-san bench demo clean
+.SUFFIXES:
+
+all: bin/stagedoor
+
+deps:
+	@sh tools/deps.sh $(DEBS)
+
+build/embed_schema: tools/embed_schema.c
+	@mkdir -p build
+	$(CC) -O1 -o $@ $<
+
+build/schema.c: build/embed_schema $(SCHEMA)
+	build/embed_schema $@ $(SCHEMA)
+
+build/rel/%.o: src/%.c src/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Isrc -c -o $@ $<
+build/rel/schema.o: build/schema.c src/db.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Isrc -c -o $@ $<
+build/san/%.o: src/%.c src/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -c -o $@ $<
+build/san/schema.o: build/schema.c src/db.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -c -o $@ $<
+
+bin/stagedoor: build/rel/main.o $(REL_OBJS)
+	@mkdir -p bin
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+build/san/stagedoor: build/san/main.o $(SAN_OBJS)
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS)
+
+build/rel/tests/%: tests/%.c tests/testutil.h build/rel/tests/testutil.o $(REL_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Isrc -Itests -o $@ $< build/rel/tests/testutil.o $(REL_OBJS) $(LDLIBS) $(TLIBS)
+build/san/tests/%: tests/%.c tests/testutil.h build/san/tests/testutil.o $(SAN_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -Itests -o $@ $< build/san/tests/testutil.o $(SAN_OBJS) $(LDLIBS) $(TLIBS)
+build/rel/tests/testutil.o: tests/testutil.c tests/testutil.h src/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Isrc -Itests -c -o $@ $<
+build/san/tests/testutil.o: tests/testutil.c tests/testutil.h src/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -Itests -c -o $@ $<
+
+# The suite, once per build; each integration test runs that build's binary.
+check-rel: bin/stagedoor $(addprefix build/rel/tests/,$(TESTS))
+	@sh tools/run_tests.sh rel $(CURDIR)/bin/stagedoor $(addprefix build/rel/tests/,$(TESTS))
+check-san: build/san/stagedoor $(addprefix build/san/tests/,$(TESTS))
+	@sh tools/run_tests.sh san $(CURDIR)/build/san/stagedoor $(addprefix build/san/tests/,$(TESTS))
+
+test: deps
+	@$(MAKE) --no-print-directory check-rel
+	@$(MAKE) --no-print-directory check-san
+
+build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/notify.o build/rel/result.o build/rel/clock.o
+	$(CC) $(ALL_CFLAGS) -Isrc -o $@ $^ $(LDLIBS)
+
+bench: deps bin/stagedoor build/sqlbench
+	@sh tools/bench/run.sh $(CURDIR)/bin/stagedoor $(CURDIR)/build/sqlbench
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@sh tools/demo.sh $(CURDIR)/bin/stagedoor
+
+clean:
+	rm -rf build bin

@@ -1,0 +1,369 @@
+/*
+ * cli.c: init, enqueue, worker, relay and jobs: the stable command line that
+ * other tools script against.  Parsing and printing only; the work is in
+ * queue, outbox and worker.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "db.h"
+#include "log.h"
+#include "notify.h"
+#include "outbox.h"
+#include "queue.h"
+#include "worker.h"
+
+const char *cli_db_path(const char *flag)
+{
+	const char *env = getenv("STAGEDOOR_DB");
+
+	if (flag)
+		return flag;
+	if (env && *env)
+		return env;
+	return CLI_DB_DEFAULT;
+}
+
+int cli_fail(int r)
+{
+	const char *m = err_msg();
+
+	fprintf(stderr, "stagedoor: %s\n", *m ? m : sd_result_name((enum sd_result)r));
+	return r == SD_INVALID ? 2 : 1;
+}
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	notify_request_stop();
+}
+
+void cli_install_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Parse, then refuse stray words: every command below takes a fixed number. */
+static int parse(int argc, char **argv, struct arg_opt *opts, char **pos, int *npos,
+		 int min_pos, int max_pos, const char *usage)
+{
+	enum sd_result r = args_parse(argc, argv, opts, pos, npos);
+
+	if (r != SD_OK)
+		return cli_fail(r);
+	if (*npos < min_pos || *npos > max_pos) {
+		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
+		return 2;
+	}
+	return 0;
+}
+
+static int open_db(const char *flag, int flags, enum db_sync sync, struct db **db)
+{
+	enum sd_result r = db_open(cli_db_path(flag), flags, sync, db);
+
+	return r == SD_OK ? 0 : cli_fail(r == SD_NOT_FOUND || r == SD_SCHEMA ? SD_DB : r);
+}
+
+/* ---- init ------------------------------------------------------------ */
+
+int cli_init(int argc, char **argv)
+{
+	const char *dbp = NULL;
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS];
+	struct db *db;
+	int npos, rc;
+
+	if ((rc = parse(argc, argv, opts, pos, &npos, 0, 0, "init [--db PATH]")) != 0)
+		return rc;
+	if ((rc = open_db(dbp, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != 0)
+		return rc;
+	printf("%s: schema version %d\n", db_path(db), db_schema_version(db));
+	db_close(db);
+	return 0;
+}
+
+/* ---- enqueue --------------------------------------------------------- */
+
+int cli_enqueue(int argc, char **argv)
+{
+	const char *dbp = NULL, *job_id = NULL;
+	int64_t delay = 0, prio = 0;
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "job-id", ARG_STR, &job_id, 0, 0, 0 },
+		{ "delay-ms", ARG_INT, &delay, 0, 366LL * 24 * 3600 * 1000, 0 },
+		{ "priority", ARG_INT, &prio, -1000000, 1000000, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS], out[QUEUE_JOB_ID_MAX + 1];
+	struct enqueue e;
+	struct db *db;
+	enum sd_result r;
+	int npos, rc;
+
+	if ((rc = parse(argc, argv, opts, pos, &npos, 2, 2,
+			"enqueue KIND JSON [--job-id ID] [--delay-ms N] [--priority N]")) != 0)
+		return rc;
+	/* check what needs no database first: bad input never touches the file */
+	if ((r = queue_kind_valid(pos[0])) != SD_OK ||
+	    (job_id && (r = queue_job_id_valid(job_id)) != SD_OK))
+		return cli_fail(r);
+	if ((rc = open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
+		return rc;
+	e.kind = pos[0];
+	e.payload = pos[1];
+	e.job_id = job_id;
+	e.delay_ms = delay;
+	e.priority = prio;
+	r = queue_enqueue(db, &e, out);
+	db_close(db);
+	if (r != SD_OK)
+		return cli_fail(r);
+	printf("%s\n", out);
+	return 0;
+}
+
+/* ---- worker and relay ------------------------------------------------ */
+
+int cli_worker(int argc, char **argv)
+{
+	const char *dbp = NULL, *name = NULL;
+	int64_t conc = WORKER_CONCURRENCY_DEFAULT, batch = 0, lease = 0, grace = WORKER_GRACE_MS_DEFAULT;
+	int64_t retention = QUEUE_RETENTION_MS_DEFAULT;
+	int drain = 0;
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "name", ARG_STR, &name, 0, 0, 0 },
+		{ "concurrency", ARG_INT, &conc, 1, 1024, 0 },
+		{ "batch", ARG_INT, &batch, 1, 10000, 0 },
+		{ "lease-ms", ARG_INT, &lease, 100, 7LL * 24 * 3600 * 1000, 0 },
+		{ "grace-ms", ARG_INT, &grace, 1, 3600LL * 1000, 0 },
+		{ "retention-ms", ARG_INT, &retention, 0, 3650LL * 24 * 3600 * 1000, 0 },
+		{ "drain", ARG_FLAG, &drain, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS];
+	struct worker_opts o;
+	struct worker_stats st;
+	struct db *db;
+	enum sd_result r;
+	int npos, rc;
+
+	if ((rc = parse(argc, argv, opts, pos, &npos, 0, 0,
+			"worker [--concurrency N] [--batch N] [--lease-ms N] [--grace-ms N] "
+			"[--drain]")) != 0)
+		return rc;
+	/* fail fast, with the usual message, on a missing or newer database */
+	if ((rc = open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
+		return rc;
+	db_close(db);
+	memset(&o, 0, sizeof o);
+	o.db_path = cli_db_path(dbp);
+	o.name = name;
+	o.concurrency = (int)conc;
+	o.batch = (int)batch;
+	o.lease_ms = lease;
+	o.grace_ms = grace;
+	o.drain = drain;
+	o.retention_ms = retention;
+	cli_install_signals();
+	r = worker_run(&o, &st);
+	if (r == SD_TIMEOUT) {
+		/* handlers outlived the grace period; their leases were released */
+		return 0;
+	}
+	return r == SD_OK ? 0 : cli_fail(r);
+}
+
+int cli_relay(int argc, char **argv)
+{
+	const char *dbp = NULL;
+	int64_t batch = OUTBOX_BATCH_DEFAULT, n = 0;
+	int drain = 0;
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "batch", ARG_INT, &batch, 1, 100000, 0 },
+		{ "drain", ARG_FLAG, &drain, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS];
+	struct db *db;
+	enum sd_result r;
+	int npos, rc;
+
+	if ((rc = parse(argc, argv, opts, pos, &npos, 0, 0, "relay [--batch N] [--drain]")) != 0)
+		return rc;
+	if ((rc = open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
+		return rc;
+	db_close(db);
+	cli_install_signals();
+	r = outbox_relay_run(cli_db_path(dbp), (int)batch, drain, &n);
+	if (r != SD_OK)
+		return cli_fail(r);
+	if (drain)
+		printf("published %lld\n", (long long)n);
+	return 0;
+}
+
+/* ---- jobs ------------------------------------------------------------ */
+
+struct list_out {
+	int json;
+	int n;
+};
+
+static void print_row(const struct job_row *jr, void *arg)
+{
+	struct list_out *lo = arg;
+
+	if (lo->json) {
+		printf("%s%s", lo->n ? ",\n " : "", jr->json);
+	} else {
+		if (lo->n == 0)
+			printf("%-9s %-32s %-16s %4s %4s  %s\n", "STATE", "JOB_ID", "KIND", "DLV",
+			       "ATT", "LAST_ERROR");
+		printf("%-9s %-32s %-16s %4lld %4lld  %s\n", jr->state, jr->job_id, jr->kind,
+		       (long long)jr->deliveries, (long long)jr->attempts,
+		       jr->last_error ? jr->last_error : "-");
+	}
+	lo->n++;
+}
+
+static int jobs_list(struct db *db, const char *state, const char *kind, int64_t limit, int json)
+{
+	struct list_out lo = { json, 0 };
+	enum sd_result r;
+
+	if (json)
+		printf("[");
+	r = queue_list(db, state, kind, (int)limit, print_row, &lo);
+	if (json)
+		printf("]\n");
+	if (r != SD_OK)
+		return cli_fail(r);
+	return 0;
+}
+
+static int jobs_stats(struct db *db, int json)
+{
+	struct queue_counts *rows, total;
+	enum sd_result r;
+	int n, i;
+
+	if ((r = queue_stats(db, &rows, &n, &total)) != SD_OK)
+		return cli_fail(r);
+	if (json) {
+		printf("{\"total\":{\"ready\":%lld,\"scheduled\":%lld,\"leased\":%lld,\"dead\":%lld,"
+		       "\"done\":%lld},\"kinds\":{", (long long)total.ready,
+		       (long long)total.scheduled, (long long)total.leased, (long long)total.dead,
+		       (long long)total.done);
+		/* kind names are [a-z0-9_.-]: nothing to escape */
+		for (i = 0; i < n; i++)
+			printf("%s\"%s\":{\"ready\":%lld,\"scheduled\":%lld,\"leased\":%lld,"
+			       "\"dead\":%lld,\"done\":%lld}", i ? "," : "", rows[i].kind,
+			       (long long)rows[i].ready, (long long)rows[i].scheduled,
+			       (long long)rows[i].leased, (long long)rows[i].dead,
+			       (long long)rows[i].done);
+		printf("}}\n");
+	} else {
+		printf("%-20s %9s %9s %9s %9s %9s\n", "KIND", "READY", "SCHEDULED", "LEASED", "DEAD",
+		       "DONE");
+		for (i = 0; i < n; i++)
+			printf("%-20s %9lld %9lld %9lld %9lld %9lld\n", rows[i].kind,
+			       (long long)rows[i].ready, (long long)rows[i].scheduled,
+			       (long long)rows[i].leased, (long long)rows[i].dead,
+			       (long long)rows[i].done);
+		printf("%-20s %9lld %9lld %9lld %9lld %9lld\n", "(total)", (long long)total.ready,
+		       (long long)total.scheduled, (long long)total.leased, (long long)total.dead,
+		       (long long)total.done);
+	}
+	free(rows);
+	return 0;
+}
+
+int cli_jobs(int argc, char **argv)
+{
+	const char *dbp = NULL, *state = NULL, *kind = NULL;
+	int64_t limit = 1000, older = QUEUE_RETENTION_MS_DEFAULT;
+	int json = 0, dead = 0;
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "state", ARG_STR, &state, 0, 0, 0 },
+		{ "kind", ARG_STR, &kind, 0, 0, 0 },
+		{ "limit", ARG_INT, &limit, 1, 1000000, 0 },
+		{ "older-than-ms", ARG_INT, &older, 0, 3650LL * 24 * 3600 * 1000, 0 },
+		{ "json", ARG_FLAG, &json, 0, 0, 0 },
+		{ "dead", ARG_FLAG, &dead, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	static const char usage[] =
+		"jobs stats|ls|dead|retry JOB_ID|purge --dead|prune [--state S] [--kind K] [--json]";
+	char *pos[ARGS_MAX_POS];
+	const char *sub;
+	struct db *db;
+	enum sd_result r;
+	int64_t n = 0;
+	int npos, rc;
+
+	if ((rc = parse(argc, argv, opts, pos, &npos, 1, 2, usage)) != 0)
+		return rc;
+	sub = pos[0];
+	if (strcmp(sub, "retry") == 0 ? npos != 2 : npos != 1) {
+		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
+		return 2;
+	}
+	if (strcmp(sub, "stats") && strcmp(sub, "ls") && strcmp(sub, "dead") &&
+	    strcmp(sub, "retry") && strcmp(sub, "purge") && strcmp(sub, "prune")) {
+		fprintf(stderr, "stagedoor: unknown jobs command '%s'; usage: stagedoor %s\n", sub,
+			usage);
+		return 2;
+	}
+	if (strcmp(sub, "purge") == 0 && !dead) {
+		fprintf(stderr, "stagedoor: 'jobs purge' deletes dead jobs only: say --dead\n");
+		return 2;
+	}
+	if (kind && (r = queue_kind_valid(kind)) != SD_OK)
+		return cli_fail(r);
+	if ((rc = open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
+		return rc;
+	if (strcmp(sub, "stats") == 0) {
+		rc = jobs_stats(db, json);
+	} else if (strcmp(sub, "ls") == 0) {
+		rc = jobs_list(db, state, kind, limit, json);
+	} else if (strcmp(sub, "dead") == 0) {
+		rc = jobs_list(db, "dead", kind, limit, json);
+	} else if (strcmp(sub, "retry") == 0) {
+		r = queue_dead_retry(db, pos[1], &n);
+		rc = r == SD_OK ? (printf("retried %lld\n", (long long)n), 0) : cli_fail(r);
+	} else if (strcmp(sub, "purge") == 0) {
+		r = queue_dead_purge(db, &n);
+		rc = r == SD_OK ? (printf("purged %lld\n", (long long)n), 0) : cli_fail(r);
+	} else {
+		int64_t total = 0;
+		do {
+			r = queue_prune_done(db, older, 1000, &n);
+			total += n;
+		} while (r == SD_OK && n == 1000);
+		rc = r == SD_OK ? (printf("pruned %lld\n", (long long)total), 0) : cli_fail(r);
+	}
+	db_close(db);
+	return rc;
+}

@@ -1,0 +1,439 @@
+/*
+ * db.c: connections, pragmas, migrations, transactions and the statement cache.
+ *
+ * Invariants:
+ *  - a struct db is used by one thread at a time (SQLITE_OPEN_NOMUTEX);
+ *  - the schema is never touched before its version is known to be ours or
+ *    older: a newer file is refused before any pragma that writes;
+ *  - every migration runs in one BEGIN IMMEDIATE transaction that re-reads the
+ *    version first, so two processes opening one old file migrate it once.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "db.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "notify.h"
+
+#define DB_STMT_CACHE 64
+
+struct db {
+	sqlite3 *h;			/* the connection */
+	char *path;			/* as given to db_open */
+	int version;			/* PRAGMA user_version */
+	int depth;			/* db_begin nesting; 0 = autocommit */
+	int doomed;			/* an inner level rolled back */
+	int notify;			/* wake waiters after the commit */
+	int n_cached;
+	struct {
+		const char *sql;	/* cache key: the address of the SQL text */
+		sqlite3_stmt *st;
+	} cache[DB_STMT_CACHE];
+};
+
+static enum sd_result db_fail(sqlite3 *h, int rc, const char *what)
+{
+	int prim = rc & 0xff;
+
+	if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED)
+		return err_set(SD_BUSY, "database is locked (%s): %s", what, sqlite3_errmsg(h));
+	if (prim == SQLITE_CONSTRAINT)
+		return err_set(SD_INVALID, "refused by the database (%s): %s", what, sqlite3_errmsg(h));
+	if (prim == SQLITE_NOMEM)
+		return err_set(SD_NOMEM, "out of memory in SQLite (%s)", what);
+	if (prim == SQLITE_NOTADB || prim == SQLITE_CORRUPT)
+		return err_set(SD_DB, "not a usable Stagedoor database (%s): %s", what, sqlite3_errmsg(h));
+	return err_set(SD_DB, "database error (%s): %s", what, sqlite3_errmsg(h));
+}
+
+static enum sd_result db_pragma_int(sqlite3 *h, const char *sql, int *out)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(h, sql, -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return db_fail(h, rc, sql);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*out = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW)
+		return db_fail(h, rc, sql);
+	return SD_OK;
+}
+
+/* mkdir -p for the database's directory. */
+static enum sd_result db_make_parent(const char *path)
+{
+	char buf[PATH_MAX];
+	char *p;
+
+	if (strlen(path) >= sizeof buf)
+		return err_set(SD_INVALID, "database path too long: %s", path);
+	strcpy(buf, path);
+	p = strrchr(buf, '/');
+	if (!p || p == buf)
+		return SD_OK;
+	*p = '\0';
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0750) != 0 && errno != EEXIST)
+			return err_set(SD_IO, "cannot create directory %s: %s", buf, strerror(errno));
+		*p = '/';
+	}
+	if (mkdir(buf, 0750) != 0 && errno != EEXIST)
+		return err_set(SD_IO, "cannot create directory %s: %s", buf, strerror(errno));
+	return SD_OK;
+}
+
+static enum sd_result db_migrate(struct db *db)
+{
+	int i;
+	enum sd_result r;
+
+	for (i = 0; i < db_migration_count; i++) {
+		const struct db_migration *m = &db_migrations[i];
+		char set[64];
+		int v = 0;
+
+		if (m->version <= db->version)
+			continue;
+		if ((r = db_begin(db)) != SD_OK)
+			return r;
+		/* another process may have migrated while we waited for the lock */
+		if ((r = db_pragma_int(db->h, "PRAGMA user_version", &v)) != SD_OK)
+			goto fail;
+		if (v >= m->version) {
+			db->version = v;
+			db_rollback(db);
+			continue;
+		}
+		if ((r = db_exec(db, m->sql)) != SD_OK) {
+			err_set(r, "migration %s failed: %s", m->name, err_msg());
+			goto fail;
+		}
+		snprintf(set, sizeof set, "PRAGMA user_version = %d", m->version);
+		if ((r = db_exec(db, set)) != SD_OK)
+			goto fail;
+		if ((r = db_commit(db)) != SD_OK)
+			return r;
+		db->version = m->version;
+	}
+	return SD_OK;
+fail:
+	db_rollback(db);
+	return r;
+}
+
+enum sd_result db_open(const char *path, int flags, enum db_sync sync, struct db **out)
+{
+	struct db *db;
+	struct stat sb;
+	enum sd_result r;
+	int rc, exists;
+
+	*out = NULL;
+	if (!path || !*path)
+		return err_set(SD_INVALID, "no database path given");
+	exists = stat(path, &sb) == 0;
+	if (!exists && !(flags & DB_OPEN_CREATE))
+		return err_set(SD_NOT_FOUND, "no database at %s (run 'stagedoor init' first)", path);
+	if (exists && !S_ISREG(sb.st_mode))
+		return err_set(SD_INVALID, "%s is not a regular file", path);
+	if (!exists && (r = db_make_parent(path)) != SD_OK)
+		return r;
+
+	db = calloc(1, sizeof *db);
+	if (!db || !(db->path = strdup(path))) {
+		free(db);
+		return err_set(SD_NOMEM, "out of memory opening %s", path);
+	}
+	rc = sqlite3_open_v2(path, &db->h,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
+			     ((flags & DB_OPEN_CREATE) ? SQLITE_OPEN_CREATE : 0), NULL);
+	if (rc != SQLITE_OK) {
+		r = err_set(SD_DB, "cannot open %s: %s", path,
+			    db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc));
+		goto fail;
+	}
+	sqlite3_extended_result_codes(db->h, 1);
+	sqlite3_busy_timeout(db->h, DB_BUSY_TIMEOUT_MS);
+	sqlite3_db_config(db->h, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
+
+	/* Read the version before anything can write: a newer file stays as it is. */
+	if ((r = db_pragma_int(db->h, "PRAGMA user_version", &db->version)) != SD_OK) {
+		err_set(r, "%s: %s", path, err_msg());
+		goto fail;
+	}
+	if (db->version > db_migration_count) {
+		r = err_set(SD_SCHEMA,
+			    "%s has schema version %d, newer than this program's %d: "
+			    "use a newer stagedoor; nothing was changed", path, db->version,
+			    db_migration_count);
+		goto fail;
+	}
+	{
+		sqlite3_stmt *st;
+		const unsigned char *mode = NULL;
+
+		rc = sqlite3_prepare_v2(db->h, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+		if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+			mode = sqlite3_column_text(st, 0);
+		if (!mode || strcmp((const char *)mode, "wal") != 0) {
+			r = err_set(SD_DB, "%s: cannot switch to WAL mode: %s", path,
+				    sqlite3_errmsg(db->h));
+			sqlite3_finalize(st);
+			goto fail;
+		}
+		sqlite3_finalize(st);
+	}
+	if ((r = db_exec(db, "PRAGMA foreign_keys = ON")) != SD_OK ||
+	    (r = db_set_sync(db, sync)) != SD_OK ||
+	    (r = db_migrate(db)) != SD_OK)
+		goto fail;
+	*out = db;
+	return SD_OK;
+fail:
+	db_close(db);
+	return r;
+}
+
+void db_close(struct db *db)
+{
+	int i;
+
+	if (!db)
+		return;
+	for (i = 0; i < db->n_cached; i++)
+		sqlite3_finalize(db->cache[i].st);
+	sqlite3_close(db->h);
+	free(db->path);
+	free(db);
+}
+
+const char *db_path(const struct db *db)
+{
+	return db->path;
+}
+
+int db_schema_version(const struct db *db)
+{
+	return db->version;
+}
+
+enum sd_result db_set_sync(struct db *db, enum db_sync sync)
+{
+	return db_exec(db, sync == DB_SYNC_FULL ? "PRAGMA synchronous = FULL"
+						: "PRAGMA synchronous = NORMAL");
+}
+
+enum sd_result db_begin(struct db *db)
+{
+	enum sd_result r;
+
+	if (db->depth > 0) {
+		db->depth++;
+		return SD_OK;
+	}
+	if ((r = db_exec(db, "BEGIN IMMEDIATE")) != SD_OK)
+		return r;
+	db->depth = 1;
+	db->doomed = 0;
+	db->notify = 0;
+	return SD_OK;
+}
+
+enum sd_result db_commit(struct db *db)
+{
+	enum sd_result r;
+
+	if (db->depth == 0)
+		return err_set(SD_DB, "commit without a transaction");
+	if (--db->depth > 0)
+		return SD_OK;
+	if (db->doomed) {
+		db_exec(db, "ROLLBACK");
+		db->doomed = 0;
+		return err_set(SD_DB, "transaction rolled back by an inner failure");
+	}
+	if ((r = db_exec(db, "COMMIT")) != SD_OK) {
+		if (!sqlite3_get_autocommit(db->h))
+			db_exec(db, "ROLLBACK");
+		return r;
+	}
+	if (db->notify) {
+		db->notify = 0;
+		notify_broadcast();
+	}
+	return SD_OK;
+}
+
+void db_rollback(struct db *db)
+{
+	if (db->depth == 0)
+		return;
+	if (--db->depth > 0) {
+		db->doomed = 1;
+		return;
+	}
+	db->doomed = 0;
+	db->notify = 0;
+	if (!sqlite3_get_autocommit(db->h)) {
+		char keep[512];
+
+		/* keep the message of the failure that led here */
+		snprintf(keep, sizeof keep, "%s", err_msg());
+		db_exec(db, "ROLLBACK");
+		err_set(SD_OK, "%s", keep);
+	}
+}
+
+int db_in_tx(const struct db *db)
+{
+	return db->depth > 0;
+}
+
+void db_notify_on_commit(struct db *db)
+{
+	db->notify = 1;
+}
+
+enum sd_result db_exec(struct db *db, const char *sql)
+{
+	int rc = sqlite3_exec(db->h, sql, NULL, NULL, NULL);
+
+	if (rc != SQLITE_OK)
+		return db_fail(db->h, rc, strncmp(sql, "PRAGMA", 6) == 0 || strlen(sql) < 40 ? sql : "schema");
+	return SD_OK;
+}
+
+struct db_stmt *db_stmt(struct db *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	int i, rc;
+
+	for (i = 0; i < db->n_cached; i++) {
+		if (db->cache[i].sql == sql) {
+			st = db->cache[i].st;
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+			return (struct db_stmt *)st;
+		}
+	}
+	rc = sqlite3_prepare_v3(db->h, sql, -1,
+				db->n_cached < DB_STMT_CACHE ? SQLITE_PREPARE_PERSISTENT : 0,
+				&st, NULL);
+	if (rc != SQLITE_OK) {
+		db_fail(db->h, rc, "prepare");
+		return NULL;
+	}
+	if (db->n_cached < DB_STMT_CACHE) {
+		db->cache[db->n_cached].sql = sql;
+		db->cache[db->n_cached].st = st;
+		db->n_cached++;
+		return (struct db_stmt *)st;
+	}
+	/* The cache is sized for every statement the program has; running out
+	 * means a bug that would leak statements, so refuse loudly. */
+	sqlite3_finalize(st);
+	err_set(SD_DB, "statement cache full");
+	return NULL;
+}
+
+void db_bind_int(struct db_stmt *st, int idx, int64_t v)
+{
+	sqlite3_bind_int64((sqlite3_stmt *)st, idx, v);
+}
+
+void db_bind_text(struct db_stmt *st, int idx, const char *s)
+{
+	if (s)
+		sqlite3_bind_text((sqlite3_stmt *)st, idx, s, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null((sqlite3_stmt *)st, idx);
+}
+
+void db_bind_null(struct db_stmt *st, int idx)
+{
+	sqlite3_bind_null((sqlite3_stmt *)st, idx);
+}
+
+enum sd_result db_step(struct db_stmt *st, int *row)
+{
+	sqlite3_stmt *s = (sqlite3_stmt *)st;
+	int rc = sqlite3_step(s);
+
+	if (rc == SQLITE_ROW) {
+		if (row)
+			*row = 1;
+		return SD_OK;
+	}
+	if (rc == SQLITE_DONE) {
+		if (row)
+			*row = 0;
+		return SD_OK;
+	}
+	if (row)
+		*row = 0;
+	{
+		enum sd_result r = db_fail(sqlite3_db_handle(s), rc, "statement");
+		sqlite3_reset(s);
+		return r;
+	}
+}
+
+enum sd_result db_run(struct db_stmt *st)
+{
+	enum sd_result r;
+	int row = 1;
+
+	while (row)
+		if ((r = db_step(st, &row)) != SD_OK)
+			return r;
+	sqlite3_reset((sqlite3_stmt *)st);
+	return SD_OK;
+}
+
+void db_reset(struct db_stmt *st)
+{
+	if (st)
+		sqlite3_reset((sqlite3_stmt *)st);
+}
+
+int64_t db_col_int(struct db_stmt *st, int col)
+{
+	return sqlite3_column_int64((sqlite3_stmt *)st, col);
+}
+
+const char *db_col_text(struct db_stmt *st, int col)
+{
+	return (const char *)sqlite3_column_text((sqlite3_stmt *)st, col);
+}
+
+int db_col_is_null(struct db_stmt *st, int col)
+{
+	return sqlite3_column_type((sqlite3_stmt *)st, col) == SQLITE_NULL;
+}
+
+int64_t db_changes(struct db *db)
+{
+	return sqlite3_changes64(db->h);
+}
+
+int64_t db_data_version(struct db *db)
+{
+	int v = 0;
+
+	if (db_pragma_int(db->h, "PRAGMA data_version", &v) != SD_OK)
+		return -1;
+	return v;
+}

@@ -1,0 +1,117 @@
+/*
+ * db.h: the only door to SQLite.
+ *
+ * A struct db is one connection, used by one thread.  Opening it sets WAL mode,
+ * foreign keys, SQLITE_DBCONFIG_DEFENSIVE, a busy timeout and the connection's
+ * synchronous level (DESIGN.md's durability policy: FULL where an order is
+ * accepted, NORMAL for the queue's bookkeeping), then brings the schema up to
+ * date.  Other modules keep their SQL as static const char next to the
+ * function that runs it and reach it through db_stmt(), which caches one
+ * prepared statement per SQL string.
+ *
+ * Transactions: db_begin() is BEGIN IMMEDIATE; called while a transaction is
+ * open it joins it, so a function may open "its own" transaction and still
+ * compose into a caller's.  A rollback at an inner level dooms the whole
+ * transaction.  No transaction is ever held across file or network I/O.
+ */
+#ifndef SD_DB_H
+#define SD_DB_H
+
+#include <stdint.h>
+
+#include "result.h"
+
+struct db;
+struct db_stmt;
+
+enum db_sync {
+	DB_SYNC_NORMAL,		/* queue bookkeeping: a lost ack re-runs an idempotent job */
+	DB_SYNC_FULL,		/* business writes: an accepted order survives a power cut */
+};
+
+enum db_open_flags {
+	DB_OPEN_CREATE = 1,	/* create the file (and its directory) when missing */
+};
+
+/* One embedded migration, generated from schema/NNNN_name.sql at build time. */
+struct db_migration {
+	int version;		/* NNNN: the PRAGMA user_version it leads to */
+	const char *name;	/* file name without .sql */
+	const char *sql;	/* the file's text */
+};
+
+extern const struct db_migration db_migrations[];
+extern const int db_migration_count;
+
+/* Busy timeout: how long a writer waits for the lock before SD_BUSY. */
+#define DB_BUSY_TIMEOUT_MS 10000
+
+/*
+ * db_open: open the database at path and migrate it to this program's schema.
+ * [out] *out gets a connection the caller frees with db_close().
+ * Fails with SD_NOT_FOUND when the file is missing and DB_OPEN_CREATE is not
+ * given, and with SD_SCHEMA, changing nothing, when the file was made by a
+ * newer version of the program.
+ */
+enum sd_result db_open(const char *path, int flags, enum db_sync sync, struct db **out);
+
+/* db_close: close the connection; accepts NULL. */
+void db_close(struct db *db);
+
+/* db_path: the path the connection was opened with. */
+const char *db_path(const struct db *db);
+
+/* db_schema_version: PRAGMA user_version as read at open or after migrating. */
+int db_schema_version(const struct db *db);
+
+/* db_set_sync: change the connection's synchronous level (outside a transaction). */
+enum sd_result db_set_sync(struct db *db, enum db_sync sync);
+
+enum sd_result db_begin(struct db *db);
+enum sd_result db_commit(struct db *db);
+void db_rollback(struct db *db);
+int db_in_tx(const struct db *db);
+
+/* db_notify_on_commit: wake waiting workers and relays (this process through
+ * notify, others through the WAL) when the open transaction commits. */
+void db_notify_on_commit(struct db *db);
+
+/* db_exec: run SQL text with no parameters and no result rows. */
+enum sd_result db_exec(struct db *db, const char *sql);
+
+/*
+ * db_stmt: the cached prepared statement for sql, reset and with no bindings.
+ * sql must be a string that lives as long as the connection (a static const
+ * char): the cache is keyed by its address.  Returns NULL and sets the error
+ * when the SQL does not compile.  Call db_reset() when done with the rows.
+ */
+struct db_stmt *db_stmt(struct db *db, const char *sql);
+
+void db_bind_int(struct db_stmt *st, int idx, int64_t v);
+void db_bind_text(struct db_stmt *st, int idx, const char *s);	/* NULL binds NULL */
+void db_bind_null(struct db_stmt *st, int idx);
+
+/*
+ * db_step: step the statement.  [out] *row (may be NULL for statements that
+ * return no rows) is 1 when a row is ready, 0 when done.  Errors: SD_BUSY,
+ * SD_INVALID for a constraint that refused the write, SD_DB otherwise; the
+ * statement is reset on error.
+ */
+enum sd_result db_step(struct db_stmt *st, int *row);
+
+/* db_run: bind nothing more, step to the end, reset; for writes. */
+enum sd_result db_run(struct db_stmt *st);
+
+void db_reset(struct db_stmt *st);
+
+int64_t db_col_int(struct db_stmt *st, int col);
+const char *db_col_text(struct db_stmt *st, int col);	/* NULL for SQL NULL */
+int db_col_is_null(struct db_stmt *st, int col);
+
+/* db_changes: rows changed by the last write statement on this connection. */
+int64_t db_changes(struct db *db);
+
+/* db_data_version: PRAGMA data_version: changes when another connection commits. */
+int64_t db_data_version(struct db *db);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * main.c: stagedoor's subcommand dispatch, and nothing else.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "log.h"
+
+#define STAGEDOOR_VERSION "0.1.0"
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+	const char *help;
+} commands[] = {
+	{ "init", cli_init, "create or upgrade the database" },
+	{ "enqueue", cli_enqueue, "add a job: enqueue KIND JSON [--job-id ID] [--delay-ms N] [--priority N]" },
+	{ "worker", cli_worker, "run jobs: worker [--concurrency N] [--batch N] [--lease-ms N] [--drain]" },
+	{ "relay", cli_relay, "publish outbox rows to the stream: relay [--drain]" },
+	{ "jobs", cli_jobs, "look at and repair jobs: jobs stats|ls|dead|retry ID|purge --dead|prune" },
+	{ "bench", cli_bench, "measure: bench queue --jobs N --workers W --batch B --sync normal|full" },
+};
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: stagedoor COMMAND [options]   (every command takes --db PATH;\n"
+		   "       default $STAGEDOOR_DB, else %s)\n\ncommands:\n", CLI_DB_DEFAULT);
+	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv)
+{
+	const char *lvl = getenv("STAGEDOOR_LOG_LEVEL");
+	size_t i;
+
+	if (lvl && *lvl) {
+		int l = log_level_parse(lvl);
+		if (l < 0) {
+			fprintf(stderr, "stagedoor: STAGEDOOR_LOG_LEVEL must be debug, info, warn, "
+					"error or off, not '%s'\n", lvl);
+			return 2;
+		}
+		log_set_level((enum log_level)l);
+	}
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+		printf("stagedoor %s\n", STAGEDOOR_VERSION);
+		return 0;
+	}
+	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].fn(argc - 2, argv + 2);
+	fprintf(stderr, "stagedoor: unknown command '%s' (try 'stagedoor help')\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,54 @@
+/*
+ * notify.h: waking idle workers and relays when work arrives, without polling.
+ *
+ * In this process, a commit that added work calls notify_broadcast(), which
+ * writes every registered waiter's eventfd.  Other processes are seen through
+ * inotify on the database's directory: every commit appends to the -wal file,
+ * and the IN_MODIFY it raises wakes the waiter, which then checks
+ * PRAGMA data_version to tell another connection's commit from its own.
+ * Where inotify is unavailable the wait falls back to 25 ms naps, which still
+ * keeps the 50 ms promise.
+ */
+#ifndef SD_NOTIFY_H
+#define SD_NOTIFY_H
+
+#include "result.h"
+
+struct notify;
+
+/* Most waiters one process can register (workers, relays, benchmarks). */
+#define NOTIFY_MAX 64
+
+/*
+ * notify_open: register a waiter for the database at db_path.
+ * [out] *out is freed with notify_close().
+ */
+enum sd_result notify_open(const char *db_path, struct notify **out);
+
+/* notify_close: unregister and free; accepts NULL. */
+void notify_close(struct notify *n);
+
+/* notify_wake: wake this waiter (from any thread or a signal handler). */
+void notify_wake(struct notify *n);
+
+/* notify_broadcast: wake every waiter in this process; async-signal-safe. */
+void notify_broadcast(void);
+
+/*
+ * notify_wait: sleep until woken, until another process writes the database,
+ * or until timeout_ms passes (-1: no limit).  Returns 1 when woken by an
+ * event, 0 on timeout.
+ */
+int notify_wait(struct notify *n, int timeout_ms);
+
+/* notify_request_stop: ask every loop in this process (workers, relays) to
+ * stop, and wake them; async-signal-safe. */
+void notify_request_stop(void);
+
+/* notify_stop_requested: non-zero once a stop was asked for. */
+int notify_stop_requested(void);
+
+/* notify_stop_reset: clear the request (tests that run loops again). */
+void notify_stop_reset(void);
+
+#endif

@@ -1,0 +1,181 @@
+/*
+ * outbox.c: outbox_add and the relay's batch.
+ *
+ * Invariant: a row's published_at is set in the same transaction that
+ * inserts its stream entry.  The relay finds its batch by id order through
+ * the partial index outbox_unpublished, so the cost of a batch does not grow
+ * with the number of rows already published.
+ */
+#include "outbox.h"
+
+#include "clock.h"
+#include "log.h"
+#include "notify.h"
+#include "queue.h"
+
+static const char SQL_ADD[] =
+	"INSERT INTO outbox (kind, payload, priority, delay_ms, created_at) "
+	"VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id";
+
+enum sd_result outbox_add(struct db *db, const char *kind, const char *payload,
+			  int64_t delay_ms, int64_t priority, int64_t *id)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	int row;
+
+	if (!db_in_tx(db))
+		return err_set(SD_INVALID, "outbox_add needs the caller's open transaction");
+	if ((r = queue_kind_valid(kind)) != SD_OK)
+		return r;
+	if (delay_ms < 0)
+		return err_set(SD_INVALID, "delay must not be negative");
+	if (!payload)
+		payload = "{}";
+	if (!(st = db_stmt(db, SQL_ADD)))
+		return SD_DB;
+	db_bind_text(st, 1, kind);
+	db_bind_text(st, 2, payload);
+	db_bind_int(st, 3, priority);
+	db_bind_int(st, 4, delay_ms);
+	db_bind_int(st, 5, clock_now_ms());
+	if ((r = db_step(st, &row)) != SD_OK) {
+		if (r == SD_INVALID)
+			err_set(r, "outbox payload is not valid JSON: %.80s", payload);
+		return r;
+	}
+	if (row && id)
+		*id = db_col_int(st, 0);
+	db_reset(st);
+	db_notify_on_commit(db);
+	return SD_OK;
+}
+
+static const char SQL_BATCH_HI[] =
+	"SELECT max(id) FROM (SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT ?1)";
+static const char SQL_PUBLISH[] =
+	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, created_at) "
+	"SELECT 'outbox:' || id, kind, payload, priority, ?2 + delay_ms, ?2 FROM outbox "
+	"WHERE published_at IS NULL AND id <= ?1 ORDER BY id";
+static const char SQL_MARK[] =
+	"UPDATE outbox SET published_at = ?2 WHERE published_at IS NULL AND id <= ?1";
+
+enum sd_result outbox_relay_batch(struct db *db, int limit, int64_t *n)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	int64_t now = clock_now_ms(), hi, published;
+	int row;
+
+	*n = 0;
+	if (limit < 1)
+		return err_set(SD_INVALID, "relay batch must be at least 1");
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	if (!(st = db_stmt(db, SQL_BATCH_HI))) {
+		r = SD_DB;
+		goto fail;
+	}
+	db_bind_int(st, 1, limit);
+	if ((r = db_step(st, &row)) != SD_OK)
+		goto fail;
+	if (!row || db_col_is_null(st, 0)) {
+		db_reset(st);
+		return db_commit(db);
+	}
+	hi = db_col_int(st, 0);
+	db_reset(st);
+	if (!(st = db_stmt(db, SQL_PUBLISH))) {
+		r = SD_DB;
+		goto fail;
+	}
+	db_bind_int(st, 1, hi);
+	db_bind_int(st, 2, now);
+	if ((r = db_run(st)) != SD_OK)
+		goto fail;
+	published = db_changes(db);
+	if (!(st = db_stmt(db, SQL_MARK))) {
+		r = SD_DB;
+		goto fail;
+	}
+	db_bind_int(st, 1, hi);
+	db_bind_int(st, 2, now);
+	if ((r = db_run(st)) != SD_OK)
+		goto fail;
+	if (db_changes(db) != published) {
+		r = err_set(SD_DB, "relay: published %lld rows but marked %lld",
+			    (long long)published, (long long)db_changes(db));
+		goto fail;
+	}
+	db_notify_on_commit(db);
+	if ((r = db_commit(db)) != SD_OK)
+		return r;
+	*n = published;
+	return SD_OK;
+fail:
+	db_rollback(db);
+	return r;
+}
+
+static const char SQL_UNPUBLISHED[] = "SELECT count(*) FROM outbox WHERE published_at IS NULL";
+
+enum sd_result outbox_unpublished(struct db *db, int64_t *n)
+{
+	struct db_stmt *st = db_stmt(db, SQL_UNPUBLISHED);
+	enum sd_result r;
+	int row;
+
+	*n = 0;
+	if (!st)
+		return SD_DB;
+	if ((r = db_step(st, &row)) != SD_OK)
+		return r;
+	if (row)
+		*n = db_col_int(st, 0);
+	db_reset(st);
+	return SD_OK;
+}
+
+enum sd_result outbox_relay_run(const char *db_path, int batch, int drain, int64_t *published)
+{
+	struct db *db = NULL;
+	struct notify *nt = NULL;
+	enum sd_result r;
+	int64_t total = 0, n;
+	int errors = 0;
+
+	if (batch < 1)
+		batch = OUTBOX_BATCH_DEFAULT;
+	if ((r = db_open(db_path, 0, DB_SYNC_NORMAL, &db)) != SD_OK ||
+	    (r = notify_open(db_path, &nt)) != SD_OK)
+		goto out;
+	log_event(LOG_INFO, "relay started", "batch=%d db=%s", batch, db_path);
+	while (!notify_stop_requested()) {
+		r = outbox_relay_batch(db, batch, &n);
+		if (r != SD_OK) {
+			log_event(LOG_ERROR, "relay batch failed", "err=%s",
+				  log_quote((char[600]){ 0 }, 600, err_msg()));
+			if (++errors > 50)
+				goto out;
+			notify_wait(nt, 100);
+			continue;
+		}
+		errors = 0;
+		total += n;
+		if (n > 0) {
+			log_event(LOG_DEBUG, "relay published", "n=%lld", (long long)n);
+			continue;
+		}
+		if (drain)
+			break;
+		notify_wait(nt, 1000);
+	}
+	r = SD_OK;
+	log_event(LOG_INFO, "relay stopped", "published=%lld", (long long)total);
+out:
+	if (published)
+		*published = total;
+	notify_close(nt);
+	db_close(db);
+	return r;
+}

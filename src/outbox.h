@@ -1,0 +1,46 @@
+/*
+ * outbox.h: the transactional outbox and its relay.
+ *
+ * A business change and the job that follows it commit together or not at
+ * all: outbox_add() writes a row inside the caller's open transaction.  The
+ * relay later copies unpublished rows into the stream, job_id "outbox:<id>",
+ * and marks them published in the same transaction, so a crash anywhere in it
+ * loses nothing and publishes nothing twice.
+ */
+#ifndef SD_OUTBOX_H
+#define SD_OUTBOX_H
+
+#include <stdint.h>
+
+#include "db.h"
+#include "result.h"
+
+#define OUTBOX_BATCH_DEFAULT 500
+
+/*
+ * outbox_add: add a row for a job of kind with payload (a JSON object),
+ * visible delay_ms after it is published.  The caller must have a
+ * transaction open (db_begin): the row belongs to the caller's change.
+ * [out] *id (may be NULL) gets the outbox row id.
+ */
+enum sd_result outbox_add(struct db *db, const char *kind, const char *payload,
+			  int64_t delay_ms, int64_t priority, int64_t *id);
+
+/*
+ * outbox_relay_batch: publish up to limit unpublished rows in one
+ * transaction.  [out] *n: how many were published.
+ */
+enum sd_result outbox_relay_batch(struct db *db, int limit, int64_t *n);
+
+/* outbox_unpublished: how many rows wait for the relay. */
+enum sd_result outbox_unpublished(struct db *db, int64_t *n);
+
+/*
+ * outbox_relay_run: publish batches until stopped (notify_request_stop), or
+ * with drain until no row waits.  Sleeps in notify_wait between batches, so
+ * new rows from this or another process are published at once.
+ * [out] *published (may be NULL): rows published in all.
+ */
+enum sd_result outbox_relay_run(const char *db_path, int batch, int drain, int64_t *published);
+
+#endif

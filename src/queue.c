@@ -1,0 +1,859 @@
+/*
+ * queue.c: the job stream.
+ *
+ * The stream is the table `stream`: one row per entry that is not finished
+ * and not dead.  An entry's state is not stored; it follows from two columns
+ * and the clock:
+ *
+ *     ready      visible_at <= now            (new, retried, released, or its
+ *                                               lease expired: claimable)
+ *     scheduled  visible_at >  now, no token  (delayed, backing off, snoozed)
+ *     leased     visible_at >  now, token     (a worker holds it until
+ *                                               visible_at)
+ *     done       a row in done_jobs
+ *     dead       a row in dead_jobs
+ *
+ * Transitions, and the function that makes each:
+ *
+ *     (new) --queue_enqueue--> ready | scheduled
+ *     ready --queue_claim(token)--> leased      deliveries += 1; if the entry
+ *                                                still had a token its lease
+ *                                                expired: expiries += 1, and at
+ *                                                max_deliveries expiries it goes
+ *                                                dead (poison) instead
+ *     leased --queue_ack(token)--> done          (moved to done_jobs)
+ *     leased --queue_extend(token)--> leased     (visible_at pushed on)
+ *     leased --queue_retry_later(token, d)--> scheduled at now + d  (a snooze)
+ *     leased --queue_release(token)--> ready     (graceful stop)
+ *     leased --queue_fail(token)--> scheduled at now + backoff(attempts)
+ *                                 | dead after max_attempts or when permanent
+ *     leased --time passes--> ready              (no sweeper: the claim's
+ *                                                 WHERE visible_at <= now
+ *                                                 simply matches it again)
+ *     dead --queue_dead_retry--> ready           (same job_id)
+ *     done --queue_prune_done--> counted in done_totals
+ *
+ * Invariants:
+ *  - a call that names a lease matches `id = ? AND lease_token = ?`; once the
+ *    entry is claimed again the old token matches nothing, so a slow or
+ *    revived worker can change nothing (fencing).  Such calls report SD_STALE.
+ *  - a token is a fresh 63-bit random number per claim, never reused.
+ *  - a transition that moves a row between tables does its two statements in
+ *    one transaction.
+ *  - times are bound parameters from clock_now_ms().
+ */
+#define _GNU_SOURCE
+#include "queue.h"
+
+#include <ctype.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "clock.h"
+#include "queue_sql.h"
+
+/* ======================== random numbers ================================ */
+
+/* A per-thread xorshift generator seeded from the kernel: tokens, jitter and
+ * job ids need to be unpredictable enough to never collide, not secret. */
+static _Thread_local uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+	uint64_t x;
+
+	if (rng_state == 0) {
+		if (getrandom(&rng_state, sizeof rng_state, 0) != sizeof rng_state)
+			rng_state = (uint64_t)clock_mono_us() * 0x9E3779B97F4A7C15ULL;
+		rng_state |= 1;
+	}
+	x = rng_state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	rng_state = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* ======================== policies ====================================== */
+
+#define POLICY_MAX 64
+
+static struct {
+	char kind[QUEUE_KIND_MAX + 1];
+	struct kind_policy p;
+} policies[POLICY_MAX];
+static int n_policies;
+static struct kind_policy policy_fallback = {
+	QUEUE_LEASE_MS_DEFAULT, QUEUE_MAX_ATTEMPTS_DEFAULT, QUEUE_MAX_DELIVERIES_DEFAULT,
+	QUEUE_BACKOFF_BASE_MS_DEFAULT, QUEUE_BACKOFF_CAP_MS_DEFAULT,
+};
+
+void queue_policy_default(struct kind_policy *p)
+{
+	p->lease_ms = QUEUE_LEASE_MS_DEFAULT;
+	p->max_attempts = QUEUE_MAX_ATTEMPTS_DEFAULT;
+	p->max_deliveries = QUEUE_MAX_DELIVERIES_DEFAULT;
+	p->backoff_base_ms = QUEUE_BACKOFF_BASE_MS_DEFAULT;
+	p->backoff_cap_ms = QUEUE_BACKOFF_CAP_MS_DEFAULT;
+}
+
+enum sd_result queue_policy_set(const char *kind, const struct kind_policy *p)
+{
+	int i;
+
+	if (p->lease_ms < 1 || p->max_attempts < 1 || p->max_deliveries < 1 ||
+	    p->backoff_base_ms < 0 || p->backoff_cap_ms < p->backoff_base_ms)
+		return err_set(SD_INVALID, "policy for %s: lease, attempts and deliveries must be "
+			       "at least 1 and the backoff cap at least its base",
+			       kind ? kind : "every kind");
+	if (!kind) {
+		policy_fallback = *p;
+		return SD_OK;
+	}
+	if (queue_kind_valid(kind) != SD_OK)
+		return SD_INVALID;
+	for (i = 0; i < n_policies; i++) {
+		if (strcmp(policies[i].kind, kind) == 0) {
+			policies[i].p = *p;
+			return SD_OK;
+		}
+	}
+	if (n_policies == POLICY_MAX)
+		return err_set(SD_INVALID, "too many kinds with their own policy (max %d)", POLICY_MAX);
+	strcpy(policies[n_policies].kind, kind);
+	policies[n_policies].p = *p;
+	n_policies++;
+	return SD_OK;
+}
+
+const struct kind_policy *queue_policy(const char *kind)
+{
+	int i;
+
+	for (i = 0; i < n_policies; i++)
+		if (strcmp(policies[i].kind, kind) == 0)
+			return &policies[i].p;
+	return &policy_fallback;
+}
+
+void queue_policy_reset(void)
+{
+	n_policies = 0;
+	queue_policy_default(&policy_fallback);
+}
+
+int64_t queue_backoff_ms(const struct kind_policy *p, int64_t attempts)
+{
+	int64_t d = p->backoff_base_ms;
+	int64_t i;
+
+	for (i = 1; i < attempts && d < p->backoff_cap_ms; i++)
+		d *= 2;
+	if (d > p->backoff_cap_ms)
+		d = p->backoff_cap_ms;
+	if (d < 2)
+		return d;
+	/* "equal jitter": never sooner than half the delay, spread over the rest,
+	 * so that jobs failing together do not come back together */
+	return d / 2 + (int64_t)(rng_next() % (uint64_t)(d - d / 2 + 1));
+}
+
+/* ======================== names and ids ================================= */
+
+enum sd_result queue_kind_valid(const char *kind)
+{
+	size_t i, len;
+
+	if (!kind || !*kind)
+		return err_set(SD_INVALID, "job kind is empty");
+	len = strlen(kind);
+	if (len > QUEUE_KIND_MAX)
+		return err_set(SD_INVALID, "job kind is longer than %d characters", QUEUE_KIND_MAX);
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)kind[i];
+		if (!(islower(c) || isdigit(c) || c == '_' || c == '-' || c == '.'))
+			return err_set(SD_INVALID,
+				       "job kind '%.64s' may hold only a-z, 0-9, '_', '-' and '.'",
+				       kind);
+	}
+	return SD_OK;
+}
+
+enum sd_result queue_job_id_valid(const char *job_id)
+{
+	size_t i, len;
+
+	if (!job_id || !*job_id)
+		return err_set(SD_INVALID, "job id is empty");
+	len = strlen(job_id);
+	if (len > QUEUE_JOB_ID_MAX)
+		return err_set(SD_INVALID, "job id is longer than %d characters", QUEUE_JOB_ID_MAX);
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)job_id[i];
+		if (c <= ' ' || c >= 127 || c == '"' || c == '\\')
+			return err_set(SD_INVALID, "job id may hold only printable ASCII without "
+				       "spaces, quotes or backslashes");
+	}
+	return SD_OK;
+}
+
+void queue_mint_job_id(char *buf)
+{
+	static atomic_uint_fast64_t counter;
+	static uint32_t proc_tag;
+	static atomic_int tag_set;
+	uint64_t c = atomic_fetch_add(&counter, 1);
+
+	if (!atomic_load(&tag_set)) {
+		uint32_t t;
+		if (getrandom(&t, sizeof t, 0) != sizeof t)
+			t = (uint32_t)rng_next();
+		proc_tag = t;
+		atomic_store(&tag_set, 1);
+	}
+	/* time first so ids sort by minting time; then a per-process tag and a
+	 * per-process counter, so two processes minting in the same millisecond
+	 * differ in the tag and one process never repeats */
+	snprintf(buf, QUEUE_JOB_ID_MAX + 1, "j%011llx%08x%06llx",
+		 (unsigned long long)clock_now_ms() & 0xfffffffffffULL, proc_tag,
+		 (unsigned long long)(c & 0xffffff));
+}
+
+/* ======================== jobs =========================================== */
+
+void job_free(struct job *j)
+{
+	free(j);
+}
+
+static struct job *job_from_row(struct db_stmt *st)
+{
+	const char *job_id = db_col_text(st, 1), *kind = db_col_text(st, 2),
+		   *payload = db_col_text(st, 3);
+	size_t a = strlen(job_id) + 1, b = strlen(kind) + 1, c = strlen(payload) + 1;
+	struct job *j = malloc(sizeof *j + a + b + c);
+
+	if (!j)
+		return NULL;
+	j->id = db_col_int(st, 0);
+	j->priority = db_col_int(st, 4);
+	j->deliveries = db_col_int(st, 5);
+	j->expiries = db_col_int(st, 6);
+	j->attempts = db_col_int(st, 7);
+	j->created_at = db_col_int(st, 8);
+	j->job_id = (char *)(j + 1);
+	j->kind = j->job_id + a;
+	j->payload = j->kind + b;
+	memcpy(j->job_id, job_id, a);
+	memcpy(j->kind, kind, b);
+	memcpy(j->payload, payload, c);
+	return j;
+}
+
+/* Run body-less transaction helpers: open our own transaction unless the
+ * caller has one open; db_begin joins an open one. */
+static enum sd_result tx_end(struct db *db, enum sd_result r)
+{
+	if (r == SD_OK || r == SD_STALE || r == SD_NOT_FOUND) {
+		enum sd_result c = db_commit(db);
+		return c != SD_OK ? c : r;
+	}
+	db_rollback(db);
+	return r;
+}
+
+/* ======================== enqueue ======================================== */
+
+enum sd_result queue_enqueue(struct db *db, const struct enqueue *e, char *job_id_out)
+{
+	char minted[QUEUE_JOB_ID_MAX + 1];
+	const char *payload = e->payload ? e->payload : "{}";
+	const char *job_id = e->job_id;
+	const char *p = payload;
+	struct db_stmt *st;
+	enum sd_result r;
+	int64_t now;
+
+	if ((r = queue_kind_valid(e->kind)) != SD_OK)
+		return r;
+	if (job_id && (r = queue_job_id_valid(job_id)) != SD_OK)
+		return r;
+	if (e->delay_ms < 0)
+		return err_set(SD_INVALID, "delay must not be negative");
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	if (*p != '{')
+		return err_set(SD_INVALID, "payload must be a JSON object, like {\"ms\": 10}");
+	if (!job_id) {
+		queue_mint_job_id(minted);
+		job_id = minted;
+	}
+	if (!(st = db_stmt(db, QUEUE_SQL_ENQUEUE)))
+		return SD_DB;
+	now = clock_now_ms();
+	db_bind_text(st, 1, job_id);
+	db_bind_text(st, 2, e->kind);
+	db_bind_text(st, 3, payload);
+	db_bind_int(st, 4, e->priority);
+	db_bind_int(st, 5, now + e->delay_ms);
+	db_bind_int(st, 6, now);
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	r = db_run(st);
+	if (r == SD_INVALID)
+		err_set(r, "payload is not valid JSON: %.80s", payload);
+	if (r == SD_OK)
+		db_notify_on_commit(db);
+	r = tx_end(db, r);
+	if (r == SD_OK && job_id_out)
+		snprintf(job_id_out, QUEUE_JOB_ID_MAX + 1, "%s", job_id);
+	return r;
+}
+
+/* ======================== the claim ====================================== */
+
+static const char SQL_TO_DEAD[] =
+	"INSERT INTO dead_jobs (job_id, kind, payload, priority, deliveries, expiries, attempts, "
+	"last_error, created_at, died_at) SELECT job_id, kind, payload, priority, deliveries, "
+	"expiries, ?3, ?4, created_at, ?5 FROM stream WHERE id = ?1 AND lease_token = ?2";
+
+/* Move a leased entry to the dead letters; SD_STALE when the token is old. */
+static enum sd_result move_to_dead(struct db *db, int64_t id, int64_t token, int64_t attempts,
+				   const char *error)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	char err[QUEUE_ERROR_MAX + 1];
+
+	snprintf(err, sizeof err, "%s", error && *error ? error : "failed");
+	if (!(st = db_stmt(db, SQL_TO_DEAD)))
+		return SD_DB;
+	db_bind_int(st, 1, id);
+	db_bind_int(st, 2, token);
+	db_bind_int(st, 3, attempts);
+	db_bind_text(st, 4, err);
+	db_bind_int(st, 5, clock_now_ms());
+	if ((r = db_run(st)) != SD_OK)
+		return r;
+	if (db_changes(db) == 0)
+		return SD_STALE;
+	if (!(st = db_stmt(db, QUEUE_SQL_ACK_DELETE)))
+		return SD_DB;
+	db_bind_int(st, 1, id);
+	db_bind_int(st, 2, token);
+	return db_run(st);
+}
+
+static const char SQL_SET_LEASE[] =
+	"UPDATE stream SET visible_at = ?3 WHERE id = ?1 AND lease_token = ?2";
+
+enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lease_ms,
+			   struct job **out, int *n_out)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	int64_t now = clock_now_ms();
+	int64_t token = (int64_t)(rng_next() >> 1);
+	int64_t claim_lease = lease_ms > 0 ? lease_ms : policy_fallback.lease_ms;
+	int got = 0, row, i, kept;
+
+	*n_out = 0;
+	if (n < 1)
+		return err_set(SD_INVALID, "claim needs n >= 1");
+	if (token == 0)
+		token = 1;
+	if (!(st = db_stmt(db, QUEUE_SQL_CLAIM)))
+		return SD_DB;
+	db_bind_int(st, 1, now);
+	db_bind_int(st, 2, claim_lease);
+	db_bind_int(st, 3, token);
+	db_bind_text(st, 4, worker);
+	db_bind_int(st, 5, n);
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	for (;;) {
+		if ((r = db_step(st, &row)) != SD_OK)
+			goto fail;
+		if (!row)
+			break;
+		if (got == n) {	/* cannot happen: LIMIT n */
+			r = err_set(SD_DB, "claim returned more rows than asked");
+			goto fail;
+		}
+		if (!(out[got] = job_from_row(st))) {
+			r = err_set(SD_NOMEM, "out of memory claiming jobs");
+			goto fail;
+		}
+		out[got]->lease_token = token;
+		out[got]->lease_until = now + claim_lease;
+		got++;
+	}
+	db_reset(st);
+
+	/* Per-kind leases and the poison rule, in the same transaction. */
+	for (i = kept = 0; i < got; i++) {
+		struct job *j = out[i];
+		const struct kind_policy *p = queue_policy(j->kind);
+
+		if (j->expiries >= p->max_deliveries) {
+			char msg[160];
+			snprintf(msg, sizeof msg,
+				 "poison: delivered %lld times, %lld leases expired without an ack",
+				 (long long)j->deliveries - 1, (long long)j->expiries);
+			if ((r = move_to_dead(db, j->id, token, j->attempts, msg)) != SD_OK) {
+				out[i] = NULL;
+				job_free(j);
+				goto fail;
+			}
+			job_free(j);
+			continue;
+		}
+		if (lease_ms <= 0 && p->lease_ms != claim_lease) {
+			struct db_stmt *ls = db_stmt(db, SQL_SET_LEASE);
+			if (!ls) {
+				r = SD_DB;
+				goto fail;
+			}
+			db_bind_int(ls, 1, j->id);
+			db_bind_int(ls, 2, token);
+			db_bind_int(ls, 3, now + p->lease_ms);
+			if ((r = db_run(ls)) != SD_OK)
+				goto fail;
+			j->lease_until = now + p->lease_ms;
+		}
+		out[kept++] = j;
+	}
+	if ((r = db_commit(db)) != SD_OK) {
+		got = kept;
+		goto freeall;
+	}
+	*n_out = kept;
+	return SD_OK;
+fail:
+	db_reset(st);
+	db_rollback(db);
+freeall:
+	for (i = 0; i < got; i++) {
+		job_free(out[i]);
+		out[i] = NULL;
+	}
+	return r;
+}
+
+/* ======================== calls on a lease =============================== */
+
+enum sd_result queue_ack(struct db *db, int64_t id, int64_t token)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	if (!(st = db_stmt(db, QUEUE_SQL_ACK_COPY))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_int(st, 1, id);
+	db_bind_int(st, 2, token);
+	db_bind_int(st, 3, clock_now_ms());
+	if ((r = db_run(st)) != SD_OK)
+		goto out;
+	if (db_changes(db) == 0) {
+		r = err_set(SD_STALE, "entry %lld: lease token is stale", (long long)id);
+		goto out;
+	}
+	if (!(st = db_stmt(db, QUEUE_SQL_ACK_DELETE))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_int(st, 1, id);
+	db_bind_int(st, 2, token);
+	r = db_run(st);
+out:
+	return tx_end(db, r);
+}
+
+/* One UPDATE fenced by the token; SD_STALE when it matched nothing. */
+static enum sd_result lease_update(struct db *db, const char *sql, int64_t id, int64_t token,
+				   int64_t visible_at, const char *what)
+{
+	struct db_stmt *st = db_stmt(db, sql);
+	enum sd_result r;
+
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, id);
+	db_bind_int(st, 2, token);
+	db_bind_int(st, 3, visible_at);
+	if ((r = db_run(st)) != SD_OK)
+		return r;
+	if (db_changes(db) == 0)
+		return err_set(SD_STALE, "entry %lld: %s with a stale lease token", (long long)id, what);
+	return SD_OK;
+}
+
+enum sd_result queue_extend(struct db *db, int64_t id, int64_t token, int64_t lease_ms,
+			    int64_t *until)
+{
+	int64_t at = clock_now_ms() + lease_ms;
+	enum sd_result r;
+
+	if (lease_ms < 1)
+		return err_set(SD_INVALID, "lease must be at least 1 ms");
+	r = lease_update(db, SQL_SET_LEASE, id, token, at, "extend");
+	if (r == SD_OK && until)
+		*until = at;
+	return r;
+}
+
+static const char SQL_UNLEASE[] =
+	"UPDATE stream SET visible_at = ?3, lease_token = NULL, leased_by = NULL "
+	"WHERE id = ?1 AND lease_token = ?2";
+
+enum sd_result queue_retry_later(struct db *db, int64_t id, int64_t token, int64_t delay_ms)
+{
+	if (delay_ms < 0)
+		return err_set(SD_INVALID, "retry delay must not be negative");
+	return lease_update(db, SQL_UNLEASE, id, token, clock_now_ms() + delay_ms, "retry_later");
+}
+
+enum sd_result queue_release(struct db *db, int64_t id, int64_t token)
+{
+	return lease_update(db, SQL_UNLEASE, id, token, clock_now_ms(), "release");
+}
+
+static const char SQL_FAIL[] =
+	"UPDATE stream SET visible_at = ?3, lease_token = NULL, leased_by = NULL, "
+	"attempts = ?4, last_error = ?5 WHERE id = ?1 AND lease_token = ?2";
+
+enum sd_result queue_fail(struct db *db, const struct job *j, const char *error, int permanent,
+			  int *dead)
+{
+	const struct kind_policy *p = queue_policy(j->kind);
+	int64_t attempts = j->attempts + 1;
+	char err[QUEUE_ERROR_MAX + 1];
+	struct db_stmt *st;
+	enum sd_result r;
+
+	if (dead)
+		*dead = 0;
+	snprintf(err, sizeof err, "%s", error && *error ? error : "failed");
+	if (permanent || attempts >= p->max_attempts) {
+		char msg[QUEUE_ERROR_MAX + 1];
+
+		if (permanent)
+			snprintf(msg, sizeof msg, "%s", err);
+		else
+			snprintf(msg, sizeof msg, "%.900s (after %lld attempts)", err,
+				 (long long)attempts);
+		if ((r = db_begin(db)) != SD_OK)
+			return r;
+		r = move_to_dead(db, j->id, j->lease_token, attempts, msg);
+		if (r == SD_STALE)
+			err_set(r, "entry %lld: fail with a stale lease token", (long long)j->id);
+		if (r == SD_OK && dead)
+			*dead = 1;
+		return tx_end(db, r);
+	}
+	if (!(st = db_stmt(db, SQL_FAIL)))
+		return SD_DB;
+	db_bind_int(st, 1, j->id);
+	db_bind_int(st, 2, j->lease_token);
+	db_bind_int(st, 3, clock_now_ms() + queue_backoff_ms(p, attempts));
+	db_bind_int(st, 4, attempts);
+	db_bind_text(st, 5, err);
+	if ((r = db_run(st)) != SD_OK)
+		return r;
+	if (db_changes(db) == 0)
+		return err_set(SD_STALE, "entry %lld: fail with a stale lease token", (long long)j->id);
+	return SD_OK;
+}
+
+/* ======================== dead letters, pruning ========================== */
+
+static const char SQL_DEAD_RETRY[] =
+	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, deliveries, last_error, "
+	"created_at) SELECT job_id, kind, payload, priority, ?2, deliveries, last_error, created_at "
+	"FROM dead_jobs WHERE job_id = ?1 ORDER BY id";
+static const char SQL_DEAD_DELETE[] = "DELETE FROM dead_jobs WHERE job_id = ?1";
+
+enum sd_result queue_dead_retry(struct db *db, const char *job_id, int64_t *n)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+
+	*n = 0;
+	if ((r = queue_job_id_valid(job_id)) != SD_OK)
+		return r;
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	if (!(st = db_stmt(db, SQL_DEAD_RETRY))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_text(st, 1, job_id);
+	db_bind_int(st, 2, clock_now_ms());
+	if ((r = db_run(st)) != SD_OK)
+		goto out;
+	*n = db_changes(db);
+	if (*n == 0) {
+		r = err_set(SD_NOT_FOUND, "no dead job with job_id %s", job_id);
+		goto out;
+	}
+	if (!(st = db_stmt(db, SQL_DEAD_DELETE))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_text(st, 1, job_id);
+	if ((r = db_run(st)) == SD_OK)
+		db_notify_on_commit(db);
+out:
+	return tx_end(db, r);
+}
+
+static const char SQL_DEAD_PURGE[] = "DELETE FROM dead_jobs";
+
+enum sd_result queue_dead_purge(struct db *db, int64_t *n)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+
+	*n = 0;
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	if (!(st = db_stmt(db, SQL_DEAD_PURGE))) {
+		r = SD_DB;
+		goto out;
+	}
+	if ((r = db_run(st)) == SD_OK)
+		*n = db_changes(db);
+out:
+	return tx_end(db, r);
+}
+
+/* done_jobs ids grow in finishing order, so the oldest rows are a prefix:
+ * the walk stops after `limit` rows and never scans the whole table. */
+static const char SQL_PRUNE_HI[] =
+	"SELECT max(id) FROM (SELECT id FROM done_jobs WHERE finished_at < ?1 ORDER BY id LIMIT ?2)";
+static const char SQL_PRUNE_COUNT[] =
+	"INSERT INTO done_totals (kind, pruned) SELECT kind, count(*) FROM done_jobs "
+	"WHERE id <= ?2 AND finished_at < ?1 GROUP BY kind "
+	"ON CONFLICT (kind) DO UPDATE SET pruned = pruned + excluded.pruned";
+static const char SQL_PRUNE_DELETE[] =
+	"DELETE FROM done_jobs WHERE id <= ?2 AND finished_at < ?1";
+
+enum sd_result queue_prune_done(struct db *db, int64_t older_than_ms, int limit, int64_t *n)
+{
+	int64_t cutoff = clock_now_ms() - older_than_ms, hi;
+	struct db_stmt *st;
+	enum sd_result r;
+	int row;
+
+	*n = 0;
+	if (older_than_ms < 0 || limit < 1)
+		return err_set(SD_INVALID, "prune needs an age >= 0 and a batch >= 1");
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	if (!(st = db_stmt(db, SQL_PRUNE_HI))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_int(st, 1, cutoff);
+	db_bind_int(st, 2, limit);
+	if ((r = db_step(st, &row)) != SD_OK)
+		goto out;
+	if (!row || db_col_is_null(st, 0)) {
+		db_reset(st);
+		goto out;
+	}
+	hi = db_col_int(st, 0);
+	db_reset(st);
+	if (!(st = db_stmt(db, SQL_PRUNE_COUNT))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_int(st, 1, cutoff);
+	db_bind_int(st, 2, hi);
+	if ((r = db_run(st)) != SD_OK)
+		goto out;
+	if (!(st = db_stmt(db, SQL_PRUNE_DELETE))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_int(st, 1, cutoff);
+	db_bind_int(st, 2, hi);
+	if ((r = db_run(st)) == SD_OK)
+		*n = db_changes(db);
+out:
+	return tx_end(db, r);
+}
+
+/* ======================== looking ======================================== */
+
+static const char SQL_STATS[] =
+	"SELECT kind, sum(r), sum(s), sum(l), sum(d), sum(f) FROM ("
+	" SELECT kind, visible_at <= ?1 AS r,"
+	"  lease_token IS NULL AND visible_at > ?1 AS s,"
+	"  lease_token IS NOT NULL AND visible_at > ?1 AS l, 0 AS d, 0 AS f FROM stream"
+	" UNION ALL SELECT kind, 0, 0, 0, count(*), 0 FROM dead_jobs GROUP BY kind"
+	" UNION ALL SELECT kind, 0, 0, 0, 0, count(*) FROM done_jobs GROUP BY kind"
+	" UNION ALL SELECT kind, 0, 0, 0, 0, pruned FROM done_totals"
+	") GROUP BY kind ORDER BY kind";
+
+enum sd_result queue_stats(struct db *db, struct queue_counts **rows, int *n,
+			   struct queue_counts *total)
+{
+	struct queue_counts *v = NULL;
+	struct db_stmt *st;
+	enum sd_result r;
+	int cap = 0, row;
+
+	*rows = NULL;
+	*n = 0;
+	memset(total, 0, sizeof *total);
+	if (!(st = db_stmt(db, SQL_STATS)))
+		return SD_DB;
+	db_bind_int(st, 1, clock_now_ms());
+	for (;;) {
+		struct queue_counts *c;
+
+		if ((r = db_step(st, &row)) != SD_OK) {
+			free(v);
+			return r;
+		}
+		if (!row)
+			break;
+		if (*n == cap) {
+			struct queue_counts *nv;
+			cap = cap ? cap * 2 : 8;
+			if (!(nv = realloc(v, (size_t)cap * sizeof *v))) {
+				free(v);
+				db_reset(st);
+				return err_set(SD_NOMEM, "out of memory");
+			}
+			v = nv;
+		}
+		c = &v[(*n)++];
+		snprintf(c->kind, sizeof c->kind, "%s", db_col_text(st, 0));
+		c->ready = db_col_int(st, 1);
+		c->scheduled = db_col_int(st, 2);
+		c->leased = db_col_int(st, 3);
+		c->dead = db_col_int(st, 4);
+		c->done = db_col_int(st, 5);
+		total->ready += c->ready;
+		total->scheduled += c->scheduled;
+		total->leased += c->leased;
+		total->dead += c->dead;
+		total->done += c->done;
+	}
+	*rows = v;
+	return SD_OK;
+}
+
+static const char SQL_PENDING[] = "SELECT count(*) FROM stream";
+static const char SQL_NEXT_VISIBLE[] = "SELECT min(visible_at) FROM stream";
+
+static enum sd_result one_int(struct db *db, const char *sql, int64_t *v, int64_t if_null)
+{
+	struct db_stmt *st = db_stmt(db, sql);
+	enum sd_result r;
+	int row;
+
+	if (!st)
+		return SD_DB;
+	if ((r = db_step(st, &row)) != SD_OK)
+		return r;
+	*v = (!row || db_col_is_null(st, 0)) ? if_null : db_col_int(st, 0);
+	db_reset(st);
+	return SD_OK;
+}
+
+enum sd_result queue_pending(struct db *db, int64_t *n)
+{
+	return one_int(db, SQL_PENDING, n, 0);
+}
+
+enum sd_result queue_next_visible(struct db *db, int64_t *at)
+{
+	return one_int(db, SQL_NEXT_VISIBLE, at, -1);
+}
+
+/* Columns: state id job_id kind payload priority deliveries attempts
+ * visible_at created_at finished_at worker last_error json */
+#define LIST_STREAM_COLS \
+	"CASE WHEN visible_at <= ?1 THEN 'ready' WHEN lease_token IS NULL THEN 'scheduled' " \
+	"ELSE 'leased' END AS state, id, job_id, kind, payload, priority, deliveries, attempts, " \
+	"visible_at, created_at, NULL, leased_by, last_error"
+static const char SQL_LIST_STREAM[] =
+	"SELECT *, json_object('state', state, 'id', id, 'job_id', job_id, 'kind', kind, "
+	"'payload', json(payload), 'priority', priority, 'deliveries', deliveries, "
+	"'attempts', attempts, 'visible_at', visible_at, 'created_at', created_at, "
+	"'worker', leased_by, 'last_error', last_error) FROM (SELECT " LIST_STREAM_COLS
+	" FROM stream WHERE (?2 IS NULL OR kind = ?2)) WHERE (?3 IS NULL OR state = ?3) "
+	"ORDER BY id LIMIT ?4";
+static const char SQL_LIST_DEAD[] =
+	"SELECT 'dead', id, job_id, kind, payload, priority, deliveries, attempts, NULL, "
+	"created_at, died_at, NULL, last_error, json_object('state', 'dead', 'id', id, "
+	"'job_id', job_id, 'kind', kind, 'payload', json(payload), 'priority', priority, "
+	"'deliveries', deliveries, 'attempts', attempts, 'created_at', created_at, "
+	"'died_at', died_at, 'last_error', last_error) FROM dead_jobs "
+	"WHERE (?2 IS NULL OR kind = ?2) AND ?1 = ?1 AND ?3 = ?3 ORDER BY id LIMIT ?4";
+static const char SQL_LIST_DONE[] =
+	"SELECT 'done', id, job_id, kind, payload, NULL, deliveries, attempts, NULL, "
+	"created_at, finished_at, worker, NULL, json_object('state', 'done', 'id', id, "
+	"'job_id', job_id, 'kind', kind, 'payload', json(payload), 'deliveries', deliveries, "
+	"'attempts', attempts, 'created_at', created_at, 'finished_at', finished_at, "
+	"'worker', worker) FROM (SELECT * FROM done_jobs WHERE (?2 IS NULL OR kind = ?2) "
+	"AND ?1 = ?1 AND ?3 = ?3 ORDER BY id DESC LIMIT ?4) ORDER BY id";
+
+enum sd_result queue_list(struct db *db, const char *state, const char *kind, int limit,
+			  queue_row_fn fn, void *arg)
+{
+	const char *sql = SQL_LIST_STREAM;
+	struct db_stmt *st;
+	enum sd_result r;
+	int row;
+
+	if (state && strcmp(state, "dead") == 0)
+		sql = SQL_LIST_DEAD;
+	else if (state && strcmp(state, "done") == 0)
+		sql = SQL_LIST_DONE;
+	else if (state && strcmp(state, "ready") && strcmp(state, "scheduled") &&
+		 strcmp(state, "leased"))
+		return err_set(SD_INVALID, "unknown state '%.40s' (ready, scheduled, leased, dead, done)",
+			       state);
+	if (!(st = db_stmt(db, sql)))
+		return SD_DB;
+	db_bind_int(st, 1, clock_now_ms());
+	db_bind_text(st, 2, kind);
+	db_bind_text(st, 3, sql == SQL_LIST_STREAM ? state : "");
+	db_bind_int(st, 4, limit > 0 ? limit : -1);
+	for (;;) {
+		struct job_row jr;
+
+		if ((r = db_step(st, &row)) != SD_OK)
+			return r;
+		if (!row)
+			break;
+		jr.state = db_col_text(st, 0);
+		jr.id = db_col_int(st, 1);
+		jr.job_id = db_col_text(st, 2);
+		jr.kind = db_col_text(st, 3);
+		jr.payload = db_col_text(st, 4);
+		jr.priority = db_col_int(st, 5);
+		jr.deliveries = db_col_int(st, 6);
+		jr.attempts = db_col_int(st, 7);
+		jr.visible_at = db_col_int(st, 8);
+		jr.created_at = db_col_int(st, 9);
+		jr.finished_at = db_col_int(st, 10);
+		jr.worker = db_col_text(st, 11);
+		jr.last_error = db_col_text(st, 12);
+		jr.json = db_col_text(st, 13);
+		fn(&jr, arg);
+	}
+	return SD_OK;
+}

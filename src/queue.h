@@ -1,0 +1,193 @@
+/*
+ * queue.h: the job stream: one SQLite table with visibility timeouts and
+ * fencing tokens.  See the top of queue.c for the state diagram.
+ *
+ * Every write function runs in the caller's open transaction when there is
+ * one (so a worker can ack a batch and claim the next in one commit) and in a
+ * transaction of its own otherwise.
+ */
+#ifndef SD_QUEUE_H
+#define SD_QUEUE_H
+
+#include <stdint.h>
+
+#include "db.h"
+#include "result.h"
+
+#define QUEUE_JOB_ID_MAX 200		/* longest job_id, without the NUL */
+#define QUEUE_KIND_MAX 64		/* longest kind name */
+#define QUEUE_ERROR_MAX 1000		/* longest stored error text */
+#define QUEUE_LEASE_MS_DEFAULT 60000
+#define QUEUE_MAX_ATTEMPTS_DEFAULT 10
+#define QUEUE_MAX_DELIVERIES_DEFAULT 5
+#define QUEUE_BACKOFF_BASE_MS_DEFAULT 1000
+#define QUEUE_BACKOFF_CAP_MS_DEFAULT (10 * 60 * 1000)
+#define QUEUE_RETENTION_MS_DEFAULT (7LL * 24 * 3600 * 1000)
+
+/* What the queue does with the jobs of one kind. */
+struct kind_policy {
+	int64_t lease_ms;		/* visibility timeout of one claim */
+	int max_attempts;		/* failed attempts (fail) before the job goes dead */
+	int max_deliveries;		/* deliveries that ended by lease expiry (a worker
+					 * died or hung) before the job goes dead: poison */
+	int64_t backoff_base_ms;	/* first retry delay after a transient failure */
+	int64_t backoff_cap_ms;		/* the delay never grows past this */
+};
+
+/* queue_policy_default: the built-in policy (60 s lease, 10 attempts, ...). */
+void queue_policy_default(struct kind_policy *p);
+
+/* queue_policy_set: the policy for one kind; kind NULL sets the default for
+ * every kind without its own.  Call before workers start. */
+enum sd_result queue_policy_set(const char *kind, const struct kind_policy *p);
+
+/* queue_policy: the policy in force for kind. */
+const struct kind_policy *queue_policy(const char *kind);
+
+/* queue_policy_reset: forget every policy set; back to the built-in one. */
+void queue_policy_reset(void);
+
+/* queue_backoff_ms: the delay before retry number `attempts` (1 = after the
+ * first failure): base * 2^(attempts-1) capped, with jitter in [d/2, d]. */
+int64_t queue_backoff_ms(const struct kind_policy *p, int64_t attempts);
+
+/* A leased entry, as a claim returns it.  One allocation; free with job_free. */
+struct job {
+	int64_t id;		/* stream entry id: where the lease lives */
+	int64_t lease_token;	/* fencing token of this claim */
+	int64_t lease_until;	/* the lease ends at this time (ms) */
+	int64_t priority;
+	int64_t deliveries;	/* claims so far, this one included */
+	int64_t expiries;	/* earlier claims that ended by lease expiry */
+	int64_t attempts;	/* failed attempts so far */
+	int64_t created_at;	/* enqueue time (ms) */
+	char *job_id;		/* identity: survives redelivery and retry */
+	char *kind;
+	char *payload;		/* a JSON object */
+};
+
+void job_free(struct job *j);
+
+/* What to enqueue.  payload NULL means "{}"; job_id NULL mints one. */
+struct enqueue {
+	const char *kind;
+	const char *payload;
+	const char *job_id;
+	int64_t delay_ms;	/* >= 0: visible after this long */
+	int64_t priority;	/* lower runs first; default 0 */
+};
+
+/* queue_kind_valid / queue_job_id_valid: the accepted names; on failure the
+ * message says why. */
+enum sd_result queue_kind_valid(const char *kind);
+enum sd_result queue_job_id_valid(const char *job_id);
+
+/* queue_mint_job_id: a new unique job id, time-ordered.  buf holds
+ * QUEUE_JOB_ID_MAX + 1 bytes. */
+void queue_mint_job_id(char *buf);
+
+/*
+ * queue_enqueue: add one entry, ready at now + delay_ms.
+ * [out] job_id_out (QUEUE_JOB_ID_MAX + 1 bytes, may be NULL) gets the id.
+ * A payload that is not a JSON object is SD_INVALID and writes nothing.
+ */
+enum sd_result queue_enqueue(struct db *db, const struct enqueue *e, char *job_id_out);
+
+/*
+ * queue_claim: lease up to n visible entries in one statement, in order of
+ * priority, visible time, id.  lease_ms 0 uses each kind's policy.  Entries
+ * whose leases expired max_deliveries times are moved to the dead letters
+ * instead of being returned.
+ * [out] out[0..*n_out) are owned by the caller (job_free).
+ */
+enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lease_ms,
+			   struct job **out, int *n_out);
+
+/* The calls below name the lease by (id, token) and return SD_STALE, having
+ * changed nothing, when the entry was leased again since or is gone. */
+
+/* queue_ack: the job is done: it leaves the stream for done_jobs. */
+enum sd_result queue_ack(struct db *db, int64_t id, int64_t token);
+
+/* queue_extend: the lease now ends at now + lease_ms ([out] *until). */
+enum sd_result queue_extend(struct db *db, int64_t id, int64_t token, int64_t lease_ms,
+			    int64_t *until);
+
+/* queue_retry_later: a snooze: ready again at now + delay_ms; not an attempt. */
+enum sd_result queue_retry_later(struct db *db, int64_t id, int64_t token, int64_t delay_ms);
+
+/* queue_release: give the lease back: ready now; not an attempt, not an expiry. */
+enum sd_result queue_release(struct db *db, int64_t id, int64_t token);
+
+/*
+ * queue_fail: a failed attempt.  Transient: ready again after the kind's
+ * backoff; after max_attempts, or at once when permanent, the job goes dead
+ * with error as its last error.  [out] *dead (may be NULL) is 1 when it died.
+ */
+enum sd_result queue_fail(struct db *db, const struct job *j, const char *error, int permanent,
+			  int *dead);
+
+/* ---- dead letters and finished jobs ------------------------------------ */
+
+/* queue_dead_retry: put every dead entry with this job_id back, ready now,
+ * attempts and expiries reset.  [out] *n: how many (0 is SD_NOT_FOUND). */
+enum sd_result queue_dead_retry(struct db *db, const char *job_id, int64_t *n);
+
+/* queue_dead_purge: delete every dead entry.  [out] *n: how many. */
+enum sd_result queue_dead_purge(struct db *db, int64_t *n);
+
+/* queue_prune_done: drop up to limit finished entries older than
+ * older_than_ms, adding them to the per-kind totals.  [out] *n: how many. */
+enum sd_result queue_prune_done(struct db *db, int64_t older_than_ms, int limit, int64_t *n);
+
+/* ---- looking ------------------------------------------------------------- */
+
+struct queue_counts {
+	char kind[QUEUE_KIND_MAX + 1];	/* "" for the total row */
+	int64_t ready;		/* visible now (new, retried, or lease expired) */
+	int64_t scheduled;	/* not leased, visible later */
+	int64_t leased;		/* under a live lease */
+	int64_t dead;
+	int64_t done;		/* finished, kept and pruned */
+};
+
+/*
+ * queue_stats: counts by state, per kind and in total.
+ * [out] *rows (free()) holds *n rows sorted by kind; *total the sums.
+ */
+enum sd_result queue_stats(struct db *db, struct queue_counts **rows, int *n,
+			   struct queue_counts *total);
+
+/* queue_pending: entries in the stream (ready, scheduled or leased). */
+enum sd_result queue_pending(struct db *db, int64_t *n);
+
+/* queue_next_visible: the earliest visible_at in the stream, or -1 if empty. */
+enum sd_result queue_next_visible(struct db *db, int64_t *at);
+
+/* One listed entry; fields not kept for a state are 0 or NULL. */
+struct job_row {
+	const char *state;	/* ready, scheduled, leased, dead, done */
+	int64_t id;
+	const char *job_id;
+	const char *kind;
+	const char *payload;
+	int64_t priority, deliveries, attempts;
+	int64_t visible_at;	/* ready/scheduled/leased: when visible (lease end) */
+	int64_t created_at;
+	int64_t finished_at;	/* done: finished; dead: died */
+	const char *worker;	/* leased_by or the worker that finished it */
+	const char *last_error;
+	const char *json;	/* the row as one JSON object */
+};
+
+typedef void (*queue_row_fn)(const struct job_row *row, void *arg);
+
+/*
+ * queue_list: call fn for each entry in state (NULL: ready, scheduled and
+ * leased), of kind (NULL: all), newest last, at most limit rows.
+ * state must be one of ready, scheduled, leased, dead, done.
+ */
+enum sd_result queue_list(struct db *db, const char *state, const char *kind, int limit,
+			  queue_row_fn fn, void *arg);
+
+#endif

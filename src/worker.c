@@ -1,0 +1,760 @@
+/*
+ * worker.c: the claim loop, the handler pool, leases, graceful stop.
+ *
+ * Threads:
+ *   loop     owns the queue connection.  Each turn it may open one
+ *            transaction that extends leases that are half used, commits the
+ *            results of finished jobs (ack, retry_later, fail), and claims as
+ *            many entries as there are free handler threads; then it sleeps
+ *            in notify_wait() until a handler finishes, work arrives, a lease
+ *            needs extending or a pending commit is due.
+ *   handler  threads take claimed jobs from the run queue and run them.  A
+ *            handler thread that finds more jobs waiting wakes one more
+ *            idle thread (a chain), so a batch of short jobs costs a few
+ *            wake-ups, not one per job.
+ *
+ * Invariants (all under w->mu):
+ *   - a slot is FREE, QUEUED (in runq), RUNNING or FINISHED (in fin[]);
+ *   - queued + running <= concurrency, so a claim asks for at most the free
+ *     handler threads and no claimed entry waits long for a thread;
+ *   - only the loop thread touches the database through w->db and moves a
+ *     slot from FINISHED back to FREE.
+ */
+#define _GNU_SOURCE
+#include "worker.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "db.h"
+#include "log.h"
+#include "notify.h"
+
+/* ======================== results and payload fields ===================== */
+
+enum job_outcome job_failf(struct job_result *res, int permanent, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(res->error, sizeof res->error, fmt, ap);
+	va_end(ap);
+	return permanent ? JOB_FAIL_PERMANENT : JOB_FAIL;
+}
+
+static enum sd_result job_arg(const struct job *job, const char *key, json_t **root,
+			      json_t **v)
+{
+	json_error_t e;
+
+	*root = json_loads(job->payload, JSON_REJECT_DUPLICATES, &e);
+	if (!*root)
+		return err_set(SD_INVALID, "payload is not valid JSON: %s", e.text);
+	*v = json_object_get(*root, key);
+	if (!*v) {
+		json_decref(*root);
+		return err_set(SD_NOT_FOUND, "payload has no \"%s\"", key);
+	}
+	return SD_OK;
+}
+
+enum sd_result job_arg_int(const struct job *job, const char *key, int64_t *out)
+{
+	json_t *root, *v;
+	enum sd_result r = job_arg(job, key, &root, &v);
+
+	if (r != SD_OK)
+		return r;
+	if (!json_is_integer(v))
+		r = err_set(SD_INVALID, "payload field \"%s\" must be an integer", key);
+	else
+		*out = (int64_t)json_integer_value(v);
+	json_decref(root);
+	return r;
+}
+
+enum sd_result job_arg_str(const struct job *job, const char *key, char *buf, size_t size)
+{
+	json_t *root, *v;
+	enum sd_result r = job_arg(job, key, &root, &v);
+
+	if (r != SD_OK)
+		return r;
+	if (!json_is_string(v))
+		r = err_set(SD_INVALID, "payload field \"%s\" must be a string", key);
+	else if (json_string_length(v) >= size)
+		r = err_set(SD_INVALID, "payload field \"%s\" is too long", key);
+	else
+		memcpy(buf, json_string_value(v), json_string_length(v) + 1);
+	json_decref(root);
+	return r;
+}
+
+/* ======================== built-in handlers ============================== */
+
+static enum job_outcome h_noop(struct handler_ctx *ctx, const struct job *job,
+			       struct job_result *res)
+{
+	(void)ctx;
+	(void)job;
+	(void)res;
+	return JOB_DONE;
+}
+
+static enum job_outcome h_sleep(struct handler_ctx *ctx, const struct job *job,
+				struct job_result *res)
+{
+	int64_t ms = 0;
+	struct timespec ts;
+
+	(void)ctx;
+	if (job_arg_int(job, "ms", &ms) != SD_OK || ms < 0 || ms > 24LL * 3600 * 1000)
+		return job_failf(res, 1, "sleep needs {\"ms\": N} with 0 <= N <= 86400000");
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	return JOB_DONE;
+}
+
+static enum job_outcome h_fail(struct handler_ctx *ctx, const struct job *job,
+			       struct job_result *res)
+{
+	int64_t times = 0;
+
+	(void)ctx;
+	if (job_arg_int(job, "times", &times) != SD_OK || times < 0)
+		return job_failf(res, 1, "fail needs {\"times\": N} with N >= 0");
+	if (job->attempts < times)
+		return job_failf(res, 0, "failing as asked: attempt %lld of %lld failures",
+				 (long long)job->attempts + 1, (long long)times);
+	return JOB_DONE;
+}
+
+const struct handler worker_builtin_handlers[] = {
+	{ "noop", h_noop },
+	{ "sleep", h_sleep },
+	{ "fail", h_fail },
+	{ NULL, NULL },
+};
+
+const struct handler *worker_handler_find(const struct handler *table, const char *kind)
+{
+	for (; table && table->kind; table++)
+		if (strcmp(table->kind, kind) == 0)
+			return table;
+	return NULL;
+}
+
+/* ======================== the worker ===================================== */
+
+enum slot_state { SLOT_FREE, SLOT_QUEUED, SLOT_RUNNING, SLOT_FINISHED };
+
+struct slot {
+	enum slot_state state;
+	struct job *job;		/* owned while not FREE */
+	int64_t lease_ms;		/* the lease this job gets on each extension */
+	int64_t extend_at;		/* extend once the clock passes this */
+	int64_t started_us;		/* handler start, monotonic */
+	int64_t duration_us;
+	enum job_outcome outcome;
+	int release;			/* give the lease back instead (stopping) */
+	struct job_result res;
+};
+
+struct handler_ctx {
+	struct worker *w;
+	struct db *db;			/* lazily opened, this thread only */
+};
+
+struct worker {
+	const struct worker_opts *o;
+	char name[64];
+	struct db *db;			/* the loop's connection */
+	struct notify *nt;
+	const struct handler *table;
+	int nslots;			/* concurrency + batch: room for finished
+					 * jobs waiting for their commit */
+	struct slot *slots;
+	pthread_t *threads;
+	int nthreads;
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;		/* handler threads wait here for work */
+	int *runq;			/* slot indexes, FIFO */
+	int rq_head, rq_len;
+	int *fin;			/* finished slot indexes */
+	int n_fin;
+	int running;
+	int idle;			/* handler threads waiting on cv */
+	int quit;
+	int loop_waiting;		/* the loop sleeps: wake it on progress */
+	int wake_at_fin;		/* ... when n_fin reaches this */
+};
+
+static atomic_int worker_seq;
+
+void worker_stop_all(void)
+{
+	notify_request_stop();
+}
+
+void worker_stop_reset(void)
+{
+	notify_stop_reset();
+}
+
+struct db *handler_db(struct handler_ctx *ctx)
+{
+	if (!ctx->db && db_open(ctx->w->o->db_path, 0, DB_SYNC_NORMAL, &ctx->db) != SD_OK)
+		return NULL;
+	return ctx->db;
+}
+
+const char *handler_worker_name(const struct handler_ctx *ctx)
+{
+	return ctx->w->name;
+}
+
+static void run_one(struct handler_ctx *ctx, struct slot *s)
+{
+	struct worker *w = ctx->w;
+	const struct handler *h = worker_handler_find(w->table, s->job->kind);
+
+	s->res.delay_ms = 0;
+	s->res.error[0] = '\0';
+	if (w->o->on_start)
+		w->o->on_start(s->job, w->o->arg);
+	s->started_us = clock_mono_us();
+	if (!h)
+		s->outcome = job_failf(&s->res, 1, "no handler for kind '%s'", s->job->kind);
+	else
+		s->outcome = h->fn(ctx, s->job, &s->res);
+	s->duration_us = clock_mono_us() - s->started_us;
+}
+
+static void *handler_thread(void *arg)
+{
+	struct handler_ctx ctx = { .w = arg, .db = NULL };
+	struct worker *w = ctx.w;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		struct slot *s;
+		int idx;
+
+		while (w->rq_len == 0 && !w->quit) {
+			w->idle++;
+			pthread_cond_wait(&w->cv, &w->mu);
+			w->idle--;
+		}
+		if (w->rq_len == 0)
+			break;
+		idx = w->runq[w->rq_head];
+		w->rq_head = (w->rq_head + 1) % w->nslots;
+		w->rq_len--;
+		s = &w->slots[idx];
+		s->state = SLOT_RUNNING;
+		w->running++;
+		if (w->rq_len > 0 && w->idle > 0)
+			pthread_cond_signal(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+
+		run_one(&ctx, s);
+
+		pthread_mutex_lock(&w->mu);
+		s->state = SLOT_FINISHED;
+		w->running--;
+		w->fin[w->n_fin++] = idx;
+		if (w->loop_waiting && (w->n_fin >= w->wake_at_fin || (w->running == 0 && w->rq_len == 0))) {
+			w->loop_waiting = 0;
+			notify_wake(w->nt);
+		}
+	}
+	pthread_mutex_unlock(&w->mu);
+	db_close(ctx.db);
+	return NULL;
+}
+
+static int64_t lease_for(const struct worker *w, const struct job *j)
+{
+	return w->o->lease_ms > 0 ? w->o->lease_ms : queue_policy(j->kind)->lease_ms;
+}
+
+static void log_outcome(const struct worker *w, const struct slot *s, const char *outcome,
+			enum log_level lvl)
+{
+	char q[QUEUE_ERROR_MAX + 8];
+
+	if (!log_enabled(lvl))
+		return;
+	log_event(lvl, "job finished",
+		  "worker=%s job_id=%s kind=%s attempt=%lld delivery=%lld outcome=%s "
+		  "duration_ms=%.3f%s%s",
+		  w->name, s->job->job_id, s->job->kind, (long long)s->job->attempts + 1,
+		  (long long)s->job->deliveries, outcome, (double)s->duration_us / 1000.0,
+		  s->res.error[0] ? " err=" : "",
+		  s->res.error[0] ? log_quote(q, sizeof q, s->res.error) : "");
+}
+
+/* Commit-side handling of one finished slot, inside the loop's transaction. */
+static enum sd_result settle(struct worker *w, struct slot *s, struct worker_stats *st)
+{
+	const struct job *j = s->job;
+	enum sd_result r;
+	int dead = 0;
+
+	if (s->release) {
+		r = queue_release(w->db, j->id, j->lease_token);
+		if (r == SD_OK)
+			st->released++;
+		return r == SD_STALE ? SD_OK : r;
+	}
+	switch (s->outcome) {
+	case JOB_DONE:
+		r = queue_ack(w->db, j->id, j->lease_token);
+		if (r == SD_OK)
+			st->done++;
+		break;
+	case JOB_RETRY_LATER:
+		r = queue_retry_later(w->db, j->id, j->lease_token,
+				      s->res.delay_ms > 0 ? s->res.delay_ms : 0);
+		if (r == SD_OK)
+			st->snoozed++;
+		break;
+	case JOB_FAIL:
+	case JOB_FAIL_PERMANENT:
+	default:
+		r = queue_fail(w->db, j, s->res.error, s->outcome == JOB_FAIL_PERMANENT, &dead);
+		if (r == SD_OK && dead)
+			st->dead++;
+		else if (r == SD_OK)
+			st->failed++;
+		break;
+	}
+	if (r == SD_STALE) {
+		st->stale++;
+		log_event(LOG_WARN, "lease lost before the result was recorded",
+			  "worker=%s job_id=%s kind=%s delivery=%lld outcome=stale", w->name,
+			  j->job_id, j->kind, (long long)j->deliveries);
+		return SD_OK;
+	}
+	return r;
+}
+
+static void log_settled(struct worker *w, struct slot *s)
+{
+	if (s->release)
+		return;
+	switch (s->outcome) {
+	case JOB_DONE:
+		log_outcome(w, s, "done", LOG_INFO);
+		break;
+	case JOB_RETRY_LATER:
+		log_outcome(w, s, "retry_later", LOG_INFO);
+		break;
+	default:
+		if (s->outcome == JOB_FAIL_PERMANENT ||
+		    s->job->attempts + 1 >= queue_policy(s->job->kind)->max_attempts)
+			log_outcome(w, s, "dead", LOG_WARN);
+		else
+			log_outcome(w, s, "failed", LOG_WARN);
+	}
+}
+
+static void slot_clear(struct slot *s)
+{
+	job_free(s->job);
+	s->job = NULL;
+	s->release = 0;
+	s->state = SLOT_FREE;
+}
+
+static int free_slot(struct worker *w)
+{
+	int i;
+
+	for (i = 0; i < w->nslots; i++)
+		if (w->slots[i].state == SLOT_FREE)
+			return i;
+	return -1;
+}
+
+static void worker_free(struct worker *w)
+{
+	int i;
+
+	if (w->slots)
+		for (i = 0; i < w->nslots; i++)
+			job_free(w->slots[i].job);
+	free(w->slots);
+	free(w->runq);
+	free(w->fin);
+	free(w->threads);
+	notify_close(w->nt);
+	db_close(w->db);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cv);
+	free(w);
+}
+
+enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stats_out)
+{
+	struct worker_stats st = { 0 };
+	struct worker *w;
+	enum sd_result r = SD_OK;
+	struct job **claimed = NULL;
+	int *pending = NULL, n_pending = 0;
+	int *settled = NULL;
+	int concurrency = o->concurrency > 0 ? o->concurrency : WORKER_CONCURRENCY_DEFAULT;
+	int batch = o->batch > 0 ? o->batch : concurrency;
+	int64_t flush_us = (o->flush_ms > 0 ? o->flush_ms : WORKER_FLUSH_MS_DEFAULT) * 1000;
+	int64_t grace_ms = o->grace_ms > 0 ? o->grace_ms : WORKER_GRACE_MS_DEFAULT;
+	int64_t first_pending_us = 0, stop_deadline_us = 0, next_visible = -1;
+	int64_t next_prune_us = 0, last_dv;
+	int more_work = 1, stopping = 0, i, abandoned = 0, errors = 0;
+
+	w = calloc(1, sizeof *w);
+	if (!w)
+		return err_set(SD_NOMEM, "out of memory");
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	w->o = o;
+	w->table = o->handlers ? o->handlers : worker_builtin_handlers;
+	if (o->name)
+		snprintf(w->name, sizeof w->name, "%s", o->name);
+	else
+		snprintf(w->name, sizeof w->name, "w%ld.%d", (long)getpid(),
+			 atomic_fetch_add(&worker_seq, 1));
+	w->nslots = concurrency + batch;
+	w->slots = calloc((size_t)w->nslots, sizeof *w->slots);
+	w->runq = calloc((size_t)w->nslots, sizeof *w->runq);
+	w->fin = calloc((size_t)w->nslots, sizeof *w->fin);
+	w->threads = calloc((size_t)concurrency, sizeof *w->threads);
+	claimed = calloc((size_t)batch, sizeof *claimed);
+	pending = calloc((size_t)w->nslots, sizeof *pending);
+	settled = calloc((size_t)w->nslots, sizeof *settled);
+	if (!w->slots || !w->runq || !w->fin || !w->threads || !claimed || !pending || !settled) {
+		r = err_set(SD_NOMEM, "out of memory");
+		goto out;
+	}
+	w->wake_at_fin = batch;
+	if ((r = db_open(o->db_path, 0, DB_SYNC_NORMAL, &w->db)) != SD_OK ||
+	    (r = notify_open(o->db_path, &w->nt)) != SD_OK)
+		goto out;
+	last_dv = db_data_version(w->db);
+
+	{
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setstacksize(&attr, 512 * 1024);
+		for (i = 0; i < concurrency; i++) {
+			if (pthread_create(&w->threads[i], &attr, handler_thread, w) != 0) {
+				pthread_attr_destroy(&attr);
+				r = err_set(SD_IO, "cannot start handler thread: %s", strerror(errno));
+				goto out_threads;
+			}
+			w->nthreads++;
+		}
+		pthread_attr_destroy(&attr);
+	}
+	log_event(LOG_INFO, "worker started", "worker=%s concurrency=%d batch=%d db=%s", w->name,
+		  concurrency, batch, o->db_path);
+
+	for (;;) {
+		int64_t now = clock_now_ms(), now_us = clock_mono_us();
+		int n_claim = 0, n_got = 0, busy, n_extend = 0, flush, wait_ms;
+		int ext_idx[64];
+
+		/* 1. Take what the handlers finished. */
+		pthread_mutex_lock(&w->mu);
+		for (i = 0; i < w->n_fin; i++) {
+			if (n_pending == 0)
+				first_pending_us = now_us;
+			pending[n_pending++] = w->fin[i];
+		}
+		w->n_fin = 0;
+		busy = w->running + w->rq_len;
+		pthread_mutex_unlock(&w->mu);
+
+		if (!stopping && notify_stop_requested()) {
+			stopping = 1;
+			stop_deadline_us = now_us + grace_ms * 1000;
+			/* jobs claimed but not started go back at once */
+			pthread_mutex_lock(&w->mu);
+			while (w->rq_len > 0) {
+				int idx = w->runq[w->rq_head];
+				w->rq_head = (w->rq_head + 1) % w->nslots;
+				w->rq_len--;
+				w->slots[idx].state = SLOT_FINISHED;
+				w->slots[idx].release = 1;
+				if (n_pending == 0)
+					first_pending_us = now_us;
+				pending[n_pending++] = idx;
+			}
+			busy = w->running;
+			pthread_mutex_unlock(&w->mu);
+			log_event(LOG_INFO, "worker stopping", "worker=%s running=%d grace_ms=%lld",
+				  w->name, busy, (long long)grace_ms);
+		}
+
+		/* 2. Decide this turn's transaction. */
+		flush = n_pending > 0 &&
+			(n_pending >= batch || busy == 0 || stopping ||
+			 now_us - first_pending_us >= flush_us);
+		if (!stopping && more_work && busy < concurrency)
+			n_claim = concurrency - busy < batch ? concurrency - busy : batch;
+		for (i = 0; i < w->nslots && n_extend < 64; i++) {
+			struct slot *s = &w->slots[i];
+			if ((s->state == SLOT_RUNNING || s->state == SLOT_QUEUED) && now >= s->extend_at)
+				ext_idx[n_extend++] = i;
+		}
+
+		if (flush || n_claim > 0 || n_extend > 0) {
+			int n_settled = 0;
+
+			r = db_begin(w->db);
+			for (i = 0; r == SD_OK && i < n_extend; i++) {
+				struct slot *s = &w->slots[ext_idx[i]];
+				int64_t until;
+				enum sd_result er = queue_extend(w->db, s->job->id, s->job->lease_token,
+								 s->lease_ms, &until);
+				if (er == SD_OK) {
+					s->extend_at = until - s->lease_ms / 2;
+					st.extended++;
+				} else if (er == SD_STALE) {
+					/* reclaimed elsewhere: the handler runs on; its
+					 * result will be refused as stale */
+					s->extend_at = INT64_MAX;
+					log_event(LOG_WARN, "lease expired under a live worker",
+						  "worker=%s job_id=%s kind=%s delivery=%lld",
+						  w->name, s->job->job_id, s->job->kind,
+						  (long long)s->job->deliveries);
+				} else {
+					r = er;
+				}
+			}
+			for (i = 0; r == SD_OK && flush && i < n_pending; i++) {
+				r = settle(w, &w->slots[pending[i]], &st);
+				settled[n_settled++] = pending[i];
+			}
+			if (r == SD_OK && n_claim > 0) {
+				r = queue_claim(w->db, w->name, n_claim, o->lease_ms, claimed, &n_got);
+			}
+			if (r == SD_OK) {
+				r = db_commit(w->db);
+				if (r != SD_OK) {
+					for (i = 0; i < n_got; i++)
+						job_free(claimed[i]);
+					n_got = 0;
+				}
+			} else {
+				db_rollback(w->db);
+			}
+			if (r != SD_OK) {
+				/* Nothing of this turn happened; results stay pending. */
+				errors++;
+				log_event(LOG_ERROR, "queue transaction failed", "worker=%s err=%s",
+					  w->name, log_quote((char[600]){ 0 }, 600, err_msg()));
+				if (errors > 50) {
+					err_set(r, "giving up after repeated database errors: %s",
+						err_msg());
+					goto out_stop;
+				}
+				notify_wait(w->nt, 100);
+				continue;
+			}
+			errors = 0;
+			if (flush) {
+				for (i = 0; i < n_settled; i++) {
+					log_settled(w, &w->slots[settled[i]]);
+					slot_clear(&w->slots[settled[i]]);
+				}
+				n_pending = 0;
+			}
+			if (n_claim > 0) {
+				st.claimed += n_got;
+				if (n_got < n_claim)
+					more_work = 0;
+				if (n_got > 0) {
+					pthread_mutex_lock(&w->mu);
+					for (i = 0; i < n_got; i++) {
+						int idx = free_slot(w);
+						struct slot *s = &w->slots[idx];
+						s->job = claimed[i];
+						s->state = SLOT_QUEUED;
+						s->lease_ms = lease_for(w, claimed[i]);
+						s->extend_at = claimed[i]->lease_until - s->lease_ms / 2;
+						w->runq[(w->rq_head + w->rq_len) % w->nslots] = idx;
+						w->rq_len++;
+					}
+					pthread_cond_signal(&w->cv);
+					pthread_mutex_unlock(&w->mu);
+				}
+			}
+			if (n_claim > 0 && n_got == 0 && !stopping) {
+				r = queue_next_visible(w->db, &next_visible);
+				if (r != SD_OK)
+					next_visible = -1;
+				r = SD_OK;
+			}
+			continue;	/* look again before sleeping */
+		}
+
+		/* 3. Nothing to write this turn: stop, drain, prune, or sleep. */
+		if (stopping) {
+			if (busy == 0 && n_pending == 0)
+				break;
+			if (now_us >= stop_deadline_us) {
+				abandoned = 1;
+				break;
+			}
+		}
+		if (!stopping && busy == 0 && n_pending == 0 && !more_work) {
+			if (o->drain) {
+				int64_t left = 0;
+				if ((r = queue_pending(w->db, &left)) != SD_OK)
+					goto out_stop;
+				if (left == 0)
+					break;
+			}
+			if (o->retention_ms > 0 && now_us >= next_prune_us) {
+				int64_t pruned = 0;
+				if (queue_prune_done(w->db, o->retention_ms, 1000, &pruned) == SD_OK &&
+				    pruned > 0)
+					log_event(LOG_INFO, "pruned finished jobs", "worker=%s n=%lld",
+						  w->name, (long long)pruned);
+				next_prune_us = now_us + (pruned == 1000 ? 0 : 60LL * 1000000);
+				if (pruned == 1000)
+					continue;
+			}
+		}
+
+		/* 4. Sleep until something can happen. */
+		wait_ms = 1000;
+		if (n_pending > 0) {
+			int64_t due = (first_pending_us + flush_us - now_us) / 1000;
+			wait_ms = due < 1 ? 1 : (int)due;
+		}
+		for (i = 0; i < w->nslots; i++) {
+			struct slot *s = &w->slots[i];
+			if ((s->state == SLOT_RUNNING || s->state == SLOT_QUEUED) &&
+			    s->extend_at != INT64_MAX && s->extend_at - now < wait_ms)
+				wait_ms = s->extend_at - now < 1 ? 1 : (int)(s->extend_at - now);
+		}
+		if (!more_work && next_visible >= 0 && next_visible - now < wait_ms)
+			wait_ms = next_visible - now < 1 ? 1 : (int)(next_visible - now);
+		if (stopping) {
+			int64_t left = (stop_deadline_us - now_us) / 1000 + 1;
+			if (left < wait_ms)
+				wait_ms = (int)left;
+		}
+		pthread_mutex_lock(&w->mu);
+		if (w->n_fin > 0) {
+			pthread_mutex_unlock(&w->mu);
+			continue;	/* results arrived meanwhile: collect them */
+		}
+		/* wake on the first result (to start the flush timer and refill a
+		 * free thread), then when a batch is full or every thread is idle */
+		w->loop_waiting = 1;
+		w->wake_at_fin = n_pending > 0 ? batch - n_pending : 1;
+		if (w->wake_at_fin < 1)
+			w->wake_at_fin = 1;
+		pthread_mutex_unlock(&w->mu);
+		if (notify_wait(w->nt, wait_ms)) {
+			int64_t dv = db_data_version(w->db);
+			if (dv != last_dv || busy == 0) {
+				last_dv = dv;
+				more_work = 1;
+			}
+		} else if (!more_work && next_visible >= 0 && clock_now_ms() >= next_visible) {
+			more_work = 1;
+		} else if (!more_work && wait_ms >= 1000) {
+			more_work = 1;	/* the safety net: look at least once a second */
+		}
+		pthread_mutex_lock(&w->mu);
+		w->loop_waiting = 0;
+		pthread_mutex_unlock(&w->mu);
+	}
+
+out_stop:
+	/* Give back every lease still held: jobs not started at once, running
+	 * ones only when the grace period ran out (their handlers are
+	 * abandoned).  Results that came in are recorded first. */
+	{
+		pthread_mutex_lock(&w->mu);
+		w->quit = 1;
+		while (w->rq_len > 0) {
+			int idx = w->runq[w->rq_head];
+			w->rq_head = (w->rq_head + 1) % w->nslots;
+			w->rq_len--;
+			w->slots[idx].state = SLOT_FINISHED;
+			w->slots[idx].release = 1;
+			pending[n_pending++] = idx;
+		}
+		for (i = 0; i < w->n_fin; i++)
+			pending[n_pending++] = w->fin[i];
+		w->n_fin = 0;
+		for (i = 0; i < w->nslots; i++) {
+			if (w->slots[i].state == SLOT_RUNNING) {
+				w->slots[i].release = 1;
+				pending[n_pending++] = i;
+			}
+		}
+		pthread_cond_broadcast(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+		if (n_pending > 0 && db_begin(w->db) == SD_OK) {
+			enum sd_result sr = SD_OK;
+			for (i = 0; i < n_pending && sr == SD_OK; i++)
+				sr = settle(w, &w->slots[pending[i]], &st);
+			if (sr == SD_OK)
+				sr = db_commit(w->db);
+			else
+				db_rollback(w->db);
+			if (sr != SD_OK)
+				log_event(LOG_ERROR, "could not record the last results; their leases "
+					  "will expire", "worker=%s", w->name);
+		}
+		log_event(LOG_INFO, "worker stopped",
+			  "worker=%s done=%lld failed=%lld dead=%lld snoozed=%lld stale=%lld "
+			  "released=%lld abandoned=%d", w->name, (long long)st.done,
+			  (long long)st.failed, (long long)st.dead, (long long)st.snoozed,
+			  (long long)st.stale, (long long)st.released, abandoned);
+	}
+out_threads:
+	pthread_mutex_lock(&w->mu);
+	w->quit = 1;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	if (abandoned) {
+		/* Handlers past the grace period still hold pointers into w: leave
+		 * them and their memory to the process exit. */
+		for (i = 0; i < w->nthreads; i++)
+			pthread_detach(w->threads[i]);
+		if (stats_out)
+			*stats_out = st;
+		free(claimed);
+		free(pending);
+		free(settled);
+		return r == SD_OK ? SD_TIMEOUT : r;
+	}
+	for (i = 0; i < w->nthreads; i++)
+		pthread_join(w->threads[i], NULL);
+out:
+	if (stats_out)
+		*stats_out = st;
+	free(claimed);
+	free(pending);
+	free(settled);
+	worker_free(w);
+	return r;
+}

@@ -1,0 +1,115 @@
+/*
+ * worker.h: the claim loop, the handler table, leases and graceful stop.
+ *
+ * One worker is one loop thread that owns the queue's connection and a pool
+ * of handler threads.  The loop claims as many entries as there are free
+ * handler slots (at most a batch) in one statement, hands them to the pool,
+ * and commits the finished jobs' acks, retries and failures together with the
+ * next claim in one short transaction: the batch completer.  A crash before
+ * that commit only re-runs jobs that were done, which idempotent handlers
+ * absorb.
+ */
+#ifndef SD_WORKER_H
+#define SD_WORKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "queue.h"
+#include "result.h"
+
+/* What a handler decided. */
+enum job_outcome {
+	JOB_DONE,		/* ack */
+	JOB_RETRY_LATER,	/* snooze for res->delay_ms; not a failed attempt */
+	JOB_FAIL,		/* a transient failure: back off, dead after max attempts */
+	JOB_FAIL_PERMANENT,	/* dead at once */
+};
+
+struct job_result {
+	int64_t delay_ms;			/* JOB_RETRY_LATER: how long */
+	char error[QUEUE_ERROR_MAX + 1];	/* JOB_FAIL*: why, one line */
+};
+
+/* Per handler thread: what a handler may use besides its job. */
+struct handler_ctx;
+
+/* handler_db: this thread's own connection (NORMAL), opened on first use;
+ * NULL with the error set when it cannot be opened. */
+struct db *handler_db(struct handler_ctx *ctx);
+
+/* handler_worker_name: the name of the worker running the handler. */
+const char *handler_worker_name(const struct handler_ctx *ctx);
+
+typedef enum job_outcome (*handler_fn)(struct handler_ctx *ctx, const struct job *job,
+				       struct job_result *res);
+
+struct handler {
+	const char *kind;
+	handler_fn fn;
+};
+
+/* The built-in kinds: noop; sleep {"ms":N}; fail {"times":N}.  A table ends
+ * with a { NULL, NULL } entry. */
+extern const struct handler worker_builtin_handlers[];
+
+/* job_failf: fill res->error and return JOB_FAIL or JOB_FAIL_PERMANENT. */
+enum job_outcome job_failf(struct job_result *res, int permanent, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* job_arg_int: read integer field key of the job's payload.  SD_NOT_FOUND when
+ * missing, SD_INVALID (message set) when not an integer. */
+enum sd_result job_arg_int(const struct job *job, const char *key, int64_t *v);
+
+/* job_arg_str: copy string field key of the payload into buf. */
+enum sd_result job_arg_str(const struct job *job, const char *key, char *buf, size_t size);
+
+struct worker_opts {
+	const char *db_path;
+	const char *name;		/* leased_by; NULL: "w<pid>.<n>" */
+	int concurrency;		/* handler threads; default 4 */
+	int batch;			/* most entries per claim and acks per commit;
+					 * default = concurrency */
+	int64_t lease_ms;		/* 0: each kind's policy */
+	int drain;			/* exit when the stream holds nothing */
+	int64_t grace_ms;		/* on stop: how long running handlers may finish */
+	int64_t flush_ms;		/* longest a finished job waits for its commit */
+	int64_t retention_ms;		/* prune done jobs older than this; 0: never */
+	const struct handler *handlers;	/* NULL: the built-in table */
+	/* called on the handler thread just before a handler runs (benchmarks) */
+	void (*on_start)(const struct job *job, void *arg);
+	void *arg;
+};
+
+#define WORKER_CONCURRENCY_DEFAULT 4
+#define WORKER_GRACE_MS_DEFAULT 30000
+#define WORKER_FLUSH_MS_DEFAULT 5
+
+struct worker_stats {
+	int64_t claimed;	/* entries leased */
+	int64_t done;		/* acked */
+	int64_t snoozed;	/* retry_later */
+	int64_t failed;		/* transient failures */
+	int64_t dead;		/* sent to the dead letters by this worker */
+	int64_t stale;		/* calls refused because the lease was lost */
+	int64_t extended;	/* lease extensions */
+	int64_t released;	/* given back on stop */
+};
+
+/*
+ * worker_run: run until stopped, or with drain until the stream is empty.
+ * [out] stats (may be NULL) gets the counts.  Returns SD_OK after a clean
+ * stop or drain.
+ */
+enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stats);
+
+/* worker_stop_all: ask every worker in this process to stop; async-signal-safe. */
+void worker_stop_all(void);
+
+/* worker_stop_reset: clear the stop request (tests that run workers again). */
+void worker_stop_reset(void);
+
+/* worker_handler_find: the handler for kind in table, or NULL. */
+const struct handler *worker_handler_find(const struct handler *table, const char *kind);
+
+#endif

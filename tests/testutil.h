@@ -1,0 +1,53 @@
+/*
+ * testutil.h: what every test shares: a fresh temp directory and database per
+ * test, the fake clock, and running bin/stagedoor as a child process.
+ *
+ * Include after <stdarg.h>, <stddef.h>, <setjmp.h>, <stdint.h> and <cmocka.h>.
+ */
+#ifndef SD_TESTUTIL_H
+#define SD_TESTUTIL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "db.h"
+
+struct tu_env {
+	char dir[256];		/* a fresh directory, removed after the test */
+	char db_path[300];	/* dir/stagedoor.db */
+	struct db *db;		/* open on db_path (NORMAL), or NULL */
+};
+
+/* cmocka setup/teardown: a fresh tu_env in *state with the database made,
+ * the fake clock at 1,000,000,000 ms, policies and the stop flag reset. */
+int tu_setup(void **state);
+int tu_teardown(void **state);
+
+/* tu_setup_nodb: as tu_setup, with the directory only (no database). */
+int tu_setup_nodb(void **state);
+
+/* tu_bin: the stagedoor binary under test ($STAGEDOOR_BIN, else bin/stagedoor). */
+const char *tu_bin(void);
+
+/*
+ * tu_run: run stagedoor with argv (NULL-terminated, without the program
+ * name), stdout captured into out (may be NULL), stderr into err (may be
+ * NULL).  Returns the exit status, or -1 when it died by a signal.
+ */
+int tu_run(char *out, size_t out_size, char *err, size_t err_size, const char *const *argv);
+
+/* tu_spawn: start stagedoor with argv in the background, its stdout and
+ * stderr to log_path (may be NULL for /dev/null).  Returns the pid. */
+pid_t tu_spawn(const char *const *argv, const char *log_path);
+
+/* tu_wait: wait up to timeout_ms for pid; returns the exit status, -1 for a
+ * signal death, -2 on timeout (the child is left running). */
+int tu_wait(pid_t pid, int timeout_ms);
+
+/* tu_sleep_ms: sleep on the real clock. */
+void tu_sleep_ms(int ms);
+
+/* tu_count: a single integer from SQL run on a fresh connection. */
+int64_t tu_count(const char *db_path, const char *sql);
+
+#endif
