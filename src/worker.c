@@ -448,7 +448,7 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 		goto out;
 	}
 	w->wake_at_fin = batch;
-	if ((r = db_open(o->db_path, 0, DB_SYNC_NORMAL, &w->db)) != SD_OK ||
+	if ((r = db_open(o->db_path, 0, o->sync, &w->db)) != SD_OK ||
 	    (r = notify_open(o->db_path, &w->nt)) != SD_OK)
 		goto out;
 	last_dv = db_data_version(w->db);

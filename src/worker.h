@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "db.h"
 #include "queue.h"
 #include "result.h"
 
@@ -75,6 +76,7 @@ struct worker_opts {
 	int64_t grace_ms;		/* on stop: how long running handlers may finish */
 	int64_t flush_ms;		/* longest a finished job waits for its commit */
 	int64_t retention_ms;		/* prune done jobs older than this; 0: never */
+	enum db_sync sync;		/* the loop connection's level; default NORMAL */
 	const struct handler *handlers;	/* NULL: the built-in table */
 	/* called on the handler thread just before a handler runs (benchmarks) */
 	void (*on_start)(const struct job *job, void *arg);
