@@ -194,6 +194,8 @@ struct worker {
 	int rq_head, rq_len;
 	int *fin;			/* finished slot indexes */
 	int n_fin;
+	int *freel;			/* FREE slot indexes (loop thread only) */
+	int n_free;
 	int running;
 	int idle;			/* handler threads waiting on cv */
 	int quit;
@@ -371,23 +373,17 @@ static void log_settled(struct worker *w, struct slot *s)
 	}
 }
 
-static void slot_clear(struct slot *s)
+static void slot_clear(struct worker *w, int idx)
 {
+	struct slot *s = &w->slots[idx];
+
 	job_free(s->job);
 	s->job = NULL;
 	s->release = 0;
 	s->state = SLOT_FREE;
+	w->freel[w->n_free++] = idx;
 }
 
-static int free_slot(struct worker *w)
-{
-	int i;
-
-	for (i = 0; i < w->nslots; i++)
-		if (w->slots[i].state == SLOT_FREE)
-			return i;
-	return -1;
-}
 
 static void worker_free(struct worker *w)
 {
@@ -399,6 +395,7 @@ static void worker_free(struct worker *w)
 	free(w->slots);
 	free(w->runq);
 	free(w->fin);
+	free(w->freel);
 	free(w->threads);
 	notify_close(w->nt);
 	db_close(w->db);
@@ -439,14 +436,18 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 	w->slots = calloc((size_t)w->nslots, sizeof *w->slots);
 	w->runq = calloc((size_t)w->nslots, sizeof *w->runq);
 	w->fin = calloc((size_t)w->nslots, sizeof *w->fin);
+	w->freel = calloc((size_t)w->nslots, sizeof *w->freel);
 	w->threads = calloc((size_t)concurrency, sizeof *w->threads);
 	claimed = calloc((size_t)batch, sizeof *claimed);
 	pending = calloc((size_t)w->nslots, sizeof *pending);
 	settled = calloc((size_t)w->nslots, sizeof *settled);
-	if (!w->slots || !w->runq || !w->fin || !w->threads || !claimed || !pending || !settled) {
+	if (!w->slots || !w->runq || !w->fin || !w->freel || !w->threads || !claimed || !pending ||
+	    !settled) {
 		r = err_set(SD_NOMEM, "out of memory");
 		goto out;
 	}
+	for (i = 0; i < w->nslots; i++)
+		w->freel[w->n_free++] = w->nslots - 1 - i;
 	w->wake_at_fin = batch;
 	if ((r = db_open(o->db_path, 0, o->sync, &w->db)) != SD_OK ||
 	    (r = notify_open(o->db_path, &w->nt)) != SD_OK)
@@ -511,7 +512,9 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 		flush = n_pending > 0 &&
 			(n_pending >= batch || busy == 0 || stopping ||
 			 now_us - first_pending_us >= flush_us);
-		if (!stopping && more_work && busy < concurrency)
+		/* Claim only together with a flush, or when nothing waits for one:
+		 * a claim of its own would cost a commit that the flush can carry. */
+		if (!stopping && more_work && busy < concurrency && (flush || n_pending == 0))
 			n_claim = concurrency - busy < batch ? concurrency - busy : batch;
 		for (i = 0; i < w->nslots && n_extend < 64; i++) {
 			struct slot *s = &w->slots[i];
@@ -577,7 +580,7 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 			if (flush) {
 				for (i = 0; i < n_settled; i++) {
 					log_settled(w, &w->slots[settled[i]]);
-					slot_clear(&w->slots[settled[i]]);
+					slot_clear(w, settled[i]);
 				}
 				n_pending = 0;
 			}
@@ -588,7 +591,7 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 				if (n_got > 0) {
 					pthread_mutex_lock(&w->mu);
 					for (i = 0; i < n_got; i++) {
-						int idx = free_slot(w);
+						int idx = w->freel[--w->n_free];
 						struct slot *s = &w->slots[idx];
 						s->job = claimed[i];
 						s->state = SLOT_QUEUED;
