@@ -134,6 +134,73 @@ fail:
 	return r;
 }
 
+/*
+ * Is this file ours, and not from a newer version?  [out] *version.  A file
+ * with tables but no schema version belongs to another program: we neither
+ * add our tables to it nor switch it to WAL.
+ */
+static enum sd_result db_check_ours(sqlite3 *h, const char *path, int *version)
+{
+	enum sd_result r;
+	int tables = 0;
+
+	if ((r = db_pragma_int(h, "PRAGMA user_version", version)) != SD_OK)
+		return err_set(r, "%s: %s", path, err_msg());
+	if (*version > db_migration_count)
+		return err_set(SD_SCHEMA,
+			       "%s has schema version %d, newer than this program's %d: "
+			       "use a newer stagedoor; nothing was changed", path, *version,
+			       db_migration_count);
+	if (*version == 0) {
+		if ((r = db_pragma_int(h, "SELECT count(*) FROM sqlite_master", &tables)) != SD_OK)
+			return err_set(r, "%s: %s", path, err_msg());
+		if (tables > 0)
+			return err_set(SD_SCHEMA,
+				       "%s is an SQLite database of another program (tables but "
+				       "no Stagedoor schema version); nothing was changed", path);
+	}
+	return SD_OK;
+}
+
+/*
+ * A first look at the file's header (user_version is the big-endian word at
+ * offset 60) before a connection opens it: refusing a newer file must not
+ * even create or checkpoint a WAL.  The read goes through SQLite's VFS, never
+ * through an fd of our own: closing another fd on the file would drop the
+ * POSIX locks that this process's open connections hold on it.  A WAL with
+ * newer frames than the header is caught by db_check_ours afterwards.
+ */
+static enum sd_result db_probe(const char *path)
+{
+	sqlite3_vfs *vfs = sqlite3_vfs_find(NULL);
+	sqlite3_file *f;
+	unsigned char h[100];
+	int out_flags = 0, rc, version;
+
+	if (!vfs || !(f = calloc(1, (size_t)vfs->szOsFile)))
+		return SD_OK;	/* the open reports what is wrong */
+	rc = vfs->xOpen(vfs, path, f, SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_READONLY, &out_flags);
+	if (rc != SQLITE_OK) {
+		if (f->pMethods)
+			f->pMethods->xClose(f);
+		free(f);
+		return SD_OK;
+	}
+	rc = f->pMethods->xRead(f, h, (int)sizeof h, 0);
+	f->pMethods->xClose(f);
+	free(f);
+	if (rc != SQLITE_OK || memcmp(h, "SQLite format 3", 16) != 0)
+		return SD_OK;
+	version = (int)((uint32_t)h[60] << 24 | (uint32_t)h[61] << 16 | (uint32_t)h[62] << 8 |
+			(uint32_t)h[63]);
+	if (version > db_migration_count || version < 0)
+		return err_set(SD_SCHEMA,
+			       "%s has schema version %d, newer than this program's %d: "
+			       "use a newer stagedoor; nothing was changed", path, version,
+			       db_migration_count);
+	return SD_OK;
+}
+
 enum sd_result db_open(const char *path, int flags, enum db_sync sync, struct db **out)
 {
 	struct db *db;
@@ -150,6 +217,8 @@ enum sd_result db_open(const char *path, int flags, enum db_sync sync, struct db
 	if (exists && !S_ISREG(sb.st_mode))
 		return err_set(SD_INVALID, "%s is not a regular file", path);
 	if (!exists && (r = db_make_parent(path)) != SD_OK)
+		return r;
+	if (exists && (r = db_probe(path)) != SD_OK)
 		return r;
 
 	db = calloc(1, sizeof *db);
@@ -170,17 +239,8 @@ enum sd_result db_open(const char *path, int flags, enum db_sync sync, struct db
 	sqlite3_db_config(db->h, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
 
 	/* Read the version before anything can write: a newer file stays as it is. */
-	if ((r = db_pragma_int(db->h, "PRAGMA user_version", &db->version)) != SD_OK) {
-		err_set(r, "%s: %s", path, err_msg());
+	if ((r = db_check_ours(db->h, path, &db->version)) != SD_OK)
 		goto fail;
-	}
-	if (db->version > db_migration_count) {
-		r = err_set(SD_SCHEMA,
-			    "%s has schema version %d, newer than this program's %d: "
-			    "use a newer stagedoor; nothing was changed", path, db->version,
-			    db_migration_count);
-		goto fail;
-	}
 	{
 		sqlite3_stmt *st;
 		const unsigned char *mode = NULL;

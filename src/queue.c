@@ -46,6 +46,7 @@
 #include "queue.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,7 +153,7 @@ int64_t queue_backoff_ms(const struct kind_policy *p, int64_t attempts)
 	int64_t i;
 
 	for (i = 1; i < attempts && d < p->backoff_cap_ms; i++)
-		d *= 2;
+		d = d > p->backoff_cap_ms / 2 ? p->backoff_cap_ms : d * 2;
 	if (d > p->backoff_cap_ms)
 		d = p->backoff_cap_ms;
 	if (d < 2)
@@ -201,20 +202,24 @@ enum sd_result queue_job_id_valid(const char *job_id)
 	return SD_OK;
 }
 
+static uint32_t proc_tag;
+
+static void proc_tag_init(void)
+{
+	uint32_t t;
+
+	if (getrandom(&t, sizeof t, 0) != sizeof t)
+		t = (uint32_t)rng_next();
+	proc_tag = t;
+}
+
 void queue_mint_job_id(char *buf)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	static atomic_uint_fast64_t counter;
-	static uint32_t proc_tag;
-	static atomic_int tag_set;
 	uint64_t c = atomic_fetch_add(&counter, 1);
 
-	if (!atomic_load(&tag_set)) {
-		uint32_t t;
-		if (getrandom(&t, sizeof t, 0) != sizeof t)
-			t = (uint32_t)rng_next();
-		proc_tag = t;
-		atomic_store(&tag_set, 1);
-	}
+	pthread_once(&once, proc_tag_init);
 	/* time first so ids sort by minting time; then a per-process tag and a
 	 * per-process counter, so two processes minting in the same millisecond
 	 * differ in the tag and one process never repeats */
@@ -304,8 +309,16 @@ enum sd_result queue_enqueue(struct db *db, const struct enqueue *e, char *job_i
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
 	r = db_run(st);
-	if (r == SD_INVALID)
-		err_set(r, "payload is not valid JSON: %.80s", payload);
+	if (r == SD_INVALID) {
+		/* The CHECK (json_valid) refused the row and SQLite undid that one
+		 * statement: nothing was written.  End our level as a commit, so a
+		 * caller's transaction survives this refusal as it survives the
+		 * ones above, instead of being doomed by a rollback. */
+		enum sd_result c = db_commit(db);
+		if (c != SD_OK)
+			return c;
+		return err_set(r, "payload is not valid JSON: %.80s", payload);
+	}
 	if (r == SD_OK)
 		db_notify_on_commit(db);
 	r = tx_end(db, r);
@@ -394,24 +407,26 @@ enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lea
 	}
 	db_reset(st);
 
-	/* Per-kind leases and the poison rule, in the same transaction. */
+	/* Per-kind leases and the poison rule, in the same transaction.  The
+	 * loop compacts out[] in place; each slot is cleared as its job is taken
+	 * so that the fail path, which frees out[0..got), frees every job once. */
 	for (i = kept = 0; i < got; i++) {
 		struct job *j = out[i];
 		const struct kind_policy *p = queue_policy(j->kind);
 
+		out[i] = NULL;
 		if (j->expiries >= p->max_deliveries) {
 			char msg[160];
 			snprintf(msg, sizeof msg,
 				 "poison: delivered %lld times, %lld leases expired without an ack",
 				 (long long)j->deliveries - 1, (long long)j->expiries);
-			if ((r = move_to_dead(db, j->id, token, j->attempts, msg)) != SD_OK) {
-				out[i] = NULL;
-				job_free(j);
-				goto fail;
-			}
+			r = move_to_dead(db, j->id, token, j->attempts, msg);
 			job_free(j);
+			if (r != SD_OK)
+				goto fail;
 			continue;
 		}
+		out[kept++] = j;
 		if (lease_ms <= 0 && p->lease_ms != claim_lease) {
 			struct db_stmt *ls = db_stmt(db, SQL_SET_LEASE);
 			if (!ls) {
@@ -425,7 +440,6 @@ enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lea
 				goto fail;
 			j->lease_until = now + p->lease_ms;
 		}
-		out[kept++] = j;
 	}
 	if ((r = db_commit(db)) != SD_OK) {
 		got = kept;

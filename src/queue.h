@@ -184,7 +184,9 @@ typedef void (*queue_row_fn)(const struct job_row *row, void *arg);
 
 /*
  * queue_list: call fn for each entry in state (NULL: ready, scheduled and
- * leased), of kind (NULL: all), newest last, at most limit rows.
+ * leased), of kind (NULL: all), oldest first.  limit (<= 0: none) keeps the
+ * oldest rows of the stream and the dead letters (next to run, first to
+ * die) and the newest rows of the finished jobs (the recent history).
  * state must be one of ready, scheduled, leased, dead, done.
  */
 enum sd_result queue_list(struct db *db, const char *state, const char *kind, int limit,

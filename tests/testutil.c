@@ -191,10 +191,11 @@ int64_t tu_count(const char *db_path, const char *sql)
 	int64_t v = -1;
 	int row = 0;
 
-	assert_int_equal(db_open(db_path, 0, DB_SYNC_NORMAL, &db), SD_OK);
+	if (db_open(db_path, 0, DB_SYNC_NORMAL, &db) != SD_OK)
+		fail_msg("tu_count: %s", err_msg());
 	st = db_stmt(db, sql);
-	assert_non_null(st);
-	assert_int_equal(db_step(st, &row), SD_OK);
+	if (!st || db_step(st, &row) != SD_OK)
+		fail_msg("tu_count: %s: %s", sql, err_msg());
 	if (row)
 		v = db_col_int(st, 0);
 	db_reset(st);

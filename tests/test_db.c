@@ -1,0 +1,422 @@
+/*
+ * test_db.c: opening, migrating and refusing database files; nested
+ * transactions; the prepared-statement cache.
+ *
+ * A raw SQLite connection (not db.h) makes the files db_open must refuse and
+ * reads them back, so the checks do not trust the code under test.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "queue.h"
+#include "testutil.h"
+
+/* ======================== helpers ======================================== */
+
+static int exists(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0;
+}
+
+/* The whole file; [out] *size.  The caller frees the buffer. */
+static unsigned char *slurp(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *buf;
+	long n;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	assert_true(n >= 0);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*size = (size_t)n;
+	return buf;
+}
+
+static void raw_exec(const char *path, const char *sql)
+{
+	sqlite3 *h = NULL;
+
+	assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+					 NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_close(h), SQLITE_OK);
+}
+
+/* One integer or text value read on a raw, read-only connection. */
+static void raw_value(const char *path, const char *sql, int64_t *i, char *text, size_t size)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+
+	assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	if (i)
+		*i = sqlite3_column_int64(st, 0);
+	if (text)
+		snprintf(text, size, "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	assert_int_equal(sqlite3_close(h), SQLITE_OK);
+}
+
+static int64_t raw_int(const char *path, const char *sql)
+{
+	int64_t v = -1;
+
+	raw_value(path, sql, &v, NULL, 0);
+	return v;
+}
+
+static const char SQL_USER_VERSION[] = "PRAGMA user_version";
+static const char SQL_JOURNAL_MODE[] = "PRAGMA journal_mode";
+static const char SQL_FOREIGN_KEYS[] = "PRAGMA foreign_keys";
+static const char SQL_SYNCHRONOUS[] = "PRAGMA synchronous";
+static const char SQL_TABLES[] =
+	"SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN "
+	"('stream', 'done_jobs', 'dead_jobs', 'done_totals', 'outbox')";
+static const char SQL_N_TOTALS[] = "SELECT count(*) FROM done_totals";
+
+static int64_t one_int(struct db *db, const char *sql)
+{
+	struct db_stmt *st = db_stmt(db, sql);
+	int64_t v;
+	int row = 0;
+
+	assert_non_null(st);
+	assert_int_equal(db_step(st, &row), SD_OK);
+	assert_int_equal(row, 1);
+	v = db_col_int(st, 0);
+	db_reset(st);
+	return v;
+}
+
+/* ======================== opening and migrating ========================== */
+
+static void test_migrate_from_empty(void **state)
+{
+	struct tu_env *env = *state;
+	struct db *db = NULL, *full = NULL;
+	char path[400], mode[16];
+	struct db_stmt *st;
+	int row = 0;
+
+	/* the directory is made too */
+	snprintf(path, sizeof path, "%s/var/lib/sd.db", env->dir);
+	assert_int_equal(db_open(path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &db), SD_OK);
+	assert_non_null(db);
+	assert_true(db_migration_count >= 1);
+	assert_int_equal(db_migrations[db_migration_count - 1].version, db_migration_count);
+	assert_int_equal(db_schema_version(db), db_migration_count);
+	assert_string_equal(db_path(db), path);
+	assert_int_equal(one_int(db, SQL_USER_VERSION), db_migration_count);
+	assert_int_equal(one_int(db, SQL_TABLES), 5);
+	assert_int_equal(one_int(db, SQL_FOREIGN_KEYS), 1);
+	assert_int_equal(one_int(db, SQL_SYNCHRONOUS), 1);	/* NORMAL */
+	st = db_stmt(db, SQL_JOURNAL_MODE);
+	assert_non_null(st);
+	assert_int_equal(db_step(st, &row), SD_OK);
+	assert_int_equal(row, 1);
+	assert_string_equal(db_col_text(st, 0), "wal");
+	db_reset(st);
+	assert_false(db_in_tx(db));
+
+	/* the file itself says so, read without db.h */
+	assert_int_equal(raw_int(path, "PRAGMA user_version"), db_migration_count);
+	raw_value(path, "PRAGMA journal_mode", NULL, mode, sizeof mode);
+	assert_string_equal(mode, "wal");
+
+	/* the synchronous level is the connection's own */
+	assert_int_equal(db_open(path, 0, DB_SYNC_FULL, &full), SD_OK);
+	assert_int_equal(one_int(full, SQL_SYNCHRONOUS), 2);	/* FULL */
+	assert_int_equal(one_int(db, SQL_SYNCHRONOUS), 1);
+	db_close(full);
+	db_close(db);
+	db_close(NULL);
+}
+
+static void test_reopen_keeps_data(void **state)
+{
+	struct tu_env *env = *state;
+	struct enqueue e = { "noop", "{\"n\": 1}", "survivor", 0, 0 };
+	struct db *again = NULL, *second = NULL;
+	int64_t n = -1;
+
+	assert_int_equal(queue_enqueue(env->db, &e, NULL), SD_OK);
+	db_close(env->db);
+	env->db = NULL;
+
+	/* "init" twice: open with create on an existing file */
+	assert_int_equal(db_open(env->db_path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &env->db), SD_OK);
+	assert_int_equal(db_schema_version(env->db), db_migration_count);
+	assert_int_equal(one_int(env->db, SQL_TABLES), 5);
+	assert_int_equal(queue_pending(env->db, &n), SD_OK);
+	assert_int_equal(n, 1);
+
+	/* and a second connection while the first is open */
+	assert_int_equal(db_open(env->db_path, 0, DB_SYNC_FULL, &second), SD_OK);
+	assert_int_equal(queue_pending(second, &n), SD_OK);
+	assert_int_equal(n, 1);
+	db_close(second);
+	assert_int_equal(db_open(env->db_path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &again), SD_OK);
+	db_close(again);
+	assert_int_equal(tu_count(env->db_path,
+				  "SELECT count(*) FROM stream WHERE job_id = 'survivor'"), 1);
+	assert_int_equal(raw_int(env->db_path, "PRAGMA user_version"), db_migration_count);
+}
+
+/* db_open on a file of a newer schema: SD_SCHEMA, and not one byte changed. */
+static void assert_newer_refused(const char *path, int64_t version)
+{
+	unsigned char *before, *after;
+	size_t nb, na;
+	struct db *db = NULL;
+	char want[64], wal[400];
+	int flags;
+
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	assert_false(exists(wal));
+	before = slurp(path, &nb);
+	for (flags = 0; flags <= DB_OPEN_CREATE; flags += DB_OPEN_CREATE) {
+		err_clear();
+		assert_int_equal(db_open(path, flags, DB_SYNC_FULL, &db), SD_SCHEMA);
+		assert_null(db);
+		/* the message names the file's version and ours */
+		snprintf(want, sizeof want, "schema version %lld", (long long)version);
+		assert_non_null(strstr(err_msg(), want));
+		snprintf(want, sizeof want, "program's %d", db_migration_count);
+		assert_non_null(strstr(err_msg(), want));
+		assert_non_null(strstr(err_msg(), path));
+		after = slurp(path, &na);
+		assert_int_equal(na, nb);
+		assert_memory_equal(after, before, nb);
+		free(after);
+		assert_false(exists(wal));
+	}
+	free(before);
+	assert_int_equal(raw_int(path, "PRAGMA user_version"), version);
+}
+
+static void test_newer_schema_refused_unchanged(void **state)
+{
+	struct tu_env *env = *state;
+	char sql[64];
+
+	/* a file of ours (WAL mode) that a newer program moved on */
+	db_close(env->db);
+	env->db = NULL;
+	snprintf(sql, sizeof sql, "PRAGMA user_version = %d", db_migration_count + 1);
+	raw_exec(env->db_path, sql);
+	assert_newer_refused(env->db_path, db_migration_count + 1);
+}
+
+static void test_newer_schema_not_switched_to_wal(void **state)
+{
+	struct tu_env *env = *state;
+	char sql[200], mode[16];
+
+	/* a rollback-journal file: opening must not even turn on WAL, which
+	 * would rewrite the header's file-format bytes */
+	snprintf(sql, sizeof sql,
+		 "CREATE TABLE future (x INTEGER); INSERT INTO future VALUES (1); "
+		 "PRAGMA user_version = %d", db_migration_count + 5);
+	raw_exec(env->db_path, sql);
+	raw_value(env->db_path, "PRAGMA journal_mode", NULL, mode, sizeof mode);
+	assert_string_equal(mode, "delete");
+	assert_newer_refused(env->db_path, db_migration_count + 5);
+	raw_value(env->db_path, "PRAGMA journal_mode", NULL, mode, sizeof mode);
+	assert_string_equal(mode, "delete");
+	assert_int_equal(raw_int(env->db_path, "SELECT count(*) FROM future"), 1);
+	assert_int_equal(raw_int(env->db_path, "SELECT count(*) FROM sqlite_schema "
+				 "WHERE name = 'stream'"), 0);
+}
+
+static void test_missing_file_not_found(void **state)
+{
+	struct tu_env *env = *state;
+	struct db *db = NULL;
+	char path[400];
+
+	err_clear();
+	assert_int_equal(db_open(env->db_path, 0, DB_SYNC_NORMAL, &db), SD_NOT_FOUND);
+	assert_null(db);
+	assert_non_null(strstr(err_msg(), env->db_path));
+	assert_false(exists(env->db_path));
+
+	snprintf(path, sizeof path, "%s/no/such/dir/x.db", env->dir);
+	assert_int_equal(db_open(path, 0, DB_SYNC_NORMAL, &db), SD_NOT_FOUND);
+	snprintf(path, sizeof path, "%s/no", env->dir);
+	assert_false(exists(path));
+
+	assert_int_equal(db_open("", DB_OPEN_CREATE, DB_SYNC_NORMAL, &db), SD_INVALID);
+	assert_int_equal(db_open(env->dir, DB_OPEN_CREATE, DB_SYNC_NORMAL, &db), SD_INVALID);
+	assert_non_null(strstr(err_msg(), "not a regular file"));
+	assert_null(db);
+}
+
+static void test_not_a_database(void **state)
+{
+	struct tu_env *env = *state;
+	struct db *db = NULL;
+	unsigned char *before, *after;
+	size_t nb, na;
+	char wal[400];
+	FILE *f;
+	int i;
+
+	f = fopen(env->db_path, "w");
+	assert_non_null(f);
+	for (i = 0; i < 100; i++)
+		fprintf(f, "this is a ticket list, not a database: line %d\n", i);
+	fclose(f);
+	before = slurp(env->db_path, &nb);
+
+	err_clear();
+	assert_int_equal(db_open(env->db_path, 0, DB_SYNC_NORMAL, &db), SD_DB);
+	assert_null(db);
+	assert_non_null(strstr(err_msg(), env->db_path));
+	assert_non_null(strstr(err_msg(), "not a usable Stagedoor database"));
+	assert_int_equal(db_open(env->db_path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &db), SD_DB);
+	assert_null(db);
+
+	after = slurp(env->db_path, &na);
+	assert_int_equal(na, nb);
+	assert_memory_equal(after, before, nb);
+	snprintf(wal, sizeof wal, "%s-wal", env->db_path);
+	assert_false(exists(wal));
+	free(before);
+	free(after);
+}
+
+/* ======================== transactions =================================== */
+
+static void test_nested_begin_joins_outer(void **state)
+{
+	struct tu_env *env = *state;
+	struct db *db = env->db;
+
+	assert_false(db_in_tx(db));
+	assert_int_equal(db_begin(db), SD_OK);
+	assert_int_equal(db_exec(db, "INSERT INTO done_totals (kind, pruned) VALUES ('a', 1)"), SD_OK);
+	assert_int_equal(db_begin(db), SD_OK);	/* joins */
+	assert_int_equal(db_exec(db, "INSERT INTO done_totals (kind, pruned) VALUES ('b', 1)"), SD_OK);
+	assert_int_equal(db_commit(db), SD_OK);	/* inner: nothing committed yet */
+	assert_true(db_in_tx(db));
+	assert_int_equal(tu_count(env->db_path, "SELECT count(*) FROM done_totals"), 0);
+	assert_int_equal(one_int(db, SQL_N_TOTALS), 2);
+	assert_int_equal(db_commit(db), SD_OK);
+	assert_false(db_in_tx(db));
+	assert_int_equal(tu_count(env->db_path, "SELECT count(*) FROM done_totals"), 2);
+	assert_int_equal(db_commit(db), SD_DB);	/* no transaction open */
+
+	/* an outer rollback takes the committed inner level with it */
+	assert_int_equal(db_begin(db), SD_OK);
+	assert_int_equal(db_begin(db), SD_OK);
+	assert_int_equal(db_exec(db, "INSERT INTO done_totals (kind, pruned) VALUES ('c', 1)"), SD_OK);
+	assert_int_equal(db_commit(db), SD_OK);
+	db_rollback(db);
+	assert_false(db_in_tx(db));
+	assert_int_equal(tu_count(env->db_path, "SELECT count(*) FROM done_totals"), 2);
+	db_rollback(db);	/* harmless with nothing open */
+}
+
+static void test_inner_rollback_dooms_outer(void **state)
+{
+	struct tu_env *env = *state;
+	struct db *db = env->db;
+
+	assert_int_equal(db_begin(db), SD_OK);
+	assert_int_equal(db_exec(db, "INSERT INTO done_totals (kind, pruned) VALUES ('a', 1)"), SD_OK);
+	assert_int_equal(db_begin(db), SD_OK);
+	assert_int_equal(db_exec(db, "INSERT INTO done_totals (kind, pruned) VALUES ('b', 1)"), SD_OK);
+	db_rollback(db);	/* inner failure */
+	assert_true(db_in_tx(db));
+	/* the outer level goes on, but its commit cannot succeed */
+	assert_int_equal(db_exec(db, "INSERT INTO done_totals (kind, pruned) VALUES ('c', 1)"), SD_OK);
+	err_clear();
+	assert_int_not_equal(db_commit(db), SD_OK);
+	assert_true(strlen(err_msg()) > 0);
+	assert_false(db_in_tx(db));
+	assert_int_equal(tu_count(env->db_path, "SELECT count(*) FROM done_totals"), 0);
+	assert_int_equal(one_int(db, SQL_N_TOTALS), 0);
+
+	/* the doom ends with that transaction */
+	assert_int_equal(db_begin(db), SD_OK);
+	assert_int_equal(db_exec(db, "INSERT INTO done_totals (kind, pruned) VALUES ('d', 1)"), SD_OK);
+	assert_int_equal(db_commit(db), SD_OK);
+	assert_int_equal(tu_count(env->db_path, "SELECT count(*) FROM done_totals"), 1);
+}
+
+/* ======================== the statement cache ============================ */
+
+static const char SQL_ECHO_A[] = "SELECT ?1";
+static const char SQL_ECHO_B[] = "SELECT ?1";
+static const char SQL_BAD[] = "SELEKT nothing FROM nowhere";
+
+static void test_stmt_cache_by_address(void **state)
+{
+	struct db *db = ((struct tu_env *)*state)->db;
+	struct db_stmt *a, *a2, *b;
+	int row = 0;
+
+	a = db_stmt(db, SQL_ECHO_A);
+	assert_non_null(a);
+	db_bind_int(a, 1, 42);
+	assert_int_equal(db_step(a, &row), SD_OK);
+	assert_int_equal(row, 1);
+	assert_int_equal(db_col_int(a, 0), 42);
+	/* left mid-result on purpose: the next db_stmt must hand it back reset */
+
+	a2 = db_stmt(db, SQL_ECHO_A);
+	assert_ptr_equal(a2, a);
+	assert_int_equal(db_step(a2, &row), SD_OK);
+	assert_int_equal(row, 1);	/* reset: the row comes again */
+	assert_true(db_col_is_null(a2, 0));	/* and the binding was cleared */
+	db_reset(a2);
+
+	/* the key is the address, not the text */
+	b = db_stmt(db, SQL_ECHO_B);
+	assert_non_null(b);
+	assert_ptr_not_equal(b, a);
+	assert_ptr_equal(db_stmt(db, SQL_ECHO_B), b);
+	assert_ptr_equal(db_stmt(db, SQL_ECHO_A), a);
+
+	err_clear();
+	assert_null(db_stmt(db, SQL_BAD));
+	assert_true(strlen(err_msg()) > 0);
+	db_reset(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_migrate_from_empty, tu_setup_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_reopen_keeps_data, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_newer_schema_refused_unchanged, tu_setup,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_newer_schema_not_switched_to_wal, tu_setup_nodb,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_missing_file_not_found, tu_setup_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_not_a_database, tu_setup_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_nested_begin_joins_outer, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_inner_rollback_dooms_outer, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_stmt_cache_by_address, tu_setup, tu_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
