@@ -247,6 +247,34 @@ static void test_newer_schema_not_switched_to_wal(void **state)
 				 "WHERE name = 'stream'"), 0);
 }
 
+/* Another program's SQLite file: refused, not adopted, not switched to WAL. */
+static void test_foreign_sqlite_file_refused(void **state)
+{
+	struct tu_env *env = *state;
+	struct db *db = NULL;
+	unsigned char *before, *after;
+	size_t nb, na;
+	char mode[16];
+
+	raw_exec(env->db_path, "CREATE TABLE customers (name TEXT); "
+			       "INSERT INTO customers VALUES ('kept')");
+	before = slurp(env->db_path, &nb);
+	err_clear();
+	assert_int_equal(db_open(env->db_path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &db), SD_SCHEMA);
+	assert_null(db);
+	assert_non_null(strstr(err_msg(), "another program"));
+	assert_non_null(strstr(err_msg(), env->db_path));
+	after = slurp(env->db_path, &na);
+	assert_int_equal(na, nb);
+	assert_memory_equal(after, before, nb);
+	free(before);
+	free(after);
+	raw_value(env->db_path, "PRAGMA journal_mode", NULL, mode, sizeof mode);
+	assert_string_equal(mode, "delete");
+	assert_int_equal(raw_int(env->db_path, "SELECT count(*) FROM sqlite_schema "
+				 "WHERE name = 'stream'"), 0);
+}
+
 static void test_missing_file_not_found(void **state)
 {
 	struct tu_env *env = *state;
@@ -411,6 +439,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_newer_schema_refused_unchanged, tu_setup,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_newer_schema_not_switched_to_wal, tu_setup_nodb,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_foreign_sqlite_file_refused, tu_setup_nodb,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_missing_file_not_found, tu_setup_nodb, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database, tu_setup_nodb, tu_teardown),
