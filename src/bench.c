@@ -1,3 +1,475 @@
+/*
+ * bench.c: `stagedoor bench queue`, the queue's benchmark.
+ *
+ *   stagedoor bench queue --jobs N --workers W --batch B --sync normal|full
+ *                         [--latency-jobs M] [--json]
+ *
+ * On a fresh database in a temporary directory (under $TMPDIR, else /tmp;
+ * removed afterwards) it runs N `noop` jobs through the real code paths:
+ *
+ *   1. enqueue    N x queue_enqueue, B per transaction, one connection at the
+ *                 chosen synchronous level;
+ *   2. claim+ack  W workers (worker_run, each in its own thread, concurrency =
+ *                 batch = B, drain) until the stream is empty;
+ *   3. latency    W workers running (no drain) while one producer enqueues M
+ *                 jobs (default min(N, 20000)) in transactions of B, paced at
+ *                 half the lifecycle rate of 1+2; each payload carries its
+ *                 enqueue time {"t": <clock_mono_us>} and worker_opts.on_start
+ *                 records start - t.
+ *
+ * It prints jobs/s for enqueue, for claim+ack and for the lifecycle
+ * (N / (t_enqueue + t_claim_ack)), p50/p99 enqueue-to-start latency and the
+ * peak RSS, as text or as one JSON object (--json).  Progress goes to stderr.
+ * tools/bench/sqlbench.c runs the same SQL with nothing around it; `make
+ * bench` compares the two.
+ *
+ * Invariants: every figure comes from a run in which every job was acked
+ * exactly once and the stream ended empty; otherwise the command fails.
+ */
+#define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
-int cli_bench(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "stagedoor: bench is not built yet\n"); return 1; }
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "clock.h"
+#include "db.h"
+#include "log.h"
+#include "queue.h"
+#include "worker.h"
+
+#define BENCH_WORKERS_MAX 32		/* each worker holds a notify slot */
+#define BENCH_LATENCY_JOBS 20000	/* phase 3 size unless told */
+#define BENCH_LATENCY_WAIT_S 60		/* longest phase 3 waits for stragglers */
+
+/* What one run measures. */
+struct bench_result {
+	double enqueue_s;		/* phase 1 wall time */
+	double claim_ack_s;		/* phase 2 wall time */
+	int64_t latency_jobs;		/* phase 3 jobs whose start was seen */
+	double latency_rate;		/* phase 3 offered rate (jobs/s) */
+	double p50_ms, p99_ms;		/* enqueue-to-start latency */
+	long peak_rss_kb;		/* getrusage ru_maxrss */
+};
+
+/* The latency recorder, shared by the handler threads of phase 3. */
+struct bench_lat {
+	int64_t *us;			/* start - enqueue, one per started job */
+	int64_t cap;			/* room in us[] */
+	atomic_int_fast64_t n;		/* jobs seen (may pass cap on a redelivery) */
+};
+
+/* One worker thread: its options in, its result and stats out. */
+struct bench_worker {
+	pthread_t th;
+	struct worker_opts o;
+	struct worker_stats st;
+	enum sd_result r;
+	atomic_int ended;		/* worker_run returned; r and st are final */
+	char err[512];			/* err_msg() of the worker's thread */
+	char name[32];
+};
+
+/* ======================== workers in threads ============================= */
+
+static void *bench_worker_thread(void *arg)
+{
+	struct bench_worker *bw = arg;
+
+	bw->r = worker_run(&bw->o, &bw->st);
+	if (bw->r != SD_OK)
+		snprintf(bw->err, sizeof bw->err, "%s", err_msg());
+	atomic_store(&bw->ended, 1);
+	return NULL;
+}
+
+/* bench_workers_start: start n workers on path; o_tmpl gives every option but
+ * the name.  Returns the number started (the rest failed to start). */
+static int bench_workers_start(struct bench_worker *bw, int n, const struct worker_opts *o_tmpl,
+			       const char *phase)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		memset(&bw[i], 0, sizeof bw[i]);
+		bw[i].o = *o_tmpl;
+		snprintf(bw[i].name, sizeof bw[i].name, "bench-%s-%d", phase, i);
+		bw[i].o.name = bw[i].name;
+		atomic_init(&bw[i].ended, 0);
+		if (pthread_create(&bw[i].th, NULL, bench_worker_thread, &bw[i]) != 0) {
+			err_set(SD_IO, "cannot start a worker thread: %s", strerror(errno));
+			break;
+		}
+	}
+	return i;
+}
+
+/* bench_workers_join: wait for n workers; the first failure, if any, with its
+ * message set on this thread. */
+static enum sd_result bench_workers_join(struct bench_worker *bw, int n, int64_t *done)
+{
+	enum sd_result r = SD_OK;
+	int i;
+
+	*done = 0;
+	for (i = 0; i < n; i++) {
+		pthread_join(bw[i].th, NULL);
+		*done += bw[i].st.done;
+		if (bw[i].r != SD_OK && r == SD_OK) {
+			r = bw[i].r;
+			err_set(r, "worker %s: %s", bw[i].name, bw[i].err);
+		}
+	}
+	return r;
+}
+
+/* ======================== phase 3: latency =============================== */
+
+/* on_start: the payload is {"t":<enqueue time in µs>}, written by
+ * bench_latency below; parsed by hand to keep JSON out of the measurement. */
+static void bench_on_start(const struct job *job, void *arg)
+{
+	struct bench_lat *lat = arg;
+	int64_t now = clock_mono_us(), i;
+	const char *p = strstr(job->payload, "\"t\":");
+
+	if (!p)
+		return;
+	i = atomic_fetch_add(&lat->n, 1);
+	if (i < lat->cap)
+		lat->us[i] = now - strtoll(p + 4, NULL, 10);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of sorted v[0..n). */
+static double pct_ms(const int64_t *v, int64_t n, double p)
+{
+	int64_t k = (int64_t)(p * (double)n + 0.999999);
+
+	if (n == 0)
+		return 0;
+	if (k < 1)
+		k = 1;
+	if (k > n)
+		k = n;
+	return (double)v[k - 1] / 1000.0;
+}
+
+static void sleep_until_us(int64_t t)
+{
+	int64_t d;
+
+	while ((d = t - clock_mono_us()) > 0) {
+		struct timespec ts = { (time_t)(d / 1000000), (long)(d % 1000000) * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/*
+ * bench_latency: phase 3.  Workers run (no drain) while jobs are enqueued on
+ * db at rate jobs/s, in transactions of batch; every job's enqueue-to-start
+ * time lands in res.
+ */
+static enum sd_result bench_latency(struct db *db, const struct worker_opts *o_tmpl, int workers,
+				    int64_t m, int batch, double rate, struct bench_result *res)
+{
+	struct bench_worker bw[BENCH_WORKERS_MAX];
+	struct worker_opts o = *o_tmpl;
+	struct bench_lat lat;
+	struct enqueue e = { "noop", NULL, NULL, 0, 0 };
+	char payload[64];
+	enum sd_result r = SD_OK, jr;
+	int64_t i, k, t0, deadline, done;
+	int started;
+
+	memset(&lat, 0, sizeof lat);
+	lat.cap = m;
+	atomic_init(&lat.n, 0);
+	if (!(lat.us = calloc((size_t)m, sizeof *lat.us)))
+		return err_set(SD_NOMEM, "out of memory");
+	o.drain = 0;
+	o.on_start = bench_on_start;
+	o.arg = &lat;
+	worker_stop_reset();
+	started = bench_workers_start(bw, workers, &o, "lat");
+	if (started < workers) {
+		r = SD_IO;
+		goto stop;
+	}
+
+	e.payload = payload;
+	t0 = clock_mono_us();
+	for (i = 0; i < m && r == SD_OK; i += batch) {
+		/* each transaction starts when the offered rate says so */
+		sleep_until_us(t0 + (int64_t)((double)i * 1e6 / rate));
+		if ((r = db_begin(db)) != SD_OK)
+			break;
+		for (k = i; k < i + batch && k < m && r == SD_OK; k++) {
+			snprintf(payload, sizeof payload, "{\"t\":%lld}", (long long)clock_mono_us());
+			r = queue_enqueue(db, &e, NULL);
+		}
+		if (r == SD_OK)
+			r = db_commit(db);
+		else
+			db_rollback(db);
+	}
+	/* wait until every job started, the workers died, or too long passed */
+	deadline = clock_mono_us() + BENCH_LATENCY_WAIT_S * 1000000LL;
+	while (r == SD_OK && atomic_load(&lat.n) < m) {
+		int ended = 0, w;
+
+		for (w = 0; w < started; w++)
+			ended += atomic_load(&bw[w].ended);
+		if (ended > 0 || clock_mono_us() > deadline)
+			break;
+		sleep_until_us(clock_mono_us() + 1000);
+	}
+stop:
+	{
+		char keep[512];
+
+		snprintf(keep, sizeof keep, "%s", err_msg());
+		worker_stop_all();
+		jr = bench_workers_join(bw, started, &done);
+		worker_stop_reset();
+		if (r != SD_OK)
+			err_set(r, "%s", keep);		/* the first failure's message */
+		else if (jr != SD_OK)
+			r = jr;
+		else if (atomic_load(&lat.n) < m)
+			r = err_set(SD_TIMEOUT, "latency phase: only %lld of %lld jobs started",
+				    (long long)atomic_load(&lat.n), (long long)m);
+	}
+	if (r == SD_OK) {
+		int64_t n = atomic_load(&lat.n) < m ? atomic_load(&lat.n) : m;
+
+		qsort(lat.us, (size_t)n, sizeof *lat.us, cmp_i64);
+		res->latency_jobs = n;
+		res->latency_rate = rate;
+		res->p50_ms = pct_ms(lat.us, n, 0.50);
+		res->p99_ms = pct_ms(lat.us, n, 0.99);
+	}
+	free(lat.us);
+	return r;
+}
+
+/* ======================== the run ======================================== */
+
+static void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* One progress line on stderr: stdout stays one report (or one JSON object). */
+static void bench_progress(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("bench: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static enum sd_result bench_queue(const char *path, int64_t jobs, int workers, int batch,
+				  enum db_sync sync, int64_t lat_jobs,
+				  struct bench_result *res)
+{
+	struct bench_worker bw[BENCH_WORKERS_MAX];
+	struct worker_opts o;
+	struct enqueue e = { "noop", "{}", NULL, 0, 0 };
+	struct db *db = NULL;
+	struct rusage ru;
+	enum sd_result r;
+	int64_t i, k, t0, done = 0, left = -1;
+	int started;
+
+	memset(res, 0, sizeof *res);
+	if ((r = db_open(path, DB_OPEN_CREATE, sync, &db)) != SD_OK)
+		return r;
+
+	/* 1. enqueue, B per transaction */
+	bench_progress("enqueue %lld noop jobs, %d per transaction", (long long)jobs, batch);
+	t0 = clock_mono_us();
+	for (i = 0; i < jobs && r == SD_OK; i += batch) {
+		if ((r = db_begin(db)) != SD_OK)
+			break;
+		for (k = i; k < i + batch && k < jobs && r == SD_OK; k++)
+			r = queue_enqueue(db, &e, NULL);
+		if (r == SD_OK)
+			r = db_commit(db);
+		else
+			db_rollback(db);
+	}
+	res->enqueue_s = (double)(clock_mono_us() - t0) / 1e6;
+	if (r != SD_OK)
+		goto out;
+
+	/* 2. claim + ack: W workers drain the stream */
+	memset(&o, 0, sizeof o);
+	o.db_path = path;
+	o.concurrency = batch;
+	o.batch = batch;
+	o.drain = 1;
+	o.retention_ms = 0;
+	o.sync = sync;
+	o.handlers = NULL;
+	bench_progress("claim+ack with %d worker%s, batch %d", workers,
+		       workers == 1 ? "" : "s", batch);
+	worker_stop_reset();
+	t0 = clock_mono_us();
+	started = bench_workers_start(bw, workers, &o, "drain");
+	if (started < workers) {
+		char keep[512];
+
+		snprintf(keep, sizeof keep, "%s", err_msg());
+		worker_stop_all();
+		bench_workers_join(bw, started, &done);
+		worker_stop_reset();
+		r = err_set(SD_IO, "%s", keep);
+		goto out;
+	}
+	r = bench_workers_join(bw, started, &done);
+	res->claim_ack_s = (double)(clock_mono_us() - t0) / 1e6;
+	if (r != SD_OK)
+		goto out;
+	if ((r = queue_pending(db, &left)) != SD_OK)
+		goto out;
+	if (done != jobs || left != 0) {
+		r = err_set(SD_DB, "claim+ack: %lld of %lld jobs acked, %lld left in the stream",
+			    (long long)done, (long long)jobs, (long long)left);
+		goto out;
+	}
+
+	/* 3. latency at half the lifecycle rate */
+	if (lat_jobs > 0) {
+		double rate = (double)jobs / (res->enqueue_s + res->claim_ack_s) / 2;
+
+		bench_progress("latency: %lld jobs offered at %.0f jobs/s", (long long)lat_jobs,
+			       rate);
+		if ((r = bench_latency(db, &o, workers, lat_jobs, batch, rate, res)) != SD_OK)
+			goto out;
+	}
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		res->peak_rss_kb = ru.ru_maxrss;
+out:
+	db_close(db);
+	return r;
+}
+
+/* Remove the database, its -wal and -shm, and the directory. */
+static void bench_cleanup(const char *dir, const char *path)
+{
+	static const char *const suffix[] = { "", "-wal", "-shm", "-journal" };
+	char f[4200];
+	size_t i;
+
+	for (i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
+		snprintf(f, sizeof f, "%s%s", path, suffix[i]);
+		unlink(f);
+	}
+	rmdir(dir);
+}
+
+static void bench_print(const struct bench_result *res, int64_t jobs, int workers, int batch,
+			const char *sync, int json)
+{
+	double r_enq = (double)jobs / res->enqueue_s, r_ca = (double)jobs / res->claim_ack_s;
+	double r_life = (double)jobs / (res->enqueue_s + res->claim_ack_s);
+
+	if (json) {
+		printf("{\"program\":\"stagedoor\",\"jobs\":%lld,\"workers\":%d,\"batch\":%d,"
+		       "\"sync\":\"%s\",\"enqueue_s\":%.6f,\"claim_ack_s\":%.6f,"
+		       "\"enqueue_jobs_per_s\":%.0f,\"claim_ack_jobs_per_s\":%.0f,"
+		       "\"lifecycle_jobs_per_s\":%.0f,\"latency_jobs\":%lld,"
+		       "\"latency_offered_jobs_per_s\":%.0f,\"latency_p50_ms\":%.3f,"
+		       "\"latency_p99_ms\":%.3f,\"peak_rss_kb\":%ld}\n",
+		       (long long)jobs, workers, batch, sync, res->enqueue_s, res->claim_ack_s, r_enq,
+		       r_ca, r_life, (long long)res->latency_jobs, res->latency_rate, res->p50_ms,
+		       res->p99_ms, res->peak_rss_kb);
+		return;
+	}
+	printf("stagedoor bench queue: %lld noop jobs, %d worker%s, batch %d, synchronous=%s\n",
+	       (long long)jobs, workers, workers == 1 ? "" : "s", batch, sync);
+	printf("  enqueue     %10.0f jobs/s  (%.3f s)\n", r_enq, res->enqueue_s);
+	printf("  claim+ack   %10.0f jobs/s  (%.3f s)\n", r_ca, res->claim_ack_s);
+	printf("  lifecycle   %10.0f jobs/s\n", r_life);
+	if (res->latency_jobs > 0)
+		printf("  latency     p50 %.3f ms  p99 %.3f ms  (enqueue to start; %lld jobs "
+		       "offered at %.0f jobs/s)\n", res->p50_ms, res->p99_ms,
+		       (long long)res->latency_jobs, res->latency_rate);
+	printf("  peak RSS    %.1f MiB\n", (double)res->peak_rss_kb / 1024.0);
+}
+
+int cli_bench(int argc, char **argv)
+{
+	int64_t jobs = 100000, workers = 1, batch = 100, lat_jobs = -1;
+	const char *sync_s = "normal", *tmp = getenv("TMPDIR");
+	int json = 0;
+	struct arg_opt opts[] = {
+		{ "jobs", ARG_INT, &jobs, 1, 100000000, 0 },
+		{ "workers", ARG_INT, &workers, 1, BENCH_WORKERS_MAX, 0 },
+		{ "batch", ARG_INT, &batch, 1, 10000, 0 },
+		{ "sync", ARG_STR, &sync_s, 0, 0, 0 },
+		{ "latency-jobs", ARG_INT, &lat_jobs, 0, 100000000, 0 },
+		{ "json", ARG_FLAG, &json, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	static const char usage[] =
+		"bench queue [--jobs N] [--workers W] [--batch B] [--sync normal|full] "
+		"[--latency-jobs M] [--json]";
+	char *pos[ARGS_MAX_POS], dir[4096], path[4200];
+	struct bench_result res;
+	enum log_level level = log_get_level();
+	enum db_sync sync;
+	enum sd_result r;
+	int npos;
+
+	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK)
+		return cli_fail(r);
+	if (npos != 1 || strcmp(pos[0], "queue") != 0) {
+		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
+		return 2;
+	}
+	if (strcmp(sync_s, "normal") == 0) {
+		sync = DB_SYNC_NORMAL;
+	} else if (strcmp(sync_s, "full") == 0) {
+		sync = DB_SYNC_FULL;
+	} else {
+		fprintf(stderr, "stagedoor: --sync must be normal or full, not '%s'\n", sync_s);
+		return 2;
+	}
+	if (lat_jobs < 0)
+		lat_jobs = jobs < BENCH_LATENCY_JOBS ? jobs : BENCH_LATENCY_JOBS;
+
+	snprintf(dir, sizeof dir, "%s/stagedoor-bench.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "stagedoor: cannot make a temporary directory %s: %s\n", dir,
+			strerror(errno));
+		return 1;
+	}
+	snprintf(path, sizeof path, "%s/bench.db", dir);
+	if (level < LOG_WARN)
+		log_set_level(LOG_WARN);
+	r = bench_queue(path, jobs, (int)workers, (int)batch, sync, lat_jobs, &res);
+	log_set_level(level);
+	bench_cleanup(dir, path);
+	if (r != SD_OK)
+		return cli_fail(r);
+	bench_print(&res, jobs, (int)workers, (int)batch, sync_s, json);
+	return 0;
+}

@@ -228,6 +228,7 @@ int cli_relay(int argc, char **argv)
 struct list_out {
 	int json;
 	int n;
+	FILE *f;	/* the listing is built here and printed only when complete */
 };
 
 static void print_row(const struct job_row *jr, void *arg)
@@ -235,14 +236,14 @@ static void print_row(const struct job_row *jr, void *arg)
 	struct list_out *lo = arg;
 
 	if (lo->json) {
-		printf("%s%s", lo->n ? ",\n " : "", jr->json);
+		fprintf(lo->f, "%s%s", lo->n ? ",\n " : "", jr->json);
 	} else {
 		if (lo->n == 0)
-			printf("%-9s %-32s %-16s %4s %4s  %s\n", "STATE", "JOB_ID", "KIND", "DLV",
-			       "ATT", "LAST_ERROR");
-		printf("%-9s %-32s %-16s %4lld %4lld  %s\n", jr->state, jr->job_id, jr->kind,
-		       (long long)jr->deliveries, (long long)jr->attempts,
-		       jr->last_error ? jr->last_error : "-");
+			fprintf(lo->f, "%-9s %-32s %-16s %4s %4s  %s\n", "STATE", "JOB_ID", "KIND",
+				"DLV", "ATT", "LAST_ERROR");
+		fprintf(lo->f, "%-9s %-32s %-16s %4lld %4lld  %s\n", jr->state, jr->job_id,
+			jr->kind, (long long)jr->deliveries, (long long)jr->attempts,
+			jr->last_error ? jr->last_error : "-");
 	}
 	lo->n++;
 }
@@ -252,14 +253,26 @@ static int jobs_list(struct db *db, const char *state, const char *kind, int64_t
 	struct list_out lo = { json, 0 };
 	enum sd_result r;
 
+	if (state && strcmp(state, "ready") && strcmp(state, "scheduled") && strcmp(state, "leased") &&
+	    strcmp(state, "dead") && strcmp(state, "done"))
+		return cli_fail(err_set(SD_INVALID,
+					"unknown state '%.40s' (ready, scheduled, leased, dead, done)",
+					state));
+	char *buf = NULL;
+	size_t len = 0;
+
+	if (!(lo.f = open_memstream(&buf, &len)))
+		return cli_fail(err_set(SD_NOMEM, "out of memory"));
 	if (json)
-		printf("[");
+		fputc('[', lo.f);
 	r = queue_list(db, state, kind, (int)limit, print_row, &lo);
 	if (json)
-		printf("]\n");
-	if (r != SD_OK)
-		return cli_fail(r);
-	return 0;
+		fputs("]\n", lo.f);
+	fclose(lo.f);
+	if (r == SD_OK)
+		fwrite(buf, 1, len, stdout);
+	free(buf);
+	return r == SD_OK ? 0 : cli_fail(r);
 }
 
 static int jobs_stats(struct db *db, int json)

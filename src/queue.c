@@ -491,6 +491,99 @@ out:
 	return tx_end(db, r);
 }
 
+struct id_pos {
+	int64_t id;
+	int pos;
+};
+
+static int id_pos_cmp(const void *a, const void *b)
+{
+	int64_t x = ((const struct id_pos *)a)->id, y = ((const struct id_pos *)b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
+enum sd_result queue_ack_many(struct db *db, int64_t token, const int64_t *ids, int n,
+			      unsigned char *acked)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	char *list, *p;
+	int i, row;
+
+	struct id_pos *order;
+
+	if (n < 1)
+		return SD_OK;
+	/* "[id,id,...]": at most 20 digits and a comma per id */
+	list = malloc((size_t)n * 21 + 3);
+	order = malloc((size_t)n * sizeof *order);
+	if (!list || !order) {
+		free(list);
+		free(order);
+		return err_set(SD_NOMEM, "out of memory");
+	}
+	for (i = 0; i < n; i++) {
+		order[i].id = ids[i];
+		order[i].pos = i;
+	}
+	qsort(order, (size_t)n, sizeof *order, id_pos_cmp);
+	p = list;
+	*p++ = '[';
+	for (i = 0; i < n; i++) {
+		p += sprintf(p, "%s%lld", i ? "," : "", (long long)ids[i]);
+		acked[i] = 0;
+	}
+	*p++ = ']';
+	*p = '\0';
+	if ((r = db_begin(db)) != SD_OK)
+		goto out_free;
+	if (!(st = db_stmt(db, QUEUE_SQL_ACK_MANY_COPY))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_text(st, 1, list);
+	db_bind_int(st, 2, token);
+	db_bind_int(st, 3, clock_now_ms());
+	if ((r = db_run(st)) != SD_OK)
+		goto out;
+	if (!(st = db_stmt(db, QUEUE_SQL_ACK_MANY_DELETE))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_text(st, 1, list);
+	db_bind_int(st, 2, token);
+	for (;;) {
+		int64_t id;
+
+		if ((r = db_step(st, &row)) != SD_OK || !row)
+			break;
+		id = db_col_int(st, 0);
+		/* ids come back in no promised order: find each by bisection */
+		{
+			int lo = 0, hi = n - 1;
+			while (lo <= hi) {
+				int mid = (lo + hi) / 2;
+				if (order[mid].id == id) {
+					acked[order[mid].pos] = 1;
+					break;
+				}
+				if (order[mid].id < id)
+					lo = mid + 1;
+				else
+					hi = mid - 1;
+			}
+		}
+	}
+	db_reset(st);
+out:
+	r = tx_end(db, r);
+out_free:
+	free(list);
+	free(order);
+	return r;
+}
+
 /* One UPDATE fenced by the token; SD_STALE when it matched nothing. */
 static enum sd_result lease_update(struct db *db, const char *sql, int64_t id, int64_t token,
 				   int64_t visible_at, const char *what)

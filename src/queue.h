@@ -109,6 +109,14 @@ enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lea
 /* queue_ack: the job is done: it leaves the stream for done_jobs. */
 enum sd_result queue_ack(struct db *db, int64_t id, int64_t token);
 
+/*
+ * queue_ack_many: queue_ack for n entries of one claim (one token) in two
+ * statements.  [out] acked[i] is 1 when ids[i] was acked, 0 when its token
+ * was stale.  ids must be distinct.
+ */
+enum sd_result queue_ack_many(struct db *db, int64_t token, const int64_t *ids, int n,
+			      unsigned char *acked);
+
 /* queue_extend: the lease now ends at now + lease_ms ([out] *until). */
 enum sd_result queue_extend(struct db *db, int64_t id, int64_t token, int64_t lease_ms,
 			    int64_t *until);

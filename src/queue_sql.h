@@ -34,4 +34,17 @@
 #define QUEUE_SQL_ACK_DELETE \
 	"DELETE FROM stream WHERE id = ?1 AND lease_token = ?2"
 
+/* The batch ack: every entry of one claim (one token) that finished, named
+ * by a JSON array of ids: two statements for the whole batch instead of two
+ * per job.  The DELETE returns the ids it removed; an id it did not return
+ * was leased again since (stale).  ?1 '[id,...]' ?2 token ?3 now */
+#define QUEUE_SQL_ACK_MANY_COPY \
+	"INSERT INTO done_jobs (job_id, kind, payload, deliveries, attempts, created_at, " \
+	"finished_at, worker) SELECT job_id, kind, payload, deliveries, attempts, created_at, " \
+	"?3, leased_by FROM stream WHERE lease_token = ?2 AND id IN (SELECT value FROM json_each(?1)) " \
+	"ORDER BY id"
+#define QUEUE_SQL_ACK_MANY_DELETE \
+	"DELETE FROM stream WHERE lease_token = ?2 AND id IN (SELECT value FROM json_each(?1)) " \
+	"RETURNING id"
+
 #endif

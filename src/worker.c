@@ -39,6 +39,10 @@
 #include "log.h"
 #include "notify.h"
 
+/* A handler thread wakes another for the queued jobs only while handlers
+ * run at least this long on average. */
+#define WORKER_CHAIN_MIN_US 50
+
 /* ======================== results and payload fields ===================== */
 
 enum job_outcome job_failf(struct job_result *res, int permanent, const char *fmt, ...)
@@ -196,8 +200,13 @@ struct worker {
 	int n_fin;
 	int *freel;			/* FREE slot indexes (loop thread only) */
 	int n_free;
+	int64_t *ack_ids;		/* scratch for batch acks (loop thread) */
+	int *ack_pos;
+	unsigned char *ack_ok, *grouped;
 	int running;
 	int idle;			/* handler threads waiting on cv */
+	int64_t avg_run_us;		/* handler run time, moving average (1/8) */
+	int64_t progress_us;		/* last time a job entered or left runq */
 	int quit;
 	int loop_waiting;		/* the loop sleeps: wake it on progress */
 	int wake_at_fin;		/* ... when n_fin reaches this */
@@ -267,7 +276,11 @@ static void *handler_thread(void *arg)
 		s = &w->slots[idx];
 		s->state = SLOT_RUNNING;
 		w->running++;
-		if (w->rq_len > 0 && w->idle > 0)
+		w->progress_us = clock_mono_us();
+		/* chain-wake another thread only for jobs that take a while: a
+		 * thread drains a batch of short jobs alone faster than a hundred
+		 * wake-ups would (the loop wakes more when the queue stalls) */
+		if (w->rq_len > 0 && w->idle > 0 && w->avg_run_us >= WORKER_CHAIN_MIN_US)
 			pthread_cond_signal(&w->cv);
 		pthread_mutex_unlock(&w->mu);
 
@@ -275,6 +288,7 @@ static void *handler_thread(void *arg)
 
 		pthread_mutex_lock(&w->mu);
 		s->state = SLOT_FINISHED;
+		w->avg_run_us += (s->duration_us - w->avg_run_us) / 8;
 		w->running--;
 		w->fin[w->n_fin++] = idx;
 		if (w->loop_waiting && (w->n_fin >= w->wake_at_fin || (w->running == 0 && w->rq_len == 0))) {
@@ -306,6 +320,13 @@ static void log_outcome(const struct worker *w, const struct slot *s, const char
 		  (long long)s->job->deliveries, outcome, (double)s->duration_us / 1000.0,
 		  s->res.error[0] ? " err=" : "",
 		  s->res.error[0] ? log_quote(q, sizeof q, s->res.error) : "");
+}
+
+static void log_stale(const struct worker *w, const struct job *j)
+{
+	log_event(LOG_WARN, "lease lost before the result was recorded",
+		  "worker=%s job_id=%s kind=%s delivery=%lld outcome=stale", w->name, j->job_id,
+		  j->kind, (long long)j->deliveries);
 }
 
 /* Commit-side handling of one finished slot, inside the loop's transaction. */
@@ -345,10 +366,62 @@ static enum sd_result settle(struct worker *w, struct slot *s, struct worker_sta
 	}
 	if (r == SD_STALE) {
 		st->stale++;
-		log_event(LOG_WARN, "lease lost before the result was recorded",
-			  "worker=%s job_id=%s kind=%s delivery=%lld outcome=stale", w->name,
-			  j->job_id, j->kind, (long long)j->deliveries);
-		return SD_OK;
+		log_stale(w, j);
+	}
+	return r;
+}
+
+/*
+ * Record the results of the finished slots idx[0..n), inside the loop's
+ * transaction.  Acks of one claim share a token and go in one batch ack;
+ * everything else goes one by one.  [out] stale[i] is 1 when slot idx[i]'s
+ * lease had been lost.
+ */
+static enum sd_result settle_all(struct worker *w, const int *idx, int n,
+				 struct worker_stats *st, unsigned char *stale)
+{
+	enum sd_result r = SD_OK;
+	int i, k, m;
+
+	for (i = 0; i < n; i++) {
+		w->grouped[i] = 0;
+		stale[i] = 0;
+	}
+	for (i = 0; i < n && r == SD_OK; i++) {
+		struct slot *s = &w->slots[idx[i]];
+		int64_t token;
+
+		if (w->grouped[i] || s->release || s->outcome != JOB_DONE)
+			continue;
+		token = s->job->lease_token;
+		for (k = i, m = 0; k < n; k++) {
+			struct slot *o = &w->slots[idx[k]];
+			if (!w->grouped[k] && !o->release && o->outcome == JOB_DONE &&
+			    o->job->lease_token == token) {
+				w->grouped[k] = 1;
+				w->ack_ids[m] = o->job->id;
+				w->ack_pos[m++] = k;
+			}
+		}
+		r = queue_ack_many(w->db, token, w->ack_ids, m, w->ack_ok);
+		for (k = 0; r == SD_OK && k < m; k++) {
+			if (w->ack_ok[k]) {
+				st->done++;
+			} else {
+				stale[w->ack_pos[k]] = 1;
+				st->stale++;
+				log_stale(w, w->slots[idx[w->ack_pos[k]]].job);
+			}
+		}
+	}
+	for (i = 0; i < n && r == SD_OK; i++) {
+		if (w->grouped[i])
+			continue;
+		r = settle(w, &w->slots[idx[i]], st);
+		if (r == SD_STALE) {
+			stale[i] = 1;
+			r = SD_OK;
+		}
 	}
 	return r;
 }
@@ -396,6 +469,10 @@ static void worker_free(struct worker *w)
 	free(w->runq);
 	free(w->fin);
 	free(w->freel);
+	free(w->ack_ids);
+	free(w->ack_pos);
+	free(w->ack_ok);
+	free(w->grouped);
 	free(w->threads);
 	notify_close(w->nt);
 	db_close(w->db);
@@ -412,6 +489,7 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 	struct job **claimed = NULL;
 	int *pending = NULL, n_pending = 0;
 	int *settled = NULL;
+	unsigned char *stale = NULL;
 	int concurrency = o->concurrency > 0 ? o->concurrency : WORKER_CONCURRENCY_DEFAULT;
 	int batch = o->batch > 0 ? o->batch : concurrency;
 	int64_t flush_us = (o->flush_ms > 0 ? o->flush_ms : WORKER_FLUSH_MS_DEFAULT) * 1000;
@@ -437,18 +515,24 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 	w->runq = calloc((size_t)w->nslots, sizeof *w->runq);
 	w->fin = calloc((size_t)w->nslots, sizeof *w->fin);
 	w->freel = calloc((size_t)w->nslots, sizeof *w->freel);
+	w->ack_ids = calloc((size_t)w->nslots, sizeof *w->ack_ids);
+	w->ack_pos = calloc((size_t)w->nslots, sizeof *w->ack_pos);
+	w->ack_ok = calloc((size_t)w->nslots, 1);
+	w->grouped = calloc((size_t)w->nslots, 1);
 	w->threads = calloc((size_t)concurrency, sizeof *w->threads);
 	claimed = calloc((size_t)batch, sizeof *claimed);
 	pending = calloc((size_t)w->nslots, sizeof *pending);
 	settled = calloc((size_t)w->nslots, sizeof *settled);
+	stale = calloc((size_t)w->nslots, 1);
 	if (!w->slots || !w->runq || !w->fin || !w->freel || !w->threads || !claimed || !pending ||
-	    !settled) {
+	    !settled || !stale || !w->ack_ids || !w->ack_pos || !w->ack_ok || !w->grouped) {
 		r = err_set(SD_NOMEM, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < w->nslots; i++)
 		w->freel[w->n_free++] = w->nslots - 1 - i;
 	w->wake_at_fin = batch;
+	w->avg_run_us = WORKER_CHAIN_MIN_US;	/* chain until we know better */
 	if ((r = db_open(o->db_path, 0, o->sync, &w->db)) != SD_OK ||
 	    (r = notify_open(o->db_path, &w->nt)) != SD_OK)
 		goto out;
@@ -546,9 +630,10 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 					r = er;
 				}
 			}
-			for (i = 0; r == SD_OK && flush && i < n_pending; i++) {
-				r = settle(w, &w->slots[pending[i]], &st);
-				settled[n_settled++] = pending[i];
+			if (r == SD_OK && flush) {
+				r = settle_all(w, pending, n_pending, &st, stale);
+				for (i = 0; i < n_pending; i++)
+					settled[n_settled++] = pending[i];
 			}
 			if (r == SD_OK && n_claim > 0) {
 				r = queue_claim(w->db, w->name, n_claim, o->lease_ms, claimed, &n_got);
@@ -579,7 +664,8 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 			errors = 0;
 			if (flush) {
 				for (i = 0; i < n_settled; i++) {
-					log_settled(w, &w->slots[settled[i]]);
+					if (!stale[i])
+						log_settled(w, &w->slots[settled[i]]);
 					slot_clear(w, settled[i]);
 				}
 				n_pending = 0;
@@ -600,6 +686,7 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 						w->runq[(w->rq_head + w->rq_len) % w->nslots] = idx;
 						w->rq_len++;
 					}
+					w->progress_us = clock_mono_us();
 					pthread_cond_signal(&w->cv);
 					pthread_mutex_unlock(&w->mu);
 				}
@@ -644,6 +731,8 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 
 		/* 4. Sleep until something can happen. */
 		wait_ms = 1000;
+		if (busy > 0 && wait_ms > flush_us / 1000)
+			wait_ms = (int)(flush_us / 1000) > 0 ? (int)(flush_us / 1000) : 1;
 		if (n_pending > 0) {
 			int64_t due = (first_pending_us + flush_us - now_us) / 1000;
 			wait_ms = due < 1 ? 1 : (int)due;
@@ -666,18 +755,35 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 			pthread_mutex_unlock(&w->mu);
 			continue;	/* results arrived meanwhile: collect them */
 		}
-		/* wake on the first result (to start the flush timer and refill a
-		 * free thread), then when a batch is full or every thread is idle */
+		if (w->rq_len > 0 && w->idle > 0) {
+			/* jobs wait while threads idle: the running ones did not
+			 * chain (short jobs so far).  When the run queue has not
+			 * moved for 1 ms (a long job among short ones), wake every
+			 * idle thread; look again in 1 ms. */
+			if (clock_mono_us() - w->progress_us >= 1000)
+				pthread_cond_broadcast(&w->cv);
+			wait_ms = 1;
+		}
+		/* handlers wake the loop when a batch of results is full or every
+		 * thread is idle; a lone result among long jobs waits for the
+		 * next tick (flush_ms, below), so a batch of short jobs costs one
+		 * wake-up, not one per job */
 		w->loop_waiting = 1;
-		w->wake_at_fin = n_pending > 0 ? batch - n_pending : 1;
+		w->wake_at_fin = batch - n_pending;
 		if (w->wake_at_fin < 1)
 			w->wake_at_fin = 1;
 		pthread_mutex_unlock(&w->mu);
 		if (notify_wait(w->nt, wait_ms)) {
-			int64_t dv = db_data_version(w->db);
-			if (dv != last_dv || busy == 0) {
-				last_dv = dv;
-				more_work = 1;
+			/* Woken: by a handler, by a commit in this process, or by a
+			 * write to the WAL.  data_version tells another connection's
+			 * commit from our own; it only matters while we believe the
+			 * stream has nothing for us. */
+			if (!more_work) {
+				int64_t dv = db_data_version(w->db);
+				if (dv != last_dv || busy == 0) {
+					last_dv = dv;
+					more_work = 1;
+				}
 			}
 		} else if (!more_work && next_visible >= 0 && clock_now_ms() >= next_visible) {
 			more_work = 1;
@@ -717,8 +823,7 @@ out_stop:
 		pthread_mutex_unlock(&w->mu);
 		if (n_pending > 0 && db_begin(w->db) == SD_OK) {
 			enum sd_result sr = SD_OK;
-			for (i = 0; i < n_pending && sr == SD_OK; i++)
-				sr = settle(w, &w->slots[pending[i]], &st);
+			sr = settle_all(w, pending, n_pending, &st, stale);
 			if (sr == SD_OK)
 				sr = db_commit(w->db);
 			else
@@ -748,6 +853,7 @@ out_threads:
 		free(claimed);
 		free(pending);
 		free(settled);
+		free(stale);
 		return r == SD_OK ? SD_TIMEOUT : r;
 	}
 	for (i = 0; i < w->nthreads; i++)
@@ -758,6 +864,7 @@ out:
 	free(claimed);
 	free(pending);
 	free(settled);
+	free(stale);
 	worker_free(w);
 	return r;
 }
