@@ -126,6 +126,10 @@ int cli_enqueue(int argc, char **argv)
 	if ((r = queue_kind_valid(pos[0])) != SD_OK ||
 	    (job_id && (r = queue_job_id_valid(job_id)) != SD_OK))
 		return cli_fail(r);
+	/* the relay's ids name outbox rows; a hand-made one could pose as one */
+	if (job_id && strncmp(job_id, "outbox:", 7) == 0)
+		return cli_fail(err_set(SD_INVALID, "job ids starting with 'outbox:' belong to the "
+					"relay; choose another --job-id"));
 	if ((rc = open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
 		return rc;
 	e.kind = pos[0];

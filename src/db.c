@@ -341,6 +341,19 @@ enum sd_result db_set_sync(struct db *db, enum db_sync sync)
 						: "PRAGMA synchronous = NORMAL");
 }
 
+/* Transaction control runs on every turn of a worker: prepared once, not
+ * parsed again by sqlite3_exec each time. */
+static const char SQL_BEGIN[] = "BEGIN IMMEDIATE";
+static const char SQL_COMMIT[] = "COMMIT";
+static const char SQL_ROLLBACK[] = "ROLLBACK";
+
+static enum sd_result db_tx_stmt(struct db *db, const char *sql)
+{
+	struct db_stmt *st = db_stmt(db, sql);
+
+	return st ? db_run(st) : SD_DB;
+}
+
 enum sd_result db_begin(struct db *db)
 {
 	enum sd_result r;
@@ -349,7 +362,7 @@ enum sd_result db_begin(struct db *db)
 		db->depth++;
 		return SD_OK;
 	}
-	if ((r = db_exec(db, "BEGIN IMMEDIATE")) != SD_OK)
+	if ((r = db_tx_stmt(db, SQL_BEGIN)) != SD_OK)
 		return r;
 	db->depth = 1;
 	db->doomed = 0;
@@ -366,13 +379,13 @@ enum sd_result db_commit(struct db *db)
 	if (--db->depth > 0)
 		return SD_OK;
 	if (db->doomed) {
-		db_exec(db, "ROLLBACK");
+		db_tx_stmt(db, SQL_ROLLBACK);
 		db->doomed = 0;
 		return err_set(SD_DB, "transaction rolled back by an inner failure");
 	}
-	if ((r = db_exec(db, "COMMIT")) != SD_OK) {
+	if ((r = db_tx_stmt(db, SQL_COMMIT)) != SD_OK) {
 		if (!sqlite3_get_autocommit(db->h))
-			db_exec(db, "ROLLBACK");
+			db_tx_stmt(db, SQL_ROLLBACK);
 		return r;
 	}
 	if (db->notify) {
@@ -397,7 +410,7 @@ void db_rollback(struct db *db)
 
 		/* keep the message of the failure that led here */
 		snprintf(keep, sizeof keep, "%s", err_msg());
-		db_exec(db, "ROLLBACK");
+		db_tx_stmt(db, SQL_ROLLBACK);
 		err_set(SD_OK, "%s", keep);
 	}
 }

@@ -515,6 +515,12 @@ enum sd_result queue_ack_many(struct db *db, int64_t token, const int64_t *ids, 
 
 	if (n < 1)
 		return SD_OK;
+	if (n == 1) {
+		/* one job: the per-row statements beat building a JSON list */
+		r = queue_ack(db, ids[0], token);
+		acked[0] = r == SD_OK;
+		return r == SD_STALE ? SD_OK : r;
+	}
 	/* "[id,id,...]": at most 20 digits and a comma per id */
 	list = malloc((size_t)n * 21 + 3);
 	order = malloc((size_t)n * sizeof *order);

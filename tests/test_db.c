@@ -29,25 +29,6 @@ static int exists(const char *path)
 	return stat(path, &sb) == 0;
 }
 
-/* The whole file; [out] *size.  The caller frees the buffer. */
-static unsigned char *slurp(const char *path, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	unsigned char *buf;
-	long n;
-
-	assert_non_null(f);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n >= 0);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*size = (size_t)n;
-	return buf;
-}
 
 static void raw_exec(const char *path, const char *sql)
 {
@@ -192,7 +173,7 @@ static void assert_newer_refused(const char *path, int64_t version)
 
 	snprintf(wal, sizeof wal, "%s-wal", path);
 	assert_false(exists(wal));
-	before = slurp(path, &nb);
+	before = tu_slurp(path, &nb);
 	for (flags = 0; flags <= DB_OPEN_CREATE; flags += DB_OPEN_CREATE) {
 		err_clear();
 		assert_int_equal(db_open(path, flags, DB_SYNC_FULL, &db), SD_SCHEMA);
@@ -203,7 +184,7 @@ static void assert_newer_refused(const char *path, int64_t version)
 		snprintf(want, sizeof want, "program's %d", db_migration_count);
 		assert_non_null(strstr(err_msg(), want));
 		assert_non_null(strstr(err_msg(), path));
-		after = slurp(path, &na);
+		after = tu_slurp(path, &na);
 		assert_int_equal(na, nb);
 		assert_memory_equal(after, before, nb);
 		free(after);
@@ -258,13 +239,13 @@ static void test_foreign_sqlite_file_refused(void **state)
 
 	raw_exec(env->db_path, "CREATE TABLE customers (name TEXT); "
 			       "INSERT INTO customers VALUES ('kept')");
-	before = slurp(env->db_path, &nb);
+	before = tu_slurp(env->db_path, &nb);
 	err_clear();
 	assert_int_equal(db_open(env->db_path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &db), SD_SCHEMA);
 	assert_null(db);
 	assert_non_null(strstr(err_msg(), "another program"));
 	assert_non_null(strstr(err_msg(), env->db_path));
-	after = slurp(env->db_path, &na);
+	after = tu_slurp(env->db_path, &na);
 	assert_int_equal(na, nb);
 	assert_memory_equal(after, before, nb);
 	free(before);
@@ -313,7 +294,7 @@ static void test_not_a_database(void **state)
 	for (i = 0; i < 100; i++)
 		fprintf(f, "this is a ticket list, not a database: line %d\n", i);
 	fclose(f);
-	before = slurp(env->db_path, &nb);
+	before = tu_slurp(env->db_path, &nb);
 
 	err_clear();
 	assert_int_equal(db_open(env->db_path, 0, DB_SYNC_NORMAL, &db), SD_DB);
@@ -323,7 +304,7 @@ static void test_not_a_database(void **state)
 	assert_int_equal(db_open(env->db_path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &db), SD_DB);
 	assert_null(db);
 
-	after = slurp(env->db_path, &na);
+	after = tu_slurp(env->db_path, &na);
 	assert_int_equal(na, nb);
 	assert_memory_equal(after, before, nb);
 	snprintf(wal, sizeof wal, "%s-wal", env->db_path);

@@ -56,6 +56,95 @@ int tu_setup_nodb(void **state)
 	return make_env(state, 0);
 }
 
+int tu_setup_real(void **state)
+{
+	int r = make_env(state, 1);
+
+	clock_real();
+	return r;
+}
+
+int tu_setup_real_nodb(void **state)
+{
+	int r = make_env(state, 0);
+
+	clock_real();
+	return r;
+}
+
+/* ---- children: never leave one running when a test fails ---------------- */
+
+#define TU_MAX_KIDS 32
+static pid_t kids[TU_MAX_KIDS];
+
+static void kids_add(pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < TU_MAX_KIDS; i++) {
+		if (kids[i] == 0) {
+			kids[i] = pid;
+			return;
+		}
+	}
+}
+
+static void kids_forget(pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < TU_MAX_KIDS; i++)
+		if (kids[i] == pid)
+			kids[i] = 0;
+}
+
+static void kids_kill_all(void)
+{
+	int i;
+
+	for (i = 0; i < TU_MAX_KIDS; i++) {
+		if (kids[i] > 0) {
+			kill(kids[i], SIGKILL);
+			tu_wait(kids[i], 5000);
+			kids[i] = 0;
+		}
+	}
+}
+
+int tu_reap(pid_t pid, int timeout_ms, const char *what)
+{
+	int rc = tu_wait(pid, timeout_ms);
+
+	if (rc == -2) {
+		kill(pid, SIGKILL);
+		tu_wait(pid, 5000);
+	}
+	kids_forget(pid);
+	if (rc == -2)
+		fail_msg("%s did not finish within %d ms", what, timeout_ms);
+	return rc;
+}
+
+unsigned char *tu_slurp(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *buf;
+	long n;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	assert_true(n >= 0);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	*size = (size_t)n;
+	return buf;
+}
+
 static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)sb;
@@ -68,6 +157,7 @@ int tu_teardown(void **state)
 {
 	struct tu_env *e = *state;
 
+	kids_kill_all();
 	db_close(e->db);
 	nftw(e->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	clock_real();
@@ -156,6 +246,7 @@ pid_t tu_spawn(const char *const *argv, const char *log_path)
 	if (fd >= 0)
 		close(fd);
 	assert_true(pid > 0);
+	kids_add(pid);
 	return pid;
 }
 
@@ -201,4 +292,15 @@ int64_t tu_count(const char *db_path, const char *sql)
 	db_reset(st);
 	db_close(db);
 	return v;
+}
+
+int64_t tu_countf(const char *db_path, const char *fmt, ...)
+{
+	char sql[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof sql, fmt, ap);
+	va_end(ap);
+	return tu_count(db_path, sql);
 }

@@ -26,6 +26,11 @@ int tu_teardown(void **state);
 /* tu_setup_nodb: as tu_setup, with the directory only (no database). */
 int tu_setup_nodb(void **state);
 
+/* tu_setup_real, tu_setup_real_nodb: as above, on the real clock, for tests
+ * that run the binary (which has no fake clock). */
+int tu_setup_real(void **state);
+int tu_setup_real_nodb(void **state);
+
 /* tu_bin: the stagedoor binary under test ($STAGEDOOR_BIN, else bin/stagedoor). */
 const char *tu_bin(void);
 
@@ -37,8 +42,18 @@ const char *tu_bin(void);
 int tu_run(char *out, size_t out_size, char *err, size_t err_size, const char *const *argv);
 
 /* tu_spawn: start stagedoor with argv in the background, its stdout and
- * stderr to log_path (may be NULL for /dev/null).  Returns the pid. */
+ * stderr to log_path (may be NULL for /dev/null).  Returns the pid.  The
+ * child is tracked: tu_teardown SIGKILLs it if it still runs, so a failed
+ * assertion never leaves a worker behind. */
 pid_t tu_spawn(const char *const *argv, const char *log_path);
+
+/* tu_reap: wait up to timeout_ms for a spawned child and return its exit
+ * status (-1: killed by a signal); on timeout SIGKILL it and fail the test,
+ * naming what. */
+int tu_reap(pid_t pid, int timeout_ms, const char *what);
+
+/* tu_slurp: the whole file, NUL-terminated; [out] *size.  Caller frees. */
+unsigned char *tu_slurp(const char *path, size_t *size);
 
 /* tu_wait: wait up to timeout_ms for pid; returns the exit status, -1 for a
  * signal death, -2 on timeout (the child is left running). */
@@ -49,5 +64,8 @@ void tu_sleep_ms(int ms);
 
 /* tu_count: a single integer from SQL run on a fresh connection. */
 int64_t tu_count(const char *db_path, const char *sql);
+
+/* tu_countf: tu_count with the SQL built printf-style. */
+int64_t tu_countf(const char *db_path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -112,7 +112,7 @@ static int64_t token_next(void)
 /* The claim+ack phase's statements and buffers. */
 struct turns {
 	sqlite3 *h;
-	sqlite3_stmt *claim, *begin, *commit, *copy, *del;
+	sqlite3_stmt *claim, *begin, *commit, *copy, *del, *copy1, *del1;
 	int64_t *ids, *prev;		/* this claim's ids, the previous claim's */
 	char *list;			/* the previous claim's ids as a JSON array */
 	long long batch;
@@ -136,7 +136,16 @@ static void *claim_ack(void *arg)
 		now = clock_now_ms();
 		token = token_next();
 		run(h, t->begin, "begin");
-		if (n_prev > 0) {
+		if (n_prev == 1) {
+			/* as queue_ack_many: one job takes the per-row statements */
+			sqlite3_bind_int64(t->copy1, 1, t->prev[0]);
+			sqlite3_bind_int64(t->copy1, 2, prev_token);
+			sqlite3_bind_int64(t->copy1, 3, now);
+			run(h, t->copy1, "ack copy");
+			sqlite3_bind_int64(t->del1, 1, t->prev[0]);
+			sqlite3_bind_int64(t->del1, 2, prev_token);
+			run(h, t->del1, "ack delete");
+		} else if (n_prev > 0) {
 			char *p = t->list;
 
 			*p++ = '[';
@@ -183,7 +192,7 @@ int main(int argc, char **argv)
 	char dir[4096], path[4200], file[4300], worker[32], job_id[32];
 	struct db *db;
 	sqlite3 *h;
-	sqlite3_stmt *begin, *commit, *enq, *claim, *copy, *del;
+	sqlite3_stmt *begin, *commit, *enq, *claim, *copy, *del, *copy1, *del1;
 	int64_t *ids, *prev, t0, t_enq, t_ca, now, done, left;
 	char *list;
 	long long n, k;
@@ -233,6 +242,8 @@ int main(int argc, char **argv)
 	claim = prep(h, QUEUE_SQL_CLAIM);
 	copy = prep(h, QUEUE_SQL_ACK_MANY_COPY);
 	del = prep(h, QUEUE_SQL_ACK_MANY_DELETE);
+	copy1 = prep(h, QUEUE_SQL_ACK_COPY);
+	del1 = prep(h, QUEUE_SQL_ACK_DELETE);
 	ids = calloc((size_t)batch, sizeof *ids);
 	prev = calloc((size_t)batch, sizeof *prev);
 	list = malloc((size_t)batch * 21 + 3);
@@ -267,7 +278,8 @@ int main(int argc, char **argv)
 	 * and faulted in again every turn, which would make this floor lower
 	 * than the queue's) */
 	{
-		struct turns t = { h, claim, begin, commit, copy, del, ids, prev, list, batch, worker, 0 };
+		struct turns t = { h, claim, begin, commit, copy, del, copy1, del1, ids, prev, list,
+				   batch, worker, 0 };
 		pthread_t th;
 
 		if (pthread_create(&th, NULL, claim_ack, &t) != 0)
@@ -285,6 +297,8 @@ int main(int argc, char **argv)
 	sqlite3_finalize(claim);
 	sqlite3_finalize(copy);
 	sqlite3_finalize(del);
+	sqlite3_finalize(copy1);
+	sqlite3_finalize(del1);
 	sqlite3_close(h);
 	free(ids);
 	free(prev);
