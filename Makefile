@@ -9,14 +9,17 @@
 #   make clean
 
 CC      ?= cc
-PKGS    := sqlite3 jansson
+PKGS    := sqlite3 jansson libqrencode
 TPKGS   := cmocka
-DEBS    := gcc make pkg-config libsqlite3-dev libjansson-dev libcmocka-dev
+# libharu and mbedTLS ship no pkg-config file in Debian 12: plain -l flags
+XLIBS   := -lhpdf -lmbedcrypto
+DEBS    := gcc make pkg-config libsqlite3-dev libjansson-dev libcmocka-dev \
+           libhpdf-dev libqrencode-dev libmbedtls-dev qpdf poppler-utils
 
 WARN    := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = $(WARN) $(CFLAGS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -pthread
-LDLIBS  = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -pthread
+LDLIBS  = $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(XLIBS) -pthread
 TLIBS   = $(shell pkg-config --libs $(TPKGS) 2>/dev/null)
 SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
@@ -91,10 +94,11 @@ build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/
 
 bench: deps bin/stagedoor build/sqlbench
 	@sh tools/bench/run.sh $(CURDIR)/bin/stagedoor $(CURDIR)/build/sqlbench
+	bin/stagedoor bench pipeline --orders 500
 
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@sh tools/demo.sh $(CURDIR)/bin/stagedoor
+	bin/stagedoor demo
 
 clean:
 	rm -rf build bin

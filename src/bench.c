@@ -25,6 +25,9 @@
  *
  * Invariants: every figure comes from a run in which every job was acked
  * exactly once and the stream ended empty; otherwise the command fails.
+ *
+ * `stagedoor bench pipeline` (the ticket pipeline end to end) lives in
+ * bench_pipeline.c; cli_bench hands it the words after "pipeline".
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
@@ -415,6 +418,8 @@ static void bench_print(const struct bench_result *res, int64_t jobs, int worker
 	printf("  peak RSS    %.1f MiB\n", (double)res->peak_rss_kb / 1024.0);
 }
 
+/* bench_pipeline.c: `bench pipeline`, given the words after "pipeline". */
+
 int cli_bench(int argc, char **argv)
 {
 	int64_t jobs = 100000, workers = 1, batch = 100, lat_jobs = -1;
@@ -439,10 +444,15 @@ int cli_bench(int argc, char **argv)
 	enum sd_result r;
 	int npos;
 
+	/* each benchmark has its own options: the word comes first */
+	if (argc >= 1 && strcmp(argv[0], "pipeline") == 0)
+		return bench_pipeline_cmd(argc - 1, argv + 1);
 	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK)
 		return cli_fail(r);
 	if (npos != 1 || strcmp(pos[0], "queue") != 0) {
-		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
+		fprintf(stderr, "stagedoor: usage: stagedoor %s\n"
+				"       stagedoor bench pipeline [--orders N] [--concurrency C] "
+				"[--alone K] [--keep] [--json]\n", usage);
 		return 2;
 	}
 	if (strcmp(sync_s, "normal") == 0) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "db.h"
@@ -17,6 +18,7 @@
 #include "notify.h"
 #include "outbox.h"
 #include "queue.h"
+#include "tickets.h"
 #include "worker.h"
 
 const char *cli_db_path(const char *flag)
@@ -33,8 +35,22 @@ const char *cli_db_path(const char *flag)
 int cli_fail(int r)
 {
 	const char *m = err_msg();
+	char line[1024];
+	size_t o = 0;
 
-	fprintf(stderr, "stagedoor: %s\n", *m ? m : sd_result_name((enum sd_result)r));
+	if (!*m)
+		m = sd_result_name((enum sd_result)r);
+	/* Messages may quote the input; a CR or LF in it must not split the
+	 * one line into two (or forge a second one in a log). */
+	for (; *m && o + 5 < sizeof line; m++) {
+		unsigned char c = (unsigned char)*m;
+		if (c < 0x20 || c == 0x7f)
+			o += (size_t)snprintf(line + o, sizeof line - o, "\\x%02x", c);
+		else
+			line[o++] = (char)c;
+	}
+	line[o] = '\0';
+	fprintf(stderr, "stagedoor: %s\n", line);
 	return r == SD_INVALID ? 2 : 1;
 }
 
@@ -56,8 +72,7 @@ void cli_install_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-/* Parse, then refuse stray words: every command below takes a fixed number. */
-static int parse(int argc, char **argv, struct arg_opt *opts, char **pos, int *npos,
+int cli_parse(int argc, char **argv, struct arg_opt *opts, char **pos, int *npos,
 		 int min_pos, int max_pos, const char *usage)
 {
 	enum sd_result r = args_parse(argc, argv, opts, pos, npos);
@@ -71,7 +86,7 @@ static int parse(int argc, char **argv, struct arg_opt *opts, char **pos, int *n
 	return 0;
 }
 
-static int open_db(const char *flag, int flags, enum db_sync sync, struct db **db)
+int cli_open_db(const char *flag, int flags, int sync, struct db **db)
 {
 	enum sd_result r = db_open(cli_db_path(flag), flags, sync, db);
 
@@ -89,12 +104,17 @@ int cli_init(int argc, char **argv)
 	};
 	char *pos[ARGS_MAX_POS];
 	struct db *db;
+	enum sd_result r;
 	int npos, rc;
 
-	if ((rc = parse(argc, argv, opts, pos, &npos, 0, 0, "init [--db PATH]")) != 0)
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "init [--db PATH]")) != 0)
 		return rc;
-	if ((rc = open_db(dbp, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != 0)
+	if ((rc = cli_open_db(dbp, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != 0)
 		return rc;
+	if ((r = tickets_files_init(db_path(db))) != SD_OK) {
+		db_close(db);
+		return cli_fail(r);
+	}
 	printf("%s: schema version %d\n", db_path(db), db_schema_version(db));
 	db_close(db);
 	return 0;
@@ -119,7 +139,7 @@ int cli_enqueue(int argc, char **argv)
 	enum sd_result r;
 	int npos, rc;
 
-	if ((rc = parse(argc, argv, opts, pos, &npos, 2, 2,
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 2, 2,
 			"enqueue KIND JSON [--job-id ID] [--delay-ms N] [--priority N]")) != 0)
 		return rc;
 	/* check what needs no database first: bad input never touches the file */
@@ -130,7 +150,7 @@ int cli_enqueue(int argc, char **argv)
 	if (job_id && strncmp(job_id, "outbox:", 7) == 0)
 		return cli_fail(err_set(SD_INVALID, "job ids starting with 'outbox:' belong to the "
 					"relay; choose another --job-id"));
-	if ((rc = open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
 		return rc;
 	e.kind = pos[0];
 	e.payload = pos[1];
@@ -149,7 +169,8 @@ int cli_enqueue(int argc, char **argv)
 
 int cli_worker(int argc, char **argv)
 {
-	const char *dbp = NULL, *name = NULL;
+	const char *dbp = NULL, *name = NULL, *mail_url = getenv("STAGEDOOR_MAIL_URL");
+	const char *mail_from = getenv("STAGEDOOR_MAIL_FROM");
 	int64_t conc = WORKER_CONCURRENCY_DEFAULT, batch = 0, lease = 0, grace = WORKER_GRACE_MS_DEFAULT;
 	int64_t retention = QUEUE_RETENTION_MS_DEFAULT;
 	int drain = 0;
@@ -162,25 +183,35 @@ int cli_worker(int argc, char **argv)
 		{ "grace-ms", ARG_INT, &grace, 1, 3600LL * 1000, 0 },
 		{ "retention-ms", ARG_INT, &retention, 0, 3650LL * 24 * 3600 * 1000, 0 },
 		{ "drain", ARG_FLAG, &drain, 0, 0, 0 },
+		{ "mail-url", ARG_STR, &mail_url, 0, 0, 0 },
+		{ "mail-from", ARG_STR, &mail_from, 0, 0, 0 },
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
 	char *pos[ARGS_MAX_POS];
+	struct tickets_env *env = NULL;
 	struct worker_opts o;
 	struct worker_stats st;
 	struct db *db;
 	enum sd_result r;
 	int npos, rc;
 
-	if ((rc = parse(argc, argv, opts, pos, &npos, 0, 0,
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0,
 			"worker [--concurrency N] [--batch N] [--lease-ms N] [--grace-ms N] "
-			"[--drain]")) != 0)
+			"[--drain] [--mail-url URL] [--mail-from ADDR]")) != 0)
 		return rc;
 	/* fail fast, with the usual message, on a missing or newer database */
-	if ((rc = open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
 		return rc;
 	db_close(db);
+	/* a database made before tickets existed gets its key now, as init would */
+	if ((r = tickets_files_init(cli_db_path(dbp))) != SD_OK ||
+	    (r = tickets_env_open(cli_db_path(dbp), mail_url && *mail_url ? mail_url : NULL,
+				  mail_from && *mail_from ? mail_from : NULL, &env)) != SD_OK)
+		return cli_fail(r);
 	memset(&o, 0, sizeof o);
 	o.db_path = cli_db_path(dbp);
+	o.handlers = tickets_handlers;
+	o.app = env;
 	o.name = name;
 	o.concurrency = (int)conc;
 	o.batch = (int)batch;
@@ -191,9 +222,14 @@ int cli_worker(int argc, char **argv)
 	cli_install_signals();
 	r = worker_run(&o, &st);
 	if (r == SD_TIMEOUT) {
-		/* handlers outlived the grace period; their leases were released */
-		return 0;
+		/* handlers outlived the grace period and their leases were
+		 * released; they still run and still use env and the worker's
+		 * memory, so end the process here, at once, as a stop must */
+		fflush(stdout);
+		fflush(stderr);
+		_exit(0);
 	}
+	tickets_env_close(env);
 	return r == SD_OK ? 0 : cli_fail(r);
 }
 
@@ -213,9 +249,9 @@ int cli_relay(int argc, char **argv)
 	enum sd_result r;
 	int npos, rc;
 
-	if ((rc = parse(argc, argv, opts, pos, &npos, 0, 0, "relay [--batch N] [--drain]")) != 0)
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "relay [--batch N] [--drain]")) != 0)
 		return rc;
-	if ((rc = open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
 		return rc;
 	db_close(db);
 	cli_install_signals();
@@ -340,7 +376,7 @@ int cli_jobs(int argc, char **argv)
 	int64_t n = 0;
 	int npos, rc;
 
-	if ((rc = parse(argc, argv, opts, pos, &npos, 1, 2, usage)) != 0)
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 2, usage)) != 0)
 		return rc;
 	sub = pos[0];
 	if (strcmp(sub, "retry") == 0 ? npos != 2 : npos != 1) {
@@ -359,7 +395,7 @@ int cli_jobs(int argc, char **argv)
 	}
 	if (kind && (r = queue_kind_valid(kind)) != SD_OK)
 		return cli_fail(r);
-	if ((rc = open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
 		return rc;
 	if (strcmp(sub, "stats") == 0) {
 		rc = jobs_stats(db, json);

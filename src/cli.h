@@ -17,11 +17,29 @@ int cli_fail(int r);
 /* cli_install_signals: SIGINT and SIGTERM ask every loop to stop. */
 void cli_install_signals(void);
 
+struct arg_opt;
+struct db;
+
+/* cli_parse: parse options, then refuse a count of words outside
+ * [min_pos, max_pos] with the usage line.  0 or the exit status. */
+int cli_parse(int argc, char **argv, struct arg_opt *opts, char **pos, int *npos, int min_pos,
+	      int max_pos, const char *usage);
+
+/* cli_open_db: open --db / $STAGEDOOR_DB; 0 or the exit status (printed). */
+int cli_open_db(const char *flag, int flags, int sync, struct db **db);
+
 int cli_init(int argc, char **argv);
 int cli_enqueue(int argc, char **argv);
 int cli_worker(int argc, char **argv);
 int cli_relay(int argc, char **argv);
 int cli_jobs(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+
+/* bench_pipeline_cmd: `bench pipeline`, given the words after "pipeline". */
+int bench_pipeline_cmd(int argc, char **argv);
+int cli_event(int argc, char **argv);
+int cli_order(int argc, char **argv);
+int cli_scan(int argc, char **argv);
+int cli_demo(int argc, char **argv);
 
 #endif

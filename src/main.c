@@ -20,7 +20,12 @@ static const struct {
 	{ "worker", cli_worker, "run jobs: worker [--concurrency N] [--batch N] [--lease-ms N] [--drain]" },
 	{ "relay", cli_relay, "publish outbox rows to the stream: relay [--drain]" },
 	{ "jobs", cli_jobs, "look at and repair jobs: jobs stats|ls|dead|retry ID|purge --dead|prune" },
-	{ "bench", cli_bench, "measure: bench queue --jobs N --workers W --batch B --sync normal|full" },
+	{ "event", cli_event, "add an event: event add --name N --venue V --starts-at ISO8601 --capacity N" },
+	{ "order", cli_order, "sell tickets: order add --event ID --name N --email A --seats N; order show ID" },
+	{ "scan", cli_scan, "admit a ticket at the door: scan CODE" },
+	{ "demo", cli_demo, "the whole pipeline on a fresh ./var/demo: demo [--orders N]" },
+	{ "bench", cli_bench, "measure: bench queue --jobs N --workers W --batch B --sync normal|full;\n"
+			      "           bench pipeline --orders N [--json]" },
 };
 
 static void usage(FILE *f)

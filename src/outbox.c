@@ -194,3 +194,33 @@ out:
 	db_close(db);
 	return r;
 }
+
+static const char SQL_FOR_ORDER[] =
+	"SELECT id, kind, created_at, coalesce(published_at, 0) FROM outbox "
+	"WHERE json_extract(payload, '$.order_id') = ?1 ORDER BY id";
+
+enum sd_result outbox_list_for_order(struct db *db, int64_t order_id,
+				     void (*fn)(const struct outbox_row *row, void *arg), void *arg)
+{
+	struct db_stmt *st = db_stmt(db, SQL_FOR_ORDER);
+	enum sd_result r;
+	int row;
+
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, order_id);
+	for (;;) {
+		struct outbox_row o;
+
+		if ((r = db_step(st, &row)) != SD_OK)
+			return r;
+		if (!row)
+			break;
+		o.id = db_col_int(st, 0);
+		o.kind = db_col_text(st, 1);
+		o.created_at = db_col_int(st, 2);
+		o.published_at = db_col_int(st, 3);
+		fn(&o, arg);
+	}
+	return SD_OK;
+}

@@ -43,4 +43,17 @@ enum sd_result outbox_unpublished(struct db *db, int64_t *n);
  */
 enum sd_result outbox_relay_run(const char *db_path, int batch, int drain, int64_t *published);
 
+/* One outbox row, as outbox_list_for_order reports it. */
+struct outbox_row {
+	int64_t id;
+	const char *kind;
+	int64_t created_at;
+	int64_t published_at;	/* 0 while unpublished */
+};
+
+/* outbox_list_for_order: the rows whose payload names this order_id, oldest
+ * first (through the index on the payload's order_id). */
+enum sd_result outbox_list_for_order(struct db *db, int64_t order_id,
+				     void (*fn)(const struct outbox_row *row, void *arg), void *arg);
+
 #endif

@@ -970,3 +970,43 @@ enum sd_result queue_list(struct db *db, const char *state, const char *kind, in
 	}
 	return SD_OK;
 }
+
+static const char SQL_FIND_JOB[] =
+	"SELECT CASE WHEN visible_at <= ?1 THEN 'ready' WHEN lease_token IS NULL THEN 'scheduled' "
+	"ELSE 'leased' END, id, job_id, kind, deliveries, attempts, last_error, NULL "
+	"FROM stream WHERE job_id = ?2 "
+	"UNION ALL SELECT 'done', id, job_id, kind, deliveries, attempts, NULL, finished_at "
+	"FROM done_jobs WHERE job_id = ?2 "
+	"UNION ALL SELECT 'dead', id, job_id, kind, deliveries, attempts, last_error, died_at "
+	"FROM dead_jobs WHERE job_id = ?2";
+
+enum sd_result queue_find_job(struct db *db, const char *job_id, queue_row_fn fn, void *arg)
+{
+	struct db_stmt *st = db_stmt(db, SQL_FIND_JOB);
+	enum sd_result r;
+	int row;
+
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, clock_now_ms());
+	db_bind_text(st, 2, job_id);
+	for (;;) {
+		struct job_row jr;
+
+		if ((r = db_step(st, &row)) != SD_OK)
+			return r;
+		if (!row)
+			break;
+		memset(&jr, 0, sizeof jr);
+		jr.state = db_col_text(st, 0);
+		jr.id = db_col_int(st, 1);
+		jr.job_id = db_col_text(st, 2);
+		jr.kind = db_col_text(st, 3);
+		jr.deliveries = db_col_int(st, 4);
+		jr.attempts = db_col_int(st, 5);
+		jr.last_error = db_col_text(st, 6);
+		jr.finished_at = db_col_int(st, 7);
+		fn(&jr, arg);
+	}
+	return SD_OK;
+}

@@ -200,4 +200,8 @@ typedef void (*queue_row_fn)(const struct job_row *row, void *arg);
 enum sd_result queue_list(struct db *db, const char *state, const char *kind, int limit,
 			  queue_row_fn fn, void *arg);
 
+/* queue_find_job: call fn for every entry with this job_id: in the stream,
+ * finished or dead (a job delivered twice by a relay has two). */
+enum sd_result queue_find_job(struct db *db, const char *job_id, queue_row_fn fn, void *arg);
+
 #endif

@@ -36,6 +36,7 @@
 
 #include "clock.h"
 #include "db.h"
+#include "failpoint.h"
 #include "log.h"
 #include "notify.h"
 
@@ -257,10 +258,53 @@ const char *handler_worker_name(const struct handler_ctx *ctx)
 	return ctx->w->name;
 }
 
+void *handler_app(const struct handler_ctx *ctx)
+{
+	return ctx->w->o->app;
+}
+
+/* A standalone context carries a worker of its own that only handler_db,
+ * handler_app and handler_worker_name read: the options and the name. */
+struct standalone_ctx {
+	struct handler_ctx ctx;		/* first: the pointer handed out */
+	struct worker w;		/* only o and name are set */
+	struct worker_opts o;		/* only db_path and app are set */
+	char db_path[];			/* the copy o.db_path points to */
+};
+
+struct handler_ctx *worker_ctx_new(const char *db_path, void *app)
+{
+	size_t n = strlen(db_path) + 1;
+	struct standalone_ctx *sc = calloc(1, sizeof *sc + n);
+
+	if (!sc) {
+		err_set(SD_NOMEM, "out of memory");
+		return NULL;
+	}
+	memcpy(sc->db_path, db_path, n);
+	sc->o.db_path = sc->db_path;
+	sc->o.app = app;
+	snprintf(sc->w.name, sizeof sc->w.name, "standalone");
+	sc->w.o = &sc->o;
+	sc->ctx.w = &sc->w;
+	return &sc->ctx;
+}
+
+void worker_ctx_free(struct handler_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	db_close(ctx->db);
+	free((struct standalone_ctx *)ctx);
+}
+
 static void run_one(struct handler_ctx *ctx, struct slot *s)
 {
 	struct worker *w = ctx->w;
 	const struct handler *h = worker_handler_find(w->table, s->job->kind);
+
+	if (!h)	/* the built-in kinds are always there */
+		h = worker_handler_find(worker_builtin_handlers, s->job->kind);
 
 	s->res.delay_ms = 0;
 	s->res.error[0] = '\0';
@@ -272,6 +316,7 @@ static void run_one(struct handler_ctx *ctx, struct slot *s)
 	else
 		s->outcome = h->fn(ctx, s->job, &s->res);
 	s->duration_us = clock_mono_us() - s->started_us;
+	failpoint(FAILPOINT_JOB_DONE);	/* the work is done; the ack is not */
 }
 
 static void *handler_thread(void *arg)

@@ -42,6 +42,20 @@ struct db *handler_db(struct handler_ctx *ctx);
 /* handler_worker_name: the name of the worker running the handler. */
 const char *handler_worker_name(const struct handler_ctx *ctx);
 
+/* handler_app: worker_opts.app, the application's context for handlers. */
+void *handler_app(const struct handler_ctx *ctx);
+
+/*
+ * worker_ctx_new: a handler context outside any worker, for calling a handler
+ * directly (tests, one-off tools): handler_db() lazily opens its own NORMAL
+ * connection to db_path, handler_app() returns app, handler_worker_name() is
+ * "standalone".  Like a handler thread's context it is used by one thread at
+ * a time.  [in] db_path is copied; app is borrowed.  NULL when out of memory.
+ * worker_ctx_free closes the connection and frees the context; accepts NULL.
+ */
+struct handler_ctx *worker_ctx_new(const char *db_path, void *app);
+void worker_ctx_free(struct handler_ctx *ctx);
+
 typedef enum job_outcome (*handler_fn)(struct handler_ctx *ctx, const struct job *job,
 				       struct job_result *res);
 
@@ -51,7 +65,7 @@ struct handler {
 };
 
 /* The built-in kinds: noop; sleep {"ms":N}; fail {"times":N}.  A table ends
- * with a { NULL, NULL } entry. */
+ * with a { NULL, NULL } entry; a worker with its own table still runs these. */
 extern const struct handler worker_builtin_handlers[];
 
 /* job_failf: fill res->error and return JOB_FAIL or JOB_FAIL_PERMANENT. */
@@ -78,6 +92,7 @@ struct worker_opts {
 	int64_t retention_ms;		/* prune done jobs older than this; 0: never */
 	enum db_sync sync;		/* the loop connection's level; default NORMAL */
 	const struct handler *handlers;	/* NULL: the built-in table */
+	void *app;			/* handed to handlers by handler_app() */
 	/* called on the handler thread just before a handler runs (benchmarks) */
 	void (*on_start)(const struct job *job, void *arg);
 	void *arg;

@@ -1,0 +1,903 @@
+/*
+ * bench_pipeline.c: `stagedoor bench pipeline`, the ticket pipeline's
+ * benchmark: orders per second end to end, and where an order's time goes.
+ *
+ *   stagedoor bench pipeline [--orders N] [--concurrency C] [--alone K]
+ *                            [--keep] [--json]
+ *
+ * On a fresh database in a temporary directory (under $TMPDIR, else /tmp;
+ * removed afterwards unless --keep), with the ticket key and the default
+ * maildir beside it, and one event with room for every seat:
+ *
+ *   1. intake     N x order_add on a FULL connection, one transaction each
+ *                 (1 to 3 seats, a client idempotency key): the money side;
+ *   2. pipeline   the relay (outbox_relay_run) and one worker (worker_run,
+ *                 C handler threads, default 1) in threads of this process,
+ *                 as `demo` runs them, until every handler has finished its
+ *                 jobs and one snapshot shows the stream and the outbox empty.
+ *                 The worker's handler table wraps tickets_render,
+ *                 tickets_send and tickets_count unchanged and times each run;
+ *   3. verify     every order has its PDF, one maildir message each, the
+ *                 sales counter equals the seats sold, nothing is dead:
+ *                 otherwise the command fails and reports no figure;
+ *   4. alone      on K orders (default min(N, 100)), each step timed by
+ *                 itself: pdf_render (built as tickets_render_store builds
+ *                 it), blob_put of those bytes into a scratch store, and
+ *                 tickets_send_mail into a scratch maildir.
+ *
+ * The split of an order's time (ms per order), measured inside the run:
+ *
+ *   intake          phase 1 / N
+ *   render_tickets  the handler's wall time; "on CPU" is its thread's CPU
+ *                   time (mostly rendering), "waiting" the rest (mostly the
+ *                   PDF's fsyncs, also SQLite lock waits and, with more
+ *                   handler threads than cores, the scheduler)
+ *   send_tickets    the same; waiting is mostly the maildir's fsyncs
+ *   update_sales_counter
+ *   queue           phase 2 wall - handler runs that finished their job: the
+ *                   relay's publishing, the worker's claims and acks, runs
+ *                   that did not finish (retries), and any wait in between
+ *
+ * tickets_render renders and stores in one call and the handler is not to
+ * be changed for a benchmark, so render vs store inside the run is the CPU
+ * vs waiting split above; phase 4 gives each step's cost alone.  Phase 4
+ * runs later, under other disk conditions (the run's dirty pages are still
+ * being written back), so its figures are not subtracted from the run's.
+ *
+ * The queue's figure is exact only with one handler thread (the default):
+ * then handler runs and the worker loop follow each other and their sum is
+ * the phase's wall time.  With C > 1 handler runs overlap; the handler
+ * figures are still per-order costs, but the queue's share is not reported.
+ * The relay runs in its own thread and overlaps the handlers on a second
+ * core; its CPU time and the worker loop thread's CPU time are reported
+ * beside the wall figures.
+ *
+ * Invariants: the handlers run exactly as in production (same functions,
+ * same env, same connections); timing lives only in the wrappers.  This is
+ * a benchmark: one run per process, its timers are file-level statics.
+ */
+#define _XOPEN_SOURCE 700
+#include "cli.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "blob.h"
+#include "clock.h"
+#include "code.h"
+#include "db.h"
+#include "log.h"
+#include "notify.h"
+#include "outbox.h"
+#include "pdf.h"
+#include "queue.h"
+#include "tickets.h"
+#include "worker.h"
+
+#define PL_ORDERS_DEFAULT 500
+#define PL_ALONE_DEFAULT 100	/* orders timed step by step unless told */
+#define PL_CONCURRENCY_MAX 32
+#define PL_STALL_S 60			/* phase 2 fails after this long without progress */
+
+/* ======================== timing the handlers ============================ */
+
+/* The calling thread's CPU time: what a handler ran on a core, as against
+ * waiting (fsync, a lock, the scheduler). */
+static int64_t thread_cpu_us(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+enum { PL_RENDER, PL_SEND, PL_COUNT, PL_KINDS };
+
+static const char *const pl_kind_name[PL_KINDS] = { "render_tickets", "send_tickets",
+						    "update_sales_counter" };
+
+/* What the wrappers saw of one kind. */
+struct pl_kind {
+	atomic_llong done_us;		/* wall time of runs that returned JOB_DONE */
+	atomic_llong done_cpu_us;	/* their handler thread's CPU time */
+	atomic_llong done;		/* such runs */
+	atomic_llong other_us;		/* wall time of the rest (retry, fail) */
+	atomic_llong other;		/* such runs */
+};
+
+/* The wrappers' shared state: one benchmark per process. */
+static struct {
+	struct pl_kind k[PL_KINDS];
+	int64_t want;			/* JOB_DONE runs per kind that end phase 2 */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;		/* signalled when every kind reached want */
+	int64_t last_progress_us;	/* under mu: the latest finished run */
+	/* With one handler thread, the time between one run's end and the next
+	 * run's start is the worker's turn (ack, claim, hand-off) or a wait for
+	 * the relay: the queue's time, seen job by job. */
+	atomic_llong first_start_us;	/* the first run's start; 0 before */
+	atomic_llong last_end_us;	/* the latest run's end; 0 before */
+	int64_t *gap_us;		/* start - previous end, one per run after the first */
+	int64_t gap_cap;
+	atomic_llong n_gap;
+} pl = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+static enum job_outcome pl_timed(int kind, handler_fn fn, struct handler_ctx *ctx,
+				 const struct job *job, struct job_result *res)
+{
+	int64_t c0 = thread_cpu_us(), t0 = clock_mono_us(), t1, dt, dc, done, prev, zero = 0;
+	enum job_outcome o;
+	int i, all = 1;
+
+	prev = atomic_load(&pl.last_end_us);
+	if (prev == 0) {
+		atomic_compare_exchange_strong(&pl.first_start_us, &zero, t0);
+	} else {
+		int64_t g = atomic_fetch_add(&pl.n_gap, 1);
+		if (g < pl.gap_cap)
+			pl.gap_us[g] = t0 - prev;
+	}
+	o = fn(ctx, job, res);
+	t1 = clock_mono_us();
+	dt = t1 - t0;
+	dc = thread_cpu_us() - c0;
+	atomic_store(&pl.last_end_us, t1);
+	if (o == JOB_DONE) {
+		atomic_fetch_add(&pl.k[kind].done_us, dt);
+		atomic_fetch_add(&pl.k[kind].done_cpu_us, dc);
+		done = atomic_fetch_add(&pl.k[kind].done, 1) + 1;
+	} else {
+		atomic_fetch_add(&pl.k[kind].other_us, dt);
+		atomic_fetch_add(&pl.k[kind].other, 1);
+		done = 0;
+	}
+	pthread_mutex_lock(&pl.mu);
+	pl.last_progress_us = clock_mono_us();
+	if (done >= pl.want) {
+		for (i = 0; i < PL_KINDS; i++)
+			all &= atomic_load(&pl.k[i].done) >= pl.want;
+		if (all)
+			pthread_cond_signal(&pl.cv);
+	}
+	pthread_mutex_unlock(&pl.mu);
+	return o;
+}
+
+static enum job_outcome pl_render(struct handler_ctx *ctx, const struct job *job,
+				  struct job_result *res)
+{
+	return pl_timed(PL_RENDER, tickets_render, ctx, job, res);
+}
+
+static enum job_outcome pl_send(struct handler_ctx *ctx, const struct job *job,
+				struct job_result *res)
+{
+	return pl_timed(PL_SEND, tickets_send, ctx, job, res);
+}
+
+static enum job_outcome pl_count(struct handler_ctx *ctx, const struct job *job,
+				 struct job_result *res)
+{
+	return pl_timed(PL_COUNT, tickets_count, ctx, job, res);
+}
+
+/* tickets_handlers, each entry timed. */
+static const struct handler pl_handlers[] = {
+	{ "render_tickets", pl_render },
+	{ "send_tickets", pl_send },
+	{ "update_sales_counter", pl_count },
+	{ NULL, NULL },
+};
+
+/* ======================== what one run measures ========================== */
+
+struct pl_result {
+	int64_t orders, seats;
+	int concurrency;
+	double intake_s;		/* phase 1 wall time */
+	double pipeline_s;		/* phase 2 wall time */
+	double handler_ms[PL_KINDS];	/* per order: runs that finished their job */
+	double handler_cpu_ms[PL_KINDS];	/* the same runs' CPU time, per order */
+	int64_t handler_other_runs;	/* runs that did not (retries, failures) */
+	double handler_other_ms;	/* their time, per order */
+	int64_t alone_orders;		/* K */
+	double render_ms, store_ms, mail_ms;	/* each step alone, per order */
+	double relay_cpu_ms, loop_cpu_ms;	/* per order */
+	int64_t relay_published;
+	/* one handler thread: the queue's time between runs, ms per order */
+	double head_ms;			/* phase start to the first run */
+	double tail_ms;			/* the last run's end to the drained snapshot */
+	double gaps_ms;			/* between runs, summed */
+	int64_t n_gaps;
+	double gap_p50_us, gap_p99_us, gap_max_us;
+	long peak_rss_kb;
+};
+
+static void pl_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* One progress line on stderr: stdout stays one report (or one JSON object). */
+static void pl_progress(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("bench: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* ======================== phase 2: relay and worker ====================== */
+
+/* The relay or the worker, in a thread of its own. */
+struct pl_loop {
+	pthread_t th;
+	int is_relay;
+	const char *db_path;
+	struct worker_opts wo;
+	struct worker_stats st;
+	int64_t published;		/* relay: rows published */
+	int64_t cpu_us;			/* the thread's CPU time (the worker's loop only) */
+	enum sd_result r;
+	atomic_int ended;
+	char err[512];
+};
+
+static void *pl_loop_thread(void *arg)
+{
+	struct pl_loop *l = arg;
+	int64_t c0 = thread_cpu_us();
+
+	if (l->is_relay)
+		l->r = outbox_relay_run(l->db_path, OUTBOX_BATCH_DEFAULT, 0, &l->published);
+	else
+		l->r = worker_run(&l->wo, &l->st);
+	l->cpu_us = thread_cpu_us() - c0;
+	if (l->r != SD_OK)
+		snprintf(l->err, sizeof l->err, "%s", err_msg());
+	atomic_store(&l->ended, 1);
+	/* wake the main thread: a loop that ends early ends the phase */
+	pthread_mutex_lock(&pl.mu);
+	pthread_cond_signal(&pl.cv);
+	pthread_mutex_unlock(&pl.mu);
+	return NULL;
+}
+
+static int pl_all_done(void)
+{
+	int i;
+
+	for (i = 0; i < PL_KINDS; i++)
+		if (atomic_load(&pl.k[i].done) < pl.want)
+			return 0;
+	return 1;
+}
+
+/* Stream and outbox empty in one snapshot: the relay moves rows from one to
+ * the other in a transaction, so together they never miss a job. */
+static enum sd_result pl_drained(struct db *db, int *drained)
+{
+	int64_t pending = 1, unpublished = 1;
+	enum sd_result r;
+
+	*drained = 0;
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	if ((r = queue_pending(db, &pending)) != SD_OK ||
+	    (r = outbox_unpublished(db, &unpublished)) != SD_OK) {
+		db_rollback(db);
+		return r;
+	}
+	if ((r = db_commit(db)) != SD_OK)
+		return r;
+	*drained = pending == 0 && unpublished == 0;
+	return SD_OK;
+}
+
+static void sleep_us(int64_t us)
+{
+	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* pl_gaps: the queue's time between handler runs, from t0 (phase start) to
+ * end (drained); meaningful with one handler thread. */
+static void pl_gaps(int64_t t0, int64_t end, struct pl_result *res)
+{
+	int64_t n = atomic_load(&pl.n_gap), sum = 0, i;
+	double per = 1000.0 * (double)res->orders;
+
+	if (n > pl.gap_cap)
+		n = pl.gap_cap;
+	res->head_ms = (double)(atomic_load(&pl.first_start_us) - t0) / per;
+	res->tail_ms = (double)(end - atomic_load(&pl.last_end_us)) / per;
+	for (i = 0; i < n; i++)
+		sum += pl.gap_us[i];
+	res->gaps_ms = (double)sum / per;
+	res->n_gaps = n;
+	if (n == 0)
+		return;
+	qsort(pl.gap_us, (size_t)n, sizeof *pl.gap_us, cmp_i64);
+	res->gap_p50_us = (double)pl.gap_us[(n - 1) / 2];
+	res->gap_p99_us = (double)pl.gap_us[(int64_t)((double)(n - 1) * 0.99)];
+	res->gap_max_us = (double)pl.gap_us[n - 1];
+}
+
+/*
+ * pl_pipeline: phase 2.  Wait (without touching the database) until every
+ * kind finished N jobs, then poll every millisecond for the drained snapshot
+ * that ends the phase; the last acks are a flush away by then.
+ */
+static enum sd_result pl_pipeline(struct db *db, const char *path, struct tickets_env *env,
+				  int concurrency, struct pl_result *res)
+{
+	struct pl_loop relay, worker;
+	enum sd_result r = SD_OK;
+	int64_t t0, now = 0;
+	int drained = 0, started = 0;
+
+	memset(&relay, 0, sizeof relay);
+	memset(&worker, 0, sizeof worker);
+	relay.is_relay = 1;
+	relay.db_path = path;
+	atomic_init(&relay.ended, 0);
+	atomic_init(&worker.ended, 0);
+	worker.db_path = path;
+	worker.wo.db_path = path;
+	worker.wo.name = "bench-pipeline";
+	worker.wo.concurrency = concurrency;
+	worker.wo.handlers = pl_handlers;
+	worker.wo.app = env;
+	pl.want = res->orders;
+	/* room for every run and a few reruns */
+	pl.gap_cap = 3 * res->orders + 1000;
+	if (!(pl.gap_us = calloc((size_t)pl.gap_cap, sizeof *pl.gap_us)))
+		return err_set(SD_NOMEM, "out of memory");
+	notify_stop_reset();
+
+	t0 = clock_mono_us();
+	pl.last_progress_us = t0;
+	if (pthread_create(&relay.th, NULL, pl_loop_thread, &relay) != 0) {
+		r = err_set(SD_IO, "cannot start the relay's thread: %s", strerror(errno));
+		goto out;
+	}
+	started = 1;
+	if (pthread_create(&worker.th, NULL, pl_loop_thread, &worker) != 0) {
+		r = err_set(SD_IO, "cannot start the worker's thread: %s", strerror(errno));
+		goto out;
+	}
+	started = 2;
+
+	pthread_mutex_lock(&pl.mu);
+	while (!pl_all_done() && !atomic_load(&relay.ended) && !atomic_load(&worker.ended)) {
+		struct timespec until;
+
+		if (clock_mono_us() - pl.last_progress_us > PL_STALL_S * 1000000LL)
+			break;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(&pl.cv, &pl.mu, &until);
+	}
+	pthread_mutex_unlock(&pl.mu);
+	now = clock_mono_us();
+	while (pl_all_done() && !atomic_load(&relay.ended) && !atomic_load(&worker.ended)) {
+		if ((r = pl_drained(db, &drained)) != SD_OK || drained)
+			break;
+		if (clock_mono_us() - now > PL_STALL_S * 1000000LL)
+			break;
+		sleep_us(1000);
+	}
+	now = clock_mono_us();
+	res->pipeline_s = (double)(now - t0) / 1e6;
+	if (r == SD_OK && !drained) {
+		int i;
+		char seen[200];
+		size_t n = 0;
+
+		for (i = 0; i < PL_KINDS; i++)
+			n += (size_t)snprintf(seen + n, sizeof seen - n, "%s%s %lld", i ? ", " : "",
+					      pl_kind_name[i], (long long)atomic_load(&pl.k[i].done));
+		r = err_set(SD_TIMEOUT, "the pipeline did not drain (finished jobs: %s of %lld each)",
+			    seen, (long long)res->orders);
+	}
+out:
+	notify_request_stop();
+	if (started >= 1)
+		pthread_join(relay.th, NULL);
+	if (started >= 2)
+		pthread_join(worker.th, NULL);
+	notify_stop_reset();
+	/* a loop's own failure explains more than "did not drain" */
+	if (started >= 1 && relay.r != SD_OK)
+		r = err_set(relay.r, "relay: %s", relay.err);
+	else if (started >= 2 && worker.r != SD_OK)
+		r = err_set(worker.r, "worker: %s", worker.err);
+	if (r == SD_OK) {
+		res->relay_published = relay.published;
+		pl_gaps(t0, now, res);
+	}
+	free(pl.gap_us);
+	pl.gap_us = NULL;
+	if (r != SD_OK)
+		return r;
+	res->relay_cpu_ms = (double)relay.cpu_us / 1000.0 / (double)res->orders;
+	res->loop_cpu_ms = (double)worker.cpu_us / 1000.0 / (double)res->orders;
+	return SD_OK;
+}
+
+/* ======================== phase 3: verify ================================ */
+
+static int count_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static const char SQL_PL_SUMMARY[] =
+	"SELECT (SELECT count(*) FROM orders WHERE event_id = ?1), "
+	"(SELECT count(*) FROM tickets WHERE event_id = ?1), "
+	"(SELECT count(*) FROM tickets WHERE event_id = ?1 AND pdf_key IS NULL), "
+	"(SELECT count(DISTINCT pdf_key) FROM tickets WHERE event_id = ?1), "
+	"(SELECT count(*) FROM email_sends WHERE kind = 'tickets' AND sent_at IS NOT NULL), "
+	"(SELECT coalesce(sum(orders), 0) FROM sales_counters WHERE event_id = ?1), "
+	"(SELECT coalesce(sum(seats_sold), 0) FROM sales_counters WHERE event_id = ?1)";
+static const char SQL_PL_ORDERS[] = "SELECT id, public_id FROM orders ORDER BY id";
+
+/* pl_verify: every order has its PDF, one maildir message each, the counter
+ * equals the seats sold and nothing went dead; SD_DB saying what is not. */
+static enum sd_result pl_verify(struct db *db, const char *dir, struct tickets_env *env,
+				int64_t event_id, const struct pl_result *res)
+{
+	struct queue_counts *rows = NULL, total;
+	struct db_stmt *st;
+	enum sd_result r;
+	int64_t v[7], missing = 0;
+	char path[PATH_MAX], key[BLOB_KEY_MAX];
+	int row = 0, i, n, msgs;
+
+	if (!(st = db_stmt(db, SQL_PL_SUMMARY)))
+		return SD_DB;
+	db_bind_int(st, 1, event_id);
+	if ((r = db_step(st, &row)) != SD_OK)
+		return r;
+	for (i = 0; i < 7; i++)
+		v[i] = row ? db_col_int(st, i) : -1;
+	db_reset(st);
+
+	/* each order's PDF is a file under its fixed key */
+	if (!(st = db_stmt(db, SQL_PL_ORDERS)))
+		return SD_DB;
+	for (;;) {
+		if ((r = db_step(st, &row)) != SD_OK)
+			return r;
+		if (!row)
+			break;
+		snprintf(key, sizeof key, "tickets/%s.pdf", db_col_text(st, 1));
+		missing += !blob_exists(env->blobs, key);
+	}
+	db_reset(st);
+
+	snprintf(path, sizeof path, "%s/maildir/new", dir);
+	msgs = count_files(path);
+	if ((r = queue_stats(db, &rows, &n, &total)) != SD_OK)
+		return r;
+	free(rows);
+
+	if (v[0] != res->orders || v[1] != res->seats)
+		return err_set(SD_DB, "verify: %lld orders and %lld tickets, expected %lld and "
+			       "%lld", (long long)v[0], (long long)v[1], (long long)res->orders,
+			       (long long)res->seats);
+	if (v[2] != 0 || v[3] != res->orders || missing != 0)
+		return err_set(SD_DB, "verify: %lld tickets without pdf_key, %lld distinct PDF "
+			       "keys for %lld orders, %lld PDF files missing", (long long)v[2],
+			       (long long)v[3], (long long)res->orders, (long long)missing);
+	if (v[4] != res->orders || msgs != res->orders)
+		return err_set(SD_DB, "verify: %lld emails marked sent and %d maildir "
+			       "messages for %lld orders", (long long)v[4], msgs,
+			       (long long)res->orders);
+	if (v[5] != res->orders || v[6] != res->seats)
+		return err_set(SD_DB, "verify: the sales counter says %lld orders, %lld seats; "
+			       "sold %lld orders, %lld seats", (long long)v[5], (long long)v[6],
+			       (long long)res->orders, (long long)res->seats);
+	if (total.dead != 0)
+		return err_set(SD_DB, "verify: %lld dead jobs", (long long)total.dead);
+	return SD_OK;
+}
+
+/* ======================== phase 4: each step alone ======================= */
+
+/*
+ * pl_alone: render, store and mail k orders, each step timed by itself:
+ * pdf_render built as tickets_render_store builds it; blob_put of
+ * those bytes under the same key in a scratch store on the same file system;
+ * tickets_send_mail through a second env whose maildir is a scratch one (its
+ * PDFs come from the real store).
+ */
+static enum sd_result pl_alone(struct db *db, const char *path, const char *dir,
+			       struct tickets_env *env, int64_t k, struct pl_result *res)
+{
+	struct tickets_env *cenv = NULL;
+	struct blob_store *cblobs = NULL;
+	struct order_view *v = NULL;
+	struct db_stmt *st;
+	enum sd_result r;
+	int64_t *ids = NULL, n = 0, i, t_render = 0, t_store = 0, t_mail = 0;
+	char sub[PATH_MAX], url[PATH_MAX + 16];
+	int row = 0;
+
+	if (!(ids = calloc((size_t)k, sizeof *ids)) || !(v = malloc(sizeof *v))) {
+		r = err_set(SD_NOMEM, "out of memory");
+		goto out;
+	}
+	/* the ids first: tickets_load_order uses the same connection */
+	if (!(st = db_stmt(db, SQL_PL_ORDERS))) {
+		r = SD_DB;
+		goto out;
+	}
+	while (n < k) {
+		if ((r = db_step(st, &row)) != SD_OK)
+			goto out;
+		if (!row)
+			break;
+		ids[n++] = db_col_int(st, 0);
+	}
+	db_reset(st);
+
+	snprintf(sub, sizeof sub, "%s/alone-blobs", dir);
+	if ((r = blob_open(sub, &cblobs)) != SD_OK)
+		goto out;
+	snprintf(url, sizeof url, "maildir:%s/alone-maildir", dir);
+	if ((r = tickets_env_open(path, url, NULL, &cenv)) != SD_OK)
+		goto out;
+
+	for (i = 0; i < n; i++) {
+		struct pdf_ticket t[TICKETS_SEATS_MAX];
+		char codes[TICKETS_SEATS_MAX][CODE_TEXT_MAX], when[64], key[BLOB_KEY_MAX];
+		struct mail_result mr;
+		struct pdf_order po;
+		unsigned char *pdf = NULL;
+		size_t len = 0;
+		int64_t t0;
+		int j;
+
+		if ((r = tickets_load_order(db, ids[i], v)) != SD_OK)
+			goto out;
+		t0 = clock_mono_us();
+		for (j = 0; j < v->n_tickets; j++) {
+			code_make(env->key, v->tickets[j].id, v->event_id, codes[j]);
+			t[j].seat_label = v->tickets[j].seat_label;
+			t[j].code = codes[j];
+		}
+		tickets_time_format(v->starts_at, when, sizeof when);
+		po.event_name = v->event_name;
+		po.venue = v->venue;
+		po.starts_at = when;
+		po.buyer_name = v->buyer_name;
+		po.order_id = v->public_id;
+		po.tickets = t;
+		po.n_tickets = v->n_tickets;
+		if ((r = pdf_render(&po, &pdf, &len)) != SD_OK)
+			goto out;
+		t_render += clock_mono_us() - t0;
+
+		tickets_pdf_key(v, key, sizeof key);
+		t0 = clock_mono_us();
+		r = blob_put(cblobs, key, pdf, len);
+		t_store += clock_mono_us() - t0;
+		free(pdf);
+		if (r != SD_OK)
+			goto out;
+
+		t0 = clock_mono_us();
+		r = tickets_send_mail(cenv, v, &mr);
+		t_mail += clock_mono_us() - t0;
+		if (r != SD_OK)
+			goto out;
+		if (mr.duplicate) {
+			r = err_set(SD_DB, "alone: the scratch maildir saw order %s before",
+				    v->public_id);
+			goto out;
+		}
+	}
+	res->alone_orders = n;
+	if (n > 0) {
+		res->render_ms = (double)t_render / 1000.0 / (double)n;
+		res->store_ms = (double)t_store / 1000.0 / (double)n;
+		res->mail_ms = (double)t_mail / 1000.0 / (double)n;
+	}
+	r = SD_OK;
+out:
+	tickets_env_close(cenv);
+	blob_close(cblobs);
+	free(v);
+	free(ids);
+	return r;
+}
+
+/* ======================== the run ======================================== */
+
+static enum sd_result pl_run(const char *dir, const char *path, int64_t orders, int concurrency,
+			     int64_t alone, struct pl_result *res)
+{
+	static const char *const names[] = { "José Müller", "Zoë Martin", "Ana Lima", "Björn Ek",
+					      "Chloé Dubois", "Sam Okafor", "Mia Chen", "Hanna Berg" };
+	struct tickets_env *env = NULL;
+	struct event_new ev;
+	struct db *db = NULL;
+	struct rusage ru;
+	enum sd_result r;
+	int64_t event_id = 0, i, t0;
+	char id[ORDER_ID_MAX], email[64], key[48];
+	int replayed, k;
+
+	memset(res, 0, sizeof *res);
+	res->orders = orders;
+	res->concurrency = concurrency;
+	/* the box office's connection: orders commit at FULL */
+	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != SD_OK ||
+	    (r = tickets_files_init(path)) != SD_OK ||
+	    (r = tickets_env_open(path, NULL, NULL, &env)) != SD_OK)
+		goto out;
+	ev.name = "Stagedoor Bench Night";
+	ev.venue = "Théâtre du Parc";
+	ev.starts_at = (clock_now_ms() / 86400000 + 30) * 86400000 + 20 * 3600000;
+	ev.capacity = orders * 3;
+	if ((r = event_add(db, &ev, &event_id)) != SD_OK)
+		goto out;
+
+	/* 1. intake: one FULL transaction per order */
+	pl_progress("intake: %lld orders, one FULL transaction each", (long long)orders);
+	t0 = clock_mono_us();
+	for (i = 0; i < orders; i++) {
+		struct order_new o;
+
+		snprintf(email, sizeof email, "buyer%lld@example.com", (long long)i + 1);
+		snprintf(key, sizeof key, "bench-%lld", (long long)i + 1);
+		o.event_id = event_id;
+		o.name = names[i % 8];
+		o.email = email;
+		o.seats = 1 + i % 3;
+		o.idempotency_key = key;
+		if ((r = order_add(db, &o, id, &replayed)) != SD_OK)
+			goto out;
+		res->seats += o.seats;
+	}
+	res->intake_s = (double)(clock_mono_us() - t0) / 1e6;
+
+	/* 2. relay and worker until the stream and the outbox drain */
+	pl_progress("pipeline: relay and one worker with %d handler thread%s, maildir transport",
+		    concurrency, concurrency == 1 ? "" : "s");
+	if ((r = pl_pipeline(db, path, env, concurrency, res)) != SD_OK)
+		goto out;
+	for (k = 0; k < PL_KINDS; k++) {
+		res->handler_ms[k] = (double)atomic_load(&pl.k[k].done_us) / 1000.0 /
+				     (double)orders;
+		res->handler_cpu_ms[k] = (double)atomic_load(&pl.k[k].done_cpu_us) / 1000.0 /
+					 (double)orders;
+		res->handler_other_runs += atomic_load(&pl.k[k].other);
+		res->handler_other_ms += (double)atomic_load(&pl.k[k].other_us) / 1000.0 /
+					 (double)orders;
+	}
+
+	/* 3. the work is all there, once */
+	pl_progress("verify: PDFs, maildir messages, sales counter");
+	if ((r = pl_verify(db, dir, env, event_id, res)) != SD_OK)
+		goto out;
+
+	/* 4. render, store and mail, each alone */
+	if (alone > orders)
+		alone = orders;
+	if (alone > 0) {
+		pl_progress("alone: render, store and mail %lld orders, each step by itself",
+			    (long long)alone);
+		if ((r = pl_alone(db, path, dir, env, alone, res)) != SD_OK)
+			goto out;
+	}
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		res->peak_rss_kb = ru.ru_maxrss;
+out:
+	tickets_env_close(env);
+	db_close(db);
+	return r;
+}
+
+static int pl_rm(const char *f, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(f);
+	return 0;
+}
+
+/* ======================== the report ===================================== */
+
+/* One line of the split; share 0 leaves the share out (overlapping runs
+ * have no share of the wall time). */
+static void pl_row(const char *name, double v, double total, int share, const char *what)
+{
+	char pct[16] = "";
+
+	if (share)
+		snprintf(pct, sizeof pct, "%5.1f%%", 100.0 * v / total);
+	printf("  %-21s %8.3f  %6s  %s\n", name, v, pct, what);
+}
+
+static void pl_print(const struct pl_result *res, int json)
+{
+	const double *h = res->handler_ms, *c = res->handler_cpu_ms;
+	double n = (double)res->orders, rate = n / (res->intake_s + res->pipeline_s);
+	double intake = res->intake_s * 1000.0 / n, total = intake + res->pipeline_s * 1000.0 / n;
+	/* serial handlers: the phase's wall time is handler runs plus the rest */
+	double queue = res->pipeline_s * 1000.0 / n - h[PL_RENDER] - h[PL_SEND] - h[PL_COUNT];
+	int serial = res->concurrency == 1;
+
+	if (json) {
+		printf("{\"program\":\"stagedoor\",\"bench\":\"pipeline\",\"transport\":\"maildir\","
+		       "\"orders\":%lld,\"seats\":%lld,\"concurrency\":%d,\"intake_s\":%.6f,"
+		       "\"pipeline_s\":%.6f,\"orders_per_s\":%.1f,\"intake_orders_per_s\":%.1f,"
+		       "\"pipeline_orders_per_s\":%.1f,",
+		       (long long)res->orders, (long long)res->seats, res->concurrency,
+		       res->intake_s, res->pipeline_s, rate, n / res->intake_s,
+		       n / res->pipeline_s);
+		printf("\"ms_per_order\":{\"intake\":%.4f,\"render_tickets\":%.4f,"
+		       "\"render_tickets_cpu\":%.4f,\"render_tickets_wait\":%.4f,"
+		       "\"send_tickets\":%.4f,\"send_tickets_cpu\":%.4f,\"send_tickets_wait\":%.4f,"
+		       "\"update_sales_counter\":%.4f,",
+		       intake, h[PL_RENDER], c[PL_RENDER], h[PL_RENDER] - c[PL_RENDER], h[PL_SEND],
+		       c[PL_SEND], h[PL_SEND] - c[PL_SEND], h[PL_COUNT]);
+		if (serial)
+			printf("\"queue\":%.4f,\"total\":%.4f},\"queue_share_pct\":%.2f,"
+			       "\"queue_ms_per_order\":{\"head\":%.4f,\"between_runs\":%.4f,"
+			       "\"tail\":%.4f,\"runs_not_done\":%.4f},\"between_runs_us\":{"
+			       "\"n\":%lld,\"p50\":%.0f,\"p99\":%.0f,\"max\":%.0f},", queue, total,
+			       100.0 * queue / total, res->head_ms, res->gaps_ms, res->tail_ms,
+			       res->handler_other_ms, (long long)res->n_gaps, res->gap_p50_us,
+			       res->gap_p99_us, res->gap_max_us);
+		else
+			printf("\"queue\":null,\"total\":%.4f},\"queue_share_pct\":null,"
+			       "\"queue_ms_per_order\":null,\"between_runs_us\":null,", total);
+		printf("\"alone_ms_per_order\":{\"pdf_render\":%.4f,\"blob_put\":%.4f,"
+		       "\"tickets_send_mail\":%.4f},\"alone_orders\":%lld,"
+		       "\"handler_runs_not_done\":%lld,\"handler_not_done_ms_per_order\":%.4f,"
+		       "\"relay_published\":%lld,\"relay_cpu_ms_per_order\":%.4f,"
+		       "\"worker_loop_cpu_ms_per_order\":%.4f,\"peak_rss_kb\":%ld}\n",
+		       res->render_ms, res->store_ms, res->mail_ms, (long long)res->alone_orders,
+		       (long long)res->handler_other_runs, res->handler_other_ms,
+		       (long long)res->relay_published, res->relay_cpu_ms, res->loop_cpu_ms,
+		       res->peak_rss_kb);
+		return;
+	}
+	printf("stagedoor bench pipeline: %lld orders (%lld seats), maildir, %d handler thread%s\n",
+	       (long long)res->orders, (long long)res->seats, res->concurrency,
+	       serial ? "" : "s");
+	printf("  end to end    %8.1f orders/s  (intake %.3f s + pipeline %.3f s)\n", rate,
+	       res->intake_s, res->pipeline_s);
+	printf("  intake        %8.1f orders/s    pipeline %.1f orders/s\n", n / res->intake_s,
+	       n / res->pipeline_s);
+	printf("  ms per order             ms   share\n");
+#define ROW(name, v, what) pl_row(name, v, total, serial, what)
+#define SUB(name, v, what) printf("    %-19s %8.3f          %s\n", name, v, what)
+	pl_row("intake", intake, total, 1, "order_add: order, tickets, 2 outbox rows, one FULL "
+	       "commit");
+	ROW("render_tickets", h[PL_RENDER], "load, render, store the PDF, mark, queue the email");
+	SUB("on CPU", c[PL_RENDER], "mostly rendering: codes, pages, QR");
+	SUB("waiting", h[PL_RENDER] - c[PL_RENDER], "mostly the PDF's fsyncs (file, folder)");
+	ROW("send_tickets", h[PL_SEND], "load, claim, read the PDF, write the message, mark");
+	SUB("on CPU", c[PL_SEND], "formatting the message (base64 PDF), SQL");
+	SUB("waiting", h[PL_SEND] - c[PL_SEND], "mostly the maildir's fsyncs (message, key)");
+	ROW("update_sales_counter", h[PL_COUNT], "one transaction");
+	if (serial)
+		ROW("queue", queue, "relay, claims, acks, retries, waits: wall - handler runs");
+	else
+		printf("  %-21s %8s  %6s  %s\n", "queue", "n/a", "",
+		       "handler runs overlap: measure with --concurrency 1");
+	printf("  %-21s %8.3f  %5.1f%%\n", "total", total, 100.0);
+#undef SUB
+#undef ROW
+	if (serial) {
+		printf("  queue's own work: %.1f%% of an order's time (target: at most 15%%)\n",
+		       100.0 * queue / total);
+		printf("  queue, where  start to first run %.3f ms, between runs %.3f ms, last run "
+		       "to drained %.3f ms per order\n", res->head_ms, res->gaps_ms, res->tail_ms);
+		printf("  between runs  %lld gaps (ack, claim, hand-off, or waiting for the relay): "
+		       "p50 %.0f us, p99 %.0f us, max %.0f us\n", (long long)res->n_gaps,
+		       res->gap_p50_us, res->gap_p99_us, res->gap_max_us);
+	}
+	if (res->alone_orders > 0)
+		printf("  alone         pdf_render %.3f ms, blob_put %.3f ms, tickets_send_mail "
+		       "%.3f ms (%lld orders, after the run)\n", res->render_ms, res->store_ms,
+		       res->mail_ms, (long long)res->alone_orders);
+	printf("  CPU           relay %.3f ms, worker loop %.3f ms per order (the relay overlaps "
+	       "the handlers)\n", res->relay_cpu_ms, res->loop_cpu_ms);
+	printf("  retries       %lld handler runs that did not finish their job (%.3f ms per "
+	       "order, counted in queue)\n", (long long)res->handler_other_runs,
+	       res->handler_other_ms);
+	printf("  peak RSS      %.1f MiB\n", (double)res->peak_rss_kb / 1024.0);
+}
+
+int bench_pipeline_cmd(int argc, char **argv)
+{
+	int64_t orders = PL_ORDERS_DEFAULT, concurrency = 1, alone = -1;
+	const char *tmp = getenv("TMPDIR");
+	int json = 0, keep = 0;
+	struct arg_opt opts[] = {
+		{ "orders", ARG_INT, &orders, 1, 100000, 0 },
+		{ "concurrency", ARG_INT, &concurrency, 1, PL_CONCURRENCY_MAX, 0 },
+		{ "alone", ARG_INT, &alone, 0, 100000, 0 },
+		{ "keep", ARG_FLAG, &keep, 0, 0, 0 },
+		{ "json", ARG_FLAG, &json, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	static const char usage[] = "bench pipeline [--orders N] [--concurrency C] "
+				    "[--alone K] [--keep] [--json]";
+	/* dir leaves room in PATH_MAX for the names made under it */
+	char *pos[ARGS_MAX_POS], dir[1024], path[1100];
+	struct pl_result res;
+	enum log_level level = log_get_level();
+	enum sd_result r;
+	int npos;
+
+	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK)
+		return cli_fail(r);
+	if (npos != 0) {
+		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
+		return 2;
+	}
+	if (alone < 0)
+		alone = orders < PL_ALONE_DEFAULT ? orders : PL_ALONE_DEFAULT;
+
+	if ((size_t)snprintf(dir, sizeof dir, "%s/stagedoor-bench.XXXXXX",
+			     tmp && *tmp ? tmp : "/tmp") >= sizeof dir) {
+		fprintf(stderr, "stagedoor: TMPDIR is too long\n");
+		return 1;
+	}
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "stagedoor: cannot make a temporary directory %s: %s\n", dir,
+			strerror(errno));
+		return 1;
+	}
+	snprintf(path, sizeof path, "%s/stagedoor.db", dir);
+	if (level < LOG_WARN)
+		log_set_level(LOG_WARN);
+	r = pl_run(dir, path, orders, (int)concurrency, alone, &res);
+	log_set_level(level);
+	if (keep)
+		pl_progress("kept %s", dir);
+	else
+		nftw(dir, pl_rm, 16, FTW_DEPTH | FTW_PHYS);	/* our mkdtemp folder only */
+	if (r != SD_OK)
+		return cli_fail(r);
+	pl_print(&res, json);
+	return 0;
+}

@@ -1,0 +1,340 @@
+/*
+ * blob.c: the file store: immutable files under fixed keys in one folder.
+ *
+ * A put is: check the key, create the key's subfolders, write
+ * "<target folder>/.tmp-<random>", fsync it, rename it over the key, fsync
+ * the target folder.  Invariants:
+ *  - every key passes blob_key_valid before any file operation, so no key
+ *    reaches outside the store's folder;
+ *  - a reader sees a whole old file or a whole new one: files appear only by
+ *    rename(2) of a synced temp file in the same folder;
+ *  - the ".tmp-" prefix is reserved for temp files, so a key never names one
+ *    (and a crash's leftovers are recognisable);
+ *  - a new subfolder is synced into its parent before a file goes into it, so
+ *    a put that returned is reachable after a power cut.
+ */
+#define _GNU_SOURCE
+#include "blob.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define BLOB_TMP_PREFIX ".tmp-"
+
+struct blob_store {
+	char *dir;	/* the store's folder, without a trailing '/' */
+};
+
+/* ======================== small file helpers ============================= */
+
+static enum sd_result blob_sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return err_set(SD_IO, "cannot open folder %s: %s", dir, strerror(errno));
+	if (fsync(fd) != 0) {
+		int e = errno;
+		close(fd);
+		return err_set(SD_IO, "cannot sync folder %s: %s", dir, strerror(e));
+	}
+	close(fd);
+	return SD_OK;
+}
+
+/* mkdir path (mode 0750); [out] *made is 1 when it was created here. */
+static enum sd_result blob_mkdir(const char *path, int *made)
+{
+	struct stat st;
+
+	*made = 0;
+	if (mkdir(path, 0750) == 0) {
+		*made = 1;
+		return SD_OK;
+	}
+	if (errno != EEXIST)
+		return err_set(SD_IO, "cannot create folder %s: %s", path, strerror(errno));
+	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+		return err_set(SD_IO, "%s exists and is not a folder", path);
+	return SD_OK;
+}
+
+/*
+ * mkdir -p for the folders in path[from..], each new one synced into its
+ * parent.  path is a scratch copy: its '/' are cut and put back.
+ */
+static enum sd_result blob_mkdirs(char *path, size_t from)
+{
+	enum sd_result r;
+	char *p;
+	int made;
+
+	for (p = path + from; *p; p++) {
+		if (*p != '/' || p == path)
+			continue;
+		*p = '\0';
+		r = blob_mkdir(path, &made);
+		if (r == SD_OK && made) {
+			char *up = strrchr(path, '/');
+
+			if (up && up != path) {
+				*up = '\0';
+				r = blob_sync_dir(path);
+				*up = '/';
+			} else {
+				r = blob_sync_dir(up ? "/" : ".");
+			}
+		}
+		*p = '/';
+		if (r != SD_OK)
+			return r;
+	}
+	return SD_OK;
+}
+
+static enum sd_result blob_write_all(int fd, const unsigned char *p, size_t n, const char *path)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return err_set(SD_IO, "cannot write %s: %s", path, strerror(errno));
+		p += w;
+		n -= (size_t)w;
+	}
+	return SD_OK;
+}
+
+/* ======================== the store ===================================== */
+
+enum sd_result blob_open(const char *dir, struct blob_store **out)
+{
+	struct blob_store *s = NULL;
+	char buf[PATH_MAX];
+	size_t len;
+	enum sd_result r;
+
+	*out = NULL;
+	if (!dir || !*dir)
+		return err_set(SD_INVALID, "file store folder is empty");
+	len = strlen(dir);
+	while (len > 1 && dir[len - 1] == '/')
+		len--;
+	/* room for "<dir>/<longest key>" and a temp name beside it */
+	if (len + 1 + BLOB_KEY_MAX + 32 >= sizeof buf)
+		return err_set(SD_INVALID, "file store folder path too long: %s", dir);
+	s = calloc(1, sizeof *s);
+	if (!s || !(s->dir = strndup(dir, len))) {
+		r = err_set(SD_NOMEM, "out of memory opening the file store");
+		goto out;
+	}
+	/* mkdir -p for the store's folder itself: the trailing '/' makes
+	 * blob_mkdirs create the last part too */
+	snprintf(buf, sizeof buf, "%s/", s->dir);
+	if ((r = blob_mkdirs(buf, 0)) != SD_OK)
+		goto out;
+	*out = s;
+	s = NULL;
+out:
+	blob_close(s);
+	return r;
+}
+
+void blob_close(struct blob_store *s)
+{
+	if (!s)
+		return;
+	free(s->dir);
+	free(s);
+}
+
+enum sd_result blob_key_valid(const char *key)
+{
+	const char *seg, *p;
+	size_t len;
+
+	if (!key || !*key)
+		return err_set(SD_INVALID, "file key is empty");
+	len = strlen(key);
+	if (len > BLOB_KEY_MAX)
+		return err_set(SD_INVALID, "file key is longer than %d characters", BLOB_KEY_MAX);
+	for (p = key; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-' || c == '/'))
+		{
+			char q[80];
+
+			/* quoted with controls blanked: the message stays one line */
+			return err_set(SD_INVALID, "file key %s may hold only A-Z, a-z, 0-9, "
+				       "'.', '_', '-' and '/'", log_quote(q, sizeof q, key));
+		}
+	}
+	/* segment by segment: this is what keeps a key inside the store */
+	for (seg = key;; seg = p + 1) {
+		size_t n;
+
+		p = strchr(seg, '/');
+		n = p ? (size_t)(p - seg) : strlen(seg);
+		if (n == 0)
+			return err_set(SD_INVALID, "file key '%.64s' has an empty part (leading, "
+				       "trailing or double '/')", key);
+		if ((n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+			return err_set(SD_INVALID, "file key '%.64s' has a '.' or '..' part", key);
+		if (n >= sizeof BLOB_TMP_PREFIX - 1 &&
+		    memcmp(seg, BLOB_TMP_PREFIX, sizeof BLOB_TMP_PREFIX - 1) == 0)
+			return err_set(SD_INVALID, "file key '%.64s' uses the reserved prefix "
+				       BLOB_TMP_PREFIX, key);
+		if (!p)
+			break;
+	}
+	return SD_OK;
+}
+
+enum sd_result blob_path(struct blob_store *s, const char *key, char *buf, size_t size)
+{
+	int n;
+
+	if (blob_key_valid(key) != SD_OK)
+		return SD_INVALID;
+	n = snprintf(buf, size, "%s/%s", s->dir, key);
+	if (n < 0 || (size_t)n >= size)
+		return err_set(SD_INVALID, "path for file key '%.64s' too long", key);
+	return SD_OK;
+}
+
+enum sd_result blob_put(struct blob_store *s, const char *key, const void *data, size_t len)
+{
+	char path[PATH_MAX], tmp[PATH_MAX], *slash;
+	uint64_t rnd;
+	enum sd_result r;
+	int fd = -1, tmp_made = 0, tries;
+
+	if ((r = blob_path(s, key, path, sizeof path)) != SD_OK)
+		return r;
+	if (len > 0 && !data)
+		return err_set(SD_INVALID, "no data for file key '%.64s'", key);
+	if ((r = blob_mkdirs(path, strlen(s->dir) + 1)) != SD_OK)
+		return r;
+	slash = strrchr(path, '/');
+	for (tries = 0; tries < 8; tries++) {
+		if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+			rnd = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&rnd ^ (uint64_t)tries;
+		snprintf(tmp, sizeof tmp, "%.*s/" BLOB_TMP_PREFIX "%016llx", (int)(slash - path),
+			 path, (unsigned long long)rnd);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		r = err_set(SD_IO, "cannot create temp file %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	tmp_made = 1;
+	if ((r = blob_write_all(fd, data, len, tmp)) != SD_OK)
+		goto out;
+	if (fsync(fd) != 0) {
+		r = err_set(SD_IO, "cannot sync %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (close(fd) != 0) {
+		fd = -1;
+		r = err_set(SD_IO, "cannot close %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path) != 0) {
+		r = err_set(SD_IO, "cannot put %s in place: %s", path, strerror(errno));
+		goto out;
+	}
+	tmp_made = 0;
+	*slash = '\0';
+	r = blob_sync_dir(path);
+	*slash = '/';
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmp_made)
+		unlink(tmp);
+	return r;
+}
+
+enum sd_result blob_get(struct blob_store *s, const char *key, unsigned char **data,
+			size_t *len)
+{
+	char path[PATH_MAX];
+	unsigned char *buf = NULL;
+	struct stat st;
+	size_t size, got = 0;
+	enum sd_result r;
+	int fd;
+
+	*data = NULL;
+	*len = 0;
+	if ((r = blob_path(s, key, path, sizeof path)) != SD_OK)
+		return r;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return err_set(SD_NOT_FOUND, "no file under key '%.64s'", key);
+		return err_set(SD_IO, "cannot open %s: %s", path, strerror(errno));
+	}
+	if (fstat(fd, &st) != 0) {
+		r = err_set(SD_IO, "cannot check %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = err_set(SD_NOT_FOUND, "key '%.64s' names a folder, not a file", key);
+		goto out;
+	}
+	/* files are never written in place (only replaced by rename), so the
+	 * size of the file we opened stays what fstat said */
+	size = (size_t)st.st_size;
+	buf = malloc(size ? size : 1);
+	if (!buf) {
+		r = err_set(SD_NOMEM, "out of memory reading %s (%zu bytes)", path, size);
+		goto out;
+	}
+	while (got < size) {
+		ssize_t n = read(fd, buf + got, size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = err_set(SD_IO, "cannot read %s: %s", path,
+				    n < 0 ? strerror(errno) : "file is shorter than its size");
+			goto out;
+		}
+		got += (size_t)n;
+	}
+	*data = buf;
+	*len = size;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return r;
+}
+
+int blob_exists(struct blob_store *s, const char *key)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (blob_path(s, key, path, sizeof path) != SD_OK)
+		return 0;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}

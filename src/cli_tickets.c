@@ -1,0 +1,422 @@
+/*
+ * cli_tickets.c: event, order, scan and demo: the ticket pipeline's command
+ * line.  Parsing and printing only; the work is in tickets.
+ */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "clock.h"
+#include "db.h"
+#include "log.h"
+#include "notify.h"
+#include "outbox.h"
+#include "queue.h"
+#include "tickets.h"
+#include "worker.h"
+
+/* ---- event add ------------------------------------------------------- */
+
+int cli_event(int argc, char **argv)
+{
+	const char *dbp = NULL, *name = NULL, *venue = NULL, *starts = NULL;
+	int64_t capacity = 0, id = 0;
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "name", ARG_STR, &name, 0, 0, 0 },
+		{ "venue", ARG_STR, &venue, 0, 0, 0 },
+		{ "starts-at", ARG_STR, &starts, 0, 0, 0 },
+		{ "capacity", ARG_INT, &capacity, 1, 1000000, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	static const char usage[] =
+		"event add --name NAME --venue VENUE --starts-at ISO8601 --capacity N";
+	char *pos[ARGS_MAX_POS];
+	struct event_new e;
+	struct db *db;
+	enum sd_result r;
+	int npos, rc;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, usage)) != 0)
+		return rc;
+	if (strcmp(pos[0], "add") != 0 || !name || !venue || !starts || !opts[4].seen) {
+		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
+		return 2;
+	}
+	e.name = name;
+	e.venue = venue;
+	e.capacity = capacity;
+	if ((r = tickets_time_parse(starts, &e.starts_at)) != SD_OK ||
+	    (r = tickets_text_valid("event name", name)) != SD_OK ||
+	    (r = tickets_text_valid("venue", venue)) != SD_OK)
+		return cli_fail(r);
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
+		return rc;
+	r = event_add(db, &e, &id);
+	db_close(db);
+	if (r != SD_OK)
+		return cli_fail(r);
+	printf("%lld\n", (long long)id);
+	return 0;
+}
+
+/* ---- order add / show ------------------------------------------------ */
+
+static int order_add_cmd(const char *dbp, int argc, char **argv)
+{
+	const char *name = NULL, *email = NULL, *key = NULL, *dbflag = NULL;
+	int64_t event = 0, seats = 0;
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbflag, 0, 0, 0 },
+		{ "event", ARG_INT, &event, 1, INT64_MAX, 0 },
+		{ "name", ARG_STR, &name, 0, 0, 0 },
+		{ "email", ARG_STR, &email, 0, 0, 0 },
+		{ "seats", ARG_INT, &seats, 1, TICKETS_SEATS_MAX, 0 },
+		{ "idempotency-key", ARG_STR, &key, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	static const char usage[] = "order add --event ID --name NAME --email ADDR --seats N "
+				    "[--idempotency-key KEY]";
+	char *pos[ARGS_MAX_POS], public_id[ORDER_ID_MAX];
+	struct order_new o;
+	struct db *db;
+	enum sd_result r;
+	int npos, rc, replayed = 0;
+
+	(void)dbp;
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, usage)) != 0)
+		return rc;
+	if (!opts[1].seen || !name || !email || !opts[4].seen) {
+		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
+		return 2;
+	}
+	o.event_id = event;
+	o.name = name;
+	o.email = email;
+	o.seats = seats;
+	o.idempotency_key = key;
+	/* the order is money taken: FULL durability for its transaction */
+	if ((rc = cli_open_db(dbflag, 0, DB_SYNC_FULL, &db)) != 0)
+		return rc;
+	r = order_add(db, &o, public_id, &replayed);
+	db_close(db);
+	if (r != SD_OK)
+		return cli_fail(r);
+	printf("%s\n", public_id);
+	if (replayed)
+		fprintf(stderr, "stagedoor: idempotency key seen before: this is the first order, "
+				"nothing new was written\n");
+	return 0;
+}
+
+static int order_show_cmd(int argc, char **argv)
+{
+	const char *dbp = NULL;
+	int json = 0;
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "json", ARG_FLAG, &json, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS], *out = NULL;
+	struct db *db;
+	enum sd_result r;
+	int npos, rc;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, "order show ID [--json]")) != 0)
+		return rc;
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
+		return rc;
+	r = order_show(db, pos[0], json, &out);
+	db_close(db);
+	if (r != SD_OK)
+		return cli_fail(r);
+	fputs(out, stdout);
+	if (json)
+		fputc('\n', stdout);
+	free(out);
+	return 0;
+}
+
+int cli_order(int argc, char **argv)
+{
+	if (argc >= 1 && strcmp(argv[0], "add") == 0)
+		return order_add_cmd(NULL, argc - 1, argv + 1);
+	if (argc >= 1 && strcmp(argv[0], "show") == 0)
+		return order_show_cmd(argc - 1, argv + 1);
+	fprintf(stderr, "stagedoor: usage: stagedoor order add ... | order show ID [--json]\n");
+	return 2;
+}
+
+/* ---- scan ------------------------------------------------------------ */
+
+int cli_scan(int argc, char **argv)
+{
+	const char *dbp = NULL;
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS], keypath[PATH_MAX], when[64];
+	unsigned char key[CODE_KEY_LEN];
+	struct scan_result res;
+	struct db *db;
+	enum sd_result r;
+	int npos, rc;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, "scan CODE")) != 0)
+		return rc;
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
+		return rc;
+	if ((r = code_key_path(db_path(db), keypath, sizeof keypath)) != SD_OK ||
+	    (r = code_key_load(keypath, key)) != SD_OK ||
+	    (r = ticket_scan(db, key, pos[0], &res)) != SD_OK) {
+		db_close(db);
+		memset(key, 0, sizeof key);
+		return cli_fail(r);
+	}
+	db_close(db);
+	memset(key, 0, sizeof key);
+	switch (res.outcome) {
+	case SCAN_ADMITTED:
+		printf("admitted: seat %s, order %s\n", res.seat_label, res.order_id);
+		return 0;
+	case SCAN_ALREADY:
+		tickets_time_format(res.scanned_at, when, sizeof when);
+		printf("already scanned at %s: seat %s, order %s\n", when, res.seat_label,
+		       res.order_id);
+		return 3;
+	case SCAN_INVALID:
+	default:
+		printf("invalid\n");
+		return 4;
+	}
+}
+
+/* ---- demo ------------------------------------------------------------ */
+
+#define DEMO_DIR "./var/demo"
+#define DEMO_DB DEMO_DIR "/stagedoor.db"
+
+struct demo_loop {
+	pthread_t th;
+	struct worker_opts wo;
+	enum sd_result r;
+	int is_relay;
+	char err[512];
+};
+
+static void *demo_thread(void *arg)
+{
+	struct demo_loop *l = arg;
+
+	if (l->is_relay)
+		l->r = outbox_relay_run(DEMO_DB, OUTBOX_BATCH_DEFAULT, 0, NULL);
+	else
+		l->r = worker_run(&l->wo, NULL);
+	if (l->r != SD_OK)
+		snprintf(l->err, sizeof l->err, "%s", err_msg());
+	return NULL;
+}
+
+static int64_t demo_count(struct db *db, const char *kind, const char *state)
+{
+	struct queue_counts *rows, total;
+	int64_t v = 0;
+	int n, i;
+
+	if (queue_stats(db, &rows, &n, &total) != SD_OK)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (strcmp(rows[i].kind, kind) != 0)
+			continue;
+		v = strcmp(state, "done") == 0 ? rows[i].done : rows[i].dead;
+	}
+	free(rows);
+	return v;
+}
+
+static int count_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static void rm_rf(const char *path)
+{
+	char cmd[PATH_MAX + 16];
+
+	/* our own demo folder only: a fixed relative path */
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+	if (system(cmd) != 0)
+		fprintf(stderr, "stagedoor: could not clear %s\n", path);
+}
+
+int cli_demo(int argc, char **argv)
+{
+	static const char *names[] = { "José Müller", "Zoë Martin", "Ana Lima", "Björn Ek",
+				       "Chloé Dubois", "Sam Okafor", "Mia Chen", "Łucja Nowak" };
+	int64_t orders = 200, event_id = 0, t0, i, pending = 1, unpublished = 1, sold = 0;
+	int64_t counted = 0;
+	struct arg_opt opts[] = {
+		{ "orders", ARG_INT, &orders, 1, 10000, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS], id[ORDER_ID_MAX], email[64], key[32], first[ORDER_ID_MAX] = "";
+	struct demo_loop relay, worker;
+	struct tickets_env *env = NULL;
+	struct event_new ev;
+	struct db *db = NULL;
+	enum sd_result r;
+	int npos, rc, replayed, tty = isatty(2);
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "demo [--orders N]")) != 0)
+		return rc;
+	log_set_level(LOG_WARN);
+	rm_rf(DEMO_DIR);
+	if ((r = db_open(DEMO_DB, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != SD_OK ||
+	    (r = tickets_files_init(DEMO_DB)) != SD_OK ||
+	    (r = tickets_env_open(DEMO_DB, NULL, NULL, &env)) != SD_OK)
+		goto fail;
+	fprintf(stderr, "demo: database %s\n", DEMO_DB);
+	ev.name = "Stagedoor Demo Night";
+	ev.venue = "Théâtre du Parc";
+	ev.starts_at = (clock_now_ms() / 86400000 + 30) * 86400000 + 20 * 3600000;
+	ev.capacity = orders * 3;
+	if ((r = event_add(db, &ev, &event_id)) != SD_OK)
+		goto fail;
+
+	/* the box office: one FULL-durability transaction per order */
+	t0 = clock_mono_us();
+	for (i = 0; i < orders; i++) {
+		struct order_new o;
+
+		snprintf(email, sizeof email, "buyer%lld@example.com", (long long)i + 1);
+		snprintf(key, sizeof key, "demo-%lld", (long long)i + 1);
+		o.event_id = event_id;
+		o.name = names[i % 8];
+		o.email = email;
+		o.seats = 1 + i % 3;
+		o.idempotency_key = key;
+		if ((r = order_add(db, &o, id, &replayed)) != SD_OK)
+			goto fail;
+		sold += o.seats;
+		if (!first[0])
+			snprintf(first, sizeof first, "%s", id);
+		if (tty && (i % 10 == 9 || i + 1 == orders))
+			fprintf(stderr, "\rdemo: placed %lld/%lld orders", (long long)i + 1,
+				(long long)orders);
+	}
+	fprintf(stderr, "%sdemo: placed %lld orders (%lld seats) in %.2f s\n", tty ? "\r" : "",
+		(long long)orders, (long long)sold, (double)(clock_mono_us() - t0) / 1e6);
+
+	/* the relay and a worker, in this process, until the stream drains */
+	memset(&relay, 0, sizeof relay);
+	memset(&worker, 0, sizeof worker);
+	relay.is_relay = 1;
+	worker.wo.db_path = DEMO_DB;
+	worker.wo.name = "demo-worker";
+	worker.wo.concurrency = 4;
+	worker.wo.handlers = tickets_handlers;
+	worker.wo.app = env;
+	notify_stop_reset();
+	t0 = clock_mono_us();
+	if (pthread_create(&relay.th, NULL, demo_thread, &relay) != 0 ||
+	    pthread_create(&worker.th, NULL, demo_thread, &worker) != 0) {
+		r = err_set(SD_IO, "cannot start the demo's threads");
+		goto fail;
+	}
+	while (pending > 0 || unpublished > 0) {
+		int64_t rendered, sent;
+		struct timespec ts = { 0, 200 * 1000000L };
+
+		nanosleep(&ts, NULL);
+		/* one snapshot for both counts: the relay moves rows from one to
+		 * the other in a transaction, so together they never miss a job */
+		if (db_begin(db) != SD_OK)
+			break;
+		if (queue_pending(db, &pending) != SD_OK ||
+		    outbox_unpublished(db, &unpublished) != SD_OK) {
+			db_rollback(db);
+			break;
+		}
+		db_commit(db);
+		rendered = demo_count(db, "render_tickets", "done");
+		sent = demo_count(db, "send_tickets", "done");
+		counted = demo_count(db, "update_sales_counter", "done");
+		if (tty)
+			fprintf(stderr, "\rdemo: rendered %lld, emailed %lld, counted %lld of %lld "
+				"orders   ", (long long)rendered, (long long)sent, (long long)counted,
+				(long long)orders);
+		if (relay.r != SD_OK || worker.r != SD_OK)
+			break;
+	}
+	notify_request_stop();
+	pthread_join(relay.th, NULL);
+	pthread_join(worker.th, NULL);
+	if (relay.r != SD_OK || worker.r != SD_OK) {
+		r = err_set(SD_IO, "demo loop failed: %s", relay.r != SD_OK ? relay.err : worker.err);
+		goto fail;
+	}
+	fprintf(stderr, "%sdemo: the stream drained in %.2f s%s\n", tty ? "\r" : "",
+		(double)(clock_mono_us() - t0) / 1e6, tty ? "                              " : "");
+
+	/* the summary, from the database and the files */
+	{
+		struct db_stmt *st;
+		static const char SQL_SUMMARY[] =
+			"SELECT (SELECT count(*) FROM orders WHERE event_id = ?1), "
+			"(SELECT count(*) FROM tickets WHERE event_id = ?1), "
+			"(SELECT count(DISTINCT pdf_key) FROM tickets WHERE event_id = ?1), "
+			"(SELECT count(*) FROM email_sends WHERE sent_at IS NOT NULL), "
+			"(SELECT coalesce(sum(orders), 0) FROM sales_counters WHERE event_id = ?1), "
+			"(SELECT coalesce(sum(seats_sold), 0) FROM sales_counters WHERE event_id = ?1)";
+		int row = 0;
+
+		if (!(st = db_stmt(db, SQL_SUMMARY))) {
+			r = SD_DB;
+			goto fail;
+		}
+		db_bind_int(st, 1, event_id);
+		if ((r = db_step(st, &row)) != SD_OK || !row)
+			goto fail;
+		printf("orders           %lld\n", (long long)db_col_int(st, 0));
+		printf("tickets          %lld\n", (long long)db_col_int(st, 1));
+		printf("PDFs stored      %lld   (%s/blobs/tickets/)\n", (long long)db_col_int(st, 2),
+		       DEMO_DIR);
+		printf("emails sent      %lld\n", (long long)db_col_int(st, 3));
+		printf("maildir messages %d   (%s/maildir/new/)\n",
+		       count_files(DEMO_DIR "/maildir/new"), DEMO_DIR);
+		printf("sales counter    %lld orders, %lld seats (sold %lld seats)\n",
+		       (long long)db_col_int(st, 4), (long long)db_col_int(st, 5), (long long)sold);
+		printf("dead jobs        %lld\n", (long long)(demo_count(db, "render_tickets", "dead") +
+							  demo_count(db, "send_tickets", "dead") +
+							  demo_count(db, "update_sales_counter", "dead")));
+		db_reset(st);
+	}
+	printf("\ntry: %s order show %s --db %s\n", "stagedoor", first, DEMO_DB);
+	tickets_env_close(env);
+	db_close(db);
+	return 0;
+fail:
+	tickets_env_close(env);
+	db_close(db);
+	return cli_fail(r);
+}

@@ -1,0 +1,413 @@
+/*
+ * code.c: signed ticket codes and their key; the one module that uses mbedTLS.
+ *
+ * A code is 32 bytes written in base32 (RFC 4648, upper case, no padding):
+ *
+ *     ticket_id (8 bytes, big-endian) || event_id (8 bytes, big-endian)
+ *       || first 16 bytes of HMAC-SHA256(key, the 16 bytes before)
+ *
+ * 256 bits make 52 base32 characters; the last one carries 1 bit and 4 zero
+ * bits.  Invariants:
+ *  - decoding is strict: exactly 52 characters of the alphabet and the unused
+ *    low bits zero, so every accepted text maps to one byte string and a
+ *    changed character can never decode to the same bytes;
+ *  - the MAC is compared in constant time, and every failure after decoding
+ *    is the same SD_INVALID with the same message, so a forger learns nothing
+ *    from timing or wording;
+ *  - the key never reaches a log line, an error message or the database;
+ *    buffers that held it are wiped before they go;
+ *  - an existing key file is never replaced: the key is published with
+ *    link(2), which fails when another process made the file first.  (A
+ *    rename would silently swap the key under codes already printed.)
+ */
+#define _GNU_SOURCE
+#include "code.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <mbedtls/ctr_drbg.h>
+#include <mbedtls/entropy.h>
+#include <mbedtls/md.h>
+#include <mbedtls/platform_util.h>
+
+#define CODE_ID_BYTES 16	/* ticket_id || event_id */
+#define CODE_MAC_BYTES 16	/* truncated HMAC-SHA256 */
+#define CODE_BYTES (CODE_ID_BYTES + CODE_MAC_BYTES)
+#define CODE_CHARS ((CODE_BYTES * 8 + 4) / 5)	/* 52 */
+
+static const char code_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+static const char code_pers[] = "stagedoor ticket key";
+
+/* ======================== the MAC ======================================= */
+
+/* HMAC-SHA256 over the 16 id bytes, truncated.  Returns 0 on success; mbedTLS
+ * fails only on bad arguments, but a failure must never pass as a MAC. */
+static int code_mac(const unsigned char key[CODE_KEY_LEN], const unsigned char ids[CODE_ID_BYTES],
+		    unsigned char mac[CODE_MAC_BYTES])
+{
+	const mbedtls_md_info_t *md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);
+	unsigned char full[32];
+	int rc;
+
+	if (!md)
+		return -1;
+	rc = mbedtls_md_hmac(md, key, CODE_KEY_LEN, ids, CODE_ID_BYTES, full);
+	if (rc == 0)
+		memcpy(mac, full, CODE_MAC_BYTES);
+	mbedtls_platform_zeroize(full, sizeof full);
+	return rc;
+}
+
+/* Constant-time equality: the time depends on n only, never on where the
+ * bytes differ.  (mbedtls_ct_memcmp is not public in mbedTLS 2.28.) */
+static int code_ct_equal(const unsigned char *a, const unsigned char *b, size_t n)
+{
+	volatile unsigned char diff = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		diff |= a[i] ^ b[i];
+	return diff == 0;
+}
+
+static void code_put_be64(unsigned char *p, int64_t v)
+{
+	uint64_t u = (uint64_t)v;
+	int i;
+
+	for (i = 7; i >= 0; i--) {
+		p[i] = (unsigned char)(u & 0xff);
+		u >>= 8;
+	}
+}
+
+static int64_t code_get_be64(const unsigned char *p)
+{
+	uint64_t u = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		u = (u << 8) | p[i];
+	return (int64_t)u;
+}
+
+/* ======================== base32 ======================================== */
+
+static void code_b32_encode(const unsigned char *in, size_t len, char *out)
+{
+	uint32_t acc = 0;
+	int bits = 0;
+	size_t i, o = 0;
+
+	for (i = 0; i < len; i++) {
+		acc = (acc << 8) | in[i];
+		bits += 8;
+		while (bits >= 5) {
+			out[o++] = code_alphabet[(acc >> (bits - 5)) & 31];
+			bits -= 5;
+		}
+	}
+	if (bits > 0)
+		out[o++] = code_alphabet[(acc << (5 - bits)) & 31];
+	out[o] = '\0';
+}
+
+/* The value of one base32 character, lower case forgiven; -1 when foreign. */
+static int code_b32_value(unsigned char c)
+{
+	if (c >= 'a' && c <= 'z')
+		c = (unsigned char)(c - 'a' + 'A');
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= '2' && c <= '7')
+		return c - '2' + 26;
+	return -1;
+}
+
+/* Strict decode of exactly CODE_CHARS characters into CODE_BYTES bytes;
+ * returns -1 for a foreign character or non-zero unused bits. */
+static int code_b32_decode(const char *in, unsigned char out[CODE_BYTES])
+{
+	uint32_t acc = 0;
+	int bits = 0;
+	size_t i, o = 0;
+
+	for (i = 0; i < CODE_CHARS; i++) {
+		int v = code_b32_value((unsigned char)in[i]);
+
+		if (v < 0)
+			return -1;
+		acc = (acc << 5) | (uint32_t)v;
+		bits += 5;
+		if (bits >= 8) {
+			out[o++] = (unsigned char)(acc >> (bits - 8));
+			bits -= 8;
+		}
+	}
+	/* the leftover bits are padding and must be zero, or two texts would
+	 * name the same code */
+	if (o != CODE_BYTES || (acc & ((1u << bits) - 1)) != 0)
+		return -1;
+	return 0;
+}
+
+/* ======================== codes ========================================= */
+
+void code_make(const unsigned char key[CODE_KEY_LEN], int64_t ticket_id, int64_t event_id,
+	       char *out)
+{
+	unsigned char raw[CODE_BYTES];
+
+	code_put_be64(raw, ticket_id);
+	code_put_be64(raw + 8, event_id);
+	if (code_mac(key, raw, raw + CODE_ID_BYTES) != 0) {
+		/* cannot happen with a valid key; an empty code verifies never */
+		out[0] = '\0';
+		return;
+	}
+	code_b32_encode(raw, sizeof raw, out);
+}
+
+enum sd_result code_verify(const unsigned char key[CODE_KEY_LEN], const char *text,
+			   int64_t *ticket_id, int64_t *event_id)
+{
+	unsigned char raw[CODE_BYTES], mac[CODE_MAC_BYTES];
+	const char *end;
+	enum sd_result r = SD_INVALID;
+
+	if (!text)
+		return err_set(SD_INVALID, "no ticket code given");
+	while (*text == ' ' || *text == '\t' || *text == '\r' || *text == '\n')
+		text++;
+	end = text + strlen(text);
+	while (end > text && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r' ||
+			      end[-1] == '\n'))
+		end--;
+	if ((size_t)(end - text) != CODE_CHARS || code_b32_decode(text, raw) != 0) {
+		err_set(SD_INVALID, "not a ticket code (expected %d characters A-Z, 2-7)",
+			CODE_CHARS);
+		goto out;
+	}
+	if (code_mac(key, raw, mac) != 0 || !code_ct_equal(mac, raw + CODE_ID_BYTES, sizeof mac)) {
+		err_set(SD_INVALID, "ticket code is not valid");
+		goto out;
+	}
+	*ticket_id = code_get_be64(raw);
+	*event_id = code_get_be64(raw + 8);
+	r = SD_OK;
+out:
+	mbedtls_platform_zeroize(mac, sizeof mac);
+	return r;
+}
+
+/* ======================== the key file ================================== */
+
+enum sd_result code_key_path(const char *db_path, char *buf, size_t size)
+{
+	const char *slash = strrchr(db_path, '/');
+	int n;
+
+	/* dirname(3) semantics without its habit of writing into its argument */
+	if (!slash)
+		n = snprintf(buf, size, "./ticket.key");
+	else if (slash == db_path)
+		n = snprintf(buf, size, "/ticket.key");
+	else
+		n = snprintf(buf, size, "%.*s/ticket.key", (int)(slash - db_path), db_path);
+	if (n < 0 || (size_t)n >= size)
+		return err_set(SD_INVALID, "key file path too long for database %s", db_path);
+	return SD_OK;
+}
+
+/* fsync the folder that holds path, so a new name in it survives a power cut. */
+static enum sd_result code_sync_dir_of(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int fd;
+
+	if (!slash)
+		strcpy(dir, ".");
+	else if (slash == path)
+		strcpy(dir, "/");
+	else if ((size_t)(slash - path) < sizeof dir)
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	else
+		return err_set(SD_INVALID, "path too long: %s", path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(SD_IO, "cannot open folder %s: %s", dir, strerror(errno));
+	if (fsync(fd) != 0) {
+		int e = errno;
+		close(fd);
+		return err_set(SD_IO, "cannot sync folder %s: %s", dir, strerror(e));
+	}
+	close(fd);
+	return SD_OK;
+}
+
+/* 32 fresh bytes from CTR_DRBG seeded by the platform's entropy sources. */
+static enum sd_result code_key_generate(unsigned char key[CODE_KEY_LEN])
+{
+	mbedtls_entropy_context entropy;
+	mbedtls_ctr_drbg_context drbg;
+	enum sd_result r = SD_OK;
+	int rc;
+
+	mbedtls_entropy_init(&entropy);
+	mbedtls_ctr_drbg_init(&drbg);
+	rc = mbedtls_ctr_drbg_seed(&drbg, mbedtls_entropy_func, &entropy,
+				   (const unsigned char *)code_pers, strlen(code_pers));
+	if (rc != 0) {
+		r = err_set(SD_IO, "cannot seed the random generator for the ticket key "
+			    "(mbedTLS -0x%04x)", (unsigned)-rc);
+		goto out;
+	}
+	rc = mbedtls_ctr_drbg_random(&drbg, key, CODE_KEY_LEN);
+	if (rc != 0)
+		r = err_set(SD_IO, "cannot draw the ticket key (mbedTLS -0x%04x)", (unsigned)-rc);
+out:
+	mbedtls_ctr_drbg_free(&drbg);
+	mbedtls_entropy_free(&entropy);
+	return r;
+}
+
+static enum sd_result code_write_all(int fd, const unsigned char *p, size_t n, const char *path)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return err_set(SD_IO, "cannot write %s: %s", path, strerror(errno));
+		p += w;
+		n -= (size_t)w;
+	}
+	return SD_OK;
+}
+
+enum sd_result code_key_ensure(const char *path, int *created)
+{
+	unsigned char key[CODE_KEY_LEN];
+	char tmp[PATH_MAX];
+	uint32_t tag = 0;
+	struct stat st;
+	enum sd_result r;
+	int fd = -1, tmp_made = 0, n;
+
+	if (created)
+		*created = 0;
+	if (stat(path, &st) == 0)
+		return SD_OK;
+	if (errno != ENOENT)
+		return err_set(SD_IO, "cannot check key file %s: %s", path, strerror(errno));
+
+	if ((r = code_key_generate(key)) != SD_OK)
+		goto out;
+	if (getrandom(&tag, sizeof tag, 0) != (ssize_t)sizeof tag)
+		tag = (uint32_t)getpid();
+	n = snprintf(tmp, sizeof tmp, "%s.tmp-%ld-%08x", path, (long)getpid(), tag);
+	if (n < 0 || (size_t)n >= sizeof tmp) {
+		r = err_set(SD_INVALID, "key file path too long: %s", path);
+		goto out;
+	}
+	/* O_EXCL with 0600: the key is never readable by others, not even for
+	 * the moment between creating and a chmod */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		r = err_set(SD_IO, "cannot create key file %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	tmp_made = 1;
+	if ((r = code_write_all(fd, key, sizeof key, tmp)) != SD_OK)
+		goto out;
+	if (fsync(fd) != 0) {
+		r = err_set(SD_IO, "cannot sync key file %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (close(fd) != 0) {
+		fd = -1;
+		r = err_set(SD_IO, "cannot close key file %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	/* link, not rename: when two processes race, the first key stays and
+	 * the second process quietly uses it */
+	if (link(tmp, path) != 0) {
+		if (errno != EEXIST) {
+			r = err_set(SD_IO, "cannot put key file in place at %s: %s", path,
+				    strerror(errno));
+			goto out;
+		}
+	} else if (created) {
+		*created = 1;
+	}
+	r = code_sync_dir_of(path);
+out:
+	mbedtls_platform_zeroize(key, sizeof key);
+	if (fd >= 0)
+		close(fd);
+	if (tmp_made)
+		unlink(tmp);
+	return r;
+}
+
+enum sd_result code_key_load(const char *path, unsigned char key[CODE_KEY_LEN])
+{
+	struct stat st;
+	enum sd_result r = SD_OK;
+	size_t got = 0;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return err_set(SD_NOT_FOUND, "no ticket key file at %s (run init)", path);
+		return err_set(SD_IO, "cannot open key file %s: %s", path, strerror(errno));
+	}
+	/* check the file we opened, not the name: no window for a swap */
+	if (fstat(fd, &st) != 0) {
+		r = err_set(SD_IO, "cannot check key file %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = err_set(SD_INVALID, "key file %s is not a regular file", path);
+		goto out;
+	}
+	if (st.st_mode & 077) {
+		r = err_set(SD_INVALID, "key file %s may be read by others (mode %04o): "
+			    "refusing it; run chmod 600 on it", path, (unsigned)(st.st_mode & 07777));
+		goto out;
+	}
+	if (st.st_size != CODE_KEY_LEN) {
+		r = err_set(SD_INVALID, "key file %s holds %lld bytes, not %d", path,
+			    (long long)st.st_size, CODE_KEY_LEN);
+		goto out;
+	}
+	while (got < CODE_KEY_LEN) {
+		ssize_t n = read(fd, key + got, CODE_KEY_LEN - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = err_set(SD_IO, "cannot read key file %s: %s", path,
+				    n < 0 ? strerror(errno) : "file is short");
+			goto out;
+		}
+		got += (size_t)n;
+	}
+out:
+	if (r != SD_OK)
+		mbedtls_platform_zeroize(key, CODE_KEY_LEN);
+	close(fd);
+	return r;
+}

@@ -1,0 +1,140 @@
+/*
+ * idem.c: the idempotency primitives.  This module owns email_sends and
+ * processed_jobs; the conditional write of technique 1 belongs to the module
+ * that owns the state's table, which hands its statement in.
+ */
+#include "idem.h"
+
+#include <stdio.h>
+
+#include "clock.h"
+
+enum sd_result idem_conditional(struct db *db, struct db_stmt *st, int *won)
+{
+	enum sd_result r;
+	int row, rows = 0;
+
+	*won = 0;
+	for (;;) {
+		if ((r = db_step(st, &row)) != SD_OK)
+			return r;
+		if (!row)
+			break;
+		rows++;
+	}
+	db_reset(st);
+	/* RETURNING rows, or for a plain UPDATE the changes it made */
+	*won = rows > 0 || db_changes(db) > 0;
+	return SD_OK;
+}
+
+/* The seed's claim, in SQLite: insert, or take over a stale unsent claim;
+ * RETURNING says whether this statement won. */
+static const char SQL_CLAIM[] =
+	"INSERT INTO email_sends (order_id, kind, claimed_at) VALUES (?1, ?2, ?3) "
+	"ON CONFLICT (order_id, kind) DO UPDATE SET claimed_at = excluded.claimed_at "
+	"WHERE email_sends.sent_at IS NULL AND email_sends.claimed_at < ?4 "
+	"RETURNING order_id";
+static const char SQL_SENT[] =
+	"SELECT sent_at IS NOT NULL FROM email_sends WHERE order_id = ?1 AND kind = ?2";
+
+enum sd_result idem_effect_claim(struct db *db, int64_t subject_id, const char *kind,
+				 int64_t stale_ms, enum idem_claim *claim)
+{
+	int64_t now = clock_now_ms();
+	struct db_stmt *st;
+	enum sd_result r;
+	int row = 0, sent = 0;
+
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	if (!(st = db_stmt(db, SQL_CLAIM))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_int(st, 1, subject_id);
+	db_bind_text(st, 2, kind);
+	db_bind_int(st, 3, now);
+	db_bind_int(st, 4, now - stale_ms);
+	if ((r = db_step(st, &row)) != SD_OK)
+		goto out;
+	db_reset(st);
+	if (row) {
+		*claim = IDEM_CLAIMED;
+		goto out;
+	}
+	/* no row back: the effect is done, or someone holds a fresh claim */
+	if (!(st = db_stmt(db, SQL_SENT))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_int(st, 1, subject_id);
+	db_bind_text(st, 2, kind);
+	if ((r = db_step(st, &row)) != SD_OK)
+		goto out;
+	sent = row && db_col_int(st, 0);
+	db_reset(st);
+	*claim = sent ? IDEM_DONE : IDEM_HELD;
+out:
+	if (r == SD_OK)
+		return db_commit(db);
+	db_rollback(db);
+	return r;
+}
+
+static const char SQL_DONE[] =
+	"UPDATE email_sends SET sent_at = ?3, provider_message_id = ?4 "
+	"WHERE order_id = ?1 AND kind = ?2";
+
+enum sd_result idem_effect_done(struct db *db, int64_t subject_id, const char *kind,
+				const char *provider_id)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	if (!(st = db_stmt(db, SQL_DONE))) {
+		db_rollback(db);
+		return SD_DB;
+	}
+	db_bind_int(st, 1, subject_id);
+	db_bind_text(st, 2, kind);
+	db_bind_int(st, 3, clock_now_ms());
+	db_bind_text(st, 4, provider_id);
+	if ((r = db_run(st)) != SD_OK) {
+		db_rollback(db);
+		return r;
+	}
+	return db_commit(db);
+}
+
+void idem_provider_key(char *buf, size_t size, const char *intent, int64_t subject_id)
+{
+	snprintf(buf, size, "%s-%lld", intent, (long long)subject_id);
+}
+
+static const char SQL_ONCE[] =
+	"INSERT INTO processed_jobs (job_id, kind, processed_at) VALUES (?1, ?2, ?3) "
+	"ON CONFLICT (job_id) DO NOTHING RETURNING job_id";
+
+enum sd_result idem_once(struct db *db, const char *job_id, const char *kind, int *first)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	int row = 0;
+
+	*first = 0;
+	if (!db_in_tx(db))
+		return err_set(SD_INVALID, "idem_once needs the transaction that holds the effects");
+	if (!(st = db_stmt(db, SQL_ONCE)))
+		return SD_DB;
+	db_bind_text(st, 1, job_id);
+	db_bind_text(st, 2, kind);
+	db_bind_int(st, 3, clock_now_ms());
+	if ((r = db_step(st, &row)) != SD_OK)
+		return r;
+	db_reset(st);
+	*first = row;
+	return SD_OK;
+}

@@ -1,0 +1,64 @@
+/*
+ * idem.h: the four techniques that make a job's second run harmless, as
+ * small primitives any handler can reuse (seed: "At-Least-Once and
+ * Idempotent Jobs").  They are not alternatives; each closes one failure:
+ *
+ *  1. check state first, then a conditional write that only one run can win
+ *     (idem_conditional): two runs that both passed the check agree on one
+ *     winner, in the database;
+ *  2. a unique row per effect, claimed in one statement with a stale-claim
+ *     takeover (idem_effect_claim / idem_effect_done): two concurrent runs
+ *     agree on who owns a side effect that leaves the process;
+ *  3. an idempotency key for the provider, derived from the intent, never per
+ *     attempt (idem_provider_key): the provider drops the send that a crash
+ *     between "sent" and "marked" repeats;
+ *  4. the job's identity recorded in the same transaction as its effects
+ *     (idem_once): effects with no state to read, like a counter.
+ */
+#ifndef SD_IDEM_H
+#define SD_IDEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "db.h"
+#include "result.h"
+
+/* Technique 1: run st, a bound "UPDATE ... WHERE col IS NULL ... RETURNING"
+ * (or any write that matches nothing once the state is reached), to the end.
+ * [out] *won: 1 when it changed rows, so this run reached the state. */
+enum sd_result idem_conditional(struct db *db, struct db_stmt *st, int *won);
+
+/* Technique 2. */
+enum idem_claim {
+	IDEM_CLAIMED,	/* this run owns the effect: do it, then idem_effect_done */
+	IDEM_DONE,	/* the effect is recorded as done: nothing to do */
+	IDEM_HELD,	/* another run holds a fresh claim: look again later */
+};
+
+#define IDEM_STALE_MS (2 * 60 * 1000)	/* a claim older than this is taken over */
+
+/*
+ * idem_effect_claim: claim the effect (subject_id, kind) in one statement:
+ * insert the row, or take it over when it is not done and its claim is older
+ * than stale_ms.  [out] *claim.
+ */
+enum sd_result idem_effect_claim(struct db *db, int64_t subject_id, const char *kind,
+				 int64_t stale_ms, enum idem_claim *claim);
+
+/* idem_effect_done: record the effect as done, with the provider's id for it. */
+enum sd_result idem_effect_done(struct db *db, int64_t subject_id, const char *kind,
+				const char *provider_id);
+
+/* Technique 3: "<intent>-<subject_id>", the same on every attempt. */
+void idem_provider_key(char *buf, size_t size, const char *intent, int64_t subject_id);
+
+/*
+ * Technique 4: record job_id as processed.  Must run inside the caller's
+ * open transaction, the one that holds the job's effects.  [out] *first: 1
+ * the first time (apply the effects), 0 when already recorded (commit
+ * nothing new).
+ */
+enum sd_result idem_once(struct db *db, const char *job_id, const char *kind, int *first);
+
+#endif

@@ -1,0 +1,849 @@
+/*
+ * mail.c: one email per idempotency key; RFC 5322 formatting and the
+ * maildir transport.
+ *
+ * Formatting (mail_format) is pure: it checks every field, then builds the
+ * whole message in memory.  Invariants of its output:
+ *  - every line ends in CRLF; no header holds a CR, LF or other control
+ *    character from the caller (header injection is refused, not escaped);
+ *  - non-ASCII names and subjects travel as RFC 2047 encoded words of at
+ *    most 75 characters, never split inside a UTF-8 character;
+ *  - the same message, key and date give the same bytes: the Message-ID and
+ *    the MIME boundary come from the idempotency key, and the boundary is
+ *    checked against the text (base64 cannot hold it: it contains '_').
+ *
+ * The maildir transport ("maildir:PATH") keeps the folders tmp/, new/, cur/
+ * and .idem/.  A send:
+ *
+ *     check and format the message   -> refused: nothing is written
+ *     .idem/<key> exists             -> duplicate: return the id it holds
+ *     write tmp/<unique>, fsync
+ *     link tmp/<unique> new/<key>.eml
+ *        EEXIST                      -> duplicate: another sender won
+ *     unlink tmp/<unique>; fsync new/
+ *     write .idem/<key> (temp in tmp/, fsync, rename, fsync .idem/)
+ *
+ * link(2) never replaces a name, so of any number of threads or processes
+ * sending one key at once exactly one makes new/<key>.eml; the others see
+ * EEXIST.  .idem/ outlives the message in new/: a mail reader moves it to
+ * cur/ under another name, and the record still says "sent".  A crash
+ * between the link and the record leaves new/<key>.eml, which still stops
+ * a second message; the next send of that key writes the record.
+ */
+#define _GNU_SOURCE
+#include "mail.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "log.h"
+
+#define MAIL_ID_DOMAIN "@stagedoor.invalid"
+/* the longest key whose message id still fits in MAIL_ID_MAX */
+#define MAIL_KEY_MAX (MAIL_ID_MAX - (int)(sizeof MAIL_ID_DOMAIN - 1))
+#define MAIL_ADDR_MAX 254
+/* longer ASCII names and subjects are sent as encoded words, which fold */
+#define MAIL_PLAIN_MAX 200
+#define MAIL_FILENAME_MAX 200
+/* 45 bytes of UTF-8 make 60 base64 characters: with "=?UTF-8?B?" and "?="
+ * an encoded word stays within RFC 2047's 75 */
+#define MAIL_WORD_BYTES 45
+#define MAIL_B64_LINE 76
+
+struct mailer {
+	char *dir;	/* the maildir: holds tmp/, new/, cur/, .idem/ */
+};
+
+/* ======================== a growing buffer ============================== */
+
+struct mail_buf {
+	char *p;	/* the text, NUL-terminated while not failed */
+	size_t len;	/* bytes used, without the NUL */
+	size_t cap;	/* bytes allocated */
+	int oom;	/* an allocation failed: everything after is dropped */
+};
+
+static void mb_add(struct mail_buf *b, const void *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 1024;
+		char *p;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void mb_str(struct mail_buf *b, const char *s)
+{
+	mb_add(b, s, strlen(s));
+}
+
+static void mb_printf(struct mail_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void mb_printf(struct mail_buf *b, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	/* only short, fixed-shape lines go through here */
+	if (n < 0 || (size_t)n >= sizeof tmp) {
+		b->oom = 1;
+		return;
+	}
+	mb_add(b, tmp, (size_t)n);
+}
+
+/* ======================== base64 ======================================== */
+
+static const char b64_alphabet[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Base64 of in; with line_max > 0, a CRLF after every line_max characters
+ * and after the last line. */
+static void mb_base64(struct mail_buf *b, const unsigned char *in, size_t len, int line_max)
+{
+	char quad[4];
+	size_t i;
+	int col = 0;
+
+	for (i = 0; i < len; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16;
+		size_t left = len - i;
+
+		if (left > 1)
+			v |= (uint32_t)in[i + 1] << 8;
+		if (left > 2)
+			v |= in[i + 2];
+		quad[0] = b64_alphabet[(v >> 18) & 63];
+		quad[1] = b64_alphabet[(v >> 12) & 63];
+		quad[2] = left > 1 ? b64_alphabet[(v >> 6) & 63] : '=';
+		quad[3] = left > 2 ? b64_alphabet[v & 63] : '=';
+		/* 76 is a multiple of 4: a quad never straddles a line end */
+		if (line_max > 0 && col == line_max) {
+			mb_add(b, "\r\n", 2);
+			col = 0;
+		}
+		mb_add(b, quad, 4);
+		col += 4;
+	}
+	if (line_max > 0 && col > 0)
+		mb_add(b, "\r\n", 2);
+}
+
+/* ======================== checks ======================================== */
+
+/* Strict UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF. */
+static int mail_utf8_valid(const unsigned char *s)
+{
+	while (*s) {
+		unsigned char c = *s;
+		uint32_t cp;
+		int n, i;
+
+		if (c < 0x80) {
+			s++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			n = 1;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			n = 2;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			n = 3;
+			cp = c & 0x07;
+		} else {
+			return 0;
+		}
+		for (i = 1; i <= n; i++) {
+			if ((s[i] & 0xc0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (s[i] & 0x3f);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		s += n + 1;
+	}
+	return 1;
+}
+
+static int mail_is_ascii(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s >= 0x80)
+			return 0;
+	return 1;
+}
+
+/*
+ * A name, subject or filename: UTF-8 without control characters.  CR and LF
+ * would end the header and start one of the caller's choosing; a NUL cannot
+ * reach us inside a C string, and other controls have no business in a
+ * header either.
+ */
+static enum sd_result mail_text_check(const char *what, const char *s)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)s; *p; p++) {
+		if (*p == '\r' || *p == '\n')
+			return err_set(SD_INVALID, "%s holds a line break: refused "
+				       "(header injection)", what);
+		if (*p < 0x20 || *p == 0x7f)
+			return err_set(SD_INVALID, "%s holds a control character", what);
+	}
+	if (!mail_utf8_valid((const unsigned char *)s))
+		return err_set(SD_INVALID, "%s is not valid UTF-8", what);
+	return SD_OK;
+}
+
+enum sd_result mail_address_valid(const char *addr)
+{
+	const char *at, *p, *domain;
+	size_t len;
+
+	if (!addr || !*addr)
+		return err_set(SD_INVALID, "email address is empty");
+	len = strlen(addr);
+	if (len > MAIL_ADDR_MAX)
+		return err_set(SD_INVALID, "email address is longer than %d characters",
+			       MAIL_ADDR_MAX);
+	for (p = addr; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c == '\r' || c == '\n')
+			return err_set(SD_INVALID, "email address holds a line break: refused "
+				       "(header injection)");
+		/* printable ASCII only, and none of the characters that would
+		 * need quoting or could close the <...> around the address */
+		if (c <= ' ' || c >= 0x7f || strchr("\"<>,;:()[]\\", c))
+		{
+			char q[80];
+
+			/* quoted with controls blanked: the message stays one line */
+			return err_set(SD_INVALID, "email address %s holds a space, a control, "
+				       "non-ASCII or one of \"<>,;:()[]\\", log_quote(q, sizeof q, addr));
+		}
+	}
+	at = strchr(addr, '@');
+	if (!at || at != strrchr(addr, '@') || at == addr)
+		return err_set(SD_INVALID, "email address '%.64s' is not local@domain", addr);
+	domain = at + 1;
+	if (!strchr(domain, '.') || domain[0] == '.' || addr[len - 1] == '.' ||
+	    strstr(domain, ".."))
+		return err_set(SD_INVALID, "email address '%.64s' needs a domain like "
+			       "example.org", addr);
+	return SD_OK;
+}
+
+/* The idempotency key becomes the Message-ID's left part: RFC 5322 atext
+ * and dots, which is printable ASCII without spaces, <, > or @ (and without
+ * the other specials that would need quoting). */
+static enum sd_result mail_key_check(const char *key)
+{
+	const char *p;
+
+	if (!key || !*key)
+		return err_set(SD_INVALID, "mail has no idempotency key");
+	if (strlen(key) > (size_t)MAIL_KEY_MAX)
+		return err_set(SD_INVALID, "idempotency key is longer than %d characters",
+			       MAIL_KEY_MAX);
+	for (p = key; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c <= ' ' || c >= 0x7f || strchr("<>@\"\\(),:;[]", c))
+		{
+			char q[80];
+
+			return err_set(SD_INVALID, "idempotency key %s may hold only printable "
+				       "ASCII without spaces, <, >, @ or quotes",
+				       log_quote(q, sizeof q, key));
+		}
+	}
+	return SD_OK;
+}
+
+/* A MIME type token/token, or the message could be given extra parameters. */
+static enum sd_result mail_ctype_check(const char *ct)
+{
+	const char *p, *slash = strchr(ct, '/');
+	char q[80];
+
+	for (p = ct; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c != '/' && (c <= ' ' || c >= 0x7f || strchr("()<>@,;:\\\"[]?=", c)))
+			return err_set(SD_INVALID, "attachment type %s holds a character that is "
+				       "not allowed there", log_quote(q, sizeof q, ct));
+	}
+	if (!slash || slash == ct || !slash[1] || strchr(slash + 1, '/'))
+		return err_set(SD_INVALID, "attachment type %s is not type/subtype",
+			       log_quote(q, sizeof q, ct));
+	return SD_OK;
+}
+
+static enum sd_result mail_check(const struct mail_message *msg)
+{
+	enum sd_result r;
+	int i;
+
+	if (!msg)
+		return err_set(SD_INVALID, "no message");
+	if ((r = mail_key_check(msg->idempotency_key)) != SD_OK)
+		return r;
+	if (mail_address_valid(msg->from) != SD_OK)
+		return err_set(SD_INVALID, "sender: %s", err_msg());
+	if (mail_address_valid(msg->to) != SD_OK)
+		return err_set(SD_INVALID, "recipient: %s", err_msg());
+	if (msg->from_name && (r = mail_text_check("sender name", msg->from_name)) != SD_OK)
+		return r;
+	if (msg->to_name && (r = mail_text_check("recipient name", msg->to_name)) != SD_OK)
+		return r;
+	if (msg->subject && (r = mail_text_check("subject", msg->subject)) != SD_OK)
+		return r;
+	if (msg->n_attachments < 0 || (msg->n_attachments > 0 && !msg->attachments))
+		return err_set(SD_INVALID, "attachment list is inconsistent");
+	for (i = 0; i < msg->n_attachments; i++) {
+		const struct mail_attachment *a = &msg->attachments[i];
+
+		if (!a->filename || !*a->filename)
+			return err_set(SD_INVALID, "attachment %d has no file name", i + 1);
+		if (strlen(a->filename) > MAIL_FILENAME_MAX)
+			return err_set(SD_INVALID, "attachment file name is longer than %d bytes",
+				       MAIL_FILENAME_MAX);
+		if ((r = mail_text_check("attachment file name", a->filename)) != SD_OK)
+			return r;
+		if (a->content_type && (r = mail_ctype_check(a->content_type)) != SD_OK)
+			return r;
+		if (a->len > 0 && !a->data)
+			return err_set(SD_INVALID, "attachment %s has no data", a->filename);
+	}
+	return SD_OK;
+}
+
+/* ======================== header pieces ================================= */
+
+/* s as RFC 2047 "B" encoded words, folded onto continuation lines. */
+static void mb_words(struct mail_buf *b, const char *s)
+{
+	size_t len = strlen(s), i = 0;
+
+	if (len == 0) {
+		mb_str(b, "=?UTF-8?B?" "?=");
+		return;
+	}
+	while (i < len) {
+		size_t n = len - i;
+
+		if (n > MAIL_WORD_BYTES) {
+			n = MAIL_WORD_BYTES;
+			/* back up to the start of a character: a word must hold
+			 * whole characters (RFC 2047 section 5) */
+			while (n > 0 && ((unsigned char)s[i + n] & 0xc0) == 0x80)
+				n--;
+		}
+		if (i > 0)
+			mb_str(b, "\r\n ");
+		mb_str(b, "=?UTF-8?B?");
+		mb_base64(b, (const unsigned char *)s + i, n, 0);
+		mb_str(b, "?=");
+		i += n;
+	}
+}
+
+/* Plain text is safe in a header when it is short ASCII and cannot be
+ * mistaken for an encoded word. */
+static int mail_plain_ok(const char *s)
+{
+	return mail_is_ascii(s) && strlen(s) <= MAIL_PLAIN_MAX && !strstr(s, "=?");
+}
+
+/* A display name: a quoted string when plain, else encoded words. */
+static void mb_phrase(struct mail_buf *b, const char *name)
+{
+	const char *p;
+
+	if (!mail_plain_ok(name)) {
+		mb_words(b, name);
+		return;
+	}
+	mb_add(b, "\"", 1);
+	for (p = name; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			mb_add(b, "\\", 1);
+		mb_add(b, p, 1);
+	}
+	mb_add(b, "\"", 1);
+}
+
+static void mb_address(struct mail_buf *b, const char *field, const char *name, const char *addr)
+{
+	mb_str(b, field);
+	mb_str(b, ": ");
+	if (name && *name) {
+		mb_phrase(b, name);
+		mb_str(b, " <");
+		mb_str(b, addr);
+		mb_str(b, ">\r\n");
+	} else {
+		mb_str(b, addr);
+		mb_str(b, "\r\n");
+	}
+}
+
+/* RFC 5322 section 3.3, in UTC, with English names whatever the locale. */
+static void mb_date(struct mail_buf *b, int64_t date_ms)
+{
+	static const char *days[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+	static const char *months[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+					"Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	int64_t sec = date_ms / 1000 - (date_ms % 1000 < 0 ? 1 : 0);
+	time_t t = (time_t)sec;
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm)) {
+		t = 0;
+		gmtime_r(&t, &tm);
+	}
+	mb_printf(b, "Date: %s, %02d %s %04d %02d:%02d:%02d +0000\r\n", days[tm.tm_wday],
+		  tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
+		  tm.tm_sec);
+}
+
+/* A boundary from the key (FNV-1a, so the same message formats the same),
+ * bumped while the text happens to contain it. */
+static void mail_boundary(const char *key, const char *text, char *out, size_t size)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const char *p;
+	int n = 0;
+
+	for (p = key; *p; p++) {
+		h ^= (unsigned char)*p;
+		h *= 0x100000001b3ULL;
+	}
+	snprintf(out, size, "=_sd_%016llx", (unsigned long long)h);
+	while (text && strstr(text, out))
+		snprintf(out, size, "=_sd_%016llx_%d", (unsigned long long)h, ++n);
+}
+
+/* The text part's body: every line end (LF, CR or CRLF) becomes CRLF, and
+ * the body ends with one. */
+static void mb_text(struct mail_buf *b, const char *text)
+{
+	const char *p, *start = text;
+
+	for (p = text; *p; p++) {
+		if (*p != '\r' && *p != '\n')
+			continue;
+		mb_add(b, start, (size_t)(p - start));
+		mb_add(b, "\r\n", 2);
+		if (p[0] == '\r' && p[1] == '\n')
+			p++;
+		start = p + 1;
+	}
+	if (p > start) {
+		mb_add(b, start, (size_t)(p - start));
+		mb_add(b, "\r\n", 2);
+	}
+}
+
+static void mb_disposition(struct mail_buf *b, const char *filename)
+{
+	const char *p;
+
+	mb_str(b, "Content-Disposition: attachment; filename=\"");
+	for (p = filename; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c >= 0x80) {
+			/* an ASCII stand-in for old readers: one '_' per character */
+			if ((c & 0xc0) != 0x80)
+				mb_add(b, "_", 1);
+			continue;
+		}
+		if (c == '"' || c == '\\')
+			mb_add(b, "\\", 1);
+		mb_add(b, p, 1);
+	}
+	mb_add(b, "\"", 1);
+	if (!mail_is_ascii(filename)) {
+		/* the real name, RFC 2231, on its own folded line */
+		mb_str(b, ";\r\n filename*=UTF-8''");
+		for (p = filename; *p; p++) {
+			unsigned char c = (unsigned char)*p;
+
+			if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			    (c >= '0' && c <= '9') || strchr("!#$&+-.^_`|~", c))
+				mb_add(b, p, 1);
+			else
+				mb_printf(b, "%%%02X", c);
+		}
+	}
+	mb_str(b, "\r\n");
+}
+
+/* ======================== the message =================================== */
+
+enum sd_result mail_format(const struct mail_message *msg, int64_t date_ms, char **out,
+			   size_t *len)
+{
+	struct mail_buf b = { 0 };
+	char boundary[64];
+	const char *text;
+	enum sd_result r;
+	int i;
+
+	*out = NULL;
+	*len = 0;
+	if ((r = mail_check(msg)) != SD_OK)
+		return r;
+	text = msg->text ? msg->text : "";
+	mail_boundary(msg->idempotency_key, text, boundary, sizeof boundary);
+
+	mb_address(&b, "From", msg->from_name, msg->from);
+	mb_address(&b, "To", msg->to_name, msg->to);
+	mb_str(&b, "Subject: ");
+	if (msg->subject && !mail_plain_ok(msg->subject))
+		mb_words(&b, msg->subject);
+	else if (msg->subject)
+		mb_str(&b, msg->subject);
+	mb_str(&b, "\r\n");
+	mb_date(&b, date_ms);
+	mb_str(&b, "Message-ID: <");
+	mb_str(&b, msg->idempotency_key);
+	mb_str(&b, MAIL_ID_DOMAIN ">\r\n");
+	mb_str(&b, "MIME-Version: 1.0\r\n");
+	mb_printf(&b, "Content-Type: multipart/mixed; boundary=\"%s\"\r\n", boundary);
+	mb_str(&b, "\r\n");
+
+	mb_printf(&b, "--%s\r\n", boundary);
+	mb_str(&b, "Content-Type: text/plain; charset=utf-8\r\n"
+		   "Content-Transfer-Encoding: 8bit\r\n\r\n");
+	mb_text(&b, text);
+	for (i = 0; i < msg->n_attachments; i++) {
+		const struct mail_attachment *a = &msg->attachments[i];
+
+		mb_printf(&b, "--%s\r\n", boundary);
+		mb_printf(&b, "Content-Type: %s\r\n",
+			  a->content_type ? a->content_type : "application/octet-stream");
+		mb_str(&b, "Content-Transfer-Encoding: base64\r\n");
+		mb_disposition(&b, a->filename);
+		mb_str(&b, "\r\n");
+		mb_base64(&b, a->data, a->len, MAIL_B64_LINE);
+	}
+	mb_printf(&b, "--%s--\r\n", boundary);
+
+	if (b.oom) {
+		free(b.p);
+		return err_set(SD_NOMEM, "out of memory formatting a mail");
+	}
+	*out = b.p;
+	*len = b.len;
+	return SD_OK;
+}
+
+/* ======================== the maildir transport ========================= */
+
+static enum sd_result mail_sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return err_set(SD_IO, "cannot open folder %s: %s", dir, strerror(errno));
+	if (fsync(fd) != 0) {
+		int e = errno;
+		close(fd);
+		return err_set(SD_IO, "cannot sync folder %s: %s", dir, strerror(e));
+	}
+	close(fd);
+	return SD_OK;
+}
+
+/* mkdir -p path, mode 0750. */
+static enum sd_result mail_mkdirs(const char *path)
+{
+	char buf[PATH_MAX];
+	char *p;
+	struct stat st;
+
+	if (snprintf(buf, sizeof buf, "%s/", path) >= (int)sizeof buf)
+		return err_set(SD_INVALID, "maildir path too long: %s", path);
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0750) != 0 && errno != EEXIST)
+			return err_set(SD_IO, "cannot create folder %s: %s", buf, strerror(errno));
+		*p = '/';
+	}
+	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+		return err_set(SD_IO, "%s is not a folder", path);
+	return SD_OK;
+}
+
+enum sd_result mail_open(const char *url, struct mailer **out)
+{
+	static const char *subs[] = { "tmp", "new", "cur", ".idem" };
+	struct mailer *m = NULL;
+	char sub[PATH_MAX];
+	const char *path;
+	enum sd_result r = SD_OK;
+	size_t i, scheme;
+
+	*out = NULL;
+	if (!url || !*url)
+		return err_set(SD_INVALID, "no mail URL given (expected maildir:PATH)");
+	scheme = strspn(url, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+	if (scheme == 0 || url[scheme] != ':')
+		return err_set(SD_INVALID, "mail URL has no scheme (expected maildir:PATH)");
+	/* name only the scheme: the rest of a URL may hold a password */
+	if (scheme != 7 || strncmp(url, "maildir", 7) != 0)
+		return err_set(SD_INVALID, "mail URL scheme '%.*s' is not supported: only "
+			       "maildir:PATH is", scheme > 32 ? 32 : (int)scheme, url);
+	path = url + 8;
+	if (!*path)
+		return err_set(SD_INVALID, "maildir URL has no path (expected maildir:PATH)");
+	if (strlen(path) + 1 + MAIL_KEY_MAX + 64 >= PATH_MAX)
+		return err_set(SD_INVALID, "maildir path too long");
+	m = calloc(1, sizeof *m);
+	if (!m || !(m->dir = strdup(path))) {
+		r = err_set(SD_NOMEM, "out of memory opening the maildir");
+		goto out;
+	}
+	if ((r = mail_mkdirs(path)) != SD_OK)
+		goto out;
+	for (i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+		snprintf(sub, sizeof sub, "%s/%s", path, subs[i]);
+		if ((r = mail_mkdirs(sub)) != SD_OK)
+			goto out;
+	}
+	if ((r = mail_sync_dir(path)) != SD_OK)
+		goto out;
+	*out = m;
+	m = NULL;
+out:
+	mail_close(m);
+	return r;
+}
+
+void mail_close(struct mailer *m)
+{
+	if (!m)
+		return;
+	free(m->dir);
+	free(m);
+}
+
+/* Create "<dir>/tmp/<unique>" with O_EXCL.  [out] path, *fd. */
+static enum sd_result mail_tmp_create(struct mailer *m, const char *tag, char *path, size_t size,
+				      int *fd)
+{
+	uint64_t rnd;
+	int tries;
+
+	for (tries = 0; tries < 8; tries++) {
+		if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+			rnd = (uint64_t)clock_mono_us() ^ ((uint64_t)(uintptr_t)&rnd << 16) ^
+			      (uint64_t)tries;
+		/* the maildir habit: time, then something unique to this
+		 * delivery */
+		snprintf(path, size, "%s/tmp/%lld.P%ldR%016llx.%s", m->dir,
+			 (long long)(clock_now_ms() / 1000), (long)getpid(),
+			 (unsigned long long)rnd, tag);
+		*fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (*fd >= 0)
+			return SD_OK;
+		if (errno != EEXIST)
+			break;
+	}
+	return err_set(SD_IO, "cannot create %s: %s", path, strerror(errno));
+}
+
+/* Write all of data to a new temp file, fsync and close it.  [out] path. */
+static enum sd_result mail_tmp_write(struct mailer *m, const char *tag, const char *data,
+				     size_t len, char *path, size_t size)
+{
+	enum sd_result r;
+	int fd;
+
+	if ((r = mail_tmp_create(m, tag, path, size, &fd)) != SD_OK)
+		return r;
+	while (len > 0) {
+		ssize_t w = write(fd, data, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			r = err_set(SD_IO, "cannot write %s: %s", path, strerror(errno));
+			goto out;
+		}
+		data += w;
+		len -= (size_t)w;
+	}
+	if (fsync(fd) != 0) {
+		r = err_set(SD_IO, "cannot sync %s: %s", path, strerror(errno));
+		goto out;
+	}
+out:
+	if (close(fd) != 0 && r == SD_OK)
+		r = err_set(SD_IO, "cannot close %s: %s", path, strerror(errno));
+	if (r != SD_OK)
+		unlink(path);
+	return r;
+}
+
+/* The key names files in new/ and .idem/: no '/', and not "." or "..". */
+static enum sd_result mail_maildir_key_check(const char *key)
+{
+	enum sd_result r;
+
+	if ((r = mail_key_check(key)) != SD_OK)
+		return r;
+	if (strchr(key, '/'))
+		return err_set(SD_INVALID, "idempotency key '%.64s' holds a '/'", key);
+	if (strcmp(key, ".") == 0 || strcmp(key, "..") == 0)
+		return err_set(SD_INVALID, "idempotency key '%s' names a folder", key);
+	return SD_OK;
+}
+
+/* Read .idem/<key>.  [out] id.  SD_NOT_FOUND when the key is new. */
+static enum sd_result mail_idem_read(const char *path, char *id, size_t size)
+{
+	ssize_t n;
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return SD_NOT_FOUND;
+		return err_set(SD_IO, "cannot open %s: %s", path, strerror(errno));
+	}
+	while (got < size - 1) {
+		n = read(fd, id + got, size - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			close(fd);
+			return err_set(SD_IO, "cannot read %s: %s", path, strerror(e));
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	id[got] = '\0';
+	id[strcspn(id, "\r\n")] = '\0';
+	return SD_OK;
+}
+
+/* Write .idem/<key> holding id: temp in tmp/, rename, sync .idem/. */
+static enum sd_result mail_idem_write(struct mailer *m, const char *path, const char *id)
+{
+	char tmp[PATH_MAX], line[MAIL_ID_MAX + 2], dir[PATH_MAX];
+	enum sd_result r;
+	int n = snprintf(line, sizeof line, "%s\n", id);
+
+	if ((r = mail_tmp_write(m, "idem", line, (size_t)n, tmp, sizeof tmp)) != SD_OK)
+		return r;
+	if (rename(tmp, path) != 0) {
+		r = err_set(SD_IO, "cannot record %s: %s", path, strerror(errno));
+		unlink(tmp);
+		return r;
+	}
+	snprintf(dir, sizeof dir, "%s/.idem", m->dir);
+	return mail_sync_dir(dir);
+}
+
+enum sd_result mail_send(struct mailer *m, const struct mail_message *msg,
+			 struct mail_result *res)
+{
+	char idem[PATH_MAX], tmp[PATH_MAX], dst[PATH_MAX], dir[PATH_MAX];
+	char *text = NULL;
+	size_t len;
+	enum sd_result r;
+	int tmp_made = 0;
+
+	memset(res, 0, sizeof *res);
+	if (!m || !msg)
+		return err_set(SD_INVALID, "no mailer or no message");
+	if ((r = mail_maildir_key_check(msg->idempotency_key)) != SD_OK)
+		return r;
+	/* format first: a message that is refused is refused every time,
+	 * whether or not its key was seen, and before anything is written */
+	if ((r = mail_format(msg, clock_now_ms(), &text, &len)) != SD_OK)
+		return r;
+	snprintf(res->message_id, sizeof res->message_id, "%s" MAIL_ID_DOMAIN,
+		 msg->idempotency_key);
+	snprintf(idem, sizeof idem, "%s/.idem/%s", m->dir, msg->idempotency_key);
+	snprintf(dst, sizeof dst, "%s/new/%s.eml", m->dir, msg->idempotency_key);
+
+	r = mail_idem_read(idem, res->message_id, sizeof res->message_id);
+	if (r == SD_OK) {
+		if (!res->message_id[0])	/* a damaged record: the id is fixed anyway */
+			snprintf(res->message_id, sizeof res->message_id, "%s" MAIL_ID_DOMAIN,
+				 msg->idempotency_key);
+		res->duplicate = 1;
+		goto out;
+	}
+	if (r != SD_NOT_FOUND)
+		goto out;
+
+	if ((r = mail_tmp_write(m, "eml", text, len, tmp, sizeof tmp)) != SD_OK)
+		goto out;
+	tmp_made = 1;
+	if (link(tmp, dst) != 0) {
+		if (errno != EEXIST) {
+			r = err_set(SD_IO, "cannot deliver %s: %s", dst, strerror(errno));
+			goto out;
+		}
+		/* another thread or process delivered this key first */
+		res->duplicate = 1;
+	}
+	unlink(tmp);
+	tmp_made = 0;
+	if (!res->duplicate) {
+		snprintf(dir, sizeof dir, "%s/new", m->dir);
+		if ((r = mail_sync_dir(dir)) != SD_OK)
+			goto out;
+	}
+	/* the loser writes the record too: it heals a winner that crashed
+	 * between its link and its record */
+	r = mail_idem_write(m, idem, res->message_id);
+out:
+	if (tmp_made)
+		unlink(tmp);
+	free(text);
+	return r;
+}

@@ -1,0 +1,161 @@
+/*
+ * tickets.h: events, orders, tickets and door scans, and the three handlers
+ * that follow an order (seed: render_tickets, send_tickets,
+ * update_sales_counter), each idempotent by the technique that closes its
+ * failure (see idem.h).
+ *
+ * Domain code: it knows tables and handlers; PDFs, mail, codes and files go
+ * through pdf, mail, code and blob.
+ */
+#ifndef SD_TICKETS_H
+#define SD_TICKETS_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blob.h"
+#include "code.h"
+#include "db.h"
+#include "mail.h"
+#include "result.h"
+#include "worker.h"
+
+#define ORDER_ID_MAX 16		/* public id "T" + 9 characters, with room */
+#define TICKETS_TEXT_MAX 200	/* names, venues: bytes of UTF-8 */
+#define TICKETS_SEATS_MAX 100	/* seats in one order */
+#define TICKETS_KEY_MAX 200	/* client idempotency keys */
+#define TICKETS_MAIL_FROM_DEFAULT "box-office@stagedoor.invalid"
+
+/* What the handlers need besides the database; one per worker process. */
+struct tickets_env {
+	char db_path[PATH_MAX];
+	struct blob_store *blobs;		/* <db dir>/blobs */
+	struct mailer *mail;
+	unsigned char key[CODE_KEY_LEN];	/* signs ticket codes */
+	char mail_from[256];
+};
+
+/* tickets_files_init: what `init` makes beside the database: the ticket key. */
+enum sd_result tickets_files_init(const char *db_path);
+
+/* tickets_default_mail_url: "maildir:<db dir>/maildir". */
+void tickets_default_mail_url(const char *db_path, char *buf, size_t size);
+
+/*
+ * tickets_env_open: the handlers' context for the database at db_path.
+ * mail_url NULL: the default maildir; mail_from NULL: the default sender.
+ */
+enum sd_result tickets_env_open(const char *db_path, const char *mail_url, const char *mail_from,
+				struct tickets_env **out);
+void tickets_env_close(struct tickets_env *env);
+
+/* ---- intake ---------------------------------------------------------- */
+
+/* tickets_text_valid: 1..TICKETS_TEXT_MAX bytes of UTF-8, no control characters. */
+enum sd_result tickets_text_valid(const char *what, const char *s);
+
+/* tickets_time_parse: ISO 8601 "YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM]" (no zone:
+ * UTC) to ms.  tickets_time_format: "YYYY-MM-DD HH:MM UTC". */
+enum sd_result tickets_time_parse(const char *s, int64_t *ms);
+void tickets_time_format(int64_t ms, char *buf, size_t size);
+
+struct event_new {
+	const char *name;
+	const char *venue;
+	int64_t starts_at;	/* ms */
+	int64_t capacity;
+};
+
+enum sd_result event_add(struct db *db, const struct event_new *e, int64_t *id);
+
+struct order_new {
+	int64_t event_id;
+	const char *name;
+	const char *email;
+	int64_t seats;
+	const char *idempotency_key;	/* may be NULL */
+};
+
+/*
+ * order_add: the order, one ticket per seat and the outbox rows for
+ * render_tickets and update_sales_counter, in one transaction (the caller's
+ * connection should be FULL).  The same idempotency key with the same order
+ * returns the first order and writes nothing ([out] *replayed = 1); with a
+ * different order it is SD_INVALID.  Selling past capacity is refused by the
+ * schema inside this transaction.  [out] public_id (ORDER_ID_MAX bytes).
+ */
+enum sd_result order_add(struct db *db, const struct order_new *o, char *public_id,
+			 int *replayed);
+
+/* order_show: the order, its tickets, PDF and email state and its jobs, as
+ * text or JSON.  [out] *out (free()). */
+enum sd_result order_show(struct db *db, const char *public_id, int json, char **out);
+
+enum scan_outcome { SCAN_ADMITTED, SCAN_ALREADY, SCAN_INVALID };
+
+struct scan_result {
+	enum scan_outcome outcome;
+	int64_t scanned_at;		/* when admitted (now, or the first time) */
+	char seat_label[32];
+	char order_id[ORDER_ID_MAX];
+};
+
+/* ticket_scan: admit the ticket a code names, once (a conditional update). */
+enum sd_result ticket_scan(struct db *db, const unsigned char key[CODE_KEY_LEN],
+			   const char *code, struct scan_result *res);
+
+/* ---- the handlers ------------------------------------------------------ */
+
+/* The three ticket handlers (the worker adds its built-in kinds);
+ * worker_opts.app must be a struct tickets_env. */
+extern const struct handler tickets_handlers[];
+
+enum job_outcome tickets_render(struct handler_ctx *ctx, const struct job *job,
+				struct job_result *res);
+enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
+			      struct job_result *res);
+enum job_outcome tickets_count(struct handler_ctx *ctx, const struct job *job,
+			       struct job_result *res);
+
+/* ---- building blocks, shared with the tests' naive handlers ----------- */
+
+struct order_view {
+	int64_t id, event_id, seats, starts_at;
+	char public_id[ORDER_ID_MAX];
+	char buyer_name[TICKETS_TEXT_MAX + 1];
+	char buyer_email[256];
+	char event_name[TICKETS_TEXT_MAX + 1];
+	char venue[TICKETS_TEXT_MAX + 1];
+	int pdf_stored;				/* every ticket has its pdf_key */
+	int n_tickets;
+	struct {
+		int64_t id;
+		char seat_label[32];
+	} tickets[TICKETS_SEATS_MAX];
+};
+
+/* tickets_load_order: read an order (no transaction held after).
+ * SD_NOT_FOUND when there is none. */
+enum sd_result tickets_load_order(struct db *db, int64_t order_id, struct order_view *v);
+
+/* tickets_pdf_key: "tickets/<public id>.pdf", the order's fixed key. */
+void tickets_pdf_key(const struct order_view *v, char *buf, size_t size);
+
+/* tickets_render_store: render the PDF and store it under its fixed key
+ * (no transaction open). */
+enum sd_result tickets_render_store(struct tickets_env *env, const struct order_view *v);
+
+/* tickets_send_mail: the ticket email with the stored PDF attached, sent with
+ * the provider key "tickets-<order id>".  [out] res. */
+enum sd_result tickets_send_mail(struct tickets_env *env, const struct order_view *v,
+				 struct mail_result *res);
+
+/* Failpoints in the handlers: the windows where a second run is born. */
+#define FP_RENDER_CHECKED "render.after_check"	/* passed the null check */
+#define FP_RENDER_STORED "render.after_store"	/* PDF stored, before the update */
+#define FP_SEND_CLAIMED "send.after_claim"	/* owns the claim, before sending */
+#define FP_SEND_SENT "send.after_send"		/* sent, before sent_at */
+#define FP_COUNT_BEFORE "count.before_tx"	/* before the counter transaction */
+
+#endif

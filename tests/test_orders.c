@@ -1,0 +1,1090 @@
+/*
+ * test_orders.c: the ticket pipeline from the command line: events, orders,
+ * showing an order, door scans, the ticket key and the demo.
+ *
+ * Every test runs the real binary ($STAGEDOOR_BIN) as a child process on a
+ * fresh database that `init` made in its own temp directory (init also makes
+ * ticket.key beside it), and checks exit status, stdout, stderr and the rows
+ * in the file.  Codes for the scan test come out of the stored PDF through
+ * pdftotext, as a door scanner would read them off the page.
+ *
+ * What the commands promise here: success prints the new id on stdout and
+ * exits 0; a failure exits non-zero with one line "stagedoor: ..." on stderr,
+ * nothing on stdout, and nothing written.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "db.h"
+#include "testutil.h"
+
+extern char **environ;
+
+#define OUT_MAX (256 * 1024)
+#define CODE_LEN 52		/* a ticket code: 52 base32 characters */
+
+static char out[OUT_MAX], err[OUT_MAX];
+
+/* RUN("order", "add", ...): run the binary, stdout in out, stderr in err. */
+#define RUN(...) \
+	tu_run(out, sizeof out, err, sizeof err, (const char *const[]){ __VA_ARGS__, NULL })
+
+/* ========================= helpers ======================================== */
+
+static int n_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		if (*s == '\n')
+			n++;
+	return n;
+}
+
+/* The failure contract: non-zero, one line "stagedoor: ...", no stdout. */
+static void assert_one_line_error(int rc, const char *what)
+{
+	if (rc == 0 || strncmp(err, "stagedoor: ", 11) != 0 || n_lines(err) != 1 || out[0])
+		fail_msg("%s: want non-zero exit and one line 'stagedoor: ...' on stderr, "
+			 "nothing on stdout; got rc=%d stdout='%s' stderr='%s'", what, rc, out, err);
+}
+
+/* The failure contract without the line count (for the input that breaks it;
+ * the line count is checked on its own in test_errors_echo_input_on_one_line). */
+static void assert_refused(int rc, const char *what)
+{
+	if (rc == 0 || strncmp(err, "stagedoor: ", 11) != 0 || out[0])
+		fail_msg("%s: want non-zero exit, 'stagedoor: ...' on stderr, nothing on stdout; "
+			 "got rc=%d stdout='%s' stderr='%s'", what, rc, out, err);
+}
+
+static json_t *parse_json(const char *s)
+{
+	json_error_t je;
+	json_t *j = json_loads(s, 0, &je);
+
+	if (!j)
+		fail_msg("not JSON (%s): %s", je.text, s);
+	return j;
+}
+
+static const char *jstr(json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (!json_is_string(v))
+		fail_msg("no string at '%s'", key);
+	return json_string_value(v);
+}
+
+static int64_t jint(json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (!json_is_integer(v))
+		fail_msg("no integer at '%s'", key);
+	return (int64_t)json_integer_value(v);
+}
+
+static int jbool(json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (!json_is_boolean(v))
+		fail_msg("no boolean at '%s'", key);
+	return json_is_true(v);
+}
+
+/* The first line of out without its newline, into buf. */
+static void first_line(char *buf, size_t size)
+{
+	size_t n = strcspn(out, "\n");
+
+	assert_true(n > 0 && n < size);
+	memcpy(buf, out, n);
+	buf[n] = '\0';
+}
+
+/* A public order id: "T" and 9 characters of 2-9 and A-Z without O I L. */
+static void assert_public_id(const char *id)
+{
+	size_t i;
+
+	if (strlen(id) != 10 || id[0] != 'T')
+		fail_msg("'%s' is not a public order id", id);
+	for (i = 1; i < 10; i++)
+		if (!strchr("23456789ABCDEFGHJKMNPQRSTUVWXYZ", id[i]))
+			fail_msg("'%s' is not a public order id", id);
+}
+
+/* What a refused command must leave as it was: every table an order touches. */
+struct rows {
+	int64_t events, orders, tickets, outbox, stream, email_sends, counters;
+};
+
+static struct rows rows_now(const struct tu_env *e)
+{
+	struct rows r;
+
+	r.events = tu_countf(e->db_path, "SELECT count(*) FROM events");
+	r.orders = tu_countf(e->db_path, "SELECT count(*) FROM orders");
+	r.tickets = tu_countf(e->db_path, "SELECT count(*) FROM tickets");
+	r.outbox = tu_countf(e->db_path, "SELECT count(*) FROM outbox");
+	r.stream = tu_countf(e->db_path, "SELECT count(*) FROM stream");
+	r.email_sends = tu_countf(e->db_path, "SELECT count(*) FROM email_sends");
+	r.counters = tu_countf(e->db_path, "SELECT count(*) FROM sales_counters");
+	return r;
+}
+
+static void assert_rows_same(const struct rows *a, const struct rows *b, const char *what)
+{
+	if (memcmp(a, b, sizeof *a) != 0)
+		fail_msg("%s wrote rows: events %lld->%lld orders %lld->%lld tickets %lld->%lld "
+			 "outbox %lld->%lld stream %lld->%lld", what, (long long)a->events,
+			 (long long)b->events, (long long)a->orders, (long long)b->orders,
+			 (long long)a->tickets, (long long)b->tickets, (long long)a->outbox,
+			 (long long)b->outbox, (long long)a->stream, (long long)b->stream);
+}
+
+/* init: the database and ticket.key beside it. */
+static void init_db(const struct tu_env *e)
+{
+	int rc = RUN("init", "--db", e->db_path);
+
+	if (rc != 0)
+		fail_msg("init: rc=%d stderr='%s'", rc, err);
+}
+
+/* event add with the usual venue and time; returns the printed id. */
+static int64_t run_event_add(const struct tu_env *e, const char *name, const char *capacity)
+{
+	char *end;
+	long long id;
+	int rc = RUN("event", "add", "--name", name, "--venue", "Hall", "--starts-at",
+		     "2026-12-31T20:00Z", "--capacity", capacity, "--db", e->db_path);
+
+	if (rc != 0)
+		fail_msg("event add %s: rc=%d stderr='%s'", name, rc, err);
+	id = strtoll(out, &end, 10);
+	assert_true(id > 0);
+	assert_string_equal(end, "\n");
+	return id;
+}
+
+/* order add; on success the public id is in id (ORDER_ID_MAX bytes).
+ * Returns the exit status. */
+static int run_order_add(const struct tu_env *e, int64_t event, const char *name,
+			 const char *email, const char *seats, const char *key, char *id)
+{
+	char ev[32];
+	int rc;
+
+	snprintf(ev, sizeof ev, "%lld", (long long)event);
+	if (key)
+		rc = RUN("order", "add", "--event", ev, "--name", name, "--email", email, "--seats",
+			 seats, "--idempotency-key", key, "--db", e->db_path);
+	else
+		rc = RUN("order", "add", "--event", ev, "--name", name, "--email", email, "--seats",
+			 seats, "--db", e->db_path);
+	if (rc == 0 && id) {
+		first_line(id, 16);
+		assert_public_id(id);
+		assert_int_equal(n_lines(out), 1);
+	}
+	return rc;
+}
+
+static void run_order_add_ok(const struct tu_env *e, int64_t event, const char *name,
+			     const char *seats, char *id)
+{
+	int rc = run_order_add(e, event, name, "buyer@example.com", seats, NULL, id);
+
+	if (rc != 0)
+		fail_msg("order add %s seats: rc=%d stderr='%s'", seats, rc, err);
+}
+
+/* order show ID --json, parsed. */
+static json_t *show_json(const struct tu_env *e, const char *id)
+{
+	int rc = RUN("order", "show", id, "--json", "--db", e->db_path);
+
+	if (rc != 0)
+		fail_msg("order show %s --json: rc=%d stderr='%s'", id, rc, err);
+	return parse_json(out);
+}
+
+static void relay_drain(const struct tu_env *e)
+{
+	pid_t pid = tu_spawn((const char *const[]){ "relay", "--drain", "--db", e->db_path, NULL },
+			     NULL);
+
+	assert_int_equal(tu_reap(pid, 20000, "relay --drain"), 0);
+}
+
+static void worker_drain(const struct tu_env *e)
+{
+	char log[400];
+	pid_t pid;
+
+	snprintf(log, sizeof log, "%s/worker.log", e->dir);
+	pid = tu_spawn((const char *const[]){ "worker", "--drain", "--db", e->db_path, NULL }, log);
+	assert_int_equal(tu_reap(pid, 30000, "worker --drain"), 0);
+}
+
+/* relay and worker rounds until the order's email is sent (render_tickets
+ * queues send_tickets through the outbox, so it takes two rounds). */
+static void run_pipeline(const struct tu_env *e, const char *id)
+{
+	int round, sent = 0;
+	json_t *j;
+
+	for (round = 0; round < 5 && !sent; round++) {
+		relay_drain(e);
+		worker_drain(e);
+		j = show_json(e, id);
+		sent = jbool(j, "email_sent");
+		json_decref(j);
+	}
+	if (!sent)
+		fail_msg("order %s: the email was not sent after %d relay and worker rounds", id,
+			 round);
+}
+
+/*
+ * spawn_wait: run argv[0] (found on PATH) with stdout to out_path and stderr
+ * to err_path (NULL: /dev/null), wait up to timeout_ms.  Returns the exit
+ * status, -1 for a signal death; fails the test on a timeout.
+ */
+static int spawn_wait(const char *const *argv, const char *out_path, const char *err_path,
+		      int timeout_ms)
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int rc;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, out_path ? out_path : "/dev/null",
+					 O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	posix_spawn_file_actions_addopen(&fa, 2, err_path ? err_path : "/dev/null",
+					 O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc != 0)
+		fail_msg("cannot run %s: %s", argv[0], strerror(rc));
+	rc = tu_wait(pid, timeout_ms);
+	if (rc == -2) {
+		kill(pid, SIGKILL);
+		tu_wait(pid, 5000);
+		fail_msg("%s did not finish within %d ms", argv[0], timeout_ms);
+	}
+	return rc;
+}
+
+static int is_base32(int c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= '2' && c <= '7');
+}
+
+/* c with the lowest bit of its 5-bit value flipped: in the last character of
+ * a code that bit is padding only, which must still make the code invalid. */
+static char base32_flip(char c)
+{
+	static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+	const char *at = strchr(alphabet, c);
+
+	assert_non_null(at);
+	return alphabet[(at - alphabet) ^ 1];
+}
+
+/* The ticket codes in the order's stored PDF, in page order; returns how many. */
+static int codes_from_pdf(const struct tu_env *e, const char *id, char codes[][CODE_LEN + 1],
+			  int max)
+{
+	char pdf[400], txt[400], *text, *line, *save = NULL;
+	size_t size;
+	int n = 0, rc;
+
+	snprintf(pdf, sizeof pdf, "%s/blobs/tickets/%s.pdf", e->dir, id);
+	snprintf(txt, sizeof txt, "%s/%s.txt", e->dir, id);
+	rc = spawn_wait((const char *const[]){ "pdftotext", "-enc", "UTF-8", pdf, txt, NULL }, NULL,
+			NULL, 20000);
+	if (rc != 0)
+		fail_msg("pdftotext %s: exit %d", pdf, rc);
+	text = (char *)tu_slurp(txt, &size);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		size_t len = strlen(line), i;
+
+		while (len && (line[len - 1] == '\r' || line[len - 1] == ' '))
+			line[--len] = '\0';
+		if (len != CODE_LEN)
+			continue;
+		for (i = 0; i < len && is_base32((unsigned char)line[i]); i++)
+			;
+		if (i == len && n < max)
+			memcpy(codes[n++], line, CODE_LEN + 1);
+	}
+	free(text);
+	return n;
+}
+
+static int count_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* ========================= event add ====================================== */
+
+static void test_event_add_prints_id_and_refuses_bad_input(void **state)
+{
+	struct tu_env *e = *state;
+	const char *p = e->db_path;
+	struct rows before, after;
+	int64_t id;
+	size_t i;
+	static const char *const bad_times[] = { "tomorrow", "2026-02-30T10:00Z", "2026-12-31",
+						 "2026-13-01T10:00Z", "2026-12-31T24:00Z", "" };
+
+	init_db(e);
+	before = rows_now(e);
+	for (i = 0; i < sizeof bad_times / sizeof bad_times[0]; i++) {
+		char what[80];
+
+		snprintf(what, sizeof what, "--starts-at '%s'", bad_times[i]);
+		assert_one_line_error(RUN("event", "add", "--name", "Gig", "--venue", "Hall",
+					  "--starts-at", bad_times[i], "--capacity", "10", "--db", p),
+				      what);
+	}
+	assert_one_line_error(RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--starts-at",
+				  "2026-12-31T20:00Z", "--capacity", "0", "--db", p), "capacity 0");
+	assert_one_line_error(RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--starts-at",
+				  "2026-12-31T20:00Z", "--capacity", "-3", "--db", p), "capacity -3");
+	assert_one_line_error(RUN("event", "add", "--name", "", "--venue", "Hall", "--starts-at",
+				  "2026-12-31T20:00Z", "--capacity", "10", "--db", p), "empty name");
+	assert_one_line_error(RUN("event", "add", "--name", "Gig", "--venue", "", "--starts-at",
+				  "2026-12-31T20:00Z", "--capacity", "10", "--db", p), "empty venue");
+	assert_one_line_error(RUN("event", "add", "--name", "Gig\nNight", "--venue", "Hall",
+				  "--starts-at", "2026-12-31T20:00Z", "--capacity", "10", "--db", p),
+			      "name with a newline");
+	/* each required flag missing in turn */
+	assert_one_line_error(RUN("event", "add", "--venue", "Hall", "--starts-at",
+				  "2026-12-31T20:00Z", "--capacity", "10", "--db", p), "no --name");
+	assert_one_line_error(RUN("event", "add", "--name", "Gig", "--starts-at",
+				  "2026-12-31T20:00Z", "--capacity", "10", "--db", p), "no --venue");
+	assert_one_line_error(RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--capacity",
+				  "10", "--db", p), "no --starts-at");
+	assert_one_line_error(RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--starts-at",
+				  "2026-12-31T20:00Z", "--db", p), "no --capacity");
+	assert_one_line_error(RUN("event", "--name", "Gig", "--venue", "Hall", "--starts-at",
+				  "2026-12-31T20:00Z", "--capacity", "10", "--db", p), "no 'add'");
+	after = rows_now(e);
+	assert_rows_same(&before, &after, "refused event add");
+	assert_int_equal(after.events, 0);
+
+	/* the good one: the id printed is the row written, time in UTC ms */
+	id = run_event_add(e, "New Year's Gig", "250");
+	assert_int_equal(n_lines(out), 1);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM events WHERE id = %lld AND "
+				   "name = 'New Year''s Gig' AND venue = 'Hall' AND "
+				   "starts_at = 1798747200000 AND capacity = 250", (long long)id), 1);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM events"), 1);
+	/* a zone offset is the same instant */
+	assert_int_equal(RUN("event", "add", "--name", "Gig 2", "--venue", "Hall", "--starts-at",
+			     "2026-12-31T21:00+01:00", "--capacity", "5", "--db", p), 0);
+	id = strtoll(out, NULL, 10);
+	assert_int_equal(tu_countf(p, "SELECT starts_at FROM events WHERE id = %lld", (long long)id),
+			 1798747200000LL);
+}
+
+/* ========================= order add ====================================== */
+
+static void test_order_add_writes_order_tickets_and_outbox(void **state)
+{
+	struct tu_env *e = *state;
+	const char *p = e->db_path;
+	char id[16];
+	int64_t ev, oid;
+
+	init_db(e);
+	ev = run_event_add(e, "Gig", "100");
+	assert_int_equal(run_order_add(e, ev, "Ana Lima", "ana@example.com", "4", NULL, id), 0);
+
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM orders"), 1);
+	oid = tu_countf(p, "SELECT id FROM orders WHERE public_id = '%s'", id);
+	assert_true(oid > 0);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM orders WHERE id = %lld AND event_id = %lld "
+				   "AND buyer_name = 'Ana Lima' AND buyer_email = 'ana@example.com' "
+				   "AND seats = 4 AND idempotency_key IS NULL", (long long)oid,
+				   (long long)ev), 1);
+	/* one ticket per seat, seats 1..4, distinct labels */
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM tickets"), 4);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM tickets WHERE order_id = %lld AND "
+				   "event_id = %lld AND pdf_key IS NULL AND scanned_at IS NULL",
+				   (long long)oid, (long long)ev), 4);
+	assert_int_equal(tu_countf(p, "SELECT count(DISTINCT seat_label) FROM tickets WHERE "
+				   "order_id = %lld", (long long)oid), 4);
+	assert_int_equal(tu_countf(p, "SELECT count(DISTINCT seat_no) FROM tickets WHERE "
+				   "seat_no BETWEEN 1 AND 4"), 4);
+	/* two outbox rows naming the order, nothing in the stream yet */
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM outbox"), 2);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM outbox WHERE kind = 'render_tickets' AND "
+				   "payload ->> '$.order_id' = %lld AND published_at IS NULL",
+				   (long long)oid), 1);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM outbox WHERE kind = 'update_sales_counter' "
+				   "AND payload ->> '$.order_id' = %lld AND payload ->> '$.event_id' = "
+				   "%lld AND payload ->> '$.seats' = 4 AND published_at IS NULL",
+				   (long long)oid, (long long)ev), 1);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM stream"), 0);
+
+	/* a second order takes the next seats */
+	run_order_add_ok(e, ev, "Mia Chen", "2", id);
+	oid = tu_countf(p, "SELECT id FROM orders WHERE public_id = '%s'", id);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM tickets WHERE order_id = %lld AND "
+				   "seat_no IN (5, 6)", (long long)oid), 2);
+	assert_int_equal(tu_countf(p, "SELECT count(DISTINCT seat_label) FROM tickets"), 6);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM outbox"), 4);
+}
+
+static void test_order_idempotency_key(void **state)
+{
+	struct tu_env *e = *state;
+	const char *p = e->db_path;
+	char id[16], again[16];
+	struct rows before, after;
+	int64_t ev, ev2;
+	char ev2s[32];
+
+	init_db(e);
+	ev = run_event_add(e, "Gig", "100");
+	ev2 = run_event_add(e, "Other Gig", "100");
+	snprintf(ev2s, sizeof ev2s, "%lld", (long long)ev2);
+	assert_int_equal(run_order_add(e, ev, "Ana Lima", "ana@example.com", "2", "cart-7f3a", id), 0);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM orders WHERE public_id = '%s' AND "
+				   "idempotency_key = 'cart-7f3a'", id), 1);
+
+	/* the same request again: the same id, nothing written */
+	before = rows_now(e);
+	assert_int_equal(run_order_add(e, ev, "Ana Lima", "ana@example.com", "2", "cart-7f3a", again), 0);
+	assert_string_equal(again, id);
+	after = rows_now(e);
+	assert_rows_same(&before, &after, "replayed order add");
+	assert_int_equal(after.orders, 1);
+	assert_int_equal(after.tickets, 2);
+	assert_int_equal(after.outbox, 2);
+
+	/* the same key for another order: refused, nothing written */
+	assert_one_line_error(run_order_add(e, ev, "Ana Lima", "ana@example.com", "3", "cart-7f3a", NULL),
+			      "same key, other seats");
+	assert_one_line_error(run_order_add(e, ev, "Ana Lima", "other@example.com", "2", "cart-7f3a",
+					NULL), "same key, other email");
+	assert_one_line_error(run_order_add(e, ev, "Ana Lim", "ana@example.com", "2", "cart-7f3a", NULL),
+			      "same key, other name");
+	assert_one_line_error(run_order_add(e, ev2, "Ana Lima", "ana@example.com", "2", "cart-7f3a",
+					NULL), "same key, other event");
+	assert_non_null(strstr(err, "cart-7f3a"));
+	after = rows_now(e);
+	assert_rows_same(&before, &after, "order add reusing a key");
+
+	/* once the relay has run, a replay still writes nothing */
+	relay_drain(e);
+	before = rows_now(e);
+	assert_int_equal(before.stream, 2);
+	assert_int_equal(run_order_add(e, ev, "Ana Lima", "ana@example.com", "2", "cart-7f3a", again), 0);
+	assert_string_equal(again, id);
+	after = rows_now(e);
+	assert_rows_same(&before, &after, "replay after the relay");
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM outbox WHERE published_at IS NULL"), 0);
+
+	/* another key is another order */
+	assert_int_equal(run_order_add(e, ev, "Ana Lima", "ana@example.com", "2", "cart-8000", again), 0);
+	assert_string_not_equal(again, id);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM orders"), 2);
+}
+
+/* ========================= capacity ======================================= */
+
+static void test_capacity_sold_out_and_seats_left(void **state)
+{
+	struct tu_env *e = *state;
+	const char *p = e->db_path;
+	char id[16], first[16], again[16];
+	struct rows before, after;
+	int64_t ev, ev2;
+
+	init_db(e);
+	ev = run_event_add(e, "Small Room", "3");
+	assert_int_equal(run_order_add(e, ev, "Ana Lima", "ana@example.com", "2", "small-1", first), 0);
+	run_order_add_ok(e, ev, "Mia Chen", "1", id);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM tickets WHERE event_id = %lld",
+				   (long long)ev), 3);
+
+	before = rows_now(e);
+	assert_one_line_error(run_order_add(e, ev, "Sam Okafor", "sam@example.com", "1", NULL, NULL),
+			      "an order of 1 for a sold-out event");
+	if (!strstr(err, "sold out"))
+		fail_msg("the refusal should say 'sold out': %s", err);
+	after = rows_now(e);
+	assert_rows_same(&before, &after, "order add on a sold-out event");
+
+	/* a replay of an order that was taken is still its first answer */
+	assert_int_equal(run_order_add(e, ev, "Ana Lima", "ana@example.com", "2", "small-1", again), 0);
+	assert_string_equal(again, first);
+	after = rows_now(e);
+	assert_rows_same(&before, &after, "replay on a sold-out event");
+
+	/* two asked, one left: refused, naming what is left */
+	ev2 = run_event_add(e, "Another Small Room", "3");
+	run_order_add_ok(e, ev2, "Ana Lima", "2", id);
+	before = rows_now(e);
+	assert_one_line_error(run_order_add(e, ev2, "Sam Okafor", "sam@example.com", "2", NULL, NULL),
+			      "an order of 2 with 1 seat left");
+	if (!strstr(err, "1 seat") || !strstr(err, "left"))
+		fail_msg("the refusal should name the seats left (1): %s", err);
+	after = rows_now(e);
+	assert_rows_same(&before, &after, "order add past capacity");
+	/* the one seat left is still for sale */
+	run_order_add_ok(e, ev2, "Sam Okafor", "1", id);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM tickets WHERE event_id = %lld AND "
+				   "seat_no BETWEEN 1 AND 3", (long long)ev2), 3);
+}
+
+#define RACERS 10
+#define RACE_CAPACITY 5
+
+/* Ten buyers at once for five seats: the check must sit inside the write
+ * transaction, or two of them read the same last seat and one oversells. */
+static void test_capacity_holds_under_concurrent_orders(void **state)
+{
+	struct tu_env *e = *state;
+	const char *p = e->db_path;
+	char evs[32], logs[RACERS][400], emails[RACERS][64];
+	pid_t pids[RACERS];
+	int64_t ev;
+	int i, ok = 0, sold_out = 0;
+
+	init_db(e);
+	ev = run_event_add(e, "Tiny Club", "5");
+	snprintf(evs, sizeof evs, "%lld", (long long)ev);
+	for (i = 0; i < RACERS; i++) {
+		snprintf(logs[i], sizeof logs[i], "%s/order-%d.log", e->dir, i);
+		snprintf(emails[i], sizeof emails[i], "buyer%d@example.com", i);
+	}
+	for (i = 0; i < RACERS; i++)
+		pids[i] = tu_spawn((const char *const[]){ "order", "add", "--event", evs, "--name",
+							  "Racer", "--email", emails[i], "--seats",
+							  "1", "--db", p, NULL }, logs[i]);
+	for (i = 0; i < RACERS; i++) {
+		int rc = tu_reap(pids[i], 30000, "order add");
+		size_t size;
+		char *log = (char *)tu_slurp(logs[i], &size);
+
+		if (rc == 0) {
+			ok++;
+			log[strcspn(log, "\n")] = '\0';
+			assert_public_id(log);
+		} else if (strstr(log, "sold out") && n_lines(log) == 1) {
+			sold_out++;
+		} else {
+			fail_msg("order add %d: exit %d, want 0 or a one-line 'sold out': %s", i, rc,
+				 log);
+		}
+		free(log);
+	}
+	assert_int_equal(ok, RACE_CAPACITY);
+	assert_int_equal(sold_out, RACERS - RACE_CAPACITY);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM orders"), RACE_CAPACITY);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM tickets"), RACE_CAPACITY);
+	assert_int_equal(tu_countf(p, "SELECT count(DISTINCT seat_no) FROM tickets"), RACE_CAPACITY);
+	assert_int_equal(tu_countf(p, "SELECT min(seat_no) FROM tickets"), 1);
+	assert_int_equal(tu_countf(p, "SELECT max(seat_no) FROM tickets"), RACE_CAPACITY);
+	assert_int_equal(tu_countf(p, "SELECT count(DISTINCT seat_label) FROM tickets"), RACE_CAPACITY);
+	/* every order has its ticket and its two outbox rows, no orphans */
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM orders o WHERE (SELECT count(*) FROM "
+				   "tickets t WHERE t.order_id = o.id) = 1"), RACE_CAPACITY);
+	assert_int_equal(tu_countf(p, "SELECT count(*) FROM outbox"), 2 * RACE_CAPACITY);
+	assert_int_equal(tu_countf(p, "SELECT count(DISTINCT payload ->> '$.order_id') FROM outbox "
+				   "WHERE payload ->> '$.order_id' IN (SELECT id FROM orders)"),
+			 RACE_CAPACITY);
+}
+
+/* ========================= bad input ====================================== */
+
+static void test_order_bad_input_refused(void **state)
+{
+	struct tu_env *e = *state;
+	struct rows before, after;
+	char long_name[202], ev[32], id[16];
+	int64_t evid;
+	size_t i;
+	json_t *j;
+	static const char *const bad_emails[] = { "nope", "a@b", "a b@example.com", "",
+						  "@example.com", "a@@example.com" };
+	static const char *const bad_names[] = { "", "Ana\nLima", "Ana\rLima", "Ana\tLima",
+						 "Ana\x7fLima", "Jos\xe9" /* Latin-1, not UTF-8 */ };
+	static const char *const bad_seats[] = { "0", "-1", "101", "two", "" };
+
+	init_db(e);
+	evid = run_event_add(e, "Gig", "1000");
+	snprintf(ev, sizeof ev, "%lld", (long long)evid);
+	memset(long_name, 'a', 201);
+	long_name[201] = '\0';
+	before = rows_now(e);
+
+	for (i = 0; i < sizeof bad_emails / sizeof bad_emails[0]; i++) {
+		char what[80];
+		snprintf(what, sizeof what, "email '%s'", bad_emails[i]);
+		assert_one_line_error(run_order_add(e, evid, "Ana Lima", bad_emails[i], "1", NULL, NULL),
+				      what);
+	}
+	/* a header injection: refused (its one-line message is checked on its own
+	 * in test_errors_echo_input_on_one_line) */
+	assert_refused(run_order_add(e, evid, "Ana Lima", "x@example.com\r\nBcc: y@example.com", "1",
+				 NULL, NULL), "email with CRLF and a Bcc header");
+	for (i = 0; i < sizeof bad_names / sizeof bad_names[0]; i++) {
+		char what[80];
+		snprintf(what, sizeof what, "name #%zu", i);
+		assert_one_line_error(run_order_add(e, evid, bad_names[i], "ana@example.com", "1", NULL,
+						NULL), what);
+	}
+	assert_one_line_error(run_order_add(e, evid, long_name, "ana@example.com", "1", NULL, NULL),
+			      "a 201-byte name");
+	for (i = 0; i < sizeof bad_seats / sizeof bad_seats[0]; i++) {
+		char what[80];
+		snprintf(what, sizeof what, "seats '%s'", bad_seats[i]);
+		assert_one_line_error(run_order_add(e, evid, "Ana Lima", "ana@example.com", bad_seats[i],
+						NULL, NULL), what);
+	}
+	assert_one_line_error(run_order_add(e, 4242, "Ana Lima", "ana@example.com", "1", NULL, NULL),
+			      "an unknown event");
+	assert_non_null(strstr(err, "4242"));
+	assert_one_line_error(run_order_add(e, 0, "Ana Lima", "ana@example.com", "1", NULL, NULL),
+			      "event 0");
+	assert_one_line_error(RUN("order", "add", "--event", "x", "--name", "Ana", "--email",
+				  "ana@example.com", "--seats", "1", "--db", e->db_path), "event x");
+	assert_one_line_error(run_order_add(e, evid, "Ana Lima", "ana@example.com", "1", "has space",
+					NULL), "an idempotency key with a space");
+	/* each required flag missing in turn */
+	assert_one_line_error(RUN("order", "add", "--name", "Ana", "--email", "ana@example.com",
+				  "--seats", "1", "--db", e->db_path), "no --event");
+	assert_one_line_error(RUN("order", "add", "--event", ev, "--email", "ana@example.com",
+				  "--seats", "1", "--db", e->db_path), "no --name");
+	assert_one_line_error(RUN("order", "add", "--event", ev, "--name", "Ana", "--seats", "1",
+				  "--db", e->db_path), "no --email");
+	assert_one_line_error(RUN("order", "add", "--event", ev, "--name", "Ana", "--email",
+				  "ana@example.com", "--db", e->db_path), "no --seats");
+	after = rows_now(e);
+	assert_rows_same(&before, &after, "refused order add");
+	assert_int_equal(after.orders, 0);
+
+	/* at the limits: 200 bytes, 100 seats */
+	long_name[200] = '\0';
+	assert_int_equal(run_order_add(e, evid, long_name, "ana@example.com", "100", NULL, id), 0);
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM tickets"), 100);
+
+	/* accents (UTF-8) are a name like any other, and come back intact */
+	assert_int_equal(run_order_add(e, evid, "Jos\xc3\xa9 M\xc3\xbcller", "jose@example.com", "1",
+				   NULL, id), 0);
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM orders WHERE public_id = '%s' "
+				   "AND buyer_name = 'Jos\xc3\xa9 M\xc3\xbcller' AND "
+				   "length(buyer_name) = 11", id), 1);
+	j = show_json(e, id);
+	assert_string_equal(jstr(j, "name"), "Jos\xc3\xa9 M\xc3\xbcller");
+	json_decref(j);
+	assert_int_equal(RUN("order", "show", id, "--db", e->db_path), 0);
+	assert_non_null(strstr(out, "Jos\xc3\xa9 M\xc3\xbcller <jose@example.com>"));
+}
+
+/*
+ * A message that quotes what it refuses must stay one line: a CR or LF in
+ * the input must not break the "stagedoor: ..." line (nor put a forged line
+ * in a log that collects stderr).
+ */
+static void test_errors_echo_input_on_one_line(void **state)
+{
+	struct tu_env *e = *state;
+	struct rows before, after;
+	char problems[4096] = "";
+	size_t used = 0;
+	int64_t ev;
+	int rc;
+
+	init_db(e);
+	ev = run_event_add(e, "Gig", "10");
+	before = rows_now(e);
+
+#define CHECK_ONE_LINE(what)                                                                   \
+	do {                                                                                   \
+		if (rc == 0 || strncmp(err, "stagedoor: ", 11) != 0 || n_lines(err) != 1 ||    \
+		    out[0])                                                                    \
+			used += (size_t)snprintf(problems + used, sizeof problems - used,      \
+						 "\n  %s: rc=%d stderr has %d lines: '%s'",    \
+						 what, rc, n_lines(err), err);                 \
+	} while (0)
+
+	rc = run_order_add(e, ev, "Ana Lima", "x@example.com\r\nBcc: y@example.com", "1", NULL, NULL);
+	CHECK_ONE_LINE("order add --email 'x@example.com\\r\\nBcc: y@example.com'");
+	rc = run_order_add(e, ev, "Ana Lima", "ana@example.com\n", "1", NULL, NULL);
+	CHECK_ONE_LINE("order add --email 'ana@example.com\\n'");
+	rc = RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--starts-at",
+		 "2026-12-31T20:00Z\nstagedoor: ok", "--capacity", "10", "--db", e->db_path);
+	CHECK_ONE_LINE("event add --starts-at '2026-12-31T20:00Z\\nstagedoor: ok'");
+	rc = RUN("order", "show", "T23456789\nX", "--db", e->db_path);
+	CHECK_ONE_LINE("order show 'T23456789\\nX'");
+	rc = run_order_add(e, ev, "Ana Lima", "ana@example.com", "1\n2", NULL, NULL);
+	CHECK_ONE_LINE("order add --seats '1\\n2'");
+#undef CHECK_ONE_LINE
+
+	after = rows_now(e);
+	assert_rows_same(&before, &after, "refused commands");
+	if (used)
+		fail_msg("error messages that quote the input broke the one-line rule:%s", problems);
+}
+
+/* ========================= order show ===================================== */
+
+static void test_order_show_before_and_after_the_pipeline(void **state)
+{
+	struct tu_env *e = *state;
+	char id[16];
+	json_t *j, *tickets, *t, *jobs, *job, *entries;
+	int64_t ev, oid;
+	size_t i, k;
+	int seen_render = 0, seen_count = 0, seen_send = 0;
+
+	init_db(e);
+	ev = run_event_add(e, "Show Night", "50");
+	assert_int_equal(run_order_add(e, ev, "Zo\xc3\xab Martin", "zoe@example.com", "3", NULL, id), 0);
+	oid = tu_countf(e->db_path, "SELECT id FROM orders WHERE public_id = '%s'", id);
+
+	/* before any worker ran */
+	j = show_json(e, id);
+	assert_string_equal(jstr(j, "id"), id);
+	assert_string_equal(jstr(j, "event"), "Show Night");
+	assert_int_equal(jint(j, "event_id"), ev);
+	assert_string_equal(jstr(j, "name"), "Zo\xc3\xab Martin");
+	assert_string_equal(jstr(j, "email"), "zoe@example.com");
+	assert_int_equal(jint(j, "seats"), 3);
+	assert_false(jbool(j, "pdf_stored"));
+	assert_false(jbool(j, "email_sent"));
+	tickets = json_object_get(j, "tickets");
+	assert_true(json_is_array(tickets));
+	assert_int_equal(json_array_size(tickets), 3);
+	json_array_foreach(tickets, i, t) {
+		const char *seat = jstr(t, "seat");
+		assert_true(seat[0] != '\0');
+		assert_false(jbool(t, "pdf_stored"));
+		assert_true(json_is_null(json_object_get(t, "scanned_at")));
+		for (k = 0; k < i; k++)
+			assert_string_not_equal(jstr(json_array_get(tickets, k), "seat"), seat);
+		assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM tickets WHERE order_id = "
+					   "%lld AND seat_label = '%s'", (long long)oid, seat), 1);
+	}
+	json_decref(j);
+
+	/* the text form says the same */
+	assert_int_equal(RUN("order", "show", id, "--db", e->db_path), 0);
+	assert_non_null(strstr(out, id));
+	assert_non_null(strstr(out, "Show Night"));
+	assert_non_null(strstr(out, "not stored yet"));
+	assert_non_null(strstr(out, "not sent yet"));
+
+	/* one round: rendered and counted; send_tickets waits for the relay */
+	relay_drain(e);
+	worker_drain(e);
+	j = show_json(e, id);
+	assert_true(jbool(j, "pdf_stored"));
+	json_decref(j);
+
+	run_pipeline(e, id);
+	j = show_json(e, id);
+	assert_true(jbool(j, "pdf_stored"));
+	assert_true(jbool(j, "email_sent"));
+	json_array_foreach(json_object_get(j, "tickets"), i, t)
+		assert_true(jbool(t, "pdf_stored"));
+	jobs = json_object_get(j, "jobs");
+	assert_true(json_is_array(jobs));
+	assert_int_equal(json_array_size(jobs), 3);
+	json_array_foreach(jobs, i, job) {
+		const char *kind = jstr(job, "kind");
+		entries = json_object_get(job, "entries");
+		if (!json_is_array(entries) || json_array_size(entries) != 1 ||
+		    strcmp(jstr(json_array_get(entries, 0), "state"), "done") != 0)
+			fail_msg("job %s (%s) should have one entry in state done", jstr(job, "job_id"),
+				 kind);
+		seen_render += strcmp(kind, "render_tickets") == 0;
+		seen_count += strcmp(kind, "update_sales_counter") == 0;
+		seen_send += strcmp(kind, "send_tickets") == 0;
+	}
+	assert_int_equal(seen_render, 1);
+	assert_int_equal(seen_count, 1);
+	assert_int_equal(seen_send, 1);
+	json_decref(j);
+	assert_int_equal(tu_countf(e->db_path, "SELECT orders * 1000 + seats_sold FROM sales_counters "
+				   "WHERE event_id = %lld", (long long)ev), 1003);
+
+	assert_int_equal(RUN("order", "show", id, "--db", e->db_path), 0);
+	assert_non_null(strstr(out, "email    sent"));
+	assert_null(strstr(out, "not stored yet"));
+
+	/* an unknown id */
+	assert_one_line_error(RUN("order", "show", "TZZZZZZZZZ", "--db", e->db_path),
+			      "order show of an unknown id");
+	assert_one_line_error(RUN("order", "show", "TZZZZZZZZZ", "--json", "--db", e->db_path),
+			      "order show --json of an unknown id");
+	assert_one_line_error(RUN("order", "show", "--db", e->db_path), "order show without an id");
+}
+
+/* ========================= scan and the key =============================== */
+
+static void test_scan_codes_from_the_pdf(void **state)
+{
+	struct tu_env *e = *state;
+	char id[16], codes[4][CODE_LEN + 1], bad[CODE_LEN + 1], keypath[400], wal[400], pdf[400];
+	char txt[400], hex[2 * 32 + 1];
+	unsigned char *key, *file, *text;
+	struct stat sb;
+	size_t key_len, file_len, text_len, i;
+	static const int flip_at[] = { 0, 7, 20, 31, 40, CODE_LEN - 1 };
+	int64_t ev;
+	int n, rc;
+
+	init_db(e);
+	ev = run_event_add(e, "Door Night", "20");
+	assert_int_equal(run_order_add(e, ev, "Jos\xc3\xa9 M\xc3\xbcller", "jose@example.com", "2", NULL,
+				   id), 0);
+	run_pipeline(e, id);
+
+	n = codes_from_pdf(e, id, codes, 4);
+	if (n != 2)
+		fail_msg("want 2 codes of %d base32 characters in the PDF, found %d", CODE_LEN, n);
+	assert_string_not_equal(codes[0], codes[1]);
+	/* the page shows the buyer's name as it was given */
+	snprintf(txt, sizeof txt, "%s/%s.txt", e->dir, id);
+	text = tu_slurp(txt, &text_len);
+	assert_non_null(strstr((char *)text, "Jos\xc3\xa9 M\xc3\xbcller"));
+	assert_non_null(strstr((char *)text, id));
+	free(text);
+
+	/* first scan admits, the second says when */
+	rc = RUN("scan", codes[0], "--db", e->db_path);
+	if (rc != 0 || strncmp(out, "admitted", 8) != 0)
+		fail_msg("first scan: rc=%d stdout='%s' stderr='%s'", rc, out, err);
+	assert_non_null(strstr(out, id));
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM tickets WHERE scanned_at IS NOT "
+				   "NULL"), 1);
+	rc = RUN("scan", codes[0], "--db", e->db_path);
+	if (rc != 3 || strncmp(out, "already scanned at", 18) != 0)
+		fail_msg("second scan: rc=%d stdout='%s' stderr='%s'", rc, out, err);
+	/* case is forgiven: still the same ticket */
+	strcpy(bad, codes[0]);
+	for (i = 0; bad[i]; i++)
+		if (bad[i] >= 'A' && bad[i] <= 'Z')
+			bad[i] = (char)(bad[i] - 'A' + 'a');
+	assert_int_equal(RUN("scan", bad, "--db", e->db_path), 3);
+
+	/* one character changed, anywhere (the last one carries padding bits) */
+	for (i = 0; i < sizeof flip_at / sizeof flip_at[0]; i++) {
+		int at = flip_at[i];
+		strcpy(bad, codes[1]);
+		bad[at] = base32_flip(bad[at]);
+		rc = RUN("scan", bad, "--db", e->db_path);
+		if (rc != 4 || strncmp(out, "invalid", 7) != 0)
+			fail_msg("code with character %d changed: rc=%d stdout='%s'", at, rc, out);
+	}
+	/* truncated, extended, garbage */
+	strcpy(bad, codes[1]);
+	bad[CODE_LEN - 1] = '\0';
+	rc = RUN("scan", bad, "--db", e->db_path);
+	if (rc != 4 || strncmp(out, "invalid", 7) != 0)
+		fail_msg("code without its last character: rc=%d stdout='%s'", rc, out);
+	bad[26] = '\0';
+	rc = RUN("scan", bad, "--db", e->db_path);
+	if (rc != 4 || strncmp(out, "invalid", 7) != 0)
+		fail_msg("half a code: rc=%d stdout='%s'", rc, out);
+	rc = RUN("scan", "hello", "--db", e->db_path);
+	if (rc != 4 || strncmp(out, "invalid", 7) != 0)
+		fail_msg("scan hello: rc=%d stdout='%s'", rc, out);
+	rc = RUN("scan", "", "--db", e->db_path);
+	if (rc != 4 || strncmp(out, "invalid", 7) != 0)
+		fail_msg("scan of an empty code: rc=%d stdout='%s'", rc, out);
+	/* none of those admitted anybody */
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM tickets WHERE scanned_at IS NOT "
+				   "NULL"), 1);
+
+	/* the other ticket is its own admission */
+	rc = RUN("scan", codes[1], "--db", e->db_path);
+	if (rc != 0 || strncmp(out, "admitted", 8) != 0)
+		fail_msg("scan of the second ticket: rc=%d stdout='%s' stderr='%s'", rc, out, err);
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM tickets WHERE scanned_at IS NOT "
+				   "NULL"), 2);
+
+	/* the key: beside the database, 32 bytes, mode 0600 ... */
+	snprintf(keypath, sizeof keypath, "%s/ticket.key", e->dir);
+	assert_int_equal(stat(keypath, &sb), 0);
+	assert_true(S_ISREG(sb.st_mode));
+	if ((sb.st_mode & 07777) != 0600)
+		fail_msg("ticket.key has mode %04o, want 0600", (unsigned)(sb.st_mode & 07777));
+	key = tu_slurp(keypath, &key_len);
+	assert_int_equal(key_len, 32);
+	for (i = 0; i < key_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", key[i]);
+	/* ... and in neither the database, its WAL nor the PDF, raw or in hex */
+	snprintf(wal, sizeof wal, "%s-wal", e->db_path);
+	snprintf(pdf, sizeof pdf, "%s/blobs/tickets/%s.pdf", e->dir, id);
+	{
+		const char *files[] = { e->db_path, wal, pdf };
+		for (i = 0; i < 3; i++) {
+			if (stat(files[i], &sb) != 0)
+				continue;
+			file = tu_slurp(files[i], &file_len);
+			if (memmem(file, file_len, key, key_len))
+				fail_msg("the ticket key's bytes are in %s", files[i]);
+			if (memmem(file, file_len, hex, 64))
+				fail_msg("the ticket key in hex is in %s", files[i]);
+			free(file);
+		}
+	}
+	free(key);
+}
+
+/* init makes the key once; a second init keeps it (codes stay valid). */
+static void test_init_makes_the_key_once(void **state)
+{
+	struct tu_env *e = *state;
+	char keypath[400];
+	unsigned char *k1, *k2;
+	size_t n1, n2;
+	struct stat sb;
+
+	snprintf(keypath, sizeof keypath, "%s/ticket.key", e->dir);
+	assert_int_not_equal(stat(keypath, &sb), 0);
+	init_db(e);
+	assert_int_equal(stat(keypath, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0600);
+	assert_int_equal(sb.st_size, 32);
+	k1 = tu_slurp(keypath, &n1);
+	init_db(e);
+	k2 = tu_slurp(keypath, &n2);
+	assert_int_equal(n1, n2);
+	assert_memory_equal(k1, k2, n1);
+	free(k1);
+	free(k2);
+}
+
+/* ========================= demo =========================================== */
+
+/* The value after a summary line's label, e.g. "orders           20". */
+static long long summary_value(const char *text, const char *label)
+{
+	const char *s = text;
+	size_t n = strlen(label);
+
+	while (s && *s) {
+		if (strncmp(s, label, n) == 0 && s[n] == ' ') {
+			long long v;
+			if (sscanf(s + n, " %lld", &v) == 1)
+				return v;
+		}
+		s = strchr(s, '\n');
+		if (s)
+			s++;
+	}
+	fail_msg("no '%s' line in the demo's summary:\n%s", label, text);
+	return -1;
+}
+
+static void test_demo_twenty_orders(void **state)
+{
+	struct tu_env *e = *state;
+	char bin[PATH_MAX], outp[400], errp[400], newdir[400];
+	char *text, *errtext;
+	size_t size;
+	int rc;
+
+	if (!realpath(tu_bin(), bin))
+		fail_msg("cannot resolve %s", tu_bin());
+	snprintf(outp, sizeof outp, "%s/demo.out", e->dir);
+	snprintf(errp, sizeof errp, "%s/demo.err", e->dir);
+	rc = spawn_wait((const char *const[]){ "/bin/sh", "-c",
+					       "cd \"$1\" && exec \"$2\" demo --orders 20", "sh",
+					       e->dir, bin, NULL }, outp, errp, 50000);
+	text = (char *)tu_slurp(outp, &size);
+	errtext = (char *)tu_slurp(errp, &size);
+	if (rc != 0)
+		fail_msg("demo --orders 20: exit %d\nstdout:\n%s\nstderr:\n%s", rc, text, errtext);
+	assert_int_equal(summary_value(text, "orders"), 20);
+	assert_int_equal(summary_value(text, "PDFs stored"), 20);
+	assert_int_equal(summary_value(text, "emails sent"), 20);
+	assert_int_equal(summary_value(text, "maildir messages"), 20);
+	assert_int_equal(summary_value(text, "sales counter"), 20);
+	assert_non_null(strstr(text, "sales counter    20 orders"));
+	assert_int_equal(summary_value(text, "dead jobs"), 0);
+
+	/* the files behind the summary */
+	snprintf(newdir, sizeof newdir, "%s/var/demo/maildir/new", e->dir);
+	assert_int_equal(count_files(newdir), 20);
+	snprintf(newdir, sizeof newdir, "%s/var/demo/blobs/tickets", e->dir);
+	assert_int_equal(count_files(newdir), 20);
+	snprintf(newdir, sizeof newdir, "%s/var/demo/stagedoor.db", e->dir);
+	assert_int_equal(tu_count(newdir, "SELECT count(*) FROM orders"), 20);
+	assert_int_equal(tu_count(newdir, "SELECT count(*) FROM email_sends WHERE sent_at IS NOT "
+				  "NULL"), 20);
+	free(text);
+	free(errtext);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_event_add_prints_id_and_refuses_bad_input,
+						tu_setup_real_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_order_add_writes_order_tickets_and_outbox,
+						tu_setup_real_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_order_idempotency_key, tu_setup_real_nodb,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_capacity_sold_out_and_seats_left,
+						tu_setup_real_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_capacity_holds_under_concurrent_orders,
+						tu_setup_real_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_order_bad_input_refused, tu_setup_real_nodb,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_errors_echo_input_on_one_line,
+						tu_setup_real_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_order_show_before_and_after_the_pipeline,
+						tu_setup_real_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_scan_codes_from_the_pdf, tu_setup_real_nodb,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_init_makes_the_key_once, tu_setup_real_nodb,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_demo_twenty_orders, tu_setup_real_nodb,
+						tu_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
