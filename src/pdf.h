@@ -34,7 +34,9 @@ struct pdf_order {
 };
 
 /*
- * pdf_render: the order's PDF.
+ * pdf_render: the order's PDF.  Every field must be valid UTF-8 of at most
+ * 1,024 bytes and each code at most 80 (one line at the smallest type);
+ * anything else is SD_INVALID, naming the field.
  * [out] *buf (free()) and *len: the file's bytes.
  */
 enum sd_result pdf_render(const struct pdf_order *o, unsigned char **buf, size_t *len);
