@@ -482,7 +482,7 @@ static enum sd_result pl_verify(struct db *db, const char *dir, struct tickets_e
 	struct db_stmt *st;
 	enum sd_result r;
 	int64_t v[7], missing = 0;
-	char path[PATH_MAX], key[BLOB_KEY_MAX];
+	char path[PATH_MAX], key[BLOB_KEY_MAX + 1];
 	int row = 0, i, n, msgs;
 
 	if (!(st = db_stmt(db, SQL_PL_SUMMARY)))
@@ -582,7 +582,7 @@ static enum sd_result pl_alone(struct db *db, const char *path, const char *dir,
 
 	for (i = 0; i < n; i++) {
 		struct pdf_ticket t[TICKETS_SEATS_MAX];
-		char codes[TICKETS_SEATS_MAX][CODE_TEXT_MAX], when[64], key[BLOB_KEY_MAX];
+		char codes[TICKETS_SEATS_MAX][CODE_TEXT_MAX], when[64], key[BLOB_KEY_MAX + 1];
 		struct mail_result mr;
 		struct pdf_order po;
 		unsigned char *pdf = NULL;

@@ -509,7 +509,7 @@ void tickets_pdf_key(const struct order_view *v, char *buf, size_t size)
 enum sd_result tickets_render_store(struct tickets_env *env, const struct order_view *v)
 {
 	struct pdf_ticket t[TICKETS_SEATS_MAX];
-	char codes[TICKETS_SEATS_MAX][CODE_TEXT_MAX], when[64], key[BLOB_KEY_MAX];
+	char codes[TICKETS_SEATS_MAX][CODE_TEXT_MAX], when[64], key[BLOB_KEY_MAX + 1];
 	struct pdf_order po;
 	unsigned char *pdf = NULL;
 	size_t len = 0;
@@ -540,7 +540,7 @@ enum sd_result tickets_render_store(struct tickets_env *env, const struct order_
 enum sd_result tickets_send_mail(struct tickets_env *env, const struct order_view *v,
 				 struct mail_result *res)
 {
-	char key[BLOB_KEY_MAX], idem[64], subject[TICKETS_TEXT_MAX + 32], when[64], fname[64];
+	char key[BLOB_KEY_MAX + 1], idem[64], subject[TICKETS_TEXT_MAX + 32], when[64], fname[64];
 	char *text = NULL;
 	unsigned char *pdf = NULL;
 	size_t len = 0;
@@ -612,7 +612,7 @@ enum job_outcome tickets_render(struct handler_ctx *ctx, const struct job *job,
 	struct order_view v;
 	struct db_stmt *st;
 	enum sd_result r;
-	char key[BLOB_KEY_MAX], payload[64];
+	char key[BLOB_KEY_MAX + 1], payload[64];
 	int64_t order_id;
 	int won = 0;
 
@@ -845,7 +845,7 @@ enum sd_result order_show(struct db *db, const char *public_id, int json, char *
 	struct show sh = { db, NULL, SD_OK };
 	json_t *o = NULL, *tickets;
 	enum sd_result r;
-	char when[64], key[BLOB_KEY_MAX];
+	char when[64], key[BLOB_KEY_MAX + 1];
 	int64_t order_id, created_at, stored;
 	int row = 0;
 
