@@ -39,7 +39,7 @@ static const char SQL_SENT[] =
 	"SELECT sent_at IS NOT NULL FROM email_sends WHERE order_id = ?1 AND kind = ?2";
 
 enum sd_result idem_effect_claim(struct db *db, int64_t subject_id, const char *kind,
-				 int64_t stale_ms, enum idem_claim *claim)
+				 int64_t stale_ms, enum idem_claim *claim, int64_t *claimed_at)
 {
 	int64_t now = clock_now_ms();
 	struct db_stmt *st;
@@ -61,6 +61,8 @@ enum sd_result idem_effect_claim(struct db *db, int64_t subject_id, const char *
 	db_reset(st);
 	if (row) {
 		*claim = IDEM_CLAIMED;
+		if (claimed_at)
+			*claimed_at = now;
 		goto out;
 	}
 	/* no row back: the effect is done, or someone holds a fresh claim */
@@ -82,19 +84,25 @@ out:
 	return r;
 }
 
+/* Both writes name the claim by its time: a run whose claim was taken
+ * over matches nothing. */
 static const char SQL_DONE[] =
 	"UPDATE email_sends SET sent_at = ?3, provider_message_id = ?4 "
-	"WHERE order_id = ?1 AND kind = ?2";
+	"WHERE order_id = ?1 AND kind = ?2 AND claimed_at = ?5 AND sent_at IS NULL";
+static const char SQL_RELEASE[] =
+	"UPDATE email_sends SET claimed_at = 0 "
+	"WHERE order_id = ?1 AND kind = ?2 AND claimed_at = ?5 AND sent_at IS NULL "
+	"AND ?3 = ?3 AND ?4 IS ?4";
 
-enum sd_result idem_effect_done(struct db *db, int64_t subject_id, const char *kind,
-				const char *provider_id)
+static enum sd_result claim_update(struct db *db, const char *sql, int64_t subject_id,
+				   const char *kind, int64_t claimed_at, const char *provider_id)
 {
 	struct db_stmt *st;
 	enum sd_result r;
 
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
-	if (!(st = db_stmt(db, SQL_DONE))) {
+	if (!(st = db_stmt(db, sql))) {
 		db_rollback(db);
 		return SD_DB;
 	}
@@ -102,11 +110,24 @@ enum sd_result idem_effect_done(struct db *db, int64_t subject_id, const char *k
 	db_bind_text(st, 2, kind);
 	db_bind_int(st, 3, clock_now_ms());
 	db_bind_text(st, 4, provider_id);
+	db_bind_int(st, 5, claimed_at);
 	if ((r = db_run(st)) != SD_OK) {
 		db_rollback(db);
 		return r;
 	}
 	return db_commit(db);
+}
+
+enum sd_result idem_effect_done(struct db *db, int64_t subject_id, const char *kind,
+				int64_t claimed_at, const char *provider_id)
+{
+	return claim_update(db, SQL_DONE, subject_id, kind, claimed_at, provider_id);
+}
+
+enum sd_result idem_effect_release(struct db *db, int64_t subject_id, const char *kind,
+				   int64_t claimed_at)
+{
+	return claim_update(db, SQL_RELEASE, subject_id, kind, claimed_at, NULL);
 }
 
 void idem_provider_key(char *buf, size_t size, const char *intent, int64_t subject_id)

@@ -41,14 +41,24 @@ enum idem_claim {
 /*
  * idem_effect_claim: claim the effect (subject_id, kind) in one statement:
  * insert the row, or take it over when it is not done and its claim is older
- * than stale_ms.  [out] *claim.
+ * than stale_ms.  [out] *claim; *claimed_at (may be NULL): this claim's
+ * time, which names it in idem_effect_done and idem_effect_release.
  */
 enum sd_result idem_effect_claim(struct db *db, int64_t subject_id, const char *kind,
-				 int64_t stale_ms, enum idem_claim *claim);
+				 int64_t stale_ms, enum idem_claim *claim, int64_t *claimed_at);
 
-/* idem_effect_done: record the effect as done, with the provider's id for it. */
+/*
+ * idem_effect_done: record the effect as done, with the provider's id for
+ * it, if this run's claim (claimed_at) still holds the row.  A run whose
+ * claim was taken over changes nothing: the owner records it.
+ */
 enum sd_result idem_effect_done(struct db *db, int64_t subject_id, const char *kind,
-				const char *provider_id);
+				int64_t claimed_at, const char *provider_id);
+
+/* idem_effect_release: give up this run's claim after a failed attempt, so
+ * the next attempt claims at once instead of waiting for it to go stale. */
+enum sd_result idem_effect_release(struct db *db, int64_t subject_id, const char *kind,
+				   int64_t claimed_at);
 
 /* Technique 3: "<intent>-<subject_id>", the same on every attempt. */
 void idem_provider_key(char *buf, size_t size, const char *intent, int64_t subject_id);

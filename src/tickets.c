@@ -664,7 +664,7 @@ enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
 	struct order_view v;
 	enum idem_claim claim;
 	enum sd_result r;
-	int64_t order_id;
+	int64_t order_id, claimed_at = 0;
 
 	if (job_order(job, res, &order_id) != JOB_DONE)
 		return JOB_FAIL_PERMANENT;
@@ -674,22 +674,29 @@ enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
 		return job_failf(res, r == SD_NOT_FOUND, "load order: %s", err_msg());
 	if (!v.pdf_stored)
 		return job_failf(res, 0, "order %s has no stored PDF yet", v.public_id);
-	if ((r = idem_effect_claim(db, order_id, "tickets", IDEM_STALE_MS, &claim)) != SD_OK)
+	if ((r = idem_effect_claim(db, order_id, "tickets", IDEM_STALE_MS, &claim,
+				   &claimed_at)) != SD_OK)
 		return db_failure(res, "claim");
 	if (claim == IDEM_DONE)
 		return JOB_DONE;
 	if (claim == IDEM_HELD) {
-		/* another run sends right now; by then it is sent or stale */
-		res->delay_ms = IDEM_STALE_MS;
+		/* another run sends right now; just past the stale limit it is
+		 * sent, or its claim is stale and ours to take */
+		res->delay_ms = IDEM_STALE_MS + 1;
 		return JOB_RETRY_LATER;
 	}
 	failpoint(FP_SEND_CLAIMED);
-	if ((r = tickets_send_mail(env, &v, &mr)) != SD_OK)
+	if ((r = tickets_send_mail(env, &v, &mr)) != SD_OK) {
+		/* the send may or may not have left; the retry follows the
+		 * backoff, not the 2-minute claim, and carries the same key */
+		enum sd_result rr = idem_effect_release(db, order_id, "tickets", claimed_at);
+		(void)rr;
 		return job_failf(res, r == SD_INVALID, "send: %s", err_msg());
+	}
 	failpoint(FP_SEND_SENT);
 	/* send, then mark: a crash between them makes a second send, which
 	 * the provider's key turns into the first one's answer */
-	if ((r = idem_effect_done(db, order_id, "tickets", mr.message_id)) != SD_OK)
+	if ((r = idem_effect_done(db, order_id, "tickets", claimed_at, mr.message_id)) != SD_OK)
 		return db_failure(res, "mark sent");
 	return JOB_DONE;
 }
