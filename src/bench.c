@@ -33,7 +33,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -48,6 +47,7 @@
 #include "clock.h"
 #include "db.h"
 #include "log.h"
+#include "pipeline.h"
 #include "queue.h"
 #include "worker.h"
 
@@ -72,29 +72,13 @@ struct bench_lat {
 	atomic_int_fast64_t n;		/* jobs seen (may pass cap on a redelivery) */
 };
 
-/* One worker thread: its options in, its result and stats out. */
+/* One worker thread (pipeline_loop) and the name it leases under. */
 struct bench_worker {
-	pthread_t th;
-	struct worker_opts o;
-	struct worker_stats st;
-	enum sd_result r;
-	atomic_int ended;		/* worker_run returned; r and st are final */
-	char err[512];			/* err_msg() of the worker's thread */
+	struct pipeline_loop l;		/* wo in; r, st, ended, err out */
 	char name[32];
 };
 
 /* ======================== workers in threads ============================= */
-
-static void *bench_worker_thread(void *arg)
-{
-	struct bench_worker *bw = arg;
-
-	bw->r = worker_run(&bw->o, &bw->st);
-	if (bw->r != SD_OK)
-		snprintf(bw->err, sizeof bw->err, "%s", err_msg());
-	atomic_store(&bw->ended, 1);
-	return NULL;
-}
 
 /* bench_workers_start: start n workers on path; o_tmpl gives every option but
  * the name.  Returns the number started (the rest failed to start). */
@@ -105,14 +89,11 @@ static int bench_workers_start(struct bench_worker *bw, int n, const struct work
 
 	for (i = 0; i < n; i++) {
 		memset(&bw[i], 0, sizeof bw[i]);
-		bw[i].o = *o_tmpl;
+		bw[i].l.wo = *o_tmpl;
 		snprintf(bw[i].name, sizeof bw[i].name, "bench-%s-%d", phase, i);
-		bw[i].o.name = bw[i].name;
-		atomic_init(&bw[i].ended, 0);
-		if (pthread_create(&bw[i].th, NULL, bench_worker_thread, &bw[i]) != 0) {
-			err_set(SD_IO, "cannot start a worker thread: %s", strerror(errno));
+		bw[i].l.wo.name = bw[i].name;
+		if (pipeline_loop_start(&bw[i].l) != SD_OK)
 			break;
-		}
 	}
 	return i;
 }
@@ -126,11 +107,11 @@ static enum sd_result bench_workers_join(struct bench_worker *bw, int n, int64_t
 
 	*done = 0;
 	for (i = 0; i < n; i++) {
-		pthread_join(bw[i].th, NULL);
-		*done += bw[i].st.done;
-		if (bw[i].r != SD_OK && r == SD_OK) {
-			r = bw[i].r;
-			err_set(r, "worker %s: %s", bw[i].name, bw[i].err);
+		pipeline_loop_join(&bw[i].l);
+		*done += bw[i].l.st.done;
+		if (bw[i].l.r != SD_OK && r == SD_OK) {
+			r = bw[i].l.r;
+			err_set(r, "worker %s: %s", bw[i].name, bw[i].l.err);
 		}
 	}
 	return r;
@@ -238,7 +219,7 @@ static enum sd_result bench_latency(struct db *db, const struct worker_opts *o_t
 		int ended = 0, w;
 
 		for (w = 0; w < started; w++)
-			ended += atomic_load(&bw[w].ended);
+			ended += atomic_load(&bw[w].l.ended);
 		if (ended > 0 || clock_mono_us() > deadline)
 			break;
 		sleep_until_us(clock_mono_us() + 1000);

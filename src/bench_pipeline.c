@@ -13,17 +13,19 @@
  *                 (1 to 3 seats, a client idempotency key): the money side;
  *   2. pipeline   the relay (outbox_relay_run) and one worker (worker_run,
  *                 C handler threads, default 1) in threads of this process,
- *                 as `demo` runs them, until every handler has finished its
- *                 jobs and one snapshot shows the stream and the outbox empty.
+ *                 through pipeline_run as `demo` runs them, until every
+ *                 handler has finished its jobs and one snapshot shows the
+ *                 stream and the outbox empty.
  *                 The worker's handler table wraps tickets_render,
  *                 tickets_send and tickets_count unchanged and times each run;
  *   3. verify     every order has its PDF, one maildir message each, the
  *                 sales counter equals the seats sold, nothing is dead:
  *                 otherwise the command fails and reports no figure;
  *   4. alone      on K orders (default min(N, 100)), each step timed by
- *                 itself: pdf_render (built as tickets_render_store builds
- *                 it), blob_put of those bytes into a scratch store, and
- *                 tickets_send_mail into a scratch maildir.
+ *                 itself: tickets_render_pdf (the rendering half of
+ *                 tickets_render_store: codes, pdf_render), blob_put of those
+ *                 bytes into a scratch store, and tickets_send_mail into a
+ *                 scratch maildir.
  *
  * The split of an order's time (ms per order), measured inside the run:
  *
@@ -77,12 +79,9 @@
 #include "args.h"
 #include "blob.h"
 #include "clock.h"
-#include "code.h"
 #include "db.h"
 #include "log.h"
-#include "notify.h"
-#include "outbox.h"
-#include "pdf.h"
+#include "pipeline.h"
 #include "queue.h"
 #include "tickets.h"
 #include "worker.h"
@@ -93,17 +92,6 @@
 #define PL_STALL_S 60			/* phase 2 fails after this long without progress */
 
 /* ======================== timing the handlers ============================ */
-
-/* The calling thread's CPU time: what a handler ran on a core, as against
- * waiting (fsync, a lock, the scheduler). */
-static int64_t thread_cpu_us(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-		return 0;
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 enum { PL_RENDER, PL_SEND, PL_COUNT, PL_KINDS };
 
@@ -126,6 +114,7 @@ static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;		/* signalled when every kind reached want */
 	int64_t last_progress_us;	/* under mu: the latest finished run */
+	int64_t settled_us;		/* every kind done (or stalled): polling began; 0 before */
 	/* With one handler thread, the time between one run's end and the next
 	 * run's start is the worker's turn (ack, claim, hand-off) or a wait for
 	 * the relay: the queue's time, seen job by job. */
@@ -139,7 +128,8 @@ static struct {
 static enum job_outcome pl_timed(int kind, handler_fn fn, struct handler_ctx *ctx,
 				 const struct job *job, struct job_result *res)
 {
-	int64_t c0 = thread_cpu_us(), t0 = clock_mono_us(), t1, dt, dc, done, prev, zero = 0;
+	int64_t c0 = pipeline_thread_cpu_us(), t0 = clock_mono_us();
+	int64_t t1, dt, dc, done, prev, zero = 0;
 	enum job_outcome o;
 	int i, all = 1;
 
@@ -154,7 +144,7 @@ static enum job_outcome pl_timed(int kind, handler_fn fn, struct handler_ctx *ct
 	o = fn(ctx, job, res);
 	t1 = clock_mono_us();
 	dt = t1 - t0;
-	dc = thread_cpu_us() - c0;
+	dc = pipeline_thread_cpu_us() - c0;
 	atomic_store(&pl.last_end_us, t1);
 	if (o == JOB_DONE) {
 		atomic_fetch_add(&pl.k[kind].done_us, dt);
@@ -243,40 +233,6 @@ static void pl_progress(const char *fmt, ...)
 
 /* ======================== phase 2: relay and worker ====================== */
 
-/* The relay or the worker, in a thread of its own. */
-struct pl_loop {
-	pthread_t th;
-	int is_relay;
-	const char *db_path;
-	struct worker_opts wo;
-	struct worker_stats st;
-	int64_t published;		/* relay: rows published */
-	int64_t cpu_us;			/* the thread's CPU time (the worker's loop only) */
-	enum sd_result r;
-	atomic_int ended;
-	char err[512];
-};
-
-static void *pl_loop_thread(void *arg)
-{
-	struct pl_loop *l = arg;
-	int64_t c0 = thread_cpu_us();
-
-	if (l->is_relay)
-		l->r = outbox_relay_run(l->db_path, OUTBOX_BATCH_DEFAULT, 0, &l->published);
-	else
-		l->r = worker_run(&l->wo, &l->st);
-	l->cpu_us = thread_cpu_us() - c0;
-	if (l->r != SD_OK)
-		snprintf(l->err, sizeof l->err, "%s", err_msg());
-	atomic_store(&l->ended, 1);
-	/* wake the main thread: a loop that ends early ends the phase */
-	pthread_mutex_lock(&pl.mu);
-	pthread_cond_signal(&pl.cv);
-	pthread_mutex_unlock(&pl.mu);
-	return NULL;
-}
-
 static int pl_all_done(void)
 {
 	int i;
@@ -287,32 +243,65 @@ static int pl_all_done(void)
 	return 1;
 }
 
-/* Stream and outbox empty in one snapshot: the relay moves rows from one to
- * the other in a transaction, so together they never miss a job. */
-static enum sd_result pl_drained(struct db *db, int *drained)
-{
-	int64_t pending = 1, unpublished = 1;
-	enum sd_result r;
-
-	*drained = 0;
-	if ((r = db_begin(db)) != SD_OK)
-		return r;
-	if ((r = queue_pending(db, &pending)) != SD_OK ||
-	    (r = outbox_unpublished(db, &unpublished)) != SD_OK) {
-		db_rollback(db);
-		return r;
-	}
-	if ((r = db_commit(db)) != SD_OK)
-		return r;
-	*drained = pending == 0 && unpublished == 0;
-	return SD_OK;
-}
-
 static void sleep_us(int64_t us)
 {
 	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
 
 	nanosleep(&ts, NULL);
+}
+
+/*
+ * pl_wait (pipeline_opts.wait): first wait, without touching the database,
+ * until every kind finished N jobs (the wrappers signal) or nothing finished
+ * for PL_STALL_S; the last acks are a flush away by then.  From then on take
+ * a snapshot at once, then one every poll_ms.  Waits in slices of 1 s so that
+ * pipeline_run sees a loop that ended early.
+ */
+static int pl_wait(void *arg, int64_t poll_ms)
+{
+	int ready;
+
+	(void)arg;
+	if (pl.settled_us) {
+		sleep_us(poll_ms * 1000);
+		return 1;
+	}
+	pthread_mutex_lock(&pl.mu);
+	ready = pl_all_done() || clock_mono_us() - pl.last_progress_us > PL_STALL_S * 1000000LL;
+	if (!ready) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(&pl.cv, &pl.mu, &until);
+		ready = pl_all_done();
+	}
+	pthread_mutex_unlock(&pl.mu);
+	if (ready)
+		pl.settled_us = clock_mono_us();
+	return ready;
+}
+
+/* pl_check (pipeline_opts.progress): after each snapshot; a stall, before or
+ * after every kind was done, ends the phase as "did not drain". */
+static enum sd_result pl_check(void *arg, const struct pipeline_counts *c)
+{
+	char seen[200];
+	size_t n = 0;
+	int i;
+
+	(void)arg;
+	if (pl_all_done()) {
+		if (c->pending == 0 && c->unpublished == 0)
+			return SD_OK;
+		if (clock_mono_us() - pl.settled_us <= PL_STALL_S * 1000000LL)
+			return SD_OK;
+	}
+	for (i = 0; i < PL_KINDS; i++)
+		n += (size_t)snprintf(seen + n, sizeof seen - n, "%s%s %lld", i ? ", " : "",
+				      pl_kind_name[i], (long long)atomic_load(&pl.k[i].done));
+	return err_set(SD_TIMEOUT, "the pipeline did not drain (finished jobs: %s of %lld each)",
+		       seen, (long long)pl.want);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -346,105 +335,45 @@ static void pl_gaps(int64_t t0, int64_t end, struct pl_result *res)
 }
 
 /*
- * pl_pipeline: phase 2.  Wait (without touching the database) until every
- * kind finished N jobs, then poll every millisecond for the drained snapshot
- * that ends the phase; the last acks are a flush away by then.
+ * pl_pipeline: phase 2, pipeline_run with the timed handler table: pl_wait
+ * keeps off the database until every kind finished N jobs, then polls every
+ * millisecond for the drained snapshot that ends the phase.
  */
 static enum sd_result pl_pipeline(struct db *db, const char *path, struct tickets_env *env,
 				  int concurrency, struct pl_result *res)
 {
-	struct pl_loop relay, worker;
-	enum sd_result r = SD_OK;
-	int64_t t0, now = 0;
-	int drained = 0, started = 0;
+	struct pipeline_opts po;
+	struct pipeline_stats ps;
+	enum sd_result r;
 
-	memset(&relay, 0, sizeof relay);
-	memset(&worker, 0, sizeof worker);
-	relay.is_relay = 1;
-	relay.db_path = path;
-	atomic_init(&relay.ended, 0);
-	atomic_init(&worker.ended, 0);
-	worker.db_path = path;
-	worker.wo.db_path = path;
-	worker.wo.name = "bench-pipeline";
-	worker.wo.concurrency = concurrency;
-	worker.wo.handlers = pl_handlers;
-	worker.wo.app = env;
+	memset(&po, 0, sizeof po);
+	po.worker.db_path = path;
+	po.worker.name = "bench-pipeline";
+	po.worker.concurrency = concurrency;
+	po.worker.handlers = pl_handlers;
+	po.worker.app = env;
+	po.poll_ms = 1;
+	po.wait = pl_wait;
+	po.progress = pl_check;
 	pl.want = res->orders;
 	/* room for every run and a few reruns */
 	pl.gap_cap = 3 * res->orders + 1000;
 	if (!(pl.gap_us = calloc((size_t)pl.gap_cap, sizeof *pl.gap_us)))
 		return err_set(SD_NOMEM, "out of memory");
-	notify_stop_reset();
+	pl.settled_us = 0;
+	pl.last_progress_us = clock_mono_us();
 
-	t0 = clock_mono_us();
-	pl.last_progress_us = t0;
-	if (pthread_create(&relay.th, NULL, pl_loop_thread, &relay) != 0) {
-		r = err_set(SD_IO, "cannot start the relay's thread: %s", strerror(errno));
-		goto out;
-	}
-	started = 1;
-	if (pthread_create(&worker.th, NULL, pl_loop_thread, &worker) != 0) {
-		r = err_set(SD_IO, "cannot start the worker's thread: %s", strerror(errno));
-		goto out;
-	}
-	started = 2;
-
-	pthread_mutex_lock(&pl.mu);
-	while (!pl_all_done() && !atomic_load(&relay.ended) && !atomic_load(&worker.ended)) {
-		struct timespec until;
-
-		if (clock_mono_us() - pl.last_progress_us > PL_STALL_S * 1000000LL)
-			break;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 1;
-		pthread_cond_timedwait(&pl.cv, &pl.mu, &until);
-	}
-	pthread_mutex_unlock(&pl.mu);
-	now = clock_mono_us();
-	while (pl_all_done() && !atomic_load(&relay.ended) && !atomic_load(&worker.ended)) {
-		if ((r = pl_drained(db, &drained)) != SD_OK || drained)
-			break;
-		if (clock_mono_us() - now > PL_STALL_S * 1000000LL)
-			break;
-		sleep_us(1000);
-	}
-	now = clock_mono_us();
-	res->pipeline_s = (double)(now - t0) / 1e6;
-	if (r == SD_OK && !drained) {
-		int i;
-		char seen[200];
-		size_t n = 0;
-
-		for (i = 0; i < PL_KINDS; i++)
-			n += (size_t)snprintf(seen + n, sizeof seen - n, "%s%s %lld", i ? ", " : "",
-					      pl_kind_name[i], (long long)atomic_load(&pl.k[i].done));
-		r = err_set(SD_TIMEOUT, "the pipeline did not drain (finished jobs: %s of %lld each)",
-			    seen, (long long)res->orders);
-	}
-out:
-	notify_request_stop();
-	if (started >= 1)
-		pthread_join(relay.th, NULL);
-	if (started >= 2)
-		pthread_join(worker.th, NULL);
-	notify_stop_reset();
-	/* a loop's own failure explains more than "did not drain" */
-	if (started >= 1 && relay.r != SD_OK)
-		r = err_set(relay.r, "relay: %s", relay.err);
-	else if (started >= 2 && worker.r != SD_OK)
-		r = err_set(worker.r, "worker: %s", worker.err);
+	r = pipeline_run(db, &po, &ps);
 	if (r == SD_OK) {
-		res->relay_published = relay.published;
-		pl_gaps(t0, now, res);
+		res->pipeline_s = (double)(ps.drained_us - ps.start_us) / 1e6;
+		res->relay_published = ps.published;
+		res->relay_cpu_ms = (double)ps.relay_cpu_us / 1000.0 / (double)res->orders;
+		res->loop_cpu_ms = (double)ps.worker_cpu_us / 1000.0 / (double)res->orders;
+		pl_gaps(ps.start_us, ps.drained_us, res);
 	}
 	free(pl.gap_us);
 	pl.gap_us = NULL;
-	if (r != SD_OK)
-		return r;
-	res->relay_cpu_ms = (double)relay.cpu_us / 1000.0 / (double)res->orders;
-	res->loop_cpu_ms = (double)worker.cpu_us / 1000.0 / (double)res->orders;
-	return SD_OK;
+	return r;
 }
 
 /* ======================== phase 3: verify ================================ */
@@ -538,7 +467,7 @@ static enum sd_result pl_verify(struct db *db, const char *dir, struct tickets_e
 
 /*
  * pl_alone: render, store and mail k orders, each step timed by itself:
- * pdf_render built as tickets_render_store builds it; blob_put of
+ * tickets_render_pdf, as tickets_render_store renders; blob_put of
  * those bytes under the same key in a scratch store on the same file system;
  * tickets_send_mail through a second env whose maildir is a scratch one (its
  * PDFs come from the real store).
@@ -581,32 +510,16 @@ static enum sd_result pl_alone(struct db *db, const char *path, const char *dir,
 		goto out;
 
 	for (i = 0; i < n; i++) {
-		struct pdf_ticket t[TICKETS_SEATS_MAX];
-		char codes[TICKETS_SEATS_MAX][CODE_TEXT_MAX], when[64], key[BLOB_KEY_MAX + 1];
+		char key[BLOB_KEY_MAX + 1];
 		struct mail_result mr;
-		struct pdf_order po;
 		unsigned char *pdf = NULL;
 		size_t len = 0;
 		int64_t t0;
-		int j;
 
 		if ((r = tickets_load_order(db, ids[i], v)) != SD_OK)
 			goto out;
 		t0 = clock_mono_us();
-		for (j = 0; j < v->n_tickets; j++) {
-			code_make(env->key, v->tickets[j].id, v->event_id, codes[j]);
-			t[j].seat_label = v->tickets[j].seat_label;
-			t[j].code = codes[j];
-		}
-		tickets_time_format(v->starts_at, when, sizeof when);
-		po.event_name = v->event_name;
-		po.venue = v->venue;
-		po.starts_at = when;
-		po.buyer_name = v->buyer_name;
-		po.order_id = v->public_id;
-		po.tickets = t;
-		po.n_tickets = v->n_tickets;
-		if ((r = pdf_render(&po, &pdf, &len)) != SD_OK)
+		if ((r = tickets_render_pdf(env, v, &pdf, &len)) != SD_OK)
 			goto out;
 		t_render += clock_mono_us() - t0;
 

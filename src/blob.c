@@ -3,7 +3,8 @@
  *
  * A put is: check the key, create the key's subfolders, write
  * "<target folder>/.tmp-<random>", fsync it, rename it over the key, fsync
- * the target folder.  Invariants:
+ * the target folder (fsio_mkdirs and fsio_put do the file work).
+ * Invariants:
  *  - every key passes blob_key_valid before any file operation, so no key
  *    reaches outside the store's folder;
  *  - a reader sees a whole old file or a whole new one: files appear only by
@@ -19,14 +20,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsio.h"
 #include "log.h"
 
 #define BLOB_TMP_PREFIX ".tmp-"
@@ -35,94 +35,11 @@ struct blob_store {
 	char *dir;	/* the store's folder, without a trailing '/' */
 };
 
-/* ======================== small file helpers ============================= */
-
-static enum sd_result blob_sync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0)
-		return err_set(SD_IO, "cannot open folder %s: %s", dir, strerror(errno));
-	if (fsync(fd) != 0) {
-		int e = errno;
-		close(fd);
-		return err_set(SD_IO, "cannot sync folder %s: %s", dir, strerror(e));
-	}
-	close(fd);
-	return SD_OK;
-}
-
-/* mkdir path (mode 0750); [out] *made is 1 when it was created here. */
-static enum sd_result blob_mkdir(const char *path, int *made)
-{
-	struct stat st;
-
-	*made = 0;
-	if (mkdir(path, 0750) == 0) {
-		*made = 1;
-		return SD_OK;
-	}
-	if (errno != EEXIST)
-		return err_set(SD_IO, "cannot create folder %s: %s", path, strerror(errno));
-	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-		return err_set(SD_IO, "%s exists and is not a folder", path);
-	return SD_OK;
-}
-
-/*
- * mkdir -p for the folders in path[from..], each new one synced into its
- * parent.  path is a scratch copy: its '/' are cut and put back.
- */
-static enum sd_result blob_mkdirs(char *path, size_t from)
-{
-	enum sd_result r;
-	char *p;
-	int made;
-
-	for (p = path + from; *p; p++) {
-		if (*p != '/' || p == path)
-			continue;
-		*p = '\0';
-		r = blob_mkdir(path, &made);
-		if (r == SD_OK && made) {
-			char *up = strrchr(path, '/');
-
-			if (up && up != path) {
-				*up = '\0';
-				r = blob_sync_dir(path);
-				*up = '/';
-			} else {
-				r = blob_sync_dir(up ? "/" : ".");
-			}
-		}
-		*p = '/';
-		if (r != SD_OK)
-			return r;
-	}
-	return SD_OK;
-}
-
-static enum sd_result blob_write_all(int fd, const unsigned char *p, size_t n, const char *path)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return err_set(SD_IO, "cannot write %s: %s", path, strerror(errno));
-		p += w;
-		n -= (size_t)w;
-	}
-	return SD_OK;
-}
-
 /* ======================== the store ===================================== */
 
 enum sd_result blob_open(const char *dir, struct blob_store **out)
 {
 	struct blob_store *s = NULL;
-	char buf[PATH_MAX];
 	size_t len;
 	enum sd_result r;
 
@@ -133,17 +50,14 @@ enum sd_result blob_open(const char *dir, struct blob_store **out)
 	while (len > 1 && dir[len - 1] == '/')
 		len--;
 	/* room for "<dir>/<longest key>" and a temp name beside it */
-	if (len + 1 + BLOB_KEY_MAX + 32 >= sizeof buf)
+	if (len + 1 + BLOB_KEY_MAX + 32 >= PATH_MAX)
 		return err_set(SD_INVALID, "file store folder path too long: %s", dir);
 	s = calloc(1, sizeof *s);
 	if (!s || !(s->dir = strndup(dir, len))) {
 		r = err_set(SD_NOMEM, "out of memory opening the file store");
 		goto out;
 	}
-	/* mkdir -p for the store's folder itself: the trailing '/' makes
-	 * blob_mkdirs create the last part too */
-	snprintf(buf, sizeof buf, "%s/", s->dir);
-	if ((r = blob_mkdirs(buf, 0)) != SD_OK)
+	if ((r = fsio_mkdirs(s->dir, 0)) != SD_OK)
 		goto out;
 	*out = s;
 	s = NULL;
@@ -218,58 +132,23 @@ enum sd_result blob_path(struct blob_store *s, const char *key, char *buf, size_
 
 enum sd_result blob_put(struct blob_store *s, const char *key, const void *data, size_t len)
 {
-	char path[PATH_MAX], tmp[PATH_MAX], *slash;
-	uint64_t rnd;
+	char path[PATH_MAX], head[PATH_MAX], *slash;
 	enum sd_result r;
-	int fd = -1, tmp_made = 0, tries;
 
 	if ((r = blob_path(s, key, path, sizeof path)) != SD_OK)
 		return r;
 	if (len > 0 && !data)
 		return err_set(SD_INVALID, "no data for file key '%.64s'", key);
-	if ((r = blob_mkdirs(path, strlen(s->dir) + 1)) != SD_OK)
-		return r;
+	/* the key's folder; the store's own folder exists since blob_open */
 	slash = strrchr(path, '/');
-	for (tries = 0; tries < 8; tries++) {
-		if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-			rnd = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&rnd ^ (uint64_t)tries;
-		snprintf(tmp, sizeof tmp, "%.*s/" BLOB_TMP_PREFIX "%016llx", (int)(slash - path),
-			 path, (unsigned long long)rnd);
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-		if (fd >= 0 || errno != EEXIST)
-			break;
-	}
-	if (fd < 0) {
-		r = err_set(SD_IO, "cannot create temp file %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	tmp_made = 1;
-	if ((r = blob_write_all(fd, data, len, tmp)) != SD_OK)
-		goto out;
-	if (fsync(fd) != 0) {
-		r = err_set(SD_IO, "cannot sync %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	if (close(fd) != 0) {
-		fd = -1;
-		r = err_set(SD_IO, "cannot close %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path) != 0) {
-		r = err_set(SD_IO, "cannot put %s in place: %s", path, strerror(errno));
-		goto out;
-	}
-	tmp_made = 0;
 	*slash = '\0';
-	r = blob_sync_dir(path);
+	r = fsio_mkdirs(path, strlen(s->dir) + 1);
 	*slash = '/';
-out:
-	if (fd >= 0)
-		close(fd);
-	if (tmp_made)
-		unlink(tmp);
-	return r;
+	if (r != SD_OK)
+		return r;
+	/* the temp file beside the key, under the prefix no key may use */
+	snprintf(head, sizeof head, "%.*s/" BLOB_TMP_PREFIX, (int)(slash - path), path);
+	return fsio_put(path, data, len, head, "", 0640, FSIO_RENAME, NULL);
 }
 
 enum sd_result blob_get(struct blob_store *s, const char *key, unsigned char **data,
@@ -278,7 +157,7 @@ enum sd_result blob_get(struct blob_store *s, const char *key, unsigned char **d
 	char path[PATH_MAX];
 	unsigned char *buf = NULL;
 	struct stat st;
-	size_t size, got = 0;
+	size_t size;
 	enum sd_result r;
 	int fd;
 
@@ -308,18 +187,8 @@ enum sd_result blob_get(struct blob_store *s, const char *key, unsigned char **d
 		r = err_set(SD_NOMEM, "out of memory reading %s (%zu bytes)", path, size);
 		goto out;
 	}
-	while (got < size) {
-		ssize_t n = read(fd, buf + got, size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			r = err_set(SD_IO, "cannot read %s: %s", path,
-				    n < 0 ? strerror(errno) : "file is shorter than its size");
-			goto out;
-		}
-		got += (size_t)n;
-	}
+	if ((r = fsio_read_all(fd, buf, size, path)) != SD_OK)
+		goto out;
 	*data = buf;
 	*len = size;
 	buf = NULL;

@@ -7,7 +7,6 @@
 
 #include <dirent.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +17,7 @@
 #include "clock.h"
 #include "db.h"
 #include "log.h"
-#include "notify.h"
-#include "outbox.h"
+#include "pipeline.h"
 #include "queue.h"
 #include "tickets.h"
 #include "worker.h"
@@ -207,27 +205,6 @@ int cli_scan(int argc, char **argv)
 #define DEMO_DIR "./var/demo"
 #define DEMO_DB DEMO_DIR "/stagedoor.db"
 
-struct demo_loop {
-	pthread_t th;
-	struct worker_opts wo;
-	enum sd_result r;
-	int is_relay;
-	char err[512];
-};
-
-static void *demo_thread(void *arg)
-{
-	struct demo_loop *l = arg;
-
-	if (l->is_relay)
-		l->r = outbox_relay_run(DEMO_DB, OUTBOX_BATCH_DEFAULT, 0, NULL);
-	else
-		l->r = worker_run(&l->wo, NULL);
-	if (l->r != SD_OK)
-		snprintf(l->err, sizeof l->err, "%s", err_msg());
-	return NULL;
-}
-
 static int64_t demo_count(struct db *db, const char *kind, const char *state)
 {
 	struct queue_counts *rows, total;
@@ -243,6 +220,31 @@ static int64_t demo_count(struct db *db, const char *kind, const char *state)
 	}
 	free(rows);
 	return v;
+}
+
+/* What demo_progress needs to print a line. */
+struct demo_progress {
+	struct db *db;
+	int64_t orders;
+	int tty;
+};
+
+/* Every snapshot: how far the pipeline is, on one line that rewrites itself
+ * (a terminal only). */
+static enum sd_result demo_progress(void *arg, const struct pipeline_counts *c)
+{
+	struct demo_progress *p = arg;
+	int64_t rendered, sent, counted;
+
+	(void)c;
+	if (!p->tty)
+		return SD_OK;
+	rendered = demo_count(p->db, "render_tickets", "done");
+	sent = demo_count(p->db, "send_tickets", "done");
+	counted = demo_count(p->db, "update_sales_counter", "done");
+	fprintf(stderr, "\rdemo: rendered %lld, emailed %lld, counted %lld of %lld orders   ",
+		(long long)rendered, (long long)sent, (long long)counted, (long long)p->orders);
+	return SD_OK;
 }
 
 static int count_files(const char *dir)
@@ -273,14 +275,14 @@ int cli_demo(int argc, char **argv)
 {
 	static const char *names[] = { "José Müller", "Zoë Martin", "Ana Lima", "Björn Ek",
 				       "Chloé Dubois", "Sam Okafor", "Mia Chen", "Łucja Nowak" };
-	int64_t orders = 200, event_id = 0, t0, i, pending = 1, unpublished = 1, sold = 0;
-	int64_t counted = 0;
+	int64_t orders = 200, event_id = 0, t0, i, sold = 0;
 	struct arg_opt opts[] = {
 		{ "orders", ARG_INT, &orders, 1, 10000, 0 },
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
 	char *pos[ARGS_MAX_POS], id[ORDER_ID_MAX], email[64], key[32], first[ORDER_ID_MAX] = "";
-	struct demo_loop relay, worker;
+	struct demo_progress prog;
+	struct pipeline_opts po;
 	struct tickets_env *env = NULL;
 	struct event_new ev;
 	struct db *db = NULL;
@@ -328,51 +330,21 @@ int cli_demo(int argc, char **argv)
 		(long long)orders, (long long)sold, (double)(clock_mono_us() - t0) / 1e6);
 
 	/* the relay and a worker, in this process, until the stream drains */
-	memset(&relay, 0, sizeof relay);
-	memset(&worker, 0, sizeof worker);
-	relay.is_relay = 1;
-	worker.wo.db_path = DEMO_DB;
-	worker.wo.name = "demo-worker";
-	worker.wo.concurrency = 4;
-	worker.wo.handlers = tickets_handlers;
-	worker.wo.app = env;
-	notify_stop_reset();
+	memset(&po, 0, sizeof po);
+	po.worker.db_path = DEMO_DB;
+	po.worker.name = "demo-worker";
+	po.worker.concurrency = 4;
+	po.worker.handlers = tickets_handlers;
+	po.worker.app = env;
+	po.poll_ms = 200;
+	po.progress = demo_progress;
+	prog.db = db;
+	prog.orders = orders;
+	prog.tty = tty;
+	po.arg = &prog;
 	t0 = clock_mono_us();
-	if (pthread_create(&relay.th, NULL, demo_thread, &relay) != 0 ||
-	    pthread_create(&worker.th, NULL, demo_thread, &worker) != 0) {
-		r = err_set(SD_IO, "cannot start the demo's threads");
-		goto fail;
-	}
-	while (pending > 0 || unpublished > 0) {
-		int64_t rendered, sent;
-		struct timespec ts = { 0, 200 * 1000000L };
-
-		nanosleep(&ts, NULL);
-		/* one snapshot for both counts: the relay moves rows from one to
-		 * the other in a transaction, so together they never miss a job */
-		if (db_begin(db) != SD_OK)
-			break;
-		if (queue_pending(db, &pending) != SD_OK ||
-		    outbox_unpublished(db, &unpublished) != SD_OK) {
-			db_rollback(db);
-			break;
-		}
-		db_commit(db);
-		rendered = demo_count(db, "render_tickets", "done");
-		sent = demo_count(db, "send_tickets", "done");
-		counted = demo_count(db, "update_sales_counter", "done");
-		if (tty)
-			fprintf(stderr, "\rdemo: rendered %lld, emailed %lld, counted %lld of %lld "
-				"orders   ", (long long)rendered, (long long)sent, (long long)counted,
-				(long long)orders);
-		if (relay.r != SD_OK || worker.r != SD_OK)
-			break;
-	}
-	notify_request_stop();
-	pthread_join(relay.th, NULL);
-	pthread_join(worker.th, NULL);
-	if (relay.r != SD_OK || worker.r != SD_OK) {
-		r = err_set(SD_IO, "demo loop failed: %s", relay.r != SD_OK ? relay.err : worker.err);
+	if ((r = pipeline_run(db, &po, NULL)) != SD_OK) {
+		r = err_set(SD_IO, "demo loop failed: %s", err_msg());
 		goto fail;
 	}
 	fprintf(stderr, "%sdemo: the stream drained in %.2f s%s\n", tty ? "\r" : "",

@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +36,8 @@
 #include <mbedtls/entropy.h>
 #include <mbedtls/md.h>
 #include <mbedtls/platform_util.h>
+
+#include "fsio.h"
 
 #define CODE_ID_BYTES 16	/* ticket_id || event_id */
 #define CODE_MAC_BYTES 16	/* truncated HMAC-SHA256 */
@@ -227,33 +228,6 @@ enum sd_result code_key_path(const char *db_path, char *buf, size_t size)
 	return SD_OK;
 }
 
-/* fsync the folder that holds path, so a new name in it survives a power cut. */
-static enum sd_result code_sync_dir_of(const char *path)
-{
-	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	int fd;
-
-	if (!slash)
-		strcpy(dir, ".");
-	else if (slash == path)
-		strcpy(dir, "/");
-	else if ((size_t)(slash - path) < sizeof dir)
-		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-	else
-		return err_set(SD_INVALID, "path too long: %s", path);
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return err_set(SD_IO, "cannot open folder %s: %s", dir, strerror(errno));
-	if (fsync(fd) != 0) {
-		int e = errno;
-		close(fd);
-		return err_set(SD_IO, "cannot sync folder %s: %s", dir, strerror(e));
-	}
-	close(fd);
-	return SD_OK;
-}
-
 /* 32 fresh bytes from CTR_DRBG seeded by the platform's entropy sources. */
 static enum sd_result code_key_generate(unsigned char key[CODE_KEY_LEN])
 {
@@ -280,29 +254,13 @@ out:
 	return r;
 }
 
-static enum sd_result code_write_all(int fd, const unsigned char *p, size_t n, const char *path)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return err_set(SD_IO, "cannot write %s: %s", path, strerror(errno));
-		p += w;
-		n -= (size_t)w;
-	}
-	return SD_OK;
-}
-
 enum sd_result code_key_ensure(const char *path, int *created)
 {
 	unsigned char key[CODE_KEY_LEN];
-	char tmp[PATH_MAX];
-	uint32_t tag = 0;
+	char head[PATH_MAX];
 	struct stat st;
 	enum sd_result r;
-	int fd = -1, tmp_made = 0, n;
+	int n;
 
 	if (created)
 		*created = 0;
@@ -313,51 +271,18 @@ enum sd_result code_key_ensure(const char *path, int *created)
 
 	if ((r = code_key_generate(key)) != SD_OK)
 		goto out;
-	if (getrandom(&tag, sizeof tag, 0) != (ssize_t)sizeof tag)
-		tag = (uint32_t)getpid();
-	n = snprintf(tmp, sizeof tmp, "%s.tmp-%ld-%08x", path, (long)getpid(), tag);
-	if (n < 0 || (size_t)n >= sizeof tmp) {
+	n = snprintf(head, sizeof head, "%s.tmp-%ld-", path, (long)getpid());
+	if (n < 0 || (size_t)n >= sizeof head) {
 		r = err_set(SD_INVALID, "key file path too long: %s", path);
 		goto out;
 	}
-	/* O_EXCL with 0600: the key is never readable by others, not even for
-	 * the moment between creating and a chmod */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		r = err_set(SD_IO, "cannot create key file %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	tmp_made = 1;
-	if ((r = code_write_all(fd, key, sizeof key, tmp)) != SD_OK)
-		goto out;
-	if (fsync(fd) != 0) {
-		r = err_set(SD_IO, "cannot sync key file %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	if (close(fd) != 0) {
-		fd = -1;
-		r = err_set(SD_IO, "cannot close key file %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	fd = -1;
-	/* link, not rename: when two processes race, the first key stays and
-	 * the second process quietly uses it */
-	if (link(tmp, path) != 0) {
-		if (errno != EEXIST) {
-			r = err_set(SD_IO, "cannot put key file in place at %s: %s", path,
-				    strerror(errno));
-			goto out;
-		}
-	} else if (created) {
-		*created = 1;
-	}
-	r = code_sync_dir_of(path);
+	/* mode 0600 from creation: the key is never readable by others, not
+	 * even for the moment between creating and a chmod.  Link, not rename:
+	 * when two processes race, the first key stays and the second process
+	 * quietly uses it (created stays 0). */
+	r = fsio_put(path, key, sizeof key, head, "", 0600, FSIO_LINK, created);
 out:
 	mbedtls_platform_zeroize(key, sizeof key);
-	if (fd >= 0)
-		close(fd);
-	if (tmp_made)
-		unlink(tmp);
 	return r;
 }
 
@@ -365,7 +290,6 @@ enum sd_result code_key_load(const char *path, unsigned char key[CODE_KEY_LEN])
 {
 	struct stat st;
 	enum sd_result r = SD_OK;
-	size_t got = 0;
 	int fd;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -393,18 +317,7 @@ enum sd_result code_key_load(const char *path, unsigned char key[CODE_KEY_LEN])
 			    (long long)st.st_size, CODE_KEY_LEN);
 		goto out;
 	}
-	while (got < CODE_KEY_LEN) {
-		ssize_t n = read(fd, key + got, CODE_KEY_LEN - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			r = err_set(SD_IO, "cannot read key file %s: %s", path,
-				    n < 0 ? strerror(errno) : "file is short");
-			goto out;
-		}
-		got += (size_t)n;
-	}
+	r = fsio_read_all(fd, key, CODE_KEY_LEN, path);
 out:
 	if (r != SD_OK)
 		mbedtls_platform_zeroize(key, CODE_KEY_LEN);

@@ -26,7 +26,8 @@ enum sd_result code_key_path(const char *db_path, char *buf, size_t size);
 
 /*
  * code_key_ensure: create the key file with a fresh random key when it is
- * missing (atomically: temp file, fsync, rename); leave an existing one as it
+ * missing (atomically: temp file, fsync, link() into place, so two processes
+ * racing keep one key); leave an existing one as it
  * is.  [out] *created (may be NULL) is 1 when a key was made.
  */
 enum sd_result code_key_ensure(const char *path, int *created);

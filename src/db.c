@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fsio.h"
 #include "notify.h"
 
 #define DB_STMT_CACHE 64
@@ -87,17 +88,7 @@ static enum sd_result db_make_parent(const char *path)
 	if (!p || p == buf)
 		return SD_OK;
 	*p = '\0';
-	for (p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0750) != 0 && errno != EEXIST)
-			return err_set(SD_IO, "cannot create directory %s: %s", buf, strerror(errno));
-		*p = '/';
-	}
-	if (mkdir(buf, 0750) != 0 && errno != EEXIST)
-		return err_set(SD_IO, "cannot create directory %s: %s", buf, strerror(errno));
-	return SD_OK;
+	return fsio_mkdirs(buf, 0);
 }
 
 static enum sd_result db_migrate(struct db *db)

@@ -20,8 +20,11 @@
  *     write tmp/<unique>, fsync
  *     link tmp/<unique> new/<key>.eml
  *        EEXIST                      -> duplicate: another sender won
- *     unlink tmp/<unique>; fsync new/
+ *     unlink tmp/<unique>; fsync new/ (the loser too: the winner's name
+ *        may not be synced yet)
  *     write .idem/<key> (temp in tmp/, fsync, rename, fsync .idem/)
+ *
+ * fsio_put does each "temp file, fsync, link or rename, fsync" step.
  *
  * link(2) never replaces a name, so of any number of threads or processes
  * sending one key at once exactly one makes new/<key>.eml; the others see
@@ -40,12 +43,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
+#include "fsio.h"
 #include "log.h"
 
 #define MAIL_ID_DOMAIN "@stagedoor.invalid"
@@ -575,43 +577,6 @@ enum sd_result mail_format(const struct mail_message *msg, int64_t date_ms, char
 
 /* ======================== the maildir transport ========================= */
 
-static enum sd_result mail_sync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0)
-		return err_set(SD_IO, "cannot open folder %s: %s", dir, strerror(errno));
-	if (fsync(fd) != 0) {
-		int e = errno;
-		close(fd);
-		return err_set(SD_IO, "cannot sync folder %s: %s", dir, strerror(e));
-	}
-	close(fd);
-	return SD_OK;
-}
-
-/* mkdir -p path, mode 0750. */
-static enum sd_result mail_mkdirs(const char *path)
-{
-	char buf[PATH_MAX];
-	char *p;
-	struct stat st;
-
-	if (snprintf(buf, sizeof buf, "%s/", path) >= (int)sizeof buf)
-		return err_set(SD_INVALID, "maildir path too long: %s", path);
-	for (p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0750) != 0 && errno != EEXIST)
-			return err_set(SD_IO, "cannot create folder %s: %s", buf, strerror(errno));
-		*p = '/';
-	}
-	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-		return err_set(SD_IO, "%s is not a folder", path);
-	return SD_OK;
-}
-
 enum sd_result mail_open(const char *url, struct mailer **out)
 {
 	static const char *subs[] = { "tmp", "new", "cur", ".idem" };
@@ -641,14 +606,16 @@ enum sd_result mail_open(const char *url, struct mailer **out)
 		r = err_set(SD_NOMEM, "out of memory opening the maildir");
 		goto out;
 	}
-	if ((r = mail_mkdirs(path)) != SD_OK)
+	if ((r = fsio_mkdirs(path, 0)) != SD_OK)
 		goto out;
 	for (i = 0; i < sizeof subs / sizeof subs[0]; i++) {
 		snprintf(sub, sizeof sub, "%s/%s", path, subs[i]);
-		if ((r = mail_mkdirs(sub)) != SD_OK)
+		if ((r = fsio_mkdirs(sub, strlen(path) + 1)) != SD_OK)
 			goto out;
 	}
-	if ((r = mail_sync_dir(path)) != SD_OK)
+	/* also when nothing was made here: an open that crashed may have made
+	 * a subfolder without syncing it */
+	if ((r = fsio_sync_dir(path)) != SD_OK)
 		goto out;
 	*out = m;
 	m = NULL;
@@ -665,62 +632,15 @@ void mail_close(struct mailer *m)
 	free(m);
 }
 
-/* Create "<dir>/tmp/<unique>" with O_EXCL.  [out] path, *fd. */
-static enum sd_result mail_tmp_create(struct mailer *m, const char *tag, char *path, size_t size,
-				      int *fd)
+/*
+ * The head of a temp file's path in tmp/, in the maildir habit: time, then
+ * something unique to this delivery ("<dir>/tmp/<s>.P<pid>R"; fsio_put adds
+ * random digits and the tail).  [out] head holds size bytes.
+ */
+static void mail_tmp_head(struct mailer *m, char *head, size_t size)
 {
-	uint64_t rnd;
-	int tries;
-
-	for (tries = 0; tries < 8; tries++) {
-		if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-			rnd = (uint64_t)clock_mono_us() ^ ((uint64_t)(uintptr_t)&rnd << 16) ^
-			      (uint64_t)tries;
-		/* the maildir habit: time, then something unique to this
-		 * delivery */
-		snprintf(path, size, "%s/tmp/%lld.P%ldR%016llx.%s", m->dir,
-			 (long long)(clock_now_ms() / 1000), (long)getpid(),
-			 (unsigned long long)rnd, tag);
-		*fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (*fd >= 0)
-			return SD_OK;
-		if (errno != EEXIST)
-			break;
-	}
-	return err_set(SD_IO, "cannot create %s: %s", path, strerror(errno));
-}
-
-/* Write all of data to a new temp file, fsync and close it.  [out] path. */
-static enum sd_result mail_tmp_write(struct mailer *m, const char *tag, const char *data,
-				     size_t len, char *path, size_t size)
-{
-	enum sd_result r;
-	int fd;
-
-	if ((r = mail_tmp_create(m, tag, path, size, &fd)) != SD_OK)
-		return r;
-	while (len > 0) {
-		ssize_t w = write(fd, data, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			r = err_set(SD_IO, "cannot write %s: %s", path, strerror(errno));
-			goto out;
-		}
-		data += w;
-		len -= (size_t)w;
-	}
-	if (fsync(fd) != 0) {
-		r = err_set(SD_IO, "cannot sync %s: %s", path, strerror(errno));
-		goto out;
-	}
-out:
-	if (close(fd) != 0 && r == SD_OK)
-		r = err_set(SD_IO, "cannot close %s: %s", path, strerror(errno));
-	if (r != SD_OK)
-		unlink(path);
-	return r;
+	snprintf(head, size, "%s/tmp/%lld.P%ldR", m->dir, (long long)(clock_now_ms() / 1000),
+		 (long)getpid());
 }
 
 /* The key names files in new/ and .idem/: no '/', and not "." or "..". */
@@ -771,29 +691,21 @@ static enum sd_result mail_idem_read(const char *path, char *id, size_t size)
 /* Write .idem/<key> holding id: temp in tmp/, rename, sync .idem/. */
 static enum sd_result mail_idem_write(struct mailer *m, const char *path, const char *id)
 {
-	char tmp[PATH_MAX], line[MAIL_ID_MAX + 2], dir[PATH_MAX];
-	enum sd_result r;
+	char head[PATH_MAX], line[MAIL_ID_MAX + 2];
 	int n = snprintf(line, sizeof line, "%s\n", id);
 
-	if ((r = mail_tmp_write(m, "idem", line, (size_t)n, tmp, sizeof tmp)) != SD_OK)
-		return r;
-	if (rename(tmp, path) != 0) {
-		r = err_set(SD_IO, "cannot record %s: %s", path, strerror(errno));
-		unlink(tmp);
-		return r;
-	}
-	snprintf(dir, sizeof dir, "%s/.idem", m->dir);
-	return mail_sync_dir(dir);
+	mail_tmp_head(m, head, sizeof head);
+	return fsio_put(path, line, (size_t)n, head, ".idem", 0600, FSIO_RENAME, NULL);
 }
 
 enum sd_result mail_send(struct mailer *m, const struct mail_message *msg,
 			 struct mail_result *res)
 {
-	char idem[PATH_MAX], tmp[PATH_MAX], dst[PATH_MAX], dir[PATH_MAX];
+	char idem[PATH_MAX], head[PATH_MAX], dst[PATH_MAX];
 	char *text = NULL;
 	size_t len;
 	enum sd_result r;
-	int tmp_made = 0;
+	int placed = 0;
 
 	memset(res, 0, sizeof *res);
 	if (!m || !msg)
@@ -820,30 +732,15 @@ enum sd_result mail_send(struct mailer *m, const struct mail_message *msg,
 	if (r != SD_NOT_FOUND)
 		goto out;
 
-	if ((r = mail_tmp_write(m, "eml", text, len, tmp, sizeof tmp)) != SD_OK)
+	mail_tmp_head(m, head, sizeof head);
+	if ((r = fsio_put(dst, text, len, head, ".eml", 0600, FSIO_LINK, &placed)) != SD_OK)
 		goto out;
-	tmp_made = 1;
-	if (link(tmp, dst) != 0) {
-		if (errno != EEXIST) {
-			r = err_set(SD_IO, "cannot deliver %s: %s", dst, strerror(errno));
-			goto out;
-		}
-		/* another thread or process delivered this key first */
-		res->duplicate = 1;
-	}
-	unlink(tmp);
-	tmp_made = 0;
-	if (!res->duplicate) {
-		snprintf(dir, sizeof dir, "%s/new", m->dir);
-		if ((r = mail_sync_dir(dir)) != SD_OK)
-			goto out;
-	}
+	/* not placed: another thread or process delivered this key first */
+	res->duplicate = !placed;
 	/* the loser writes the record too: it heals a winner that crashed
 	 * between its link and its record */
 	r = mail_idem_write(m, idem, res->message_id);
 out:
-	if (tmp_made)
-		unlink(tmp);
 	free(text);
 	return r;
 }

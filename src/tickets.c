@@ -506,14 +506,12 @@ void tickets_pdf_key(const struct order_view *v, char *buf, size_t size)
 	snprintf(buf, size, "tickets/%s.pdf", v->public_id);
 }
 
-enum sd_result tickets_render_store(struct tickets_env *env, const struct order_view *v)
+enum sd_result tickets_render_pdf(const struct tickets_env *env, const struct order_view *v,
+				  unsigned char **pdf, size_t *len)
 {
 	struct pdf_ticket t[TICKETS_SEATS_MAX];
-	char codes[TICKETS_SEATS_MAX][CODE_TEXT_MAX], when[64], key[BLOB_KEY_MAX + 1];
+	char codes[TICKETS_SEATS_MAX][CODE_TEXT_MAX], when[64];
 	struct pdf_order po;
-	unsigned char *pdf = NULL;
-	size_t len = 0;
-	enum sd_result r;
 	int i;
 
 	for (i = 0; i < v->n_tickets; i++) {
@@ -529,7 +527,17 @@ enum sd_result tickets_render_store(struct tickets_env *env, const struct order_
 	po.order_id = v->public_id;
 	po.tickets = t;
 	po.n_tickets = v->n_tickets;
-	if ((r = pdf_render(&po, &pdf, &len)) != SD_OK)
+	return pdf_render(&po, pdf, len);
+}
+
+enum sd_result tickets_render_store(struct tickets_env *env, const struct order_view *v)
+{
+	char key[BLOB_KEY_MAX + 1];
+	unsigned char *pdf = NULL;
+	size_t len = 0;
+	enum sd_result r;
+
+	if ((r = tickets_render_pdf(env, v, &pdf, &len)) != SD_OK)
 		return r;
 	tickets_pdf_key(v, key, sizeof key);
 	r = blob_put(env->blobs, key, pdf, len);

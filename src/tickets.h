@@ -142,8 +142,13 @@ enum sd_result tickets_load_order(struct db *db, int64_t order_id, struct order_
 /* tickets_pdf_key: "tickets/<public id>.pdf", the order's fixed key. */
 void tickets_pdf_key(const struct order_view *v, char *buf, size_t size);
 
-/* tickets_render_store: render the PDF and store it under its fixed key
- * (no transaction open). */
+/* tickets_render_pdf: the order's PDF with its signed ticket codes, rendered
+ * only (no file, no database).  [out] *pdf (free()) and *len: the bytes. */
+enum sd_result tickets_render_pdf(const struct tickets_env *env, const struct order_view *v,
+				  unsigned char **pdf, size_t *len);
+
+/* tickets_render_store: tickets_render_pdf, then store the bytes under the
+ * order's fixed key (no transaction open). */
 enum sd_result tickets_render_store(struct tickets_env *env, const struct order_view *v);
 
 /* tickets_send_mail: the ticket email with the stored PDF attached, sent with
