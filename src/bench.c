@@ -255,10 +255,8 @@ stop:
 
 /* ======================== the run ======================================== */
 
-static void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 /* One progress line on stderr: stdout stays one report (or one JSON object). */
-static void bench_progress(const char *fmt, ...)
+void bench_progress(const char *fmt, ...)
 {
 	va_list ap;
 

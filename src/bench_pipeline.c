@@ -217,19 +217,6 @@ struct pl_result {
 	long peak_rss_kb;
 };
 
-static void pl_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* One progress line on stderr: stdout stays one report (or one JSON object). */
-static void pl_progress(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("bench: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
 
 /* ======================== phase 2: relay and worker ====================== */
 
@@ -562,16 +549,12 @@ out:
 static enum sd_result pl_run(const char *dir, const char *path, int64_t orders, int concurrency,
 			     int64_t alone, struct pl_result *res)
 {
-	static const char *const names[] = { "José Müller", "Zoë Martin", "Ana Lima", "Björn Ek",
-					      "Chloé Dubois", "Sam Okafor", "Mia Chen", "Hanna Berg" };
 	struct tickets_env *env = NULL;
-	struct event_new ev;
 	struct db *db = NULL;
 	struct rusage ru;
 	enum sd_result r;
-	int64_t event_id = 0, i, t0;
-	char id[ORDER_ID_MAX], email[64], key[48];
-	int replayed, k;
+	int64_t event_id = 0, t0;
+	int k;
 
 	memset(res, 0, sizeof *res);
 	res->orders = orders;
@@ -581,34 +564,19 @@ static enum sd_result pl_run(const char *dir, const char *path, int64_t orders, 
 	    (r = tickets_files_init(path)) != SD_OK ||
 	    (r = tickets_env_open(path, NULL, NULL, &env)) != SD_OK)
 		goto out;
-	ev.name = "Stagedoor Bench Night";
-	ev.venue = "Théâtre du Parc";
-	ev.starts_at = (clock_now_ms() / 86400000 + 30) * 86400000 + 20 * 3600000;
-	ev.capacity = orders * 3;
-	if ((r = event_add(db, &ev, &event_id)) != SD_OK)
+	if ((r = pipeline_sample_event(db, "Stagedoor Bench Night", orders, &event_id)) != SD_OK)
 		goto out;
 
 	/* 1. intake: one FULL transaction per order */
-	pl_progress("intake: %lld orders, one FULL transaction each", (long long)orders);
+	bench_progress("intake: %lld orders, one FULL transaction each", (long long)orders);
 	t0 = clock_mono_us();
-	for (i = 0; i < orders; i++) {
-		struct order_new o;
-
-		snprintf(email, sizeof email, "buyer%lld@example.com", (long long)i + 1);
-		snprintf(key, sizeof key, "bench-%lld", (long long)i + 1);
-		o.event_id = event_id;
-		o.name = names[i % 8];
-		o.email = email;
-		o.seats = 1 + i % 3;
-		o.idempotency_key = key;
-		if ((r = order_add(db, &o, id, &replayed)) != SD_OK)
-			goto out;
-		res->seats += o.seats;
-	}
+	if ((r = pipeline_sample_orders(db, event_id, orders, "bench", &res->seats, NULL, NULL,
+					NULL)) != SD_OK)
+		goto out;
 	res->intake_s = (double)(clock_mono_us() - t0) / 1e6;
 
 	/* 2. relay and worker until the stream and the outbox drain */
-	pl_progress("pipeline: relay and one worker with %d handler thread%s, maildir transport",
+	bench_progress("pipeline: relay and one worker with %d handler thread%s, maildir transport",
 		    concurrency, concurrency == 1 ? "" : "s");
 	if ((r = pl_pipeline(db, path, env, concurrency, res)) != SD_OK)
 		goto out;
@@ -623,7 +591,7 @@ static enum sd_result pl_run(const char *dir, const char *path, int64_t orders, 
 	}
 
 	/* 3. the work is all there, once */
-	pl_progress("verify: PDFs, maildir messages, sales counter");
+	bench_progress("verify: PDFs, maildir messages, sales counter");
 	if ((r = pl_verify(db, dir, env, event_id, res)) != SD_OK)
 		goto out;
 
@@ -631,7 +599,7 @@ static enum sd_result pl_run(const char *dir, const char *path, int64_t orders, 
 	if (alone > orders)
 		alone = orders;
 	if (alone > 0) {
-		pl_progress("alone: render, store and mail %lld orders, each step by itself",
+		bench_progress("alone: render, store and mail %lld orders, each step by itself",
 			    (long long)alone);
 		if ((r = pl_alone(db, path, dir, env, alone, res)) != SD_OK)
 			goto out;
@@ -806,7 +774,7 @@ int bench_pipeline_cmd(int argc, char **argv)
 	r = pl_run(dir, path, orders, (int)concurrency, alone, &res);
 	log_set_level(level);
 	if (keep)
-		pl_progress("kept %s", dir);
+		bench_progress("kept %s", dir);
 	else
 		nftw(dir, pl_rm, 16, FTW_DEPTH | FTW_PHYS);	/* our mkdtemp folder only */
 	if (r != SD_OK)

@@ -35,6 +35,9 @@ int cli_relay(int argc, char **argv);
 int cli_jobs(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 
+/* bench_progress: one "bench: ..." progress line on stderr. */
+void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* bench_pipeline_cmd: `bench pipeline`, given the words after "pipeline". */
 int bench_pipeline_cmd(int argc, char **argv);
 int cli_event(int argc, char **argv);

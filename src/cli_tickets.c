@@ -271,23 +271,27 @@ static void rm_rf(const char *path)
 		fprintf(stderr, "stagedoor: could not clear %s\n", path);
 }
 
+static void demo_placed(int64_t done, int64_t n, void *arg)
+{
+	(void)arg;
+	if (done % 10 == 0 || done == n)
+		fprintf(stderr, "\rdemo: placed %lld/%lld orders", (long long)done, (long long)n);
+}
+
 int cli_demo(int argc, char **argv)
 {
-	static const char *names[] = { "José Müller", "Zoë Martin", "Ana Lima", "Björn Ek",
-				       "Chloé Dubois", "Sam Okafor", "Mia Chen", "Łucja Nowak" };
-	int64_t orders = 200, event_id = 0, t0, i, sold = 0;
+	int64_t orders = 200, event_id = 0, t0, sold = 0;
 	struct arg_opt opts[] = {
 		{ "orders", ARG_INT, &orders, 1, 10000, 0 },
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
-	char *pos[ARGS_MAX_POS], id[ORDER_ID_MAX], email[64], key[32], first[ORDER_ID_MAX] = "";
+	char *pos[ARGS_MAX_POS], first[ORDER_ID_MAX] = "";
 	struct demo_progress prog;
 	struct pipeline_opts po;
 	struct tickets_env *env = NULL;
-	struct event_new ev;
 	struct db *db = NULL;
 	enum sd_result r;
-	int npos, rc, replayed, tty = isatty(2);
+	int npos, rc, tty = isatty(2);
 
 	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "demo [--orders N]")) != 0)
 		return rc;
@@ -298,34 +302,13 @@ int cli_demo(int argc, char **argv)
 	    (r = tickets_env_open(DEMO_DB, NULL, NULL, &env)) != SD_OK)
 		goto fail;
 	fprintf(stderr, "demo: database %s\n", DEMO_DB);
-	ev.name = "Stagedoor Demo Night";
-	ev.venue = "Théâtre du Parc";
-	ev.starts_at = (clock_now_ms() / 86400000 + 30) * 86400000 + 20 * 3600000;
-	ev.capacity = orders * 3;
-	if ((r = event_add(db, &ev, &event_id)) != SD_OK)
+	if ((r = pipeline_sample_event(db, "Stagedoor Demo Night", orders, &event_id)) != SD_OK)
 		goto fail;
-
 	/* the box office: one FULL-durability transaction per order */
 	t0 = clock_mono_us();
-	for (i = 0; i < orders; i++) {
-		struct order_new o;
-
-		snprintf(email, sizeof email, "buyer%lld@example.com", (long long)i + 1);
-		snprintf(key, sizeof key, "demo-%lld", (long long)i + 1);
-		o.event_id = event_id;
-		o.name = names[i % 8];
-		o.email = email;
-		o.seats = 1 + i % 3;
-		o.idempotency_key = key;
-		if ((r = order_add(db, &o, id, &replayed)) != SD_OK)
-			goto fail;
-		sold += o.seats;
-		if (!first[0])
-			snprintf(first, sizeof first, "%s", id);
-		if (tty && (i % 10 == 9 || i + 1 == orders))
-			fprintf(stderr, "\rdemo: placed %lld/%lld orders", (long long)i + 1,
-				(long long)orders);
-	}
+	if ((r = pipeline_sample_orders(db, event_id, orders, "demo", &sold, first,
+					tty ? demo_placed : NULL, NULL)) != SD_OK)
+		goto fail;
 	fprintf(stderr, "%sdemo: placed %lld orders (%lld seats) in %.2f s\n", tty ? "\r" : "",
 		(long long)orders, (long long)sold, (double)(clock_mono_us() - t0) / 1e6);
 

@@ -23,6 +23,7 @@
 #include "notify.h"
 #include "outbox.h"
 #include "queue.h"
+#include "tickets.h"
 
 /* ======================== one loop in a thread =========================== */
 
@@ -172,4 +173,52 @@ out:
 		st->drained_us = drained_us;
 	}
 	return r;
+}
+
+/* ======================== sample sales =================================== */
+
+enum sd_result pipeline_sample_event(struct db *db, const char *name, int64_t orders,
+				     int64_t *event_id)
+{
+	struct event_new ev;
+
+	ev.name = name;
+	ev.venue = "Théâtre du Parc";
+	ev.starts_at = (clock_now_ms() / 86400000 + 30) * 86400000 + 20 * 3600000;
+	ev.capacity = orders * 3;
+	return event_add(db, &ev, event_id);
+}
+
+enum sd_result pipeline_sample_orders(struct db *db, int64_t event_id, int64_t n,
+				      const char *prefix, int64_t *seats, char *first_id,
+				      void (*progress)(int64_t done, int64_t n, void *arg),
+				      void *arg)
+{
+	static const char *const names[] = { "José Müller", "Zoë Martin", "Ana Lima", "Björn Ek",
+					      "Chloé Dubois", "Sam Okafor", "Mia Chen", "Hanna Berg" };
+	char id[ORDER_ID_MAX], email[64], key[64];
+	enum sd_result r;
+	int64_t i;
+	int replayed;
+
+	*seats = 0;
+	for (i = 0; i < n; i++) {
+		struct order_new o;
+
+		snprintf(email, sizeof email, "buyer%lld@example.com", (long long)i + 1);
+		snprintf(key, sizeof key, "%s-%lld", prefix, (long long)i + 1);
+		o.event_id = event_id;
+		o.name = names[i % 8];
+		o.email = email;
+		o.seats = 1 + i % 3;
+		o.idempotency_key = key;
+		if ((r = order_add(db, &o, id, &replayed)) != SD_OK)
+			return r;
+		*seats += o.seats;
+		if (i == 0 && first_id)
+			snprintf(first_id, ORDER_ID_MAX, "%s", id);
+		if (progress)
+			progress(i + 1, n, arg);
+	}
+	return SD_OK;
 }

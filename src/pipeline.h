@@ -99,4 +99,25 @@ struct pipeline_stats {
 enum sd_result pipeline_run(struct db *db, const struct pipeline_opts *o,
 			    struct pipeline_stats *st);
 
+/* ---- sample sales for the demo and the benchmark ---------------------- */
+
+/*
+ * pipeline_sample_event: an event named name, 30 days ahead at 20:00 UTC,
+ * with room for 3 seats an order.  [out] *event_id.
+ */
+enum sd_result pipeline_sample_event(struct db *db, const char *name, int64_t orders,
+				     int64_t *event_id);
+
+/*
+ * pipeline_sample_orders: n orders of 1 to 3 seats, buyers with Latin-1
+ * names, idempotency keys "<prefix>-<i>", one transaction each through
+ * order_add (give it a FULL connection).  progress (may be NULL) is called
+ * after each order.  [out] *seats sold; first_id (may be NULL, ORDER_ID_MAX
+ * bytes) the first order's public id.
+ */
+enum sd_result pipeline_sample_orders(struct db *db, int64_t event_id, int64_t n,
+				      const char *prefix, int64_t *seats, char *first_id,
+				      void (*progress)(int64_t done, int64_t n, void *arg),
+				      void *arg);
+
 #endif
