@@ -861,8 +861,11 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 		w->wake_at_fin = batch - n_pending;
 		if (w->wake_at_fin < 1)
 			w->wake_at_fin = 1;
-		if (busy > 0 && w->avg_run_us < WORKER_SPIN_JOB_US) {
-			/* short jobs running: their results are microseconds away */
+		if (busy > 0 && w->avg_run_us < WORKER_SPIN_JOB_US &&
+		    clock_mono_us() - w->progress_us < 2 * WORKER_SPIN_US) {
+			/* short jobs running, one just started: its result is
+			 * microseconds away.  A long job among short ones stops
+			 * the spinning after one round: the loop then sleeps. */
 			int want = w->wake_at_fin;
 			int64_t until = clock_mono_us() + WORKER_SPIN_US;
 

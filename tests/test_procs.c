@@ -543,6 +543,36 @@ static void test_relay_and_worker_publish_and_run_at_once(void **state)
 	assert_int_equal(tu_reap(w, 5000, "worker after SIGTERM"), 0);
 }
 
+/*
+ * A worker that ran many short jobs, then runs a long one, must not spin
+ * through it: the short-job spin is bounded to one round after a job starts.
+ */
+static void test_long_job_after_short_ones_does_not_spin(void **state)
+{
+	struct tu_env *e = *state;
+	char log[400];
+	long long c0, c1, hz = sysconf(_SC_CLK_TCK);
+	pid_t w;
+	int i;
+
+	snprintf(log, sizeof log, "%s/spin.log", e->dir);
+	for (i = 0; i < 200; i++)
+		put(e, "noop", "{}", NULL);
+	put(e, "sleep", "{\"ms\":2500}", "long-one");
+	w = tu_spawn(ARGV("worker", "--concurrency", "1", "--drain", "--db", e->db_path), log);
+	await_count(e, 1, 5000,
+		    "SELECT count(*) FROM stream WHERE job_id = 'long-one' AND lease_token IS NOT NULL");
+	tu_sleep_ms(300);		/* past any spin round */
+	c0 = cpu_ticks(w);
+	tu_sleep_ms(1500);
+	c1 = cpu_ticks(w);
+	print_message("    during a long job: %lld ticks (%.1f%% of a core) over 1500 ms\n",
+		      c1 - c0, 100.0 * (double)(c1 - c0) / (1.5 * (double)hz));
+	assert_true((double)(c1 - c0) < 0.10 * 1.5 * (double)hz);
+	assert_int_equal(tu_reap(w, 10000, "worker --drain"), 0);
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM done_jobs"), 201);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -558,6 +588,8 @@ int main(void)
 						tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_sigterm_lets_running_job_finish, tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_sigterm_past_grace_releases_job, tu_setup_real, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_long_job_after_short_ones_does_not_spin,
+						tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_idle_worker_wakes_at_once_without_busy_waiting,
 						tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_relay_and_worker_publish_and_run_at_once, tu_setup_real,
