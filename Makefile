@@ -80,7 +80,7 @@ build/san/tests/testutil.o: tests/testutil.c tests/testutil.h src/*.h
 	$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -Itests -c -o $@ $<
 
 # The suite, once per build; each integration test runs that build's binary.
-check-rel: bin/stagedoor $(addprefix build/rel/tests/,$(TESTS))
+check-rel: bin/stagedoor build/sqlbench $(addprefix build/rel/tests/,$(TESTS))
 	@sh tools/run_tests.sh rel $(CURDIR)/bin/stagedoor $(addprefix build/rel/tests/,$(TESTS))
 check-san: build/san/stagedoor $(addprefix build/san/tests/,$(TESTS))
 	@sh tools/run_tests.sh san $(CURDIR)/build/san/stagedoor $(addprefix build/san/tests/,$(TESTS))
@@ -89,7 +89,7 @@ test: deps
 	@$(MAKE) --no-print-directory check-rel
 	@$(MAKE) --no-print-directory check-san
 
-build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/notify.o build/rel/result.o build/rel/clock.o
+build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o
 	$(CC) $(ALL_CFLAGS) -Isrc -o $@ $^ $(LDLIBS)
 
 bench: deps bin/stagedoor build/sqlbench
