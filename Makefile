@@ -9,12 +9,13 @@
 #   make clean
 
 CC      ?= cc
-PKGS    := sqlite3 jansson libqrencode
+PKGS    := sqlite3 jansson libqrencode libcurl
 TPKGS   := cmocka
 # libharu and mbedTLS ship no pkg-config file in Debian 12: plain -l flags
 XLIBS   := -lhpdf -lmbedcrypto
 DEBS    := gcc make pkg-config libsqlite3-dev libjansson-dev libcmocka-dev \
-           libhpdf-dev libqrencode-dev libmbedtls-dev qpdf poppler-utils
+           libhpdf-dev libqrencode-dev libmbedtls-dev libcurl4-openssl-dev \
+           qpdf poppler-utils
 
 WARN    := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
 CFLAGS  ?= -O2 -g
@@ -80,9 +81,9 @@ build/san/tests/testutil.o: tests/testutil.c tests/testutil.h src/*.h
 	$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -Itests -c -o $@ $<
 
 # The suite, once per build; each integration test runs that build's binary.
-check-rel: bin/stagedoor build/sqlbench $(addprefix build/rel/tests/,$(TESTS))
+check-rel: bin/stagedoor build/sqlbench build/mailsink $(addprefix build/rel/tests/,$(TESTS))
 	@sh tools/run_tests.sh rel $(CURDIR)/bin/stagedoor $(addprefix build/rel/tests/,$(TESTS))
-check-san: build/san/stagedoor $(addprefix build/san/tests/,$(TESTS))
+check-san: build/san/stagedoor build/mailsink $(addprefix build/san/tests/,$(TESTS))
 	@sh tools/run_tests.sh san $(CURDIR)/build/san/stagedoor $(addprefix build/san/tests/,$(TESTS))
 
 test: deps
@@ -91,6 +92,11 @@ test: deps
 
 build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o
 	$(CC) $(ALL_CFLAGS) -Isrc -o $@ $^ $(LDLIBS)
+
+# The local HTTPS mail provider the mail tests run against (tools/mailsink).
+build/mailsink: $(wildcard tools/mailsink/*.c) src/*.h $(REL_OBJS)
+	$(CC) $(ALL_CFLAGS) -Isrc -o $@ $(wildcard tools/mailsink/*.c) $(REL_OBJS) \
+		-lmbedtls -lmbedx509 -lmbedcrypto $(LDLIBS)
 
 bench: deps bin/stagedoor build/sqlbench
 	@sh tools/bench/run.sh $(CURDIR)/bin/stagedoor $(CURDIR)/build/sqlbench
