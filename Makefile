@@ -15,7 +15,7 @@ TPKGS   := cmocka
 XLIBS   := -lhpdf -lmbedcrypto
 DEBS    := gcc make pkg-config libsqlite3-dev libjansson-dev libcmocka-dev \
            libhpdf-dev libqrencode-dev libmbedtls-dev libcurl4-openssl-dev \
-           qpdf poppler-utils
+           qpdf poppler-utils python3-aiosmtpd openssl
 
 WARN    := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
 CFLAGS  ?= -O2 -g

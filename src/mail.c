@@ -12,6 +12,15 @@
  *    the MIME boundary come from the idempotency key, and the boundary is
  *    checked against the text (base64 cannot hold it: it contains '_').
  *
+ * For SMTP the text part travels quoted-printable (mail_format_for): every
+ * line then stays ASCII and at most 76 characters, within SMTP's 998 and
+ * without needing the server's 8BITMIME; the maildir keeps 8bit text.
+ * The boundary stays safe: it starts with '=', which quoted-printable
+ * always writes as "=3D".
+ *
+ * The SMTP transports live in mail_curl.c, the one file that uses libcurl;
+ * mail_open and mail_send dispatch to it by the URL's scheme.
+ *
  * The maildir transport ("maildir:PATH") keeps the folders tmp/, new/, cur/
  * and .idem/.  A send:
  *
@@ -49,6 +58,7 @@
 #include "clock.h"
 #include "fsio.h"
 #include "log.h"
+#include "mail_curl.h"
 
 #define MAIL_ID_DOMAIN "@stagedoor.invalid"
 /* the longest key whose message id still fits in MAIL_ID_MAX */
@@ -63,7 +73,8 @@
 #define MAIL_B64_LINE 76
 
 struct mailer {
-	char *dir;	/* the maildir: holds tmp/, new/, cur/, .idem/ */
+	char *dir;		/* the maildir: holds tmp/, new/, cur/, .idem/; or NULL */
+	struct mail_curl *curl;	/* the SMTP transport; or NULL */
 };
 
 /* ======================== a growing buffer ============================== */
@@ -459,25 +470,74 @@ static void mail_boundary(const char *key, const char *text, char *out, size_t s
 		snprintf(out, size, "=_sd_%016llx_%d", (unsigned long long)h, ++n);
 }
 
+/*
+ * One line of text, quoted-printable (RFC 2045 section 6.7): printable
+ * ASCII but '=' as is, the rest as =XX, a space or tab at the line's end
+ * encoded, and a soft break "=" CRLF before a line would pass 76 characters.
+ * A '.' that starts a line is encoded too, so no line of the body can look
+ * like SMTP's end of data whatever the sender does about dot-stuffing.
+ */
+static void mb_qp_line(struct mail_buf *b, const unsigned char *s, size_t n)
+{
+	size_t i;
+	int col = 0;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = s[i];
+		char tok[4];
+		int tl, literal;
+
+		literal = (c >= 33 && c <= 126 && c != '=') || ((c == ' ' || c == '\t') && i + 1 < n);
+		if (c == '.' && col == 0)
+			literal = 0;
+		if (literal) {
+			tok[0] = (char)c;
+			tl = 1;
+		} else {
+			snprintf(tok, sizeof tok, "=%02X", c);
+			tl = 3;
+		}
+		if (col + tl > 75) {
+			mb_add(b, "=\r\n", 3);
+			col = 0;
+			if (c == '.') {		/* now at a line's start */
+				snprintf(tok, sizeof tok, "=%02X", c);
+				tl = 3;
+			}
+		}
+		mb_add(b, tok, (size_t)tl);
+		col += tl;
+	}
+	mb_add(b, "\r\n", 2);
+}
+
+/* One line of the text part and its CRLF, 8bit or quoted-printable. */
+static void mb_text_line(struct mail_buf *b, const char *s, size_t n, int qp)
+{
+	if (qp) {
+		mb_qp_line(b, (const unsigned char *)s, n);
+		return;
+	}
+	mb_add(b, s, n);
+	mb_add(b, "\r\n", 2);
+}
+
 /* The text part's body: every line end (LF, CR or CRLF) becomes CRLF, and
- * the body ends with one. */
-static void mb_text(struct mail_buf *b, const char *text)
+ * the body ends with one; with qp each line is quoted-printable. */
+static void mb_text(struct mail_buf *b, const char *text, int qp)
 {
 	const char *p, *start = text;
 
 	for (p = text; *p; p++) {
 		if (*p != '\r' && *p != '\n')
 			continue;
-		mb_add(b, start, (size_t)(p - start));
-		mb_add(b, "\r\n", 2);
+		mb_text_line(b, start, (size_t)(p - start), qp);
 		if (p[0] == '\r' && p[1] == '\n')
 			p++;
 		start = p + 1;
 	}
-	if (p > start) {
-		mb_add(b, start, (size_t)(p - start));
-		mb_add(b, "\r\n", 2);
-	}
+	if (p > start)
+		mb_text_line(b, start, (size_t)(p - start), qp);
 }
 
 static void mb_disposition(struct mail_buf *b, const char *filename)
@@ -517,8 +577,10 @@ static void mb_disposition(struct mail_buf *b, const char *filename)
 
 /* ======================== the message =================================== */
 
-enum sd_result mail_format(const struct mail_message *msg, int64_t date_ms, char **out,
-			   size_t *len)
+/* mail_format_for: mail_format, with the text part quoted-printable when qp
+ * (for SMTP) instead of 8bit. */
+static enum sd_result mail_format_for(const struct mail_message *msg, int64_t date_ms, int qp,
+				      char **out, size_t *len)
 {
 	struct mail_buf b = { 0 };
 	char boundary[64];
@@ -550,9 +612,10 @@ enum sd_result mail_format(const struct mail_message *msg, int64_t date_ms, char
 	mb_str(&b, "\r\n");
 
 	mb_printf(&b, "--%s\r\n", boundary);
-	mb_str(&b, "Content-Type: text/plain; charset=utf-8\r\n"
-		   "Content-Transfer-Encoding: 8bit\r\n\r\n");
-	mb_text(&b, text);
+	mb_str(&b, "Content-Type: text/plain; charset=utf-8\r\n");
+	mb_str(&b, qp ? "Content-Transfer-Encoding: quoted-printable\r\n\r\n"
+		      : "Content-Transfer-Encoding: 8bit\r\n\r\n");
+	mb_text(&b, text, qp);
 	for (i = 0; i < msg->n_attachments; i++) {
 		const struct mail_attachment *a = &msg->attachments[i];
 
@@ -575,9 +638,21 @@ enum sd_result mail_format(const struct mail_message *msg, int64_t date_ms, char
 	return SD_OK;
 }
 
+enum sd_result mail_format(const struct mail_message *msg, int64_t date_ms, char **out,
+			   size_t *len)
+{
+	return mail_format_for(msg, date_ms, 0, out, len);
+}
+
 /* ======================== the maildir transport ========================= */
 
 enum sd_result mail_open(const char *url, struct mailer **out)
+{
+	return mail_open_opts(url, NULL, out);
+}
+
+enum sd_result mail_open_opts(const char *url, const struct mail_config *cfg,
+			      struct mailer **out)
 {
 	static const char *subs[] = { "tmp", "new", "cur", ".idem" };
 	struct mailer *m = NULL;
@@ -588,14 +663,24 @@ enum sd_result mail_open(const char *url, struct mailer **out)
 
 	*out = NULL;
 	if (!url || !*url)
-		return err_set(SD_INVALID, "no mail URL given (expected maildir:PATH)");
+		return err_set(SD_INVALID, "no mail URL given (expected maildir:PATH, "
+			       "smtp://host:port or smtps://host:port)");
 	scheme = strspn(url, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
 	if (scheme == 0 || url[scheme] != ':')
 		return err_set(SD_INVALID, "mail URL has no scheme (expected maildir:PATH)");
+	if ((scheme == 4 && strncmp(url, "smtp", 4) == 0) ||
+	    (scheme == 5 && strncmp(url, "smtps", 5) == 0)) {
+		if (!(m = calloc(1, sizeof *m)))
+			return err_set(SD_NOMEM, "out of memory opening the mailer");
+		if ((r = mail_curl_open(url, cfg, &m->curl)) != SD_OK)
+			goto out;
+		*out = m;
+		return SD_OK;
+	}
 	/* name only the scheme: the rest of a URL may hold a password */
 	if (scheme != 7 || strncmp(url, "maildir", 7) != 0)
-		return err_set(SD_INVALID, "mail URL scheme '%.*s' is not supported: only "
-			       "maildir:PATH is", scheme > 32 ? 32 : (int)scheme, url);
+		return err_set(SD_INVALID, "mail URL scheme '%.*s' is not supported: "
+			       "maildir:PATH, smtp:// and smtps:// are", scheme > 32 ? 32 : (int)scheme, url);
 	path = url + 8;
 	if (!*path)
 		return err_set(SD_INVALID, "maildir URL has no path (expected maildir:PATH)");
@@ -628,6 +713,7 @@ void mail_close(struct mailer *m)
 {
 	if (!m)
 		return;
+	mail_curl_close(m->curl);
 	free(m->dir);
 	free(m);
 }
@@ -710,6 +796,18 @@ enum sd_result mail_send(struct mailer *m, const struct mail_message *msg,
 	memset(res, 0, sizeof *res);
 	if (!m || !msg)
 		return err_set(SD_INVALID, "no mailer or no message");
+	if (m->curl) {
+		/* mail_format_for checks every field (CR, LF, NUL, addresses)
+		 * before libcurl sees any of them */
+		if ((r = mail_format_for(msg, clock_now_ms(), 1, &text, &len)) != SD_OK)
+			return r;
+		r = mail_curl_send(m->curl, msg->from, msg->to, text, len);
+		if (r == SD_OK)
+			snprintf(res->message_id, sizeof res->message_id, "%s" MAIL_ID_DOMAIN,
+				 msg->idempotency_key);
+		free(text);
+		return r;
+	}
 	if ((r = mail_maildir_key_check(msg->idempotency_key)) != SD_OK)
 		return r;
 	/* format first: a message that is refused is refused every time,

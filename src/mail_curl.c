@@ -1,0 +1,415 @@
+/*
+ * mail_curl.c: the SMTP transports over TLS, the only file that uses
+ * libcurl.
+ *
+ *   smtp://host[:port]    plain connection upgraded by STARTTLS, which is
+ *                         required (CURLUSESSL_ALL): when the server does not
+ *                         offer it libcurl stops after EHLO, so neither the
+ *                         login nor the message is ever sent in clear
+ *   smtps://host[:port]   TLS from the first byte
+ *
+ * Invariants:
+ *  - TLS peer and host verification are always on; nothing here or in
+ *    struct mail_config can switch them off.  A private CA is trusted by
+ *    naming its file (ca_file), never by trusting everything.
+ *  - The password is read once, at open, from a file no group or other may
+ *    read, and lives only in this struct until mail_curl_close zeroes it.
+ *    It is never logged, never in an error message, and a URL that holds
+ *    a user or password is refused without being echoed.
+ *  - Only the protocols smtp and smtps are allowed to the handle, and
+ *    redirects do not exist for them: the URL we build is the one we use.
+ *  - Each send is one easy handle, made and cleaned up inside the call:
+ *    mail_curl_send may run on several threads at once.
+ *  - The envelope (MAIL FROM, RCPT TO) comes from addresses that
+ *    mail_address_valid accepted: no CR, LF, NUL, space or <>.
+ *  - Errors name the host:port and libcurl's detail; they map to SD_IO
+ *    (may pass: retry) except a permanent rejection of the recipient
+ *    (5xx on RCPT), which is SD_INVALID.
+ */
+#define _GNU_SOURCE
+#include "mail_curl.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAIL_CURL_HOST_MAX 255
+#define MAIL_CURL_PASSWORD_MAX 1024
+#define MAIL_CURL_CRED_NAME "mail_password"
+
+struct mail_curl {
+	int implicit_tls;	/* 1: smtps://, TLS from the first byte */
+	char url[MAIL_CURL_HOST_MAX + 32];	/* "smtp://host:port/", as given to libcurl */
+	char where[MAIL_CURL_HOST_MAX + 16];	/* "host:port" for messages */
+	char *ca_file;		/* a PEM CA file, or NULL: the system's store */
+	char *user;		/* the SMTP AUTH user, or NULL: no AUTH */
+	char *password;		/* with user; zeroed before it is freed */
+	long connect_timeout_ms;
+	long timeout_ms;
+};
+
+/* ======================== global set-up ================================= */
+
+/* curl_global_init is not thread-safe in libcurl 7.88: run it once. */
+static pthread_once_t mail_curl_once = PTHREAD_ONCE_INIT;
+static CURLcode mail_curl_init_rc = CURLE_FAILED_INIT;
+
+static void mail_curl_init(void)
+{
+	mail_curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* ======================== opening ======================================= */
+
+/*
+ * Split "smtp://host[:port][/]" into the parts we rebuild the URL from.
+ * Refuses userinfo, paths, queries and fragments: the URL names a server,
+ * and a password in it would end up in configs and process lists.
+ */
+static enum sd_result mail_curl_parse(struct mail_curl *c, const char *url)
+{
+	const char *p, *host, *host_end, *port = NULL;
+	size_t scheme_len;
+	long port_no;
+
+	if (strncmp(url, "smtps://", 8) == 0) {
+		c->implicit_tls = 1;
+		scheme_len = 8;
+		port_no = 465;
+	} else if (strncmp(url, "smtp://", 7) == 0) {
+		scheme_len = 7;
+		port_no = 587;
+	} else {
+		return err_set(SD_INVALID, "mail URL must start with smtp:// or smtps://");
+	}
+	host = url + scheme_len;
+	/* never echo the URL from here on: it may hold a password */
+	if (strchr(host, '@'))
+		return err_set(SD_INVALID, "mail URL may not hold a user or password: set "
+			       "mail_user and mail_password_file instead");
+	if (*host == '[') {
+		host_end = strchr(host, ']');
+		if (!host_end)
+			return err_set(SD_INVALID, "mail URL has an unclosed '[' in its host");
+		for (p = host + 1; p < host_end; p++)
+			if (!strchr("0123456789abcdefABCDEF:.", *p))
+				return err_set(SD_INVALID, "mail URL's bracketed host is not an "
+					       "IPv6 address");
+		host_end++;
+	} else {
+		host_end = host + strspn(host, "abcdefghijklmnopqrstuvwxyz"
+					      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-");
+	}
+	if (host_end == host)
+		return err_set(SD_INVALID, "mail URL has no host (expected smtp://host:port)");
+	if ((size_t)(host_end - host) > MAIL_CURL_HOST_MAX)
+		return err_set(SD_INVALID, "mail URL's host is longer than %d characters",
+			       MAIL_CURL_HOST_MAX);
+	p = host_end;
+	if (*p == ':') {
+		char *end;
+
+		port = p + 1;
+		errno = 0;
+		port_no = strtol(port, &end, 10);
+		if (end == port || errno || port_no < 1 || port_no > 65535 || *port == '+' ||
+		    *port == '-')
+			return err_set(SD_INVALID, "mail URL's port is not a number from 1 to 65535");
+		p = end;
+	}
+	if (*p == '/')
+		p++;
+	if (*p)
+		return err_set(SD_INVALID, "mail URL may hold only scheme://host:port (no path, "
+			       "query or fragment)");
+	snprintf(c->where, sizeof c->where, "%.*s:%ld", (int)(host_end - host), host, port_no);
+	snprintf(c->url, sizeof c->url, "%s://%s/", c->implicit_tls ? "smtps" : "smtp", c->where);
+	return SD_OK;
+}
+
+/*
+ * Read the password from path: a regular file no group or other may read,
+ * one line (a final LF or CRLF is dropped).  [out] *out (the caller zeroes
+ * and frees it).  The path may be named in messages; the content never is.
+ */
+static enum sd_result mail_curl_password(const char *path, char **out)
+{
+	char buf[MAIL_CURL_PASSWORD_MAX + 2];
+	struct stat st;
+	size_t got = 0;
+	ssize_t n;
+	enum sd_result r = SD_OK;
+	int fd;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return err_set(SD_INVALID, "mail password file %s: %s", path, strerror(errno));
+	if (fstat(fd, &st) != 0) {
+		r = err_set(SD_IO, "mail password file %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = err_set(SD_INVALID, "mail password file %s is not a regular file", path);
+		goto out;
+	}
+	if (st.st_mode & 077) {
+		r = err_set(SD_INVALID, "mail password file %s has mode %04o: others may read "
+			    "it; refused (chmod 600 it)", path, (unsigned)(st.st_mode & 07777));
+		goto out;
+	}
+	while (got < sizeof buf - 1) {
+		n = read(fd, buf + got, sizeof buf - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = err_set(SD_IO, "mail password file %s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got > MAIL_CURL_PASSWORD_MAX) {
+		r = err_set(SD_INVALID, "mail password file %s is longer than %d bytes", path,
+			    MAIL_CURL_PASSWORD_MAX);
+		goto out;
+	}
+	if (got > 0 && buf[got - 1] == '\n')
+		got--;
+	if (got > 0 && buf[got - 1] == '\r')
+		got--;
+	buf[got] = '\0';
+	if (got == 0) {
+		r = err_set(SD_INVALID, "mail password file %s is empty", path);
+		goto out;
+	}
+	if (strlen(buf) != got || strpbrk(buf, "\r\n")) {
+		r = err_set(SD_INVALID, "mail password file %s must hold one line", path);
+		goto out;
+	}
+	if (!(*out = strdup(buf)))
+		r = err_set(SD_NOMEM, "out of memory reading the mail password");
+out:
+	explicit_bzero(buf, sizeof buf);
+	close(fd);
+	return r;
+}
+
+enum sd_result mail_curl_open(const char *url, const struct mail_config *cfg,
+			      struct mail_curl **out)
+{
+	static const struct mail_config defaults = { 0 };
+	struct mail_curl *c;
+	char cred[4096];
+	const char *pw_path = NULL;
+	enum sd_result r;
+
+	*out = NULL;
+	if (!cfg)
+		cfg = &defaults;
+	pthread_once(&mail_curl_once, mail_curl_init);
+	if (mail_curl_init_rc != CURLE_OK)
+		return err_set(SD_IO, "libcurl did not initialise: %s",
+			       curl_easy_strerror(mail_curl_init_rc));
+	if (!(c = calloc(1, sizeof *c)))
+		return err_set(SD_NOMEM, "out of memory opening the SMTP mailer");
+	if ((r = mail_curl_parse(c, url)) != SD_OK)
+		goto out;
+	if (cfg->connect_timeout_ms < 0 || cfg->timeout_ms < 0) {
+		r = err_set(SD_INVALID, "mail timeouts may not be negative");
+		goto out;
+	}
+	c->connect_timeout_ms = cfg->connect_timeout_ms ? cfg->connect_timeout_ms
+							: MAIL_CONNECT_TIMEOUT_MS;
+	c->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : MAIL_TIMEOUT_MS;
+	if (cfg->ca_file && *cfg->ca_file) {
+		/* a typo here would only show at the first send: say it now */
+		if (access(cfg->ca_file, R_OK) != 0) {
+			r = err_set(SD_INVALID, "mail CA file %s: %s", cfg->ca_file,
+				    strerror(errno));
+			goto out;
+		}
+		if (!(c->ca_file = strdup(cfg->ca_file))) {
+			r = err_set(SD_NOMEM, "out of memory opening the SMTP mailer");
+			goto out;
+		}
+	}
+	if (cfg->user && *cfg->user) {
+		const char *dir = getenv("CREDENTIALS_DIRECTORY");
+
+		if (strpbrk(cfg->user, "\r\n")) {
+			r = err_set(SD_INVALID, "mail user holds a line break");
+			goto out;
+		}
+		if (cfg->password_file && *cfg->password_file) {
+			pw_path = cfg->password_file;
+		} else if (dir && *dir) {
+			snprintf(cred, sizeof cred, "%s/" MAIL_CURL_CRED_NAME, dir);
+			pw_path = cred;
+		} else {
+			r = err_set(SD_INVALID, "mail user is set but there is no password: set "
+				    "mail_password_file or $CREDENTIALS_DIRECTORY/"
+				    MAIL_CURL_CRED_NAME);
+			goto out;
+		}
+		if (!(c->user = strdup(cfg->user))) {
+			r = err_set(SD_NOMEM, "out of memory opening the SMTP mailer");
+			goto out;
+		}
+		if ((r = mail_curl_password(pw_path, &c->password)) != SD_OK)
+			goto out;
+	} else if (cfg->password_file && *cfg->password_file) {
+		r = err_set(SD_INVALID, "mail password file is set but mail user is not");
+		goto out;
+	}
+	*out = c;
+	c = NULL;
+	r = SD_OK;
+out:
+	mail_curl_close(c);
+	return r;
+}
+
+void mail_curl_close(struct mail_curl *c)
+{
+	if (!c)
+		return;
+	if (c->password) {
+		explicit_bzero(c->password, strlen(c->password));
+		free(c->password);
+	}
+	free(c->user);
+	free(c->ca_file);
+	free(c);
+}
+
+/* ======================== sending ======================================= */
+
+struct mail_curl_upload {
+	const char *p;	/* the next byte to hand to libcurl */
+	size_t left;	/* bytes not yet handed over */
+};
+
+/* CURLOPT_READFUNCTION: the message, in pieces; 0 at the end. */
+static size_t mail_curl_read(char *buf, size_t size, size_t nitems, void *arg)
+{
+	struct mail_curl_upload *u = arg;
+	size_t n = size * nitems;
+
+	if (n > u->left)
+		n = u->left;
+	memcpy(buf, u->p, n);
+	u->p += n;
+	u->left -= n;
+	return n;
+}
+
+/* libcurl's code and its detail as one of our results, the message once. */
+static enum sd_result mail_curl_error(struct mail_curl *c, CURL *h, CURLcode rc,
+				      const char *detail)
+{
+	const char *why = detail[0] ? detail : curl_easy_strerror(rc);
+	long code = 0;
+
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	switch (rc) {
+	case CURLE_USE_SSL_FAILED:
+		return err_set(SD_IO, "smtp %s does not offer STARTTLS: nothing was sent "
+			       "(TLS is required) (%s)", c->where, why);
+	case CURLE_PEER_FAILED_VERIFICATION:
+		return err_set(SD_IO, "smtp %s: the server's TLS certificate was refused: %s",
+			       c->where, why);
+	case CURLE_SSL_CONNECT_ERROR:
+		return err_set(SD_IO, "smtp %s: TLS handshake failed: %s", c->where, why);
+	case CURLE_OPERATION_TIMEDOUT:
+		return err_set(SD_IO, "smtp %s: timed out: %s", c->where, why);
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return err_set(SD_IO, "smtp %s: cannot connect: %s", c->where, why);
+	case CURLE_LOGIN_DENIED:
+		return err_set(SD_IO, "smtp %s: login refused for the configured user: %s",
+			       c->where, why);
+	default:
+		break;
+	}
+	/* libcurl 7.88 reports a refused recipient as "RCPT failed: <code>" */
+	if (code >= 500 && code < 600 && strncmp(detail, "RCPT failed", 11) == 0)
+		return err_set(SD_INVALID, "smtp %s refused the recipient for good: %s",
+			       c->where, why);
+	return err_set(SD_IO, "smtp %s: %s (%s)", c->where, why, curl_easy_strerror(rc));
+}
+
+enum sd_result mail_curl_send(struct mail_curl *c, const char *from, const char *to,
+			      const char *text, size_t len)
+{
+	char errbuf[CURL_ERROR_SIZE], env_from[300], env_to[300];
+	struct mail_curl_upload up = { text, len };
+	struct curl_slist *rcpt = NULL;
+	enum sd_result r = SD_OK;
+	CURLcode rc = CURLE_OK;
+	CURL *h;
+
+	snprintf(env_from, sizeof env_from, "<%s>", from);
+	snprintf(env_to, sizeof env_to, "<%s>", to);
+	if (!(h = curl_easy_init()))
+		return err_set(SD_NOMEM, "smtp %s: cannot make a libcurl handle", c->where);
+	if (!(rcpt = curl_slist_append(NULL, env_to))) {
+		r = err_set(SD_NOMEM, "out of memory sending mail");
+		goto out;
+	}
+	errbuf[0] = '\0';
+	/* each setopt can fail only on a bad option or out of memory: check
+	 * them together, the first failure wins */
+#define SET(opt, val) \
+	do { \
+		if (rc == CURLE_OK) \
+			rc = curl_easy_setopt(h, opt, val); \
+	} while (0)
+	SET(CURLOPT_ERRORBUFFER, errbuf);
+	SET(CURLOPT_URL, c->url);
+	SET(CURLOPT_PROTOCOLS_STR, "smtp,smtps");
+	SET(CURLOPT_NOSIGNAL, 1L);	/* threads: no SIGALRM for timeouts */
+	SET(CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+	SET(CURLOPT_TIMEOUT_MS, c->timeout_ms);
+	/* STARTTLS or nothing; TLS 1.2 at least; verification on, and said so
+	 * here so that nobody needs to know libcurl's defaults */
+	if (!c->implicit_tls)
+		SET(CURLOPT_USE_SSL, (long)CURLUSESSL_ALL);
+	SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	SET(CURLOPT_SSL_VERIFYPEER, 1L);
+	SET(CURLOPT_SSL_VERIFYHOST, 2L);
+	if (c->ca_file)
+		SET(CURLOPT_CAINFO, c->ca_file);
+	if (c->user) {
+		SET(CURLOPT_USERNAME, c->user);
+		SET(CURLOPT_PASSWORD, c->password);
+	}
+	SET(CURLOPT_MAIL_FROM, env_from);
+	SET(CURLOPT_MAIL_RCPT, rcpt);
+	/* the message is already CRLF; libcurl dot-stuffs the upload */
+	SET(CURLOPT_UPLOAD, 1L);
+	SET(CURLOPT_READFUNCTION, mail_curl_read);
+	SET(CURLOPT_READDATA, &up);
+	SET(CURLOPT_INFILESIZE_LARGE, (curl_off_t)len);
+#undef SET
+	if (rc != CURLE_OK) {
+		r = err_set(SD_IO, "smtp %s: libcurl refused an option: %s", c->where,
+			    curl_easy_strerror(rc));
+		goto out;
+	}
+	rc = curl_easy_perform(h);
+	if (rc != CURLE_OK)
+		r = mail_curl_error(c, h, rc, errbuf);
+out:
+	/* the handle holds a copy of the password */
+	curl_easy_cleanup(h);
+	curl_slist_free_all(rcpt);
+	return r;
+}
