@@ -1,20 +1,25 @@
 /*
- * cli.c: init, enqueue, worker, relay and jobs: the stable command line that
- * other tools script against.  Parsing and printing only; the work is in
- * queue, outbox and worker.
+ * cli.c: init, enqueue, worker, relay, jobs and mail test: the stable command
+ * line that other tools script against.  Parsing and printing only; the work
+ * is in queue, outbox, worker, config and mail.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 
+#include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "args.h"
+#include "clock.h"
+#include "config.h"
 #include "db.h"
 #include "log.h"
+#include "mail.h"
 #include "notify.h"
 #include "outbox.h"
 #include "queue.h"
@@ -167,13 +172,20 @@ int cli_enqueue(int argc, char **argv)
 
 /* ---- worker and relay ------------------------------------------------ */
 
+int cli_config_load(const struct cli_config_flags *f, struct config *cfg)
+{
+	enum sd_result r = config_resolve(cfg, f->file, f->value);
+
+	return r == SD_OK ? 0 : cli_fail(r);
+}
+
 int cli_worker(int argc, char **argv)
 {
-	const char *dbp = NULL, *name = NULL, *mail_url = getenv("STAGEDOOR_MAIL_URL");
-	const char *mail_from = getenv("STAGEDOOR_MAIL_FROM");
+	const char *dbp = NULL, *name = NULL;
 	int64_t conc = WORKER_CONCURRENCY_DEFAULT, batch = 0, lease = 0, grace = WORKER_GRACE_MS_DEFAULT;
-	int64_t retention = QUEUE_RETENTION_MS_DEFAULT;
+	int64_t retention = QUEUE_RETENTION_MS_DEFAULT, send_lease = 0;
 	int drain = 0;
+	struct cli_config_flags cf = { 0 };
 	struct arg_opt opts[] = {
 		{ "db", ARG_STR, &dbp, 0, 0, 0 },
 		{ "name", ARG_STR, &name, 0, 0, 0 },
@@ -183,12 +195,13 @@ int cli_worker(int argc, char **argv)
 		{ "grace-ms", ARG_INT, &grace, 1, 3600LL * 1000, 0 },
 		{ "retention-ms", ARG_INT, &retention, 0, 3650LL * 24 * 3600 * 1000, 0 },
 		{ "drain", ARG_FLAG, &drain, 0, 0, 0 },
-		{ "mail-url", ARG_STR, &mail_url, 0, 0, 0 },
-		{ "mail-from", ARG_STR, &mail_from, 0, 0, 0 },
+		CLI_CONFIG_OPTS(&cf),
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
 	char *pos[ARGS_MAX_POS];
 	struct tickets_env *env = NULL;
+	struct mail_config mc;
+	struct config cfg;
 	struct worker_opts o;
 	struct worker_stats st;
 	struct db *db;
@@ -197,17 +210,33 @@ int cli_worker(int argc, char **argv)
 
 	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0,
 			"worker [--concurrency N] [--batch N] [--lease-ms N] [--grace-ms N] "
-			"[--drain] [--mail-url URL] [--mail-from ADDR]")) != 0)
+			"[--drain] " CLI_CONFIG_USAGE)) != 0)
+		return rc;
+	if ((rc = cli_config_load(&cf, &cfg)) != 0)
 		return rc;
 	/* fail fast, with the usual message, on a missing or newer database */
-	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0) {
+		config_free(&cfg);
 		return rc;
+	}
 	db_close(db);
+	config_mail(&cfg, &mc);
 	/* a database made before tickets existed gets its key now, as init would */
 	if ((r = tickets_files_init(cli_db_path(dbp))) != SD_OK ||
-	    (r = tickets_env_open(cli_db_path(dbp), mail_url && *mail_url ? mail_url : NULL,
-				  mail_from && *mail_from ? mail_from : NULL, &env)) != SD_OK)
+	    (r = tickets_env_open(cli_db_path(dbp), config_mail_url(&cfg), config_mail_from(&cfg),
+				  &mc, &env)) != SD_OK ||
+	    /* --lease-ms is every kind's lease, except that send_tickets always
+	     * gets one longer than a send can take: a lease that ran out
+	     * mid-send would hand the job to a second worker while the first
+	     * may still deliver */
+	    (r = config_apply_leases(&cfg, lease, &send_lease)) != SD_OK) {
+		config_free(&cfg);
+		tickets_env_close(env);
 		return cli_fail(r);
+	}
+	log_event(LOG_INFO, "mail settings", "send_tickets_lease_ms=%lld mail_timeout_ms=%ld",
+		  (long long)send_lease, cfg.mail_timeout_ms > 0 ? cfg.mail_timeout_ms : MAIL_TIMEOUT_MS);
+	config_free(&cfg);
 	memset(&o, 0, sizeof o);
 	o.db_path = cli_db_path(dbp);
 	o.handlers = tickets_handlers;
@@ -215,7 +244,7 @@ int cli_worker(int argc, char **argv)
 	o.name = name;
 	o.concurrency = (int)conc;
 	o.batch = (int)batch;
-	o.lease_ms = lease;
+	o.lease_ms = 0;		/* each kind's policy, set above */
 	o.grace_ms = grace;
 	o.drain = drain;
 	o.retention_ms = retention;
@@ -418,5 +447,134 @@ int cli_jobs(int argc, char **argv)
 		rc = r == SD_OK ? (printf("pruned %lld\n", (long long)total), 0) : cli_fail(r);
 	}
 	db_close(db);
+	return rc;
+}
+
+/* ---- mail test ------------------------------------------------------- */
+
+/* mail_test_key: "mail-test-" and 16 random hex digits, so that no two
+ * tests share a key (a provider would drop the second as a duplicate). */
+static void mail_test_key(char *buf, size_t size)
+{
+	unsigned char b[8];
+	FILE *f = fopen("/dev/urandom", "rb");
+	size_t i, got = 0;
+
+	if (f) {
+		got = fread(b, 1, sizeof b, f);
+		fclose(f);
+	}
+	if (got != sizeof b) {
+		/* no urandom (a chroot): time and pid still tell tests apart */
+		uint64_t x = (uint64_t)clock_mono_us() ^ ((uint64_t)getpid() << 40);
+		for (i = 0; i < sizeof b; i++, x >>= 8)
+			b[i] = (unsigned char)x;
+	}
+	i = (size_t)snprintf(buf, size, "mail-test-");
+	for (got = 0; got < sizeof b && i + 2 < size; got++, i += 2)
+		snprintf(buf + i, size - i, "%02x", b[got]);
+}
+
+/* mail_transport_name: url as it may be printed: without a user or
+ * password ("smtp://u:pw@h" is refused by mail_open, but the message that
+ * says so names the transport) and without a query string, which an API URL
+ * might use for a token. */
+static void mail_transport_name(const char *url, char *buf, size_t size)
+{
+	const char *rest = strstr(url, "://"), *at;
+	size_t auth;
+
+	if (!rest) {
+		snprintf(buf, size, "%.*s", (int)strcspn(url, "?#"), url);
+		return;
+	}
+	rest += 3;
+	auth = strcspn(rest, "/?#");
+	at = memchr(rest, '@', auth);
+	while (at && memchr(at + 1, '@', auth - (size_t)(at + 1 - rest)))
+		at = memchr(at + 1, '@', auth - (size_t)(at + 1 - rest));
+	if (at)
+		snprintf(buf, size, "%.*s***@%.*s", (int)(rest - url), url,
+			 (int)strcspn(at + 1, "?#"), at + 1);
+	else
+		snprintf(buf, size, "%.*s", (int)strcspn(url, "?#"), url);
+}
+
+/* mail_fail: the one line for a failed test, naming the transport; exit 1
+ * (a failed send is a failure, never a usage error). */
+static int mail_fail(const char *transport, enum sd_result r)
+{
+	char msg[900];
+
+	snprintf(msg, sizeof msg, "%s", *err_msg() ? err_msg() : sd_result_name(r));
+	err_set(r, "mail test via %s failed: %s", transport, msg);
+	cli_fail(r);
+	return 1;
+}
+
+int cli_mail(int argc, char **argv)
+{
+	const char *dbp = NULL, *to = NULL, *from;
+	struct cli_config_flags cf = { 0 };
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "to", ARG_STR, &to, 0, 0, 0 },
+		CLI_CONFIG_OPTS(&cf),
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	static const char usage[] = "mail test --to ADDR " CLI_CONFIG_USAGE;
+	char *pos[ARGS_MAX_POS], url[PATH_MAX + 16], transport[256], key[64], text[512];
+	struct mailer *m = NULL;
+	struct mail_message msg;
+	struct mail_result res;
+	struct mail_config mc;
+	struct config cfg;
+	enum sd_result r;
+	int npos, rc;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, usage)) != 0)
+		return rc;
+	if (strcmp(pos[0], "test") != 0 || !to) {
+		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
+		return 2;
+	}
+	if ((r = mail_address_valid(to)) != SD_OK)
+		return cli_fail(err_set(SD_INVALID, "--to: not a plain address local@domain"));
+	if ((rc = cli_config_load(&cf, &cfg)) != 0)
+		return rc;
+	if (config_mail_url(&cfg))
+		snprintf(url, sizeof url, "%s", config_mail_url(&cfg));
+	else
+		tickets_default_mail_url(cli_db_path(dbp), url, sizeof url);
+	mail_transport_name(url, transport, sizeof transport);
+	from = config_mail_from(&cfg) ? config_mail_from(&cfg) : TICKETS_MAIL_FROM_DEFAULT;
+	config_mail(&cfg, &mc);
+	mail_test_key(key, sizeof key);
+	snprintf(text, sizeof text,
+		 "This is a test message from Stagedoor Box (stagedoor mail test).\n"
+		 "If it reached %s, ticket emails can leave this box through\n%s.\n\n"
+		 "Test key: %s\n", to, transport, key);
+	memset(&msg, 0, sizeof msg);
+	msg.from = from;
+	msg.from_name = "Stagedoor Box";
+	msg.to = to;
+	msg.subject = "Stagedoor Box mail test";
+	msg.text = text;
+	msg.idempotency_key = key;
+	memset(&res, 0, sizeof res);
+	if ((r = mail_open_opts(url, &mc, &m)) != SD_OK ||
+	    (r = mail_send(m, &msg, &res)) != SD_OK) {
+		rc = mail_fail(transport, r);
+		goto out;
+	}
+	printf("transport   %s\n", transport);
+	printf("from        %s\n", from);
+	printf("to          %s\n", to);
+	printf("message id  %s\n", res.message_id);
+	printf("result      sent%s\n", res.duplicate ? " (a duplicate: the provider kept the first)" : "");
+	rc = 0;
+out:
+	mail_close(m);
+	config_free(&cfg);
 	return rc;
 }

@@ -6,6 +6,8 @@
 #ifndef SD_CLI_H
 #define SD_CLI_H
 
+#include "config.h"
+
 #define CLI_DB_DEFAULT "./var/stagedoor.db"
 
 /* cli_db_path: --db, else $STAGEDOOR_DB, else ./var/stagedoor.db. */
@@ -28,6 +30,34 @@ int cli_parse(int argc, char **argv, struct arg_opt *opts, char **pos, int *npos
 /* cli_open_db: open --db / $STAGEDOOR_DB; 0 or the exit status (printed). */
 int cli_open_db(const char *flag, int flags, int sync, struct db **db);
 
+/*
+ * The mail settings every command that sends mail takes (config.h):
+ * --config FILE and one flag per key.  CLI_CONFIG_OPTS(f) expands to the
+ * arg_opt entries that fill a struct cli_config_flags; cli_config_load then
+ * resolves flags over environment over file.
+ */
+struct cli_config_flags {
+	const char *file;			/* --config; NULL: no file */
+	const char *value[CONFIG_N_KEYS];	/* by enum config_key; NULL: not given */
+};
+
+#define CLI_CONFIG_OPTS(f)                                                          \
+	{ "config", ARG_STR, &(f)->file, 0, 0, 0 },                                 \
+	{ "mail-url", ARG_STR, &(f)->value[CONFIG_MAIL_URL], 0, 0, 0 },             \
+	{ "mail-from", ARG_STR, &(f)->value[CONFIG_MAIL_FROM], 0, 0, 0 },           \
+	{ "mail-user", ARG_STR, &(f)->value[CONFIG_MAIL_USER], 0, 0, 0 },           \
+	{ "mail-password-file", ARG_STR, &(f)->value[CONFIG_MAIL_PASSWORD_FILE], 0, 0, 0 }, \
+	{ "mail-ca-file", ARG_STR, &(f)->value[CONFIG_MAIL_CA_FILE], 0, 0, 0 },     \
+	{ "mail-timeout-ms", ARG_STR, &(f)->value[CONFIG_MAIL_TIMEOUT_MS], 0, 0, 0 }
+
+#define CLI_CONFIG_USAGE "[--config FILE] [--mail-url URL] [--mail-from ADDR] "       \
+	"[--mail-user USER] [--mail-password-file FILE] [--mail-ca-file FILE] "       \
+	"[--mail-timeout-ms N]"
+
+/* cli_config_load: resolve f into *cfg (config_free after); 0 or the exit
+ * status (printed). */
+int cli_config_load(const struct cli_config_flags *f, struct config *cfg);
+
 int cli_init(int argc, char **argv);
 int cli_enqueue(int argc, char **argv);
 int cli_worker(int argc, char **argv);
@@ -44,5 +74,6 @@ int cli_event(int argc, char **argv);
 int cli_order(int argc, char **argv);
 int cli_scan(int argc, char **argv);
 int cli_demo(int argc, char **argv);
+int cli_mail(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "args.h"
 #include "clock.h"
+#include "config.h"
 #include "db.h"
 #include "log.h"
 #include "pipeline.h"
@@ -281,25 +282,38 @@ static void demo_placed(int64_t done, int64_t n, void *arg)
 int cli_demo(int argc, char **argv)
 {
 	int64_t orders = 200, event_id = 0, t0, sold = 0;
+	struct cli_config_flags cf = { 0 };
 	struct arg_opt opts[] = {
 		{ "orders", ARG_INT, &orders, 1, 10000, 0 },
+		CLI_CONFIG_OPTS(&cf),
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
 	char *pos[ARGS_MAX_POS], first[ORDER_ID_MAX] = "";
 	struct demo_progress prog;
 	struct pipeline_opts po;
 	struct tickets_env *env = NULL;
+	struct mail_config mc;
+	struct config cfg;
 	struct db *db = NULL;
 	enum sd_result r;
-	int npos, rc, tty = isatty(2);
+	int npos, rc, tty = isatty(2), maildir;
 
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "demo [--orders N]")) != 0)
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0,
+			    "demo [--orders N] " CLI_CONFIG_USAGE)) != 0)
 		return rc;
+	if ((rc = cli_config_load(&cf, &cfg)) != 0)
+		return rc;
+	/* the default transport is the demo's own maildir; any other is the
+	 * operator's (an SMTP relay, an HTTPS mail API) */
+	maildir = !config_mail_url(&cfg);
+	config_mail(&cfg, &mc);
 	log_set_level(LOG_WARN);
 	rm_rf(DEMO_DIR);
 	if ((r = db_open(DEMO_DB, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != SD_OK ||
 	    (r = tickets_files_init(DEMO_DB)) != SD_OK ||
-	    (r = tickets_env_open(DEMO_DB, NULL, NULL, &env)) != SD_OK)
+	    (r = tickets_env_open(DEMO_DB, config_mail_url(&cfg), config_mail_from(&cfg), &mc,
+				  &env)) != SD_OK ||
+	    (r = config_apply_leases(&cfg, 0, NULL)) != SD_OK)
 		goto fail;
 	fprintf(stderr, "demo: database %s\n", DEMO_DB);
 	if ((r = pipeline_sample_event(db, "Stagedoor Demo Night", orders, &event_id)) != SD_OK)
@@ -357,8 +371,12 @@ int cli_demo(int argc, char **argv)
 		printf("PDFs stored      %lld   (%s/blobs/tickets/)\n", (long long)db_col_int(st, 2),
 		       DEMO_DIR);
 		printf("emails sent      %lld\n", (long long)db_col_int(st, 3));
-		printf("maildir messages %d   (%s/maildir/new/)\n",
-		       count_files(DEMO_DIR "/maildir/new"), DEMO_DIR);
+		if (maildir)
+			printf("maildir messages %d   (%s/maildir/new/)\n",
+			       count_files(DEMO_DIR "/maildir/new"), DEMO_DIR);
+		else
+			printf("mail transport   %.*s\n",
+			       (int)strcspn(config_mail_url(&cfg), "?#"), config_mail_url(&cfg));
 		printf("sales counter    %lld orders, %lld seats (sold %lld seats)\n",
 		       (long long)db_col_int(st, 4), (long long)db_col_int(st, 5), (long long)sold);
 		printf("dead jobs        %lld\n", (long long)(demo_count(db, "render_tickets", "dead") +
@@ -369,9 +387,11 @@ int cli_demo(int argc, char **argv)
 	printf("\ntry: %s order show %s --db %s\n", "stagedoor", first, DEMO_DB);
 	tickets_env_close(env);
 	db_close(db);
+	config_free(&cfg);
 	return 0;
 fail:
 	tickets_env_close(env);
 	db_close(db);
+	config_free(&cfg);
 	return cli_fail(r);
 }

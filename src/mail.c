@@ -18,8 +18,11 @@
  * The boundary stays safe: it starts with '=', which quoted-printable
  * always writes as "=3D".
  *
- * The SMTP transports live in mail_curl.c, the one file that uses libcurl;
- * mail_open and mail_send dispatch to it by the URL's scheme.
+ * The SMTP and HTTPS transports live in mail_curl.c, the one file that uses
+ * libcurl; mail_open and mail_send dispatch to it by the URL's scheme.  For
+ * the HTTPS mail API this file builds the JSON body (mail_json): checked
+ * like a formatted message, attachments in base64 without line breaks,
+ * keys sorted and compact, so that every retry sends the same bytes.
  *
  * The maildir transport ("maildir:PATH") keeps the folders tmp/, new/, cur/
  * and .idem/.  A send:
@@ -47,6 +50,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -644,6 +648,58 @@ enum sd_result mail_format(const struct mail_message *msg, int64_t date_ms, char
 	return mail_format_for(msg, date_ms, 0, out, len);
 }
 
+/* ======================== the mail API's body =========================== */
+
+/*
+ * mail_json: msg as the mail API's JSON body, after the same checks as
+ * mail_format (no CR, LF or NUL in names, subject or addresses; a valid
+ * key).  The same message gives the same bytes.  [out] *out (free()), *len.
+ */
+static enum sd_result mail_json(const struct mail_message *msg, char **out, size_t *len)
+{
+	json_t *doc = NULL, *list;
+	struct mail_buf b64 = { 0 };
+	enum sd_result r = SD_OK;
+	int i;
+
+	*out = NULL;
+	*len = 0;
+	if ((r = mail_check(msg)) != SD_OK)
+		return r;
+	if (msg->text && !mail_utf8_valid((const unsigned char *)msg->text))
+		return err_set(SD_INVALID, "mail text is not valid UTF-8");
+	doc = json_pack("{s:s,s:s,s:s,s:s}", "from", msg->from, "to", msg->to, "subject",
+			msg->subject ? msg->subject : "", "text", msg->text ? msg->text : "");
+	list = json_array();
+	if (!doc || !list || json_object_set_new(doc, "attachments", list) != 0) {
+		r = err_set(SD_NOMEM, "out of memory building a mail");
+		goto out;
+	}
+	for (i = 0; i < msg->n_attachments; i++) {
+		const struct mail_attachment *a = &msg->attachments[i];
+
+		b64.len = 0;
+		mb_add(&b64, "", 0);	/* an empty attachment is "" */
+		mb_base64(&b64, a->data, a->len, 0);
+		if (b64.oom || json_array_append_new(list, json_pack("{s:s,s:s,s:s}",
+				"filename", a->filename, "content_type",
+				a->content_type ? a->content_type : "application/octet-stream",
+				"content", b64.p)) != 0) {
+			r = err_set(SD_NOMEM, "out of memory building a mail");
+			goto out;
+		}
+	}
+	if (!(*out = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS))) {
+		r = err_set(SD_NOMEM, "out of memory building a mail");
+		goto out;
+	}
+	*len = strlen(*out);
+out:
+	free(b64.p);
+	json_decref(doc);
+	return r;
+}
+
 /* ======================== the maildir transport ========================= */
 
 enum sd_result mail_open(const char *url, struct mailer **out)
@@ -664,12 +720,13 @@ enum sd_result mail_open_opts(const char *url, const struct mail_config *cfg,
 	*out = NULL;
 	if (!url || !*url)
 		return err_set(SD_INVALID, "no mail URL given (expected maildir:PATH, "
-			       "smtp://host:port or smtps://host:port)");
+			       "smtp://host:port, smtps://host:port or https://host/path)");
 	scheme = strspn(url, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
 	if (scheme == 0 || url[scheme] != ':')
 		return err_set(SD_INVALID, "mail URL has no scheme (expected maildir:PATH)");
 	if ((scheme == 4 && strncmp(url, "smtp", 4) == 0) ||
-	    (scheme == 5 && strncmp(url, "smtps", 5) == 0)) {
+	    (scheme == 5 && strncmp(url, "smtps", 5) == 0) ||
+	    (scheme == 5 && strncmp(url, "https", 5) == 0)) {
 		if (!(m = calloc(1, sizeof *m)))
 			return err_set(SD_NOMEM, "out of memory opening the mailer");
 		if ((r = mail_curl_open(url, cfg, &m->curl)) != SD_OK)
@@ -680,7 +737,7 @@ enum sd_result mail_open_opts(const char *url, const struct mail_config *cfg,
 	/* name only the scheme: the rest of a URL may hold a password */
 	if (scheme != 7 || strncmp(url, "maildir", 7) != 0)
 		return err_set(SD_INVALID, "mail URL scheme '%.*s' is not supported: "
-			       "maildir:PATH, smtp:// and smtps:// are", scheme > 32 ? 32 : (int)scheme, url);
+"maildir:PATH, smtp://, smtps:// and https:// are", scheme > 32 ? 32 : (int)scheme, url);
 	path = url + 8;
 	if (!*path)
 		return err_set(SD_INVALID, "maildir URL has no path (expected maildir:PATH)");
@@ -796,6 +853,13 @@ enum sd_result mail_send(struct mailer *m, const struct mail_message *msg,
 	memset(res, 0, sizeof *res);
 	if (!m || !msg)
 		return err_set(SD_INVALID, "no mailer or no message");
+	if (m->curl && mail_curl_is_api(m->curl)) {
+		if ((r = mail_json(msg, &text, &len)) != SD_OK)
+			return r;
+		r = mail_curl_post(m->curl, msg->idempotency_key, text, len, res);
+		free(text);
+		return r;
+	}
 	if (m->curl) {
 		/* mail_format_for checks every field (CR, LF, NUL, addresses)
 		 * before libcurl sees any of them */

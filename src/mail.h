@@ -12,6 +12,13 @@
  *    has no idempotency key: a retry after an unknown outcome may deliver a
  *    second copy, which carries the same Message-ID (derived from the key),
  *    so the recipient's mail reader can recognise it.  (mail_curl.c)
+ *  - "https://host[:port]/path": a JSON mail API.  Each send is one POST of
+ *    {from, to, subject, text, attachments: [{filename, content_type,
+ *    content (base64)}]} with the header "Idempotency-Key: <key>"; the
+ *    provider answers a repeated key with the first answer, so a retry
+ *    after an unknown outcome makes no second message.  The same message
+ *    always makes the same body (a provider may refuse a key reused with
+ *    another body).  (mail_curl.c)
  *
  * Messages use CRLF line ends; names and the subject may be UTF-8 (encoded
  * as RFC 2047 words); any CR, LF or NUL in an address, a name or the subject
@@ -51,6 +58,10 @@ struct mail_result {
 						 * maildir: the key + "@stagedoor.invalid",
 						 * without the header's <> */
 	int duplicate;				/* 1: the key was seen; nothing new sent */
+	int retry_later;			/* 1: the provider holds the key in flight
+						 * (HTTPS 409): try again soon, not a failure */
+	int64_t retry_after_ms;			/* the provider's Retry-After (429, 5xx,
+						 * 409), in ms; 0: none given */
 };
 
 struct mailer;
@@ -75,7 +86,7 @@ struct mail_config {
 #define MAIL_TIMEOUT_MS 60000L
 
 /* mail_open: a transport for url ("maildir:PATH", "smtp://host:port",
- * "smtps://host:port") with the default config.  [out] *out, mail_close(). */
+ * "smtps://host:port", "https://host:port/path") with the default config.  [out] *out, mail_close(). */
 enum sd_result mail_open(const char *url, struct mailer **out);
 
 /*
@@ -99,6 +110,13 @@ void mail_close(struct mailer *m);
  *   SD_IO       anything that may pass: no connection, timeout, TLS or
  *               certificate failure, no STARTTLS, login refused, 4xx/5xx
  *               at another step; the message names the host and the cause
+ * Over HTTPS each call is one POST with the key:
+ *   SD_OK       2xx (res->message_id: the provider's "id")
+ *   SD_BUSY     409: the key is in flight at the provider; res->retry_later
+ *   SD_IO       429, 5xx, timeout, dropped connection, TLS or certificate
+ *               failure; res->retry_after_ms when the provider said
+ *   SD_INVALID  refused before sending, or any other 4xx (the provider's
+ *               message in the error)
  */
 enum sd_result mail_send(struct mailer *m, const struct mail_message *msg,
 			 struct mail_result *res);

@@ -7,6 +7,9 @@
  *                         offer it libcurl stops after EHLO, so neither the
  *                         login nor the message is ever sent in clear
  *   smtps://host[:port]   TLS from the first byte
+ *   https://host[:port]/path  a JSON mail API: one POST per attempt with the
+ *                         header Idempotency-Key, so the provider turns a
+ *                         retry into the first attempt's answer
  *
  * Invariants:
  *  - TLS peer and host verification are always on; nothing here or in
@@ -16,15 +19,19 @@
  *    read, and lives only in this struct until mail_curl_close zeroes it.
  *    It is never logged, never in an error message, and a URL that holds
  *    a user or password is refused without being echoed.
- *  - Only the protocols smtp and smtps are allowed to the handle, and
- *    redirects do not exist for them: the URL we build is the one we use.
+ *  - Only the transport's own protocol is allowed to the handle (smtp and
+ *    smtps, or https alone), and redirects are never followed: the URL we
+ *    build is the one we use.
  *  - Each send is one easy handle, made and cleaned up inside the call:
  *    mail_curl_send may run on several threads at once.
  *  - The envelope (MAIL FROM, RCPT TO) comes from addresses that
  *    mail_address_valid accepted: no CR, LF, NUL, space or <>.
  *  - Errors name the host:port and libcurl's detail; they map to SD_IO
  *    (may pass: retry) except a permanent rejection of the recipient
- *    (5xx on RCPT), which is SD_INVALID.
+ *    (5xx on RCPT), which is SD_INVALID.  Over HTTPS: 2xx is sent, 409 is
+ *    SD_BUSY (the key is in flight at the provider), 429, 5xx and no
+ *    answer are SD_IO with the provider's Retry-After, other 4xx are
+ *    SD_INVALID with the provider's own message.
  */
 #define _GNU_SOURCE
 #include "mail_curl.h"
@@ -32,6 +39,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,10 +50,16 @@
 #define MAIL_CURL_HOST_MAX 255
 #define MAIL_CURL_PASSWORD_MAX 1024
 #define MAIL_CURL_CRED_NAME "mail_password"
+#define MAIL_CURL_PATH_MAX 1024
+#define MAIL_CURL_ANSWER_MAX (64 * 1024)	/* more of an answer is not kept */
+#define MAIL_CURL_RETRY_AFTER_MAX_S 3600	/* a longer Retry-After is capped */
 
 struct mail_curl {
 	int implicit_tls;	/* 1: smtps://, TLS from the first byte */
-	char url[MAIL_CURL_HOST_MAX + 32];	/* "smtp://host:port/", as given to libcurl */
+	int https;		/* 1: https://, the JSON mail API */
+	char url[MAIL_CURL_HOST_MAX + MAIL_CURL_PATH_MAX + 32];	/* "smtp://host:port/" or
+								 * "https://host:port/path",
+								 * as given to libcurl */
 	char where[MAIL_CURL_HOST_MAX + 16];	/* "host:port" for messages */
 	char *ca_file;		/* a PEM CA file, or NULL: the system's store */
 	char *user;		/* the SMTP AUTH user, or NULL: no AUTH */
@@ -74,11 +88,15 @@ static void mail_curl_init(void)
  */
 static enum sd_result mail_curl_parse(struct mail_curl *c, const char *url)
 {
-	const char *p, *host, *host_end, *port = NULL;
+	const char *p, *host, *host_end, *port = NULL, *path = "/";
 	size_t scheme_len;
 	long port_no;
 
-	if (strncmp(url, "smtps://", 8) == 0) {
+	if (strncmp(url, "https://", 8) == 0) {
+		c->https = 1;
+		scheme_len = 8;
+		port_no = 443;
+	} else if (strncmp(url, "smtps://", 8) == 0) {
 		c->implicit_tls = 1;
 		scheme_len = 8;
 		port_no = 465;
@@ -86,7 +104,7 @@ static enum sd_result mail_curl_parse(struct mail_curl *c, const char *url)
 		scheme_len = 7;
 		port_no = 587;
 	} else {
-		return err_set(SD_INVALID, "mail URL must start with smtp:// or smtps://");
+		return err_set(SD_INVALID, "mail URL must start with smtp://, smtps:// or https://");
 	}
 	host = url + scheme_len;
 	/* never echo the URL from here on: it may hold a password */
@@ -123,13 +141,30 @@ static enum sd_result mail_curl_parse(struct mail_curl *c, const char *url)
 			return err_set(SD_INVALID, "mail URL's port is not a number from 1 to 65535");
 		p = end;
 	}
+	if (c->https && *p == '/') {
+		/* the API's path: printable ASCII, no query or fragment, which
+		 * the URL would otherwise carry into logs unchecked */
+		path = p;
+		for (; *p; p++)
+			if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f ||
+			    *p == '?' || *p == '#' || *p == '\\')
+				return err_set(SD_INVALID, "mail API URL's path may hold only "
+					       "printable ASCII, without ?, # or \\");
+		if ((size_t)(p - path) > MAIL_CURL_PATH_MAX)
+			return err_set(SD_INVALID, "mail API URL's path is longer than %d "
+				       "characters", MAIL_CURL_PATH_MAX);
+	}
 	if (*p == '/')
 		p++;
 	if (*p)
 		return err_set(SD_INVALID, "mail URL may hold only scheme://host:port (no path, "
 			       "query or fragment)");
 	snprintf(c->where, sizeof c->where, "%.*s:%ld", (int)(host_end - host), host, port_no);
-	snprintf(c->url, sizeof c->url, "%s://%s/", c->implicit_tls ? "smtps" : "smtp", c->where);
+	if (c->https)
+		snprintf(c->url, sizeof c->url, "https://%s%s", c->where, path);
+	else
+		snprintf(c->url, sizeof c->url, "%s://%s/", c->implicit_tls ? "smtps" : "smtp",
+			 c->where);
 	return SD_OK;
 }
 
@@ -240,6 +275,13 @@ enum sd_result mail_curl_open(const char *url, const struct mail_config *cfg,
 			r = err_set(SD_NOMEM, "out of memory opening the SMTP mailer");
 			goto out;
 		}
+	}
+	if (c->https && ((cfg->user && *cfg->user) ||
+			 (cfg->password_file && *cfg->password_file))) {
+		/* better refused than silently sent without credentials */
+		r = err_set(SD_INVALID, "mail_user and mail_password_file are for SMTP AUTH; "
+			    "the https:// mail API transport does not use them");
+		goto out;
 	}
 	if (cfg->user && *cfg->user) {
 		const char *dir = getenv("CREDENTIALS_DIRECTORY");
@@ -411,5 +453,197 @@ out:
 	/* the handle holds a copy of the password */
 	curl_easy_cleanup(h);
 	curl_slist_free_all(rcpt);
+	return r;
+}
+
+
+/* ======================== the HTTPS mail API ============================ */
+
+struct mail_curl_answer {
+	char *p;	/* the answer's body, NUL-terminated; at most ANSWER_MAX */
+	size_t len;
+};
+
+/* CURLOPT_WRITEFUNCTION: keep the first MAIL_CURL_ANSWER_MAX bytes. */
+static size_t mail_curl_write(char *buf, size_t size, size_t nitems, void *arg)
+{
+	struct mail_curl_answer *a = arg;
+	size_t n = size * nitems, keep = n;
+	char *p;
+
+	if (a->len + keep > MAIL_CURL_ANSWER_MAX)
+		keep = MAIL_CURL_ANSWER_MAX - a->len;
+	if (keep == 0)
+		return n;
+	if (!(p = realloc(a->p, a->len + keep + 1)))
+		return 0;	/* libcurl stops with CURLE_WRITE_ERROR */
+	memcpy(p + a->len, buf, keep);
+	a->p = p;
+	a->len += keep;
+	a->p[a->len] = '\0';
+	return n;
+}
+
+/* The answer's string field `field`, or NULL. */
+static const char *mail_curl_answer_str(json_t *doc, const char *field)
+{
+	json_t *v = doc ? json_object_get(doc, field) : NULL;
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* A provider's text for a message: printable ASCII kept, the rest '?'. */
+static void mail_curl_clean(char *dst, size_t size, const char *src)
+{
+	size_t i;
+
+	for (i = 0; src && src[i] && i + 1 < size; i++)
+		dst[i] = ((unsigned char)src[i] >= 0x20 && (unsigned char)src[i] < 0x7f)
+			? src[i] : '?';
+	dst[i] = '\0';
+}
+
+/* The answer's status and body as one of our results and res. */
+static enum sd_result mail_curl_api_answer(struct mail_curl *c, CURL *h, long status,
+					   const struct mail_curl_answer *a,
+					   const char *key, struct mail_result *res)
+{
+	json_t *doc = a->p ? json_loads(a->p, 0, NULL) : NULL;
+	const char *why = mail_curl_answer_str(doc, "error");
+	const char *id = mail_curl_answer_str(doc, "id");
+	char said[240];
+	curl_off_t retry_after = 0;
+	enum sd_result r;
+
+	if (!why)
+		why = mail_curl_answer_str(doc, "message");
+	mail_curl_clean(said, sizeof said, why ? why : (a->p && a->len < 200 ? a->p : ""));
+	if (curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK &&
+	    retry_after > 0)
+		res->retry_after_ms = (int64_t)(retry_after > MAIL_CURL_RETRY_AFTER_MAX_S
+						? MAIL_CURL_RETRY_AFTER_MAX_S : retry_after) * 1000;
+	if (status >= 200 && status < 300) {
+		/* sent; an answer without an id still means sent: keep the key */
+		if (id && *id && strlen(id) <= MAIL_ID_MAX)
+			mail_curl_clean(res->message_id, sizeof res->message_id, id);
+		else
+			snprintf(res->message_id, sizeof res->message_id, "%s", key);
+		r = SD_OK;
+	} else if (status == 409) {
+		res->retry_later = 1;
+		r = err_set(SD_BUSY, "mail API %s: another request with key %s is in flight "
+			    "(409): retry later", c->where, key);
+	} else if (status == 429 || status >= 500) {
+		r = err_set(SD_IO, "mail API %s answered %ld%s%s%s", c->where, status,
+			    said[0] ? ": " : "", said,
+			    status == 429 ? " (rate limited)" : "");
+	} else if (status >= 400) {
+		r = err_set(SD_INVALID, "mail API %s refused the message (%ld): %s", c->where,
+			    status, said[0] ? said : "no reason given");
+	} else {
+		r = err_set(SD_IO, "mail API %s answered %ld, not a success or an error",
+			    c->where, status);
+	}
+	json_decref(doc);
+	return r;
+}
+
+/* libcurl's failure on the way to the API as one of our results. */
+static enum sd_result mail_curl_api_error(struct mail_curl *c, CURLcode rc, const char *detail)
+{
+	const char *why = detail[0] ? detail : curl_easy_strerror(rc);
+
+	switch (rc) {
+	case CURLE_PEER_FAILED_VERIFICATION:
+		return err_set(SD_IO, "mail API %s: the server's TLS certificate was refused: "
+			       "%s", c->where, why);
+	case CURLE_SSL_CONNECT_ERROR:
+		return err_set(SD_IO, "mail API %s: TLS handshake failed: %s", c->where, why);
+	case CURLE_OPERATION_TIMEDOUT:
+		return err_set(SD_IO, "mail API %s: timed out (the message may have been "
+			       "accepted; the retry carries the same key): %s", c->where, why);
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+		return err_set(SD_IO, "mail API %s: the connection ended without an answer "
+			       "(the retry carries the same key): %s", c->where, why);
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return err_set(SD_IO, "mail API %s: cannot connect: %s", c->where, why);
+	default:
+		return err_set(SD_IO, "mail API %s: %s (%s)", c->where, why,
+			       curl_easy_strerror(rc));
+	}
+}
+
+int mail_curl_is_api(const struct mail_curl *c)
+{
+	return c && c->https;
+}
+
+enum sd_result mail_curl_post(struct mail_curl *c, const char *key, const char *body,
+			      size_t len, struct mail_result *res)
+{
+	char errbuf[CURL_ERROR_SIZE], keyhdr[MAIL_ID_MAX + 32];
+	struct mail_curl_answer a = { NULL, 0 };
+	struct curl_slist *hdrs = NULL, *h2;
+	enum sd_result r = SD_OK;
+	CURLcode rc = CURLE_OK;
+	long status = 0;
+	CURL *h;
+
+	snprintf(keyhdr, sizeof keyhdr, "Idempotency-Key: %s", key);
+	if (!(h = curl_easy_init()))
+		return err_set(SD_NOMEM, "mail API %s: cannot make a libcurl handle", c->where);
+	/* no "Expect: 100-continue": a provider that does not answer it would
+	 * cost every send a second */
+	if (!(hdrs = curl_slist_append(NULL, "Content-Type: application/json")) ||
+	    !(h2 = curl_slist_append(hdrs, "Accept: application/json")) ||
+	    !(h2 = curl_slist_append(hdrs, keyhdr)) || !(h2 = curl_slist_append(hdrs, "Expect:"))) {
+		r = err_set(SD_NOMEM, "out of memory sending mail");
+		goto out;
+	}
+	errbuf[0] = '\0';
+#define SET(opt, val) \
+	do { \
+		if (rc == CURLE_OK) \
+			rc = curl_easy_setopt(h, opt, val); \
+	} while (0)
+	SET(CURLOPT_ERRORBUFFER, errbuf);
+	SET(CURLOPT_URL, c->url);
+	SET(CURLOPT_PROTOCOLS_STR, "https");
+	SET(CURLOPT_FOLLOWLOCATION, 0L);
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+	SET(CURLOPT_TIMEOUT_MS, c->timeout_ms);
+	SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	SET(CURLOPT_SSL_VERIFYPEER, 1L);
+	SET(CURLOPT_SSL_VERIFYHOST, 2L);
+	if (c->ca_file)
+		SET(CURLOPT_CAINFO, c->ca_file);
+	SET(CURLOPT_HTTPHEADER, hdrs);
+	SET(CURLOPT_POST, 1L);
+	SET(CURLOPT_POSTFIELDS, body);
+	SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	SET(CURLOPT_WRITEFUNCTION, mail_curl_write);
+	SET(CURLOPT_WRITEDATA, &a);
+#undef SET
+	if (rc != CURLE_OK) {
+		r = err_set(SD_IO, "mail API %s: libcurl refused an option: %s", c->where,
+			    curl_easy_strerror(rc));
+		goto out;
+	}
+	rc = curl_easy_perform(h);
+	if (rc != CURLE_OK) {
+		r = mail_curl_api_error(c, rc, errbuf);
+		goto out;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	r = mail_curl_api_answer(c, h, status, &a, key, res);
+out:
+	curl_easy_cleanup(h);
+	curl_slist_free_all(hdrs);
+	free(a.p);
 	return r;
 }

@@ -1,5 +1,6 @@
 /*
- * mail_curl.h: the SMTP and SMTPS transports, inside the mail module only.
+ * mail_curl.h: the SMTP, SMTPS and HTTPS mail API transports, inside the
+ * mail module only.
  * mail.c dispatches to these; nothing else includes this header, and no
  * other file includes <curl/curl.h>.
  */
@@ -34,5 +35,23 @@ void mail_curl_close(struct mail_curl *c);
  */
 enum sd_result mail_curl_send(struct mail_curl *c, const char *from, const char *to,
 			      const char *text, size_t len);
+
+/* mail_curl_is_api: 1 when c is the https:// JSON mail API transport. */
+int mail_curl_is_api(const struct mail_curl *c);
+
+/*
+ * mail_curl_post: one attempt at the JSON mail API: POST body (len bytes of
+ * JSON, built by mail.c) with the header "Idempotency-Key: key" (checked:
+ * printable ASCII, no spaces).  [out] res: message_id on success;
+ * retry_later, retry_after_ms as the provider said.  Results:
+ *   SD_OK       2xx: sent (res->message_id: the answer's "id", or the key)
+ *   SD_BUSY     409: a request with this key is in flight at the provider
+ *               (res->retry_later = 1)
+ *   SD_IO       429, 5xx, timeout, no answer, TLS or certificate failure
+ *               (res->retry_after_ms from Retry-After, or 0)
+ *   SD_INVALID  any other 4xx: refused for good, with the provider's words
+ */
+enum sd_result mail_curl_post(struct mail_curl *c, const char *key, const char *body,
+			      size_t len, struct mail_result *res);
 
 #endif

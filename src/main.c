@@ -17,13 +17,18 @@ static const struct {
 } commands[] = {
 	{ "init", cli_init, "create or upgrade the database" },
 	{ "enqueue", cli_enqueue, "add a job: enqueue KIND JSON [--job-id ID] [--delay-ms N] [--priority N]" },
-	{ "worker", cli_worker, "run jobs: worker [--concurrency N] [--batch N] [--lease-ms N] [--drain]" },
+	{ "worker", cli_worker, "run jobs: worker [--concurrency N] [--batch N] [--lease-ms N] [--drain]\n"
+			       "           [--config FILE] [--mail-url URL] [--mail-from ADDR] ..." },
 	{ "relay", cli_relay, "publish outbox rows to the stream: relay [--drain]" },
 	{ "jobs", cli_jobs, "look at and repair jobs: jobs stats|ls|dead|retry ID|purge --dead|prune" },
 	{ "event", cli_event, "add an event: event add --name N --venue V --starts-at ISO8601 --capacity N" },
 	{ "order", cli_order, "sell tickets: order add --event ID --name N --email A --seats N; order show ID" },
 	{ "scan", cli_scan, "admit a ticket at the door: scan CODE" },
-	{ "demo", cli_demo, "the whole pipeline on a fresh ./var/demo: demo [--orders N]" },
+	{ "demo", cli_demo, "the whole pipeline on a fresh ./var/demo: demo [--orders N]\n"
+			   "           [--config FILE] [--mail-url URL] ..." },
+	{ "mail", cli_mail, "send one test message: mail test --to ADDR [--config FILE]\n"
+			   "           [--mail-url URL] [--mail-from ADDR] [--mail-user USER]\n"
+			   "           [--mail-password-file F] [--mail-ca-file F] [--mail-timeout-ms N]" },
 	{ "bench", cli_bench, "measure: bench queue --jobs N --workers W --batch B --sync normal|full;\n"
 			      "           bench pipeline --orders N [--json]" },
 };

@@ -26,6 +26,8 @@
  *     leased --queue_retry_later(token, d)--> scheduled at now + d  (a snooze)
  *     leased --queue_release(token)--> ready     (graceful stop)
  *     leased --queue_fail(token)--> scheduled at now + backoff(attempts)
+ *                                  (queue_fail_after: never sooner than its
+ *                                   floor, a provider's Retry-After)
  *                                 | dead after max_attempts or when permanent
  *     leased --time passes--> ready              (no sweeper: the claim's
  *                                                 WHERE visible_at <= now
@@ -646,8 +648,14 @@ static const char SQL_FAIL[] =
 enum sd_result queue_fail(struct db *db, const struct job *j, const char *error, int permanent,
 			  int *dead)
 {
+	return queue_fail_after(db, j, error, permanent, 0, dead);
+}
+
+enum sd_result queue_fail_after(struct db *db, const struct job *j, const char *error,
+				int permanent, int64_t min_delay_ms, int *dead)
+{
 	const struct kind_policy *p = queue_policy(j->kind);
-	int64_t attempts = j->attempts + 1;
+	int64_t attempts = j->attempts + 1, delay;
 	char err[QUEUE_ERROR_MAX + 1];
 	struct db_stmt *st;
 	enum sd_result r;
@@ -676,7 +684,10 @@ enum sd_result queue_fail(struct db *db, const struct job *j, const char *error,
 		return SD_DB;
 	db_bind_int(st, 1, j->id);
 	db_bind_int(st, 2, j->lease_token);
-	db_bind_int(st, 3, clock_now_ms() + queue_backoff_ms(p, attempts));
+	delay = queue_backoff_ms(p, attempts);
+	if (delay < min_delay_ms)
+		delay = min_delay_ms;
+	db_bind_int(st, 3, clock_now_ms() + delay);
 	db_bind_int(st, 4, attempts);
 	db_bind_text(st, 5, err);
 	if ((r = db_run(st)) != SD_OK)

@@ -135,6 +135,11 @@ enum sd_result queue_release(struct db *db, int64_t id, int64_t token);
 enum sd_result queue_fail(struct db *db, const struct job *j, const char *error, int permanent,
 			  int *dead);
 
+/* queue_fail_after: queue_fail, ready again no sooner than min_delay_ms
+ * (a provider's Retry-After) even when the backoff is shorter. */
+enum sd_result queue_fail_after(struct db *db, const struct job *j, const char *error,
+				int permanent, int64_t min_delay_ms, int *dead);
+
 /* ---- dead letters and finished jobs ------------------------------------ */
 
 /* queue_dead_retry: put every dead entry with this job_id back, ready now,

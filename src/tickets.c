@@ -63,7 +63,7 @@ void tickets_default_mail_url(const char *db_path, char *buf, size_t size)
 }
 
 enum sd_result tickets_env_open(const char *db_path, const char *mail_url, const char *mail_from,
-				struct tickets_env **out)
+				const struct mail_config *mail_cfg, struct tickets_env **out)
 {
 	struct tickets_env *env;
 	char dir[PATH_MAX], path[PATH_MAX + 16], url[PATH_MAX + 16];
@@ -88,7 +88,7 @@ enum sd_result tickets_env_open(const char *db_path, const char *mail_url, const
 		tickets_default_mail_url(db_path, url, sizeof url);
 		mail_url = url;
 	}
-	if ((r = mail_open(mail_url, &env->mail)) != SD_OK)
+	if ((r = mail_open_opts(mail_url, mail_cfg, &env->mail)) != SD_OK)
 		goto fail;
 	*out = env;
 	return SD_OK;
@@ -662,6 +662,9 @@ fail:
 	return db_failure(res, "mark rendered");
 }
 
+/* A provider's 409 without Retry-After: ask again after this long. */
+#define TICKETS_IN_FLIGHT_RETRY_MS 3000
+
 /* Techniques 2 and 3: "order N's ticket email has been sent". */
 enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
 			      struct job_result *res)
@@ -694,11 +697,25 @@ enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
 		return JOB_RETRY_LATER;
 	}
 	failpoint(FP_SEND_CLAIMED);
+	memset(&mr, 0, sizeof mr);
 	if ((r = tickets_send_mail(env, &v, &mr)) != SD_OK) {
 		/* the send may or may not have left; the retry follows the
 		 * backoff, not the 2-minute claim, and carries the same key */
 		enum sd_result rr = idem_effect_release(db, order_id, "tickets", claimed_at);
 		(void)rr;
+		if (mr.retry_later) {
+			/* the provider holds our key in flight (an earlier attempt
+			 * that timed out, or a run that took over a stale claim):
+			 * it ends as one message either way; ask again soon.  The
+			 * claim is given back too, or the next run would wait for
+			 * it to go stale: the key, not the claim, guards the
+			 * provider. */
+			res->delay_ms = mr.retry_after_ms > 0 ? mr.retry_after_ms
+							      : TICKETS_IN_FLIGHT_RETRY_MS;
+			return JOB_RETRY_LATER;
+		}
+		/* never back sooner than the provider asked (429, 503) */
+		res->delay_ms = mr.retry_after_ms;
 		return job_failf(res, r == SD_INVALID, "send: %s", err_msg());
 	}
 	failpoint(FP_SEND_SENT);

@@ -44,10 +44,12 @@ void tickets_default_mail_url(const char *db_path, char *buf, size_t size);
 
 /*
  * tickets_env_open: the handlers' context for the database at db_path.
- * mail_url NULL: the default maildir; mail_from NULL: the default sender.
+ * mail_url NULL: the default maildir; mail_from NULL: the default sender;
+ * mail_cfg (may be NULL: the defaults) is passed to mail_open_opts and need
+ * not outlive the call.
  */
 enum sd_result tickets_env_open(const char *db_path, const char *mail_url, const char *mail_from,
-				struct tickets_env **out);
+				const struct mail_config *mail_cfg, struct tickets_env **out);
 void tickets_env_close(struct tickets_env *env);
 
 /* ---- intake ---------------------------------------------------------- */

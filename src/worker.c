@@ -440,7 +440,8 @@ static enum sd_result settle(struct worker *w, struct slot *s, struct worker_sta
 	case JOB_FAIL:
 	case JOB_FAIL_PERMANENT:
 	default:
-		r = queue_fail(w->db, j, s->res.error, s->outcome == JOB_FAIL_PERMANENT, &dead);
+		r = queue_fail_after(w->db, j, s->res.error, s->outcome == JOB_FAIL_PERMANENT,
+				     s->res.delay_ms, &dead);
 		if (r == SD_OK && dead)
 			st->dead++;
 		else if (r == SD_OK)

@@ -28,7 +28,9 @@ enum job_outcome {
 };
 
 struct job_result {
-	int64_t delay_ms;			/* JOB_RETRY_LATER: how long */
+	int64_t delay_ms;			/* JOB_RETRY_LATER: how long; JOB_FAIL: the
+						 * shortest backoff (a provider's
+						 * Retry-After); 0: the kind's backoff */
 	char error[QUEUE_ERROR_MAX + 1];	/* JOB_FAIL*: why, one line */
 };
 

@@ -1,0 +1,496 @@
+/*
+ * test_config.c: the mail settings (config.h) and `stagedoor mail test`.
+ *
+ * The rules under test: a flag beats the environment, which beats the
+ * config file, which beats the default; the file is read strictly and its
+ * errors name the file, the line and the key but never a value; `mail test`
+ * sends one message through whatever transport the settings name and says
+ * what happened (exit 0, or 1 with one line on stderr); and the worker gives
+ * send_tickets a lease longer than a send can take.
+ *
+ * The library tests call config_* directly; the command tests run the real
+ * binary ($STAGEDOOR_BIN) in a fresh temp directory.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "mail.h"
+#include "queue.h"
+#include "result.h"
+#include "testutil.h"
+
+#define OUT_MAX (64 * 1024)
+
+static char out[OUT_MAX], err[OUT_MAX];
+
+#define RUN(...) \
+	tu_run(out, sizeof out, err, sizeof err, (const char *const[]){ __VA_ARGS__, NULL })
+
+/* Every STAGEDOOR_MAIL_* variable a test may set, cleared around each test
+ * so that neither the caller's environment nor another test leaks in. */
+static void clear_env(void)
+{
+	int k;
+
+	for (k = 0; k < CONFIG_N_KEYS; k++)
+		unsetenv(config_key_env((enum config_key)k));
+}
+
+static int setup(void **state)
+{
+	clear_env();
+	return tu_setup_real(state);
+}
+
+static int teardown(void **state)
+{
+	clear_env();
+	queue_policy_reset();
+	return tu_teardown(state);
+}
+
+/* write_file: dir/name with text; [out] path. */
+static void write_file(const struct tu_env *e, const char *name, const char *text, char *path,
+		       size_t size)
+{
+	FILE *f;
+
+	snprintf(path, size, "%s/%s", e->dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static int n_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* The failure contract: exit want, one line "stagedoor: ...", no stdout. */
+static void assert_one_line_error(int rc, int want, const char *what)
+{
+	if (rc != want || strncmp(err, "stagedoor: ", 11) != 0 || n_lines(err) != 1 || out[0])
+		fail_msg("%s: want exit %d and one line 'stagedoor: ...' on stderr, nothing on "
+			 "stdout; got rc=%d stdout='%s' stderr='%s'", what, want, rc, out, err);
+}
+
+/* The files in dir (dot files aside); [out] the last one's name. */
+static int count_files(const char *dir, char *last, size_t size)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		n++;
+		if (last)
+			snprintf(last, size, "%s", de->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+/* ---- precedence ---------------------------------------------------------- */
+
+static void test_precedence_flag_env_file_default(void **state)
+{
+	const struct tu_env *e = *state;
+	const char *flags[CONFIG_N_KEYS] = { 0 };
+	struct mail_config mc;
+	struct config c;
+	char path[512];
+
+	write_file(e, "box.conf",
+		   "# the venue's relay\n"
+		   "\n"
+		   "mail_url = smtp://file.example:587\n"
+		   "  mail_from=file@venue.example   \n"
+		   "mail_user = box\n"
+		   "mail_timeout_ms = 5000\n",
+		   path, sizeof path);
+
+	/* the file alone; what it does not set keeps the default */
+	assert_int_equal(config_resolve(&c, path, flags), SD_OK);
+	assert_string_equal(config_mail_url(&c), "smtp://file.example:587");
+	assert_string_equal(config_mail_from(&c), "file@venue.example");
+	assert_null(c.value[CONFIG_MAIL_CA_FILE]);
+	config_mail(&c, &mc);
+	assert_string_equal(mc.user, "box");
+	assert_null(mc.password_file);
+	assert_int_equal(mc.timeout_ms, 5000);
+	config_free(&c);
+
+	/* the environment over the file */
+	setenv("STAGEDOOR_MAIL_URL", "smtps://env.example:465", 1);
+	setenv("STAGEDOOR_MAIL_TIMEOUT_MS", "7000", 1);
+	setenv("STAGEDOOR_MAIL_USER", "", 1);	/* empty: unset */
+	assert_int_equal(config_resolve(&c, path, flags), SD_OK);
+	assert_string_equal(config_mail_url(&c), "smtps://env.example:465");
+	assert_string_equal(c.origin[CONFIG_MAIL_URL], "STAGEDOOR_MAIL_URL");
+	assert_string_equal(config_mail_from(&c), "file@venue.example");
+	assert_string_equal(c.value[CONFIG_MAIL_USER], "box");
+	assert_int_equal(c.mail_timeout_ms, 7000);
+	config_free(&c);
+
+	/* a flag over both */
+	flags[CONFIG_MAIL_URL] = "maildir:/tmp/flag";
+	flags[CONFIG_MAIL_TIMEOUT_MS] = " 9000 ";
+	assert_int_equal(config_resolve(&c, path, flags), SD_OK);
+	assert_string_equal(config_mail_url(&c), "maildir:/tmp/flag");
+	assert_string_equal(c.origin[CONFIG_MAIL_URL], "--mail-url");
+	assert_int_equal(c.mail_timeout_ms, 9000);
+	assert_string_equal(config_mail_from(&c), "file@venue.example");
+	config_free(&c);
+
+	/* nothing anywhere: every key unset, the modules' defaults apply */
+	clear_env();
+	memset(flags, 0, sizeof flags);
+	assert_int_equal(config_resolve(&c, NULL, flags), SD_OK);
+	assert_null(config_mail_url(&c));
+	assert_null(config_mail_from(&c));
+	assert_int_equal(c.mail_timeout_ms, 0);
+	config_free(&c);
+}
+
+/* The same rule through the binary: each level names another maildir and
+ * the message lands in the one that should win. */
+static void test_precedence_through_mail_test(void **state)
+{
+	const struct tu_env *e = *state;
+	char conf[512], text[1200], dir[700];
+	int rc;
+
+	snprintf(text, sizeof text, "mail_url = maildir:%s/file-md\n", e->dir);
+	write_file(e, "box.conf", text, conf, sizeof conf);
+
+	rc = RUN("mail", "test", "--to", "a@b.example", "--config", conf, "--db", e->db_path);
+	assert_int_equal(rc, 0);
+	snprintf(dir, sizeof dir, "%s/file-md/new", e->dir);
+	assert_int_equal(count_files(dir, NULL, 0), 1);
+
+	snprintf(text, sizeof text, "maildir:%s/env-md", e->dir);
+	setenv("STAGEDOOR_MAIL_URL", text, 1);
+	rc = RUN("mail", "test", "--to", "a@b.example", "--config", conf, "--db", e->db_path);
+	assert_int_equal(rc, 0);
+	snprintf(dir, sizeof dir, "%s/env-md/new", e->dir);
+	assert_int_equal(count_files(dir, NULL, 0), 1);
+
+	snprintf(text, sizeof text, "maildir:%s/flag-md", e->dir);
+	rc = RUN("mail", "test", "--to", "a@b.example", "--config", conf, "--mail-url", text,
+		 "--db", e->db_path);
+	assert_int_equal(rc, 0);
+	snprintf(dir, sizeof dir, "%s/flag-md/new", e->dir);
+	assert_int_equal(count_files(dir, NULL, 0), 1);
+	/* and the losers got nothing more */
+	snprintf(dir, sizeof dir, "%s/file-md/new", e->dir);
+	assert_int_equal(count_files(dir, NULL, 0), 1);
+	snprintf(dir, sizeof dir, "%s/env-md/new", e->dir);
+	assert_int_equal(count_files(dir, NULL, 0), 1);
+}
+
+/* ---- strict parsing ------------------------------------------------------ */
+
+/* load: config_load_file on text written to name; the result and message. */
+static enum sd_result load(const struct tu_env *e, const char *name, const char *text,
+			   char *path, size_t size)
+{
+	struct config c;
+	enum sd_result r;
+
+	write_file(e, name, text, path, size);
+	config_init(&c);
+	r = config_load_file(&c, path);
+	config_free(&c);
+	return r;
+}
+
+static void assert_msg_has(const char *what)
+{
+	if (!strstr(err_msg(), what))
+		fail_msg("message '%s' lacks '%s'", err_msg(), what);
+}
+
+static void test_file_errors_name_file_line_and_key(void **state)
+{
+	const struct tu_env *e = *state;
+	char path[512], want[600];
+
+	/* an unknown key, on line 3 */
+	assert_int_equal(load(e, "a.conf", "# ok\nmail_url = maildir:/x\nmail_uri = smtp://h\n",
+			      path, sizeof path), SD_INVALID);
+	snprintf(want, sizeof want, "%s:3:", path);
+	assert_msg_has(want);
+	assert_msg_has("unknown key 'mail_uri'");
+
+	/* a malformed value, on line 2: named by key, not echoed */
+	assert_int_equal(load(e, "b.conf", "\nmail_timeout_ms = 12s34\n", path, sizeof path),
+			 SD_INVALID);
+	snprintf(want, sizeof want, "%s:2:", path);
+	assert_msg_has(want);
+	assert_msg_has("mail_timeout_ms");
+	assert_null(strstr(err_msg(), "12s34"));
+	assert_int_equal(load(e, "b2.conf", "mail_timeout_ms = 99999999999\n", path, sizeof path),
+			 SD_INVALID);
+	assert_msg_has("mail_timeout_ms");
+	assert_int_equal(load(e, "b3.conf", "mail_from = not an address\n", path, sizeof path),
+			 SD_INVALID);
+	assert_msg_has(":1: mail_from");
+
+	/* a line that is not key = value, and an empty value */
+	assert_int_equal(load(e, "c.conf", "mail_url smtp://h\n", path, sizeof path), SD_INVALID);
+	assert_msg_has(":1: not a 'key = value' line");
+	assert_null(strstr(err_msg(), "smtp://h"));
+	assert_int_equal(load(e, "d.conf", "mail_user =   \n", path, sizeof path), SD_INVALID);
+	assert_msg_has(":1: mail_user needs a value");
+
+	/* a key twice */
+	assert_int_equal(load(e, "e.conf", "mail_user = a\n#\nmail_user = b\n", path, sizeof path),
+			 SD_INVALID);
+	assert_msg_has(":3: mail_user is set twice (first on line 1)");
+
+	/* a password is never a config value, and never echoed */
+	assert_int_equal(load(e, "f.conf", "mail_password = hunter2\n", path, sizeof path),
+			 SD_INVALID);
+	assert_msg_has(":1: mail_password:");
+	assert_msg_has("mail_password_file");
+	assert_null(strstr(err_msg(), "hunter2"));
+
+	/* an unreadable file */
+	snprintf(path, sizeof path, "%s/missing.conf", e->dir);
+	{
+		struct config c;
+
+		config_init(&c);
+		assert_int_equal(config_load_file(&c, path), SD_IO);
+		config_free(&c);
+	}
+	assert_msg_has(path);
+
+	/* comments, blanks, CRLF and surrounding blanks are fine */
+	assert_int_equal(load(e, "ok.conf", "  # note\r\n\r\n\tmail_ca_file\t=\t/etc/ca.pem \r\n",
+			      path, sizeof path), SD_OK);
+}
+
+/* The binary: a bad file is one line naming file:line and key, exit 2, and
+ * nothing sent; an unreadable one is exit 1. */
+static void test_bad_config_file_through_the_binary(void **state)
+{
+	const struct tu_env *e = *state;
+	char conf[512], want[600];
+	int rc;
+
+	write_file(e, "bad.conf", "mail_url = maildir:/nowhere\nmail_timeout_ms = soon\n", conf,
+		   sizeof conf);
+	rc = RUN("mail", "test", "--to", "a@b.example", "--config", conf, "--db", e->db_path);
+	assert_one_line_error(rc, 2, "mail test with a bad value");
+	snprintf(want, sizeof want, "%s:2: mail_timeout_ms", conf);
+	assert_non_null(strstr(err, want));
+
+	rc = RUN("worker", "--drain", "--config", conf, "--db", e->db_path);
+	assert_one_line_error(rc, 2, "worker with a bad value");
+	assert_non_null(strstr(err, want));
+
+	write_file(e, "bad2.conf", "mail_transport = smtp\n", conf, sizeof conf);
+	rc = RUN("worker", "--drain", "--config", conf, "--db", e->db_path);
+	assert_one_line_error(rc, 2, "worker with an unknown key");
+	snprintf(want, sizeof want, "%s:1: unknown key 'mail_transport'", conf);
+	assert_non_null(strstr(err, want));
+
+	snprintf(conf, sizeof conf, "%s/none.conf", e->dir);
+	rc = RUN("worker", "--drain", "--config", conf, "--db", e->db_path);
+	assert_one_line_error(rc, 1, "worker with a missing config file");
+	assert_non_null(strstr(err, conf));
+
+	/* and a malformed flag or variable is named the same way */
+	rc = RUN("mail", "test", "--to", "a@b.example", "--mail-timeout-ms", "x", "--db",
+		 e->db_path);
+	assert_one_line_error(rc, 2, "a bad --mail-timeout-ms");
+	assert_non_null(strstr(err, "--mail-timeout-ms: mail_timeout_ms"));
+	setenv("STAGEDOOR_MAIL_FROM", "nobody", 1);
+	rc = RUN("mail", "test", "--to", "a@b.example", "--db", e->db_path);
+	assert_one_line_error(rc, 2, "a bad STAGEDOOR_MAIL_FROM");
+	assert_non_null(strstr(err, "STAGEDOOR_MAIL_FROM: mail_from"));
+}
+
+/* ---- mail test ----------------------------------------------------------- */
+
+static void test_mail_test_through_maildir(void **state)
+{
+	const struct tu_env *e = *state;
+	char url[600], dir[700], name[256], path[1000], id[MAIL_ID_MAX + 1], want[MAIL_ID_MAX + 20];
+	const char *p;
+	unsigned char *msg;
+	size_t len;
+	int rc;
+
+	snprintf(url, sizeof url, "maildir:%s/md", e->dir);
+	rc = RUN("mail", "test", "--to", "door@venue.example", "--mail-url", url, "--mail-from",
+		 "box@venue.example", "--db", e->db_path);
+	if (rc != 0)
+		fail_msg("mail test: rc=%d stderr=%s", rc, err);
+	assert_non_null(strstr(out, url));
+
+	/* the id it printed */
+	p = strstr(out, "message id");
+	assert_non_null(p);
+	p += strlen("message id");
+	while (*p == ' ')
+		p++;
+	snprintf(id, sizeof id, "%.*s", (int)strcspn(p, "\n"), p);
+	assert_int_equal(strncmp(id, "mail-test-", 10), 0);
+
+	/* exactly one message, carrying that id */
+	snprintf(dir, sizeof dir, "%s/md/new", e->dir);
+	assert_int_equal(count_files(dir, name, sizeof name), 1);
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	msg = tu_slurp(path, &len);
+	assert_non_null(msg);
+	snprintf(want, sizeof want, "Message-ID: <%s>", id);
+	assert_non_null(strstr((char *)msg, want));
+	assert_non_null(strstr((char *)msg, "To: door@venue.example"));
+	assert_non_null(strstr((char *)msg, "box@venue.example"));
+	free(msg);
+
+	/* a second test is a second message: every test has its own key */
+	assert_int_equal(RUN("mail", "test", "--to", "door@venue.example", "--mail-url", url,
+			     "--db", e->db_path), 0);
+	assert_int_equal(count_files(dir, NULL, 0), 2);
+}
+
+static void test_mail_test_smtp_no_server_fails(void **state)
+{
+	const struct tu_env *e = *state;
+	struct sockaddr_in a = { 0 };
+	socklen_t alen = sizeof a;
+	char url[64], port[16];
+	int s, rc;
+
+	/* a loopback port that was free a moment ago: nobody listens there */
+	s = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(s >= 0);
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&a, &alen), 0);
+	close(s);
+	snprintf(port, sizeof port, "%d", ntohs(a.sin_port));
+	snprintf(url, sizeof url, "smtp://127.0.0.1:%s", port);
+
+	rc = RUN("mail", "test", "--to", "door@venue.example", "--mail-url", url,
+		 "--mail-timeout-ms", "3000", "--db", e->db_path);
+	assert_one_line_error(rc, 1, "mail test with no server");
+	assert_non_null(strstr(err, "mail test via smtp://127.0.0.1:"));
+	assert_non_null(strstr(err, port));
+	assert_non_null(strstr(err, "failed"));
+
+	/* a URL with a password is refused without echoing it, also exit 1 */
+	rc = RUN("mail", "test", "--to", "door@venue.example", "--mail-url",
+		 "smtp://u:s3cret@127.0.0.1:25", "--db", e->db_path);
+	assert_true(rc != 0);
+	assert_null(strstr(err, "s3cret"));
+}
+
+static void test_mail_test_usage(void **state)
+{
+	const struct tu_env *e = *state;
+
+	assert_int_equal(RUN("mail", "test", "--db", e->db_path), 2);
+	assert_int_equal(RUN("mail", "send", "--to", "a@b.example", "--db", e->db_path), 2);
+	assert_one_line_error(RUN("mail", "test", "--to", "a\r\nRCPT TO:<x@y>", "--db",
+				  e->db_path), 2, "an address with CRLF");
+}
+
+/* ---- the send_tickets lease ------------------------------------------- */
+
+static void test_send_lease_longer_than_timeout(void **state)
+{
+	const struct tu_env *e = *state;
+	const char *flags[CONFIG_N_KEYS] = { 0 };
+	struct config c;
+	int64_t lease = 0;
+	char conf[512];
+
+	(void)e;
+	/* the defaults: 60 s total + 10 s connect + 30 s */
+	config_init(&c);
+	assert_int_equal(config_apply_leases(&c, 0, &lease), SD_OK);
+	assert_true(lease > MAIL_TIMEOUT_MS + MAIL_CONNECT_TIMEOUT_MS);
+	assert_int_equal(queue_policy("send_tickets")->lease_ms, lease);
+	assert_int_equal(queue_policy("render_tickets")->lease_ms, QUEUE_LEASE_MS_DEFAULT);
+	config_free(&c);
+	queue_policy_reset();
+
+	/* a long configured timeout lengthens the lease with it */
+	flags[CONFIG_MAIL_TIMEOUT_MS] = "300000";
+	assert_int_equal(config_resolve(&c, NULL, flags), SD_OK);
+	assert_int_equal(config_apply_leases(&c, 0, &lease), SD_OK);
+	assert_true(lease > 300000 + MAIL_CONNECT_TIMEOUT_MS);
+	assert_true(queue_policy("send_tickets")->lease_ms > 300000 + MAIL_CONNECT_TIMEOUT_MS);
+	config_free(&c);
+	queue_policy_reset();
+
+	/* a short --lease-ms shortens every other kind, never send_tickets */
+	config_init(&c);
+	assert_int_equal(config_apply_leases(&c, 500, &lease), SD_OK);
+	assert_int_equal(queue_policy("render_tickets")->lease_ms, 500);
+	assert_true(queue_policy("send_tickets")->lease_ms > MAIL_TIMEOUT_MS +
+							     MAIL_CONNECT_TIMEOUT_MS);
+	config_free(&c);
+	queue_policy_reset();
+
+	/* a long --lease-ms is kept for send_tickets too */
+	config_init(&c);
+	assert_int_equal(config_apply_leases(&c, 600000, &lease), SD_OK);
+	assert_int_equal(lease, 600000);
+	config_free(&c);
+
+	/* the worker does the same at start, and says so */
+	write_file(e, "w.conf", "mail_timeout_ms = 200000\n", conf, sizeof conf);
+	setenv("STAGEDOOR_LOG_LEVEL", "info", 1);
+	assert_int_equal(RUN("worker", "--drain", "--lease-ms", "1000", "--config", conf, "--db",
+			     e->db_path), 0);
+	unsetenv("STAGEDOOR_LOG_LEVEL");
+	if (!strstr(err, "send_tickets_lease_ms=240000"))
+		fail_msg("worker log lacks the send_tickets lease: %s", err);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_precedence_flag_env_file_default, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_precedence_through_mail_test, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_errors_name_file_line_and_key, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_bad_config_file_through_the_binary, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_mail_test_through_maildir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mail_test_smtp_no_server_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mail_test_usage, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_send_lease_longer_than_timeout, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
