@@ -354,6 +354,38 @@ static size_t mail_curl_read(char *buf, size_t size, size_t nitems, void *arg)
 }
 
 /* libcurl's code and its detail as one of our results, the message once. */
+/*
+ * The settings every send shares, SMTP or HTTPS: the URL and the protocols
+ * it may use, no signals (threads), the timeouts, TLS 1.2 at least, and peer
+ * and host verification on, said here so that nobody needs to know
+ * libcurl's defaults.  Each setopt can fail only on a bad option or out of
+ * memory: they are checked together, the first failure wins.
+ */
+static CURLcode mail_curl_common(CURL *h, const struct mail_curl *c, char *errbuf,
+				 const char *protocols)
+{
+	CURLcode rc = CURLE_OK;
+
+#define SET(opt, val) \
+	do { \
+		if (rc == CURLE_OK) \
+			rc = curl_easy_setopt(h, opt, val); \
+	} while (0)
+	SET(CURLOPT_ERRORBUFFER, errbuf);
+	SET(CURLOPT_URL, c->url);
+	SET(CURLOPT_PROTOCOLS_STR, protocols);
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+	SET(CURLOPT_TIMEOUT_MS, c->timeout_ms);
+	SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	SET(CURLOPT_SSL_VERIFYPEER, 1L);
+	SET(CURLOPT_SSL_VERIFYHOST, 2L);
+	if (c->ca_file)
+		SET(CURLOPT_CAINFO, c->ca_file);
+#undef SET
+	return rc;
+}
+
 static enum sd_result mail_curl_error(struct mail_curl *c, CURL *h, CURLcode rc,
 				      const char *detail)
 {
@@ -407,28 +439,15 @@ enum sd_result mail_curl_send(struct mail_curl *c, const char *from, const char 
 		goto out;
 	}
 	errbuf[0] = '\0';
-	/* each setopt can fail only on a bad option or out of memory: check
-	 * them together, the first failure wins */
+	rc = mail_curl_common(h, c, errbuf, "smtp,smtps");
 #define SET(opt, val) \
 	do { \
 		if (rc == CURLE_OK) \
 			rc = curl_easy_setopt(h, opt, val); \
 	} while (0)
-	SET(CURLOPT_ERRORBUFFER, errbuf);
-	SET(CURLOPT_URL, c->url);
-	SET(CURLOPT_PROTOCOLS_STR, "smtp,smtps");
-	SET(CURLOPT_NOSIGNAL, 1L);	/* threads: no SIGALRM for timeouts */
-	SET(CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
-	SET(CURLOPT_TIMEOUT_MS, c->timeout_ms);
-	/* STARTTLS or nothing; TLS 1.2 at least; verification on, and said so
-	 * here so that nobody needs to know libcurl's defaults */
+	/* STARTTLS or nothing */
 	if (!c->implicit_tls)
 		SET(CURLOPT_USE_SSL, (long)CURLUSESSL_ALL);
-	SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
-	SET(CURLOPT_SSL_VERIFYPEER, 1L);
-	SET(CURLOPT_SSL_VERIFYHOST, 2L);
-	if (c->ca_file)
-		SET(CURLOPT_CAINFO, c->ca_file);
 	if (c->user) {
 		SET(CURLOPT_USERNAME, c->user);
 		SET(CURLOPT_PASSWORD, c->password);
@@ -605,23 +624,13 @@ enum sd_result mail_curl_post(struct mail_curl *c, const char *key, const char *
 		goto out;
 	}
 	errbuf[0] = '\0';
+	rc = mail_curl_common(h, c, errbuf, "https");
 #define SET(opt, val) \
 	do { \
 		if (rc == CURLE_OK) \
 			rc = curl_easy_setopt(h, opt, val); \
 	} while (0)
-	SET(CURLOPT_ERRORBUFFER, errbuf);
-	SET(CURLOPT_URL, c->url);
-	SET(CURLOPT_PROTOCOLS_STR, "https");
 	SET(CURLOPT_FOLLOWLOCATION, 0L);
-	SET(CURLOPT_NOSIGNAL, 1L);
-	SET(CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
-	SET(CURLOPT_TIMEOUT_MS, c->timeout_ms);
-	SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
-	SET(CURLOPT_SSL_VERIFYPEER, 1L);
-	SET(CURLOPT_SSL_VERIFYHOST, 2L);
-	if (c->ca_file)
-		SET(CURLOPT_CAINFO, c->ca_file);
 	SET(CURLOPT_HTTPHEADER, hdrs);
 	SET(CURLOPT_POST, 1L);
 	SET(CURLOPT_POSTFIELDS, body);

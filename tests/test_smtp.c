@@ -11,6 +11,11 @@
  * What arrives is parsed here (base64 and quoted-printable decoded without
  * mail.c), and what the client said in clear is read from the sink's
  * transcript of command verbs.
+ *
+ * The job-level tests (at the end) place and render one order as
+ * test_mailapi.c does and run the real send_tickets handler (tickets_send)
+ * through a standalone handler context on the fake clock, its mailer
+ * pointed at the sink.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -34,8 +39,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blob.h"
+#include "code.h"
+#include "idem.h"
 #include "mail.h"
 #include "testutil.h"
+#include "tickets.h"
+#include "worker.h"
 
 #define PYTHON "/usr/bin/python3"	/* Debian's: it sees python3-aiosmtpd */
 #define SINK_SCRIPT "tests/smtp_sink.py"
@@ -780,6 +790,223 @@ static void test_silent_server_times_out(void **state)
 	close(s);
 }
 
+/* ---- the send_tickets job over SMTP ------------------------------------ */
+
+/* One order, placed and rendered, and a handler context whose environment's
+ * mailer each test points at its sink (as in test_mailapi.c). */
+static struct {
+	struct tickets_env *tenv;
+	struct handler_ctx *ctx;
+	int64_t order_id;
+	char public_id[ORDER_ID_MAX];
+} J;
+
+static const char SQL_J_ORDER_ID[] = "SELECT id FROM orders WHERE public_id = '%s'";
+static const char SQL_J_SENT[] =
+	"SELECT count(*) FROM email_sends WHERE order_id = %lld AND sent_at IS NOT NULL";
+static const char SQL_J_RELEASED[] =
+	"SELECT count(*) FROM email_sends WHERE order_id = %lld AND claimed_at = 0 "
+	"AND sent_at IS NULL";
+
+/* A handler job for kind on the order; payload is the caller's buffer. */
+static struct job job_for(char *kind, char *job_id, char *payload, size_t size, int64_t id,
+			  int64_t delivery)
+{
+	struct job job;
+
+	snprintf(payload, size, "{\"order_id\":%lld}", (long long)J.order_id);
+	memset(&job, 0, sizeof job);
+	job.id = id;
+	job.lease_token = delivery;
+	job.deliveries = delivery;
+	job.job_id = job_id;
+	job.kind = kind;
+	job.payload = payload;
+	return job;
+}
+
+static int job_setup(void **state)
+{
+	struct event_new e = { "Hamlet", "Salle Zo\xc3\xab", 1900000000000LL, 100 };
+	struct order_new o = { 0, "Jos\xc3\xa9 M\xc3\xbcller", "jose@example.org", 2, NULL };
+	static char kind[] = "render_tickets", job_id[] = "render-1";
+	struct tu_env *env;
+	struct job_result res;
+	struct job job;
+	char path[600], payload[64];
+	int64_t event_id;
+	int replayed = -1;
+
+	tu_setup(state);	/* a database, the fake clock */
+	env = *state;
+	memset(&J, 0, sizeof J);
+	assert_int_equal(tickets_files_init(env->db_path), SD_OK);
+	J.tenv = calloc(1, sizeof *J.tenv);
+	assert_non_null(J.tenv);
+	snprintf(J.tenv->db_path, sizeof J.tenv->db_path, "%s", env->db_path);
+	snprintf(J.tenv->mail_from, sizeof J.tenv->mail_from, "box@venue.example");
+	snprintf(path, sizeof path, "%s/blobs", env->dir);
+	if (blob_open(path, &J.tenv->blobs) != SD_OK ||
+	    code_key_path(env->db_path, path, sizeof path) != SD_OK ||
+	    code_key_load(path, J.tenv->key) != SD_OK)
+		fail_msg("tickets env: %s", err_msg());
+	assert_int_equal(event_add(env->db, &e, &event_id), SD_OK);
+	o.event_id = event_id;
+	assert_int_equal(order_add(env->db, &o, J.public_id, &replayed), SD_OK);
+	J.order_id = tu_countf(env->db_path, SQL_J_ORDER_ID, J.public_id);
+	assert_true(J.order_id > 0);
+	J.ctx = worker_ctx_new(env->db_path, J.tenv);
+	assert_non_null(J.ctx);
+	job = job_for(kind, job_id, payload, sizeof payload, 1, 1);
+	memset(&res, 0, sizeof res);
+	if (tickets_render(J.ctx, &job, &res) != JOB_DONE)
+		fail_msg("render: %s", res.error);
+	return 0;
+}
+
+static int job_teardown(void **state)
+{
+	sink_stop();
+	worker_ctx_free(J.ctx);
+	tickets_env_close(J.tenv);
+	memset(&J, 0, sizeof J);
+	return tu_teardown(state);
+}
+
+/* The handlers' mailer: a new one for the sink at port. */
+static void job_mailer(const struct tu_env *env, const char *scheme, int port)
+{
+	struct mail_config cfg = { 0 };
+	char ca[400];
+
+	snprintf(ca, sizeof ca, "%s/certs/ca.pem", env->dir);
+	cfg.ca_file = ca;
+	mail_close(J.tenv->mail);
+	J.tenv->mail = open_smtp(scheme, port, &cfg);
+}
+
+/* One run of send_tickets for the order; it must end as want. */
+static void job_send(enum job_outcome want, struct job_result *out)
+{
+	static char kind[] = "send_tickets", job_id[] = "outbox:2";
+	static int64_t delivery;
+	struct job_result res;
+	struct job job;
+	char payload[64];
+	enum job_outcome got;
+
+	job = job_for(kind, job_id, payload, sizeof payload, 2, ++delivery);
+	memset(&res, 0, sizeof res);
+	got = tickets_send(J.ctx, &job, &res);
+	if (got != want)
+		fail_msg("send_tickets: outcome %d, expected %d (%s)", (int)got, (int)want,
+			 res.error);
+	if (out)
+		*out = res;
+}
+
+/* The one message at the sink: envelope over TLS, Message-ID from the
+ * order's key, the PDF attachment byte for byte the stored blob. */
+static void check_ticket_delivered(const struct tu_env *env)
+{
+	char *envl, *eml, head[200], key[BLOB_KEY_MAX + 1], want[64];
+	unsigned char *got, *blob = NULL;
+	size_t glen, blen = 0;
+	const char *p, *end;
+	struct order_view v;
+
+	assert_int_equal(sink_count(env), 1);
+	envl = sink_message(env, 1, "env", NULL);
+	assert_string_equal(envl, "from box@venue.example\nto jose@example.org\ntls 1\nauth \n");
+	free(envl);
+	eml = sink_message(env, 1, "eml", NULL);
+	idem_provider_key(want, sizeof want, "tickets", J.order_id);
+	snprintf(head, sizeof head, "\r\nMessage-ID: <%s@stagedoor.invalid>\r\n", want);
+	assert_non_null(strstr(eml, head));
+	snprintf(head, sizeof head,
+		 "Content-Disposition: attachment; filename=\"tickets-%s.pdf\"\r\n\r\n",
+		 J.public_id);
+	p = part(eml, head, &end);
+	got = b64_decode(p, end, &glen);
+
+	assert_int_equal(tickets_load_order(env->db, J.order_id, &v), SD_OK);
+	tickets_pdf_key(&v, key, sizeof key);
+	snprintf(head, sizeof head, "tickets/%s.pdf", J.public_id);
+	assert_string_equal(key, head);
+	assert_int_equal(blob_get(J.tenv->blobs, key, &blob, &blen), SD_OK);
+	assert_true(blen > 1000);
+	assert_int_equal(glen, blen);
+	assert_memory_equal(got, blob, blen);
+	free(blob);
+	free(got);
+	free(eml);
+}
+
+static void job_delivers(const struct tu_env *env, const char *scheme, const char *mode)
+{
+	int port;
+
+	make_certs(env);
+	port = sink_start(env, mode, "server", NULL, NULL);
+	job_mailer(env, scheme, port);
+	job_send(JOB_DONE, NULL);
+	assert_int_equal(tu_countf(env->db_path, SQL_J_SENT, (long long)J.order_id), 1);
+	check_ticket_delivered(env);
+	/* a later delivery of the job finds it sent and sends nothing */
+	job_send(JOB_DONE, NULL);
+	assert_int_equal(sink_count(env), 1);
+}
+
+/* (1) The ticket email over STARTTLS, then over SMTPS. */
+static void test_job_starttls_delivers(void **state)
+{
+	job_delivers(*state, "smtp", "--require-starttls");
+}
+
+static void test_job_smtps_delivers(void **state)
+{
+	job_delivers(*state, "smtps", "--implicit-tls");
+}
+
+/* (2) A sink that refuses to be safe: a transient failure naming why, the
+ * claim given back, nothing delivered; then a good sink and a new mailer,
+ * and the next run sends exactly one message. */
+static void job_refused_then_delivered(const struct tu_env *env, const char *mode,
+				       const char *cert, const char *why)
+{
+	struct job_result res;
+	int port;
+
+	make_certs(env);
+	port = sink_start(env, mode, cert, NULL, NULL);
+	job_mailer(env, "smtp", port);
+	job_send(JOB_FAIL, &res);
+	if (!strstr(res.error, why))
+		fail_msg("error '%s' should say '%s'", res.error, why);
+	assert_int_equal(tu_countf(env->db_path, SQL_J_RELEASED, (long long)J.order_id), 1);
+	assert_int_equal(tu_countf(env->db_path, SQL_J_SENT, (long long)J.order_id), 0);
+	assert_int_equal(sink_count(env), 0);
+	sink_stop();
+
+	port = sink_start(env, "--require-starttls", "server", NULL, NULL);
+	job_mailer(env, "smtp", port);
+	job_send(JOB_DONE, NULL);
+	assert_int_equal(tu_countf(env->db_path, SQL_J_SENT, (long long)J.order_id), 1);
+	check_ticket_delivered(env);
+	job_send(JOB_DONE, NULL);
+	assert_int_equal(sink_count(env), 1);
+}
+
+static void test_job_no_starttls_fails_then_delivers(void **state)
+{
+	job_refused_then_delivered(*state, "--no-starttls", NULL, "STARTTLS");
+}
+
+static void test_job_wrong_host_fails_then_delivers(void **state)
+{
+	job_refused_then_delivered(*state, "--require-starttls", "wrong", "certificate");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -795,6 +1022,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rejected_recipient_is_permanent, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_silent_server_times_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_starttls_delivers, job_setup,
+						job_teardown),
+		cmocka_unit_test_setup_teardown(test_job_smtps_delivers, job_setup, job_teardown),
+		cmocka_unit_test_setup_teardown(test_job_no_starttls_fails_then_delivers,
+						job_setup, job_teardown),
+		cmocka_unit_test_setup_teardown(test_job_wrong_host_fails_then_delivers,
+						job_setup, job_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
