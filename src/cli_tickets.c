@@ -349,28 +349,15 @@ int cli_demo(int argc, char **argv)
 
 	/* the summary, from the database and the files */
 	{
-		struct db_stmt *st;
-		static const char SQL_SUMMARY[] =
-			"SELECT (SELECT count(*) FROM orders WHERE event_id = ?1), "
-			"(SELECT count(*) FROM tickets WHERE event_id = ?1), "
-			"(SELECT count(DISTINCT pdf_key) FROM tickets WHERE event_id = ?1), "
-			"(SELECT count(*) FROM email_sends WHERE sent_at IS NOT NULL), "
-			"(SELECT coalesce(sum(orders), 0) FROM sales_counters WHERE event_id = ?1), "
-			"(SELECT coalesce(sum(seats_sold), 0) FROM sales_counters WHERE event_id = ?1)";
-		int row = 0;
+		struct event_summary es;
 
-		if (!(st = db_stmt(db, SQL_SUMMARY))) {
-			r = SD_DB;
+		if ((r = tickets_event_summary(db, env->blobs, event_id, &es)) != SD_OK)
 			goto fail;
-		}
-		db_bind_int(st, 1, event_id);
-		if ((r = db_step(st, &row)) != SD_OK || !row)
-			goto fail;
-		printf("orders           %lld\n", (long long)db_col_int(st, 0));
-		printf("tickets          %lld\n", (long long)db_col_int(st, 1));
-		printf("PDFs stored      %lld   (%s/blobs/tickets/)\n", (long long)db_col_int(st, 2),
-		       DEMO_DIR);
-		printf("emails sent      %lld\n", (long long)db_col_int(st, 3));
+		printf("orders           %lld\n", (long long)es.orders);
+		printf("tickets          %lld\n", (long long)es.tickets);
+		printf("PDFs stored      %lld   (%s/blobs/tickets/)\n",
+		       (long long)(es.orders - es.pdfs_missing), DEMO_DIR);
+		printf("emails sent      %lld\n", (long long)es.emails_sent);
 		if (maildir)
 			printf("maildir messages %d   (%s/maildir/new/)\n",
 			       count_files(DEMO_DIR "/maildir/new"), DEMO_DIR);
@@ -378,11 +365,10 @@ int cli_demo(int argc, char **argv)
 			printf("mail transport   %.*s\n",
 			       (int)strcspn(config_mail_url(&cfg), "?#"), config_mail_url(&cfg));
 		printf("sales counter    %lld orders, %lld seats (sold %lld seats)\n",
-		       (long long)db_col_int(st, 4), (long long)db_col_int(st, 5), (long long)sold);
+		       (long long)es.counted_orders, (long long)es.counted_seats, (long long)sold);
 		printf("dead jobs        %lld\n", (long long)(demo_count(db, "render_tickets", "dead") +
 							  demo_count(db, "send_tickets", "dead") +
 							  demo_count(db, "update_sales_counter", "dead")));
-		db_reset(st);
 	}
 	printf("\ntry: %s order show %s --db %s\n", "stagedoor", first, DEMO_DB);
 	tickets_env_close(env);

@@ -1005,3 +1005,66 @@ out:
 	}
 	return db_commit(db);
 }
+
+/* ======================== an event's summary ============================= */
+
+static const char SQL_SUMMARY[] =
+	"SELECT (SELECT count(*) FROM orders WHERE event_id = ?1), "
+	"(SELECT count(*) FROM tickets WHERE event_id = ?1), "
+	"(SELECT count(*) FROM tickets WHERE event_id = ?1 AND pdf_key IS NULL), "
+	"(SELECT count(DISTINCT pdf_key) FROM tickets WHERE event_id = ?1), "
+	"(SELECT count(*) FROM email_sends s JOIN orders o ON o.id = s.order_id "
+	" WHERE o.event_id = ?1 AND s.kind = 'tickets' AND s.sent_at IS NOT NULL), "
+	"(SELECT coalesce(sum(orders), 0) FROM sales_counters WHERE event_id = ?1), "
+	"(SELECT coalesce(sum(seats_sold), 0) FROM sales_counters WHERE event_id = ?1)";
+static const char SQL_EVENT_ORDERS[] = "SELECT public_id FROM orders WHERE event_id = ?1";
+
+enum sd_result tickets_event_summary(struct db *db, struct blob_store *blobs, int64_t event_id,
+				     struct event_summary *s)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	char key[BLOB_KEY_MAX + 1];
+	int row = 0;
+
+	memset(s, 0, sizeof *s);
+	if ((r = db_begin(db)) != SD_OK)	/* one snapshot for every count */
+		return r;
+	if (!(st = db_stmt(db, SQL_SUMMARY))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_int(st, 1, event_id);
+	if ((r = db_step(st, &row)) != SD_OK)
+		goto out;
+	if (row) {
+		s->orders = db_col_int(st, 0);
+		s->tickets = db_col_int(st, 1);
+		s->tickets_without_pdf = db_col_int(st, 2);
+		s->pdfs = db_col_int(st, 3);
+		s->emails_sent = db_col_int(st, 4);
+		s->counted_orders = db_col_int(st, 5);
+		s->counted_seats = db_col_int(st, 6);
+	}
+	db_reset(st);
+	if (!blobs)
+		goto out;
+	if (!(st = db_stmt(db, SQL_EVENT_ORDERS))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_int(st, 1, event_id);
+	for (;;) {
+		if ((r = db_step(st, &row)) != SD_OK || !row)
+			break;
+		snprintf(key, sizeof key, "tickets/%s.pdf", db_col_text(st, 0));
+		s->pdfs_missing += !blob_exists(blobs, key);
+	}
+	db_reset(st);
+out:
+	if (r != SD_OK) {
+		db_rollback(db);
+		return r;
+	}
+	return db_commit(db);
+}

@@ -107,6 +107,23 @@ struct scan_result {
 enum sd_result ticket_scan(struct db *db, const unsigned char key[CODE_KEY_LEN],
 			   const char *code, struct scan_result *res);
 
+/* What one event's sales came to, read in one statement. */
+struct event_summary {
+	int64_t orders;
+	int64_t tickets;
+	int64_t tickets_without_pdf;	/* pdf_key still NULL */
+	int64_t pdfs;			/* distinct PDF keys */
+	int64_t pdfs_missing;		/* orders whose PDF file is not in the store */
+	int64_t emails_sent;		/* the event's orders with the ticket email sent */
+	int64_t counted_orders;		/* sales_counters */
+	int64_t counted_seats;
+};
+
+/* tickets_event_summary: [out] *s for event_id; blobs (may be NULL) also
+ * checks that each order's PDF file exists. */
+enum sd_result tickets_event_summary(struct db *db, struct blob_store *blobs, int64_t event_id,
+				     struct event_summary *s);
+
 /* ---- the handlers ------------------------------------------------------ */
 
 /* The three ticket handlers (the worker adds its built-in kinds);
