@@ -406,6 +406,15 @@ void db_rollback(struct db *db)
 	}
 }
 
+enum sd_result db_end(struct db *db, enum sd_result r)
+{
+	if (r != SD_OK) {
+		db_rollback(db);
+		return r;
+	}
+	return db_commit(db);
+}
+
 int db_in_tx(const struct db *db)
 {
 	return db->depth > 0;

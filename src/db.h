@@ -72,6 +72,10 @@ enum sd_result db_commit(struct db *db);
 void db_rollback(struct db *db);
 int db_in_tx(const struct db *db);
 
+/* db_end: close the level db_begin opened: commit when r is SD_OK, roll back
+ * otherwise.  Returns r, or the commit's failure. */
+enum sd_result db_end(struct db *db, enum sd_result r);
+
 /* db_notify_on_commit: wake waiting workers and relays (this process through
  * notify, others through the WAL) when the open transaction commits. */
 void db_notify_on_commit(struct db *db);

@@ -78,10 +78,7 @@ enum sd_result idem_effect_claim(struct db *db, int64_t subject_id, const char *
 	db_reset(st);
 	*claim = sent ? IDEM_DONE : IDEM_HELD;
 out:
-	if (r == SD_OK)
-		return db_commit(db);
-	db_rollback(db);
-	return r;
+	return db_end(db, r);
 }
 
 /* Both writes name the claim by its time: a run whose claim was taken

@@ -241,11 +241,7 @@ enum sd_result event_add(struct db *db, const struct event_new *e, int64_t *id)
 		*id = db_col_int(st, 0);
 	db_reset(st);
 out:
-	if (r != SD_OK) {
-		db_rollback(db);
-		return r;
-	}
-	return db_commit(db);
+	return db_end(db, r);
 }
 
 /* Public ids: "T" and 9 characters without the look-alikes 0 O 1 I L. */
@@ -441,11 +437,7 @@ enum sd_result order_add(struct db *db, const struct order_new *o, char *public_
 		 (long long)order_id, (long long)o->event_id, (long long)o->seats);
 	r = outbox_add(db, "update_sales_counter", payload, 0, 0, NULL);
 out:
-	if (r != SD_OK) {
-		db_rollback(db);
-		return r;
-	}
-	return db_commit(db);
+	return db_end(db, r);
 }
 
 /* ======================== loading an order =============================== */
@@ -999,11 +991,7 @@ enum sd_result ticket_scan(struct db *db, const unsigned char key[CODE_KEY_LEN],
 	}
 	db_reset(st);
 out:
-	if (r != SD_OK) {
-		db_rollback(db);
-		return r;
-	}
-	return db_commit(db);
+	return db_end(db, r);
 }
 
 /* ======================== an event's summary ============================= */
@@ -1062,9 +1050,5 @@ enum sd_result tickets_event_summary(struct db *db, struct blob_store *blobs, in
 	}
 	db_reset(st);
 out:
-	if (r != SD_OK) {
-		db_rollback(db);
-		return r;
-	}
-	return db_commit(db);
+	return db_end(db, r);
 }
