@@ -1,25 +1,53 @@
 /*
- * failpoint.h: named places in the handlers where a test or the crash
- * harness can step in: the windows of the seed where a second run is born
- * ("after the send, before sent_at").
+ * failpoint.h: named places in the handlers, the worker and the relay where a
+ * test or the crash harness can step in: the windows of the seed where a
+ * second run is born ("after the send, before sent_at").
  *
- * Unarmed, a failpoint is one load and a branch.  Tests arm a hook that
- * blocks on a barrier to force a bad interleaving; the crash harness names
- * failpoints in $STAGEDOOR_FAILPOINTS ("name=crash,other=crash") to kill
- * the process there, as a power cut or SIGKILL would.
+ * Off unless set.  $STAGEDOOR_FAILPOINTS names the armed ones, read once at
+ * the first pass:
+ *
+ *   STAGEDOOR_FAILPOINTS="after_send_before_mark=crash:3,relay_publish_twice=on:50"
+ *
+ *   name=crash     end the process (exit status 70, no clean-up, as SIGKILL
+ *                  would) at every pass;
+ *   name=crash:N   end it at the Nth pass, counted in this process: a worker
+ *                  restarted by its supervisor crashes again N passes later;
+ *   name=on        failpoint_on() answers 1 at every pass (a behaviour such as
+ *                  the relay's duplicate publish, not a crash);
+ *   name=on:N      ... at every Nth pass.
+ *
+ * A pass that acts logs one warning line "failpoint hit" with the name, so a
+ * harness can count them.  Unarmed, a failpoint costs one relaxed load and a
+ * branch.  Tests install a hook instead (failpoint_set_hook) that blocks on a
+ * barrier to force a bad interleaving.
  */
 #ifndef SD_FAILPOINT_H
 #define SD_FAILPOINT_H
+
+/* The names, one per window (see README "Failpoints"). */
+#define FP_RENDER_CHECKED "render_after_check"		/* passed the null check */
+#define FP_RENDER_STORED "after_render_before_update"	/* PDF stored, before the update */
+#define FP_SEND_CLAIMED "send_after_claim"		/* owns the claim, before sending */
+#define FP_SEND_SENT "after_send_before_mark"		/* sent, before sent_at */
+#define FP_COUNT_BEFORE "count_before_tx"		/* before the counter transaction */
+#define FAILPOINT_JOB_DONE "after_work_before_ack"	/* handler returned, result not
+							 * committed */
+#define FP_RELAY_TWICE "relay_publish_twice"		/* the relay publishes a row twice */
 
 typedef void (*failpoint_fn)(const char *name, void *arg);
 
 /* failpoint_set_hook: call fn at every failpoint (NULL: none). */
 void failpoint_set_hook(failpoint_fn fn, void *arg);
 
-/* The worker's own: a handler returned, its result is not committed yet. */
-#define FAILPOINT_JOB_DONE "job.after_work"
-
-/* failpoint: pass the named place. */
+/* failpoint: pass the named place: call the hook, crash when armed so. */
 void failpoint(const char *name);
+
+/* failpoint_on: pass the named place; 1 when it is armed "on" for this pass. */
+int failpoint_on(const char *name);
+
+/* failpoint_check_spec: is spec ($STAGEDOOR_FAILPOINTS) well formed?
+ * SD_INVALID naming the bad entry; lets a command refuse a typo at start
+ * instead of silently running without the crash it was asked for. */
+int failpoint_check_spec(const char *spec);
 
 #endif

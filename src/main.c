@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "failpoint.h"
+#include "result.h"
 #include "log.h"
 
 #define STAGEDOOR_VERSION "0.1.0"
@@ -56,6 +58,13 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		log_set_level((enum log_level)l);
+	}
+	{
+		const char *fp = getenv("STAGEDOOR_FAILPOINTS");
+		if (fp && *fp && failpoint_check_spec(fp) != SD_OK) {
+			fprintf(stderr, "stagedoor: %s\n", err_msg());
+			return 2;
+		}
 	}
 	if (argc < 2) {
 		usage(stderr);

@@ -9,6 +9,7 @@
 #include "outbox.h"
 
 #include "clock.h"
+#include "failpoint.h"
 #include "log.h"
 #include "notify.h"
 #include "queue.h"
@@ -72,6 +73,12 @@ static const char SQL_PUBLISH[] =
 	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, created_at) "
 	"SELECT 'outbox:' || id, kind, payload, priority, ?2 + delay_ms, ?2 FROM outbox "
 	"WHERE published_at IS NULL AND id <= ?1 ORDER BY id";
+/* The failpoint relay_publish_twice: the batch's first row once more, as a
+ * relay that crashed between publishing and marking would on its retry. */
+static const char SQL_PUBLISH_AGAIN[] =
+	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, created_at) "
+	"SELECT 'outbox:' || id, kind, payload, priority, ?2 + delay_ms, ?2 FROM outbox "
+	"WHERE id = (SELECT min(id) FROM outbox WHERE published_at IS NULL AND id <= ?1)";
 static const char SQL_MARK[] =
 	"UPDATE outbox SET published_at = ?2 WHERE published_at IS NULL AND id <= ?1";
 
@@ -109,6 +116,16 @@ enum sd_result outbox_relay_batch(struct db *db, int limit, int64_t *n)
 	if ((r = db_run(st)) != SD_OK)
 		goto fail;
 	published = db_changes(db);
+	if (failpoint_on(FP_RELAY_TWICE)) {
+		if (!(st = db_stmt(db, SQL_PUBLISH_AGAIN))) {
+			r = SD_DB;
+			goto fail;
+		}
+		db_bind_int(st, 1, hi);
+		db_bind_int(st, 2, now);
+		if ((r = db_run(st)) != SD_OK)
+			goto fail;
+	}
 	if (!(st = db_stmt(db, SQL_MARK))) {
 		r = SD_DB;
 		goto fail;

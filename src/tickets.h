@@ -17,6 +17,7 @@
 #include "blob.h"
 #include "code.h"
 #include "db.h"
+#include "failpoint.h"
 #include "mail.h"
 #include "result.h"
 #include "worker.h"
@@ -175,11 +176,6 @@ enum sd_result tickets_render_store(struct tickets_env *env, const struct order_
 enum sd_result tickets_send_mail(struct tickets_env *env, const struct order_view *v,
 				 struct mail_result *res);
 
-/* Failpoints in the handlers: the windows where a second run is born. */
-#define FP_RENDER_CHECKED "render.after_check"	/* passed the null check */
-#define FP_RENDER_STORED "render.after_store"	/* PDF stored, before the update */
-#define FP_SEND_CLAIMED "send.after_claim"	/* owns the claim, before sending */
-#define FP_SEND_SENT "send.after_send"		/* sent, before sent_at */
-#define FP_COUNT_BEFORE "count.before_tx"	/* before the counter transaction */
+/* Failpoints in the handlers: failpoint.h names them. */
 
 #endif
