@@ -381,7 +381,7 @@ static void test_one_message_per_key(void **state)
 	sink_stop(s);
 	snprintf(counts, sizeof counts, "%s/counts.json", s->env->dir);
 	file = tu_slurp(counts, &size);
-	assert_non_null(strstr((char *)file, "\"tickets-1\": {\"messages\": 1, \"requests\": 3}"));
+	assert_non_null(strstr((char *)file, "\"tickets-1\": {\"messages\": 1, \"replays\": 1, \"requests\": 3}"));
 	assert_non_null(strstr((char *)file, "\"tickets-2\": {\"messages\": 1"));
 	free(file);
 }
@@ -535,6 +535,130 @@ static void test_wrong_host_and_unknown_ca_fail(void **state)
 	assert_int_equal(count_new(s), 0);
 }
 
+/* A whole number from the stats (counts.json, which the provider keeps equal
+ * to GET /v1/stats and which has no size limit here): field of the document
+ * ("messages"), or of key's entry when key is not NULL. */
+static long stats_field(struct sink *s, const char *key, const char *field)
+{
+	char path[350], want[300];
+	unsigned char *doc;
+	const char *p;
+	size_t size;
+	long v;
+
+	snprintf(path, sizeof path, "%s/counts.json", s->env->dir);
+	doc = tu_slurp(path, &size);
+	p = (const char *)doc;
+	if (key) {
+		snprintf(want, sizeof want, "\"%s\": {", key);
+		p = strstr(p, want);
+		if (!p)
+			fail_msg("no key %s in %s", key, (char *)doc);
+	} else if (strcmp(field, "keys") > 0) {
+		/* the document's own fields sort around "keys": those after it
+		 * come after the end of the keys object */
+		p = strstr(p, "}}");
+		assert_non_null(p);
+	}
+	snprintf(want, sizeof want, "\"%s\": ", field);
+	p = strstr(p, want);
+	if (!p)
+		fail_msg("no %s in %s", field, (char *)doc);
+	v = atol(p + strlen(want));
+	free(doc);
+	return v;
+}
+
+/* POST the same key until a 200 comes back; returns the POSTs it took. */
+static int post_until_200(struct sink *s, const char *key, int max)
+{
+	struct reply r;
+	int n;
+
+	for (n = 1; n <= max; n++) {
+		CURLcode rc = post(s, key, BODY, &r);
+
+		if (rc == CURLE_OK && r.status == 200)
+			return n;
+		/* an injected 500, or no answer at all after a drop */
+		if (rc == CURLE_OK)
+			assert_int_equal(r.status, 500);
+		else
+			assert_int_equal(r.status, 0);
+	}
+	fail_msg("%s: no 200 in %d POSTs", key, max);
+	return -1;
+}
+
+/* --fail-500-pct and --drop-pct: about that share of faults, yet every key
+ * ends with exactly one message, and the retries a key absorbed are counted
+ * as its replays. */
+static void test_pct_faults_one_message_per_key(void **state)
+{
+	struct sink *s = *state;
+	const char *extra[] = { "--fail-500-pct", "30", "--drop-pct", "30", "--seed", "7", NULL };
+	char key[32];
+	long posts = 0, failed, dropped, replays = 0;
+	int i;
+
+	sink_start(s, extra);
+	for (i = 0; i < 60; i++) {
+		snprintf(key, sizeof key, "tickets-%d", i);
+		posts += post_until_200(s, key, 40);
+		assert_int_equal(stats_field(s, key, "messages"), 1);
+		replays += stats_field(s, key, "replays");
+	}
+	assert_int_equal(count_new(s), 60);
+	assert_int_equal(stats_field(s, NULL, "messages"), 60);
+	assert_int_equal(stats_field(s, NULL, "requests"), posts);
+	failed = stats_field(s, NULL, "failed_500");
+	dropped = stats_field(s, NULL, "dropped");
+	/* every POST was a 500, a first store, or a replay */
+	assert_int_equal(failed + 60 + replays, posts);
+	assert_int_equal(stats_field(s, NULL, "replays"), replays);
+	/* each drop leaves the client to retry; the retry is a replay (or meets
+	 * a 500 first) */
+	assert_true(replays >= 1 && replays <= dropped);
+	/* 30% of ~90 POSTs: far from none, far from all */
+	assert_true(failed >= 5 && failed <= 60);
+	assert_true(dropped >= 5 && dropped <= 45);
+}
+
+/* The same seed and the same requests: the same faults. */
+static void test_pct_faults_seeded(void **state)
+{
+	struct sink *s = *state;
+	const char *extra[] = { "--fail-500-pct", "50", "--seed", "42", NULL };
+	char pattern[2][41];
+	struct reply r;
+	int run, i;
+
+	for (run = 0; run < 2; run++) {
+		sink_start(s, extra);
+		for (i = 0; i < 40; i++) {
+			char key[32];
+
+			snprintf(key, sizeof key, "seeded-%d-%d", run, i);
+			assert_int_equal(post(s, key, BODY, &r), CURLE_OK);
+			assert_true(r.status == 200 || r.status == 500);
+			pattern[run][i] = r.status == 200 ? '.' : 'x';
+		}
+		pattern[run][40] = '\0';
+		sink_stop(s);
+	}
+	assert_string_equal(pattern[0], pattern[1]);
+	assert_non_null(strchr(pattern[0], 'x'));
+	assert_non_null(strchr(pattern[0], '.'));
+}
+
+static void test_pct_refused_over_100(void **state)
+{
+	struct sink *s = *state;
+	const char *extra[] = { "--drop-pct", "101", NULL };
+
+	assert_int_not_equal(sink_run(s, "server", "127.0.0.1:0", extra), 0);
+}
+
 static void test_loopback_only(void **state)
 {
 	struct sink *s = *state;
@@ -566,6 +690,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wrong_host_and_unknown_ca_fail, sink_setup,
 						sink_teardown),
 		cmocka_unit_test_setup_teardown(test_loopback_only, sink_setup, sink_teardown),
+		cmocka_unit_test_setup_teardown(test_pct_faults_one_message_per_key, sink_setup,
+						sink_teardown),
+		cmocka_unit_test_setup_teardown(test_pct_faults_seeded, sink_setup, sink_teardown),
+		cmocka_unit_test_setup_teardown(test_pct_refused_over_100, sink_setup,
+						sink_teardown),
 	};
 	int rc;
 

@@ -4,6 +4,7 @@
  *   mailsink --listen 127.0.0.1:0 --cert F --key F --maildir DIR
  *            [--port-file F] [--fail-500 N] [--fail-429 N --retry-after S]
  *            [--slow-ms N] [--drop-after-accept N]
+ *            [--fail-500-pct P] [--drop-pct P] [--seed S]
  *
  * It serves, over TLS 1.2 or later (mbedTLS), on loopback only:
  *
@@ -11,8 +12,15 @@
  *        {"from", "to", "subject", "text",
  *         "attachments": [{"filename", "content_type", "content" (base64)}]}
  *        -> 200 {"id": "<message id>"}
- *   GET  /v1/stats      -> 200 {"messages": N, "keys": {"K": {"messages": n,
- *                                                          "requests": r}}}
+ *   GET  /v1/stats      -> 200 {"messages": N, "requests": R, "replays": P,
+ *                                "failed_500": F, "dropped": D,
+ *                                "keys": {"K": {"messages": n, "replays": p,
+ *                                               "requests": r}}}
+ *
+ * Per key: messages stored (never more than 1), POSTs seen, and replays: the
+ * POSTs the key absorbed by answering the first answer again (a client's
+ * retry after a lost answer).  Totals: every POST, the replays, the injected
+ * 500s and the dropped answers.
  *
  * and keeps DIR/../counts.json equal to what GET /v1/stats answers.
  *
@@ -42,6 +50,14 @@
  * --drop-after-accept N processes the next N requests to DONE and then closes
  * the connection without an answer; --slow-ms N holds each answer back N ms
  * (on the processing path, while the key is still IN_FLIGHT).
+ *
+ * Probabilistic faults, for the crash soak (tools/chaos): --fail-500-pct P
+ * answers each POST 500 with probability P% before the table is consulted;
+ * --drop-pct P processes each POST that stores a message to DONE and then,
+ * with probability P%, closes without an answer.  The dice are one
+ * xorshift64* stream seeded by --seed S (default 1), drawn under the table
+ * lock in arrival order: the same seed and the same arrivals give the same
+ * faults.
  *
  * Missing key or unparseable JSON: 400; a body over 10 MiB: 413.  Stops on
  * SIGTERM or SIGINT.
@@ -103,6 +119,9 @@ struct sink_opts {
 	long retry_after;	/* seconds, for 429 */
 	long slow_ms;		/* hold each answer back this long */
 	long drop_after;	/* process the next N POSTs, then drop the connection */
+	long fail_500_pct;	/* answer this % of POSTs with 500, at random */
+	long drop_pct;		/* drop the answer of this % of stored POSTs */
+	uint64_t seed;		/* for the dice (default 1) */
 };
 
 enum entry_state { ENTRY_IN_FLIGHT, ENTRY_DONE };
@@ -115,6 +134,7 @@ struct entry {
 	char id[64];			/* the message id, once DONE */
 	long messages;			/* messages stored for the key (0 or 1) */
 	long requests;			/* POSTs seen with the key */
+	long replays;			/* POSTs answered with the first answer again */
 };
 
 static struct sink_opts opts;
@@ -122,6 +142,11 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;	/* guards everything be
 static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;	/* n_conn dropped */
 static struct entry *entries;	/* the idempotency table */
 static long n_messages;		/* messages stored in all */
+static long n_requests;		/* POSTs seen in all */
+static long n_replays;		/* POSTs answered with a key's first answer */
+static long n_failed_500;	/* POSTs answered 500 by injection */
+static long n_dropped;		/* stored POSTs left without an answer */
+static uint64_t dice;		/* xorshift64* state, from --seed */
 static long next_id;		/* for message ids */
 static int n_conn;		/* connection threads running */
 static char counts_path[PATH_MAX];	/* DIR/../counts.json */
@@ -162,6 +187,20 @@ static void sleep_ms(long ms)
 		;
 }
 
+/* ======================== the dice ====================================== */
+
+/* One roll: 1 with probability pct%.  Call with lock held (one stream, drawn
+ * in arrival order, so a seed replays the same faults). */
+static int dice_roll(long pct)
+{
+	if (pct <= 0)
+		return 0;
+	dice ^= dice >> 12;
+	dice ^= dice << 25;
+	dice ^= dice >> 27;
+	return (long)(((dice * 0x2545F4914F6CDD1DULL) >> 33) % 100) < pct;
+}
+
 /* ======================== the table ===================================== */
 
 /* Call with lock held. */
@@ -197,9 +236,13 @@ static json_t *stats_json(void)
 	struct entry *e;
 
 	for (e = entries; e; e = e->next)
-		json_object_set_new(keys, e->key, json_pack("{s:I,s:I}", "messages",
-				    (json_int_t)e->messages, "requests", (json_int_t)e->requests));
-	doc = json_pack("{s:I,s:o}", "messages", (json_int_t)n_messages, "keys", keys);
+		json_object_set_new(keys, e->key, json_pack("{s:I,s:I,s:I}", "messages",
+				    (json_int_t)e->messages, "replays", (json_int_t)e->replays,
+				    "requests", (json_int_t)e->requests));
+	doc = json_pack("{s:I,s:I,s:I,s:I,s:I,s:o}", "messages", (json_int_t)n_messages,
+			"requests", (json_int_t)n_requests, "replays", (json_int_t)n_replays,
+			"failed_500", (json_int_t)n_failed_500, "dropped", (json_int_t)n_dropped,
+			"keys", keys);
 	return doc;
 }
 
@@ -533,8 +576,12 @@ static void handle_post(struct conn *c, struct request *rq)
 	mbedtls_sha256_ret(rq->body, rq->body_len, sha, 0);
 
 	pthread_mutex_lock(&lock);
-	if (opts.fail_500 > 0) {
-		opts.fail_500--;
+	n_requests++;
+	if (opts.fail_500 > 0 || dice_roll(opts.fail_500_pct)) {
+		if (opts.fail_500 > 0)
+			opts.fail_500--;
+		n_failed_500++;
+		counts_write();
 		pthread_mutex_unlock(&lock);
 		sleep_ms(opts.slow_ms);
 		respond_error(c, 500, NULL, "injected failure (--fail-500)");
@@ -566,6 +613,8 @@ static void handle_post(struct conn *c, struct request *rq)
 			return;
 		}
 		snprintf(answer, sizeof answer, "{\"id\":\"%s\"}", e->id);
+		e->replays++;
+		n_replays++;
 		counts_write();
 		pthread_mutex_unlock(&lock);
 		sleep_ms(opts.slow_ms);
@@ -625,6 +674,10 @@ static void handle_post(struct conn *c, struct request *rq)
 	snprintf(e->id, sizeof e->id, "%s", id);
 	e->messages++;
 	n_messages++;
+	if (!drop && dice_roll(opts.drop_pct))
+		drop = 1;
+	if (drop)
+		n_dropped++;
 	counts_write();
 	pthread_mutex_unlock(&lock);
 	printf("stored %s key=%s%s\n", id, rq->key, drop ? " (dropping the answer)" : "");
@@ -723,12 +776,22 @@ static long opt_long(const char *name, const char *v)
 	return n;
 }
 
+static long opt_pct(const char *name, const char *v)
+{
+	long n = opt_long(name, v);
+
+	if (n > 100)
+		die("%s wants a percentage, 0 to 100, not '%s'", name, v);
+	return n;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: mailsink --listen 127.0.0.1:PORT --cert F --key F --maildir DIR\n"
 		"                [--port-file F] [--fail-500 N] [--fail-429 N --retry-after S]\n"
-		"                [--slow-ms N] [--drop-after-accept N]\n");
+		"                [--slow-ms N] [--drop-after-accept N]\n"
+		"                [--fail-500-pct P] [--drop-pct P] [--seed S]\n");
 	exit(2);
 }
 
@@ -737,6 +800,7 @@ static void opts_parse(int argc, char **argv)
 	int i;
 
 	opts.retry_after = 1;
+	opts.seed = 1;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -765,11 +829,24 @@ static void opts_parse(int argc, char **argv)
 			opts.slow_ms = opt_long(a, v);
 		else if (strcmp(a, "--drop-after-accept") == 0)
 			opts.drop_after = opt_long(a, v);
+		else if (strcmp(a, "--fail-500-pct") == 0)
+			opts.fail_500_pct = opt_pct(a, v);
+		else if (strcmp(a, "--drop-pct") == 0)
+			opts.drop_pct = opt_pct(a, v);
+		else if (strcmp(a, "--seed") == 0)
+			opts.seed = (uint64_t)opt_long(a, v);
 		else
 			die("unknown option %s", a);
 	}
 	if (!opts.listen || !opts.cert || !opts.key || !opts.maildir)
 		usage();
+	/* splitmix64 of the seed: never 0, and nearby seeds differ at once */
+	dice = opts.seed + 0x9E3779B97F4A7C15ULL;
+	dice = (dice ^ (dice >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	dice = (dice ^ (dice >> 27)) * 0x94D049BB133111EBULL;
+	dice ^= dice >> 31;
+	if (dice == 0)
+		dice = 1;
 	if (strlen(opts.maildir) > PATH_MAX - 100)
 		die("--maildir is too long");
 }
