@@ -7,6 +7,7 @@
 #include "cli.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,13 +29,30 @@
 
 const char *cli_db_path(const char *flag)
 {
+	static char from_file[4096];
+	static int looked;
 	const char *env = getenv("STAGEDOOR_DB");
 
 	if (flag)
 		return flag;
 	if (env && *env)
 		return env;
-	return CLI_DB_DEFAULT;
+	/* the config file's db (a box set up with /etc/stagedoor/stagedoor.conf
+	 * must not have `order show` look at ./var instead) */
+	if (!looked) {
+		struct config c;
+
+		looked = 1;
+		config_init(&c);
+		if (config_file_path(NULL)) {
+			if (config_load_file(&c, config_file_path(NULL)) != SD_OK)
+				exit(cli_fail(SD_INVALID));
+			if (c.value[CONFIG_DB])
+				snprintf(from_file, sizeof from_file, "%s", c.value[CONFIG_DB]);
+		}
+		config_free(&c);
+	}
+	return from_file[0] ? from_file : CLI_DB_DEFAULT;
 }
 
 int cli_fail(int r)
@@ -176,29 +194,80 @@ int cli_config_load(const struct cli_config_flags *f, struct config *cfg)
 {
 	enum sd_result r = config_resolve(cfg, f->file, f->value);
 
-	return r == SD_OK ? 0 : cli_fail(r);
+	if (r != SD_OK)
+		return cli_fail(r);
+	if (cfg->value[CONFIG_LOG_LEVEL])
+		log_set_level((enum log_level)log_level_parse(cfg->value[CONFIG_LOG_LEVEL]));
+	if ((r = log_open_file(cfg->value[CONFIG_LOG_FILE])) != SD_OK) {
+		config_free(cfg);
+		return cli_fail(r);
+	}
+	return 0;
+}
+
+/* ---- SIGHUP in a worker or relay process -------------------------------- */
+
+struct hup_ctx {
+	struct cli_config_flags cf;
+	sigset_t set;
+};
+
+/* The thread that takes SIGHUP: the log reopened (logrotate) and the live
+ * settings read again; a bad file keeps the old ones with an error line. */
+static void *hup_thread(void *arg)
+{
+	struct hup_ctx *h = arg;
+	int sig;
+
+	for (;;) {
+		struct config c;
+
+		if (sigwait(&h->set, &sig) != 0)
+			continue;
+		if (config_resolve(&c, h->cf.file, h->cf.value) != SD_OK) {
+			log_event(LOG_ERROR, "configuration not reloaded", "err=\"%s\"", err_msg());
+			continue;
+		}
+		if (log_open_file(c.value[CONFIG_LOG_FILE]) != SD_OK)
+			log_event(LOG_ERROR, "log not reopened", NULL);
+		log_set_level((enum log_level)log_level_parse(config_str(&c, CONFIG_LOG_LEVEL)));
+		log_event(LOG_INFO, "configuration reloaded", "pid=%ld", (long)getpid());
+		config_free(&c);
+	}
+	return NULL;
+}
+
+void cli_hup_start(const struct cli_config_flags *cf)
+{
+	static struct hup_ctx h;
+	pthread_t th;
+
+	h.cf = *cf;
+	sigemptyset(&h.set);
+	sigaddset(&h.set, SIGHUP);
+	/* blocked here, before any other thread starts, so every thread inherits it */
+	pthread_sigmask(SIG_BLOCK, &h.set, NULL);
+	if (pthread_create(&th, NULL, hup_thread, &h) == 0)
+		pthread_detach(th);
 }
 
 int cli_worker(int argc, char **argv)
 {
-	const char *dbp = NULL, *name = NULL;
-	int64_t conc = WORKER_CONCURRENCY_DEFAULT, batch = 0, lease = 0, grace = WORKER_GRACE_MS_DEFAULT;
-	int64_t retention = QUEUE_RETENTION_MS_DEFAULT, send_lease = 0;
-	int drain = 0;
+	const char *name = NULL;
+	int64_t batch = 0, send_lease = 0;
+	int drain = 0, supervised = 0;
 	struct cli_config_flags cf = { 0 };
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
 		{ "name", ARG_STR, &name, 0, 0, 0 },
-		{ "concurrency", ARG_INT, &conc, 1, 1024, 0 },
 		{ "batch", ARG_INT, &batch, 1, 10000, 0 },
-		{ "lease-ms", ARG_INT, &lease, 100, 7LL * 24 * 3600 * 1000, 0 },
-		{ "grace-ms", ARG_INT, &grace, 1, 3600LL * 1000, 0 },
-		{ "retention-ms", ARG_INT, &retention, 0, 3650LL * 24 * 3600 * 1000, 0 },
 		{ "drain", ARG_FLAG, &drain, 0, 0, 0 },
+		/* started by `run`: its maintenance loop prunes, not each worker */
+		{ "supervised", ARG_FLAG, &supervised, 0, 0, 0 },
 		CLI_CONFIG_OPTS(&cf),
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
 	char *pos[ARGS_MAX_POS];
+	const char *dbp;
 	struct tickets_env *env = NULL;
 	struct mail_config mc;
 	struct config cfg;
@@ -209,11 +278,12 @@ int cli_worker(int argc, char **argv)
 	int npos, rc;
 
 	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0,
-			"worker [--concurrency N] [--batch N] [--lease-ms N] [--grace-ms N] "
-			"[--drain] " CLI_CONFIG_USAGE)) != 0)
+			"worker [--name NAME] [--batch N] [--drain] [--concurrency N] "
+			"[--lease-ms N] [--grace-ms N] " CLI_CONFIG_USAGE)) != 0)
 		return rc;
 	if ((rc = cli_config_load(&cf, &cfg)) != 0)
 		return rc;
+	dbp = config_str(&cfg, CONFIG_DB);
 	/* fail fast, with the usual message, on a missing or newer database */
 	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0) {
 		config_free(&cfg);
@@ -222,33 +292,31 @@ int cli_worker(int argc, char **argv)
 	db_close(db);
 	config_mail(&cfg, &mc);
 	/* a database made before tickets existed gets its key now, as init would */
-	if ((r = tickets_files_init(cli_db_path(dbp))) != SD_OK ||
-	    (r = tickets_env_open(cli_db_path(dbp), config_mail_url(&cfg), config_mail_from(&cfg),
-				  &mc, &env)) != SD_OK ||
-	    /* --lease-ms is every kind's lease, except that send_tickets always
-	     * gets one longer than a send can take: a lease that ran out
-	     * mid-send would hand the job to a second worker while the first
-	     * may still deliver */
-	    (r = config_apply_leases(&cfg, lease, &send_lease)) != SD_OK) {
+	if ((r = tickets_files_init(dbp)) != SD_OK ||
+	    (r = tickets_env_open(dbp, config_mail_url(&cfg), config_mail_from(&cfg), &mc,
+				  &env)) != SD_OK ||
+	    (r = config_apply_leases(&cfg, 0, &send_lease)) != SD_OK) {
 		config_free(&cfg);
 		tickets_env_close(env);
 		return cli_fail(r);
 	}
 	log_event(LOG_INFO, "mail settings", "send_tickets_lease_ms=%lld mail_timeout_ms=%ld",
 		  (long long)send_lease, cfg.mail_timeout_ms > 0 ? cfg.mail_timeout_ms : MAIL_TIMEOUT_MS);
-	config_free(&cfg);
 	memset(&o, 0, sizeof o);
-	o.db_path = cli_db_path(dbp);
+	o.db_path = dbp;
 	o.handlers = tickets_handlers;
 	o.app = env;
 	o.name = name;
-	o.concurrency = (int)conc;
+	o.concurrency = (int)config_int(&cfg, CONFIG_CONCURRENCY);
 	o.batch = (int)batch;
 	o.lease_ms = 0;		/* each kind's policy, set above */
-	o.grace_ms = grace;
+	o.grace_ms = config_int(&cfg, CONFIG_GRACE_MS);
 	o.drain = drain;
-	o.retention_ms = retention;
+	o.retention_ms = supervised ? 0 : config_int(&cfg, CONFIG_RETENTION_MS);
+	o.sync = strcmp(config_str(&cfg, CONFIG_DURABILITY), "full") == 0 ? DB_SYNC_FULL
+									    : DB_SYNC_NORMAL;
 	cli_install_signals();
+	cli_hup_start(&cf);
 	r = worker_run(&o, &st);
 	if (r == SD_TIMEOUT) {
 		/* handlers outlived the grace period and their leases were
@@ -259,36 +327,75 @@ int cli_worker(int argc, char **argv)
 		_exit(0);
 	}
 	tickets_env_close(env);
-	return r == SD_OK ? 0 : cli_fail(r);
+	if (r != SD_OK)
+		rc = cli_fail(r);
+	config_free(&cfg);	/* o.db_path pointed into it */
+	return rc;
 }
 
 int cli_relay(int argc, char **argv)
 {
-	const char *dbp = NULL;
 	int64_t batch = OUTBOX_BATCH_DEFAULT, n = 0;
 	int drain = 0;
+	struct cli_config_flags cf = { 0 };
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
 		{ "batch", ARG_INT, &batch, 1, 100000, 0 },
 		{ "drain", ARG_FLAG, &drain, 0, 0, 0 },
+		CLI_CONFIG_OPTS(&cf),
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
 	char *pos[ARGS_MAX_POS];
+	struct config cfg;
 	struct db *db;
 	enum sd_result r;
 	int npos, rc;
 
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "relay [--batch N] [--drain]")) != 0)
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0,
+			    "relay [--batch N] [--drain] " CLI_CONFIG_USAGE)) != 0)
 		return rc;
-	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
+	if ((rc = cli_config_load(&cf, &cfg)) != 0)
 		return rc;
+	if ((rc = cli_open_db(config_str(&cfg, CONFIG_DB), 0, DB_SYNC_NORMAL, &db)) != 0) {
+		config_free(&cfg);
+		return rc;
+	}
 	db_close(db);
 	cli_install_signals();
-	r = outbox_relay_run(cli_db_path(dbp), (int)batch, drain, &n);
+	cli_hup_start(&cf);
+	r = outbox_relay_run(config_str(&cfg, CONFIG_DB), (int)batch, drain, &n);
+	config_free(&cfg);
 	if (r != SD_OK)
 		return cli_fail(r);
 	if (drain)
 		printf("published %lld\n", (long long)n);
+	return 0;
+}
+
+/* ---- config show ---------------------------------------------------- */
+
+int cli_config(int argc, char **argv)
+{
+	struct cli_config_flags cf = { 0 };
+	struct arg_opt opts[] = {
+		CLI_CONFIG_OPTS(&cf),
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	static const char usage[] = "config show " CLI_CONFIG_USAGE;
+	char *pos[ARGS_MAX_POS];
+	struct config cfg;
+	enum sd_result r;
+	int npos, rc;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, usage)) != 0)
+		return rc;
+	if (strcmp(pos[0], "show") != 0) {
+		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
+		return 2;
+	}
+	if ((r = config_resolve(&cfg, cf.file, cf.value)) != SD_OK)
+		return cli_fail(r);
+	config_show(&cfg, stdout);
+	config_free(&cfg);
 	return 0;
 }
 
@@ -514,10 +621,9 @@ static int mail_fail(const char *transport, enum sd_result r)
 
 int cli_mail(int argc, char **argv)
 {
-	const char *dbp = NULL, *to = NULL, *from;
+	const char *to = NULL, *from;
 	struct cli_config_flags cf = { 0 };
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
 		{ "to", ARG_STR, &to, 0, 0, 0 },
 		CLI_CONFIG_OPTS(&cf),
 		{ NULL, 0, NULL, 0, 0, 0 },
@@ -545,7 +651,7 @@ int cli_mail(int argc, char **argv)
 	if (config_mail_url(&cfg))
 		snprintf(url, sizeof url, "%s", config_mail_url(&cfg));
 	else
-		tickets_default_mail_url(cli_db_path(dbp), url, sizeof url);
+		tickets_default_mail_url(config_str(&cfg, CONFIG_DB), url, sizeof url);
 	mail_transport_name(url, transport, sizeof transport);
 	from = config_mail_from(&cfg) ? config_mail_from(&cfg) : TICKETS_MAIL_FROM_DEFAULT;
 	config_mail(&cfg, &mc);

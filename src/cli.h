@@ -31,34 +31,69 @@ int cli_parse(int argc, char **argv, struct arg_opt *opts, char **pos, int *npos
 int cli_open_db(const char *flag, int flags, int sync, struct db **db);
 
 /*
- * The mail settings every command that sends mail takes (config.h):
- * --config FILE and one flag per key.  CLI_CONFIG_OPTS(f) expands to the
- * arg_opt entries that fill a struct cli_config_flags; cli_config_load then
- * resolves flags over environment over file.
+ * The settings (config.h) every long-running command takes: --config FILE
+ * and one flag per key (--db, --workers, --mail-url, ...).  CLI_CONFIG_OPTS(f)
+ * expands to the arg_opt entries that fill a struct cli_config_flags (one
+ * per key, in enum config_key order: a test checks the two agree);
+ * cli_config_load then resolves flags over environment over file.
  */
 struct cli_config_flags {
-	const char *file;			/* --config; NULL: no file */
+	const char *file;			/* --config; NULL: the default file */
 	const char *value[CONFIG_N_KEYS];	/* by enum config_key; NULL: not given */
 };
 
-#define CLI_CONFIG_OPTS(f)                                                          \
-	{ "config", ARG_STR, &(f)->file, 0, 0, 0 },                                 \
-	{ "mail-url", ARG_STR, &(f)->value[CONFIG_MAIL_URL], 0, 0, 0 },             \
-	{ "mail-from", ARG_STR, &(f)->value[CONFIG_MAIL_FROM], 0, 0, 0 },           \
-	{ "mail-user", ARG_STR, &(f)->value[CONFIG_MAIL_USER], 0, 0, 0 },           \
+#define CLI_CONFIG_OPTS(f) \
+	{ "config", ARG_STR, &(f)->file, 0, 0, 0 }, \
+	{ "db", ARG_STR, &(f)->value[CONFIG_DB], 0, 0, 0 }, \
+	{ "state-dir", ARG_STR, &(f)->value[CONFIG_STATE_DIR], 0, 0, 0 }, \
+	{ "workers", ARG_STR, &(f)->value[CONFIG_WORKERS], 0, 0, 0 }, \
+	{ "concurrency", ARG_STR, &(f)->value[CONFIG_CONCURRENCY], 0, 0, 0 }, \
+	{ "grace-ms", ARG_STR, &(f)->value[CONFIG_GRACE_MS], 0, 0, 0 }, \
+	{ "durability", ARG_STR, &(f)->value[CONFIG_DURABILITY], 0, 0, 0 }, \
+	{ "lease-ms", ARG_STR, &(f)->value[CONFIG_LEASE_MS], 0, 0, 0 }, \
+	{ "max-attempts", ARG_STR, &(f)->value[CONFIG_MAX_ATTEMPTS], 0, 0, 0 }, \
+	{ "max-deliveries", ARG_STR, &(f)->value[CONFIG_MAX_DELIVERIES], 0, 0, 0 }, \
+	{ "backoff-base-ms", ARG_STR, &(f)->value[CONFIG_BACKOFF_BASE_MS], 0, 0, 0 }, \
+	{ "backoff-cap-ms", ARG_STR, &(f)->value[CONFIG_BACKOFF_CAP_MS], 0, 0, 0 }, \
+	{ "render-tickets-lease-ms", ARG_STR, &(f)->value[CONFIG_RENDER_LEASE_MS], 0, 0, 0 }, \
+	{ "render-tickets-max-attempts", ARG_STR, &(f)->value[CONFIG_RENDER_MAX_ATTEMPTS], 0, 0, 0 }, \
+	{ "render-tickets-backoff-base-ms", ARG_STR, &(f)->value[CONFIG_RENDER_BACKOFF_BASE_MS], 0, 0, 0 }, \
+	{ "render-tickets-backoff-cap-ms", ARG_STR, &(f)->value[CONFIG_RENDER_BACKOFF_CAP_MS], 0, 0, 0 }, \
+	{ "send-tickets-lease-ms", ARG_STR, &(f)->value[CONFIG_SEND_LEASE_MS], 0, 0, 0 }, \
+	{ "send-tickets-max-attempts", ARG_STR, &(f)->value[CONFIG_SEND_MAX_ATTEMPTS], 0, 0, 0 }, \
+	{ "send-tickets-backoff-base-ms", ARG_STR, &(f)->value[CONFIG_SEND_BACKOFF_BASE_MS], 0, 0, 0 }, \
+	{ "send-tickets-backoff-cap-ms", ARG_STR, &(f)->value[CONFIG_SEND_BACKOFF_CAP_MS], 0, 0, 0 }, \
+	{ "update-sales-counter-lease-ms", ARG_STR, &(f)->value[CONFIG_COUNT_LEASE_MS], 0, 0, 0 }, \
+	{ "update-sales-counter-max-attempts", ARG_STR, &(f)->value[CONFIG_COUNT_MAX_ATTEMPTS], 0, 0, 0 }, \
+	{ "update-sales-counter-backoff-base-ms", ARG_STR, &(f)->value[CONFIG_COUNT_BACKOFF_BASE_MS], 0, 0, 0 }, \
+	{ "update-sales-counter-backoff-cap-ms", ARG_STR, &(f)->value[CONFIG_COUNT_BACKOFF_CAP_MS], 0, 0, 0 }, \
+	{ "retention-ms", ARG_STR, &(f)->value[CONFIG_RETENTION_MS], 0, 0, 0 }, \
+	{ "idem-retention-ms", ARG_STR, &(f)->value[CONFIG_IDEM_RETENTION_MS], 0, 0, 0 }, \
+	{ "maintenance-ms", ARG_STR, &(f)->value[CONFIG_MAINTENANCE_MS], 0, 0, 0 }, \
+	{ "wal-warn-bytes", ARG_STR, &(f)->value[CONFIG_WAL_WARN_BYTES], 0, 0, 0 }, \
+	{ "log-level", ARG_STR, &(f)->value[CONFIG_LOG_LEVEL], 0, 0, 0 }, \
+	{ "log-file", ARG_STR, &(f)->value[CONFIG_LOG_FILE], 0, 0, 0 }, \
+	{ "mail-url", ARG_STR, &(f)->value[CONFIG_MAIL_URL], 0, 0, 0 }, \
+	{ "mail-from", ARG_STR, &(f)->value[CONFIG_MAIL_FROM], 0, 0, 0 }, \
+	{ "mail-user", ARG_STR, &(f)->value[CONFIG_MAIL_USER], 0, 0, 0 }, \
 	{ "mail-password-file", ARG_STR, &(f)->value[CONFIG_MAIL_PASSWORD_FILE], 0, 0, 0 }, \
-	{ "mail-ca-file", ARG_STR, &(f)->value[CONFIG_MAIL_CA_FILE], 0, 0, 0 },     \
+	{ "mail-ca-file", ARG_STR, &(f)->value[CONFIG_MAIL_CA_FILE], 0, 0, 0 }, \
 	{ "mail-timeout-ms", ARG_STR, &(f)->value[CONFIG_MAIL_TIMEOUT_MS], 0, 0, 0 }
 
-#define CLI_CONFIG_USAGE "[--config FILE] [--mail-url URL] [--mail-from ADDR] "       \
-	"[--mail-user USER] [--mail-password-file FILE] [--mail-ca-file FILE] "       \
-	"[--mail-timeout-ms N]"
+#define CLI_CONFIG_USAGE "[--config FILE] [--KEY VALUE ...]   (stagedoor config show)"
 
-/* cli_config_load: resolve f into *cfg (config_free after); 0 or the exit
- * status (printed). */
+/* cli_config_load: resolve f into *cfg (config_free after) and apply its
+ * log settings (log_level, log_file); 0 or the exit status (printed). */
 int cli_config_load(const struct cli_config_flags *f, struct config *cfg);
 
+/* cli_hup_start: a thread that takes SIGHUP for a worker or relay process:
+ * reopens the log and applies the live settings of cf's configuration.
+ * Call before starting any other thread. */
+void cli_hup_start(const struct cli_config_flags *cf);
+
 int cli_init(int argc, char **argv);
+int cli_config(int argc, char **argv);
+int cli_run(int argc, char **argv);
 int cli_enqueue(int argc, char **argv);
 int cli_worker(int argc, char **argv);
 int cli_relay(int argc, char **argv);

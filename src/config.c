@@ -8,29 +8,98 @@
 #define _POSIX_C_SOURCE 200809L
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "log.h"
 #include "queue.h"
 
 /* ======================== the keys ======================================= */
 
-static const struct {
-	const char *name;	/* in the file */
-	const char *flag;	/* without "--" */
-	const char *env;
+enum ktype { K_STR, K_PATH, K_INT, K_LEVEL, K_DURABILITY, K_ADDR, K_URL };
+
+#define DAY_MS (24LL * 3600 * 1000)
+
+static const struct keydef {
+	const char *name;	/* in the file; the flag and variable derive from it */
+	enum ktype type;
+	int64_t min, max;	/* K_INT */
+	const char *def;	/* the default as text; NULL: none (the module's own) */
+	int live;		/* SIGHUP applies it without a restart */
 } keys[CONFIG_N_KEYS] = {
-	[CONFIG_MAIL_URL] = { "mail_url", "mail-url", "STAGEDOOR_MAIL_URL" },
-	[CONFIG_MAIL_FROM] = { "mail_from", "mail-from", "STAGEDOOR_MAIL_FROM" },
-	[CONFIG_MAIL_USER] = { "mail_user", "mail-user", "STAGEDOOR_MAIL_USER" },
-	[CONFIG_MAIL_PASSWORD_FILE] = { "mail_password_file", "mail-password-file",
-					"STAGEDOOR_MAIL_PASSWORD_FILE" },
-	[CONFIG_MAIL_CA_FILE] = { "mail_ca_file", "mail-ca-file", "STAGEDOOR_MAIL_CA_FILE" },
-	[CONFIG_MAIL_TIMEOUT_MS] = { "mail_timeout_ms", "mail-timeout-ms",
-				     "STAGEDOOR_MAIL_TIMEOUT_MS" },
+	[CONFIG_DB] = { "db", K_PATH, 0, 0, "./var/stagedoor.db", 0 },
+	[CONFIG_STATE_DIR] = { "state_dir", K_PATH, 0, 0, NULL, 0 },
+	[CONFIG_WORKERS] = { "workers", K_INT, 1, 256, NULL, 1 },
+	[CONFIG_CONCURRENCY] = { "concurrency", K_INT, 1, 1024, "4", 0 },
+	[CONFIG_GRACE_MS] = { "grace_ms", K_INT, 1, 3600000, "30000", 0 },
+	[CONFIG_DURABILITY] = { "durability", K_DURABILITY, 0, 0, "normal", 0 },
+	[CONFIG_LEASE_MS] = { "lease_ms", K_INT, 100, 7 * DAY_MS, "60000", 0 },
+	[CONFIG_MAX_ATTEMPTS] = { "max_attempts", K_INT, 1, 1000, "10", 0 },
+	[CONFIG_MAX_DELIVERIES] = { "max_deliveries", K_INT, 1, 1000, "5", 0 },
+	[CONFIG_BACKOFF_BASE_MS] = { "backoff_base_ms", K_INT, 1, DAY_MS, "1000", 0 },
+	[CONFIG_BACKOFF_CAP_MS] = { "backoff_cap_ms", K_INT, 1, 7 * DAY_MS, "600000", 0 },
+	[CONFIG_RENDER_LEASE_MS] = { "render_tickets_lease_ms", K_INT, 100, 7 * DAY_MS, NULL, 0 },
+	[CONFIG_RENDER_MAX_ATTEMPTS] = { "render_tickets_max_attempts", K_INT, 1, 1000, NULL, 0 },
+	[CONFIG_RENDER_BACKOFF_BASE_MS] = { "render_tickets_backoff_base_ms", K_INT, 1, DAY_MS,
+					     NULL, 0 },
+	[CONFIG_RENDER_BACKOFF_CAP_MS] = { "render_tickets_backoff_cap_ms", K_INT, 1, 7 * DAY_MS,
+					    NULL, 0 },
+	[CONFIG_SEND_LEASE_MS] = { "send_tickets_lease_ms", K_INT, 100, 7 * DAY_MS, NULL, 0 },
+	[CONFIG_SEND_MAX_ATTEMPTS] = { "send_tickets_max_attempts", K_INT, 1, 1000, NULL, 0 },
+	[CONFIG_SEND_BACKOFF_BASE_MS] = { "send_tickets_backoff_base_ms", K_INT, 1, DAY_MS, NULL,
+					   0 },
+	[CONFIG_SEND_BACKOFF_CAP_MS] = { "send_tickets_backoff_cap_ms", K_INT, 1, 7 * DAY_MS,
+					  NULL, 0 },
+	[CONFIG_COUNT_LEASE_MS] = { "update_sales_counter_lease_ms", K_INT, 100, 7 * DAY_MS, NULL,
+				    0 },
+	[CONFIG_COUNT_MAX_ATTEMPTS] = { "update_sales_counter_max_attempts", K_INT, 1, 1000, NULL,
+					0 },
+	[CONFIG_COUNT_BACKOFF_BASE_MS] = { "update_sales_counter_backoff_base_ms", K_INT, 1,
+					   DAY_MS, NULL, 0 },
+	[CONFIG_COUNT_BACKOFF_CAP_MS] = { "update_sales_counter_backoff_cap_ms", K_INT, 1,
+					  7 * DAY_MS, NULL, 0 },
+	[CONFIG_RETENTION_MS] = { "retention_ms", K_INT, 0, 3650 * DAY_MS, "604800000", 1 },
+	[CONFIG_IDEM_RETENTION_MS] = { "idem_retention_ms", K_INT, 0, 3650 * DAY_MS,
+				       "2592000000", 1 },
+	[CONFIG_MAINTENANCE_MS] = { "maintenance_ms", K_INT, 50, 3600000, "1000", 1 },
+	[CONFIG_WAL_WARN_BYTES] = { "wal_warn_bytes", K_INT, 65536, 1LL << 40, "67108864", 1 },
+	[CONFIG_LOG_LEVEL] = { "log_level", K_LEVEL, 0, 0, "info", 1 },
+	[CONFIG_LOG_FILE] = { "log_file", K_PATH, 0, 0, NULL, 1 },
+	[CONFIG_MAIL_URL] = { "mail_url", K_URL, 0, 0, NULL, 0 },
+	[CONFIG_MAIL_FROM] = { "mail_from", K_ADDR, 0, 0, NULL, 0 },
+	[CONFIG_MAIL_USER] = { "mail_user", K_STR, 0, 0, NULL, 0 },
+	[CONFIG_MAIL_PASSWORD_FILE] = { "mail_password_file", K_PATH, 0, 0, NULL, 0 },
+	[CONFIG_MAIL_CA_FILE] = { "mail_ca_file", K_PATH, 0, 0, NULL, 0 },
+	[CONFIG_MAIL_TIMEOUT_MS] = { "mail_timeout_ms", K_INT, CONFIG_TIMEOUT_MS_MIN,
+				     CONFIG_TIMEOUT_MS_MAX, "60000", 0 },
 };
+
+/* The flag ("mail-url") and the variable ("STAGEDOOR_MAIL_URL"), derived
+ * from the name once. */
+static char flag_names[CONFIG_N_KEYS][48], envs[CONFIG_N_KEYS][56];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void names_make(void)
+{
+	int k;
+	size_t i;
+
+	for (k = 0; k < CONFIG_N_KEYS; k++) {
+		const char *n = keys[k].name;
+		snprintf(envs[k], sizeof envs[k], "STAGEDOOR_");
+		for (i = 0; n[i] && i + 1 < sizeof flag_names[k]; i++) {
+			flag_names[k][i] = n[i] == '_' ? '-' : n[i];
+			envs[k][10 + i] = (char)toupper((unsigned char)n[i]);
+		}
+		flag_names[k][i] = '\0';
+		envs[k][10 + i] = '\0';
+	}
+}
 
 const char *config_key_name(enum config_key k)
 {
@@ -39,12 +108,19 @@ const char *config_key_name(enum config_key k)
 
 const char *config_key_flag(enum config_key k)
 {
-	return keys[k].flag;
+	pthread_once(&names_once, names_make);
+	return flag_names[k];
 }
 
 const char *config_key_env(enum config_key k)
 {
-	return keys[k].env;
+	pthread_once(&names_once, names_make);
+	return envs[k];
+}
+
+int config_key_live(enum config_key k)
+{
+	return keys[k].live;
 }
 
 void config_init(struct config *c)
@@ -58,12 +134,9 @@ void config_free(struct config *c)
 
 	if (!c)
 		return;
-	for (k = 0; k < CONFIG_N_KEYS; k++) {
+	for (k = 0; k < CONFIG_N_KEYS; k++)
 		free(c->value[k]);
-		c->value[k] = NULL;
-		c->origin[k][0] = '\0';
-	}
-	c->mail_timeout_ms = 0;
+	memset(c, 0, sizeof *c);
 }
 
 /* ======================== values ======================================== */
@@ -112,25 +185,35 @@ static enum sd_result set_n(struct config *c, enum config_key k, const char *val
 			       keys[k].name);
 	if (!(copy = strndup(v, len)))
 		return err_set(SD_NOMEM, "out of memory");
-	if (k == CONFIG_MAIL_TIMEOUT_MS) {
+	if (keys[k].type == K_INT) {
 		char *end;
-		long ms;
+		long long num;
 
 		errno = 0;
-		ms = strtol(copy, &end, 10);
+		num = strtoll(copy, &end, 10);
 		if (errno || *end || end == copy || copy[0] == '+' || copy[0] == '-' ||
-		    ms < CONFIG_TIMEOUT_MS_MIN || ms > CONFIG_TIMEOUT_MS_MAX) {
+		    num < keys[k].min || num > keys[k].max) {
 			free(copy);
-			return err_set(SD_INVALID, "%s: %s must be a whole number of milliseconds "
-				       "from %ld to %ld", origin, keys[k].name,
-				       CONFIG_TIMEOUT_MS_MIN, CONFIG_TIMEOUT_MS_MAX);
+			return err_set(SD_INVALID, "%s: %s must be a whole number from %lld to %lld",
+				       origin, keys[k].name, (long long)keys[k].min,
+				       (long long)keys[k].max);
 		}
-		c->mail_timeout_ms = ms;
-	} else if (k == CONFIG_MAIL_FROM && mail_address_valid(copy) != SD_OK) {
+		c->num[k] = num;
+		if (k == CONFIG_MAIL_TIMEOUT_MS)
+			c->mail_timeout_ms = (long)num;
+	} else if (keys[k].type == K_LEVEL && log_level_parse(copy) < 0) {
+		free(copy);
+		return err_set(SD_INVALID, "%s: %s must be debug, info, warn, error or off", origin,
+			       keys[k].name);
+	} else if (keys[k].type == K_DURABILITY && strcmp(copy, "normal") != 0 &&
+		   strcmp(copy, "full") != 0) {
+		free(copy);
+		return err_set(SD_INVALID, "%s: %s must be normal or full", origin, keys[k].name);
+	} else if (keys[k].type == K_ADDR && mail_address_valid(copy) != SD_OK) {
 		free(copy);
 		return err_set(SD_INVALID, "%s: %s is not a plain address local@domain", origin,
 			       keys[k].name);
-	} else if (k == CONFIG_MAIL_URL && strchr(copy, ' ')) {
+	} else if (keys[k].type == K_URL && strchr(copy, ' ')) {
 		free(copy);
 		return err_set(SD_INVALID, "%s: %s holds a space", origin, keys[k].name);
 	}
@@ -196,9 +279,8 @@ static enum sd_result parse_line(struct config *c, const char *path, int lineno,
 				       "config value; name its file (mode 0600) with "
 				       "mail_password_file, or use $CREDENTIALS_DIRECTORY/"
 				       "mail_password", path, lineno);
-		return err_set(SD_INVALID, "%s:%d: unknown key '%.*s' (known: mail_url, "
-			       "mail_from, mail_user, mail_password_file, mail_ca_file, "
-			       "mail_timeout_ms)", path, lineno, (int)klen, key);
+		return err_set(SD_INVALID, "%s:%d: unknown key '%.*s' ('stagedoor config "
+			       "show' lists the keys)", path, lineno, (int)klen, key);
 	}
 	if (seen[k])
 		return err_set(SD_INVALID, "%s:%d: %s is set twice (first on line %d)", path,
@@ -224,6 +306,7 @@ enum sd_result config_load_file(struct config *c, const char *path)
 		return err_set(SD_INVALID, "--config needs a file name");
 	if (!(f = fopen(path, "r")))
 		return err_set(SD_IO, "config file %s: cannot read it: %s", path, strerror(errno));
+	snprintf(c->file, sizeof c->file, "%s", path);
 	while ((n = getline(&line, &cap, f)) >= 0) {
 		lineno++;
 		if (n > CONFIG_LINE_MAX) {
@@ -252,9 +335,9 @@ enum sd_result config_load_env(struct config *c)
 	int k;
 
 	for (k = 0; k < CONFIG_N_KEYS; k++) {
-		const char *v = getenv(keys[k].env);
+		const char *env = config_key_env((enum config_key)k), *v = getenv(env);
 
-		if (v && *v && (r = config_set(c, (enum config_key)k, v, keys[k].env)) != SD_OK)
+		if (v && *v && (r = config_set(c, (enum config_key)k, v, env)) != SD_OK)
 			return r;
 	}
 	return SD_OK;
@@ -268,14 +351,14 @@ enum sd_result config_resolve(struct config *c, const char *path,
 	int k;
 
 	config_init(c);
-	if (path && (r = config_load_file(c, path)) != SD_OK)
+	if ((path = config_file_path(path)) && (r = config_load_file(c, path)) != SD_OK)
 		goto out;
 	if ((r = config_load_env(c)) != SD_OK)
 		goto out;
 	for (k = 0; flags && k < CONFIG_N_KEYS; k++) {
 		if (!flags[k])
 			continue;
-		snprintf(origin, sizeof origin, "--%s", keys[k].flag);
+		snprintf(origin, sizeof origin, "--%.48s", config_key_flag((enum config_key)k));
 		if ((r = config_set(c, (enum config_key)k, flags[k], origin)) != SD_OK)
 			goto out;
 	}
@@ -307,34 +390,146 @@ const char *config_mail_from(const struct config *c)
 	return c->value[CONFIG_MAIL_FROM];
 }
 
+const char *config_file_path(const char *path)
+{
+	const char *env = getenv("STAGEDOOR_CONFIG");
+
+	if (path)
+		return path;
+	if (env && *env)
+		return env;
+	return access(CONFIG_FILE_DEFAULT, F_OK) == 0 ? CONFIG_FILE_DEFAULT : NULL;
+}
+
+const char *config_str(const struct config *c, enum config_key k)
+{
+	return c->value[k] ? c->value[k] : keys[k].def;
+}
+
+static int64_t cores(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > 256 ? 256 : n;
+}
+
+int64_t config_int(const struct config *c, enum config_key k)
+{
+	if (c->value[k])
+		return c->num[k];
+	if (k == CONFIG_WORKERS)
+		return cores();
+	return keys[k].def ? strtoll(keys[k].def, NULL, 10) : 0;
+}
+
+const char *config_origin(const struct config *c, enum config_key k)
+{
+	return c->value[k] ? c->origin[k] : "default";
+}
+
+/* mask_url: credentials before the host become *** (user:secret@host ->
+ * ***@host); a query string, where an API key would hide, becomes ?***. */
+static void mask_url(const char *u, char *buf, size_t size)
+{
+	const char *sep = strstr(u, "://"), *at, *q;
+	size_t n;
+
+	snprintf(buf, size, "%s", u);
+	if (sep && (at = strchr(sep + 3, '@')) && (!strchr(sep + 3, '/') ||
+						   at < strchr(sep + 3, '/')))
+		snprintf(buf, size, "%.*s***%s", (int)(sep + 3 - u), u, at);
+	if ((q = strchr(buf, '?')) && (n = (size_t)(q - buf)) + 5 <= size)
+		snprintf(buf + n, size - n, "?***");
+}
+
+void config_show(const struct config *c, FILE *out)
+{
+	char v[1024];
+	int k;
+
+	fprintf(out, "# config file: %s\n", c->file[0] ? c->file : "(none)");
+	for (k = 0; k < CONFIG_N_KEYS; k++) {
+		const char *s = config_str(c, (enum config_key)k);
+
+		if (k == CONFIG_WORKERS && !c->value[k])
+			snprintf(v, sizeof v, "%lld", (long long)cores());
+		else if (k == CONFIG_STATE_DIR && !s)
+			snprintf(v, sizeof v, "(the database's folder)");
+		else if (k == CONFIG_MAIL_URL && !s)
+			snprintf(v, sizeof v, "(maildir in the state folder)");
+		else if (keys[k].type == K_URL && s)
+			mask_url(s, v, sizeof v);
+		else
+			snprintf(v, sizeof v, "%s", s ? s : "(unset)");
+		fprintf(out, "%-38s = %-40s # %s\n", keys[k].name, v,
+			config_origin(c, (enum config_key)k));
+	}
+}
+
 int64_t config_send_lease_ms(const struct config *c, int64_t base_lease_ms)
 {
 	int64_t need = (int64_t)(c->mail_timeout_ms > 0 ? c->mail_timeout_ms : MAIL_TIMEOUT_MS) +
-		       MAIL_CONNECT_TIMEOUT_MS + CONFIG_LEASE_MARGIN_MS;
+		       CONFIG_LEASE_MARGIN_MS;
 
 	if (base_lease_ms <= 0)
 		base_lease_ms = QUEUE_LEASE_MS_DEFAULT;
 	return base_lease_ms > need ? base_lease_ms : need;
 }
 
+/* The kinds with keys of their own, and their first key (lease_ms; then
+ * max_attempts, backoff_base_ms, backoff_cap_ms follow in that order). */
+static const struct {
+	const char *kind;
+	enum config_key first;
+} kind_keys[] = {
+	{ "render_tickets", CONFIG_RENDER_LEASE_MS },
+	{ "send_tickets", CONFIG_SEND_LEASE_MS },
+	{ "update_sales_counter", CONFIG_COUNT_LEASE_MS },
+};
+
 enum sd_result config_apply_leases(const struct config *c, int64_t base_lease_ms,
 				   int64_t *send_lease_ms)
 {
-	struct kind_policy p;
+	struct kind_policy common, p;
 	enum sd_result r;
+	size_t i;
 
-	if (base_lease_ms > 0) {
-		/* the CLI sets no other policy: the built-in one with this lease */
-		queue_policy_default(&p);
-		p.lease_ms = base_lease_ms;
-		if ((r = queue_policy_set(NULL, &p)) != SD_OK)
+	queue_policy_default(&common);
+	common.lease_ms = base_lease_ms > 0 ? base_lease_ms : config_int(c, CONFIG_LEASE_MS);
+	common.max_attempts = (int)config_int(c, CONFIG_MAX_ATTEMPTS);
+	common.max_deliveries = (int)config_int(c, CONFIG_MAX_DELIVERIES);
+	common.backoff_base_ms = config_int(c, CONFIG_BACKOFF_BASE_MS);
+	common.backoff_cap_ms = config_int(c, CONFIG_BACKOFF_CAP_MS);
+	if (common.backoff_cap_ms < common.backoff_base_ms)
+		return err_set(SD_INVALID, "backoff_cap_ms (%s) is below backoff_base_ms (%s)",
+			       config_origin(c, CONFIG_BACKOFF_CAP_MS),
+			       config_origin(c, CONFIG_BACKOFF_BASE_MS));
+	if ((r = queue_policy_set(NULL, &common)) != SD_OK)
+		return r;
+	for (i = 0; i < sizeof kind_keys / sizeof kind_keys[0]; i++) {
+		enum config_key f = kind_keys[i].first;
+
+		p = common;
+		if (c->value[f] && base_lease_ms <= 0)
+			p.lease_ms = c->num[f];
+		if (c->value[f + 1])
+			p.max_attempts = (int)c->num[f + 1];
+		if (c->value[f + 2])
+			p.backoff_base_ms = c->num[f + 2];
+		if (c->value[f + 3])
+			p.backoff_cap_ms = c->num[f + 3];
+		if (p.backoff_cap_ms < p.backoff_base_ms)
+			return err_set(SD_INVALID, "%s: the backoff cap is below its base",
+				       kind_keys[i].kind);
+		if (f == CONFIG_SEND_LEASE_MS) {
+			/* a lease that ran out mid-send would hand the job to a
+			 * second worker while the first may still deliver */
+			p.lease_ms = config_send_lease_ms(c, p.lease_ms);
+			if (send_lease_ms)
+				*send_lease_ms = p.lease_ms;
+		}
+		if ((r = queue_policy_set(kind_keys[i].kind, &p)) != SD_OK)
 			return r;
 	}
-	p = *queue_policy("send_tickets");
-	p.lease_ms = config_send_lease_ms(c, p.lease_ms);
-	if ((r = queue_policy_set("send_tickets", &p)) != SD_OK)
-		return r;
-	if (send_lease_ms)
-		*send_lease_ms = p.lease_ms;
 	return SD_OK;
 }

@@ -1,13 +1,13 @@
 /*
- * config.h: the settings a command takes from its flags, the environment and
- * a config file, today the mail transport's.
+ * config.h: the box's settings, from flags, the environment and one config
+ * file, with where each value came from.
  *
- * Each key (mail_url, mail_from, mail_user, mail_password_file, mail_ca_file,
- * mail_timeout_ms) can be set three ways; the first that is set wins:
- *   1. a flag:                 --mail-url URL
+ * Every key can be set three ways; the first that is set wins:
+ *   1. a flag:                  --mail-url URL       (the key with '-' for '_')
  *   2. an environment variable: STAGEDOOR_MAIL_URL=URL (empty: unset)
- *   3. a line in the file --config names: mail_url = URL
- * and otherwise the key keeps its default (NULL/0: the module's own).
+ *   3. a line of the file:      mail_url = URL
+ * and otherwise the key keeps its default.  The file is --config PATH, else
+ * $STAGEDOOR_CONFIG, else /etc/stagedoor/stagedoor.conf when it exists.
  *
  * The file is read strictly: "key = value" lines, blank lines and lines whose
  * first non-blank character is '#'; key and value are trimmed.  An unknown
@@ -15,20 +15,51 @@
  * an unreadable file is an error that names the file, the line and the key.
  *
  * Invariants: no value is ever echoed in a message (a misplaced secret must
- * not reach a terminal or a log), and the SMTP password is never a config
- * value: only the name of the file that holds it (mail_password_file), or
- * $CREDENTIALS_DIRECTORY/mail_password (mail.h).
+ * not reach a terminal or a log), and no key holds a secret: the SMTP
+ * password is only ever named by its file (mail_password_file), or
+ * $CREDENTIALS_DIRECTORY/mail_password (mail.h); `config show` prints that
+ * file's name, never its contents, and masks credentials in a URL.
  */
 #ifndef SD_CONFIG_H
 #define SD_CONFIG_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "mail.h"
 #include "result.h"
 
 /* The keys, as indexes into struct config's values. */
 enum config_key {
+	CONFIG_DB,			/* the database file */
+	CONFIG_STATE_DIR,		/* ticket.key, blobs/, maildir/; default: the db's folder */
+	CONFIG_WORKERS,			/* worker processes under `run`; default: cores */
+	CONFIG_CONCURRENCY,		/* handler threads per worker */
+	CONFIG_GRACE_MS,		/* on stop: how long running handlers may finish */
+	CONFIG_DURABILITY,		/* normal | full: the workers' synchronous level */
+	CONFIG_LEASE_MS,		/* every kind's policy, unless the kind has its own */
+	CONFIG_MAX_ATTEMPTS,
+	CONFIG_MAX_DELIVERIES,
+	CONFIG_BACKOFF_BASE_MS,
+	CONFIG_BACKOFF_CAP_MS,
+	CONFIG_RENDER_LEASE_MS,		/* render_tickets_lease_ms, ... one group per kind */
+	CONFIG_RENDER_MAX_ATTEMPTS,
+	CONFIG_RENDER_BACKOFF_BASE_MS,
+	CONFIG_RENDER_BACKOFF_CAP_MS,
+	CONFIG_SEND_LEASE_MS,
+	CONFIG_SEND_MAX_ATTEMPTS,
+	CONFIG_SEND_BACKOFF_BASE_MS,
+	CONFIG_SEND_BACKOFF_CAP_MS,
+	CONFIG_COUNT_LEASE_MS,
+	CONFIG_COUNT_MAX_ATTEMPTS,
+	CONFIG_COUNT_BACKOFF_BASE_MS,
+	CONFIG_COUNT_BACKOFF_CAP_MS,
+	CONFIG_RETENTION_MS,		/* finished jobs kept this long */
+	CONFIG_IDEM_RETENTION_MS,	/* processed_jobs / email_sends kept this long */
+	CONFIG_MAINTENANCE_MS,		/* between maintenance passes under `run` */
+	CONFIG_WAL_WARN_BYTES,		/* warn when the WAL grows past this */
+	CONFIG_LOG_LEVEL,
+	CONFIG_LOG_FILE,		/* append here instead of stderr; reopened on SIGHUP */
 	CONFIG_MAIL_URL,
 	CONFIG_MAIL_FROM,
 	CONFIG_MAIL_USER,
@@ -38,16 +69,19 @@ enum config_key {
 	CONFIG_N_KEYS
 };
 
+#define CONFIG_FILE_DEFAULT "/etc/stagedoor/stagedoor.conf"
 #define CONFIG_LINE_MAX 4096		/* bytes in one line of the file */
 #define CONFIG_TIMEOUT_MS_MIN 100L
 #define CONFIG_TIMEOUT_MS_MAX 3600000L	/* one hour */
-#define CONFIG_LEASE_MARGIN_MS 30000L	/* send_tickets lease beyond the mail timeouts */
+#define CONFIG_LEASE_MARGIN_MS 5000L	/* send_tickets lease beyond the mail timeout */
 
 /* The settings in force.  Strings are owned (config_free). */
 struct config {
 	char *value[CONFIG_N_KEYS];		/* NULL: not set anywhere */
+	int64_t num[CONFIG_N_KEYS];		/* numeric keys: the parsed value */
 	char origin[CONFIG_N_KEYS][64];		/* "--mail-url", "STAGEDOOR_MAIL_URL",
 						 * "FILE:LINE" (the file name shortened) */
+	char file[512];				/* the file read; "" when none */
 	long mail_timeout_ms;			/* parsed mail_timeout_ms; 0: not set */
 };
 
@@ -56,6 +90,10 @@ struct config {
 const char *config_key_name(enum config_key k);
 const char *config_key_flag(enum config_key k);
 const char *config_key_env(enum config_key k);
+
+/* config_key_live: 1 when `run` applies a new value on SIGHUP without
+ * restarting anything; 0 when the workers must restart to take it. */
+int config_key_live(enum config_key k);
 
 /* config_init: every key unset.  config_free: the strings (accepts a
  * zeroed struct); the struct itself is the caller's. */
@@ -78,13 +116,30 @@ enum sd_result config_load_file(struct config *c, const char *path);
 /* config_load_env: the keys whose STAGEDOOR_* variables are set and not empty. */
 enum sd_result config_load_env(struct config *c);
 
+/* config_file_path: the file to read: path (--config) when not NULL, else
+ * $STAGEDOOR_CONFIG, else CONFIG_FILE_DEFAULT when it exists; NULL: none. */
+const char *config_file_path(const char *path);
+
 /*
  * config_resolve: the whole precedence in one call: c is initialised, then
- * the file (path may be NULL: none), the environment, and the flags
+ * the file (config_file_path(path)), the environment, and the flags
  * (flags[k] NULL: not given) applied in that order.  On error c is freed.
  */
 enum sd_result config_resolve(struct config *c, const char *path,
 			      const char *const flags[CONFIG_N_KEYS]);
+
+/* config_str: the value in force, or the key's default (NULL: none). */
+const char *config_str(const struct config *c, enum config_key k);
+
+/* config_int: a numeric key's value in force, or its default. */
+int64_t config_int(const struct config *c, enum config_key k);
+
+/* config_origin: where the value in force came from ("default" when unset). */
+const char *config_origin(const struct config *c, enum config_key k);
+
+/* config_show: every key, its value in force and its origin, one per line,
+ * credentials in URLs masked. */
+void config_show(const struct config *c, FILE *out);
 
 /* config_mail: the mail_config for mail_open_opts; the strings stay c's. */
 void config_mail(const struct config *c, struct mail_config *mc);
@@ -95,16 +150,17 @@ const char *config_mail_from(const struct config *c);
 
 /*
  * config_send_lease_ms: the lease send_tickets needs: the larger of
- * base_lease_ms and the mail total timeout + the connect timeout +
- * CONFIG_LEASE_MARGIN_MS, so that a send that runs to its timeout still
- * ends inside its lease and never overlaps a second delivery of the job.
+ * base_lease_ms and the mail total timeout + CONFIG_LEASE_MARGIN_MS, so that
+ * a send that runs to its timeout still ends inside its lease and never
+ * overlaps a second delivery of the job.
  */
 int64_t config_send_lease_ms(const struct config *c, int64_t base_lease_ms);
 
 /*
- * config_apply_leases: at worker start: base_lease_ms (0: the queue's
- * default) becomes the lease of every kind without its own policy, and
- * send_tickets gets config_send_lease_ms on the default policy otherwise.
+ * config_apply_leases: at worker start, the queue's policies from c: the
+ * common keys (lease_ms, max_attempts, ...) for every kind, each kind's own
+ * keys over them; base_lease_ms (> 0: a command's --lease-ms) over lease_ms.
+ * send_tickets' lease is never shorter than config_send_lease_ms.
  * [out] *send_lease_ms (may be NULL): the lease set for send_tickets.
  */
 enum sd_result config_apply_leases(const struct config *c, int64_t base_lease_ms,

@@ -5,6 +5,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "result.h"
 
 static atomic_int level = LOG_INFO;
 
@@ -40,6 +43,39 @@ int log_level_parse(const char *s)
 int log_enabled(enum log_level l)
 {
 	return (int)l >= atomic_load(&level) && l != LOG_OFF;
+}
+
+static char log_path[4096];	/* "" while logging to the inherited stderr */
+
+int log_reopen(void)
+{
+	int fd;
+
+	if (!log_path[0])
+		return SD_OK;
+	fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return SD_IO;
+	if (fd != STDERR_FILENO) {
+		dup2(fd, STDERR_FILENO);	/* atomic: no line is lost between */
+		close(fd);
+	}
+	return SD_OK;
+}
+
+int log_open_file(const char *path)
+{
+	if (!path || !*path)
+		return SD_OK;
+	if (strlen(path) >= sizeof log_path)
+		return err_set(SD_INVALID, "log_file: the path is too long");
+	snprintf(log_path, sizeof log_path, "%s", path);
+	if (log_reopen() != SD_OK) {
+		int e = errno;
+		log_path[0] = '\0';
+		return err_set(SD_IO, "log_file %s: cannot open it: %s", path, strerror(e));
+	}
+	return SD_OK;
 }
 
 const char *log_quote(char *buf, size_t size, const char *s)

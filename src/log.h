@@ -30,6 +30,16 @@ int log_enabled(enum log_level level);
 void log_event(enum log_level level, const char *msg, const char *kv_fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * log_open_file: from now on, stderr (and so every log line, this process's
+ * and its children's to come) appends to path, created 0640 when missing;
+ * NULL or "": leave stderr as it is.  log_reopen: open the same path again
+ * (after logrotate moved it: SIGHUP); async-signal-safe.  SD_IO naming the
+ * path when it cannot be opened; stderr is then unchanged.
+ */
+int log_open_file(const char *path);
+int log_reopen(void);
+
 /* log_quote: s as a logfmt value in buf: quoted when needed, with quotes,
  * backslashes and control characters escaped.  Returns buf. */
 const char *log_quote(char *buf, size_t size, const char *s);

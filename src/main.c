@@ -17,7 +17,10 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *help;
 } commands[] = {
+	{ "run", cli_run, "the whole appliance: relay, workers, maintenance, supervision:\n"
+			 "           run [--workers N] [--config FILE] [--KEY VALUE ...]" },
 	{ "init", cli_init, "create or upgrade the database" },
+	{ "config", cli_config, "the settings in force and where each came from: config show" },
 	{ "enqueue", cli_enqueue, "add a job: enqueue KIND JSON [--job-id ID] [--delay-ms N] [--priority N]" },
 	{ "worker", cli_worker, "run jobs: worker [--concurrency N] [--batch N] [--lease-ms N] [--drain]\n"
 			       "           [--config FILE] [--mail-url URL] [--mail-from ADDR] ..." },

@@ -27,6 +27,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "args.h"
+#include "cli.h"
 #include "config.h"
 #include "mail.h"
 #include "queue.h"
@@ -48,6 +50,7 @@ static void clear_env(void)
 
 	for (k = 0; k < CONFIG_N_KEYS; k++)
 		unsetenv(config_key_env((enum config_key)k));
+	unsetenv("STAGEDOOR_CONFIG");
 }
 
 static int setup(void **state)
@@ -434,10 +437,11 @@ static void test_send_lease_longer_than_timeout(void **state)
 	char conf[512];
 
 	(void)e;
-	/* the defaults: 60 s total + 10 s connect + 30 s */
+	/* the defaults: 60 s for the whole send (libcurl's total timeout
+	 * includes the connect) + the margin */
 	config_init(&c);
 	assert_int_equal(config_apply_leases(&c, 0, &lease), SD_OK);
-	assert_true(lease > MAIL_TIMEOUT_MS + MAIL_CONNECT_TIMEOUT_MS);
+	assert_true(lease >= MAIL_TIMEOUT_MS + CONFIG_LEASE_MARGIN_MS);
 	assert_int_equal(queue_policy("send_tickets")->lease_ms, lease);
 	assert_int_equal(queue_policy("render_tickets")->lease_ms, QUEUE_LEASE_MS_DEFAULT);
 	config_free(&c);
@@ -447,8 +451,8 @@ static void test_send_lease_longer_than_timeout(void **state)
 	flags[CONFIG_MAIL_TIMEOUT_MS] = "300000";
 	assert_int_equal(config_resolve(&c, NULL, flags), SD_OK);
 	assert_int_equal(config_apply_leases(&c, 0, &lease), SD_OK);
-	assert_true(lease > 300000 + MAIL_CONNECT_TIMEOUT_MS);
-	assert_true(queue_policy("send_tickets")->lease_ms > 300000 + MAIL_CONNECT_TIMEOUT_MS);
+	assert_true(lease >= 300000 + CONFIG_LEASE_MARGIN_MS);
+	assert_int_equal(queue_policy("send_tickets")->lease_ms, lease);
 	config_free(&c);
 	queue_policy_reset();
 
@@ -456,8 +460,8 @@ static void test_send_lease_longer_than_timeout(void **state)
 	config_init(&c);
 	assert_int_equal(config_apply_leases(&c, 500, &lease), SD_OK);
 	assert_int_equal(queue_policy("render_tickets")->lease_ms, 500);
-	assert_true(queue_policy("send_tickets")->lease_ms > MAIL_TIMEOUT_MS +
-							     MAIL_CONNECT_TIMEOUT_MS);
+	assert_true(queue_policy("send_tickets")->lease_ms >= MAIL_TIMEOUT_MS +
+							      CONFIG_LEASE_MARGIN_MS);
 	config_free(&c);
 	queue_policy_reset();
 
@@ -473,8 +477,195 @@ static void test_send_lease_longer_than_timeout(void **state)
 	assert_int_equal(RUN("worker", "--drain", "--lease-ms", "1000", "--config", conf, "--db",
 			     e->db_path), 0);
 	unsetenv("STAGEDOOR_LOG_LEVEL");
-	if (!strstr(err, "send_tickets_lease_ms=240000"))
+	if (!strstr(err, "send_tickets_lease_ms=205000"))
 		fail_msg("worker log lacks the send_tickets lease: %s", err);
+}
+
+/* ---- every key ------------------------------------------------------------ */
+
+/* The flags every long command takes are the keys, one each, in order. */
+static void test_every_key_has_its_flag(void **state)
+{
+	struct cli_config_flags cf;
+	struct arg_opt opts[] = { CLI_CONFIG_OPTS(&cf), { NULL, 0, NULL, 0, 0, 0 } };
+	int k;
+
+	(void)state;
+	assert_string_equal(opts[0].name, "config");
+	for (k = 0; k < CONFIG_N_KEYS; k++) {
+		char env[80];
+		size_t i;
+
+		assert_string_equal(opts[k + 1].name, config_key_flag((enum config_key)k));
+		assert_ptr_equal(opts[k + 1].value, &cf.value[k]);
+		snprintf(env, sizeof env, "STAGEDOOR_%s", config_key_name((enum config_key)k));
+		for (i = 10; env[i]; i++)
+			env[i] = (char)(env[i] >= 'a' && env[i] <= 'z' ? env[i] - 32 : env[i]);
+		assert_string_equal(config_key_env((enum config_key)k), env);
+	}
+	assert_null(opts[CONFIG_N_KEYS + 1].name);
+}
+
+static void test_numeric_keys_precedence_and_defaults(void **state)
+{
+	const struct tu_env *e = *state;
+	const char *flags[CONFIG_N_KEYS] = { 0 };
+	char path[512];
+	struct config c;
+
+	write_file(e, "n.conf", "workers = 3\nconcurrency = 6\nlease_ms = 5000\n"
+		   "durability = full\nlog_level = warn\n", path, sizeof path);
+	setenv("STAGEDOOR_CONCURRENCY", "7", 1);
+	flags[CONFIG_WORKERS] = "9";
+	assert_int_equal(config_resolve(&c, path, flags), SD_OK);
+	assert_int_equal(config_int(&c, CONFIG_WORKERS), 9);
+	assert_string_equal(config_origin(&c, CONFIG_WORKERS), "--workers");
+	assert_int_equal(config_int(&c, CONFIG_CONCURRENCY), 7);
+	assert_string_equal(config_origin(&c, CONFIG_CONCURRENCY), "STAGEDOOR_CONCURRENCY");
+	assert_int_equal(config_int(&c, CONFIG_LEASE_MS), 5000);
+	assert_non_null(strstr(config_origin(&c, CONFIG_LEASE_MS), "n.conf:3"));
+	assert_string_equal(config_str(&c, CONFIG_DURABILITY), "full");
+	/* unset: the default, said to be one */
+	assert_int_equal(config_int(&c, CONFIG_GRACE_MS), 30000);
+	assert_string_equal(config_origin(&c, CONFIG_GRACE_MS), "default");
+	assert_string_equal(config_str(&c, CONFIG_DB), "./var/stagedoor.db");
+	assert_true(config_int(&c, CONFIG_RETENTION_MS) == 7LL * 24 * 3600 * 1000);
+	config_free(&c);
+
+	/* workers defaults to the cores */
+	assert_int_equal(config_resolve(&c, NULL, NULL), SD_OK);
+	assert_int_equal(config_int(&c, CONFIG_WORKERS), sysconf(_SC_NPROCESSORS_ONLN));
+	config_free(&c);
+
+	/* STAGEDOOR_CONFIG names the file when --config does not */
+	setenv("STAGEDOOR_CONFIG", path, 1);
+	assert_int_equal(config_resolve(&c, NULL, NULL), SD_OK);
+	assert_int_equal(config_int(&c, CONFIG_WORKERS), 3);
+	assert_string_equal(c.file, path);
+	config_free(&c);
+}
+
+/* load_err: config_load_file on text; the message (SD_INVALID wanted). */
+static const char *load_err(const struct tu_env *e, const char *text)
+{
+	char path[512];
+	struct config c;
+
+	write_file(e, "bad.conf", text, path, sizeof path);
+	config_init(&c);
+	assert_int_equal(config_load_file(&c, path), SD_INVALID);
+	config_free(&c);
+	return err_msg();
+}
+
+static void test_typed_values_are_checked(void **state)
+{
+	const struct tu_env *e = *state;
+	const char *m;
+
+	m = load_err(e, "# box\nworkers = lots\n");
+	assert_non_null(strstr(m, "bad.conf:2"));
+	assert_non_null(strstr(m, "workers"));
+	assert_null(strstr(m, "lots"));
+	assert_non_null(strstr(load_err(e, "workers = 0\n"), "from 1 to 256"));
+	assert_non_null(strstr(load_err(e, "lease_ms = -5\n"), "lease_ms"));
+	assert_non_null(strstr(load_err(e, "durability = sometimes\n"), "normal or full"));
+	assert_non_null(strstr(load_err(e, "log_level = chatty\n"), "debug, info"));
+	m = load_err(e, "\n\nsend_tickets_max_attempts = 1e3\n");
+	assert_non_null(strstr(m, ":3"));
+	assert_non_null(strstr(m, "send_tickets_max_attempts"));
+	m = load_err(e, "wokers = 4\n");
+	assert_non_null(strstr(m, "unknown key 'wokers'"));
+}
+
+static void test_kind_policies_from_keys(void **state)
+{
+	const char *flags[CONFIG_N_KEYS] = { 0 };
+	struct config c;
+
+	(void)state;
+	flags[CONFIG_LEASE_MS] = "4000";
+	flags[CONFIG_MAX_ATTEMPTS] = "3";
+	flags[CONFIG_RENDER_LEASE_MS] = "9000";
+	flags[CONFIG_COUNT_MAX_ATTEMPTS] = "20";
+	flags[CONFIG_SEND_BACKOFF_BASE_MS] = "250";
+	flags[CONFIG_MAIL_TIMEOUT_MS] = "1000";
+	assert_int_equal(config_resolve(&c, NULL, flags), SD_OK);
+	assert_int_equal(config_apply_leases(&c, 0, NULL), SD_OK);
+	assert_int_equal(queue_policy("render_tickets")->lease_ms, 9000);
+	assert_int_equal(queue_policy("render_tickets")->max_attempts, 3);
+	assert_int_equal(queue_policy("update_sales_counter")->lease_ms, 4000);
+	assert_int_equal(queue_policy("update_sales_counter")->max_attempts, 20);
+	assert_int_equal(queue_policy("send_tickets")->backoff_base_ms, 250);
+	/* a 1 s mail timeout needs no more than the common 4 s lease... */
+	assert_int_equal(queue_policy("send_tickets")->lease_ms, 1000 + CONFIG_LEASE_MARGIN_MS);
+	/* ...and any other kind takes the common keys */
+	assert_int_equal(queue_policy("noop")->lease_ms, 4000);
+	assert_int_equal(queue_policy("noop")->max_attempts, 3);
+	config_free(&c);
+	queue_policy_reset();
+
+	/* a cap below its base is refused, naming where both came from */
+	flags[CONFIG_BACKOFF_BASE_MS] = "5000";
+	flags[CONFIG_BACKOFF_CAP_MS] = "100";
+	assert_int_equal(config_resolve(&c, NULL, flags), SD_OK);
+	assert_int_equal(config_apply_leases(&c, 0, NULL), SD_INVALID);
+	assert_non_null(strstr(err_msg(), "--backoff-cap-ms"));
+	config_free(&c);
+}
+
+static void test_config_show(void **state)
+{
+	const struct tu_env *e = *state;
+	char path[512];
+
+	write_file(e, "s.conf", "workers = 2\nmail_password_file = /etc/stagedoor/mail.pass\n",
+		   path, sizeof path);
+	setenv("STAGEDOOR_MAIL_URL", "https://box:hunter2@api.mail.example/v1/messages?key=s3cret",
+	       1);
+	assert_int_equal(RUN("config", "show", "--config", path, "--grace-ms", "5000"), 0);
+	unsetenv("STAGEDOOR_MAIL_URL");
+	if (!strstr(out, "workers") || !strstr(out, "s.conf:1") || !strstr(out, "--grace-ms") ||
+	    !strstr(out, "STAGEDOOR_MAIL_URL") || !strstr(out, "https://***@api.mail.example") ||
+	    !strstr(out, "/etc/stagedoor/mail.pass") || !strstr(out, "# default"))
+		fail_msg("config show: %s", out);
+	assert_null(strstr(out, "hunter2"));
+	assert_null(strstr(out, "s3cret"));
+	/* every key, one line each, after the file line */
+	assert_int_equal(n_lines(out), CONFIG_N_KEYS + 1);
+
+	/* a bad file stops it with file, line and key */
+	write_file(e, "b.conf", "workers = 2\nlease_ms = soon\n", path, sizeof path);
+	assert_one_line_error(RUN("config", "show", "--config", path), 2, "bad config");
+	assert_non_null(strstr(err, "b.conf:2"));
+	assert_non_null(strstr(err, "lease_ms"));
+	assert_one_line_error(RUN("run", "--config", path, "--db", e->db_path), 2, "run bad config");
+	assert_non_null(strstr(err, "b.conf:2"));
+	/* and an unreadable one */
+	assert_one_line_error(RUN("run", "--config", "/nonexistent/stagedoor.conf", "--db",
+				  e->db_path), 1, "run no config");
+	assert_non_null(strstr(err, "/nonexistent/stagedoor.conf"));
+	/* an environment variable with a bad value names the variable */
+	setenv("STAGEDOOR_WORKERS", "many", 1);
+	assert_one_line_error(RUN("run", "--db", e->db_path), 2, "bad env");
+	unsetenv("STAGEDOOR_WORKERS");
+	assert_non_null(strstr(err, "STAGEDOOR_WORKERS"));
+}
+
+/* The config file's db is the default db of every command. */
+static void test_db_from_the_config_file(void **state)
+{
+	const struct tu_env *e = *state;
+	char path[512], text[600];
+
+	snprintf(text, sizeof text, "db = %s/box.db\n", e->dir);
+	write_file(e, "d.conf", text, path, sizeof path);
+	setenv("STAGEDOOR_CONFIG", path, 1);
+	assert_int_equal(RUN("init"), 0);
+	unsetenv("STAGEDOOR_CONFIG");
+	assert_non_null(strstr(out, "box.db"));
+	snprintf(path, sizeof path, "%s/box.db", e->dir);
+	assert_int_equal(access(path, F_OK), 0);
 }
 
 int main(void)
@@ -490,6 +681,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mail_test_smtp_no_server_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mail_test_usage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_send_lease_longer_than_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_every_key_has_its_flag, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_numeric_keys_precedence_and_defaults, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_typed_values_are_checked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kind_policies_from_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_config_show, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_db_from_the_config_file, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,522 @@
+/*
+ * run.c: `stagedoor run`, the appliance: one supervisor process on one
+ * database, and its children.
+ *
+ *   stagedoor run                  the supervisor: holds the run lock, has
+ *    |                             migrated the database, runs maintenance
+ *    +- stagedoor relay            outbox -> stream
+ *    +- stagedoor worker --name w1 --supervised
+ *    +- ...                        (workers = cores by default)
+ *
+ * Children are this same program, exec'd with run's own arguments, so they
+ * read the same configuration; each has its own connections.  A child that
+ * dies is started again after a backoff (100 ms doubling to 30 s, back to
+ * 100 ms once a child has lived a minute); the jobs it held come back when
+ * their leases end, and a job that keeps killing workers goes to the dead
+ * letters by the queue's poison rule, not round a crash loop.  Children get
+ * SIGTERM when the supervisor dies (PR_SET_PDEATHSIG), so a killed appliance
+ * leaves no orphan to take the next one's jobs unsupervised.
+ *
+ * Signals arrive through a signalfd into one poll loop:
+ *   SIGTERM, SIGINT  stop: children get SIGTERM (workers stop claiming,
+ *                    finish within grace_ms, release the rest); exit 0
+ *   SIGHUP           read the configuration again; live keys (log level and
+ *                    file, retention, maintenance, workers) apply at once,
+ *                    the others by restarting the workers one at a time;
+ *                    a bad file changes nothing and says so
+ *   SIGCHLD          reap, log, schedule the restart
+ *
+ * Maintenance runs between signals every maintenance_ms (maint.h):
+ * checkpoints that keep the WAL bounded, pruning in bounded batches, and
+ * hourly statistics.
+ *
+ * One `run` per database: an flock on "<db>-run.lock" (never on the
+ * database file itself: SQLite's POSIX locks live there).  Plain
+ * `stagedoor worker`s on the same database are welcome and take their share.
+ */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "cli.h"
+#include "config.h"
+#include "db.h"
+#include "log.h"
+#include "queue.h"
+#include "tickets.h"
+
+#define RUN_MAX_WORKERS 256
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 30000
+#define HEALTHY_MS 60000		/* a child that lived this long restarts at once */
+#define STOP_MARGIN_MS 10000		/* past grace_ms: SIGKILL what is left */
+
+enum role { ROLE_RELAY, ROLE_WORKER };
+
+struct child {
+	enum role role;
+	char name[16];
+	pid_t pid;			/* 0: not running */
+	int wanted;			/* keep this slot running */
+	int64_t started_ms;
+	int64_t next_start_ms;		/* when a stopped slot starts again */
+	int64_t backoff_ms;
+	int restarts;
+	int restart_pending;		/* to take a new configuration */
+	int stopping;			/* we sent it SIGTERM */
+};
+
+struct run {
+	char exe[PATH_MAX];
+	int argc;			/* run's own arguments, handed to every child */
+	char **argv;
+	struct cli_config_flags cf;
+	struct config cfg;
+	const char *db_path;		/* cfg's */
+	struct db *db;
+	int sfd;			/* signalfd */
+	sigset_t oldmask;
+	struct child kids[1 + RUN_MAX_WORKERS];
+	int nkids;
+	int stopping;
+	int64_t stop_deadline;
+	int64_t next_maint;
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- the lock ------------------------------------------------------------ */
+
+/* lock_take: flock "<db>-run.lock", our pid written in it.  The fd stays
+ * open (close-on-exec: children do not hold it) until the process ends. */
+static int lock_take(const char *db)
+{
+	char path[PATH_MAX + 16], pid[32] = "";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "%s-run.lock", db);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
+		return cli_fail(err_set(SD_IO, "cannot open the run lock %s: %s", path,
+					strerror(errno)));
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		if ((n = pread(fd, pid, sizeof pid - 1, 0)) > 0)
+			pid[n] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		close(fd);
+		return cli_fail(err_set(SD_BUSY, "stagedoor run is already running on %s%s%s%s; "
+					"stop it first (plain 'stagedoor worker's may join it)",
+					db, pid[0] ? " (pid " : "", pid, pid[0] ? ")" : ""));
+	}
+	n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+		log_event(LOG_WARN, "could not write the pid into the run lock", NULL);
+	return 0;
+}
+
+/* ---- children ------------------------------------------------------------- */
+
+static void child_exec(struct run *R, struct child *c, pid_t parent)
+{
+	char *av[ARGS_MAX_POS + 8 + 256];
+	int n = 0, i;
+
+	/* SIGTERM when the supervisor dies, even by SIGKILL */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)
+		_exit(1);
+	sigprocmask(SIG_SETMASK, &R->oldmask, NULL);
+	av[n++] = R->exe;
+	if (c->role == ROLE_RELAY) {
+		av[n++] = "relay";
+	} else {
+		av[n++] = "worker";
+		av[n++] = "--supervised";
+		av[n++] = "--name";
+		av[n++] = c->name;
+	}
+	for (i = 0; i < R->argc && n < (int)(sizeof av / sizeof av[0]) - 1; i++)
+		av[n++] = R->argv[i];
+	av[n] = NULL;
+	execv(R->exe, av);
+	_exit(127);
+}
+
+static void child_start(struct run *R, struct child *c)
+{
+	pid_t parent = getpid(), pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		log_event(LOG_ERROR, "could not start a child", "child=%s err=\"%s\"", c->name,
+			  strerror(errno));
+		c->next_start_ms = mono_ms() + BACKOFF_MAX_MS;
+		return;
+	}
+	if (pid == 0)
+		child_exec(R, c, parent);
+	c->pid = pid;
+	c->started_ms = mono_ms();
+	c->stopping = 0;
+	log_event(LOG_INFO, "child started", "child=%s role=%s pid=%ld restarts=%d", c->name,
+		  c->role == ROLE_RELAY ? "relay" : "worker", (long)pid, c->restarts);
+}
+
+static void child_signal(struct child *c, int sig)
+{
+	if (c->pid > 0) {
+		kill(c->pid, sig);
+		if (sig == SIGTERM)
+			c->stopping = 1;
+	}
+}
+
+static struct child *child_by_pid(struct run *R, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < R->nkids; i++)
+		if (R->kids[i].pid == pid)
+			return &R->kids[i];
+	return NULL;
+}
+
+static void reap(struct run *R)
+{
+	int64_t now = mono_ms();
+	struct child *c;
+	pid_t pid;
+	int st;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		int64_t lived;
+
+		if (!(c = child_by_pid(R, pid)))
+			continue;
+		lived = now - c->started_ms;
+		c->pid = 0;
+		if (WIFSIGNALED(st))
+			log_event(R->stopping || c->stopping ? LOG_INFO : LOG_WARN, "child exited",
+				  "child=%s pid=%ld signal=%d lived_ms=%lld", c->name, (long)pid,
+				  WTERMSIG(st), (long long)lived);
+		else
+			log_event(R->stopping || c->stopping ? LOG_INFO : LOG_WARN, "child exited",
+				  "child=%s pid=%ld status=%d lived_ms=%lld", c->name, (long)pid,
+				  WEXITSTATUS(st), (long long)lived);
+		if (R->stopping || !c->wanted)
+			continue;
+		if (c->stopping) {
+			/* we asked it to go, to take a new configuration */
+			c->backoff_ms = 0;
+		} else if (lived >= HEALTHY_MS) {
+			c->backoff_ms = BACKOFF_MIN_MS;
+		} else {
+			c->backoff_ms = c->backoff_ms < BACKOFF_MIN_MS ? BACKOFF_MIN_MS
+				      : c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
+				      : c->backoff_ms * 2;
+		}
+		c->restarts++;
+		c->stopping = 0;
+		c->next_start_ms = now + c->backoff_ms;
+		if (c->backoff_ms)
+			log_event(LOG_INFO, "child restarts", "child=%s in_ms=%lld", c->name,
+				  (long long)c->backoff_ms);
+	}
+}
+
+static int alive(const struct run *R)
+{
+	int i, n = 0;
+
+	for (i = 0; i < R->nkids; i++)
+		n += R->kids[i].pid > 0;
+	return n;
+}
+
+/* set_workers: n worker slots wanted; extra ones are stopped. */
+static void set_workers(struct run *R, int n)
+{
+	int i;
+
+	for (i = 1; i <= RUN_MAX_WORKERS; i++) {
+		struct child *c = &R->kids[i];
+
+		if (i <= n && !c->wanted) {
+			c->role = ROLE_WORKER;
+			snprintf(c->name, sizeof c->name, "w%d", i);
+			c->wanted = 1;
+			c->next_start_ms = 0;
+			c->backoff_ms = 0;
+		} else if (i > n && c->wanted) {
+			c->wanted = 0;
+			child_signal(c, SIGTERM);
+		}
+	}
+	if (R->nkids < n + 1)
+		R->nkids = n + 1;
+}
+
+/* ---- SIGHUP ---------------------------------------------------------------- */
+
+static void apply_log(const struct config *c)
+{
+	log_set_level((enum log_level)log_level_parse(config_str(c, CONFIG_LOG_LEVEL)));
+}
+
+static void reload(struct run *R)
+{
+	struct config nc;
+	char changed[512] = "";
+	size_t o = 0;
+	int k, i, restart = 0;
+
+	if (config_resolve(&nc, R->cf.file, R->cf.value) != SD_OK) {
+		log_event(LOG_ERROR, "configuration not reloaded: nothing changed", "err=\"%s\"",
+			  err_msg());
+		return;
+	}
+	if (log_open_file(nc.value[CONFIG_LOG_FILE]) != SD_OK)
+		log_event(LOG_ERROR, "log not reopened", NULL);
+	apply_log(&nc);
+	for (k = 0; k < CONFIG_N_KEYS; k++) {
+		const char *a = config_str(&R->cfg, (enum config_key)k);
+		const char *b = config_str(&nc, (enum config_key)k);
+
+		if ((!a && !b) || (a && b && strcmp(a, b) == 0))
+			continue;
+		if (k == CONFIG_DB || k == CONFIG_STATE_DIR) {
+			log_event(LOG_WARN, "setting cannot change while running; restart to apply",
+				  "key=%s", config_key_name((enum config_key)k));
+			continue;
+		}
+		if (o + 64 < sizeof changed)
+			o += (size_t)snprintf(changed + o, sizeof changed - o, "%s%s", o ? "," : "",
+					      config_key_name((enum config_key)k));
+		if (!config_key_live((enum config_key)k))
+			restart = 1;
+	}
+	/* keep the old db path: R->db_path points into R->cfg */
+	{
+		char *db = R->cfg.value[CONFIG_DB];
+		char org[64];
+
+		memcpy(org, R->cfg.origin[CONFIG_DB], sizeof org);
+		R->cfg.value[CONFIG_DB] = NULL;
+		free(nc.value[CONFIG_DB]);
+		nc.value[CONFIG_DB] = db;
+		memcpy(nc.origin[CONFIG_DB], org, sizeof org);
+		config_free(&R->cfg);
+		R->cfg = nc;
+		R->db_path = config_str(&R->cfg, CONFIG_DB);
+	}
+	log_event(LOG_INFO, "configuration reloaded", "changed=%s restart_workers=%s",
+		  o ? changed : "none", restart ? "yes" : "no");
+	set_workers(R, (int)config_int(&R->cfg, CONFIG_WORKERS));
+	for (i = 0; i < R->nkids; i++) {
+		struct child *c = &R->kids[i];
+
+		if (restart && c->wanted)
+			c->restart_pending = 1;
+		else if (c->pid > 0 && !c->stopping)
+			kill(c->pid, SIGHUP);	/* reopen its log, take the live keys */
+	}
+	R->next_maint = 0;
+}
+
+/* rolling: one child at a time takes the new configuration. */
+static void rolling(struct run *R)
+{
+	int i;
+
+	for (i = 0; i < R->nkids; i++)
+		if (R->kids[i].pid > 0 && R->kids[i].stopping && R->kids[i].wanted)
+			return;		/* one is on its way */
+	for (i = 0; i < R->nkids; i++) {
+		struct child *c = &R->kids[i];
+
+		if (!c->restart_pending || !c->wanted)
+			continue;
+		c->restart_pending = 0;
+		if (c->pid > 0) {
+			child_signal(c, SIGTERM);
+			return;
+		}
+	}
+}
+
+/* ---- maintenance ------------------------------------------------------------ */
+
+static void maintain(struct run *R, int64_t now)
+{
+	int64_t n = 0;
+
+	if (queue_prune_done(R->db, config_int(&R->cfg, CONFIG_RETENTION_MS), 1000, &n) != SD_OK)
+		log_event(LOG_ERROR, "maintenance failed", "err=\"%s\"", err_msg());
+	else if (n)
+		log_event(LOG_INFO, "pruned", "done_jobs=%lld", (long long)n);
+	R->next_maint = now + config_int(&R->cfg, CONFIG_MAINTENANCE_MS);
+}
+
+/* ---- the loop ------------------------------------------------------------------ */
+
+static void begin_stop(struct run *R, int sig)
+{
+	int i;
+
+	if (R->stopping)
+		return;
+	R->stopping = 1;
+	R->stop_deadline = mono_ms() + config_int(&R->cfg, CONFIG_GRACE_MS) + STOP_MARGIN_MS;
+	log_event(LOG_INFO, "run stopping", "signal=%d children=%d grace_ms=%lld", sig, alive(R),
+		  (long long)config_int(&R->cfg, CONFIG_GRACE_MS));
+	for (i = 0; i < R->nkids; i++)
+		child_signal(&R->kids[i], SIGTERM);
+}
+
+static int loop(struct run *R)
+{
+	for (;;) {
+		int64_t now = mono_ms(), wake = now + 1000;
+		struct signalfd_siginfo si;
+		struct pollfd pfd;
+		int i;
+
+		if (!R->stopping) {
+			for (i = 0; i < R->nkids; i++) {
+				struct child *c = &R->kids[i];
+				if (c->wanted && c->pid == 0) {
+					if (now >= c->next_start_ms)
+						child_start(R, c);
+					else if (c->next_start_ms < wake)
+						wake = c->next_start_ms;
+				}
+			}
+			rolling(R);
+			if (now >= R->next_maint)
+				maintain(R, now);
+			if (R->next_maint < wake)
+				wake = R->next_maint;
+		} else {
+			if (!alive(R))
+				return 0;
+			if (now >= R->stop_deadline) {
+				log_event(LOG_WARN, "children outlived the grace period: killed",
+					  "children=%d", alive(R));
+				for (i = 0; i < R->nkids; i++)
+					if (R->kids[i].pid > 0)
+						kill(R->kids[i].pid, SIGKILL);
+				R->stop_deadline = now + 5000;
+			}
+			wake = R->stop_deadline;
+		}
+		pfd.fd = R->sfd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, (int)(wake > now ? (wake - now > 1000 ? 1000 : wake - now) : 0)) <= 0)
+			continue;
+		while (read(R->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+			switch (si.ssi_signo) {
+			case SIGCHLD:
+				reap(R);
+				break;
+			case SIGTERM:
+			case SIGINT:
+				begin_stop(R, (int)si.ssi_signo);
+				break;
+			case SIGHUP:
+				if (!R->stopping)
+					reload(R);
+				break;
+			default:
+				break;
+			}
+		}
+		reap(R);	/* SIGCHLDs coalesce: reap whatever ended */
+	}
+}
+
+int cli_run(int argc, char **argv)
+{
+	static struct run R;
+	struct arg_opt opts[] = {
+		CLI_CONFIG_OPTS(&R.cf),
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS];
+	sigset_t set;
+	enum sd_result r;
+	ssize_t n;
+	int npos, rc;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "run " CLI_CONFIG_USAGE)) != 0)
+		return rc;
+	if ((rc = cli_config_load(&R.cf, &R.cfg)) != 0)
+		return rc;
+	R.argc = argc;
+	R.argv = argv;
+	R.db_path = config_str(&R.cfg, CONFIG_DB);
+	if ((n = readlink("/proc/self/exe", R.exe, sizeof R.exe - 1)) <= 0) {
+		config_free(&R.cfg);
+		return cli_fail(err_set(SD_IO, "cannot find this program's own path"));
+	}
+	R.exe[n] = '\0';
+	/* the folder first, so that the lock can live beside the database */
+	if ((r = db_open(R.db_path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &R.db)) != SD_OK) {
+		config_free(&R.cfg);
+		return cli_fail(r == SD_NOT_FOUND || r == SD_SCHEMA ? SD_DB : r);
+	}
+	if ((rc = lock_take(R.db_path)) != 0 ||
+	    (rc = (r = tickets_files_init(R.db_path)) != SD_OK ? cli_fail(r) : 0) != 0) {
+		db_close(R.db);
+		config_free(&R.cfg);
+		return rc;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, &R.oldmask);
+	signal(SIGPIPE, SIG_IGN);
+	if ((R.sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+		db_close(R.db);
+		config_free(&R.cfg);
+		return cli_fail(err_set(SD_IO, "signalfd: %s", strerror(errno)));
+	}
+	R.kids[0].role = ROLE_RELAY;
+	snprintf(R.kids[0].name, sizeof R.kids[0].name, "relay");
+	R.kids[0].wanted = 1;
+	R.nkids = 1;
+	set_workers(&R, (int)config_int(&R.cfg, CONFIG_WORKERS));
+	log_event(LOG_INFO, "run started", "pid=%ld db=%s schema=%d workers=%lld concurrency=%lld "
+		  "config=%s", (long)getpid(), R.db_path, db_schema_version(R.db),
+		  (long long)config_int(&R.cfg, CONFIG_WORKERS),
+		  (long long)config_int(&R.cfg, CONFIG_CONCURRENCY),
+		  R.cfg.file[0] ? R.cfg.file : "none");
+	rc = loop(&R);
+	log_event(LOG_INFO, "run stopped", "pid=%ld", (long)getpid());
+	close(R.sfd);
+	db_close(R.db);
+	config_free(&R.cfg);
+	return rc;
+}
