@@ -56,6 +56,7 @@
 #include <sys/random.h>
 
 #include "clock.h"
+#include "log.h"
 #include "queue_sql.h"
 
 /* ======================== random numbers ================================ */
@@ -423,6 +424,11 @@ enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lea
 				 "poison: delivered %lld times, %lld leases expired without an ack",
 				 (long long)j->deliveries - 1, (long long)j->expiries);
 			r = move_to_dead(db, j->id, token, j->attempts, msg);
+			if (r == SD_OK)
+				log_event(LOG_WARN, "job dead", "job_id=%s kind=%s outcome=dead "
+					  "reason=poison deliveries=%lld expiries=%lld", j->job_id,
+					  j->kind, (long long)j->deliveries - 1,
+					  (long long)j->expiries);
 			job_free(j);
 			if (r != SD_OK)
 				goto fail;

@@ -252,6 +252,9 @@ static void test_job_that_kills_workers_goes_dead_not_round_a_loop(void **state)
 	assert_true(tu_count(e->db_path, "SELECT deliveries FROM dead_jobs") >= 3);
 	assert_true(count_in(log, "msg=\"failpoint hit\"") >= 3);
 	assert_true(count_in(log, "status=70") >= 3);
+	/* the death is said, once, as a warning */
+	wait_log(log, "level=warn msg=\"job dead\" job_id=", 1, 5000);
+	assert_int_equal(count_in(log, "reason=poison"), 1);
 	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM stream"), 0);
 	/* the supervisor lives on and keeps its worker */
 	assert_true(alive(run));
@@ -408,6 +411,49 @@ static void test_sighup_reopens_the_log_file(void **state)
 	assert_int_equal(count_in(log, "msg="), 0);
 }
 
+/* ---- logs ----------------------------------------------------------------- */
+
+/* Orders through the appliance: one logfmt line per job with the fields an
+ * operator greps for, and never a buyer's name or address. */
+static void test_job_lines_carry_ids_not_buyers(void **state)
+{
+	const struct tu_env *e = *state;
+	char log[512], ev[32];
+	pid_t run;
+	char *p;
+
+	assert_int_equal(RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--starts-at",
+			     "2026-12-31T20:00Z", "--capacity", "10", "--db", e->db_path), 0);
+	snprintf(ev, sizeof ev, "%.20s", out);
+	if ((p = strchr(ev, '\n')))
+		*p = '\0';
+	run = START(e, log, "--workers", "1");
+	assert_int_equal(RUN("order", "add", "--event", ev, "--name", "Zelda Quux", "--email",
+			     "zelda.quux@example.org", "--seats", "2", "--db", e->db_path), 0);
+	wait_sql(e->db_path, 3, 20000, "SELECT count(*) FROM done_jobs");
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 15000, "run"), 0);
+	assert_int_equal(count_in(log, "msg=\"job finished\""), 3);
+	assert_int_equal(count_in(log, "kind=render_tickets attempt=1 delivery=1 outcome=done "
+				  "duration_ms="), 1);
+	assert_int_equal(count_in(log, "outcome=done"), 3);
+	assert_int_equal(count_in(log, "worker=w1 job_id=outbox:"), 3);
+	assert_int_equal(count_in(log, "Zelda"), 0);
+	assert_int_equal(count_in(log, "Quux"), 0);
+	assert_int_equal(count_in(log, "zelda.quux"), 0);
+	assert_int_equal(count_in(log, "example.org"), 0);
+	/* every line is one logfmt record */
+	{
+		size_t size;
+		char *text = (char *)tu_slurp(log, &size), *line, *save = NULL;
+		for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			if (strncmp(line, "ts=", 3) != 0 || !strstr(line, " level=") ||
+			    !strstr(line, " msg="))
+				fail_msg("not a logfmt line: %s", line);
+		free(text);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -426,6 +472,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sighup_rereads_the_configuration, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sighup_reopens_the_log_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_lines_carry_ids_not_buyers, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
