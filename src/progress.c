@@ -12,6 +12,8 @@
 #define _DEFAULT_SOURCE
 #include "progress.h"
 
+#include "log.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -217,6 +219,27 @@ static void progress_draw(struct progress *p, int64_t now, int final)
 	progress_write(p->fd, line, (size_t)n);
 }
 
+/* The log's line hook while a bar is on stderr: wipe the bar so the log
+ * line starts on a clean line; the next update draws it again below. */
+static void progress_clear(void *arg)
+{
+	struct progress *p = arg;
+	char blank[PROGRESS_LINE_MAX + 2];
+	int n = 0;
+
+	pthread_mutex_lock(&p->mu);
+	if (p->last_len > 0) {
+		blank[n++] = '\r';
+		while (n <= p->last_len && n < (int)sizeof blank - 1)
+			blank[n++] = ' ';
+		blank[n++] = '\r';
+		progress_write(p->fd, blank, (size_t)n);
+		p->last_len = 0;
+		p->last_us = 0;		/* draw again at the next update */
+	}
+	pthread_mutex_unlock(&p->mu);
+}
+
 /* ---- the API -------------------------------------------------------------- */
 
 struct progress *progress_start_opts(const char *label, int64_t total, const char *unit,
@@ -254,6 +277,8 @@ struct progress *progress_start_opts(const char *label, int64_t total, const cha
 		p->interval_us = 1000 * (o->plain_interval_ms > 0 ? o->plain_interval_ms
 							       : PROGRESS_PLAIN_INTERVAL_MS);
 	p->start_us = p->now_us(p->now_arg);
+	if (p->tty && p->fd == STDERR_FILENO)
+		log_set_line_hook(progress_clear, p);
 	return p;
 }
 
@@ -294,6 +319,8 @@ void progress_end(struct progress *p, int64_t done)
 {
 	if (!p)
 		return;
+	if (p->tty && p->fd == STDERR_FILENO)
+		log_set_line_hook(NULL, NULL);
 	pthread_mutex_lock(&p->mu);
 	if (done >= 0)
 		p->done = done;

@@ -719,6 +719,49 @@ static void test_bench_pipeline_progress(void **state)
 	free(out);
 }
 
+/* relay --drain and worker --drain, stderr on a pipe: a final plain line
+ * each with the rows published and the jobs finished; on a pty, the bar. */
+static void test_relay_and_worker_drain_progress(void **state)
+{
+	struct tu_env *e = *state;
+	static char buf[1 << 16];
+	char args[600];
+	int fds[2], rc, i, master, slave;
+
+	snprintf(args, sizeof args, "event add --name Gig --venue Hall --starts-at "
+		 "2026-12-31T20:00Z --capacity 100 --db %s", e->db_path);
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(cmd_run(e, args, fds[1], fds[0], buf, sizeof buf), 0);
+	close(fds[0]);
+	for (i = 0; i < 10; i++) {
+		snprintf(args, sizeof args, "order add --event 1 --name Buyer --email b%d@example.org "
+			 "--seats 1 --db %s", i, e->db_path);
+		assert_int_equal(pipe(fds), 0);
+		assert_int_equal(cmd_run(e, args, fds[1], fds[0], buf, sizeof buf), 0);
+		close(fds[0]);
+	}
+	/* 10 orders: 20 outbox rows (render and count each) */
+	snprintf(args, sizeof args, "relay --drain --db %s", e->db_path);
+	assert_int_equal(pipe(fds), 0);
+	rc = cmd_run(e, args, fds[1], fds[0], buf, sizeof buf);
+	close(fds[0]);
+	if (rc != 0)
+		fail_msg("relay --drain: %d\n%s", rc, buf);
+	assert_non_null(strstr(buf, "progress label=relay done=20 total=20 "));
+	assert_int_equal(count_str(buf, " final=true\n"), 1);
+
+	/* 20 jobs ready (the send jobs the renders add wait in the outbox) */
+	snprintf(args, sizeof args, "worker --drain --db %s", e->db_path);
+	pty_open(&master, &slave, 100);
+	rc = cmd_run(e, args, slave, master, buf, sizeof buf);
+	close(master);
+	if (rc != 0)
+		fail_msg("worker --drain: %d\n%s", rc, buf);
+	assert_non_null(strstr(buf, "\rdrain  ["));
+	if (!strstr(buf, "20/20  100%"))
+		fail_msg("worker --drain bar:\n%s", buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -736,6 +779,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_demo_plain_progress_on_a_pipe,
 						tu_setup_real_nodb, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_demo_bar_on_a_pty, tu_setup_real_nodb,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_relay_and_worker_drain_progress, tu_setup_real,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_bench_queue_progress, tu_setup_real_nodb,
 						tu_teardown),

@@ -227,6 +227,7 @@ static void test_killed_worker_restarts_and_its_job_comes_back(void **state)
 	assert_int_equal(children(run, " worker ", w, 4), 1);
 	kill(w[0], SIGKILL);
 	wait_log(log, "restarts=1", 1, 10000);
+	wait_log(log, "msg=\"worker started\"", 2, 10000);	/* exec'd, not just forked */
 	assert_int_equal(children(run, " worker ", w2, 4), 1);
 	assert_true(w2[0] != w[0]);
 	assert_true(count_in(log, "signal=9") >= 1);
@@ -359,7 +360,7 @@ static void test_sighup_rereads_the_configuration(void **state)
 	kill(run, SIGHUP);
 	wait_log(log, "msg=\"configuration reloaded\" changed=workers,log_level restart_workers=no",
 		 1, 10000);
-	wait_log(log, "child=w2 role=worker", 1, 10000);
+	wait_log(log, "msg=\"worker started\" worker=w2 ", 1, 10000);
 	assert_int_equal(count_in(log, "restarts=1"), 0);
 
 	/* a broken file changes nothing and says why */
@@ -375,8 +376,8 @@ static void test_sighup_rereads_the_configuration(void **state)
 	write_conf(conf, text);
 	kill(run, SIGHUP);
 	wait_log(log, "changed=lease_ms restart_workers=yes", 1, 10000);
-	wait_log(log, "child=w1 role=worker pid", 2, 15000);
-	wait_log(log, "child=w2 role=worker pid", 2, 15000);
+	wait_log(log, "msg=\"worker started\" worker=w1 ", 2, 15000);
+	wait_log(log, "msg=\"worker started\" worker=w2 ", 2, 15000);
 	assert_int_equal(children(run, " worker ", w, 8), 2);
 	kill(run, SIGTERM);
 	assert_int_equal(tu_reap(run, 15000, "run"), 0);
