@@ -600,6 +600,17 @@ static enum job_outcome db_failure(struct job_result *res, const char *what)
 	return job_failf(res, 0, "%s: %s", what, err_msg());
 }
 
+/* One info line per duplicate run a handler absorbed, for the crash harness
+ * to count: the technique that absorbed it, the job and the order, by ids
+ * only (never a name or an address). */
+static void dup_absorbed(const char *technique, const struct job *job, const char *order)
+{
+	char q[QUEUE_JOB_ID_MAX * 2 + 8];
+
+	log_event(LOG_INFO, "duplicate absorbed", "technique=%s job_id=%s order=%s", technique,
+		  log_quote(q, sizeof q, job->job_id), order);
+}
+
 static const char SQL_SET_PDF[] =
 	"UPDATE tickets SET pdf_key = ?1 WHERE order_id = ?2 AND pdf_key IS NULL RETURNING id";
 
@@ -622,8 +633,10 @@ enum job_outcome tickets_render(struct handler_ctx *ctx, const struct job *job,
 		return db_failure(res, "open");
 	if ((r = tickets_load_order(db, order_id, &v)) != SD_OK)
 		return job_failf(res, r == SD_NOT_FOUND, "load order: %s", err_msg());
-	if (v.pdf_stored)
+	if (v.pdf_stored) {
+		dup_absorbed("check_state", job, v.public_id);
 		return JOB_DONE;	/* the state is reached: nothing to do */
+	}
 	failpoint(FP_RENDER_CHECKED);
 	/* render and store with no transaction open; the key is fixed, so a
 	 * second run overwrites the file with the same bytes */
@@ -648,6 +661,8 @@ enum job_outcome tickets_render(struct handler_ctx *ctx, const struct job *job,
 	}
 	if ((r = db_commit(db)) != SD_OK)
 		return db_failure(res, "commit");
+	if (!won)	/* another run set pdf_key first: its send is queued */
+		dup_absorbed("check_state", job, v.public_id);
 	return JOB_DONE;
 fail:
 	db_rollback(db);
@@ -680,9 +695,12 @@ enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
 	if ((r = idem_effect_claim(db, order_id, "tickets", IDEM_STALE_MS, &claim,
 				   &claimed_at)) != SD_OK)
 		return db_failure(res, "claim");
-	if (claim == IDEM_DONE)
+	if (claim == IDEM_DONE) {
+		dup_absorbed("unique_claim", job, v.public_id);
 		return JOB_DONE;
+	}
 	if (claim == IDEM_HELD) {
+		dup_absorbed("unique_claim", job, v.public_id);
 		/* another run sends right now; just past the stale limit it is
 		 * sent, or its claim is stale and ours to take */
 		res->delay_ms = IDEM_STALE_MS + 1;
@@ -730,7 +748,7 @@ enum job_outcome tickets_count(struct handler_ctx *ctx, const struct job *job,
 	struct db *db = handler_db(ctx);
 	struct db_stmt *st;
 	enum sd_result r;
-	int64_t event_id = 0, seats = 0;
+	int64_t event_id = 0, seats = 0, order_id = 0;
 	int first = 0;
 
 	if (job_arg_int(job, "event_id", &event_id) != SD_OK ||
@@ -756,6 +774,16 @@ enum job_outcome tickets_count(struct handler_ctx *ctx, const struct job *job,
 	}
 	if ((r = db_commit(db)) != SD_OK)
 		return db_failure(res, "commit");
+	if (!first) {
+		char order[24];
+
+		/* the payload's order_id when it has one (the outbox's rows do) */
+		if (job_arg_int(job, "order_id", &order_id) == SD_OK)
+			snprintf(order, sizeof order, "%lld", (long long)order_id);
+		else
+			snprintf(order, sizeof order, "-");
+		dup_absorbed("processed_jobs", job, order);
+	}
 	return JOB_DONE;
 fail:
 	db_rollback(db);
