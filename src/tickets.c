@@ -1080,3 +1080,80 @@ enum sd_result tickets_event_summary(struct db *db, struct blob_store *blobs, in
 out:
 	return db_end(db, r);
 }
+
+/* ======================== invariant checks =============================== */
+
+static const char SQL_CHECK_ORDERS[] =
+	"SELECT o.id, o.public_id, o.event_id, o.seats, count(t.id), "
+	"coalesce(sum(t.pdf_key IS NULL), 0), count(DISTINCT t.pdf_key), min(t.pdf_key), "
+	"(SELECT count(*) FROM email_sends s WHERE s.order_id = o.id AND s.kind = ?1), "
+	"(SELECT count(*) FROM email_sends s WHERE s.order_id = o.id AND s.kind = ?1 "
+	" AND s.sent_at IS NOT NULL) "
+	"FROM orders o LEFT JOIN tickets t ON t.order_id = o.id GROUP BY o.id ORDER BY o.id";
+
+enum sd_result tickets_check_orders(struct db *db, tickets_order_fn fn, void *arg)
+{
+	struct db_stmt *st = db_stmt(db, SQL_CHECK_ORDERS);
+	struct order_check o;
+	enum sd_result r;
+	int row = 0;
+
+	if (!st)
+		return SD_DB;
+	db_bind_text(st, 1, "tickets");
+	for (;;) {
+		if ((r = db_step(st, &row)) != SD_OK)
+			return r;
+		if (!row)
+			break;
+		o.id = db_col_int(st, 0);
+		o.public_id = db_col_text(st, 1);
+		o.event_id = db_col_int(st, 2);
+		o.seats = db_col_int(st, 3);
+		o.tickets = db_col_int(st, 4);
+		o.tickets_without_pdf = db_col_int(st, 5);
+		o.pdf_keys = db_col_int(st, 6);
+		o.pdf_key = db_col_text(st, 7);
+		o.emails = db_col_int(st, 8);
+		o.emails_sent = db_col_int(st, 9);
+		if (fn(&o, arg))
+			break;
+	}
+	db_reset(st);
+	return SD_OK;
+}
+
+/* orders.event_id has no index: one grouped pass over orders, not a
+ * subquery per event. */
+static const char SQL_CHECK_COUNTERS[] =
+	"SELECT e.id, coalesce(c.orders, 0), coalesce(c.seats_sold, 0), "
+	"coalesce(a.n, 0), coalesce(a.s, 0) FROM events e "
+	"LEFT JOIN sales_counters c ON c.event_id = e.id "
+	"LEFT JOIN (SELECT event_id, count(*) AS n, sum(seats) AS s FROM orders "
+	" GROUP BY event_id) a ON a.event_id = e.id ORDER BY e.id";
+
+enum sd_result tickets_check_counters(struct db *db, tickets_counter_fn fn, void *arg)
+{
+	struct db_stmt *st = db_stmt(db, SQL_CHECK_COUNTERS);
+	struct counter_check c;
+	enum sd_result r;
+	int row = 0;
+
+	if (!st)
+		return SD_DB;
+	for (;;) {
+		if ((r = db_step(st, &row)) != SD_OK)
+			return r;
+		if (!row)
+			break;
+		c.event_id = db_col_int(st, 0);
+		c.counted_orders = db_col_int(st, 1);
+		c.counted_seats = db_col_int(st, 2);
+		c.orders = db_col_int(st, 3);
+		c.seats = db_col_int(st, 4);
+		if (fn(&c, arg))
+			break;
+	}
+	db_reset(st);
+	return SD_OK;
+}
