@@ -645,14 +645,29 @@ enum sd_result db_checkpoint(struct db *db, enum db_checkpoint_mode mode, int64_
 		[DB_CHECKPOINT_RESTART] = SQLITE_CHECKPOINT_RESTART,
 		[DB_CHECKPOINT_TRUNCATE] = SQLITE_CHECKPOINT_TRUNCATE,
 	};
+	struct timespec nap = { 0, 200000L };
 	int n_log = 0, n_ckpt = 0, rc;
+	int64_t deadline;
 
 	if (res)
 		memset(res, 0, sizeof *res);
 	if (db->depth > 0)
 		return err_set(SD_DB, "checkpoint inside a transaction");
-	db->busy_limit_ms = busy_ms < 0 ? 0 : busy_ms;
-	rc = sqlite3_wal_checkpoint_v2(db->h, NULL, modes[mode], &n_log, &n_ckpt);
+	if (busy_ms < 0)
+		busy_ms = 0;
+	db->busy_limit_ms = busy_ms;
+	deadline = clock_mono_us() + busy_ms * 1000;
+	for (;;) {
+		n_log = n_ckpt = -1;
+		rc = sqlite3_wal_checkpoint_v2(db->h, NULL, modes[mode], &n_log, &n_ckpt);
+		/* -1 frames: another connection's checkpoint (a writer's
+		 * autocheckpoint) holds the checkpoint lock, which SQLite does
+		 * not wait for: wait for it here, within the same budget */
+		if ((rc & 0xff) != SQLITE_BUSY || n_log >= 0 || mode == DB_CHECKPOINT_PASSIVE ||
+		    clock_mono_us() >= deadline)
+			break;
+		nanosleep(&nap, NULL);
+	}
 	db->busy_limit_ms = DB_BUSY_TIMEOUT_MS;
 	if (res) {
 		res->wal_frames = n_log < 0 ? 0 : n_log;

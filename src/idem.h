@@ -78,7 +78,10 @@ enum sd_result idem_once(struct db *db, const char *job_id, const char *kind, in
  * before before_ms, skipping those for which keep(job_id, arg) returns 1
  * (the caller's "can this job still be delivered?").  Runs in the caller's
  * transaction, or its own.  [out] *n deleted; *kept (may be NULL) skipped.
- * keep is called while this module reads; it must not write.
+ * keep is called while this module reads; it may read through db, not write.
+ * processed_jobs has no index on processed_at: a step reads rows in key
+ * order until it has limit to delete, so with few expired rows it reads the
+ * whole table (an index in schema/ would make it a range scan).
  */
 enum sd_result idem_prune_processed(struct db *db, int64_t before_ms, int limit,
 				    int (*keep)(const char *job_id, void *arg), void *arg,
