@@ -19,7 +19,10 @@
  *
  * It prints jobs/s for enqueue, for claim+ack and for the lifecycle
  * (N / (t_enqueue + t_claim_ack)), p50/p99 enqueue-to-start latency and the
- * peak RSS, as text or as one JSON object (--json).  Progress goes to stderr.
+ * peak RSS, as text or as one JSON object (--json).  Progress goes to stderr:
+ * a "bench: ..." line as each phase begins, then its progress (progress.h:
+ * a bar on a terminal, plain lines elsewhere); phase 2's counts jobs as they
+ * start (worker_opts.on_start), read by the main thread every 100 ms.
  * tools/bench/sqlbench.c runs the same SQL with nothing around it; `make
  * bench` compares the two.
  *
@@ -48,6 +51,7 @@
 #include "db.h"
 #include "log.h"
 #include "pipeline.h"
+#include "progress.h"
 #include "queue.h"
 #include "worker.h"
 
@@ -117,6 +121,33 @@ static enum sd_result bench_workers_join(struct bench_worker *bw, int n, int64_t
 	return r;
 }
 
+/* bench_count_start (worker_opts.on_start, phase 2): one more job started,
+ * counted for the progress bar only; one relaxed add on a handler thread. */
+static void bench_count_start(const struct job *job, void *arg)
+{
+	(void)job;
+	atomic_fetch_add_explicit((atomic_int_fast64_t *)arg, 1, memory_order_relaxed);
+}
+
+/* bench_workers_watch: until all n workers ended, show the jobs started so
+ * far every 100 ms.  The main thread only reads a counter: it stays off the
+ * database, so the figures are the workers' alone. */
+static void bench_workers_watch(struct bench_worker *bw, int n, struct progress *bar,
+				atomic_int_fast64_t *n_started)
+{
+	struct timespec ts = { 0, 100 * 1000000L };
+	int ended, i;
+
+	for (;;) {
+		for (ended = 0, i = 0; i < n; i++)
+			ended += atomic_load(&bw[i].l.ended);
+		if (ended == n)
+			return;
+		progress_update(bar, atomic_load(n_started));
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* ======================== phase 3: latency =============================== */
 
 /* on_start: the payload is {"t":<enqueue time in µs>}, written by
@@ -177,6 +208,7 @@ static enum sd_result bench_latency(struct db *db, const struct worker_opts *o_t
 	struct worker_opts o = *o_tmpl;
 	struct bench_lat lat;
 	struct enqueue e = { "noop", NULL, NULL, 0, 0 };
+	struct progress *bar = NULL;
 	char payload[64];
 	enum sd_result r = SD_OK, jr;
 	int64_t i, k, t0, deadline, done;
@@ -198,8 +230,10 @@ static enum sd_result bench_latency(struct db *db, const struct worker_opts *o_t
 	}
 
 	e.payload = payload;
+	bar = progress_start("latency", m, "jobs");
 	t0 = clock_mono_us();
 	for (i = 0; i < m && r == SD_OK; i += batch) {
+		progress_update(bar, atomic_load(&lat.n));
 		/* each transaction starts when the offered rate says so */
 		sleep_until_us(t0 + (int64_t)((double)i * 1e6 / rate));
 		if ((r = db_begin(db)) != SD_OK)
@@ -222,9 +256,12 @@ static enum sd_result bench_latency(struct db *db, const struct worker_opts *o_t
 			ended += atomic_load(&bw[w].l.ended);
 		if (ended > 0 || clock_mono_us() > deadline)
 			break;
+		progress_update(bar, atomic_load(&lat.n));
 		sleep_until_us(clock_mono_us() + 1000);
 	}
 stop:
+	/* jobs started (a redelivery may count one twice: capped at m) */
+	progress_end(bar, atomic_load(&lat.n) < m ? atomic_load(&lat.n) : m);
 	{
 		char keep[512];
 
@@ -275,10 +312,14 @@ static enum sd_result bench_queue(const char *path, int64_t jobs, int workers, i
 	struct worker_opts o;
 	struct enqueue e = { "noop", "{}", NULL, 0, 0 };
 	struct db *db = NULL;
+	struct progress *bar = NULL;
 	struct rusage ru;
 	enum sd_result r;
 	int64_t i, k, t0, done = 0, left = -1;
+	atomic_int_fast64_t n_started;
 	int started;
+
+	atomic_init(&n_started, 0);
 
 	memset(res, 0, sizeof *res);
 	if ((r = db_open(path, DB_OPEN_CREATE, sync, &db)) != SD_OK)
@@ -286,6 +327,7 @@ static enum sd_result bench_queue(const char *path, int64_t jobs, int workers, i
 
 	/* 1. enqueue, B per transaction */
 	bench_progress("enqueue %lld noop jobs, %d per transaction", (long long)jobs, batch);
+	bar = progress_start("enqueue", jobs, "jobs");
 	t0 = clock_mono_us();
 	for (i = 0; i < jobs && r == SD_OK; i += batch) {
 		if ((r = db_begin(db)) != SD_OK)
@@ -296,8 +338,12 @@ static enum sd_result bench_queue(const char *path, int64_t jobs, int workers, i
 			r = db_commit(db);
 		else
 			db_rollback(db);
+		if (r == SD_OK)
+			progress_update(bar, k);
 	}
 	res->enqueue_s = (double)(clock_mono_us() - t0) / 1e6;
+	progress_end(bar, r == SD_OK ? jobs : -1);
+	bar = NULL;
 	if (r != SD_OK)
 		goto out;
 
@@ -310,9 +356,12 @@ static enum sd_result bench_queue(const char *path, int64_t jobs, int workers, i
 	o.retention_ms = 0;
 	o.sync = sync;
 	o.handlers = NULL;
+	o.on_start = bench_count_start;
+	o.arg = &n_started;
 	bench_progress("claim+ack with %d worker%s, batch %d", workers,
 		       workers == 1 ? "" : "s", batch);
 	worker_stop_reset();
+	bar = progress_start("claim+ack", jobs, "jobs");
 	t0 = clock_mono_us();
 	started = bench_workers_start(bw, workers, &o, "drain");
 	if (started < workers) {
@@ -325,8 +374,13 @@ static enum sd_result bench_queue(const char *path, int64_t jobs, int workers, i
 		r = err_set(SD_IO, "%s", keep);
 		goto out;
 	}
+	bench_workers_watch(bw, started, bar, &n_started);
 	r = bench_workers_join(bw, started, &done);
 	res->claim_ack_s = (double)(clock_mono_us() - t0) / 1e6;
+	progress_end(bar, done);
+	bar = NULL;
+	o.on_start = NULL;
+	o.arg = NULL;
 	if (r != SD_OK)
 		goto out;
 	if ((r = queue_pending(db, &left)) != SD_OK)
@@ -349,6 +403,7 @@ static enum sd_result bench_queue(const char *path, int64_t jobs, int workers, i
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		res->peak_rss_kb = ru.ru_maxrss;
 out:
+	progress_end(bar, -1);		/* a phase that failed half way */
 	db_close(db);
 	return r;
 }

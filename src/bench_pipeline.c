@@ -82,6 +82,7 @@
 #include "db.h"
 #include "log.h"
 #include "pipeline.h"
+#include "progress.h"
 #include "queue.h"
 #include "tickets.h"
 #include "worker.h"
@@ -123,6 +124,7 @@ static struct {
 	int64_t *gap_us;		/* start - previous end, one per run after the first */
 	int64_t gap_cap;
 	atomic_llong n_gap;
+	struct progress *bar;		/* phase 2's, moved by pl_wait; NULL outside it */
 } pl = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
 static enum job_outcome pl_timed(int kind, handler_fn fn, struct handler_ctx *ctx,
@@ -230,6 +232,17 @@ static int pl_all_done(void)
 	return 1;
 }
 
+/* pl_jobs_done: handler runs that finished their job, all kinds. */
+static int64_t pl_jobs_done(void)
+{
+	int64_t n = 0;
+	int i;
+
+	for (i = 0; i < PL_KINDS; i++)
+		n += atomic_load(&pl.k[i].done);
+	return n;
+}
+
 static void sleep_us(int64_t us)
 {
 	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
@@ -241,8 +254,9 @@ static void sleep_us(int64_t us)
  * pl_wait (pipeline_opts.wait): first wait, without touching the database,
  * until every kind finished N jobs (the wrappers signal) or nothing finished
  * for PL_STALL_S; the last acks are a flush away by then.  From then on take
- * a snapshot at once, then one every poll_ms.  Waits in slices of 1 s so that
- * pipeline_run sees a loop that ended early.
+ * a snapshot at once, then one every poll_ms.  Waits in slices of 100 ms so
+ * that pipeline_run sees a loop that ended early and the progress bar moves
+ * (from the wrappers' counters: still no database).
  */
 static int pl_wait(void *arg, int64_t poll_ms)
 {
@@ -253,13 +267,18 @@ static int pl_wait(void *arg, int64_t poll_ms)
 		sleep_us(poll_ms * 1000);
 		return 1;
 	}
+	progress_update(pl.bar, pl_jobs_done());
 	pthread_mutex_lock(&pl.mu);
 	ready = pl_all_done() || clock_mono_us() - pl.last_progress_us > PL_STALL_S * 1000000LL;
 	if (!ready) {
 		struct timespec until;
 
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 1;
+		until.tv_nsec += 100 * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
 		pthread_cond_timedwait(&pl.cv, &pl.mu, &until);
 		ready = pl_all_done();
 	}
@@ -350,7 +369,10 @@ static enum sd_result pl_pipeline(struct db *db, const char *path, struct ticket
 	pl.settled_us = 0;
 	pl.last_progress_us = clock_mono_us();
 
+	pl.bar = progress_start("pipeline", PL_KINDS * res->orders, "jobs");
 	r = pipeline_run(db, &po, &ps);
+	progress_end(pl.bar, pl_jobs_done());
+	pl.bar = NULL;
 	if (r == SD_OK) {
 		res->pipeline_s = (double)(ps.drained_us - ps.start_us) / 1e6;
 		res->relay_published = ps.published;
@@ -443,6 +465,7 @@ static enum sd_result pl_alone(struct db *db, const char *path, const char *dir,
 {
 	struct tickets_env *cenv = NULL;
 	struct blob_store *cblobs = NULL;
+	struct progress *bar = NULL;
 	struct order_view *v = NULL;
 	enum sd_result r;
 	int64_t *ids = NULL, n = 0, i, t_render = 0, t_store = 0, t_mail = 0;
@@ -464,6 +487,7 @@ static enum sd_result pl_alone(struct db *db, const char *path, const char *dir,
 	if ((r = tickets_env_open(path, url, NULL, NULL, &cenv)) != SD_OK)
 		goto out;
 
+	bar = progress_start("alone", n, "orders");
 	for (i = 0; i < n; i++) {
 		char key[BLOB_KEY_MAX + 1];
 		struct mail_result mr;
@@ -496,6 +520,7 @@ static enum sd_result pl_alone(struct db *db, const char *path, const char *dir,
 				    v->public_id);
 			goto out;
 		}
+		progress_update(bar, i + 1);	/* outside the timed steps */
 	}
 	res->alone_orders = n;
 	if (n > 0) {
@@ -505,6 +530,7 @@ static enum sd_result pl_alone(struct db *db, const char *path, const char *dir,
 	}
 	r = SD_OK;
 out:
+	progress_end(bar, r == SD_OK ? n : -1);
 	tickets_env_close(cenv);
 	blob_close(cblobs);
 	free(v);
@@ -514,10 +540,18 @@ out:
 
 /* ======================== the run ======================================== */
 
+/* pl_placed (pipeline_sample_orders' progress): one more order taken. */
+static void pl_placed(int64_t done, int64_t n, void *arg)
+{
+	(void)n;
+	progress_update(arg, done);
+}
+
 static enum sd_result pl_run(const char *dir, const char *path, int64_t orders, int concurrency,
 			     int64_t alone, struct pl_result *res)
 {
 	struct tickets_env *env = NULL;
+	struct progress *bar;
 	struct db *db = NULL;
 	struct rusage ru;
 	enum sd_result r;
@@ -537,11 +571,14 @@ static enum sd_result pl_run(const char *dir, const char *path, int64_t orders, 
 
 	/* 1. intake: one FULL transaction per order */
 	bench_progress("intake: %lld orders, one FULL transaction each", (long long)orders);
+	bar = progress_start("intake", orders, "orders");
 	t0 = clock_mono_us();
-	if ((r = pipeline_sample_orders(db, event_id, orders, "bench", &res->seats, NULL, NULL,
-					NULL)) != SD_OK)
-		goto out;
+	r = pipeline_sample_orders(db, event_id, orders, "bench", &res->seats, NULL, pl_placed,
+				   bar);
 	res->intake_s = (double)(clock_mono_us() - t0) / 1e6;
+	progress_end(bar, r == SD_OK ? orders : -1);
+	if (r != SD_OK)
+		goto out;
 
 	/* 2. relay and worker until the stream and the outbox drain */
 	bench_progress("pipeline: relay and one worker with %d handler thread%s, maildir transport",

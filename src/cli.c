@@ -23,6 +23,7 @@
 #include "mail.h"
 #include "notify.h"
 #include "outbox.h"
+#include "progress.h"
 #include "queue.h"
 #include "tickets.h"
 #include "worker.h"
@@ -251,6 +252,22 @@ void cli_hup_start(const struct cli_config_flags *cf)
 		pthread_detach(th);
 }
 
+/* worker --drain: a bar of the jobs finished against those there were */
+struct drain_progress {
+	struct progress *p;
+	int64_t total;
+};
+
+static void worker_progress(void *arg, const struct worker_stats *st)
+{
+	struct drain_progress *d = arg;
+	int64_t n = st->done + st->dead;
+
+	if (n > d->total)
+		progress_set_total(d->p, d->total = n);
+	progress_update(d->p, n);
+}
+
 int cli_worker(int argc, char **argv)
 {
 	const char *name = NULL;
@@ -273,6 +290,7 @@ int cli_worker(int argc, char **argv)
 	struct config cfg;
 	struct worker_opts o;
 	struct worker_stats st;
+	struct drain_progress dp = { NULL, 0 };
 	struct db *db;
 	enum sd_result r;
 	int npos, rc;
@@ -289,6 +307,8 @@ int cli_worker(int argc, char **argv)
 		config_free(&cfg);
 		return rc;
 	}
+	if (drain && queue_pending(db, &dp.total) != SD_OK)
+		dp.total = 0;
 	db_close(db);
 	config_mail(&cfg, &mc);
 	/* a database made before tickets existed gets its key now, as init would */
@@ -315,9 +335,16 @@ int cli_worker(int argc, char **argv)
 	o.retention_ms = supervised ? 0 : config_int(&cfg, CONFIG_RETENTION_MS);
 	o.sync = strcmp(config_str(&cfg, CONFIG_DURABILITY), "full") == 0 ? DB_SYNC_FULL
 									    : DB_SYNC_NORMAL;
+	if (drain) {
+		dp.p = progress_start("drain", dp.total, "jobs");
+		o.progress = worker_progress;
+		o.progress_arg = &dp;
+	}
 	cli_install_signals();
 	cli_hup_start(&cf);
 	r = worker_run(&o, &st);
+	if (dp.p)
+		progress_end(dp.p, st.done + st.dead);
 	if (r == SD_TIMEOUT) {
 		/* handlers outlived the grace period and their leases were
 		 * released; they still run and still use env and the worker's
@@ -345,6 +372,7 @@ int cli_relay(int argc, char **argv)
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
 	char *pos[ARGS_MAX_POS];
+	struct outbox_relay_opts ro = { 0 };
 	struct config cfg;
 	struct db *db;
 	enum sd_result r;
@@ -362,7 +390,10 @@ int cli_relay(int argc, char **argv)
 	db_close(db);
 	cli_install_signals();
 	cli_hup_start(&cf);
-	r = outbox_relay_run(config_str(&cfg, CONFIG_DB), (int)batch, drain, &n);
+	ro.batch = (int)batch;
+	ro.drain = drain;
+	ro.show_progress = drain;	/* a bar or plain lines on stderr while draining */
+	r = outbox_relay_run_opts(config_str(&cfg, CONFIG_DB), &ro, &n);
 	config_free(&cfg);
 	if (r != SD_OK)
 		return cli_fail(r);

@@ -19,6 +19,7 @@
 #include "db.h"
 #include "log.h"
 #include "pipeline.h"
+#include "progress.h"
 #include "queue.h"
 #include "tickets.h"
 #include "worker.h"
@@ -223,28 +224,46 @@ static int64_t demo_count(struct db *db, const char *kind, const char *state)
 	return v;
 }
 
-/* What demo_progress needs to print a line. */
+/* The three jobs every order makes: render_tickets, send_tickets (added by
+ * the render), update_sales_counter. */
+static const char *const demo_kinds[] = { "render_tickets", "send_tickets",
+					  "update_sales_counter" };
+#define DEMO_JOBS_PER_ORDER 3
+
+/* demo_jobs_done: the finished jobs of the three kinds, in one queue_stats
+ * read; -1 when it cannot be read. */
+static int64_t demo_jobs_done(struct db *db)
+{
+	struct queue_counts *rows, total;
+	int64_t v = 0;
+	size_t k;
+	int n, i;
+
+	if (queue_stats(db, &rows, &n, &total) != SD_OK)
+		return -1;
+	for (i = 0; i < n; i++)
+		for (k = 0; k < sizeof demo_kinds / sizeof demo_kinds[0]; k++)
+			if (strcmp(rows[i].kind, demo_kinds[k]) == 0)
+				v += rows[i].done;
+	free(rows);
+	return v;
+}
+
+/* What demo_progress needs between snapshots. */
 struct demo_progress {
-	struct db *db;
-	int64_t orders;
-	int tty;
+	struct db *db;			/* the demo's connection (the snapshots') */
+	struct progress *bar;		/* "drain": jobs done of 3 per order */
 };
 
-/* Every snapshot: how far the pipeline is, on one line that rewrites itself
- * (a terminal only). */
+/* Every snapshot of pipeline_run (on this thread): jobs done so far. */
 static enum sd_result demo_progress(void *arg, const struct pipeline_counts *c)
 {
 	struct demo_progress *p = arg;
-	int64_t rendered, sent, counted;
+	int64_t done = demo_jobs_done(p->db);
 
 	(void)c;
-	if (!p->tty)
-		return SD_OK;
-	rendered = demo_count(p->db, "render_tickets", "done");
-	sent = demo_count(p->db, "send_tickets", "done");
-	counted = demo_count(p->db, "update_sales_counter", "done");
-	fprintf(stderr, "\rdemo: rendered %lld, emailed %lld, counted %lld of %lld orders   ",
-		(long long)rendered, (long long)sent, (long long)counted, (long long)p->orders);
+	if (done >= 0)
+		progress_update(p->bar, done);
 	return SD_OK;
 }
 
@@ -272,11 +291,11 @@ static void rm_rf(const char *path)
 		fprintf(stderr, "stagedoor: could not clear %s\n", path);
 }
 
+/* After each order (pipeline_sample_orders, on this thread). */
 static void demo_placed(int64_t done, int64_t n, void *arg)
 {
-	(void)arg;
-	if (done % 10 == 0 || done == n)
-		fprintf(stderr, "\rdemo: placed %lld/%lld orders", (long long)done, (long long)n);
+	(void)n;
+	progress_update(arg, done);
 }
 
 int cli_demo(int argc, char **argv)
@@ -296,7 +315,7 @@ int cli_demo(int argc, char **argv)
 	struct config cfg;
 	struct db *db = NULL;
 	enum sd_result r;
-	int npos, rc, tty = isatty(2), maildir;
+	int npos, rc, maildir;
 
 	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0,
 			    "demo [--orders N] " CLI_CONFIG_USAGE)) != 0)
@@ -320,10 +339,13 @@ int cli_demo(int argc, char **argv)
 		goto fail;
 	/* the box office: one FULL-durability transaction per order */
 	t0 = clock_mono_us();
-	if ((r = pipeline_sample_orders(db, event_id, orders, "demo", &sold, first,
-					tty ? demo_placed : NULL, NULL)) != SD_OK)
+	prog.bar = progress_start("place", orders, "orders");
+	r = pipeline_sample_orders(db, event_id, orders, "demo", &sold, first, demo_placed,
+				   prog.bar);
+	progress_end(prog.bar, r == SD_OK ? orders : -1);
+	if (r != SD_OK)
 		goto fail;
-	fprintf(stderr, "%sdemo: placed %lld orders (%lld seats) in %.2f s\n", tty ? "\r" : "",
+	fprintf(stderr, "demo: placed %lld orders (%lld seats) in %.2f s\n",
 		(long long)orders, (long long)sold, (double)(clock_mono_us() - t0) / 1e6);
 
 	/* the relay and a worker, in this process, until the stream drains */
@@ -336,16 +358,18 @@ int cli_demo(int argc, char **argv)
 	po.poll_ms = 200;
 	po.progress = demo_progress;
 	prog.db = db;
-	prog.orders = orders;
-	prog.tty = tty;
 	po.arg = &prog;
 	t0 = clock_mono_us();
-	if ((r = pipeline_run(db, &po, NULL)) != SD_OK) {
+	prog.bar = progress_start("drain", DEMO_JOBS_PER_ORDER * orders, "jobs");
+	r = pipeline_run(db, &po, NULL);
+	/* the drained count, read after the loops stopped */
+	progress_end(prog.bar, r == SD_OK ? demo_jobs_done(db) : -1);
+	if (r != SD_OK) {
 		r = err_set(SD_IO, "demo loop failed: %s", err_msg());
 		goto fail;
 	}
-	fprintf(stderr, "%sdemo: the stream drained in %.2f s%s\n", tty ? "\r" : "",
-		(double)(clock_mono_us() - t0) / 1e6, tty ? "                              " : "");
+	fprintf(stderr, "demo: the stream drained in %.2f s\n",
+		(double)(clock_mono_us() - t0) / 1e6);
 
 	/* the summary, from the database and the files */
 	{

@@ -36,6 +36,8 @@ struct db {
 	int doomed;			/* an inner level rolled back */
 	int notify;			/* wake waiters after the commit */
 	int64_t busy_since;		/* when the current wait for a lock began (us) */
+	int64_t busy_limit_ms;		/* how long a wait may last: DB_BUSY_TIMEOUT_MS,
+					 * shorter during a blocking checkpoint */
 	uint32_t busy_rng;		/* jitter for the naps while waiting */
 	int n_cached;
 	struct {
@@ -224,13 +226,22 @@ static int db_busy(void *arg, int count)
 
 	if (count == 0)
 		db->busy_since = now;
-	if (now - db->busy_since >= (int64_t)DB_BUSY_TIMEOUT_MS * 1000)
+	if (now - db->busy_since >= db->busy_limit_ms * 1000)
 		return 0;
 	db->busy_rng = db->busy_rng * 1103515245u + 12345u;
 	ts.tv_sec = 0;
 	ts.tv_nsec = 250000L + (long)((db->busy_rng >> 8) % 500000u);
 	nanosleep(&ts, NULL);
 	return 1;
+}
+
+static enum sd_result db_journal_size_limit(struct db *db)
+{
+	char sql[64];
+
+	snprintf(sql, sizeof sql, "PRAGMA journal_size_limit = %lld",
+		 (long long)DB_JOURNAL_SIZE_LIMIT);
+	return db_exec(db, sql);
 }
 
 enum sd_result db_open(const char *path, int flags, enum db_sync sync, struct db **out)
@@ -271,6 +282,7 @@ enum sd_result db_open(const char *path, int flags, enum db_sync sync, struct db
 	}
 	sqlite3_extended_result_codes(db->h, 1);
 	db->busy_rng = (uint32_t)clock_mono_us() ^ (uint32_t)(uintptr_t)db;
+	db->busy_limit_ms = DB_BUSY_TIMEOUT_MS;
 	sqlite3_busy_handler(db->h, db_busy, db);
 	sqlite3_db_config(db->h, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
 
@@ -293,6 +305,7 @@ enum sd_result db_open(const char *path, int flags, enum db_sync sync, struct db
 		sqlite3_finalize(st);
 	}
 	if ((r = db_exec(db, "PRAGMA foreign_keys = ON")) != SD_OK ||
+	    (r = db_journal_size_limit(db)) != SD_OK ||
 	    (r = db_set_sync(db, sync)) != SD_OK ||
 	    (r = db_migrate(db)) != SD_OK)
 		goto fail;
@@ -559,4 +572,145 @@ int64_t db_data_version(struct db *db)
 		v = db_col_int(st, 0);
 	db_reset(st);
 	return v;
+}
+
+/* ======================== checks ========================================= */
+
+/* Both pragmas are run on a statement of their own, not the cache: they are
+ * rare, and an integrity check's rows are read once. */
+enum sd_result db_integrity_check(struct db *db, int *ok, char *problem, size_t size)
+{
+	sqlite3_stmt *st;
+	const char *text;
+	int rc;
+
+	*ok = 0;
+	if (size)
+		problem[0] = '\0';
+	rc = sqlite3_prepare_v2(db->h, "PRAGMA integrity_check", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return db_fail(db->h, rc, "integrity_check");
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		enum sd_result r = db_fail(db->h, rc, "integrity_check");
+		sqlite3_finalize(st);
+		return r;
+	}
+	text = (const char *)sqlite3_column_text(st, 0);
+	*ok = text && strcmp(text, "ok") == 0;
+	if (!*ok)
+		snprintf(problem, size, "integrity_check: %s", text ? text : "(no answer)");
+	sqlite3_finalize(st);
+	return SD_OK;
+}
+
+enum sd_result db_foreign_key_check(struct db *db, int *ok, char *problem, size_t size)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	*ok = 0;
+	if (size)
+		problem[0] = '\0';
+	rc = sqlite3_prepare_v2(db->h, "PRAGMA foreign_key_check", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return db_fail(db->h, rc, "foreign_key_check");
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		*ok = 1;
+	} else if (rc == SQLITE_ROW) {
+		/* table, rowid, parent table, index of the foreign key */
+		const char *table = (const char *)sqlite3_column_text(st, 0);
+		const char *parent = (const char *)sqlite3_column_text(st, 2);
+
+		snprintf(problem, size, "foreign_key_check: %s row %lld refers to a missing %s row",
+			 table ? table : "?", (long long)sqlite3_column_int64(st, 1),
+			 parent ? parent : "?");
+	} else {
+		enum sd_result r = db_fail(db->h, rc, "foreign_key_check");
+		sqlite3_finalize(st);
+		return r;
+	}
+	sqlite3_finalize(st);
+	return SD_OK;
+}
+
+/* ======================== maintenance ==================================== */
+
+enum sd_result db_checkpoint(struct db *db, enum db_checkpoint_mode mode, int64_t busy_ms,
+			     struct db_checkpoint_result *res)
+{
+	static const int modes[] = {
+		[DB_CHECKPOINT_PASSIVE] = SQLITE_CHECKPOINT_PASSIVE,
+		[DB_CHECKPOINT_RESTART] = SQLITE_CHECKPOINT_RESTART,
+		[DB_CHECKPOINT_TRUNCATE] = SQLITE_CHECKPOINT_TRUNCATE,
+	};
+	struct timespec nap = { 0, 200000L };
+	int n_log = 0, n_ckpt = 0, rc;
+	int64_t deadline;
+
+	if (res)
+		memset(res, 0, sizeof *res);
+	if (db->depth > 0)
+		return err_set(SD_DB, "checkpoint inside a transaction");
+	if (busy_ms < 0)
+		busy_ms = 0;
+	db->busy_limit_ms = busy_ms;
+	deadline = clock_mono_us() + busy_ms * 1000;
+	for (;;) {
+		n_log = n_ckpt = -1;
+		rc = sqlite3_wal_checkpoint_v2(db->h, NULL, modes[mode], &n_log, &n_ckpt);
+		/* -1 frames: another connection's checkpoint (a writer's
+		 * autocheckpoint) holds the checkpoint lock, which SQLite does
+		 * not wait for: wait for it here, within the same budget */
+		if ((rc & 0xff) != SQLITE_BUSY || n_log >= 0 || mode == DB_CHECKPOINT_PASSIVE ||
+		    clock_mono_us() >= deadline)
+			break;
+		nanosleep(&nap, NULL);
+	}
+	db->busy_limit_ms = DB_BUSY_TIMEOUT_MS;
+	if (res) {
+		res->wal_frames = n_log < 0 ? 0 : n_log;
+		res->copied_frames = n_ckpt < 0 ? 0 : n_ckpt;
+	}
+	if ((rc & 0xff) == SQLITE_BUSY) {
+		/* a reader stayed, or a writer held the lock: it did what a
+		 * passive checkpoint does, and the next tick tries again */
+		if (res)
+			res->busy = 1;
+		return SD_OK;
+	}
+	if (rc != SQLITE_OK)
+		return db_fail(db->h, rc, "checkpoint");
+	return SD_OK;
+}
+
+enum sd_result db_wal_bytes(struct db *db, int64_t *bytes)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+
+	*bytes = 0;
+	if (snprintf(path, sizeof path, "%s-wal", db->path) >= (int)sizeof path)
+		return err_set(SD_INVALID, "database path too long: %s", db->path);
+	if (stat(path, &sb) != 0) {
+		if (errno == ENOENT)
+			return SD_OK;
+		return err_set(SD_IO, "stat %s: %s", path, strerror(errno));
+	}
+	*bytes = (int64_t)sb.st_size;
+	return SD_OK;
+}
+
+enum sd_result db_optimize(struct db *db)
+{
+	enum sd_result r;
+
+	/* analysis_limit bounds the rows ANALYZE reads per index, so the
+	 * write lock it takes is short; PRAGMA optimize alone does nothing on
+	 * a connection with no query history before SQLite 3.46 */
+	if ((r = db_exec(db, "PRAGMA analysis_limit = 400")) != SD_OK ||
+	    (r = db_exec(db, "ANALYZE")) != SD_OK)
+		return r;
+	return db_exec(db, "PRAGMA optimize");
 }

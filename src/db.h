@@ -17,6 +17,7 @@
 #ifndef SD_DB_H
 #define SD_DB_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "result.h"
@@ -45,6 +46,11 @@ extern const int db_migration_count;
 
 /* Busy timeout: how long a writer waits for the lock before SD_BUSY. */
 #define DB_BUSY_TIMEOUT_MS 10000
+
+/* PRAGMA journal_size_limit, set at open: when a checkpoint lets the WAL
+ * start over, the file is cut back to this size instead of keeping its
+ * largest size for ever. */
+#define DB_JOURNAL_SIZE_LIMIT (4LL * 1024 * 1024)
 
 /*
  * db_open: open the database at path and migrate it to this program's schema.
@@ -117,5 +123,53 @@ int64_t db_changes(struct db *db);
 
 /* db_data_version: PRAGMA data_version: changes when another connection commits. */
 int64_t db_data_version(struct db *db);
+
+/* ---- checks and maintenance ------------------------------------------- */
+
+/*
+ * db_integrity_check: PRAGMA integrity_check.  [out] *ok 1 when it says
+ * "ok"; otherwise 0 and problem (size bytes) gets its first finding.
+ */
+enum sd_result db_integrity_check(struct db *db, int *ok, char *problem, size_t size);
+
+/*
+ * db_foreign_key_check: PRAGMA foreign_key_check.  [out] *ok 1 when no row
+ * refers to a missing parent; otherwise 0 and problem names the first one.
+ */
+enum sd_result db_foreign_key_check(struct db *db, int *ok, char *problem, size_t size);
+
+enum db_checkpoint_mode {
+	DB_CHECKPOINT_PASSIVE,	/* copy what no reader needs; never waits */
+	DB_CHECKPOINT_RESTART,	/* copy all, then wait for readers to leave the WAL
+				 * so the next writer starts it over */
+	DB_CHECKPOINT_TRUNCATE,	/* RESTART, then truncate the WAL file to 0 bytes */
+};
+
+struct db_checkpoint_result {
+	int busy;		/* RESTART/TRUNCATE gave up waiting (it still copied
+				 * what it could, like PASSIVE) */
+	int64_t wal_frames;	/* frames in the WAL after the checkpoint */
+	int64_t copied_frames;	/* of which are in the database file */
+};
+
+/*
+ * db_checkpoint: checkpoint the WAL in mode.  RESTART and TRUNCATE hold the
+ * writer lock while they wait for readers, so they wait at most busy_ms
+ * (instead of DB_BUSY_TIMEOUT_MS) and then give up, res->busy = 1, which is
+ * not an error.  Must be called outside a transaction.  [out] res (may be NULL).
+ */
+enum sd_result db_checkpoint(struct db *db, enum db_checkpoint_mode mode, int64_t busy_ms,
+			     struct db_checkpoint_result *res);
+
+/*
+ * db_wal_bytes: the size of "<path>-wal" ([out] *bytes, 0 when there is
+ * none).  A stat(2), never an open(2): closing an fd of our own on a file
+ * SQLite has open would drop this process's POSIX locks on it.
+ */
+enum sd_result db_wal_bytes(struct db *db, int64_t *bytes);
+
+/* db_optimize: refresh the planner's statistics (a bounded ANALYZE, then
+ * PRAGMA optimize); minutes apart, not on every turn. */
+enum sd_result db_optimize(struct db *db);
 
 #endif

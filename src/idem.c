@@ -3,9 +3,12 @@
  * processed_jobs; the conditional write of technique 1 belongs to the module
  * that owns the state's table, which hands its statement in.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "idem.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "clock.h"
 
@@ -155,4 +158,149 @@ enum sd_result idem_once(struct db *db, const char *job_id, const char *kind, in
 	db_reset(st);
 	*first = row;
 	return SD_OK;
+}
+
+/* ---- pruning --------------------------------------------------------------- */
+
+/* processed_jobs has no index on processed_at: the walk reads rows in key
+ * order and stops once it has `limit` to delete, so the cost of a batch is
+ * bounded by the rows it deletes plus the young and kept rows before them. */
+static const char SQL_OLD_PROCESSED[] =
+	"SELECT job_id FROM processed_jobs WHERE processed_at < ?1";
+static const char SQL_FORGET_PROCESSED[] =
+	"DELETE FROM processed_jobs WHERE job_id = ?1 AND processed_at < ?2";
+
+enum sd_result idem_prune_processed(struct db *db, int64_t before_ms, int limit,
+				    int (*keep)(const char *job_id, void *arg), void *arg,
+				    int64_t *n, int64_t *kept)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	char **ids = NULL;
+	int n_ids = 0, row = 0, i;
+
+	*n = 0;
+	if (kept)
+		*kept = 0;
+	if (limit < 1)
+		return err_set(SD_INVALID, "prune needs a batch >= 1");
+	if (!(ids = calloc((size_t)limit, sizeof *ids)))
+		return err_set(SD_NOMEM, "out of memory");
+	if ((r = db_begin(db)) != SD_OK)
+		goto out_free;
+	if (!(st = db_stmt(db, SQL_OLD_PROCESSED))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_int(st, 1, before_ms);
+	/* collect first, delete after: no delete under a running scan */
+	while (n_ids < limit) {
+		const char *id;
+
+		if ((r = db_step(st, &row)) != SD_OK)
+			goto out;
+		if (!row)
+			break;
+		id = db_col_text(st, 0);
+		if (keep && keep(id, arg)) {
+			if (kept)
+				(*kept)++;
+			continue;
+		}
+		if (!(ids[n_ids] = strdup(id))) {
+			db_reset(st);
+			r = err_set(SD_NOMEM, "out of memory");
+			goto out;
+		}
+		n_ids++;
+	}
+	db_reset(st);
+	for (i = 0; i < n_ids; i++) {
+		if (!(st = db_stmt(db, SQL_FORGET_PROCESSED))) {
+			r = SD_DB;
+			goto out;
+		}
+		db_bind_text(st, 1, ids[i]);
+		db_bind_int(st, 2, before_ms);
+		if ((r = db_run(st)) != SD_OK)
+			goto out;
+		*n += db_changes(db);
+	}
+out:
+	r = db_end(db, r);
+	if (r != SD_OK)
+		*n = 0;
+out_free:
+	for (i = 0; i < n_ids; i++)
+		free(ids[i]);
+	free(ids);
+	return r;
+}
+
+static const char SQL_OLD_EFFECTS[] =
+	"SELECT order_id FROM email_sends WHERE kind = ?1 AND sent_at IS NOT NULL "
+	"AND sent_at < ?2";
+static const char SQL_FORGET_EFFECT[] =
+	"DELETE FROM email_sends WHERE order_id = ?1 AND kind = ?2 AND sent_at IS NOT NULL "
+	"AND sent_at < ?3";
+
+enum sd_result idem_prune_effects(struct db *db, const char *kind, int64_t before_ms, int limit,
+				  int (*keep)(int64_t subject_id, void *arg), void *arg,
+				  int64_t *n, int64_t *kept)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	int64_t *ids = NULL;
+	int n_ids = 0, row = 0, i;
+
+	*n = 0;
+	if (kept)
+		*kept = 0;
+	if (limit < 1)
+		return err_set(SD_INVALID, "prune needs a batch >= 1");
+	if (!(ids = calloc((size_t)limit, sizeof *ids)))
+		return err_set(SD_NOMEM, "out of memory");
+	if ((r = db_begin(db)) != SD_OK)
+		goto out_free;
+	if (!(st = db_stmt(db, SQL_OLD_EFFECTS))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_text(st, 1, kind);
+	db_bind_int(st, 2, before_ms);
+	while (n_ids < limit) {
+		int64_t id;
+
+		if ((r = db_step(st, &row)) != SD_OK)
+			goto out;
+		if (!row)
+			break;
+		id = db_col_int(st, 0);
+		if (keep && keep(id, arg)) {
+			if (kept)
+				(*kept)++;
+			continue;
+		}
+		ids[n_ids++] = id;
+	}
+	db_reset(st);
+	for (i = 0; i < n_ids; i++) {
+		if (!(st = db_stmt(db, SQL_FORGET_EFFECT))) {
+			r = SD_DB;
+			goto out;
+		}
+		db_bind_int(st, 1, ids[i]);
+		db_bind_text(st, 2, kind);
+		db_bind_int(st, 3, before_ms);
+		if ((r = db_run(st)) != SD_OK)
+			goto out;
+		*n += db_changes(db);
+	}
+out:
+	r = db_end(db, r);
+	if (r != SD_OK)
+		*n = 0;
+out_free:
+	free(ids);
+	return r;
 }

@@ -71,4 +71,31 @@ void idem_provider_key(char *buf, size_t size, const char *intent, int64_t subje
  */
 enum sd_result idem_once(struct db *db, const char *job_id, const char *kind, int *first);
 
+/* ---- forgetting what can no longer be redelivered (maint.c) ------------ */
+
+/*
+ * idem_prune_processed: delete up to limit processed_jobs rows recorded
+ * before before_ms, skipping those for which keep(job_id, arg) returns 1
+ * (the caller's "can this job still be delivered?").  Runs in the caller's
+ * transaction, or its own.  [out] *n deleted; *kept (may be NULL) skipped.
+ * keep is called while this module reads; it may read through db, not write.
+ * processed_jobs has no index on processed_at: a step reads rows in key
+ * order until it has limit to delete, so with few expired rows it reads the
+ * whole table (an index in schema/ would make it a range scan).
+ */
+enum sd_result idem_prune_processed(struct db *db, int64_t before_ms, int limit,
+				    int (*keep)(const char *job_id, void *arg), void *arg,
+				    int64_t *n, int64_t *kept);
+
+/*
+ * idem_prune_effects: delete up to limit email_sends rows of kind whose
+ * effect was done (sent_at set) before before_ms, skipping those for which
+ * keep(subject_id, arg) returns 1.  Rows not done (a claim, perhaps a send
+ * in flight) are never deleted.  Transaction and outputs as above; keep may
+ * read through db.
+ */
+enum sd_result idem_prune_effects(struct db *db, const char *kind, int64_t before_ms, int limit,
+				  int (*keep)(int64_t subject_id, void *arg), void *arg,
+				  int64_t *n, int64_t *kept);
+
 #endif

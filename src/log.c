@@ -45,6 +45,15 @@ int log_enabled(enum log_level l)
 	return (int)l >= atomic_load(&level) && l != LOG_OFF;
 }
 
+static void (*_Atomic line_hook)(void *arg);
+static void *_Atomic line_hook_arg;
+
+void log_set_line_hook(void (*fn)(void *arg), void *arg)
+{
+	atomic_store(&line_hook_arg, arg);
+	atomic_store(&line_hook, fn);
+}
+
 static char log_path[4096];	/* "" while logging to the inherited stderr */
 
 int log_reopen(void)
@@ -141,6 +150,11 @@ void log_event(enum log_level l, const char *msg, const char *kv_fmt, ...)
 	if (n >= sizeof line - 1)
 		n = sizeof line - 2;
 	line[n++] = '\n';
+	{
+		void (*fn)(void *) = atomic_load(&line_hook);
+		if (fn)
+			fn(atomic_load(&line_hook_arg));
+	}
 	if (write(STDERR_FILENO, line, n) < 0)
 		return;
 }

@@ -40,6 +40,11 @@ void log_event(enum log_level level, const char *msg, const char *kv_fmt, ...)
 int log_open_file(const char *path);
 int log_reopen(void);
 
+/* log_set_line_hook: fn(arg) runs before each line is written (NULL: none);
+ * a progress bar on the same terminal clears itself there, so that log
+ * lines and the bar never share a line. */
+void log_set_line_hook(void (*fn)(void *arg), void *arg);
+
 /* log_quote: s as a logfmt value in buf: quoted when needed, with quotes,
  * backslashes and control characters escaped.  Returns buf. */
 const char *log_quote(char *buf, size_t size, const char *s);

@@ -12,6 +12,7 @@
 #include "failpoint.h"
 #include "log.h"
 #include "notify.h"
+#include "progress.h"
 #include "queue.h"
 
 /* The stream promises its handlers a JSON object (queue.h), and
@@ -170,18 +171,49 @@ enum sd_result outbox_unpublished(struct db *db, int64_t *n)
 
 enum sd_result outbox_relay_run(const char *db_path, int batch, int drain, int64_t *published)
 {
+	struct outbox_relay_opts o = { 0 };
+
+	o.batch = batch;
+	o.drain = drain;
+	return outbox_relay_run_opts(db_path, &o, published);
+}
+
+/* relay_total: published + the rows waiting now; known_total when they
+ * cannot be counted (progress is best effort, never a reason to stop). */
+static int64_t relay_total(struct db *db, int64_t published, int64_t known_total)
+{
+	int64_t waiting;
+
+	if (outbox_unpublished(db, &waiting) != SD_OK) {
+		err_clear();
+		return known_total;
+	}
+	return published + waiting;
+}
+
+enum sd_result outbox_relay_run_opts(const char *db_path, const struct outbox_relay_opts *o,
+				     int64_t *published)
+{
+	static const struct outbox_relay_opts defaults;
 	struct db *db = NULL;
 	struct notify *nt = NULL;
+	struct progress *bar = NULL;
 	enum sd_result r;
-	int64_t total = 0, n;
-	int errors = 0;
+	int64_t total = 0, n, known = 0;
+	int errors = 0, batch, counting;
 
-	if (batch < 1)
-		batch = OUTBOX_BATCH_DEFAULT;
+	if (!o)
+		o = &defaults;
+	batch = o->batch < 1 ? OUTBOX_BATCH_DEFAULT : o->batch;
+	counting = o->progress || (o->show_progress && o->drain);
 	if ((r = db_open(db_path, 0, DB_SYNC_NORMAL, &db)) != SD_OK ||
 	    (r = notify_open(db_path, &nt)) != SD_OK)
 		goto out;
 	log_event(LOG_INFO, "relay started", "batch=%d db=%s", batch, db_path);
+	if (counting)
+		known = relay_total(db, 0, 0);
+	if (o->show_progress && o->drain)
+		bar = progress_start("relay", known, "rows");
 	while (!notify_stop_requested()) {
 		r = outbox_relay_batch(db, batch, &n);
 		if (r != SD_OK) {
@@ -196,15 +228,24 @@ enum sd_result outbox_relay_run(const char *db_path, int batch, int drain, int64
 		total += n;
 		if (n > 0) {
 			log_event(LOG_DEBUG, "relay published", "n=%lld", (long long)n);
+			if (counting && total >= known) {
+				known = relay_total(db, total, known);
+				progress_set_total(bar, known);
+			}
+			progress_update(bar, total);
+			if (o->progress)
+				o->progress(o->arg, total, known);
 			continue;
 		}
-		if (drain)
+		if (o->drain)
 			break;
 		notify_wait(nt, 1000);
 	}
 	r = SD_OK;
 	log_event(LOG_INFO, "relay stopped", "published=%lld", (long long)total);
 out:
+	/* the bar's last line also when the relay gave up */
+	progress_end(bar, total);
 	if (published)
 		*published = total;
 	notify_close(nt);

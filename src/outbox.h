@@ -43,6 +43,34 @@ enum sd_result outbox_unpublished(struct db *db, int64_t *n);
  */
 enum sd_result outbox_relay_run(const char *db_path, int batch, int drain, int64_t *published);
 
+/* What outbox_relay_run_opts is told; a zeroed struct is a relay that runs
+ * until stopped, OUTBOX_BATCH_DEFAULT rows a batch, showing nothing. */
+struct outbox_relay_opts {
+	int batch;		/* rows per transaction; < 1: OUTBOX_BATCH_DEFAULT */
+	int drain;		/* stop once no row waits */
+	int show_progress;	/* with drain only: rows published of those waiting,
+				 * on stderr (progress.h: a bar on a terminal, a
+				 * plain line every few seconds elsewhere) */
+	/*
+	 * progress (may be NULL): called on the relay's thread after every
+	 * batch that published rows, with the rows published so far and the
+	 * rows known in all: published + waiting, counted when the relay
+	 * starts and again each time published reaches it (rows added while
+	 * it drains raise it).  Counting happens only when progress or
+	 * show_progress asks for it.
+	 */
+	void (*progress)(void *arg, int64_t published, int64_t total);
+	void *arg;		/* handed to progress */
+};
+
+/*
+ * outbox_relay_run_opts: outbox_relay_run with o (may be NULL: the zeroed
+ * defaults).  outbox_relay_run(p, b, d, n) is outbox_relay_run_opts with
+ * { .batch = b, .drain = d }.  [out] *published (may be NULL).
+ */
+enum sd_result outbox_relay_run_opts(const char *db_path, const struct outbox_relay_opts *o,
+				     int64_t *published);
+
 /* One outbox row, as outbox_list_for_order reports it. */
 struct outbox_row {
 	int64_t id;

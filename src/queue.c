@@ -56,6 +56,7 @@
 #include <sys/random.h>
 
 #include "clock.h"
+#include "log.h"
 #include "queue_sql.h"
 
 /* ======================== random numbers ================================ */
@@ -423,6 +424,11 @@ enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lea
 				 "poison: delivered %lld times, %lld leases expired without an ack",
 				 (long long)j->deliveries - 1, (long long)j->expiries);
 			r = move_to_dead(db, j->id, token, j->attempts, msg);
+			if (r == SD_OK)
+				log_event(LOG_WARN, "job dead", "job_id=%s kind=%s outcome=dead "
+					  "reason=poison deliveries=%lld expiries=%lld", j->job_id,
+					  j->kind, (long long)j->deliveries - 1,
+					  (long long)j->expiries);
 			job_free(j);
 			if (r != SD_OK)
 				goto fail;
@@ -875,6 +881,63 @@ enum sd_result queue_stats(struct db *db, struct queue_counts **rows, int *n,
 		total->done += c->done;
 	}
 	*rows = v;
+	return SD_OK;
+}
+
+static const char SQL_COUNT_BY_STATE[] =
+	"SELECT (SELECT count(*) FROM stream WHERE visible_at <= ?1),"
+	" (SELECT count(*) FROM stream WHERE lease_token IS NULL AND visible_at > ?1),"
+	" (SELECT count(*) FROM stream WHERE lease_token IS NOT NULL AND visible_at > ?1),"
+	" (SELECT count(*) FROM dead_jobs)";
+
+enum sd_result queue_count_by_state(struct db *db, struct queue_counts *total)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	int row = 0;
+
+	memset(total, 0, sizeof *total);
+	if (!(st = db_stmt(db, SQL_COUNT_BY_STATE)))
+		return SD_DB;
+	db_bind_int(st, 1, clock_now_ms());
+	if ((r = db_step(st, &row)) != SD_OK)
+		return r;
+	if (row) {
+		total->ready = db_col_int(st, 0);
+		total->scheduled = db_col_int(st, 1);
+		total->leased = db_col_int(st, 2);
+		total->dead = db_col_int(st, 3);
+	}
+	db_reset(st);
+	return SD_OK;
+}
+
+static const char SQL_EACH_LIVE[] =
+	"SELECT job_id, CASE WHEN ?2 IS NULL THEN 0 ELSE json_extract(payload, ?2) END "
+	"FROM stream WHERE ?1 IS NULL OR kind = ?1 "
+	"UNION ALL SELECT job_id, CASE WHEN ?2 IS NULL THEN 0 ELSE json_extract(payload, ?2) END "
+	"FROM dead_jobs WHERE ?1 IS NULL OR kind = ?1";
+
+enum sd_result queue_each_live(struct db *db, const char *kind, const char *field,
+			       void (*fn)(const char *job_id, int64_t value, void *arg),
+			       void *arg)
+{
+	struct db_stmt *st = db_stmt(db, SQL_EACH_LIVE);
+	enum sd_result r;
+	int row = 0;
+
+	if (!st)
+		return SD_DB;
+	db_bind_text(st, 1, kind);
+	db_bind_text(st, 2, field);
+	for (;;) {
+		if ((r = db_step(st, &row)) != SD_OK)
+			return r;
+		if (!row)
+			break;
+		fn(db_col_text(st, 0), db_col_is_null(st, 1) ? 0 : db_col_int(st, 1), arg);
+	}
+	db_reset(st);
 	return SD_OK;
 }
 

@@ -171,6 +171,24 @@ struct queue_counts {
 enum sd_result queue_stats(struct db *db, struct queue_counts **rows, int *n,
 			   struct queue_counts *total);
 
+/*
+ * queue_count_by_state: [out] *total: the stream's ready, scheduled and
+ * leased entries and the dead letters, over every kind, in one statement
+ * (kind is "" and done is 0: finished jobs are not counted here).
+ */
+enum sd_result queue_count_by_state(struct db *db, struct queue_counts *total);
+
+/*
+ * queue_each_live: call fn for every entry that can still run: in the stream
+ * (ready, scheduled or leased) or in the dead letters (an operator may retry
+ * it).  kind NULL: every kind.  fn gets the job_id and, when field (a JSON
+ * path such as "$.order_id", may be NULL) names an integer in the payload,
+ * its value (else 0).  Strings live until fn returns; fn must not use db.
+ */
+enum sd_result queue_each_live(struct db *db, const char *kind, const char *field,
+			       void (*fn)(const char *job_id, int64_t value, void *arg),
+			       void *arg);
+
 /* queue_pending: entries in the stream (ready, scheduled or leased). */
 enum sd_result queue_pending(struct db *db, int64_t *n);
 

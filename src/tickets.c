@@ -600,6 +600,17 @@ static enum job_outcome db_failure(struct job_result *res, const char *what)
 	return job_failf(res, 0, "%s: %s", what, err_msg());
 }
 
+/* One info line per duplicate run a handler absorbed, for the crash harness
+ * to count: the technique that absorbed it, the job and the order, by ids
+ * only (never a name or an address). */
+static void dup_absorbed(const char *technique, const struct job *job, const char *order)
+{
+	char q[QUEUE_JOB_ID_MAX * 2 + 8];
+
+	log_event(LOG_INFO, "duplicate absorbed", "technique=%s job_id=%s order=%s", technique,
+		  log_quote(q, sizeof q, job->job_id), order);
+}
+
 static const char SQL_SET_PDF[] =
 	"UPDATE tickets SET pdf_key = ?1 WHERE order_id = ?2 AND pdf_key IS NULL RETURNING id";
 
@@ -622,8 +633,10 @@ enum job_outcome tickets_render(struct handler_ctx *ctx, const struct job *job,
 		return db_failure(res, "open");
 	if ((r = tickets_load_order(db, order_id, &v)) != SD_OK)
 		return job_failf(res, r == SD_NOT_FOUND, "load order: %s", err_msg());
-	if (v.pdf_stored)
+	if (v.pdf_stored) {
+		dup_absorbed("check_state", job, v.public_id);
 		return JOB_DONE;	/* the state is reached: nothing to do */
+	}
 	failpoint(FP_RENDER_CHECKED);
 	/* render and store with no transaction open; the key is fixed, so a
 	 * second run overwrites the file with the same bytes */
@@ -648,6 +661,8 @@ enum job_outcome tickets_render(struct handler_ctx *ctx, const struct job *job,
 	}
 	if ((r = db_commit(db)) != SD_OK)
 		return db_failure(res, "commit");
+	if (!won)	/* another run set pdf_key first: its send is queued */
+		dup_absorbed("check_state", job, v.public_id);
 	return JOB_DONE;
 fail:
 	db_rollback(db);
@@ -680,9 +695,12 @@ enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
 	if ((r = idem_effect_claim(db, order_id, "tickets", IDEM_STALE_MS, &claim,
 				   &claimed_at)) != SD_OK)
 		return db_failure(res, "claim");
-	if (claim == IDEM_DONE)
+	if (claim == IDEM_DONE) {
+		dup_absorbed("unique_claim", job, v.public_id);
 		return JOB_DONE;
+	}
 	if (claim == IDEM_HELD) {
+		dup_absorbed("unique_claim", job, v.public_id);
 		/* another run sends right now; just past the stale limit it is
 		 * sent, or its claim is stale and ours to take */
 		res->delay_ms = IDEM_STALE_MS + 1;
@@ -730,7 +748,7 @@ enum job_outcome tickets_count(struct handler_ctx *ctx, const struct job *job,
 	struct db *db = handler_db(ctx);
 	struct db_stmt *st;
 	enum sd_result r;
-	int64_t event_id = 0, seats = 0;
+	int64_t event_id = 0, seats = 0, order_id = 0;
 	int first = 0;
 
 	if (job_arg_int(job, "event_id", &event_id) != SD_OK ||
@@ -756,6 +774,16 @@ enum job_outcome tickets_count(struct handler_ctx *ctx, const struct job *job,
 	}
 	if ((r = db_commit(db)) != SD_OK)
 		return db_failure(res, "commit");
+	if (!first) {
+		char order[24];
+
+		/* the payload's order_id when it has one (the outbox's rows do) */
+		if (job_arg_int(job, "order_id", &order_id) == SD_OK)
+			snprintf(order, sizeof order, "%lld", (long long)order_id);
+		else
+			snprintf(order, sizeof order, "-");
+		dup_absorbed("processed_jobs", job, order);
+	}
 	return JOB_DONE;
 fail:
 	db_rollback(db);
@@ -1051,4 +1079,81 @@ enum sd_result tickets_event_summary(struct db *db, struct blob_store *blobs, in
 	db_reset(st);
 out:
 	return db_end(db, r);
+}
+
+/* ======================== invariant checks =============================== */
+
+static const char SQL_CHECK_ORDERS[] =
+	"SELECT o.id, o.public_id, o.event_id, o.seats, count(t.id), "
+	"coalesce(sum(t.pdf_key IS NULL), 0), count(DISTINCT t.pdf_key), min(t.pdf_key), "
+	"(SELECT count(*) FROM email_sends s WHERE s.order_id = o.id AND s.kind = ?1), "
+	"(SELECT count(*) FROM email_sends s WHERE s.order_id = o.id AND s.kind = ?1 "
+	" AND s.sent_at IS NOT NULL) "
+	"FROM orders o LEFT JOIN tickets t ON t.order_id = o.id GROUP BY o.id ORDER BY o.id";
+
+enum sd_result tickets_check_orders(struct db *db, tickets_order_fn fn, void *arg)
+{
+	struct db_stmt *st = db_stmt(db, SQL_CHECK_ORDERS);
+	struct order_check o;
+	enum sd_result r;
+	int row = 0;
+
+	if (!st)
+		return SD_DB;
+	db_bind_text(st, 1, "tickets");
+	for (;;) {
+		if ((r = db_step(st, &row)) != SD_OK)
+			return r;
+		if (!row)
+			break;
+		o.id = db_col_int(st, 0);
+		o.public_id = db_col_text(st, 1);
+		o.event_id = db_col_int(st, 2);
+		o.seats = db_col_int(st, 3);
+		o.tickets = db_col_int(st, 4);
+		o.tickets_without_pdf = db_col_int(st, 5);
+		o.pdf_keys = db_col_int(st, 6);
+		o.pdf_key = db_col_text(st, 7);
+		o.emails = db_col_int(st, 8);
+		o.emails_sent = db_col_int(st, 9);
+		if (fn(&o, arg))
+			break;
+	}
+	db_reset(st);
+	return SD_OK;
+}
+
+/* orders.event_id has no index: one grouped pass over orders, not a
+ * subquery per event. */
+static const char SQL_CHECK_COUNTERS[] =
+	"SELECT e.id, coalesce(c.orders, 0), coalesce(c.seats_sold, 0), "
+	"coalesce(a.n, 0), coalesce(a.s, 0) FROM events e "
+	"LEFT JOIN sales_counters c ON c.event_id = e.id "
+	"LEFT JOIN (SELECT event_id, count(*) AS n, sum(seats) AS s FROM orders "
+	" GROUP BY event_id) a ON a.event_id = e.id ORDER BY e.id";
+
+enum sd_result tickets_check_counters(struct db *db, tickets_counter_fn fn, void *arg)
+{
+	struct db_stmt *st = db_stmt(db, SQL_CHECK_COUNTERS);
+	struct counter_check c;
+	enum sd_result r;
+	int row = 0;
+
+	if (!st)
+		return SD_DB;
+	for (;;) {
+		if ((r = db_step(st, &row)) != SD_OK)
+			return r;
+		if (!row)
+			break;
+		c.event_id = db_col_int(st, 0);
+		c.counted_orders = db_col_int(st, 1);
+		c.counted_seats = db_col_int(st, 2);
+		c.orders = db_col_int(st, 3);
+		c.seats = db_col_int(st, 4);
+		if (fn(&c, arg))
+			break;
+	}
+	db_reset(st);
+	return SD_OK;
 }

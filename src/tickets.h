@@ -125,6 +125,40 @@ struct event_summary {
 enum sd_result tickets_event_summary(struct db *db, struct blob_store *blobs, int64_t event_id,
 				     struct event_summary *s);
 
+/* ---- invariant checks (`stagedoor check`) ------------------------------ */
+
+/* One order as the checks see it; strings live until the callback returns. */
+struct order_check {
+	int64_t id;
+	const char *public_id;
+	int64_t event_id;
+	int64_t seats;
+	int64_t tickets;		/* ticket rows */
+	int64_t tickets_without_pdf;	/* of which pdf_key is NULL */
+	int64_t pdf_keys;		/* distinct pdf_key values */
+	const char *pdf_key;		/* the smallest of them; NULL when none */
+	int64_t emails;			/* email_sends rows of kind "tickets" */
+	int64_t emails_sent;		/* of which sent_at is set */
+};
+
+/* Return nonzero to stop the walk.  The callback must not use db. */
+typedef int (*tickets_order_fn)(const struct order_check *o, void *arg);
+
+/* tickets_check_orders: call fn for every order, by id. */
+enum sd_result tickets_check_orders(struct db *db, tickets_order_fn fn, void *arg);
+
+/* One event's sales counter beside what its orders add up to. */
+struct counter_check {
+	int64_t event_id;
+	int64_t counted_orders, counted_seats;	/* sales_counters (0 when no row) */
+	int64_t orders, seats;			/* the event's orders */
+};
+
+typedef int (*tickets_counter_fn)(const struct counter_check *c, void *arg);
+
+/* tickets_check_counters: call fn for every event, by id. */
+enum sd_result tickets_check_counters(struct db *db, tickets_counter_fn fn, void *arg);
+
 /* ---- the handlers ------------------------------------------------------ */
 
 /* The three ticket handlers (the worker adds its built-in kinds);

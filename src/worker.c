@@ -755,6 +755,8 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 					slot_clear(w, settled[i]);
 				}
 				n_pending = 0;
+				if (w->o->progress)
+					w->o->progress(w->o->progress_arg, &st);
 			}
 			if (n_claim > 0) {
 				st.claimed += n_got;

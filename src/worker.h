@@ -81,6 +81,8 @@ enum sd_result job_arg_int(const struct job *job, const char *key, int64_t *v);
 /* job_arg_str: copy string field key of the payload into buf. */
 enum sd_result job_arg_str(const struct job *job, const char *key, char *buf, size_t size);
 
+struct worker_stats;
+
 struct worker_opts {
 	const char *db_path;
 	const char *name;		/* leased_by; NULL: "w<pid>.<n>" */
@@ -98,6 +100,10 @@ struct worker_opts {
 	/* called on the handler thread just before a handler runs (benchmarks) */
 	void (*on_start)(const struct job *job, void *arg);
 	void *arg;
+	/* called on the loop thread after each commit that recorded results,
+	 * with the counts so far (`worker --drain` draws its progress) */
+	void (*progress)(void *arg, const struct worker_stats *st);
+	void *progress_arg;
 };
 
 #define WORKER_CONCURRENCY_DEFAULT 4

@@ -33,6 +33,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -45,6 +46,7 @@
 #include "clock.h"
 #include "failpoint.h"
 #include "idem.h"
+#include "log.h"
 #include "mail.h"
 #include "outbox.h"
 #include "queue.h"
@@ -1142,6 +1144,226 @@ static void test_failed_send_releases_claim(void **state)
 	assert_int_equal(n_messages(), 1);
 }
 
+/* ======================== the "duplicate absorbed" lines ================= */
+
+/* stderr goes to a file while a scenario runs; the lines are counted after. */
+struct capture {
+	char path[400];
+	int saved;
+};
+
+static void capture_start(struct capture *c)
+{
+	int fd;
+
+	snprintf(c->path, sizeof c->path, "%s/stderr.log", F.env->dir);
+	fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	fflush(stderr);
+	c->saved = dup(2);
+	assert_true(c->saved >= 0);
+	assert_int_equal(dup2(fd, 2), 2);
+	close(fd);
+	log_set_level(LOG_INFO);
+}
+
+/* capture_end: restore stderr; [out] the captured text (free()). */
+static char *capture_end(struct capture *c)
+{
+	size_t n;
+	char *text;
+
+	fflush(stderr);
+	assert_int_equal(dup2(c->saved, 2), 2);
+	close(c->saved);
+	text = (char *)tu_slurp(c->path, &n);
+	assert_non_null(text);
+	return text;
+}
+
+/* Lines that hold both needles. */
+static int n_lines_with(const char *text, const char *a, const char *b)
+{
+	const char *line = text;
+	int n = 0;
+
+	while (*line) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char buf[2048];
+
+		snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1),
+			 line);
+		if (strstr(buf, a) && strstr(buf, b))
+			n++;
+		line += len + (end ? 1 : 0);
+	}
+	return n;
+}
+
+static int n_absorbed(const char *text, const char *technique)
+{
+	char t[64];
+
+	snprintf(t, sizeof t, "technique=%s ", technique);
+	return n_lines_with(text, "msg=\"duplicate absorbed\"", t);
+}
+
+static void assert_no_personal_data(const char *text)
+{
+	assert_null(strstr(text, "jose@example.org"));
+	assert_null(strstr(text, "Müller"));
+}
+
+/* render_tickets delivered twice: the first run logs nothing, the second
+ * finds pdf_key set and logs one check_state line naming the job and order. */
+static void test_log_render_duplicate_once(void **state)
+{
+	struct jobbuf a, b;
+	struct capture c;
+	char *text, want[64];
+
+	(void)state;
+	render_job(&a, 1);
+	render_job(&b, 2);
+	capture_start(&c);
+	run_expect(tickets_render, F.ctx[0], &a.job, JOB_DONE);
+	text = capture_end(&c);
+	assert_int_equal(n_lines_with(text, "duplicate absorbed", ""), 0);
+	free(text);
+
+	capture_start(&c);
+	run_expect(tickets_render, F.ctx[1], &b.job, JOB_DONE);
+	text = capture_end(&c);
+	assert_int_equal(n_absorbed(text, "check_state"), 1);
+	assert_int_equal(n_lines_with(text, "duplicate absorbed", ""), 1);
+	snprintf(want, sizeof want, "order=%s", F.public_id);
+	assert_int_equal(n_lines_with(text, "duplicate absorbed", want), 1);
+	assert_int_equal(n_lines_with(text, "duplicate absorbed", b.job_id), 1);
+	assert_no_personal_data(text);
+	free(text);
+}
+
+/* The other check_state path: both runs passed the null check, and the one
+ * that stored second lost the conditional update.  The winner runs whole
+ * inside the loser's failpoint (no transaction is open there). */
+static void lose_hook(const char *name, void *arg)
+{
+	static _Thread_local int inside;
+	const struct job *winner = arg;
+	struct job_result res;
+
+	if (inside || strcmp(name, FP_RENDER_STORED) != 0)
+		return;
+	inside = 1;
+	memset(&res, 0, sizeof res);
+	if (tickets_render(F.ctx[1], winner, &res) != JOB_DONE)
+		fail_msg("the winning render failed: %s", res.error);
+	inside = 0;
+}
+
+static void test_log_render_lost_update_once(void **state)
+{
+	struct jobbuf a, b;
+	struct capture c;
+	char *text;
+
+	(void)state;
+	render_job(&a, 1);
+	render_job(&b, 2);
+	capture_start(&c);
+	failpoint_set_hook(lose_hook, &b.job);
+	run_expect(tickets_render, F.ctx[0], &a.job, JOB_DONE);
+	failpoint_set_hook(NULL, NULL);
+	text = capture_end(&c);
+	assert_int_equal(q_int(SQL_N_OUTBOX_KIND, 0, "send_tickets"), 1);
+	assert_int_equal(n_absorbed(text, "check_state"), 1);
+	assert_int_equal(n_lines_with(text, "duplicate absorbed", a.job_id), 1);
+	assert_int_equal(n_lines_with(text, "duplicate absorbed", ""), 1);
+	free(text);
+}
+
+/* send_tickets delivered twice after the email went: one unique_claim line. */
+static void test_log_send_duplicate_once(void **state)
+{
+	struct jobbuf a, b;
+	struct capture c;
+	char *text, want[64];
+
+	(void)state;
+	render_first();
+	send_job(&a, 1);
+	send_job(&b, 2);
+	capture_start(&c);
+	run_expect(tickets_send, F.ctx[0], &a.job, JOB_DONE);
+	text = capture_end(&c);
+	assert_int_equal(n_lines_with(text, "duplicate absorbed", ""), 0);
+	free(text);
+
+	capture_start(&c);
+	run_expect(tickets_send, F.ctx[1], &b.job, JOB_DONE);
+	text = capture_end(&c);
+	assert_int_equal(n_messages(), 1);
+	assert_int_equal(n_absorbed(text, "unique_claim"), 1);
+	assert_int_equal(n_lines_with(text, "duplicate absorbed", ""), 1);
+	snprintf(want, sizeof want, "order=%s", F.public_id);
+	assert_int_equal(n_lines_with(text, "duplicate absorbed", want), 1);
+	assert_no_personal_data(text);
+	free(text);
+}
+
+/* send_tickets while another run holds a fresh claim: one unique_claim line
+ * for the run that backs off. */
+static void test_log_send_held_once(void **state)
+{
+	struct jobbuf b;
+	struct capture c;
+	enum idem_claim claim;
+	char *text;
+
+	(void)state;
+	render_first();
+	assert_int_equal(idem_effect_claim(F.env->db, F.order_id, "tickets", IDEM_STALE_MS,
+					   &claim, NULL), SD_OK);
+	assert_int_equal(claim, IDEM_CLAIMED);
+	send_job(&b, 2);
+	capture_start(&c);
+	run_expect(tickets_send, F.ctx[1], &b.job, JOB_RETRY_LATER);
+	text = capture_end(&c);
+	assert_int_equal(n_messages(), 0);
+	assert_int_equal(n_absorbed(text, "unique_claim"), 1);
+	assert_int_equal(n_lines_with(text, "duplicate absorbed", ""), 1);
+	free(text);
+}
+
+/* update_sales_counter delivered twice: one processed_jobs line. */
+static void test_log_count_duplicate_once(void **state)
+{
+	struct jobbuf a, b;
+	struct capture c;
+	char *text, want[64];
+
+	(void)state;
+	count_job(&a, 1);
+	count_job(&b, 2);
+	capture_start(&c);
+	run_expect(tickets_count, F.ctx[0], &a.job, JOB_DONE);
+	text = capture_end(&c);
+	assert_int_equal(n_lines_with(text, "duplicate absorbed", ""), 0);
+	free(text);
+
+	capture_start(&c);
+	run_expect(tickets_count, F.ctx[1], &b.job, JOB_DONE);
+	text = capture_end(&c);
+	assert_counter(1, SEATS);
+	assert_int_equal(n_absorbed(text, "processed_jobs"), 1);
+	assert_int_equal(n_lines_with(text, "duplicate absorbed", ""), 1);
+	snprintf(want, sizeof want, "order=%lld", (long long)F.order_id);
+	assert_int_equal(n_lines_with(text, "duplicate absorbed", want), 1);
+	assert_int_equal(n_lines_with(text, "duplicate absorbed", b.job_id), 1);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1164,6 +1386,11 @@ int main(void)
 		T(test_naive_count_delivered_twice_counts_twice),
 		T(test_naive_count_race_counts_twice),
 		T(test_naive_count_relay_duplicate_counts_twice),
+		T(test_log_render_duplicate_once),
+		T(test_log_render_lost_update_once),
+		T(test_log_send_duplicate_once),
+		T(test_log_send_held_once),
+		T(test_log_count_duplicate_once),
 #undef T
 	};
 

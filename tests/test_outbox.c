@@ -13,6 +13,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "log.h"
@@ -303,6 +304,109 @@ static void test_relay_run_drains(void **state)
 	assert_int_equal(count(state, "SELECT count(DISTINCT job_id) FROM stream"), 5);
 }
 
+/* What relay_seen records of the relay's progress callbacks. */
+struct relay_seen {
+	struct db *db;			/* the test's connection, to add rows on */
+	int calls;
+	int64_t published[16], total[16];
+};
+
+/* The relay's progress callback; on its first call three more rows arrive,
+ * as an order placed while the relay drains would add them. */
+static void relay_seen(void *arg, int64_t published, int64_t total)
+{
+	struct relay_seen *s = arg;
+	int i;
+
+	assert_true(s->calls < 16);
+	s->published[s->calls] = published;
+	s->total[s->calls] = total;
+	if (s->calls++ == 0) {
+		assert_int_equal(db_begin(s->db), SD_OK);
+		for (i = 0; i < 3; i++)
+			assert_int_equal(outbox_add(s->db, "noop", NULL, 0, 0, NULL), SD_OK);
+		assert_int_equal(db_commit(s->db), SD_OK);
+	}
+}
+
+/* The callback sees every batch: published so far, and the total as known
+ * then; rows added mid-drain raise the total once published reaches it. */
+static void test_relay_run_progress_callback(void **state)
+{
+	struct tu_env *env = *state;
+	struct outbox_relay_opts o = { 0 };
+	struct relay_seen seen = { 0 };
+	int64_t published = -1;
+	enum log_level was = log_get_level();
+	int i;
+
+	assert_int_equal(db_begin(env->db), SD_OK);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(outbox_add(env->db, "noop", NULL, 0, 0, NULL), SD_OK);
+	assert_int_equal(db_commit(env->db), SD_OK);
+	seen.db = env->db;
+	o.batch = 2;
+	o.drain = 1;
+	o.progress = relay_seen;
+	o.arg = &seen;
+	log_set_level(LOG_WARN);
+	assert_int_equal(outbox_relay_run_opts(env->db_path, &o, &published), SD_OK);
+	log_set_level(was);
+	assert_int_equal(published, 8);
+	/* batches 1-2, 3-4 (of 5 known), 5-6 (published passed 5: recounted, 8),
+	 * 7-8 (recounted: none left) */
+	assert_int_equal(seen.calls, 4);
+	assert_int_equal(seen.published[0], 2);
+	assert_int_equal(seen.total[0], 5);
+	assert_int_equal(seen.published[1], 4);
+	assert_int_equal(seen.total[1], 5);
+	assert_int_equal(seen.published[2], 6);
+	assert_int_equal(seen.total[2], 8);
+	assert_int_equal(seen.published[3], 8);
+	assert_int_equal(seen.total[3], 8);
+	assert_int_equal(count(state, "SELECT count(DISTINCT job_id) FROM stream"), 8);
+}
+
+/* show_progress with drain: the relay's progress on stderr; here a pipe, so
+ * plain lines, the last one final with every row counted. */
+static void test_relay_run_shows_progress(void **state)
+{
+	struct tu_env *env = *state;
+	struct outbox_relay_opts o = { 0 };
+	int64_t published = -1;
+	enum log_level was = log_get_level();
+	char buf[4096];
+	ssize_t n;
+	int fds[2], saved, i;
+
+	assert_int_equal(db_begin(env->db), SD_OK);
+	for (i = 0; i < 7; i++)
+		assert_int_equal(outbox_add(env->db, "noop", NULL, 0, 0, NULL), SD_OK);
+	assert_int_equal(db_commit(env->db), SD_OK);
+	o.batch = 3;
+	o.drain = 1;
+	o.show_progress = 1;
+	assert_int_equal(pipe(fds), 0);
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(fds[1], STDERR_FILENO), STDERR_FILENO);
+	log_set_level(LOG_WARN);
+	i = outbox_relay_run_opts(env->db_path, &o, &published);
+	log_set_level(was);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(fds[1]);
+	n = read(fds[0], buf, sizeof buf - 1);
+	close(fds[0]);
+	assert_int_equal(i, SD_OK);
+	assert_int_equal(published, 7);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_non_null(strstr(buf, "progress label=relay done=7 total=7 "));
+	assert_non_null(strstr(buf, " unit=rows final=true\n"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +418,8 @@ int main(void)
 		T(test_relay_batches_once),
 		T(test_relay_crash_mid_batch_publishes_once),
 		T(test_relay_run_drains),
+		T(test_relay_run_progress_callback),
+		T(test_relay_run_shows_progress),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

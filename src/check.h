@@ -1,0 +1,66 @@
+/*
+ * check.h: the invariants a drained Stagedoor database must hold, checked in
+ * a fixed order, stopping at the first that is broken (`stagedoor check`).
+ *
+ *  1. integrity      PRAGMA integrity_check says ok
+ *  2. foreign_keys   PRAGMA foreign_key_check finds nothing
+ *  3. outbox         no outbox row waits for the relay
+ *  4. stream         no ready, leased or dead job (scheduled ones may wait)
+ *  5. pdfs           every ticket of every order has its pdf_key, and the file
+ *                    under <db dir>/blobs is a PDF ("%PDF-" ... "%%EOF")
+ *  6. emails         every order has one email_sends row of kind tickets with
+ *                    sent_at set
+ *  7. counters       every event's sales_counters row equals what its orders
+ *                    add up to (orders and seats)
+ *
+ * The SQL stays with the modules that own the tables (db, outbox, queue,
+ * tickets); this module only judges their answers and reads the files.
+ */
+#ifndef SD_CHECK_H
+#define SD_CHECK_H
+
+#include <stdint.h>
+
+#include "db.h"
+#include "result.h"
+
+enum check_id {
+	CHECK_NONE,		/* every check held */
+	CHECK_INTEGRITY,
+	CHECK_FOREIGN_KEYS,
+	CHECK_OUTBOX,
+	CHECK_STREAM,
+	CHECK_PDFS,
+	CHECK_EMAILS,
+	CHECK_COUNTERS,
+};
+
+#define CHECK_PROBLEM_MAX 512
+
+struct check_report {
+	int ok;				/* 1: every invariant holds */
+	enum check_id failed;		/* the first broken one, CHECK_NONE when ok */
+	char problem[CHECK_PROBLEM_MAX];/* one line naming it, "" when ok */
+	int64_t orders;			/* orders looked at */
+	int64_t tickets;		/* their tickets */
+	int64_t pdfs;			/* PDF files read and found valid */
+	int64_t emails_sent;		/* orders with the ticket email sent */
+	int64_t events;			/* events whose counters were compared */
+	int64_t scheduled;		/* stream entries waiting for a later time */
+};
+
+/* check_name: "integrity", "foreign_keys", ..., "none". */
+const char *check_name(enum check_id id);
+
+/*
+ * check_db: run the checks on an open connection; the PDF files are looked
+ * for under "<directory of db_path(db)>/blobs".  [out] *out.  Returns SD_OK
+ * when the checks ran (out->ok says whether they held), an error when the
+ * database could not be read (message set).
+ */
+enum sd_result check_db(struct db *db, struct check_report *out);
+
+/* check_run: open the database at db_path (never creating it) and check_db. */
+enum sd_result check_run(const char *db_path, struct check_report *out);
+
+#endif

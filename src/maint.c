@@ -1,0 +1,322 @@
+/*
+ * maint.c: the maintenance pass (maint.h).
+ *
+ * What may be forgotten, and why nothing that could still run is:
+ *
+ *  - done jobs: a finished entry is history (the dashboard's); queue_prune_done
+ *    counts it into done_totals and drops it after done_retention_ms.
+ *
+ *  - processed_jobs (technique 4): the row for job_id J is what makes a
+ *    second run of J harmless, so it may go only once no run of J can start
+ *    again.  A run starts only from an entry that carries J: in the stream
+ *    (ready, scheduled, leased: a claim or reclaim hands it out) or in the
+ *    dead letters (an operator's retry puts it back).  The outbox cannot make
+ *    a new one: the relay inserts a row's entries and marks the row published
+ *    in one transaction, so the row that made J was published before J ever
+ *    ran.  What is left is a run already under way whose lease was taken over
+ *    and whose entry was acked by the other run; idem_retention_ms (days) is
+ *    far longer than any handler runs.  So: processed_at older than the
+ *    retention, and no entry with job_id J in the stream or dead_jobs.
+ *
+ *  - email_sends (technique 2): the row (order O, "tickets") is what stops a
+ *    second send.  send_tickets for O is made once, by the render_tickets run
+ *    that won the conditional update on pdf_key (which is never cleared), and
+ *    travels outbox -> stream.  So the row may go when its send is done
+ *    (sent_at set, older than the retention: a claim without sent_at may be a
+ *    send in flight and is never touched), no send_tickets entry for O is in
+ *    the stream or dead_jobs, and no unpublished send_tickets outbox row names
+ *    O.  Should one still come, the provider's key "tickets-O" answers it.
+ *
+ * The liveness set is read and the rows deleted in one BEGIN IMMEDIATE
+ * transaction, so no entry can be added between the look and the delete.
+ *
+ * The WAL: in WAL mode a checkpoint copies frames back into the database, and
+ * the WAL file starts over only when a writer finds every frame copied and no
+ * reader using it.  Constant short readers can keep that from ever happening,
+ * and the file then grows without bound.  Each tick runs a PASSIVE checkpoint
+ * (never waits); once the file passes half of wal_warn_bytes it runs a
+ * TRUNCATE instead, which waits for the readers of the moment to finish, but
+ * at most MAINT_CHECKPOINT_BUSY_MS, because it holds the writer lock while it
+ * waits.  journal_size_limit (set at open, db.c) cuts the file back whenever
+ * it starts over.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "maint.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "idem.h"
+#include "log.h"
+#include "outbox.h"
+#include "queue.h"
+
+/* The job kind that makes the email_sends rows of kind EMAIL_KIND, and the
+ * payload field naming their subject (tickets.c). */
+#define SEND_JOB_KIND "send_tickets"
+#define EMAIL_KIND "tickets"
+#define ORDER_FIELD "$.order_id"
+
+void maint_opts_default(struct maint_opts *o)
+{
+	o->done_retention_ms = QUEUE_RETENTION_MS_DEFAULT;
+	o->idem_retention_ms = MAINT_IDEM_RETENTION_MS_DEFAULT;
+	o->wal_warn_bytes = MAINT_WAL_WARN_BYTES_DEFAULT;
+	o->batch = MAINT_BATCH_DEFAULT;
+}
+
+/* ---- the set of jobs that can still run ---------------------------------- */
+
+/* Read on the first expired record only: a tick with nothing to forget never
+ * reads the stream. */
+struct live {
+	struct db *db;		/* the maintenance connection, in its transaction */
+	int loaded;		/* the set below was read */
+	char **ids;		/* job_ids, sorted */
+	int64_t *orders;	/* send_tickets order ids, sorted */
+	size_t n, cap;
+	enum sd_result r;	/* reading the set failed: every record is kept */
+};
+
+static void live_add_id(const char *job_id, int64_t value, void *arg)
+{
+	struct live *l = arg;
+
+	(void)value;
+	if (l->r != SD_OK)
+		return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		char **v = realloc(l->ids, cap * sizeof *v);
+
+		if (!v) {
+			l->r = err_set(SD_NOMEM, "out of memory");
+			return;
+		}
+		l->ids = v;
+		l->cap = cap;
+	}
+	if (!(l->ids[l->n] = strdup(job_id))) {
+		l->r = err_set(SD_NOMEM, "out of memory");
+		return;
+	}
+	l->n++;
+}
+
+static void live_add_order(const char *job_id, int64_t value, void *arg)
+{
+	struct live *l = arg;
+
+	(void)job_id;
+	if (l->r != SD_OK)
+		return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		int64_t *v = realloc(l->orders, cap * sizeof *v);
+
+		if (!v) {
+			l->r = err_set(SD_NOMEM, "out of memory");
+			return;
+		}
+		l->orders = v;
+		l->cap = cap;
+	}
+	l->orders[l->n++] = value;
+}
+
+static void live_free(struct live *l)
+{
+	size_t i;
+
+	if (l->ids)
+		for (i = 0; i < l->n; i++)
+			free(l->ids[i]);
+	free(l->ids);
+	free(l->orders);
+	memset(l, 0, sizeof *l);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int keep_job(const char *job_id, void *arg)
+{
+	struct live *l = arg;
+
+	if (!l->loaded) {
+		enum sd_result r;
+
+		l->loaded = 1;
+		if ((r = queue_each_live(l->db, NULL, NULL, live_add_id, l)) != SD_OK)
+			l->r = r;
+		if (l->r == SD_OK && l->n)
+			qsort(l->ids, l->n, sizeof *l->ids, cmp_str);
+	}
+	if (l->r != SD_OK)
+		return 1;
+	return l->n && bsearch(&job_id, l->ids, l->n, sizeof *l->ids, cmp_str) != NULL;
+}
+
+struct outbox_look {
+	int waiting;		/* an unpublished send_tickets row */
+};
+
+static void outbox_row(const struct outbox_row *row, void *arg)
+{
+	struct outbox_look *o = arg;
+
+	if (row->published_at == 0 && strcmp(row->kind, SEND_JOB_KIND) == 0)
+		o->waiting = 1;
+}
+
+static int keep_order(int64_t order_id, void *arg)
+{
+	struct live *l = arg;
+	struct outbox_look o = { 0 };
+
+	if (!l->loaded) {
+		enum sd_result r;
+
+		l->loaded = 1;
+		if ((r = queue_each_live(l->db, SEND_JOB_KIND, ORDER_FIELD, live_add_order, l)) !=
+		    SD_OK)
+			l->r = r;
+		if (l->r == SD_OK && l->n)
+			qsort(l->orders, l->n, sizeof *l->orders, cmp_i64);
+	}
+	if (l->r != SD_OK)
+		return 1;
+	if (l->n && bsearch(&order_id, l->orders, l->n, sizeof *l->orders, cmp_i64))
+		return 1;
+	/* through the outbox's index on the payload's order_id; a failed look
+	 * keeps the row */
+	if (outbox_list_for_order(l->db, order_id, outbox_row, &o) != SD_OK)
+		return 1;
+	return o.waiting;
+}
+
+/* ---- the steps --------------------------------------------------------------- */
+
+static enum sd_result prune_processed(struct db *db, int64_t before, int batch,
+				      struct maint_stats *st)
+{
+	struct live l;
+	enum sd_result r;
+	int64_t n = 0, kept = 0;
+
+	memset(&l, 0, sizeof l);
+	l.db = db;
+	/* one transaction: the set of live jobs and the deletes it allows */
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	r = idem_prune_processed(db, before, batch, keep_job, &l, &n, &kept);
+	if (r == SD_OK && l.r != SD_OK)
+		r = l.r;
+	r = db_end(db, r);
+	live_free(&l);
+	if (r == SD_OK) {
+		st->processed_pruned += n;
+		st->idem_kept += kept;
+	}
+	return r;
+}
+
+static enum sd_result prune_emails(struct db *db, int64_t before, int batch,
+				   struct maint_stats *st)
+{
+	struct live l;
+	enum sd_result r;
+	int64_t n = 0, kept = 0;
+
+	memset(&l, 0, sizeof l);
+	l.db = db;
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	r = idem_prune_effects(db, EMAIL_KIND, before, batch, keep_order, &l, &n, &kept);
+	if (r == SD_OK && l.r != SD_OK)
+		r = l.r;
+	r = db_end(db, r);
+	live_free(&l);
+	if (r == SD_OK) {
+		st->emails_pruned += n;
+		st->idem_kept += kept;
+	}
+	return r;
+}
+
+static enum sd_result checkpoint(struct db *db, int64_t warn, struct maint_stats *st)
+{
+	struct db_checkpoint_result cr;
+	enum sd_result r;
+
+	if ((r = db_wal_bytes(db, &st->wal_bytes_before)) != SD_OK)
+		return r;
+	st->checkpoint_truncate = st->wal_bytes_before > warn / 2;
+	r = db_checkpoint(db, st->checkpoint_truncate ? DB_CHECKPOINT_TRUNCATE
+						      : DB_CHECKPOINT_PASSIVE,
+			  MAINT_CHECKPOINT_BUSY_MS, &cr);
+	if (r != SD_OK)
+		return r;
+	st->checkpoint_busy = cr.busy;
+	st->wal_frames = cr.wal_frames;
+	st->copied_frames = cr.copied_frames;
+	if ((r = db_wal_bytes(db, &st->wal_bytes_after)) != SD_OK)
+		return r;
+	st->wal_warn = st->wal_bytes_after > warn;
+	if (st->wal_warn)
+		log_event(LOG_WARN, "wal large", "wal_bytes=%lld warn_bytes=%lld busy=%d",
+			  (long long)st->wal_bytes_after, (long long)warn, st->checkpoint_busy);
+	return SD_OK;
+}
+
+enum sd_result maint_tick(struct db *db, const struct maint_opts *o, struct maint_stats *st)
+{
+	struct maint_opts d;
+	struct maint_stats local;
+	enum sd_result r = SD_OK, c;
+	int64_t now = clock_now_ms();
+
+	if (!st)
+		st = &local;
+	memset(st, 0, sizeof *st);
+	maint_opts_default(&d);
+	if (o) {
+		if (o->done_retention_ms)
+			d.done_retention_ms = o->done_retention_ms;
+		if (o->idem_retention_ms)
+			d.idem_retention_ms = o->idem_retention_ms;
+		if (o->wal_warn_bytes > 0)
+			d.wal_warn_bytes = o->wal_warn_bytes;
+		if (o->batch > 0)
+			d.batch = o->batch;
+	}
+	if (db_in_tx(db))
+		return err_set(SD_INVALID, "maint_tick needs a connection with no transaction open");
+	if (d.done_retention_ms > 0)
+		r = queue_prune_done(db, d.done_retention_ms, d.batch, &st->done_pruned);
+	if (r == SD_OK && d.idem_retention_ms > 0)
+		r = prune_processed(db, now - d.idem_retention_ms, d.batch, st);
+	if (r == SD_OK && d.idem_retention_ms > 0)
+		r = prune_emails(db, now - d.idem_retention_ms, d.batch, st);
+	st->idem_pruned = st->processed_pruned + st->emails_pruned;
+	/* the checkpoint runs whatever the prunes did: the WAL must not grow
+	 * because a prune hit a busy database */
+	c = checkpoint(db, d.wal_warn_bytes, st);
+	return r != SD_OK ? r : c;
+}
+
+enum sd_result maint_optimize(struct db *db)
+{
+	return db_optimize(db);
+}

@@ -1,0 +1,70 @@
+/*
+ * maint.h: the maintenance pass `stagedoor run` makes every few seconds on a
+ * connection of its own: checkpoint the WAL so it stays bounded under
+ * constant readers, and forget what can no longer matter (finished jobs past
+ * their retention, idempotency records no delivery can ask for again).
+ *
+ * Every step of a pass is bounded: one checkpoint that waits for readers at
+ * most MAINT_CHECKPOINT_BUSY_MS, and one batch (o->batch rows) per prune, so
+ * a tick never holds the write lock for long; a backlog is worked off over
+ * several ticks.
+ */
+#ifndef SD_MAINT_H
+#define SD_MAINT_H
+
+#include <stdint.h>
+
+#include "db.h"
+#include "result.h"
+
+#define MAINT_BATCH_DEFAULT 1000
+#define MAINT_IDEM_RETENTION_MS_DEFAULT (30LL * 24 * 3600 * 1000)
+#define MAINT_WAL_WARN_BYTES_DEFAULT (64LL * 1024 * 1024)
+/* The longest a RESTART/TRUNCATE checkpoint holds the writer lock waiting
+ * for readers before it gives up until the next tick. */
+#define MAINT_CHECKPOINT_BUSY_MS 20
+
+struct maint_opts {
+	int64_t done_retention_ms;	/* prune done jobs finished longer ago;
+					 * 0: QUEUE_RETENTION_MS_DEFAULT, < 0: never */
+	int64_t idem_retention_ms;	/* prune idempotency records older than this
+					 * (see maint.c for which); 0: the default,
+					 * < 0: never.  Must exceed the longest a
+					 * handler can run and the provider's own
+					 * idempotency-key window. */
+	int64_t wal_warn_bytes;		/* WAL size worth a warning; above half of it
+					 * the checkpoint restarts the WAL; 0: default */
+	int batch;			/* rows per prune step; 0: MAINT_BATCH_DEFAULT */
+};
+
+struct maint_stats {
+	int64_t wal_bytes_before;	/* the -wal file at the start of the tick */
+	int64_t wal_bytes_after;	/* and after its checkpoint */
+	int checkpoint_truncate;	/* 1: this tick's checkpoint was TRUNCATE */
+	int checkpoint_busy;		/* it gave up waiting for readers */
+	int64_t wal_frames;		/* frames in the WAL after the checkpoint */
+	int64_t copied_frames;		/* of which copied into the database */
+	int wal_warn;			/* the WAL is still above wal_warn_bytes */
+	int64_t done_pruned;		/* done jobs pruned */
+	int64_t idem_pruned;		/* processed_pruned + emails_pruned */
+	int64_t processed_pruned;	/* processed_jobs rows forgotten */
+	int64_t emails_pruned;		/* email_sends rows forgotten */
+	int64_t idem_kept;		/* expired records kept: still deliverable */
+};
+
+/* maint_opts_default: every field its default. */
+void maint_opts_default(struct maint_opts *o);
+
+/*
+ * maint_tick: one pass: prune done jobs, processed_jobs and email_sends (one
+ * batch each), then checkpoint (PASSIVE, or TRUNCATE with a short wait when
+ * the WAL is past half of wal_warn_bytes).  [in] db: the maintenance
+ * connection, no transaction open.  [out] st (may be NULL).  A step that
+ * fails ends the pass with its error; the checkpoint still runs.
+ */
+enum sd_result maint_tick(struct db *db, const struct maint_opts *o, struct maint_stats *st);
+
+/* maint_optimize: refresh the query planner's statistics; hourly. */
+enum sd_result maint_optimize(struct db *db);
+
+#endif

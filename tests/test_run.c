@@ -1,0 +1,480 @@
+/*
+ * test_run.c: `stagedoor run`, the appliance, as a venue runs it: the real
+ * binary ($STAGEDOOR_BIN) supervising real worker processes on one database
+ * file, attacked with signals.
+ *
+ * Each test starts `run` in the background with its log in the test's
+ * folder, waits for lines in that log, and checks the outcome in the
+ * database, never in the appliance's own counters.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define OUT_MAX (16 * 1024)
+
+static char out[OUT_MAX], err[OUT_MAX];
+
+#define RUN(...) \
+	tu_run(out, sizeof out, err, sizeof err, (const char *const[]){ __VA_ARGS__, NULL })
+
+static int setup(void **state)
+{
+	unsetenv("STAGEDOOR_FAILPOINTS");
+	unsetenv("STAGEDOOR_CONFIG");
+	setenv("STAGEDOOR_LOG_LEVEL", "info", 1);
+	return tu_setup_real(state);
+}
+
+static int teardown(void **state)
+{
+	unsetenv("STAGEDOOR_FAILPOINTS");
+	unsetenv("STAGEDOOR_LOG_LEVEL");
+	return tu_teardown(state);
+}
+
+/* count_in: occurrences of needle in the file at path. */
+static int count_in(const char *path, const char *needle)
+{
+	size_t size;
+	unsigned char *text;
+	const char *p;
+	int n = 0;
+
+	if (access(path, F_OK) != 0)
+		return 0;
+	text = tu_slurp(path, &size);
+	for (p = (const char *)text; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	free(text);
+	return n;
+}
+
+/* wait_log: until the log at path holds needle at least n times. */
+static void wait_log(const char *path, const char *needle, int n, int timeout_ms)
+{
+	int waited;
+
+	for (waited = 0; waited < timeout_ms; waited += 20) {
+		if (count_in(path, needle) >= n)
+			return;
+		tu_sleep_ms(20);
+	}
+	{
+		size_t size;
+		unsigned char *text = access(path, F_OK) == 0 ? tu_slurp(path, &size) : NULL;
+		fail_msg("waited %d ms for %d x '%s' in the log:\n%s", timeout_ms, n, needle,
+			 text ? (char *)text : "(no log)");
+	}
+}
+
+/* wait_sql: until the SQL's single integer equals want. */
+static void wait_sql(const char *db, int64_t want, int timeout_ms, const char *sql)
+{
+	int waited;
+	int64_t got = -1;
+
+	for (waited = 0; waited < timeout_ms; waited += 20) {
+		if ((got = tu_count(db, sql)) == want)
+			return;
+		tu_sleep_ms(20);
+	}
+	fail_msg("waited %d ms for %s = %lld; it is %lld", timeout_ms, sql, (long long)want,
+		 (long long)got);
+}
+
+/* children: the pids of run's children whose command line holds word
+ * (found by their parent pid in /proc/PID/stat). */
+static int children(pid_t run, const char *word, pid_t *pids, int max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(d);
+	while (n < max && (de = readdir(d))) {
+		char path[300], cmd[4096], comm[64];
+		long pid = strtol(de->d_name, NULL, 10), ppid = 0;
+		char st = 0;
+		size_t len, i;
+		FILE *f;
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+		if (!(f = fopen(path, "r")))
+			continue;
+		if (fscanf(f, "%*d %63s %c %ld", comm, &st, &ppid) != 3)
+			ppid = 0;
+		fclose(f);
+		if (ppid != (long)run || st == 'Z')
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+		if (!(f = fopen(path, "r")))
+			continue;
+		len = fread(cmd, 1, sizeof cmd - 1, f);
+		fclose(f);
+		for (i = 0; i < len; i++)
+			if (cmd[i] == '\0')
+				cmd[i] = ' ';
+		cmd[len] = '\0';
+		if (strstr(cmd, word))
+			pids[n++] = (pid_t)pid;
+	}
+	closedir(d);
+	return n;
+}
+
+static int alive(pid_t pid)
+{
+	char path[64], state = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	if (fscanf(f, "%*d %*s %c", &state) != 1)
+		state = 0;
+	fclose(f);
+	return state && state != 'Z';
+}
+
+/* start: `run` with args on the test's database, its log at e->dir/run.log. */
+static pid_t start(const struct tu_env *e, char *log, size_t size, const char *const *args)
+{
+	const char *argv[32];
+	int n = 0, before;
+	pid_t pid;
+
+	snprintf(log, size, "%s/run.log", e->dir);
+	before = count_in(log, "msg=\"worker started\"");
+	argv[n++] = "run";
+	argv[n++] = "--db";
+	argv[n++] = e->db_path;
+	while (*args && n < 31)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	pid = tu_spawn(argv, log);
+	wait_log(log, "msg=\"worker started\"", before + 1, 10000);
+	return pid;
+}
+
+#define START(e, log, ...) start(e, log, sizeof log, (const char *const[]){ __VA_ARGS__, NULL })
+
+static void enqueue(const struct tu_env *e, const char *kind, const char *payload)
+{
+	assert_int_equal(RUN("enqueue", kind, payload, "--db", e->db_path), 0);
+}
+
+/* ---- one appliance per database ---------------------------------------- */
+
+static void test_second_run_refused_plain_worker_welcome(void **state)
+{
+	const struct tu_env *e = *state;
+	char log[512], wlog[600];
+	pid_t run, w;
+	int i;
+
+	run = START(e, log, "--workers", "1", "--concurrency", "1");
+	assert_int_equal(RUN("run", "--db", e->db_path, "--workers", "1"), 1);
+	if (!strstr(err, "already running") || !strstr(err, "pid "))
+		fail_msg("second run: %s", err);
+	/* nothing of it started: still one relay and one worker under the first */
+	assert_int_equal(count_in(log, "msg=\"child started\""), 2);
+
+	for (i = 0; i < 40; i++)
+		enqueue(e, "sleep", "{\"ms\":40}");
+	snprintf(wlog, sizeof wlog, "%s/worker.log", e->dir);
+	w = tu_spawn((const char *const[]){ "worker", "--db", e->db_path, "--name", "outsider",
+					    "--concurrency", "1", "--drain", NULL }, wlog);
+	assert_int_equal(tu_reap(w, 30000, "plain worker"), 0);
+	wait_sql(e->db_path, 40, 20000, "SELECT count(*) FROM done_jobs");
+	/* both took their share */
+	assert_true(tu_count(e->db_path, "SELECT count(*) FROM done_jobs WHERE worker = 'outsider'") > 0);
+	assert_true(tu_count(e->db_path, "SELECT count(*) FROM done_jobs WHERE worker = 'w1'") > 0);
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 15000, "run"), 0);
+	/* the lock went with it: a new run starts */
+	run = START(e, log, "--workers", "1");
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 15000, "second run"), 0);
+}
+
+/* ---- supervision -------------------------------------------------------- */
+
+static void test_killed_worker_restarts_and_its_job_comes_back(void **state)
+{
+	const struct tu_env *e = *state;
+	char log[512];
+	pid_t run, w[4], w2[4];
+
+	run = START(e, log, "--workers", "1", "--concurrency", "1", "--lease-ms", "600");
+	enqueue(e, "sleep", "{\"ms\":1500}");
+	wait_sql(e->db_path, 1, 10000, "SELECT count(*) FROM stream WHERE lease_token IS NOT NULL");
+	assert_int_equal(children(run, " worker ", w, 4), 1);
+	kill(w[0], SIGKILL);
+	wait_log(log, "restarts=1", 1, 10000);
+	wait_log(log, "msg=\"worker started\"", 2, 10000);	/* exec'd, not just forked */
+	assert_int_equal(children(run, " worker ", w2, 4), 1);
+	assert_true(w2[0] != w[0]);
+	assert_true(count_in(log, "signal=9") >= 1);
+	/* done by the new worker, on its second delivery (the lease ran out) */
+	wait_sql(e->db_path, 1, 20000, "SELECT count(*) FROM done_jobs WHERE deliveries >= 2");
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM stream"), 0);
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 15000, "run"), 0);
+}
+
+static void test_job_that_kills_workers_goes_dead_not_round_a_loop(void **state)
+{
+	const struct tu_env *e = *state;
+	char log[512];
+	pid_t run;
+
+	/* every worker that finishes a job dies before recording it */
+	setenv("STAGEDOOR_FAILPOINTS", "after_work_before_ack=crash", 1);
+	run = START(e, log, "--workers", "1", "--concurrency", "1", "--lease-ms", "300",
+		    "--max-deliveries", "3");
+	enqueue(e, "noop", "{}");
+	wait_sql(e->db_path, 1, 30000, "SELECT count(*) FROM dead_jobs");
+	assert_true(tu_count(e->db_path, "SELECT deliveries FROM dead_jobs") >= 3);
+	assert_true(count_in(log, "msg=\"failpoint hit\"") >= 3);
+	assert_true(count_in(log, "status=70") >= 3);
+	/* the death is said, once, as a warning */
+	wait_log(log, "level=warn msg=\"job dead\" job_id=", 1, 5000);
+	assert_int_equal(count_in(log, "reason=poison"), 1);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM stream"), 0);
+	/* the supervisor lives on and keeps its worker */
+	assert_true(alive(run));
+	wait_log(log, "restarts=3", 1, 10000);
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 15000, "run"), 0);
+}
+
+/* ---- stopping ----------------------------------------------------------- */
+
+static void test_sigterm_lets_running_handlers_finish(void **state)
+{
+	const struct tu_env *e = *state;
+	char log[512];
+	pid_t run;
+
+	run = START(e, log, "--workers", "2", "--grace-ms", "10000");
+	enqueue(e, "sleep", "{\"ms\":800}");
+	wait_sql(e->db_path, 1, 10000, "SELECT count(*) FROM stream WHERE lease_token IS NOT NULL");
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 15000, "run"), 0);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM done_jobs"), 1);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM stream"), 0);
+	assert_int_equal(count_in(log, "msg=\"run stopped\""), 1);
+}
+
+static void test_sigterm_past_grace_releases_the_job_ready_at_once(void **state)
+{
+	const struct tu_env *e = *state;
+	char log[512];
+	pid_t run;
+	int64_t before;
+
+	run = START(e, log, "--workers", "1", "--grace-ms", "300", "--lease-ms", "60000");
+	enqueue(e, "sleep", "{\"ms\":20000}");
+	wait_sql(e->db_path, 1, 10000, "SELECT count(*) FROM stream WHERE lease_token IS NOT NULL");
+	before = tu_count(e->db_path, "SELECT visible_at FROM stream");
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 10000, "run"), 0);
+	/* released: no lease, claimable now rather than when the 60 s lease ends */
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM stream WHERE lease_token IS NULL"), 1);
+	assert_true(tu_count(e->db_path, "SELECT visible_at FROM stream") < before - 50000);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM done_jobs"), 0);
+}
+
+static void test_killed_supervisor_takes_its_children(void **state)
+{
+	const struct tu_env *e = *state;
+	char log[512];
+	pid_t run, kids[8];
+	int n, i, waited;
+
+	run = START(e, log, "--workers", "2");
+	n = children(run, "stagedoor", kids, 8);
+	assert_int_equal(n, 3);
+	kill(run, SIGKILL);
+	tu_reap(run, 5000, "run");
+	for (waited = 0; waited < 10000; waited += 20) {
+		int left = 0;
+		for (i = 0; i < n; i++)
+			left += alive(kids[i]);
+		if (!left)
+			break;
+		tu_sleep_ms(20);
+	}
+	for (i = 0; i < n; i++)
+		if (alive(kids[i]))
+			fail_msg("child %ld outlived its supervisor", (long)kids[i]);
+	/* and a new run can start at once */
+	run = START(e, log, "--workers", "1");
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 15000, "run after a kill"), 0);
+}
+
+/* ---- SIGHUP ------------------------------------------------------------- */
+
+static void write_conf(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_sighup_rereads_the_configuration(void **state)
+{
+	const struct tu_env *e = *state;
+	char conf[512], log[512], text[1024];
+	pid_t run, w[8];
+
+	snprintf(conf, sizeof conf, "%s/stagedoor.conf", e->dir);
+	snprintf(text, sizeof text, "db = %s\nworkers = 1\nlog_level = info\n", e->db_path);
+	write_conf(conf, text);
+	unsetenv("STAGEDOOR_LOG_LEVEL");
+	run = START(e, log, "--config", conf);
+	assert_int_equal(children(run, " worker ", w, 8), 1);
+
+	/* live: two workers now, and debug lines; no restart of the first */
+	snprintf(text, sizeof text, "db = %s\nworkers = 2\nlog_level = debug\n", e->db_path);
+	write_conf(conf, text);
+	kill(run, SIGHUP);
+	wait_log(log, "msg=\"configuration reloaded\" changed=workers,log_level restart_workers=no",
+		 1, 10000);
+	wait_log(log, "msg=\"worker started\" worker=w2 ", 1, 10000);
+	assert_int_equal(count_in(log, "restarts=1"), 0);
+
+	/* a broken file changes nothing and says why */
+	write_conf(conf, "workers = 2\nlease_ms = later\n");
+	kill(run, SIGHUP);
+	wait_log(log, "configuration not reloaded", 1, 10000);
+	assert_true(alive(run));
+	assert_int_equal(children(run, " worker ", w, 8), 2);
+
+	/* a worker setting: the workers restart one at a time to take it */
+	snprintf(text, sizeof text, "db = %s\nworkers = 2\nlog_level = debug\nlease_ms = 7000\n",
+		 e->db_path);
+	write_conf(conf, text);
+	kill(run, SIGHUP);
+	wait_log(log, "changed=lease_ms restart_workers=yes", 1, 10000);
+	wait_log(log, "msg=\"worker started\" worker=w1 ", 2, 15000);
+	wait_log(log, "msg=\"worker started\" worker=w2 ", 2, 15000);
+	assert_int_equal(children(run, " worker ", w, 8), 2);
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 15000, "run"), 0);
+}
+
+static void test_sighup_reopens_the_log_file(void **state)
+{
+	const struct tu_env *e = *state;
+	char conf[512], log[512], text[1024], flog[600], moved[600];
+	pid_t run;
+
+	snprintf(conf, sizeof conf, "%s/stagedoor.conf", e->dir);
+	snprintf(flog, sizeof flog, "%s/box.log", e->dir);
+	snprintf(moved, sizeof moved, "%s/box.log.1", e->dir);
+	snprintf(text, sizeof text, "db = %s\nworkers = 1\nlog_file = %s\n", e->db_path, flog);
+	write_conf(conf, text);
+	snprintf(log, sizeof log, "%s/run.log", e->dir);
+	run = tu_spawn((const char *const[]){ "run", "--config", conf, NULL }, log);
+	wait_log(flog, "msg=\"worker started\"", 1, 10000);
+	/* logrotate moves the file, then signals */
+	assert_int_equal(rename(flog, moved), 0);
+	kill(run, SIGHUP);
+	wait_log(flog, "msg=\"configuration reloaded\"", 1, 10000);
+	/* the workers reopen theirs too */
+	wait_log(flog, "pid=", 2, 10000);
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 15000, "run"), 0);
+	assert_true(count_in(flog, "msg=\"worker stopped\"") == 1);
+	assert_int_equal(count_in(moved, "msg=\"worker stopped\""), 0);
+	assert_int_equal(count_in(moved, "msg=\"run started\""), 1);
+	/* the file only: nothing went to stderr */
+	assert_int_equal(count_in(log, "msg="), 0);
+}
+
+/* ---- logs ----------------------------------------------------------------- */
+
+/* Orders through the appliance: one logfmt line per job with the fields an
+ * operator greps for, and never a buyer's name or address. */
+static void test_job_lines_carry_ids_not_buyers(void **state)
+{
+	const struct tu_env *e = *state;
+	char log[512], ev[32];
+	pid_t run;
+	char *p;
+
+	assert_int_equal(RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--starts-at",
+			     "2026-12-31T20:00Z", "--capacity", "10", "--db", e->db_path), 0);
+	snprintf(ev, sizeof ev, "%.20s", out);
+	if ((p = strchr(ev, '\n')))
+		*p = '\0';
+	run = START(e, log, "--workers", "1");
+	assert_int_equal(RUN("order", "add", "--event", ev, "--name", "Zelda Quux", "--email",
+			     "zelda.quux@example.org", "--seats", "2", "--db", e->db_path), 0);
+	wait_sql(e->db_path, 3, 20000, "SELECT count(*) FROM done_jobs");
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 15000, "run"), 0);
+	assert_int_equal(count_in(log, "msg=\"job finished\""), 3);
+	assert_int_equal(count_in(log, "kind=render_tickets attempt=1 delivery=1 outcome=done "
+				  "duration_ms="), 1);
+	assert_int_equal(count_in(log, "outcome=done"), 3);
+	assert_int_equal(count_in(log, "worker=w1 job_id=outbox:"), 3);
+	assert_int_equal(count_in(log, "Zelda"), 0);
+	assert_int_equal(count_in(log, "Quux"), 0);
+	assert_int_equal(count_in(log, "zelda.quux"), 0);
+	assert_int_equal(count_in(log, "example.org"), 0);
+	/* every line is one logfmt record */
+	{
+		size_t size;
+		char *text = (char *)tu_slurp(log, &size), *line, *save = NULL;
+		for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			if (strncmp(line, "ts=", 3) != 0 || !strstr(line, " level=") ||
+			    !strstr(line, " msg="))
+				fail_msg("not a logfmt line: %s", line);
+		free(text);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_second_run_refused_plain_worker_welcome, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_killed_worker_restarts_and_its_job_comes_back,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_that_kills_workers_goes_dead_not_round_a_loop,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sigterm_lets_running_handlers_finish, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_sigterm_past_grace_releases_the_job_ready_at_once,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_killed_supervisor_takes_its_children, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_sighup_rereads_the_configuration, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_sighup_reopens_the_log_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_lines_carry_ids_not_buyers, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
