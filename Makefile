@@ -33,7 +33,7 @@ TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o
 SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS)) build/san/schema.o
 
-.PHONY: all deps test check-rel check-san bench demo clean
+.PHONY: all deps test check-rel check-san bench demo soak clean
 .SUFFIXES:
 
 all: bin/stagedoor
@@ -81,9 +81,9 @@ build/san/tests/testutil.o: tests/testutil.c tests/testutil.h src/*.h
 	$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -Itests -c -o $@ $<
 
 # The suite, once per build; each integration test runs that build's binary.
-check-rel: bin/stagedoor build/sqlbench build/mailsink $(addprefix build/rel/tests/,$(TESTS))
+check-rel: bin/stagedoor build/sqlbench build/mailsink build/chaos $(addprefix build/rel/tests/,$(TESTS))
 	@sh tools/run_tests.sh rel $(CURDIR)/bin/stagedoor $(addprefix build/rel/tests/,$(TESTS))
-check-san: build/san/stagedoor build/mailsink $(addprefix build/san/tests/,$(TESTS))
+check-san: build/san/stagedoor build/mailsink build/chaos $(addprefix build/san/tests/,$(TESTS))
 	@sh tools/run_tests.sh san $(CURDIR)/build/san/stagedoor $(addprefix build/san/tests/,$(TESTS))
 
 test: deps
@@ -97,6 +97,16 @@ build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/
 build/mailsink: $(wildcard tools/mailsink/*.c) src/*.h $(REL_OBJS)
 	$(CC) $(ALL_CFLAGS) -Isrc -o $@ $(wildcard tools/mailsink/*.c) $(REL_OBJS) \
 		-lmbedtls -lmbedx509 -lmbedcrypto $(LDLIBS)
+
+# The crash soak (tools/chaos): its own SQLite and jansson, none of src/, so
+# that its verdict does not lean on the code it judges.
+build/chaos: $(wildcard tools/chaos/*.c) $(wildcard tools/chaos/*.h)
+	@mkdir -p build
+	$(CC) $(WARN) $(CFLAGS) $(shell pkg-config --cflags sqlite3 jansson) -o $@ \
+		$(wildcard tools/chaos/*.c) $(shell pkg-config --libs sqlite3 jansson)
+
+soak: bin/stagedoor build/mailsink build/chaos
+	build/chaos --bin bin/stagedoor --mailsink build/mailsink --orders 2000 --kills 100
 
 bench: deps bin/stagedoor build/sqlbench
 	@sh tools/bench/run.sh $(CURDIR)/bin/stagedoor $(CURDIR)/build/sqlbench

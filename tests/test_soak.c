@@ -1,0 +1,308 @@
+/*
+ * test_soak.c: the crash soak (tools/chaos, build/chaos or $CHAOS_BIN).
+ *
+ * The verifier is tested on a database the demo made (20 orders, maildir
+ * transport): it passes a clean one and names what is broken when the
+ * test breaks it (a second message, a miscounted sale, a bad PDF, a job
+ * left in the stream).
+ *
+ * The short soak (200 orders, 20 worker kills, 4 workers) runs the real
+ * appliance through build/chaos and reads the figures it prints.  It waits
+ * (compiled only with -DCHAOS_SOAK_READY) until `stagedoor check` is
+ * dispatched by main.c on main and a soak of that size drains in reasonable
+ * time: see the report in tools/chaos/chaos.c's history.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+extern char **environ;
+
+static const char *chaos_bin(void)
+{
+	const char *b = getenv("CHAOS_BIN");
+
+	return b && *b ? b : "build/chaos";
+}
+
+/*
+ * chaos: run build/chaos with args (NULL-terminated), in cwd (NULL: ours);
+ * its stdout into out, its stderr into err.  Returns the exit status, -1
+ * for a signal death.
+ */
+static int chaos(const struct tu_env *e, const char *const *args, char *out, size_t out_size,
+		 char *err, size_t err_size)
+{
+	char out_path[400], err_path[400], bin[PATH_MAX];
+	const char *argv[40];
+	posix_spawn_file_actions_t fa;
+	unsigned char *text;
+	size_t size;
+	pid_t pid;
+	int n = 0, i, status = -1;
+
+	assert_non_null(realpath(chaos_bin(), bin));
+	argv[n++] = bin;
+	for (i = 0; args[i] && n < 39; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	snprintf(out_path, sizeof out_path, "%s/chaos.out", e->dir);
+	snprintf(err_path, sizeof err_path, "%s/chaos.err", e->dir);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ) != 0)
+		fail_msg("cannot run %s (make build/chaos)", argv[0]);
+	posix_spawn_file_actions_destroy(&fa);
+	while (waitpid(pid, &status, 0) < 0)
+		;
+	text = tu_slurp(out_path, &size);
+	snprintf(out, out_size, "%s", (char *)text);
+	free(text);
+	text = tu_slurp(err_path, &size);
+	snprintf(err, err_size, "%s", (char *)text);
+	free(text);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The figure "name N" on a line of its own in out; fails when absent. */
+static long figure(const char *out, const char *name)
+{
+	char want[80];
+	const char *p = out;
+	size_t len;
+
+	len = (size_t)snprintf(want, sizeof want, "%s ", name);
+	for (;;) {
+		if (strncmp(p, want, len) == 0)
+			return atol(p + len);
+		p = strchr(p, '\n');
+		if (!p || !*++p)
+			fail_msg("no figure '%s' in:\n%s", name, out);
+	}
+}
+
+/* ---- the verifier on the demo's database -------------------------------- */
+
+struct demo {
+	struct tu_env *env;
+	char db[400];
+	char maildir[400];
+	char out[8192];
+	char err[8192];
+};
+
+static int demo_setup(void **state)
+{
+	struct demo *d = calloc(1, sizeof *d);
+	char cmd[PATH_MAX + 600], bin[PATH_MAX];
+
+	assert_non_null(d);
+	tu_setup_real_nodb((void **)&d->env);
+	assert_non_null(realpath(tu_bin(), bin));
+	/* the demo makes ./var/demo: run it in the test's own directory */
+	snprintf(cmd, sizeof cmd, "cd '%s' && '%s' demo --orders 20 >demo.log 2>&1", d->env->dir,
+		 bin);
+	assert_int_equal(system(cmd), 0);
+	snprintf(d->db, sizeof d->db, "%s/var/demo/stagedoor.db", d->env->dir);
+	snprintf(d->maildir, sizeof d->maildir, "%s/var/demo/maildir", d->env->dir);
+	*state = d;
+	return 0;
+}
+
+static int demo_teardown(void **state)
+{
+	struct demo *d = *state;
+
+	tu_teardown((void **)&d->env);
+	free(d);
+	return 0;
+}
+
+static int verify(struct demo *d)
+{
+	const char *args[] = { "--verify-only", "--db", d->db, "--maildir", d->maildir,
+			       "--orders", "20", NULL };
+
+	return chaos(d->env, args, d->out, sizeof d->out, d->err, sizeof d->err);
+}
+
+static void sql(struct demo *d, const char *text)
+{
+	sqlite3 *db;
+	char *msg = NULL;
+
+	assert_int_equal(sqlite3_open(d->db, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	if (sqlite3_exec(db, text, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", text, msg);
+	sqlite3_close(db);
+}
+
+/* A file name in DIR (not . or ..). */
+static void first_file(const char *dir, char *name, size_t size)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *de;
+
+	assert_non_null(dp);
+	while ((de = readdir(dp)) && de->d_name[0] == '.')
+		;
+	assert_non_null(de);
+	snprintf(name, size, "%s", de->d_name);
+	closedir(dp);
+}
+
+static void test_verify_clean_demo(void **state)
+{
+	struct demo *d = *state;
+
+	if (verify(d) != 0)
+		fail_msg("the demo's database did not verify:\n%s%s", d->out, d->err);
+	assert_int_equal(figure(d->out, "orders"), 20);
+	assert_int_equal(figure(d->out, "pdfs_checked"), 20);
+	assert_int_equal(figure(d->out, "messages"), 20);
+	assert_int_equal(figure(d->out, "duplicates_delivered"), 0);
+	assert_int_equal(figure(d->out, "lost"), 0);
+	assert_non_null(strstr(d->out, "\nresult ok\n"));
+
+	/* the number of orders is checked when given */
+	{
+		const char *args[] = { "--verify-only", "--db", d->db, "--maildir", d->maildir,
+				       "--orders", "21", NULL };
+
+		assert_int_equal(chaos(d->env, args, d->out, sizeof d->out, d->err,
+				       sizeof d->err), 1);
+		assert_non_null(strstr(d->err, "broken: orders: 21 placed, 20 in the database"));
+	}
+}
+
+static void test_verify_second_message(void **state)
+{
+	struct demo *d = *state;
+	char dir[450], name[300], from[800], to[800], cmd[1700];
+
+	snprintf(dir, sizeof dir, "%s/new", d->maildir);
+	first_file(dir, name, sizeof name);
+	snprintf(from, sizeof from, "%s/%s", dir, name);
+	snprintf(to, sizeof to, "%s/cur/again.eml", d->maildir);
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(verify(d), 1);
+	assert_int_equal(figure(d->out, "duplicates_delivered"), 1);
+	assert_int_equal(figure(d->out, "messages"), 21);
+	assert_non_null(strstr(d->err, "broken: messages: order "));
+	assert_non_null(strstr(d->out, "\nresult broken\n"));
+}
+
+static void test_verify_missing_message(void **state)
+{
+	struct demo *d = *state;
+	char dir[450], name[300], path[800];
+
+	snprintf(dir, sizeof dir, "%s/new", d->maildir);
+	first_file(dir, name, sizeof name);
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(verify(d), 1);
+	assert_int_equal(figure(d->out, "lost"), 1);
+	assert_non_null(strstr(d->err, "no message at the provider"));
+}
+
+static void test_verify_counter_off(void **state)
+{
+	struct demo *d = *state;
+
+	sql(d, "UPDATE sales_counters SET seats_sold = seats_sold + 1");
+	assert_int_equal(verify(d), 1);
+	assert_non_null(strstr(d->err, "broken: counters: event 1 counts"));
+}
+
+static void test_verify_bad_pdf(void **state)
+{
+	struct demo *d = *state;
+	char dir[450], name[300], path[800];
+	FILE *f;
+
+	snprintf(dir, sizeof dir, "%s/var/demo/blobs/tickets", d->env->dir);
+	first_file(dir, name, sizeof name);
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("%PDF-1.4\nnot really\n", f);
+	fclose(f);
+	assert_int_equal(verify(d), 1);
+	assert_int_equal(figure(d->out, "pdfs_checked"), 19);
+	assert_non_null(strstr(d->err, "broken: pdfs: order "));
+	assert_non_null(strstr(d->err, "qpdf --check"));
+}
+
+static void test_verify_job_left(void **state)
+{
+	struct demo *d = *state;
+
+	sql(d, "INSERT INTO stream (job_id, kind, payload, visible_at, created_at) "
+	       "VALUES ('left-behind', 'noop', '{}', 0, 0)");
+	assert_int_equal(verify(d), 1);
+	assert_non_null(strstr(d->err, "broken: stream: 1 entries left"));
+}
+
+/* ---- the short soak ------------------------------------------------------ */
+
+#ifdef CHAOS_SOAK_READY
+static void test_short_soak(void **state)
+{
+	struct tu_env *e = *state;
+	const char *args[] = { "--bin", tu_bin(), "--mailsink", "build/mailsink", "--orders", "200",
+			       "--kills", "20", "--workers", "4", "--seed", "20261130", NULL };
+	static char out[16384], err[65536];
+	int rc = chaos(e, args, out, sizeof out, err, sizeof err);
+
+	if (rc != 0)
+		fail_msg("chaos exited %d:\n%s\n%s", rc, out, err);
+	assert_true(figure(out, "kills") >= 20);
+	assert_int_equal(figure(out, "sigstops"), 1);
+	assert_int_equal(figure(out, "appliance_kills"), 2);
+	assert_int_equal(figure(out, "orders"), 200);
+	assert_int_equal(figure(out, "messages"), 200);
+	assert_int_equal(figure(out, "duplicates_delivered"), 0);
+	assert_int_equal(figure(out, "lost"), 0);
+	assert_non_null(strstr(out, "\nresult ok\n"));
+}
+#endif
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_verify_clean_demo, demo_setup, demo_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_second_message, demo_setup,
+						demo_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_missing_message, demo_setup,
+						demo_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_counter_off, demo_setup, demo_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_bad_pdf, demo_setup, demo_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_job_left, demo_setup, demo_teardown),
+#ifdef CHAOS_SOAK_READY
+		cmocka_unit_test_setup_teardown(test_short_soak, tu_setup_real_nodb, tu_teardown),
+#endif
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,948 @@
+/*
+ * chaos.c: the crash soak.  It runs the appliance as a user would (a config
+ * file, `stagedoor init`, `event add`, `run`, `order add` from the command
+ * line) against the test mail provider, attacks it while it works, lets it
+ * drain, and then checks, without asking the appliance, that no buyer got
+ * two emails, no sale was counted twice and no job was lost.
+ *
+ *   chaos [--bin PATH] [--mailsink PATH] [--dir DIR] [--orders N] [--kills K]
+ *         [--workers W] [--seed S] [--keep] [--drain-timeout-s N]
+ *         [--stop-max-ms N] [--certs-sh PATH]
+ *   chaos --verify-only --db PATH --maildir DIR [--counts FILE] [--orders N]
+ *
+ * The attack, while N orders go in a few CLI processes at a time:
+ *   - SIGKILL a random worker (a child of `stagedoor run` whose command line
+ *     says "worker") every 100-500 ms until K kills;
+ *   - once (at K/4 kills) SIGSTOP a worker for longer than its lease:
+ *     max(lease_ms, the logged send_tickets_lease_ms) + 1 s, at most
+ *     --stop-max-ms (15 s), then SIGCONT;
+ *   - twice (at K/2 and 3K/4 kills) SIGKILL the whole appliance, the run
+ *     process and every descendant, and start `stagedoor run` again (retried
+ *     for a while: the old lock may not be released yet);
+ *   - the run process carries STAGEDOOR_FAILPOINTS (crashes between the send
+ *     and its mark, the work and its ack, the render and its update; the
+ *     relay publishing twice), the provider answers 5% of POSTs 500 and drops
+ *     2% of its answers after storing.
+ * Then it polls `stagedoor check` until it passes, stops the appliance with
+ * SIGTERM (exit 0 expected), stops the provider, and runs verify.c.
+ *
+ * Exit 0 only when every check holds; 1 naming the first broken one; 2 for
+ * a usage error.  The figures go to stdout as "name value" lines.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "chaos.h"
+
+#define CHAOS_EVENTS 3
+#define CHAOS_PLACERS 3		/* order add processes at a time */
+#define CHAOS_ORDER_TRIES 30	/* one order, refused (busy) this often: give up */
+#define CHAOS_LEASE_MS 2000
+#define CHAOS_GRACE_MS 45000	/* SIGTERM to exit: the run's grace (30 s) and some */
+#define CHAOS_MAX_PIDS 256
+#define CHAOS_FAILPOINTS \
+	"STAGEDOOR_FAILPOINTS=after_send_before_mark=crash:7,after_work_before_ack=crash:13," \
+	"after_render_before_update=crash:5,relay_publish_twice=on:25"
+
+/* ======================== options and state ============================= */
+
+struct opts {
+	char bin[CHAOS_PATH_MAX];	/* stagedoor, absolute */
+	char mailsink[CHAOS_PATH_MAX];	/* build/mailsink, absolute */
+	char certs_sh[CHAOS_PATH_MAX];	/* tools/certs.sh */
+	const char *dir;		/* NULL: a fresh mkdtemp */
+	long orders;
+	long kills;
+	long workers;
+	uint64_t seed;
+	int keep;
+	long drain_timeout_s;
+	long stop_max_ms;
+	/* --verify-only */
+	int verify_only;
+	int orders_given;		/* --verify-only checks the number only then */
+	const char *db, *maildir, *counts;
+};
+
+/* A figure counted from the run log: a failpoint or a technique. */
+struct tally {
+	char name[64];
+	long n;
+};
+
+static struct opts o;
+
+static struct {
+	char dir[CHAOS_PATH_MAX];
+	char db[CHAOS_PATH_MAX + 32], conf[CHAOS_PATH_MAX + 32], run_log[CHAOS_PATH_MAX + 32];
+	char maildir[CHAOS_PATH_MAX + 32], counts[CHAOS_PATH_MAX + 32];
+	char certs[CHAOS_PATH_MAX + 32], orders_log[CHAOS_PATH_MAX + 32];
+	int made_dir;			/* ours to remove */
+	pid_t run;			/* `stagedoor run`, 0 when not running */
+	pid_t sink;			/* mailsink */
+	pid_t orphans[CHAOS_MAX_PIDS];	/* descendants of a killed run, to reap */
+	int n_orphans;
+	long event_ids[CHAOS_EVENTS];
+	int64_t t0;
+
+	/* figures */
+	long placed, order_retries;
+	long kills, stops, app_kills, run_exits, restart_refusals;
+	long stop_ms;
+	char first_broken[600];
+} st;
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+/* Remember the first thing that went wrong; later ones are printed only. */
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void fail(const char *fmt, ...)
+{
+	char buf[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "chaos: %s\n", buf);
+	if (!st.first_broken[0])
+		snprintf(st.first_broken, sizeof st.first_broken, "%s", buf);
+}
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "chaos: [%6.1f s] ", (double)(now_ms() - st.t0) / 1000.0);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: chaos [--bin PATH] [--mailsink PATH] [--dir DIR] [--orders N] [--kills K]\n"
+		"             [--workers W] [--seed S] [--keep] [--drain-timeout-s N]\n"
+		"             [--stop-max-ms N] [--certs-sh PATH]\n"
+		"       chaos --verify-only --db PATH --maildir DIR [--counts FILE] [--orders N]\n");
+	exit(2);
+}
+
+static long opt_num(const char *name, const char *v, long min)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n < min) {
+		fprintf(stderr, "chaos: %s wants a whole number >= %ld, not '%s'\n", name, min, v);
+		exit(2);
+	}
+	return n;
+}
+
+/* An absolute path for a program we run after changing nothing: posix_spawn
+ * does not search PATH here, and the appliance may chdir. */
+static void abs_path(char *buf, size_t size, const char *p)
+{
+	char cwd[CHAOS_PATH_MAX];
+	int n;
+
+	if (p[0] == '/' || !getcwd(cwd, sizeof cwd))
+		n = snprintf(buf, size, "%s", p);
+	else
+		n = snprintf(buf, size, "%s/%s", cwd, p);
+	if (n < 0 || (size_t)n >= size) {
+		fprintf(stderr, "chaos: path too long: %s\n", p);
+		exit(2);
+	}
+}
+
+static void opts_parse(int argc, char **argv)
+{
+	const char *bin = getenv("STAGEDOOR_BIN");
+	int i;
+
+	abs_path(o.bin, sizeof o.bin, bin && *bin ? bin : "bin/stagedoor");
+	abs_path(o.mailsink, sizeof o.mailsink, "build/mailsink");
+	abs_path(o.certs_sh, sizeof o.certs_sh, "tools/certs.sh");
+	o.orders = 2000;
+	o.kills = 100;
+	o.workers = 4;
+	o.seed = (uint64_t)getpid() ^ (uint64_t)now_ms();
+	o.drain_timeout_s = 180;
+	o.stop_max_ms = 15000;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(a, "--keep") == 0) {
+			o.keep = 1;
+			continue;
+		}
+		if (strcmp(a, "--verify-only") == 0) {
+			o.verify_only = 1;
+			continue;
+		}
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || !v)
+			usage();
+		i++;
+		if (strcmp(a, "--bin") == 0)
+			abs_path(o.bin, sizeof o.bin, v);
+		else if (strcmp(a, "--mailsink") == 0)
+			abs_path(o.mailsink, sizeof o.mailsink, v);
+		else if (strcmp(a, "--certs-sh") == 0)
+			abs_path(o.certs_sh, sizeof o.certs_sh, v);
+		else if (strcmp(a, "--dir") == 0)
+			o.dir = v;
+		else if (strcmp(a, "--orders") == 0) {
+			o.orders = opt_num(a, v, 1);
+			o.orders_given = 1;
+		}
+		else if (strcmp(a, "--kills") == 0)
+			o.kills = opt_num(a, v, 0);
+		else if (strcmp(a, "--workers") == 0)
+			o.workers = opt_num(a, v, 1);
+		else if (strcmp(a, "--seed") == 0)
+			o.seed = (uint64_t)opt_num(a, v, 0);
+		else if (strcmp(a, "--drain-timeout-s") == 0)
+			o.drain_timeout_s = opt_num(a, v, 1);
+		else if (strcmp(a, "--stop-max-ms") == 0)
+			o.stop_max_ms = opt_num(a, v, 0);
+		else if (strcmp(a, "--db") == 0)
+			o.db = v;
+		else if (strcmp(a, "--maildir") == 0)
+			o.maildir = v;
+		else if (strcmp(a, "--counts") == 0)
+			o.counts = v;
+		else {
+			fprintf(stderr, "chaos: unknown option %s\n", a);
+			usage();
+		}
+	}
+	if (o.verify_only && (!o.db || !o.maildir))
+		usage();
+}
+
+/* ======================== files and the provider ======================= */
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+		fail("setup: cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int setup_dir(void)
+{
+	if (o.dir) {
+		if (mkdir(o.dir, 0755) != 0 && errno != EEXIST) {
+			fail("setup: mkdir %s: %s", o.dir, strerror(errno));
+			return -1;
+		}
+		abs_path(st.dir, sizeof st.dir, o.dir);
+	} else {
+		const char *tmp = getenv("TMPDIR");
+		char tmpl[CHAOS_PATH_MAX];
+
+		snprintf(tmpl, sizeof tmpl, "%s/chaos-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(tmpl)) {
+			fail("setup: mkdtemp %s: %s", tmpl, strerror(errno));
+			return -1;
+		}
+		abs_path(st.dir, sizeof st.dir, tmpl);
+		st.made_dir = 1;
+	}
+	snprintf(st.db, sizeof st.db, "%s/stagedoor.db", st.dir);
+	snprintf(st.conf, sizeof st.conf, "%s/stagedoor.conf", st.dir);
+	snprintf(st.run_log, sizeof st.run_log, "%s/run.log", st.dir);
+	snprintf(st.maildir, sizeof st.maildir, "%s/mail", st.dir);
+	snprintf(st.counts, sizeof st.counts, "%s/counts.json", st.dir);
+	snprintf(st.certs, sizeof st.certs, "%s/certs", st.dir);
+	snprintf(st.orders_log, sizeof st.orders_log, "%s/orders.log", st.dir);
+	return 0;
+}
+
+static int start_sink(int *port)
+{
+	char cert[CHAOS_PATH_MAX + 64], key[CHAOS_PATH_MAX + 64], port_file[CHAOS_PATH_MAX + 64];
+	char log[CHAOS_PATH_MAX + 64], seed[32];
+	const char *sh[] = { "/bin/sh", o.certs_sh, st.certs, NULL };
+	int64_t until;
+	int rc;
+
+	if ((rc = proc_run(sh, NULL, 0)) != 0) {
+		fail("setup: %s %s: exit %d", o.certs_sh, st.certs, rc);
+		return -1;
+	}
+	snprintf(cert, sizeof cert, "%s/server.pem", st.certs);
+	snprintf(key, sizeof key, "%s/server.key", st.certs);
+	snprintf(port_file, sizeof port_file, "%s/mailsink.port", st.dir);
+	snprintf(log, sizeof log, "%s/mailsink.log", st.dir);
+	snprintf(seed, sizeof seed, "%" PRIu64, o.seed);
+	{
+		const char *argv[] = { o.mailsink, "--listen", "127.0.0.1:0", "--cert", cert,
+				       "--key", key, "--maildir", st.maildir, "--port-file",
+				       port_file, "--fail-500-pct", "5", "--drop-pct", "2",
+				       "--seed", seed, NULL };
+
+		st.sink = proc_spawn(argv, log, log, NULL);
+	}
+	if (st.sink < 0) {
+		st.sink = 0;
+		fail("setup: cannot start %s", o.mailsink);
+		return -1;
+	}
+	for (until = now_ms() + 10000; now_ms() < until; sleep_ms(10)) {
+		FILE *f = fopen(port_file, "r");
+
+		if (f) {
+			int ok = fscanf(f, "%d", port) == 1 && *port > 0;
+
+			fclose(f);
+			if (ok)
+				return 0;
+		}
+		if ((rc = proc_wait(st.sink, 0)) != -2) {
+			st.sink = 0;
+			fail("setup: mailsink exited %d at start (see %s)", rc, log);
+			return -1;
+		}
+	}
+	fail("setup: mailsink wrote no port file within 10 s");
+	return -1;
+}
+
+static int write_config(int port)
+{
+	char text[4 * CHAOS_PATH_MAX];
+
+	snprintf(text, sizeof text,
+		 "# written by tools/chaos\n"
+		 "db = %s\n"
+		 "mail_url = https://127.0.0.1:%d/v1/messages\n"
+		 "mail_ca_file = %s/ca.pem\n"
+		 "mail_timeout_ms = 2000\n"
+		 "lease_ms = %d\n"
+		 "workers = %ld\n"
+		 "log_level = info\n", st.db, port, st.certs, CHAOS_LEASE_MS, o.workers);
+	return write_file(st.conf, text);
+}
+
+/* stagedoor init and three events with room for every order. */
+static int setup_db(void)
+{
+	char out[256];
+	const char *init[] = { o.bin, "init", "--db", st.db, NULL };
+	int rc, i;
+
+	if ((rc = proc_run(init, out, sizeof out)) != 0) {
+		fail("setup: stagedoor init: exit %d", rc);
+		return -1;
+	}
+	for (i = 0; i < CHAOS_EVENTS; i++) {
+		char name[64], starts[64], cap[32];
+		const char *argv[] = { o.bin, "event", "add", "--db", st.db, "--name", name,
+				       "--venue", "Stagedoor Hall", "--starts-at", starts,
+				       "--capacity", cap, NULL };
+
+		snprintf(name, sizeof name, "Chaos night %d", i + 1);
+		snprintf(starts, sizeof starts, "2027-06-%02dT20:00Z", i + 1);
+		snprintf(cap, sizeof cap, "%ld", o.orders * 4 + 10);
+		if ((rc = proc_run(argv, out, sizeof out)) != 0 ||
+		    (st.event_ids[i] = strtol(out, NULL, 10)) <= 0) {
+			fail("setup: stagedoor event add: exit %d, printed '%s'", rc, out);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ======================== the appliance ================================= */
+
+static void orphans_add(pid_t pid)
+{
+	if (st.n_orphans < CHAOS_MAX_PIDS)
+		st.orphans[st.n_orphans++] = pid;
+}
+
+/* Reap what has died of the descendants of killed runs (they are ours:
+ * the harness is a subreaper). */
+static void orphans_reap(void)
+{
+	int i = 0;
+
+	while (i < st.n_orphans) {
+		int status;
+		pid_t r = waitpid(st.orphans[i], &status, WNOHANG);
+
+		if (r == st.orphans[i] || (r < 0 && errno == ECHILD && !proc_alive(st.orphans[i])))
+			st.orphans[i] = st.orphans[--st.n_orphans];
+		else
+			i++;
+	}
+}
+
+static int workers_of(pid_t run, pid_t *out, int max, pid_t except)
+{
+	pid_t kids[CHAOS_MAX_PIDS];
+	int n = proc_children(run, kids, CHAOS_MAX_PIDS), i, k = 0;
+
+	for (i = 0; i < n && k < max; i++)
+		if (kids[i] != except && proc_alive(kids[i]) && proc_cmdline_has(kids[i], "worker"))
+			out[k++] = kids[i];
+	return k;
+}
+
+/*
+ * start_run: `stagedoor run --config FILE` with the failpoints, its stderr
+ * appended to run.log.  A run that exits at once (the last one's lock not
+ * yet released: "already running") is started again for up to 20 s.  Up
+ * means: still running, with at least one worker.
+ */
+static int start_run(void)
+{
+	const char *argv[] = { o.bin, "run", "--config", st.conf, NULL };
+	const char *env[] = { CHAOS_FAILPOINTS, NULL };
+	int64_t give_up = now_ms() + 20000;
+	int rc = 0;
+
+	while (now_ms() < give_up && !interrupted) {
+		pid_t w[4];
+		int64_t until = now_ms() + 15000;
+
+		st.run = proc_spawn(argv, st.run_log, st.run_log, env);
+		if (st.run < 0) {
+			st.run = 0;
+			fail("appliance: cannot start %s run", o.bin);
+			return -1;
+		}
+		while (now_ms() < until && (rc = proc_wait(st.run, 0)) == -2) {
+			if (workers_of(st.run, w, 4, 0) > 0)
+				return 0;
+			sleep_ms(20);
+		}
+		if (rc == -2)
+			break;	/* up, yet no worker in 15 s */
+		st.run = 0;
+		st.restart_refusals++;
+		sleep_ms(250);
+	}
+	if (st.run) {
+		fail("appliance: stagedoor run started no worker within 15 s (see %s)", st.run_log);
+		return -1;
+	}
+	fail("appliance: stagedoor run would not start: last exit %d (see %s)", rc, st.run_log);
+	return -1;
+}
+
+/* SIGKILL the run process and every descendant; wait until they are gone. */
+static void kill_appliance(void)
+{
+	pid_t all[CHAOS_MAX_PIDS];
+	int n, i;
+	int64_t until;
+
+	if (!st.run)
+		return;
+	kill(st.run, SIGSTOP);	/* a frozen supervisor starts no new worker */
+	n = proc_descendants(st.run, all, CHAOS_MAX_PIDS);
+	kill(st.run, SIGKILL);
+	for (i = 0; i < n; i++) {
+		kill(all[i], SIGKILL);
+		orphans_add(all[i]);
+	}
+	proc_wait(st.run, 10000);
+	st.run = 0;
+	for (until = now_ms() + 10000; now_ms() < until; sleep_ms(10)) {
+		orphans_reap();
+		for (i = 0; i < n && !proc_alive(all[i]); i++)
+			;
+		if (i == n)
+			break;
+	}
+}
+
+/* The send_tickets lease the run logged (send_tickets_lease_ms=N), or 0. */
+static long logged_send_lease(void)
+{
+	FILE *f = fopen(st.run_log, "r");
+	char line[4096];
+	long lease = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f)) {
+		const char *p = strstr(line, "send_tickets_lease_ms=");
+
+		if (p)
+			lease = strtol(p + strlen("send_tickets_lease_ms="), NULL, 10);
+	}
+	fclose(f);
+	return lease;
+}
+
+/* ======================== orders ======================================== */
+
+struct placer {
+	pid_t pid;		/* 0: free */
+	long idx;		/* the order's number, 0.. */
+	int tries;
+};
+
+static struct placer placers[CHAOS_PLACERS];
+static long next_order;
+
+/* Order idx's fields are a function of the seed and idx, so a retry (with the
+ * same idempotency key) sends the very same order. */
+static pid_t place(long idx)
+{
+	char event[32], name[64], email[96], seats[8], key[96];
+	const char *argv[] = { o.bin, "order", "add", "--db", st.db, "--event", event,
+			       "--name", name, "--email", email, "--seats", seats,
+			       "--idempotency-key", key, NULL };
+	uint64_t h = o.seed * 0x9E3779B97F4A7C15ULL + (uint64_t)idx * 0xBF58476D1CE4E5B9ULL;
+
+	h ^= h >> 29;
+	snprintf(event, sizeof event, "%ld", st.event_ids[h % CHAOS_EVENTS]);
+	snprintf(name, sizeof name, "Buyer %ld", idx + 1);
+	snprintf(email, sizeof email, "buyer%ld@example.org", idx + 1);
+	snprintf(seats, sizeof seats, "%d", (int)((h >> 8) % 4) + 1);
+	snprintf(key, sizeof key, "chaos-%" PRIu64 "-%ld", o.seed, idx);
+	return proc_spawn(argv, NULL, st.orders_log, NULL);
+}
+
+/* Reap finished order processes, start new ones.  -1 on an order that will
+ * not go in. */
+static int orders_step(void)
+{
+	int i;
+
+	for (i = 0; i < CHAOS_PLACERS; i++) {
+		struct placer *p = &placers[i];
+		int rc;
+
+		if (p->pid > 0) {
+			if ((rc = proc_wait(p->pid, 0)) == -2)
+				continue;
+			p->pid = 0;
+			if (rc == 0) {
+				st.placed++;
+			} else if (++p->tries >= CHAOS_ORDER_TRIES) {
+				fail("orders: order %ld refused %d times, last exit %d (see %s)",
+				     p->idx, p->tries, rc, st.orders_log);
+				return -1;
+			} else {
+				st.order_retries++;
+				if ((p->pid = place(p->idx)) < 0)
+					return -1;
+				continue;
+			}
+		}
+		if (next_order < o.orders) {
+			p->idx = next_order++;
+			p->tries = 0;
+			if ((p->pid = place(p->idx)) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static int orders_running(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < CHAOS_PLACERS; i++)
+		n += placers[i].pid > 0;
+	return n;
+}
+
+/* ======================== the attack ==================================== */
+
+/* The run process died without us: count it, keep the soak going. */
+static int run_watch(void)
+{
+	int rc;
+
+	if (!st.run || (rc = proc_wait(st.run, 0)) == -2)
+		return 0;
+	st.run = 0;
+	st.run_exits++;
+	fail("appliance: stagedoor run exited by itself (status %d; see %s)", rc, st.run_log);
+	return start_run();
+}
+
+static int attack(void)
+{
+	int64_t next_kill = now_ms() + 100 + (int64_t)rng_below(401);
+	int64_t stop_until = 0;
+	pid_t stopped = 0;
+	int stop_done = o.kills == 0, app_kills_due;
+
+	while (!interrupted) {
+		int64_t now = now_ms();
+
+		if (orders_step() != 0 || run_watch() != 0)
+			return -1;
+		orphans_reap();
+
+		/* the SIGSTOP, once, at a quarter of the kills */
+		if (!stop_done && !stopped && st.kills >= o.kills / 4) {
+			pid_t w[CHAOS_MAX_PIDS];
+			int n = workers_of(st.run, w, CHAOS_MAX_PIDS, 0);
+
+			if (n > 0) {
+				long lease = logged_send_lease();
+
+				if (lease < CHAOS_LEASE_MS)
+					lease = CHAOS_LEASE_MS;
+				st.stop_ms = lease + 1000;
+				if (st.stop_ms > o.stop_max_ms)
+					st.stop_ms = o.stop_max_ms;
+				stopped = w[rng_below((uint64_t)n)];
+				kill(stopped, SIGSTOP);
+				st.stops++;
+				stop_until = now + st.stop_ms;
+				say("SIGSTOP worker %d for %ld ms (send_tickets lease %ld ms)",
+				    (int)stopped, st.stop_ms, lease);
+			}
+		}
+		if (stopped && (now >= stop_until || !proc_alive(stopped))) {
+			kill(stopped, SIGCONT);
+			say("SIGCONT worker %d", (int)stopped);
+			stopped = 0;
+			stop_done = 1;
+		}
+
+		/* the whole appliance, at half and three quarters of the kills */
+		app_kills_due = o.kills == 0 ? 0 : (st.kills >= o.kills / 2) + (st.kills >= o.kills * 3 / 4);
+		if (st.app_kills < app_kills_due && st.app_kills < 2) {
+			say("SIGKILL the whole appliance (run %d and its children)", (int)st.run);
+			if (stopped) {
+				stopped = 0;	/* dies with the rest */
+				stop_done = 1;
+			}
+			kill_appliance();
+			st.app_kills++;
+			if (start_run() != 0)
+				return -1;
+			say("stagedoor run started again (pid %d)", (int)st.run);
+			next_kill = now_ms() + 100 + (int64_t)rng_below(401);
+		}
+
+		/* one worker, every 100-500 ms */
+		if (st.kills < o.kills && now >= next_kill) {
+			pid_t w[CHAOS_MAX_PIDS];
+			int n = workers_of(st.run, w, CHAOS_MAX_PIDS, stopped);
+
+			if (n > 0) {
+				kill(w[rng_below((uint64_t)n)], SIGKILL);
+				st.kills++;
+				next_kill = now + 100 + (int64_t)rng_below(401);
+			} else {
+				next_kill = now + 20;	/* all being restarted: look again soon */
+			}
+		}
+
+		if (next_order >= o.orders && orders_running() == 0 && st.kills >= o.kills &&
+		    stop_done && !stopped && st.app_kills >= (o.kills ? 2 : 0))
+			return 0;
+		sleep_ms(10);
+	}
+	fail("interrupted");
+	return -1;
+}
+
+/* ======================== drain and stop ================================ */
+
+static int drain(void)
+{
+	const char *argv[] = { o.bin, "check", "--db", st.db, NULL };
+	int64_t until = now_ms() + o.drain_timeout_s * 1000;
+	char out[2048] = "";
+	int rc = -1;
+
+	while (now_ms() < until && !interrupted) {
+		if (run_watch() != 0)
+			return -1;
+		orphans_reap();
+		if ((rc = proc_run(argv, out, sizeof out)) == 0)
+			return 0;
+		sleep_ms(500);
+	}
+	if (interrupted)
+		fail("interrupted while draining");
+	else
+		fail("drain: stagedoor check still failing after %ld s (exit %d): %.300s",
+		     o.drain_timeout_s, rc, out);
+	return -1;
+}
+
+static int stop_appliance(void)
+{
+	pid_t all[CHAOS_MAX_PIDS];
+	int n, i, rc;
+
+	n = proc_descendants(st.run, all, CHAOS_MAX_PIDS);
+	for (i = 0; i < n; i++)
+		orphans_add(all[i]);
+	kill(st.run, SIGTERM);
+	rc = proc_wait(st.run, CHAOS_GRACE_MS);
+	if (rc == -2) {
+		kill_appliance();
+		fail("stop: stagedoor run did not exit within %d ms of SIGTERM", CHAOS_GRACE_MS);
+		return -1;
+	}
+	st.run = 0;
+	for (i = 0; i < n; i++)
+		if (proc_alive(all[i]))
+			kill(all[i], SIGKILL);
+	orphans_reap();
+	if (rc != 0) {
+		fail("stop: stagedoor run exited %d after SIGTERM, not 0", rc);
+		return -1;
+	}
+	return 0;
+}
+
+static void stop_sink(void)
+{
+	if (!st.sink)
+		return;
+	kill(st.sink, SIGTERM);
+	if (proc_wait(st.sink, 15000) == -2) {
+		kill(st.sink, SIGKILL);
+		proc_wait(st.sink, 5000);
+	}
+	st.sink = 0;
+}
+
+/* Whatever still runs, at any exit. */
+static void cleanup(void)
+{
+	int i;
+
+	for (i = 0; i < CHAOS_PLACERS; i++) {
+		if (placers[i].pid > 0) {
+			kill(placers[i].pid, SIGKILL);
+			proc_wait(placers[i].pid, 5000);
+			placers[i].pid = 0;
+		}
+	}
+	kill_appliance();
+	stop_sink();
+	for (i = 0; i < st.n_orphans; i++)
+		kill(st.orphans[i], SIGKILL);
+	orphans_reap();
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* ======================== the figures =================================== */
+
+/* Count the log lines with msg="<msg>" by the value of key=. */
+static int tally_log(const char *msg, const char *key, struct tally *t, int max)
+{
+	FILE *f = fopen(st.run_log, "r");
+	char line[4096], want_msg[128], want_key[64];
+	int n = 0, i;
+
+	if (!f)
+		return 0;
+	snprintf(want_msg, sizeof want_msg, "msg=\"%s\"", msg);
+	snprintf(want_key, sizeof want_key, " %s=", key);
+	while (fgets(line, sizeof line, f)) {
+		const char *p;
+		char name[64];
+		size_t len;
+
+		if (!strstr(line, want_msg) || !(p = strstr(line, want_key)))
+			continue;
+		p += strlen(want_key);
+		len = strcspn(p, " \n\"");
+		if (len == 0 || len >= sizeof name)
+			continue;
+		memcpy(name, p, len);
+		name[len] = '\0';
+		for (i = 0; i < n && strcmp(t[i].name, name) != 0; i++)
+			;
+		if (i == n) {
+			if (n == max)
+				continue;
+			snprintf(t[n].name, sizeof t[n].name, "%s", name);
+			t[n++].n = 0;
+		}
+		t[i].n++;
+	}
+	fclose(f);
+	return n;
+}
+
+static void print_figures(const struct verdict *v, int64_t elapsed_ms)
+{
+	static const char *techniques[] = { "check_state", "unique_claim", "processed_jobs" };
+	struct tally fp[32], dup[32];
+	int n_fp, n_dup, i, j;
+
+	n_fp = tally_log("failpoint hit", "failpoint", fp, 32);
+	n_dup = tally_log("duplicate absorbed", "technique", dup, 32);
+	printf("orders %ld\n", v->orders);
+	printf("seats %ld\n", v->seats);
+	printf("events %ld\n", v->events);
+	if (!o.verify_only) {
+		printf("order_retries %ld\n", st.order_retries);
+		printf("kills %ld\n", st.kills);
+		printf("sigstops %ld\n", st.stops);
+		printf("sigstop_ms %ld\n", st.stop_ms);
+		printf("appliance_kills %ld\n", st.app_kills);
+		printf("restart_refusals %ld\n", st.restart_refusals);
+		printf("run_exits %ld\n", st.run_exits);
+	}
+	printf("reclaimed_jobs %ld\n", v->reclaimed_jobs);
+	printf("redeliveries %ld\n", v->redeliveries);
+	for (i = 0; i < n_fp; i++)
+		printf("failpoint.%s %ld\n", fp[i].name, fp[i].n);
+	for (i = 0; i < 3; i++) {
+		long n = 0;
+
+		for (j = 0; j < n_dup; j++)
+			if (strcmp(dup[j].name, techniques[i]) == 0)
+				n = dup[j].n;
+		printf("absorbed.%s %ld\n", techniques[i], n);
+	}
+	for (j = 0; j < n_dup; j++) {
+		for (i = 0; i < 3 && strcmp(dup[j].name, techniques[i]) != 0; i++)
+			;
+		if (i == 3)
+			printf("absorbed.%s %ld\n", dup[j].name, dup[j].n);
+	}
+	printf("absorbed.provider_key %ld\n", v->provider_replays);
+	printf("relay_duplicates %ld\n", v->relay_duplicates);
+	printf("provider_failed_500 %ld\n", v->provider_failed_500);
+	printf("provider_dropped %ld\n", v->provider_dropped);
+	printf("pdfs_checked %ld\n", v->pdfs_checked);
+	printf("messages %ld\n", v->messages);
+	printf("duplicates_delivered %ld\n", v->duplicates);
+	printf("lost %ld\n", v->lost);
+	printf("elapsed_s %.1f\n", (double)elapsed_ms / 1000.0);
+}
+
+/* ======================== main ========================================== */
+
+int main(int argc, char **argv)
+{
+	struct verdict v;
+	struct sigaction sa;
+	int port = 0, ok;
+
+	st.t0 = now_ms();
+	opts_parse(argc, argv);
+	rng_seed(o.seed);
+	memset(&v, 0, sizeof v);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	if (o.verify_only) {
+		v.db_path = o.db;
+		v.maildir = o.maildir;
+		v.counts_path = o.counts;
+		v.expect_orders = o.orders_given ? o.orders : -1;
+		ok = verify_run(&v) == 0;
+		print_figures(&v, now_ms() - st.t0);
+		printf("result %s\n", ok ? "ok" : "broken");
+		if (!ok)
+			fprintf(stderr, "chaos: broken: %s\n", v.broken);
+		return ok ? 0 : 1;
+	}
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	/* the workers of a killed run become ours to reap */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+
+	if (setup_dir() != 0)
+		return 1;
+	say("seed %" PRIu64 ", dir %s, %ld orders, %ld kills, %ld workers", o.seed, st.dir,
+	    o.orders, o.kills, o.workers);
+	if (start_sink(&port) != 0 || write_config(port) != 0 || setup_db() != 0 ||
+	    start_run() != 0)
+		goto end;
+	say("mailsink on port %d, stagedoor run pid %d", port, (int)st.run);
+	if (attack() != 0)
+		goto end;
+	say("%ld orders placed, %ld worker kills, %ld stops, %ld appliance kills; draining",
+	    st.placed, st.kills, st.stops, st.app_kills);
+	if (drain() != 0)
+		goto end;
+	say("stagedoor check passes; SIGTERM to the appliance");
+	if (stop_appliance() != 0)
+		goto end;
+	stop_sink();
+end:
+	cleanup();
+	v.db_path = st.db;
+	v.maildir = st.maildir;
+	v.counts_path = st.counts;
+	v.expect_orders = o.orders;
+	if (access(st.db, F_OK) == 0) {
+		say("verifying");
+		verify_run(&v);
+	} else {
+		snprintf(v.broken, sizeof v.broken, "no database");
+	}
+	print_figures(&v, now_ms() - st.t0);
+	if (!st.first_broken[0] && v.broken[0])
+		snprintf(st.first_broken, sizeof st.first_broken, "%s", v.broken);
+	if (!st.first_broken[0] && v.duplicates != 0)
+		snprintf(st.first_broken, sizeof st.first_broken, "duplicates delivered: %ld",
+			 v.duplicates);
+	ok = !st.first_broken[0];
+	printf("result %s\n", ok ? "ok" : "broken");
+	if (!ok) {
+		fprintf(stderr, "chaos: broken: %s\n", st.first_broken);
+		if (v.broken[0] && strcmp(v.broken, st.first_broken) != 0)
+			fprintf(stderr, "chaos: the verifier's first: %s\n", v.broken);
+	}
+	if (o.keep || !ok)
+		fprintf(stderr, "chaos: kept %s\n", st.dir);
+	else if (st.made_dir)
+		nftw(st.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return ok ? 0 : 1;
+}
