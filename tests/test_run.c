@@ -443,6 +443,8 @@ static void test_job_lines_carry_ids_not_buyers(void **state)
 	assert_int_equal(count_in(log, "Quux"), 0);
 	assert_int_equal(count_in(log, "zelda.quux"), 0);
 	assert_int_equal(count_in(log, "example.org"), 0);
+	/* the drained box holds every invariant */
+	assert_int_equal(RUN("check", "--db", e->db_path), 0);
 	/* every line is one logfmt record */
 	{
 		size_t size;
@@ -453,6 +455,30 @@ static void test_job_lines_carry_ids_not_buyers(void **state)
 				fail_msg("not a logfmt line: %s", line);
 		free(text);
 	}
+}
+
+/* ---- maintenance ----------------------------------------------------------- */
+
+static void test_maintenance_prunes_and_checkpoints(void **state)
+{
+	const struct tu_env *e = *state;
+	char log[512], wal[600];
+	struct stat sb;
+	pid_t run;
+	int i;
+
+	run = START(e, log, "--workers", "1", "--retention-ms", "1", "--maintenance-ms", "100");
+	for (i = 0; i < 5; i++)
+		enqueue(e, "noop", "{}");
+	/* done, then pruned into the per-kind totals */
+	wait_sql(e->db_path, 5, 10000, "SELECT coalesce(sum(pruned), 0) FROM done_totals");
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM done_jobs"), 0);
+	wait_log(log, "msg=pruned done_jobs=", 1, 5000);
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 15000, "run"), 0);
+	/* the WAL was checkpointed and cut back, not left to grow */
+	snprintf(wal, sizeof wal, "%s-wal", e->db_path);
+	assert_true(stat(wal, &sb) != 0 || sb.st_size < 4 * 1024 * 1024);
 }
 
 int main(void)
@@ -474,6 +500,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sighup_reopens_the_log_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_job_lines_carry_ids_not_buyers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_maintenance_prunes_and_checkpoints, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
