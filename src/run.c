@@ -505,7 +505,7 @@ int cli_run(int argc, char **argv)
 		return cli_fail(r == SD_NOT_FOUND || r == SD_SCHEMA ? SD_DB : r);
 	}
 	if ((rc = lock_take(R.db_path)) != 0 ||
-	    (rc = (r = tickets_files_init(R.db_path)) != SD_OK ? cli_fail(r) : 0) != 0) {
+	    (rc = (r = tickets_files_init(R.db_path, config_str(&R.cfg, CONFIG_STATE_DIR))) != SD_OK ? cli_fail(r) : 0) != 0) {
 		db_close(R.db);
 		config_free(&R.cfg);
 		return rc;

@@ -101,8 +101,8 @@ static int setup(void **state)
 	memset(&F, 0, sizeof F);
 	F.env = *state;
 	log_set_level(LOG_WARN);
-	if (tickets_files_init(F.env->db_path) != SD_OK ||
-	    tickets_env_open(F.env->db_path, NULL, NULL, NULL, &tenv) != SD_OK)
+	if (tickets_files_init(F.env->db_path, NULL) != SD_OK ||
+	    tickets_env_open(F.env->db_path, NULL, NULL, NULL, NULL, &tenv) != SD_OK)
 		fail_msg("tickets env: %s", err_msg());
 	assert_int_equal(db_open(F.env->db_path, 0, DB_SYNC_FULL, &full), SD_OK);
 	assert_int_equal(event_add(full, &e, &F.event_id), SD_OK);
@@ -163,7 +163,7 @@ static void test_clean_database_passes(void **state)
 	{
 		struct check_report rep;
 
-		assert_int_equal(check_run(F.env->db_path, &rep), SD_OK);
+		assert_int_equal(check_run(F.env->db_path, NULL, &rep), SD_OK);
 		assert_true(rep.ok);
 		assert_int_equal(rep.failed, CHECK_NONE);
 		assert_int_equal(rep.events, 1);
