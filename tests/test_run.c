@@ -483,19 +483,6 @@ static void test_maintenance_prunes_and_checkpoints(void **state)
 
 /* ---- the state folder ------------------------------------------------------ */
 
-static int files_in(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
 
 /* state_dir puts the key, the PDFs and the default maildir in their own
  * folder, and every command that reads them follows it. */
@@ -526,9 +513,9 @@ static void test_state_dir_holds_the_files(void **state)
 	snprintf(path, sizeof path, "%s/ticket.key", sd);
 	assert_int_equal(access(path, F_OK), 0);
 	snprintf(path, sizeof path, "%s/blobs", sd);
-	assert_true(files_in(path) > 0);
+	assert_true(tu_count_files(path) > 0);
 	snprintf(path, sizeof path, "%s/maildir/new", sd);
-	assert_int_equal(files_in(path), 1);
+	assert_int_equal(tu_count_files(path), 1);
 	/* nothing beside the database */
 	snprintf(path, sizeof path, "%s/ticket.key", e->dir);
 	assert_int_equal(access(path, F_OK), -1);
