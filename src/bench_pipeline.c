@@ -484,7 +484,7 @@ static enum sd_result pl_alone(struct db *db, const char *path, const char *dir,
 	if ((r = blob_open(sub, &cblobs)) != SD_OK)
 		goto out;
 	snprintf(url, sizeof url, "maildir:%s/alone-maildir", dir);
-	if ((r = tickets_env_open(path, url, NULL, NULL, &cenv)) != SD_OK)
+	if ((r = tickets_env_open(path, NULL, url, NULL, NULL, &cenv)) != SD_OK)
 		goto out;
 
 	bar = progress_start("alone", n, "orders");
@@ -563,8 +563,8 @@ static enum sd_result pl_run(const char *dir, const char *path, int64_t orders, 
 	res->concurrency = concurrency;
 	/* the box office's connection: orders commit at FULL */
 	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != SD_OK ||
-	    (r = tickets_files_init(path)) != SD_OK ||
-	    (r = tickets_env_open(path, NULL, NULL, NULL, &env)) != SD_OK)
+	    (r = tickets_files_init(path, NULL)) != SD_OK ||
+	    (r = tickets_env_open(path, NULL, NULL, NULL, NULL, &env)) != SD_OK)
 		goto out;
 	if ((r = pipeline_sample_event(db, "Stagedoor Bench Night", orders, &event_id)) != SD_OK)
 		goto out;

@@ -205,17 +205,7 @@ static int counter_event(const struct counter_check *c, void *arg)
 
 /* ---- the run --------------------------------------------------------------- */
 
-static void blob_dir_of(const char *db_path, char *buf, size_t size)
-{
-	const char *slash = strrchr(db_path, '/');
-
-	if (!slash)
-		snprintf(buf, size, "blobs");
-	else
-		snprintf(buf, size, "%.*s/blobs", (int)(slash - db_path), db_path);
-}
-
-enum sd_result check_db(struct db *db, struct check_report *out)
+enum sd_result check_db(struct db *db, const char *state_dir, struct check_report *out)
 {
 	struct order_walk w;
 	struct queue_counts qc;
@@ -227,7 +217,10 @@ enum sd_result check_db(struct db *db, struct check_report *out)
 	memset(&w, 0, sizeof w);
 	out->ok = 1;
 	w.rep = out;
-	blob_dir_of(db_path(db), w.blob_dir, sizeof w.blob_dir);
+	if ((r = tickets_state_dir(db_path(db), state_dir, w.blob_dir, sizeof w.blob_dir - 8)) !=
+	    SD_OK)
+		return r;
+	strcat(w.blob_dir, "/blobs");
 
 	if ((r = db_integrity_check(db, &ok, out->problem, sizeof out->problem)) != SD_OK)
 		goto out;
@@ -277,7 +270,7 @@ out:
 	return r;
 }
 
-enum sd_result check_run(const char *db_path, struct check_report *out)
+enum sd_result check_run(const char *db_path, const char *state_dir, struct check_report *out)
 {
 	struct db *db;
 	enum sd_result r;
@@ -285,7 +278,7 @@ enum sd_result check_run(const char *db_path, struct check_report *out)
 	memset(out, 0, sizeof *out);
 	if ((r = db_open(db_path, 0, DB_SYNC_NORMAL, &db)) != SD_OK)
 		return r;
-	r = check_db(db, out);
+	r = check_db(db, state_dir, out);
 	db_close(db);
 	return r;
 }

@@ -58,9 +58,9 @@ const char *check_name(enum check_id id);
  * when the checks ran (out->ok says whether they held), an error when the
  * database could not be read (message set).
  */
-enum sd_result check_db(struct db *db, struct check_report *out);
+enum sd_result check_db(struct db *db, const char *state_dir, struct check_report *out);
 
 /* check_run: open the database at db_path (never creating it) and check_db. */
-enum sd_result check_run(const char *db_path, struct check_report *out);
+enum sd_result check_run(const char *db_path, const char *state_dir, struct check_report *out);
 
 #endif

@@ -28,32 +28,43 @@
 #include "tickets.h"
 #include "worker.h"
 
+/* from_file: key k of the config file ($STAGEDOOR_CONFIG, else the default
+ * file when it exists), read once; NULL when not set.  A box set up with
+ * /etc/stagedoor/stagedoor.conf must not have `order show` look at ./var. */
+static const char *from_file(enum config_key k)
+{
+	static struct config c;
+	static int looked;
+
+	if (!looked) {
+		looked = 1;
+		config_init(&c);
+		if (config_file_path(NULL) && config_load_file(&c, config_file_path(NULL)) != SD_OK)
+			exit(cli_fail(SD_INVALID));
+	}
+	return c.value[k];
+}
+
 const char *cli_db_path(const char *flag)
 {
-	static char from_file[4096];
-	static int looked;
-	const char *env = getenv("STAGEDOOR_DB");
+	const char *env = getenv("STAGEDOOR_DB"), *f;
 
 	if (flag)
 		return flag;
 	if (env && *env)
 		return env;
-	/* the config file's db (a box set up with /etc/stagedoor/stagedoor.conf
-	 * must not have `order show` look at ./var instead) */
-	if (!looked) {
-		struct config c;
+	return (f = from_file(CONFIG_DB)) ? f : CLI_DB_DEFAULT;
+}
 
-		looked = 1;
-		config_init(&c);
-		if (config_file_path(NULL)) {
-			if (config_load_file(&c, config_file_path(NULL)) != SD_OK)
-				exit(cli_fail(SD_INVALID));
-			if (c.value[CONFIG_DB])
-				snprintf(from_file, sizeof from_file, "%s", c.value[CONFIG_DB]);
-		}
-		config_free(&c);
-	}
-	return from_file[0] ? from_file : CLI_DB_DEFAULT;
+const char *cli_state_dir(const char *flag)
+{
+	const char *env = getenv("STAGEDOOR_STATE_DIR");
+
+	if (flag)
+		return flag;
+	if (env && *env)
+		return env;
+	return from_file(CONFIG_STATE_DIR);
 }
 
 int cli_fail(int r)
@@ -121,9 +132,10 @@ int cli_open_db(const char *flag, int flags, int sync, struct db **db)
 
 int cli_init(int argc, char **argv)
 {
-	const char *dbp = NULL;
+	const char *dbp = NULL, *state = NULL;
 	struct arg_opt opts[] = {
 		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
 	char *pos[ARGS_MAX_POS];
@@ -131,11 +143,11 @@ int cli_init(int argc, char **argv)
 	enum sd_result r;
 	int npos, rc;
 
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "init [--db PATH]")) != 0)
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "init [--db PATH] [--state-dir DIR]")) != 0)
 		return rc;
 	if ((rc = cli_open_db(dbp, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != 0)
 		return rc;
-	if ((r = tickets_files_init(db_path(db))) != SD_OK) {
+	if ((r = tickets_files_init(db_path(db), cli_state_dir(state))) != SD_OK) {
 		db_close(db);
 		return cli_fail(r);
 	}
@@ -312,8 +324,8 @@ int cli_worker(int argc, char **argv)
 	db_close(db);
 	config_mail(&cfg, &mc);
 	/* a database made before tickets existed gets its key now, as init would */
-	if ((r = tickets_files_init(dbp)) != SD_OK ||
-	    (r = tickets_env_open(dbp, config_mail_url(&cfg), config_mail_from(&cfg), &mc,
+	if ((r = tickets_files_init(dbp, config_str(&cfg, CONFIG_STATE_DIR))) != SD_OK ||
+	    (r = tickets_env_open(dbp, config_str(&cfg, CONFIG_STATE_DIR), config_mail_url(&cfg), config_mail_from(&cfg), &mc,
 				  &env)) != SD_OK ||
 	    (r = config_apply_leases(&cfg, 0, &send_lease)) != SD_OK) {
 		config_free(&cfg);
@@ -682,7 +694,8 @@ int cli_mail(int argc, char **argv)
 	if (config_mail_url(&cfg))
 		snprintf(url, sizeof url, "%s", config_mail_url(&cfg));
 	else
-		tickets_default_mail_url(config_str(&cfg, CONFIG_DB), url, sizeof url);
+		tickets_default_mail_url(config_str(&cfg, CONFIG_DB), config_str(&cfg, CONFIG_STATE_DIR),
+					 url, sizeof url);
 	mail_transport_name(url, transport, sizeof transport);
 	from = config_mail_from(&cfg) ? config_mail_from(&cfg) : TICKETS_MAIL_FROM_DEFAULT;
 	config_mail(&cfg, &mc);

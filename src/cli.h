@@ -13,6 +13,10 @@
 /* cli_db_path: --db, else $STAGEDOOR_DB, else ./var/stagedoor.db. */
 const char *cli_db_path(const char *flag);
 
+/* cli_state_dir: --state-dir, else $STAGEDOOR_STATE_DIR, else the config
+ * file's state_dir, else NULL (the database's folder; tickets.h). */
+const char *cli_state_dir(const char *flag);
+
 /* cli_fail: print "stagedoor: <err_msg()>" and return the exit status for r. */
 int cli_fail(int r);
 

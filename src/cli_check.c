@@ -51,10 +51,11 @@ static void print_json(const struct check_report *rep)
 
 int cli_check(int argc, char **argv)
 {
-	const char *dbp = NULL;
+	const char *dbp = NULL, *state = NULL;
 	int json = 0;
 	struct arg_opt opts[] = {
 		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
 		{ "json", ARG_FLAG, &json, 0, 0, 0 },
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
@@ -64,11 +65,11 @@ int cli_check(int argc, char **argv)
 	enum sd_result r;
 	int npos, rc;
 
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "check [--db PATH] [--json]")) != 0)
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "check [--db PATH] [--state-dir DIR] [--json]")) != 0)
 		return rc;
 	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
 		return rc;
-	r = check_db(db, &rep);
+	r = check_db(db, cli_state_dir(state), &rep);
 	db_close(db);
 	if (r != SD_OK)
 		return cli_fail(r);

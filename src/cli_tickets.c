@@ -162,8 +162,10 @@ int cli_order(int argc, char **argv)
 int cli_scan(int argc, char **argv)
 {
 	const char *dbp = NULL;
+	const char *state = NULL;
 	struct arg_opt opts[] = {
 		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
 	char *pos[ARGS_MAX_POS], keypath[PATH_MAX], when[64];
@@ -177,7 +179,7 @@ int cli_scan(int argc, char **argv)
 		return rc;
 	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
 		return rc;
-	if ((r = code_key_path(db_path(db), keypath, sizeof keypath)) != SD_OK ||
+	if ((r = code_key_path(db_path(db), cli_state_dir(state), keypath, sizeof keypath)) != SD_OK ||
 	    (r = code_key_load(keypath, key)) != SD_OK ||
 	    (r = ticket_scan(db, key, pos[0], &res)) != SD_OK) {
 		db_close(db);
@@ -329,8 +331,8 @@ int cli_demo(int argc, char **argv)
 	log_set_level(LOG_WARN);
 	rm_rf(DEMO_DIR);
 	if ((r = db_open(DEMO_DB, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != SD_OK ||
-	    (r = tickets_files_init(DEMO_DB)) != SD_OK ||
-	    (r = tickets_env_open(DEMO_DB, config_mail_url(&cfg), config_mail_from(&cfg), &mc,
+	    (r = tickets_files_init(DEMO_DB, NULL)) != SD_OK ||
+	    (r = tickets_env_open(DEMO_DB, NULL, config_mail_url(&cfg), config_mail_from(&cfg), &mc,
 				  &env)) != SD_OK ||
 	    (r = config_apply_leases(&cfg, 0, NULL)) != SD_OK)
 		goto fail;

@@ -211,13 +211,15 @@ out:
 
 /* ======================== the key file ================================== */
 
-enum sd_result code_key_path(const char *db_path, char *buf, size_t size)
+enum sd_result code_key_path(const char *db_path, const char *state_dir, char *buf, size_t size)
 {
 	const char *slash = strrchr(db_path, '/');
 	int n;
 
+	if (state_dir && *state_dir)
+		n = snprintf(buf, size, "%s/ticket.key", state_dir);
 	/* dirname(3) semantics without its habit of writing into its argument */
-	if (!slash)
+	else if (!slash)
 		n = snprintf(buf, size, "./ticket.key");
 	else if (slash == db_path)
 		n = snprintf(buf, size, "/ticket.key");

@@ -20,9 +20,10 @@
 #define CODE_KEY_LEN 32
 #define CODE_TEXT_MAX 64	/* a code's text, with its NUL */
 
-/* code_key_path: the key file beside the database: "<db dir>/ticket.key".
+/* code_key_path: the key file in the state folder: "<state_dir>/ticket.key",
+ * or beside the database ("<db dir>/ticket.key") when state_dir is NULL or "".
  * buf holds size bytes. */
-enum sd_result code_key_path(const char *db_path, char *buf, size_t size);
+enum sd_result code_key_path(const char *db_path, const char *state_dir, char *buf, size_t size);
 
 /*
  * code_key_ensure: create the key file with a fresh random key when it is

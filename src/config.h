@@ -55,7 +55,7 @@ enum config_key {
 	CONFIG_COUNT_BACKOFF_BASE_MS,
 	CONFIG_COUNT_BACKOFF_CAP_MS,
 	CONFIG_RETENTION_MS,		/* finished jobs kept this long */
-	CONFIG_IDEM_RETENTION_MS,	/* processed_jobs / email_sends kept this long */
+	CONFIG_IDEM_RETENTION_MS,	/* processed_jobs kept this long (email_sends stay) */
 	CONFIG_MAINTENANCE_MS,		/* between maintenance passes under `run` */
 	CONFIG_WAL_WARN_BYTES,		/* warn when the WAL grows past this */
 	CONFIG_LOG_LEVEL,

@@ -87,15 +87,4 @@ enum sd_result idem_prune_processed(struct db *db, int64_t before_ms, int limit,
 				    int (*keep)(const char *job_id, void *arg), void *arg,
 				    int64_t *n, int64_t *kept);
 
-/*
- * idem_prune_effects: delete up to limit email_sends rows of kind whose
- * effect was done (sent_at set) before before_ms, skipping those for which
- * keep(subject_id, arg) returns 1.  Rows not done (a claim, perhaps a send
- * in flight) are never deleted.  Transaction and outputs as above; keep may
- * read through db.
- */
-enum sd_result idem_prune_effects(struct db *db, const char *kind, int64_t before_ms, int limit,
-				  int (*keep)(int64_t subject_id, void *arg), void *arg,
-				  int64_t *n, int64_t *kept);
-
 #endif

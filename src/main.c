@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_check.h"
 #include "failpoint.h"
 #include "result.h"
 #include "log.h"
@@ -31,6 +32,7 @@ static const struct {
 	{ "scan", cli_scan, "admit a ticket at the door: scan CODE" },
 	{ "demo", cli_demo, "the whole pipeline on a fresh ./var/demo: demo [--orders N]\n"
 			   "           [--config FILE] [--mail-url URL] ..." },
+	{ "check", cli_check, "the invariants of a drained box, first broken one named: check [--json]" },
 	{ "mail", cli_mail, "send one test message: mail test --to ADDR [--config FILE]\n"
 			   "           [--mail-url URL] [--mail-from ADDR] [--mail-user USER]\n"
 			   "           [--mail-password-file F] [--mail-ca-file F] [--mail-timeout-ms N]" },

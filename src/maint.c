@@ -18,14 +18,11 @@
  *    far longer than any handler runs.  So: processed_at older than the
  *    retention, and no entry with job_id J in the stream or dead_jobs.
  *
- *  - email_sends (technique 2): the row (order O, "tickets") is what stops a
- *    second send.  send_tickets for O is made once, by the render_tickets run
- *    that won the conditional update on pdf_key (which is never cleared), and
- *    travels outbox -> stream.  So the row may go when its send is done
- *    (sent_at set, older than the retention: a claim without sent_at may be a
- *    send in flight and is never touched), no send_tickets entry for O is in
- *    the stream or dead_jobs, and no unpublished send_tickets outbox row names
- *    O.  Should one still come, the provider's key "tickets-O" answers it.
+ *  - email_sends: never pruned.  The row (order O, "tickets") is not only
+ *    technique 2's claim that stops a second send: it is the order's email
+ *    state, which `stagedoor order show` reports and `stagedoor check`
+ *    requires (every order has one sent row).  It is one small row per
+ *    order, so it is kept as long as the order is.
  *
  * The liveness set is read and the rows deleted in one BEGIN IMMEDIATE
  * transaction, so no entry can be added between the look and the delete.
@@ -50,14 +47,7 @@
 #include "clock.h"
 #include "idem.h"
 #include "log.h"
-#include "outbox.h"
 #include "queue.h"
-
-/* The job kind that makes the email_sends rows of kind EMAIL_KIND, and the
- * payload field naming their subject (tickets.c). */
-#define SEND_JOB_KIND "send_tickets"
-#define EMAIL_KIND "tickets"
-#define ORDER_FIELD "$.order_id"
 
 void maint_opts_default(struct maint_opts *o)
 {
@@ -75,7 +65,6 @@ struct live {
 	struct db *db;		/* the maintenance connection, in its transaction */
 	int loaded;		/* the set below was read */
 	char **ids;		/* job_ids, sorted */
-	int64_t *orders;	/* send_tickets order ids, sorted */
 	size_t n, cap;
 	enum sd_result r;	/* reading the set failed: every record is kept */
 };
@@ -105,27 +94,6 @@ static void live_add_id(const char *job_id, int64_t value, void *arg)
 	l->n++;
 }
 
-static void live_add_order(const char *job_id, int64_t value, void *arg)
-{
-	struct live *l = arg;
-
-	(void)job_id;
-	if (l->r != SD_OK)
-		return;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		int64_t *v = realloc(l->orders, cap * sizeof *v);
-
-		if (!v) {
-			l->r = err_set(SD_NOMEM, "out of memory");
-			return;
-		}
-		l->orders = v;
-		l->cap = cap;
-	}
-	l->orders[l->n++] = value;
-}
-
 static void live_free(struct live *l)
 {
 	size_t i;
@@ -134,20 +102,12 @@ static void live_free(struct live *l)
 		for (i = 0; i < l->n; i++)
 			free(l->ids[i]);
 	free(l->ids);
-	free(l->orders);
 	memset(l, 0, sizeof *l);
 }
 
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
 }
 
 static int keep_job(const char *job_id, void *arg)
@@ -166,44 +126,6 @@ static int keep_job(const char *job_id, void *arg)
 	if (l->r != SD_OK)
 		return 1;
 	return l->n && bsearch(&job_id, l->ids, l->n, sizeof *l->ids, cmp_str) != NULL;
-}
-
-struct outbox_look {
-	int waiting;		/* an unpublished send_tickets row */
-};
-
-static void outbox_row(const struct outbox_row *row, void *arg)
-{
-	struct outbox_look *o = arg;
-
-	if (row->published_at == 0 && strcmp(row->kind, SEND_JOB_KIND) == 0)
-		o->waiting = 1;
-}
-
-static int keep_order(int64_t order_id, void *arg)
-{
-	struct live *l = arg;
-	struct outbox_look o = { 0 };
-
-	if (!l->loaded) {
-		enum sd_result r;
-
-		l->loaded = 1;
-		if ((r = queue_each_live(l->db, SEND_JOB_KIND, ORDER_FIELD, live_add_order, l)) !=
-		    SD_OK)
-			l->r = r;
-		if (l->r == SD_OK && l->n)
-			qsort(l->orders, l->n, sizeof *l->orders, cmp_i64);
-	}
-	if (l->r != SD_OK)
-		return 1;
-	if (l->n && bsearch(&order_id, l->orders, l->n, sizeof *l->orders, cmp_i64))
-		return 1;
-	/* through the outbox's index on the payload's order_id; a failed look
-	 * keeps the row */
-	if (outbox_list_for_order(l->db, order_id, outbox_row, &o) != SD_OK)
-		return 1;
-	return o.waiting;
 }
 
 /* ---- the steps --------------------------------------------------------------- */
@@ -227,29 +149,6 @@ static enum sd_result prune_processed(struct db *db, int64_t before, int batch,
 	live_free(&l);
 	if (r == SD_OK) {
 		st->processed_pruned += n;
-		st->idem_kept += kept;
-	}
-	return r;
-}
-
-static enum sd_result prune_emails(struct db *db, int64_t before, int batch,
-				   struct maint_stats *st)
-{
-	struct live l;
-	enum sd_result r;
-	int64_t n = 0, kept = 0;
-
-	memset(&l, 0, sizeof l);
-	l.db = db;
-	if ((r = db_begin(db)) != SD_OK)
-		return r;
-	r = idem_prune_effects(db, EMAIL_KIND, before, batch, keep_order, &l, &n, &kept);
-	if (r == SD_OK && l.r != SD_OK)
-		r = l.r;
-	r = db_end(db, r);
-	live_free(&l);
-	if (r == SD_OK) {
-		st->emails_pruned += n;
 		st->idem_kept += kept;
 	}
 	return r;
@@ -307,9 +206,7 @@ enum sd_result maint_tick(struct db *db, const struct maint_opts *o, struct main
 		r = queue_prune_done(db, d.done_retention_ms, d.batch, &st->done_pruned);
 	if (r == SD_OK && d.idem_retention_ms > 0)
 		r = prune_processed(db, now - d.idem_retention_ms, d.batch, st);
-	if (r == SD_OK && d.idem_retention_ms > 0)
-		r = prune_emails(db, now - d.idem_retention_ms, d.batch, st);
-	st->idem_pruned = st->processed_pruned + st->emails_pruned;
+	st->idem_pruned = st->processed_pruned;
 	/* the checkpoint runs whatever the prunes did: the WAL must not grow
 	 * because a prune hit a busy database */
 	c = checkpoint(db, d.wal_warn_bytes, st);

@@ -2,7 +2,8 @@
  * maint.h: the maintenance pass `stagedoor run` makes every few seconds on a
  * connection of its own: checkpoint the WAL so it stays bounded under
  * constant readers, and forget what can no longer matter (finished jobs past
- * their retention, idempotency records no delivery can ask for again).
+ * their retention, processed_jobs records no delivery can ask for again;
+ * email_sends rows stay with their order).
  *
  * Every step of a pass is bounded: one checkpoint that waits for readers at
  * most MAINT_CHECKPOINT_BUSY_MS, and one batch (o->batch rows) per prune, so
@@ -27,8 +28,9 @@
 struct maint_opts {
 	int64_t done_retention_ms;	/* prune done jobs finished longer ago;
 					 * 0: QUEUE_RETENTION_MS_DEFAULT, < 0: never */
-	int64_t idem_retention_ms;	/* prune idempotency records older than this
-					 * (see maint.c for which); 0: the default,
+	int64_t idem_retention_ms;	/* prune processed_jobs rows older than this
+					 * (see maint.c for which; email_sends rows
+					 * are never pruned); 0: the default,
 					 * < 0: never.  Must exceed the longest a
 					 * handler can run and the provider's own
 					 * idempotency-key window. */
@@ -46,9 +48,10 @@ struct maint_stats {
 	int64_t copied_frames;		/* of which copied into the database */
 	int wal_warn;			/* the WAL is still above wal_warn_bytes */
 	int64_t done_pruned;		/* done jobs pruned */
-	int64_t idem_pruned;		/* processed_pruned + emails_pruned */
+	int64_t idem_pruned;		/* idempotency records forgotten: as
+					 * processed_pruned (email_sends rows are
+					 * kept with their order, see maint.c) */
 	int64_t processed_pruned;	/* processed_jobs rows forgotten */
-	int64_t emails_pruned;		/* email_sends rows forgotten */
 	int64_t idem_kept;		/* expired records kept: still deliverable */
 };
 
@@ -56,11 +59,12 @@ struct maint_stats {
 void maint_opts_default(struct maint_opts *o);
 
 /*
- * maint_tick: one pass: prune done jobs, processed_jobs and email_sends (one
- * batch each), then checkpoint (PASSIVE, or TRUNCATE with a short wait when
- * the WAL is past half of wal_warn_bytes).  [in] db: the maintenance
- * connection, no transaction open.  [out] st (may be NULL).  A step that
- * fails ends the pass with its error; the checkpoint still runs.
+ * maint_tick: one pass: prune done jobs and processed_jobs (one batch each;
+ * email_sends rows are never pruned, see maint.c), then checkpoint (PASSIVE,
+ * or TRUNCATE with a short wait when the WAL is past half of wal_warn_bytes).
+ * [in] db: the maintenance connection, no transaction open.  [out] st (may
+ * be NULL).  A step that fails ends the pass with its error; the checkpoint
+ * still runs.
  */
 enum sd_result maint_tick(struct db *db, const struct maint_opts *o, struct maint_stats *st);
 

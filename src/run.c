@@ -56,7 +56,7 @@
 #include "config.h"
 #include "db.h"
 #include "log.h"
-#include "queue.h"
+#include "maint.h"
 #include "tickets.h"
 
 #define RUN_MAX_WORKERS 256
@@ -64,6 +64,7 @@
 #define BACKOFF_MAX_MS 30000
 #define HEALTHY_MS 60000		/* a child that lived this long restarts at once */
 #define STOP_MARGIN_MS 10000		/* past grace_ms: SIGKILL what is left */
+#define OPTIMIZE_EVERY_MS (3600LL * 1000)
 
 enum role { ROLE_RELAY, ROLE_WORKER };
 
@@ -94,7 +95,7 @@ struct run {
 	int nkids;
 	int stopping;
 	int64_t stop_deadline;
-	int64_t next_maint;
+	int64_t next_maint, next_optimize;
 };
 
 static int64_t mono_ms(void)
@@ -369,12 +370,30 @@ static void rolling(struct run *R)
 
 static void maintain(struct run *R, int64_t now)
 {
-	int64_t n = 0;
+	struct maint_opts mo;
+	struct maint_stats ms;
 
-	if (queue_prune_done(R->db, config_int(&R->cfg, CONFIG_RETENTION_MS), 1000, &n) != SD_OK)
+	memset(&mo, 0, sizeof mo);
+	/* 0 in the config means never; 0 here means the default */
+	mo.done_retention_ms = config_int(&R->cfg, CONFIG_RETENTION_MS);
+	if (mo.done_retention_ms == 0)
+		mo.done_retention_ms = -1;
+	mo.idem_retention_ms = config_int(&R->cfg, CONFIG_IDEM_RETENTION_MS);
+	if (mo.idem_retention_ms == 0)
+		mo.idem_retention_ms = -1;
+	mo.wal_warn_bytes = config_int(&R->cfg, CONFIG_WAL_WARN_BYTES);
+	memset(&ms, 0, sizeof ms);
+	/* maint_tick logs the WAL warning itself */
+	if (maint_tick(R->db, &mo, &ms) != SD_OK)
 		log_event(LOG_ERROR, "maintenance failed", "err=\"%s\"", err_msg());
-	else if (n)
-		log_event(LOG_INFO, "pruned", "done_jobs=%lld", (long long)n);
+	else if (ms.done_pruned || ms.idem_pruned)
+		log_event(LOG_INFO, "pruned", "done_jobs=%lld idempotency_records=%lld",
+			  (long long)ms.done_pruned, (long long)ms.idem_pruned);
+	if (now >= R->next_optimize) {
+		if (maint_optimize(R->db) != SD_OK)
+			log_event(LOG_WARN, "statistics refresh failed", "err=\"%s\"", err_msg());
+		R->next_optimize = now + OPTIMIZE_EVERY_MS;
+	}
 	R->next_maint = now + config_int(&R->cfg, CONFIG_MAINTENANCE_MS);
 }
 
@@ -486,7 +505,7 @@ int cli_run(int argc, char **argv)
 		return cli_fail(r == SD_NOT_FOUND || r == SD_SCHEMA ? SD_DB : r);
 	}
 	if ((rc = lock_take(R.db_path)) != 0 ||
-	    (rc = (r = tickets_files_init(R.db_path)) != SD_OK ? cli_fail(r) : 0) != 0) {
+	    (rc = (r = tickets_files_init(R.db_path, config_str(&R.cfg, CONFIG_STATE_DIR))) != SD_OK ? cli_fail(r) : 0) != 0) {
 		db_close(R.db);
 		config_free(&R.cfg);
 		return rc;

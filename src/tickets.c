@@ -24,6 +24,7 @@
 
 #include "clock.h"
 #include "failpoint.h"
+#include "fsio.h"
 #include "idem.h"
 #include "log.h"
 #include "outbox.h"
@@ -44,25 +45,41 @@ static void db_dir(const char *db_path, char *buf, size_t size)
 		snprintf(buf, size, "%.*s", (int)(slash - db_path), db_path);
 }
 
-enum sd_result tickets_files_init(const char *db_path)
+enum sd_result tickets_state_dir(const char *db_path, const char *state_dir, char *buf,
+				 size_t size)
+{
+	if (!state_dir || !*state_dir) {
+		db_dir(db_path, buf, size);
+		return SD_OK;
+	}
+	if ((size_t)snprintf(buf, size, "%s", state_dir) >= size)
+		return err_set(SD_INVALID, "state_dir: the path is too long");
+	return SD_OK;
+}
+
+enum sd_result tickets_files_init(const char *db_path, const char *state_dir)
 {
 	char path[PATH_MAX];
 	enum sd_result r;
 
-	if ((r = code_key_path(db_path, path, sizeof path)) != SD_OK)
+	if (state_dir && *state_dir && (r = fsio_mkdirs(state_dir, 0)) != SD_OK)
+		return r;
+	if ((r = code_key_path(db_path, state_dir, path, sizeof path)) != SD_OK)
 		return r;
 	return code_key_ensure(path, NULL);
 }
 
-void tickets_default_mail_url(const char *db_path, char *buf, size_t size)
+void tickets_default_mail_url(const char *db_path, const char *state_dir, char *buf, size_t size)
 {
 	char dir[PATH_MAX];
 
-	db_dir(db_path, dir, sizeof dir);
+	if (tickets_state_dir(db_path, state_dir, dir, sizeof dir) != SD_OK)
+		db_dir(db_path, dir, sizeof dir);
 	snprintf(buf, size, "maildir:%s/maildir", dir);
 }
 
-enum sd_result tickets_env_open(const char *db_path, const char *mail_url, const char *mail_from,
+enum sd_result tickets_env_open(const char *db_path, const char *state_dir, const char *mail_url,
+				const char *mail_from,
 				const struct mail_config *mail_cfg, struct tickets_env **out)
 {
 	struct tickets_env *env;
@@ -77,15 +94,16 @@ enum sd_result tickets_env_open(const char *db_path, const char *mail_url, const
 		 mail_from ? mail_from : TICKETS_MAIL_FROM_DEFAULT);
 	if ((r = mail_address_valid(env->mail_from)) != SD_OK)
 		goto fail;
-	db_dir(db_path, dir, sizeof dir);
+	if ((r = tickets_state_dir(db_path, state_dir, dir, sizeof dir)) != SD_OK)
+		goto fail;
 	snprintf(path, sizeof path, "%s/blobs", dir);
 	if ((r = blob_open(path, &env->blobs)) != SD_OK)
 		goto fail;
-	if ((r = code_key_path(db_path, path, sizeof path)) != SD_OK ||
+	if ((r = code_key_path(db_path, state_dir, path, sizeof path)) != SD_OK ||
 	    (r = code_key_load(path, env->key)) != SD_OK)
 		goto fail;
 	if (!mail_url) {
-		tickets_default_mail_url(db_path, url, sizeof url);
+		tickets_default_mail_url(db_path, state_dir, url, sizeof url);
 		mail_url = url;
 	}
 	if ((r = mail_open_opts(mail_url, mail_cfg, &env->mail)) != SD_OK)

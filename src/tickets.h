@@ -31,17 +31,29 @@
 /* What the handlers need besides the database; one per worker process. */
 struct tickets_env {
 	char db_path[PATH_MAX];
-	struct blob_store *blobs;		/* <db dir>/blobs */
+	struct blob_store *blobs;		/* <state folder>/blobs */
 	struct mailer *mail;
 	unsigned char key[CODE_KEY_LEN];	/* signs ticket codes */
 	char mail_from[256];
 };
 
-/* tickets_files_init: what `init` makes beside the database: the ticket key. */
-enum sd_result tickets_files_init(const char *db_path);
+/*
+ * The state folder holds the box's files: ticket.key, blobs/ (the PDFs) and
+ * maildir/ (the default mail transport).  It is the state_dir setting, or,
+ * when that is NULL or "", the database's own folder.  Every function below
+ * takes db_path and state_dir and works that out the same way.
+ */
 
-/* tickets_default_mail_url: "maildir:<db dir>/maildir". */
-void tickets_default_mail_url(const char *db_path, char *buf, size_t size);
+/* tickets_state_dir: [out] buf = the state folder. */
+enum sd_result tickets_state_dir(const char *db_path, const char *state_dir, char *buf,
+				 size_t size);
+
+/* tickets_files_init: what `init` makes in the state folder: the folder
+ * itself and the ticket key. */
+enum sd_result tickets_files_init(const char *db_path, const char *state_dir);
+
+/* tickets_default_mail_url: "maildir:<state folder>/maildir". */
+void tickets_default_mail_url(const char *db_path, const char *state_dir, char *buf, size_t size);
 
 /*
  * tickets_env_open: the handlers' context for the database at db_path.
@@ -49,8 +61,9 @@ void tickets_default_mail_url(const char *db_path, char *buf, size_t size);
  * mail_cfg (may be NULL: the defaults) is passed to mail_open_opts and need
  * not outlive the call.
  */
-enum sd_result tickets_env_open(const char *db_path, const char *mail_url, const char *mail_from,
-				const struct mail_config *mail_cfg, struct tickets_env **out);
+enum sd_result tickets_env_open(const char *db_path, const char *state_dir, const char *mail_url,
+				const char *mail_from, const struct mail_config *mail_cfg,
+				struct tickets_env **out);
 void tickets_env_close(struct tickets_env *env);
 
 /* ---- intake ---------------------------------------------------------- */

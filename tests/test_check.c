@@ -5,9 +5,7 @@
  * through order_add, then the relay and a worker in threads until the stream
  * and the outbox are empty, pipeline_run), checks that it passes, then
  * breaks one invariant and asserts that check exits 1 naming exactly that
- * one.  The command runs as the binary under test ($STAGEDOOR_BIN) when the
- * binary knows it, and otherwise as cli_check() in a forked child, the same
- * code the binary runs, with stdout and stderr captured in files.
+ * one.  The command runs as the binary under test ($STAGEDOOR_BIN).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -16,15 +14,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
-#include "cli_check.h"
 #include "clock.h"
 #include "log.h"
 #include "outbox.h"
@@ -47,55 +42,6 @@ static struct fixture F;
 
 /* ======================== running check ================================== */
 
-static void slurp_into(const char *path, char *buf, size_t size)
-{
-	size_t n = 0;
-	unsigned char *s = tu_slurp(path, &n);
-
-	buf[0] = '\0';
-	if (s)
-		snprintf(buf, size, "%s", (const char *)s);
-	free(s);
-}
-
-/* cli_check in a child process, stdout and stderr into files. */
-static int check_in_child(const char *const *argv)
-{
-	char po[400], pe[400];
-	char *args[16];
-	int argc = 0, status = 0;
-	pid_t pid;
-
-	snprintf(po, sizeof po, "%s/check.out", F.env->dir);
-	snprintf(pe, sizeof pe, "%s/check.err", F.env->dir);
-	args[argc++] = (char *)"check";
-	for (; argv[argc - 1] && argc < 15; argc++)
-		args[argc] = (char *)argv[argc - 1];
-	args[argc] = NULL;
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int fo = open(po, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int fe = open(pe, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int rc;
-
-		if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
-			_exit(99);
-		/* cli_check takes the words after the command's name */
-		rc = cli_check(argc - 1, args + 1);
-		fflush(stdout);
-		fflush(stderr);
-		_exit(rc);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	slurp_into(po, out, sizeof out);
-	slurp_into(pe, err, sizeof err);
-	return WEXITSTATUS(status);
-}
-
 /* run_check: `stagedoor check ARGS...`; stdout in out, stderr in err. */
 static int run_check(const char *const *argv)
 {
@@ -107,9 +53,7 @@ static int run_check(const char *const *argv)
 		full[i + 1] = argv[i];
 	full[i + 1] = NULL;
 	rc = tu_run(out, sizeof out, err, sizeof err, full);
-	if (rc == 0 || !strstr(err, "unknown command"))
-		return rc;
-	return check_in_child(argv);	/* the binary has no `check` yet */
+	return rc;
 }
 
 #define CHECK(...) run_check((const char *const[]){ __VA_ARGS__, NULL })
@@ -157,8 +101,8 @@ static int setup(void **state)
 	memset(&F, 0, sizeof F);
 	F.env = *state;
 	log_set_level(LOG_WARN);
-	if (tickets_files_init(F.env->db_path) != SD_OK ||
-	    tickets_env_open(F.env->db_path, NULL, NULL, NULL, &tenv) != SD_OK)
+	if (tickets_files_init(F.env->db_path, NULL) != SD_OK ||
+	    tickets_env_open(F.env->db_path, NULL, NULL, NULL, NULL, &tenv) != SD_OK)
 		fail_msg("tickets env: %s", err_msg());
 	assert_int_equal(db_open(F.env->db_path, 0, DB_SYNC_FULL, &full), SD_OK);
 	assert_int_equal(event_add(full, &e, &F.event_id), SD_OK);
@@ -219,7 +163,7 @@ static void test_clean_database_passes(void **state)
 	{
 		struct check_report rep;
 
-		assert_int_equal(check_run(F.env->db_path, &rep), SD_OK);
+		assert_int_equal(check_run(F.env->db_path, NULL, &rep), SD_OK);
 		assert_true(rep.ok);
 		assert_int_equal(rep.failed, CHECK_NONE);
 		assert_int_equal(rep.events, 1);

@@ -182,13 +182,13 @@ static void test_key_path(void **state)
 	char buf[300];
 
 	(void)state;
-	assert_int_equal(code_key_path("/var/lib/stagedoor/box.db", buf, sizeof buf), SD_OK);
+	assert_int_equal(code_key_path("/var/lib/stagedoor/box.db", NULL, buf, sizeof buf), SD_OK);
 	assert_string_equal(buf, "/var/lib/stagedoor/ticket.key");
-	assert_int_equal(code_key_path("box.db", buf, sizeof buf), SD_OK);
+	assert_int_equal(code_key_path("box.db", NULL, buf, sizeof buf), SD_OK);
 	assert_string_equal(buf, "./ticket.key");
-	assert_int_equal(code_key_path("/box.db", buf, sizeof buf), SD_OK);
+	assert_int_equal(code_key_path("/box.db", NULL, buf, sizeof buf), SD_OK);
 	assert_string_equal(buf, "/ticket.key");
-	assert_int_equal(code_key_path("/var/lib/stagedoor/box.db", buf, 10), SD_INVALID);
+	assert_int_equal(code_key_path("/var/lib/stagedoor/box.db", NULL, buf, 10), SD_INVALID);
 }
 
 static void test_key_file_created_private_and_kept(void **state)
@@ -202,7 +202,7 @@ static void test_key_file_created_private_and_kept(void **state)
 	int created = -1;
 	int64_t t, e;
 
-	assert_int_equal(code_key_path(env->db_path, path, sizeof path), SD_OK);
+	assert_int_equal(code_key_path(env->db_path, NULL, path, sizeof path), SD_OK);
 	assert_int_equal(code_key_ensure(path, &created), SD_OK);
 	assert_int_equal(created, 1);
 	assert_int_equal(stat(path, &st), 0);
@@ -248,7 +248,7 @@ static void test_key_file_readable_by_others_refused(void **state)
 	unsigned char key[CODE_KEY_LEN];
 	char path[300];
 
-	assert_int_equal(code_key_path(env->db_path, path, sizeof path), SD_OK);
+	assert_int_equal(code_key_path(env->db_path, NULL, path, sizeof path), SD_OK);
 	assert_int_equal(code_key_ensure(path, NULL), SD_OK);
 	assert_int_equal(chmod(path, 0644), 0);
 	assert_int_equal(code_key_load(path, key), SD_INVALID);

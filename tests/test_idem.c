@@ -98,8 +98,8 @@ static int setup(void **state)
 	F.env = *state;
 	signal(SIGALRM, watchdog);
 	alarm(WATCHDOG_S);
-	if (tickets_files_init(F.env->db_path) != SD_OK ||
-	    tickets_env_open(F.env->db_path, NULL, NULL, NULL, &F.tenv) != SD_OK)
+	if (tickets_files_init(F.env->db_path, NULL) != SD_OK ||
+	    tickets_env_open(F.env->db_path, NULL, NULL, NULL, NULL, &F.tenv) != SD_OK)
 		fail_msg("tickets env: %s", err_msg());
 	if (event_add(F.env->db, &e, &F.event_id) != SD_OK)
 		fail_msg("event_add: %s", err_msg());

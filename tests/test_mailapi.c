@@ -167,7 +167,7 @@ static void env_open(void)
 	snprintf(t->mail_from, sizeof t->mail_from, "box@venue.example");
 	snprintf(path, sizeof path, "%s/blobs", F.env->dir);
 	if (blob_open(path, &t->blobs) != SD_OK ||
-	    code_key_path(F.env->db_path, path, sizeof path) != SD_OK ||
+	    code_key_path(F.env->db_path, NULL, path, sizeof path) != SD_OK ||
 	    code_key_load(path, t->key) != SD_OK)
 		fail_msg("tickets env: %s", err_msg());
 	F.tenv = t;
@@ -191,7 +191,7 @@ static int setup(void **state)
 	snprintf(F.ca, sizeof F.ca, "%s/ca.pem", F.certs);
 	snprintf(cmd, sizeof cmd, "sh tools/certs.sh '%s'", F.certs);
 	assert_int_equal(system(cmd), 0);
-	assert_int_equal(tickets_files_init(F.env->db_path), SD_OK);
+	assert_int_equal(tickets_files_init(F.env->db_path, NULL), SD_OK);
 	env_open();
 	assert_int_equal(event_add(F.env->db, &e, &event_id), SD_OK);
 	o.event_id = event_id;

@@ -2,9 +2,9 @@
  * test_maint.c: the maintenance pass (src/maint.h).
  *
  * On the fake clock: pruning respects each retention and the "still
- * deliverable" rule (a record whose job sits in the stream or the dead
- * letters, or whose send waits in the outbox, is kept), and every step is
- * one bounded batch.  On real threads: the WAL stays bounded while a writer
+ * deliverable" rule (a processed_jobs record whose job sits in the stream or
+ * the dead letters is kept), email_sends rows are never pruned, and every
+ * step is one bounded batch.  On real threads: the WAL stays bounded while a writer
  * commits constantly and two readers run short read transactions
  * constantly, with maint_tick every ~50 ms.
  */
@@ -25,7 +25,6 @@
 #include "idem.h"
 #include "log.h"
 #include "maint.h"
-#include "outbox.h"
 #include "queue.h"
 #include "testutil.h"
 #include "tickets.h"
@@ -208,59 +207,57 @@ static int64_t n_sends(const struct tu_env *e, int64_t order_id)
 			 (long long)order_id);
 }
 
-static void test_email_sends_respect_retention_and_delivery(void **state)
+/* email_sends rows are the orders' email state (`order show`, `check`):
+ * never pruned, sent or not, however old; processed_jobs rows of the same
+ * age with no live entry go. */
+static void test_email_sends_survive_retention(void **state)
 {
 	struct tu_env *e = *state;
 	struct event_new ev = { "Night", "Hall", 1900000000000LL, 100 };
 	struct maint_opts o = opts(1000);
 	struct maint_stats st;
-	char pub[6][ORDER_ID_MAX], payload[64];
-	int64_t event_id = 0, id[6];
+	char pub[3][ORDER_ID_MAX];
+	int64_t event_id = 0, id[3], sends0;
 	int i, replayed = 0;
 
 	assert_int_equal(event_add(e->db, &ev, &event_id), SD_OK);
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < 3; i++) {
 		struct order_new on = { event_id, "Ana", "ana@example.org", 1, NULL };
 
 		assert_int_equal(order_add(e->db, &on, pub[i], &replayed), SD_OK);
 		id[i] = order_id_of(e, pub[i]);
 	}
-	sent(e->db, id[0], 1);		/* sent, nothing left to deliver: may go */
-	sent(e->db, id[1], 1);		/* a send_tickets entry still in the stream */
-	sent(e->db, id[2], 1);		/* a send_tickets entry dead */
-	sent(e->db, id[3], 0);		/* claimed, never marked sent: maybe in flight */
-	sent(e->db, id[4], 1);		/* a send_tickets row waits in the outbox */
-	/* the dead one first: dead_job claims the stream's first entry */
-	snprintf(payload, sizeof payload, "{\"order_id\":%lld}", (long long)id[2]);
-	dead_job(e->db, "send_tickets", NULL, payload);
-	{
-		struct enqueue en = { "send_tickets", payload, NULL, 0, 0 };
-
-		snprintf(payload, sizeof payload, "{\"order_id\":%lld}", (long long)id[1]);
-		assert_int_equal(queue_enqueue(e->db, &en, NULL), SD_OK);
-	}
-	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM stream"), 1);
-	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM dead_jobs"), 1);
-	snprintf(payload, sizeof payload, "{\"order_id\":%lld}", (long long)id[4]);
-	assert_int_equal(db_begin(e->db), SD_OK);
-	assert_int_equal(outbox_add(e->db, "send_tickets", payload, 0, 0, NULL), SD_OK);
-	assert_int_equal(db_commit(e->db), SD_OK);
+	sent(e->db, id[0], 1);		/* sent */
+	sent(e->db, id[1], 1);		/* sent */
+	sent(e->db, id[2], 0);		/* claimed, never marked sent */
+	processed(e->db, "outbox:1");	/* the same age, nothing can deliver it */
+	processed(e->db, "outbox:2");
+	sends0 = tu_count(e->db_path, "SELECT count(*) FROM email_sends");
+	assert_int_equal(sends0, 3);
 
 	clock_fake_advance(DAY + 1);
-	sent(e->db, id[5], 1);		/* sent just now */
 	st = tick(e->db, &o);
-	assert_int_equal(st.emails_pruned, 1);
-	assert_int_equal(st.idem_kept, 3);
-	assert_int_equal(n_sends(e, id[0]), 0);
-	for (i = 1; i < 6; i++)
+	assert_int_equal(st.processed_pruned, 2);
+	assert_int_equal(st.idem_pruned, 2);
+	assert_int_equal(n_processed(e, "outbox:1"), 0);
+	assert_int_equal(n_processed(e, "outbox:2"), 0);
+	for (i = 0; i < 3; i++)
 		assert_int_equal(n_sends(e, id[i]), 1);
 
-	/* an unsent claim is never forgotten, however old */
-	clock_fake_advance(365 * DAY);
-	st = tick(e->db, &o);
-	assert_int_equal(n_sends(e, id[3]), 1);
-	assert_int_equal(st.emails_pruned, 1);	/* id[5] now */
-	assert_int_equal(n_sends(e, id[5]), 0);
+	/* far past the retention, tick after tick: still there, unchanged */
+	for (i = 0; i < 5; i++) {
+		clock_fake_advance(365 * DAY);
+		st = tick(e->db, &o);
+		assert_int_equal(st.idem_pruned, 0);
+		assert_int_equal(st.idem_kept, 0);
+	}
+	for (i = 0; i < 3; i++)
+		assert_int_equal(n_sends(e, id[i]), 1);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM email_sends "
+					      "WHERE sent_at IS NOT NULL"), 2);
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM email_sends "
+					       "WHERE order_id = %lld AND sent_at IS NULL",
+				   (long long)id[2]), 1);
 }
 
 /* ======================== bounded batches ================================= */
@@ -481,7 +478,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_setup, tu_teardown)
 		T(test_done_jobs_respect_retention),
 		T(test_processed_jobs_respect_retention_and_delivery),
-		T(test_email_sends_respect_retention_and_delivery),
+		T(test_email_sends_survive_retention),
 		T(test_batches_bounded),
 		T(test_wal_stays_bounded_under_load),
 		T(test_open_sets_journal_size_limit),

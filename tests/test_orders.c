@@ -345,19 +345,6 @@ static int codes_from_pdf(const struct tu_env *e, const char *id, char codes[][C
 	return n;
 }
 
-static int count_files(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
 
 /* ========================= event add ====================================== */
 
@@ -1048,9 +1035,9 @@ static void test_demo_twenty_orders(void **state)
 
 	/* the files behind the summary */
 	snprintf(newdir, sizeof newdir, "%s/var/demo/maildir/new", e->dir);
-	assert_int_equal(count_files(newdir), 20);
+	assert_int_equal(tu_count_files(newdir), 20);
 	snprintf(newdir, sizeof newdir, "%s/var/demo/blobs/tickets", e->dir);
-	assert_int_equal(count_files(newdir), 20);
+	assert_int_equal(tu_count_files(newdir), 20);
 	snprintf(newdir, sizeof newdir, "%s/var/demo/stagedoor.db", e->dir);
 	assert_int_equal(tu_count(newdir, "SELECT count(*) FROM orders"), 20);
 	assert_int_equal(tu_count(newdir, "SELECT count(*) FROM email_sends WHERE sent_at IS NOT "

@@ -443,6 +443,8 @@ static void test_job_lines_carry_ids_not_buyers(void **state)
 	assert_int_equal(count_in(log, "Quux"), 0);
 	assert_int_equal(count_in(log, "zelda.quux"), 0);
 	assert_int_equal(count_in(log, "example.org"), 0);
+	/* the drained box holds every invariant */
+	assert_int_equal(RUN("check", "--db", e->db_path), 0);
 	/* every line is one logfmt record */
 	{
 		size_t size;
@@ -453,6 +455,79 @@ static void test_job_lines_carry_ids_not_buyers(void **state)
 				fail_msg("not a logfmt line: %s", line);
 		free(text);
 	}
+}
+
+/* ---- maintenance ----------------------------------------------------------- */
+
+static void test_maintenance_prunes_and_checkpoints(void **state)
+{
+	const struct tu_env *e = *state;
+	char log[512], wal[600];
+	struct stat sb;
+	pid_t run;
+	int i;
+
+	run = START(e, log, "--workers", "1", "--retention-ms", "1", "--maintenance-ms", "100");
+	for (i = 0; i < 5; i++)
+		enqueue(e, "noop", "{}");
+	/* done, then pruned into the per-kind totals */
+	wait_sql(e->db_path, 5, 10000, "SELECT coalesce(sum(pruned), 0) FROM done_totals");
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM done_jobs"), 0);
+	wait_log(log, "msg=pruned done_jobs=", 1, 5000);
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 15000, "run"), 0);
+	/* the WAL was checkpointed and cut back, not left to grow */
+	snprintf(wal, sizeof wal, "%s-wal", e->db_path);
+	assert_true(stat(wal, &sb) != 0 || sb.st_size < 4 * 1024 * 1024);
+}
+
+/* ---- the state folder ------------------------------------------------------ */
+
+
+/* state_dir puts the key, the PDFs and the default maildir in their own
+ * folder, and every command that reads them follows it. */
+static void test_state_dir_holds_the_files(void **state)
+{
+	const struct tu_env *e = *state;
+	char conf[512], text[1024], log[512], path[700], sd[400], ev[32], *p;
+	pid_t run;
+
+	snprintf(sd, sizeof sd, "%s/state", e->dir);
+	snprintf(conf, sizeof conf, "%s/stagedoor.conf", e->dir);
+	snprintf(text, sizeof text, "db = %s\nstate_dir = %s\nworkers = 1\n", e->db_path, sd);
+	write_conf(conf, text);
+	snprintf(log, sizeof log, "%s/run.log", e->dir);
+	run = tu_spawn((const char *const[]){ "run", "--config", conf, NULL }, log);
+	wait_log(log, "msg=\"worker started\"", 1, 10000);
+	assert_int_equal(RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--starts-at",
+			     "2026-12-31T20:00Z", "--capacity", "10", "--db", e->db_path), 0);
+	snprintf(ev, sizeof ev, "%.20s", out);
+	if ((p = strchr(ev, '\n')))
+		*p = '\0';
+	assert_int_equal(RUN("order", "add", "--event", ev, "--name", "Ana", "--email",
+			     "ana@example.org", "--seats", "2", "--db", e->db_path), 0);
+	wait_sql(e->db_path, 3, 20000, "SELECT count(*) FROM done_jobs");
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 15000, "run"), 0);
+
+	snprintf(path, sizeof path, "%s/ticket.key", sd);
+	assert_int_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof path, "%s/blobs", sd);
+	assert_true(tu_count_files(path) > 0);
+	snprintf(path, sizeof path, "%s/maildir/new", sd);
+	assert_int_equal(tu_count_files(path), 1);
+	/* nothing beside the database */
+	snprintf(path, sizeof path, "%s/ticket.key", e->dir);
+	assert_int_equal(access(path, F_OK), -1);
+	snprintf(path, sizeof path, "%s/blobs", e->dir);
+	assert_int_equal(access(path, F_OK), -1);
+	/* check finds the PDFs where state_dir says, from the file or a flag */
+	setenv("STAGEDOOR_CONFIG", conf, 1);
+	assert_int_equal(RUN("check"), 0);
+	unsetenv("STAGEDOOR_CONFIG");
+	assert_int_equal(RUN("check", "--db", e->db_path, "--state-dir", sd), 0);
+	assert_int_equal(RUN("check", "--db", e->db_path), 1);
+	assert_non_null(strstr(err, "PDF"));
 }
 
 int main(void)
@@ -474,6 +549,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sighup_reopens_the_log_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_job_lines_carry_ids_not_buyers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_maintenance_prunes_and_checkpoints, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_state_dir_holds_the_files, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

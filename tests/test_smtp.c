@@ -840,14 +840,14 @@ static int job_setup(void **state)
 	tu_setup(state);	/* a database, the fake clock */
 	env = *state;
 	memset(&J, 0, sizeof J);
-	assert_int_equal(tickets_files_init(env->db_path), SD_OK);
+	assert_int_equal(tickets_files_init(env->db_path, NULL), SD_OK);
 	J.tenv = calloc(1, sizeof *J.tenv);
 	assert_non_null(J.tenv);
 	snprintf(J.tenv->db_path, sizeof J.tenv->db_path, "%s", env->db_path);
 	snprintf(J.tenv->mail_from, sizeof J.tenv->mail_from, "box@venue.example");
 	snprintf(path, sizeof path, "%s/blobs", env->dir);
 	if (blob_open(path, &J.tenv->blobs) != SD_OK ||
-	    code_key_path(env->db_path, path, sizeof path) != SD_OK ||
+	    code_key_path(env->db_path, NULL, path, sizeof path) != SD_OK ||
 	    code_key_load(path, J.tenv->key) != SD_OK)
 		fail_msg("tickets env: %s", err_msg());
 	assert_int_equal(event_add(env->db, &e, &event_id), SD_OK);

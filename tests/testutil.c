@@ -11,6 +11,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
@@ -303,4 +304,18 @@ int64_t tu_countf(const char *db_path, const char *fmt, ...)
 	vsnprintf(sql, sizeof sql, fmt, ap);
 	va_end(ap);
 	return tu_count(db_path, sql);
+}
+
+int tu_count_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
 }

@@ -59,6 +59,10 @@ unsigned char *tu_slurp(const char *path, size_t *size);
  * signal death, -2 on timeout (the child is left running). */
 int tu_wait(pid_t pid, int timeout_ms);
 
+/* tu_count_files: the entries of dir, dot files aside; -1 when it cannot be
+ * opened. */
+int tu_count_files(const char *dir);
+
 /* tu_sleep_ms: sleep on the real clock. */
 void tu_sleep_ms(int ms);
 
