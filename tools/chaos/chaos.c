@@ -7,7 +7,7 @@
  *
  *   chaos [--bin PATH] [--mailsink PATH] [--dir DIR] [--orders N] [--kills K]
  *         [--workers W] [--seed S] [--keep] [--drain-timeout-s N]
- *         [--stop-max-ms N] [--certs-sh PATH]
+ *         [--stop-max-ms N] [--certs-sh PATH] [--set KEY=VALUE ...]
  *   chaos --verify-only --db PATH --maildir DIR [--counts FILE] [--orders N]
  *
  * The attack, while N orders go in a few CLI processes at a time:
@@ -25,6 +25,10 @@
  *     2% of its answers after storing.
  * Then it polls `stagedoor check` until it passes, stops the appliance with
  * SIGTERM (exit 0 expected), stops the provider, and runs verify.c.
+ *
+ * --set KEY=VALUE adds a line to the appliance's config file (after the
+ * soak's own: max_deliveries=20, say, to see what else holds when the poison
+ * rule is looser).
  *
  * Exit 0 only when every check holds; 1 naming the first broken one; 2 for
  * a usage error.  The figures go to stdout as "name value" lines.
@@ -71,6 +75,8 @@ struct opts {
 	int keep;
 	long drain_timeout_s;
 	long stop_max_ms;
+	const char *sets[32];		/* --set KEY=VALUE: more config lines */
+	int n_sets;
 	/* --verify-only */
 	int verify_only;
 	int orders_given;		/* --verify-only checks the number only then */
@@ -102,6 +108,7 @@ static struct {
 	long placed, order_retries;
 	long kills, stops, app_kills, run_exits, restart_refusals;
 	long stop_ms;
+	int64_t drain_ms;		/* attack over to the first passing check */
 	char first_broken[600];
 } st;
 
@@ -147,7 +154,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: chaos [--bin PATH] [--mailsink PATH] [--dir DIR] [--orders N] [--kills K]\n"
 		"             [--workers W] [--seed S] [--keep] [--drain-timeout-s N]\n"
-		"             [--stop-max-ms N] [--certs-sh PATH]\n"
+		"             [--stop-max-ms N] [--certs-sh PATH] [--set KEY=VALUE ...]\n"
 		"       chaos --verify-only --db PATH --maildir DIR [--counts FILE] [--orders N]\n");
 	exit(2);
 }
@@ -233,7 +240,13 @@ static void opts_parse(int argc, char **argv)
 			o.drain_timeout_s = opt_num(a, v, 1);
 		else if (strcmp(a, "--stop-max-ms") == 0)
 			o.stop_max_ms = opt_num(a, v, 0);
-		else if (strcmp(a, "--db") == 0)
+		else if (strcmp(a, "--set") == 0) {
+			if (!strchr(v, '=') || o.n_sets == 32) {
+				fprintf(stderr, "chaos: --set wants KEY=VALUE (at most 32)\n");
+				exit(2);
+			}
+			o.sets[o.n_sets++] = v;
+		} else if (strcmp(a, "--db") == 0)
 			o.db = v;
 		else if (strcmp(a, "--maildir") == 0)
 			o.maildir = v;
@@ -343,9 +356,11 @@ static int start_sink(int *port)
 
 static int write_config(int port)
 {
-	char text[4 * CHAOS_PATH_MAX];
+	char text[8 * CHAOS_PATH_MAX];
+	size_t len;
+	int i;
 
-	snprintf(text, sizeof text,
+	len = (size_t)snprintf(text, sizeof text,
 		 "# written by tools/chaos\n"
 		 "db = %s\n"
 		 "mail_url = https://127.0.0.1:%d/v1/messages\n"
@@ -354,6 +369,16 @@ static int write_config(int port)
 		 "lease_ms = %d\n"
 		 "workers = %ld\n"
 		 "log_level = info\n", st.db, port, st.certs, CHAOS_LEASE_MS, o.workers);
+	for (i = 0; i < o.n_sets && len < sizeof text; i++) {
+		const char *eq = strchr(o.sets[i], '=');
+
+		len += (size_t)snprintf(text + len, sizeof text - len, "%.*s = %s\n",
+					(int)(eq - o.sets[i]), o.sets[i], eq + 1);
+	}
+	if (len >= sizeof text) {
+		fail("setup: the config file is too long");
+		return -1;
+	}
 	return write_file(st.conf, text);
 }
 
@@ -687,7 +712,7 @@ static int attack(void)
 static int drain(void)
 {
 	const char *argv[] = { o.bin, "check", "--db", st.db, NULL };
-	int64_t until = now_ms() + o.drain_timeout_s * 1000;
+	int64_t t0 = now_ms(), until = t0 + o.drain_timeout_s * 1000;
 	char out[2048] = "";
 	int rc = -1;
 
@@ -695,8 +720,10 @@ static int drain(void)
 		if (run_watch() != 0)
 			return -1;
 		orphans_reap();
-		if ((rc = proc_run(argv, out, sizeof out)) == 0)
+		if ((rc = proc_run(argv, out, sizeof out)) == 0) {
+			st.drain_ms = now_ms() - t0;
 			return 0;
+		}
 		sleep_ms(500);
 	}
 	if (interrupted)
@@ -832,6 +859,7 @@ static void print_figures(const struct verdict *v, int64_t elapsed_ms)
 		printf("appliance_kills %ld\n", st.app_kills);
 		printf("restart_refusals %ld\n", st.restart_refusals);
 		printf("run_exits %ld\n", st.run_exits);
+		printf("drain_s %.1f\n", (double)st.drain_ms / 1000.0);
 	}
 	printf("reclaimed_jobs %ld\n", v->reclaimed_jobs);
 	printf("redeliveries %ld\n", v->redeliveries);
@@ -911,7 +939,8 @@ int main(int argc, char **argv)
 	    st.placed, st.kills, st.stops, st.app_kills);
 	if (drain() != 0)
 		goto end;
-	say("stagedoor check passes; SIGTERM to the appliance");
+	say("stagedoor check passes after %.1f s of draining; SIGTERM to the appliance",
+	    (double)st.drain_ms / 1000.0);
 	if (stop_appliance() != 0)
 		goto end;
 	stop_sink();
