@@ -267,7 +267,33 @@ static void test_verify_job_left(void **state)
 	assert_non_null(strstr(d->err, "broken: stream: 1 entries left"));
 }
 
-/* ---- the short soak ------------------------------------------------------ */
+/* ---- the soaks ----------------------------------------------------------- */
+
+/* A tiny soak, every time: the harness's own machinery end to end against
+ * the real `stagedoor run` (4 worker kills, the stop, both appliance kills,
+ * drain, verdict) in about ten seconds. */
+static void test_tiny_soak(void **state)
+{
+	struct tu_env *e = *state;
+	const char *args[] = { "--bin", tu_bin(), "--mailsink", "build/mailsink", "--orders", "10",
+			       "--kills", "4", "--workers", "4", "--seed", "2", "--dir", e->dir,
+			       NULL };
+	static char out[16384], err[65536];
+	int rc = chaos(e, args, out, sizeof out, err, sizeof err);
+
+	if (rc != 0)
+		fail_msg("chaos exited %d:\n%s\n%s", rc, out, err);
+	assert_true(figure(out, "kills") >= 4);
+	assert_int_equal(figure(out, "sigstops"), 1);
+	assert_true(figure(out, "sigstop_ms") >= 3000);	/* lease_ms 2000 + 1 s */
+	assert_int_equal(figure(out, "appliance_kills"), 2);
+	assert_int_equal(figure(out, "orders"), 10);
+	assert_int_equal(figure(out, "pdfs_checked"), 10);
+	assert_int_equal(figure(out, "messages"), 10);
+	assert_int_equal(figure(out, "duplicates_delivered"), 0);
+	assert_int_equal(figure(out, "lost"), 0);
+	assert_non_null(strstr(out, "\nresult ok\n"));
+}
 
 #ifdef CHAOS_SOAK_READY
 static void test_short_soak(void **state)
@@ -302,6 +328,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_verify_counter_off, demo_setup, demo_teardown),
 		cmocka_unit_test_setup_teardown(test_verify_bad_pdf, demo_setup, demo_teardown),
 		cmocka_unit_test_setup_teardown(test_verify_job_left, demo_setup, demo_teardown),
+		cmocka_unit_test_setup_teardown(test_tiny_soak, tu_setup_real_nodb, tu_teardown),
 #ifdef CHAOS_SOAK_READY
 		cmocka_unit_test_setup_teardown(test_short_soak, tu_setup_real_nodb, tu_teardown),
 #endif

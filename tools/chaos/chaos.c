@@ -16,7 +16,8 @@
  *   - once (at K/4 kills) SIGSTOP a worker for longer than its lease:
  *     max(lease_ms, the logged send_tickets_lease_ms) + 1 s, at most
  *     --stop-max-ms (15 s), then SIGCONT;
- *   - twice (at K/2 and 3K/4 kills) SIGKILL the whole appliance, the run
+ *   - twice (at K/2 and 3K/4 kills, never while a worker is stopped) SIGKILL
+ *     the whole appliance: the run
  *     process and every descendant, and start `stagedoor run` again (retried
  *     for a while: the old lock may not be released yet);
  *   - the run process carries STAGEDOOR_FAILPOINTS (crashes between the send
@@ -629,7 +630,7 @@ static int run_watch(void)
 static int attack(void)
 {
 	int64_t next_kill = now_ms() + 100 + (int64_t)rng_below(401);
-	int64_t stop_until = 0;
+	int64_t stop_until = 0, app_kill_after = 0;
 	pid_t stopped = 0;
 	int stop_done = o.kills == 0, app_kills_due;
 
@@ -653,35 +654,40 @@ static int attack(void)
 				st.stop_ms = lease + 1000;
 				if (st.stop_ms > o.stop_max_ms)
 					st.stop_ms = o.stop_max_ms;
-				stopped = w[rng_below((uint64_t)n)];
-				kill(stopped, SIGSTOP);
-				st.stops++;
-				stop_until = now + st.stop_ms;
-				say("SIGSTOP worker %d for %ld ms (send_tickets lease %ld ms)",
-				    (int)stopped, st.stop_ms, lease);
+				pid_t cand = w[rng_below((uint64_t)n)];
+
+				/* gone meanwhile: the next turn picks again */
+				if (proc_parent(cand) == st.run) {
+					stopped = cand;
+					kill(stopped, SIGSTOP);
+					st.stops++;
+					stop_until = now + st.stop_ms;
+					say("SIGSTOP worker %d for %ld ms (send_tickets lease %ld ms)",
+					    (int)stopped, st.stop_ms, lease);
+				}
 			}
 		}
 		if (stopped && (now >= stop_until || !proc_alive(stopped))) {
-			kill(stopped, SIGCONT);
+			if (proc_parent(stopped) == st.run)
+				kill(stopped, SIGCONT);
 			say("SIGCONT worker %d", (int)stopped);
 			stopped = 0;
 			stop_done = 1;
 		}
 
-		/* the whole appliance, at half and three quarters of the kills */
+		/* the whole appliance, at half and three quarters of the kills, and
+		 * never while the stopped worker serves its time */
 		app_kills_due = o.kills == 0 ? 0 : (st.kills >= o.kills / 2) + (st.kills >= o.kills * 3 / 4);
-		if (st.app_kills < app_kills_due && st.app_kills < 2) {
+		if (st.app_kills < app_kills_due && st.app_kills < 2 && !stopped &&
+		    now >= app_kill_after) {
 			say("SIGKILL the whole appliance (run %d and its children)", (int)st.run);
-			if (stopped) {
-				stopped = 0;	/* dies with the rest */
-				stop_done = 1;
-			}
 			kill_appliance();
 			st.app_kills++;
 			if (start_run() != 0)
 				return -1;
 			say("stagedoor run started again (pid %d)", (int)st.run);
 			next_kill = now_ms() + 100 + (int64_t)rng_below(401);
+			app_kill_after = now_ms() + 1000;	/* let it get to work first */
 		}
 
 		/* one worker, every 100-500 ms */
@@ -689,8 +695,10 @@ static int attack(void)
 			pid_t w[CHAOS_MAX_PIDS];
 			int n = workers_of(st.run, w, CHAOS_MAX_PIDS, stopped);
 
-			if (n > 0) {
-				kill(w[rng_below((uint64_t)n)], SIGKILL);
+			pid_t victim = n > 0 ? w[rng_below((uint64_t)n)] : 0;
+
+			if (victim > 0 && proc_parent(victim) == st.run) {
+				kill(victim, SIGKILL);
 				st.kills++;
 				next_kill = now + 100 + (int64_t)rng_below(401);
 			} else {
@@ -740,8 +748,6 @@ static int stop_appliance(void)
 	int n, i, rc;
 
 	n = proc_descendants(st.run, all, CHAOS_MAX_PIDS);
-	for (i = 0; i < n; i++)
-		orphans_add(all[i]);
 	kill(st.run, SIGTERM);
 	rc = proc_wait(st.run, CHAOS_GRACE_MS);
 	if (rc == -2) {
@@ -750,9 +756,13 @@ static int stop_appliance(void)
 		return -1;
 	}
 	st.run = 0;
-	for (i = 0; i < n; i++)
-		if (proc_alive(all[i]))
+	/* a child the run left behind is ours now (we are its subreaper) */
+	for (i = 0; i < n; i++) {
+		if (proc_parent(all[i]) == getpid()) {
 			kill(all[i], SIGKILL);
+			orphans_add(all[i]);
+		}
+	}
 	orphans_reap();
 	if (rc != 0) {
 		fail("stop: stagedoor run exited %d after SIGTERM, not 0", rc);
@@ -788,7 +798,8 @@ static void cleanup(void)
 	kill_appliance();
 	stop_sink();
 	for (i = 0; i < st.n_orphans; i++)
-		kill(st.orphans[i], SIGKILL);
+		if (proc_parent(st.orphans[i]) == getpid())
+			kill(st.orphans[i], SIGKILL);
 	orphans_reap();
 }
 

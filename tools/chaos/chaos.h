@@ -60,6 +60,11 @@ int proc_descendants(pid_t pid, pid_t *out, int max);
 /* proc_cmdline_has: 1 when an argument of pid's command line contains word. */
 int proc_cmdline_has(pid_t pid, const char *word);
 
+/* proc_parent: pid's parent, -1 when pid is gone.  A pid is signalled only
+ * while its parent is known (the run, or the harness itself), so a pid the
+ * system has handed to someone else since is never hit. */
+pid_t proc_parent(pid_t pid);
+
 /* proc_alive: 1 while pid exists and is not a zombie. */
 int proc_alive(pid_t pid);
 

@@ -230,6 +230,27 @@ int proc_cmdline_has(pid_t pid, const char *word)
 	return 0;
 }
 
+pid_t proc_parent(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t len;
+	int ppid;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	len = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	/* "pid (comm) S ppid ...": comm may hold spaces, so after the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	return (pid_t)ppid;
+}
+
 int proc_alive(pid_t pid)
 {
 	char path[64], buf[512], *p;
