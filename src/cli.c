@@ -332,8 +332,12 @@ int cli_worker(int argc, char **argv)
 		tickets_env_close(env);
 		return cli_fail(r);
 	}
-	log_event(LOG_INFO, "mail settings", "send_tickets_lease_ms=%lld mail_timeout_ms=%ld",
-		  (long long)send_lease, cfg.mail_timeout_ms > 0 ? cfg.mail_timeout_ms : MAIL_TIMEOUT_MS);
+	/* a claim older than the lease can have no send of its holder left */
+	env->claim_stale_ms = send_lease;
+	log_event(LOG_INFO, "mail settings", "send_tickets_lease_ms=%lld mail_timeout_ms=%ld "
+		  "claim_stale_ms=%lld", (long long)send_lease,
+		  cfg.mail_timeout_ms > 0 ? cfg.mail_timeout_ms : MAIL_TIMEOUT_MS,
+		  (long long)env->claim_stale_ms);
 	memset(&o, 0, sizeof o);
 	o.db_path = dbp;
 	o.handlers = tickets_handlers;

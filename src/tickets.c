@@ -701,6 +701,7 @@ enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
 	enum idem_claim claim;
 	enum sd_result r;
 	int64_t order_id, claimed_at = 0;
+	int64_t stale_ms = env->claim_stale_ms > 0 ? env->claim_stale_ms : IDEM_STALE_MS;
 
 	if (job_order(job, res, &order_id) != JOB_DONE)
 		return JOB_FAIL_PERMANENT;
@@ -710,8 +711,8 @@ enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
 		return job_failf(res, r == SD_NOT_FOUND, "load order: %s", err_msg());
 	if (!v.pdf_stored)
 		return job_failf(res, 0, "order %s has no stored PDF yet", v.public_id);
-	if ((r = idem_effect_claim(db, order_id, "tickets", IDEM_STALE_MS, &claim,
-				   &claimed_at)) != SD_OK)
+	if ((r = idem_effect_claim(db, order_id, "tickets", stale_ms, &claim, &claimed_at)) !=
+	    SD_OK)
 		return db_failure(res, "claim");
 	if (claim == IDEM_DONE) {
 		dup_absorbed("unique_claim", job, v.public_id);
@@ -721,7 +722,7 @@ enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
 		dup_absorbed("unique_claim", job, v.public_id);
 		/* another run sends right now; just past the stale limit it is
 		 * sent, or its claim is stale and ours to take */
-		res->delay_ms = IDEM_STALE_MS + 1;
+		res->delay_ms = stale_ms + 1;
 		return JOB_RETRY_LATER;
 	}
 	failpoint(FP_SEND_CLAIMED);

@@ -35,6 +35,11 @@ struct tickets_env {
 	struct mailer *mail;
 	unsigned char key[CODE_KEY_LEN];	/* signs ticket codes */
 	char mail_from[256];
+	/* send_tickets: an unsent email_sends claim older than this is taken
+	 * over (0: IDEM_STALE_MS).  Safe from the send_tickets lease on: a
+	 * holder's send times out within its lease, so after it no send of
+	 * that holder can still be on its way (config_send_lease_ms). */
+	int64_t claim_stale_ms;
 };
 
 /*

@@ -817,6 +817,24 @@ static void assert_sent_once(void)
 	assert_int_equal(q_int(SQL_PROVIDER_ID_IS, F.order_id, id), 1);
 }
 
+/* A worker sets the staleness from its send_tickets lease: the held run
+ * comes back just past that, not after the 2 min default. */
+static void test_send_race_claim_stale_from_env(void **state)
+{
+	struct run runs[2];
+	int owner;
+
+	(void)state;
+	F.tenv->claim_stale_ms = 7000;
+	assert_int_equal(send_race(tickets_send, runs), 1);
+	owner = runs[0].passed ? 0 : 1;
+	expect_run(&runs[owner], JOB_DONE);
+	expect_run(&runs[!owner], JOB_RETRY_LATER);
+	assert_int_equal(runs[!owner].res.delay_ms, 7001);
+	assert_sent_once();
+	F.tenv->claim_stale_ms = 0;
+}
+
 static void test_send_race_one_message(void **state)
 {
 	struct run runs[2];
@@ -1375,6 +1393,7 @@ int main(void)
 		T(test_render_race_queues_one_send),
 		T(test_naive_render_race_queues_two_sends),
 		T(test_send_race_one_message),
+		T(test_send_race_claim_stale_from_env),
 		T(test_naive_send_race_two_messages),
 		T(test_send_stale_claim_taken_over_once),
 		T(test_send_retry_after_death_same_key),
