@@ -39,10 +39,11 @@ uint64_t rng_below(uint64_t n);
 pid_t proc_spawn(const char *const *argv, const char *out_path, const char *err_path,
 		 const char *const *extra_env);
 
-/* proc_run: proc_spawn and wait; stdout captured into out (may be NULL,
- * NUL-terminated, truncated to size).  Returns the exit status, 128+signal
- * for a signal death, -1 when it could not start. */
-int proc_run(const char *const *argv, char *out, size_t size);
+/* proc_run: proc_spawn and wait; stdout (and stderr too when with_stderr)
+ * captured into out (may be NULL, NUL-terminated, truncated to size).
+ * Returns the exit status, 128+signal for a signal death, -1 when it could
+ * not start. */
+int proc_run(const char *const *argv, char *out, size_t size, int with_stderr);
 
 /* proc_wait: wait up to timeout_ms (-1: forever) for pid.  Returns the exit
  * status, 128+signal for a signal death, -2 on timeout, -1 when pid is not

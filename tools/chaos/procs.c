@@ -134,7 +134,7 @@ int proc_wait(pid_t pid, long timeout_ms)
 	}
 }
 
-int proc_run(const char *const *argv, char *out, size_t size)
+int proc_run(const char *const *argv, char *out, size_t size, int with_stderr)
 {
 	char path[CHAOS_PATH_MAX];
 	const char *tmp = getenv("TMPDIR");
@@ -149,7 +149,7 @@ int proc_run(const char *const *argv, char *out, size_t size)
 			fprintf(stderr, "chaos: mkstemp %s: %s\n", path, strerror(errno));
 			return -1;
 		}
-		pid = proc_spawn(argv, path, NULL, NULL);
+		pid = proc_spawn(argv, path, with_stderr ? path : NULL, NULL);
 		unlink(path);
 	} else {
 		pid = proc_spawn(argv, NULL, NULL, NULL);

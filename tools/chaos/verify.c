@@ -142,7 +142,7 @@ static void check_pdfs(struct verdict *v, sqlite3 *db)
 		{
 			const char *argv[] = { "/usr/bin/qpdf", "--check", path, NULL };
 
-			q = proc_run(argv, NULL, 0);
+			q = proc_run(argv, NULL, 0, 0);
 		}
 		if (q != 0)
 			broken(v, "pdfs: order %lld: qpdf --check %s: exit %d", order, path, q);
