@@ -105,7 +105,7 @@ build/chaos: $(wildcard tools/chaos/*.c) $(wildcard tools/chaos/*.h)
 	$(CC) $(WARN) $(CFLAGS) $(shell pkg-config --cflags sqlite3 jansson) -o $@ \
 		$(wildcard tools/chaos/*.c) $(shell pkg-config --libs sqlite3 jansson)
 
-soak: bin/stagedoor build/mailsink build/chaos
+soak: deps bin/stagedoor build/mailsink build/chaos
 	build/chaos --bin bin/stagedoor --mailsink build/mailsink --orders 2000 --kills 100
 
 bench: deps bin/stagedoor build/sqlbench

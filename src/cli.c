@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "config.h"
 #include "db.h"
+#include "failpoint.h"
 #include "log.h"
 #include "mail.h"
 #include "notify.h"
@@ -218,6 +219,25 @@ int cli_config_load(const struct cli_config_flags *f, struct config *cfg)
 	return 0;
 }
 
+/* ---- a child of `run` ----------------------------------------------------- */
+
+void cli_ready(void)
+{
+	const char *s = getenv("STAGEDOOR_READY_FD");
+	char *end;
+	long fd;
+
+	if (!s || !*s)
+		return;
+	fd = strtol(s, &end, 10);
+	unsetenv("STAGEDOOR_READY_FD");
+	if (*end || fd < 3 || fd > 65535)
+		return;
+	if (write((int)fd, "1", 1) < 0)
+		log_event(LOG_WARN, "could not tell the supervisor this process started", NULL);
+	close((int)fd);
+}
+
 /* ---- SIGHUP in a worker or relay process -------------------------------- */
 
 struct hup_ctx {
@@ -358,6 +378,8 @@ int cli_worker(int argc, char **argv)
 	}
 	cli_install_signals();
 	cli_hup_start(&cf);
+	failpoint(FP_WORKER_START);
+	cli_ready();
 	r = worker_run(&o, &st);
 	if (dp.p)
 		progress_end(dp.p, st.done + st.dead);
@@ -406,6 +428,7 @@ int cli_relay(int argc, char **argv)
 	db_close(db);
 	cli_install_signals();
 	cli_hup_start(&cf);
+	cli_ready();
 	ro.batch = (int)batch;
 	ro.drain = drain;
 	ro.show_progress = drain;	/* a bar or plain lines on stderr while draining */

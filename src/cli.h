@@ -95,6 +95,10 @@ int cli_config_load(const struct cli_config_flags *f, struct config *cfg);
  * Call before starting any other thread. */
 void cli_hup_start(const struct cli_config_flags *cf);
 
+/* cli_ready: under `run`, tell the supervisor this child passed its start-up
+ * checks (a byte into $STAGEDOOR_READY_FD); otherwise nothing. */
+void cli_ready(void);
+
 int cli_init(int argc, char **argv);
 int cli_config(int argc, char **argv);
 int cli_run(int argc, char **argv);

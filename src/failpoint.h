@@ -33,6 +33,7 @@
 #define FAILPOINT_JOB_DONE "after_work_before_ack"	/* handler returned, result not
 							 * committed */
 #define FP_RELAY_TWICE "relay_publish_twice"		/* the relay publishes a row twice */
+#define FP_WORKER_START "worker_start"			/* a worker process, before it is ready */
 
 typedef void (*failpoint_fn)(const char *name, void *arg);
 

@@ -9,9 +9,13 @@
  *    +- ...                        (workers = cores by default)
  *
  * Children are this same program, exec'd with run's own arguments, so they
- * read the same configuration; each has its own connections.  A child that
- * dies is started again after a backoff (100 ms doubling to 30 s, back to
- * 100 ms once a child has lived a minute); the jobs it held come back when
+ * read the same configuration; each has its own connections.  Each says it
+ * is ready (its start-up checks passed: configuration, database, key, mail
+ * transport) by writing a byte into a pipe ($STAGEDOOR_READY_FD).  A child
+ * that dies after that is started again in 100 ms; one that dies before it
+ * (it cannot start: a bad database, an unreadable key) after a backoff,
+ * 100 ms doubling to 30 s, back to 100 ms once a child has lived a minute or
+ * reached ready.  The jobs a dead child held come back when
  * their leases end, and a job that keeps killing workers goes to the dead
  * letters by the queue's poison rule, not round a crash loop.  Children get
  * SIGTERM when the supervisor dies (PR_SET_PDEATHSIG), so a killed appliance
@@ -78,6 +82,8 @@ struct child {
 	int64_t backoff_ms;
 	int restarts;
 	int restart_pending;		/* to take a new configuration */
+	int ready_fd;			/* the read end of its ready pipe; -1: none */
+	int ready;			/* it said it started */
 	int stopping;			/* we sent it SIGTERM */
 };
 
@@ -137,9 +143,9 @@ static int lock_take(const char *db)
 
 /* ---- children ------------------------------------------------------------- */
 
-static void child_exec(struct run *R, struct child *c, pid_t parent)
+static void child_exec(struct run *R, struct child *c, pid_t parent, int ready_w)
 {
-	char *av[ARGS_MAX_POS + 8 + 256];
+	char *av[ARGS_MAX_POS + 8 + 256], fd[16];
 	int n = 0, i;
 
 	/* SIGTERM when the supervisor dies, even by SIGKILL */
@@ -147,6 +153,11 @@ static void child_exec(struct run *R, struct child *c, pid_t parent)
 	if (getppid() != parent)
 		_exit(1);
 	sigprocmask(SIG_SETMASK, &R->oldmask, NULL);
+	/* the write end survives exec; the read end (close-on-exec) does not */
+	if (ready_w >= 0 && fcntl(ready_w, F_SETFD, 0) == 0) {
+		snprintf(fd, sizeof fd, "%d", ready_w);
+		setenv("STAGEDOOR_READY_FD", fd, 1);
+	}
 	av[n++] = R->exe;
 	if (c->role == ROLE_RELAY) {
 		av[n++] = "relay";
@@ -166,17 +177,28 @@ static void child_exec(struct run *R, struct child *c, pid_t parent)
 static void child_start(struct run *R, struct child *c)
 {
 	pid_t parent = getpid(), pid;
+	int pfd[2] = { -1, -1 };
 
 	fflush(NULL);
+	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) != 0)
+		pfd[0] = pfd[1] = -1;
 	pid = fork();
 	if (pid < 0) {
 		log_event(LOG_ERROR, "could not start a child", "child=%s err=\"%s\"", c->name,
 			  strerror(errno));
 		c->next_start_ms = mono_ms() + BACKOFF_MAX_MS;
+		if (pfd[0] >= 0) {
+			close(pfd[0]);
+			close(pfd[1]);
+		}
 		return;
 	}
 	if (pid == 0)
-		child_exec(R, c, parent);
+		child_exec(R, c, parent, pfd[1]);
+	if (pfd[1] >= 0)
+		close(pfd[1]);
+	c->ready_fd = pfd[0];
+	c->ready = 0;
 	c->pid = pid;
 	c->started_ms = mono_ms();
 	c->stopping = 0;
@@ -190,6 +212,24 @@ static void child_signal(struct child *c, int sig)
 		kill(c->pid, sig);
 		if (sig == SIGTERM)
 			c->stopping = 1;
+	}
+}
+
+/* ready_read: has c said it started?  Closes the pipe once it has, or
+ * once it closed without a word. */
+static void ready_read(struct child *c)
+{
+	char b;
+	ssize_t n;
+
+	if (c->ready_fd < 0)
+		return;
+	n = read(c->ready_fd, &b, 1);
+	if (n == 1)
+		c->ready = 1;
+	if (n == 1 || n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		close(c->ready_fd);
+		c->ready_fd = -1;
 	}
 }
 
@@ -217,6 +257,11 @@ static void reap(struct run *R)
 			continue;
 		lived = now - c->started_ms;
 		c->pid = 0;
+		ready_read(c);		/* a byte it wrote just before dying */
+		if (c->ready_fd >= 0) {
+			close(c->ready_fd);
+			c->ready_fd = -1;
+		}
 		if (WIFSIGNALED(st))
 			log_event(R->stopping || c->stopping ? LOG_INFO : LOG_WARN, "child exited",
 				  "child=%s pid=%ld signal=%d lived_ms=%lld", c->name, (long)pid,
@@ -230,7 +275,9 @@ static void reap(struct run *R)
 		if (c->stopping) {
 			/* we asked it to go, to take a new configuration */
 			c->backoff_ms = 0;
-		} else if (lived >= HEALTHY_MS) {
+		} else if (lived >= HEALTHY_MS || c->ready) {
+			/* it started: what killed it was later, maybe a job,
+			 * whose lease keeps it from coming straight back */
 			c->backoff_ms = BACKOFF_MIN_MS;
 		} else {
 			c->backoff_ms = c->backoff_ms < BACKOFF_MIN_MS ? BACKOFF_MIN_MS
@@ -397,6 +444,28 @@ static void maintain(struct run *R, int64_t now)
 	R->next_maint = now + config_int(&R->cfg, CONFIG_MAINTENANCE_MS);
 }
 
+/* startup_check: what every worker checks at its start (the key, the mail
+ * transport and its files, the policies), once here: a setting that would
+ * stop every worker stops `run` with its message instead of a restart loop. */
+static int startup_check(struct run *R)
+{
+	const char *sd = config_str(&R->cfg, CONFIG_STATE_DIR);
+	struct tickets_env *env = NULL;
+	struct mail_config mc;
+	enum sd_result r;
+
+	config_mail(&R->cfg, &mc);
+	if ((r = tickets_files_init(R->db_path, sd)) != SD_OK ||
+	    (r = tickets_env_open(R->db_path, sd, config_mail_url(&R->cfg),
+				  config_mail_from(&R->cfg), &mc, &env)) != SD_OK ||
+	    (r = config_apply_leases(&R->cfg, 0, NULL)) != SD_OK) {
+		tickets_env_close(env);
+		return cli_fail(r);
+	}
+	tickets_env_close(env);
+	return 0;
+}
+
 /* ---- the loop ------------------------------------------------------------------ */
 
 static void begin_stop(struct run *R, int sig)
@@ -418,8 +487,9 @@ static int loop(struct run *R)
 	for (;;) {
 		int64_t now = mono_ms(), wake = now + 1000;
 		struct signalfd_siginfo si;
-		struct pollfd pfd;
-		int i;
+		struct pollfd pfd[2 + RUN_MAX_WORKERS];
+		struct child *who[2 + RUN_MAX_WORKERS];
+		int i, np = 1;
 
 		if (!R->stopping) {
 			for (i = 0; i < R->nkids; i++) {
@@ -449,10 +519,20 @@ static int loop(struct run *R)
 			}
 			wake = R->stop_deadline;
 		}
-		pfd.fd = R->sfd;
-		pfd.events = POLLIN;
-		if (poll(&pfd, 1, (int)(wake > now ? (wake - now > 1000 ? 1000 : wake - now) : 0)) <= 0)
+		pfd[0].fd = R->sfd;
+		pfd[0].events = POLLIN;
+		for (i = 0; i < R->nkids; i++)
+			if (R->kids[i].ready_fd >= 0) {
+				pfd[np].fd = R->kids[i].ready_fd;
+				pfd[np].events = POLLIN;
+				who[np++] = &R->kids[i];
+			}
+		if (poll(pfd, (nfds_t)np,
+			 (int)(wake > now ? (wake - now > 1000 ? 1000 : wake - now) : 0)) <= 0)
 			continue;
+		for (i = 1; i < np; i++)
+			if (pfd[i].revents)
+				ready_read(who[i]);
 		while (read(R->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
 			switch (si.ssi_signo) {
 			case SIGCHLD:
@@ -485,7 +565,7 @@ int cli_run(int argc, char **argv)
 	sigset_t set;
 	enum sd_result r;
 	ssize_t n;
-	int npos, rc;
+	int npos, rc, i;
 
 	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "run " CLI_CONFIG_USAGE)) != 0)
 		return rc;
@@ -504,8 +584,7 @@ int cli_run(int argc, char **argv)
 		config_free(&R.cfg);
 		return cli_fail(r == SD_NOT_FOUND || r == SD_SCHEMA ? SD_DB : r);
 	}
-	if ((rc = lock_take(R.db_path)) != 0 ||
-	    (rc = (r = tickets_files_init(R.db_path, config_str(&R.cfg, CONFIG_STATE_DIR))) != SD_OK ? cli_fail(r) : 0) != 0) {
+	if ((rc = lock_take(R.db_path)) != 0 || (rc = startup_check(&R)) != 0) {
 		db_close(R.db);
 		config_free(&R.cfg);
 		return rc;
@@ -522,6 +601,8 @@ int cli_run(int argc, char **argv)
 		config_free(&R.cfg);
 		return cli_fail(err_set(SD_IO, "signalfd: %s", strerror(errno)));
 	}
+	for (i = 0; i <= RUN_MAX_WORKERS; i++)
+		R.kids[i].ready_fd = -1;
 	R.kids[0].role = ROLE_RELAY;
 	snprintf(R.kids[0].name, sizeof R.kids[0].name, "relay");
 	R.kids[0].wanted = 1;

@@ -257,9 +257,37 @@ static void test_job_that_kills_workers_goes_dead_not_round_a_loop(void **state)
 	wait_log(log, "level=warn msg=\"job dead\" job_id=", 1, 5000);
 	assert_int_equal(count_in(log, "reason=poison"), 1);
 	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM stream"), 0);
-	/* the supervisor lives on and keeps its worker */
+	/* the supervisor lives on and keeps its worker; a worker that had
+	 * started comes back at once (the job's lease paces the crashes) */
 	assert_true(alive(run));
 	wait_log(log, "restarts=3", 1, 10000);
+	assert_int_equal(count_in(log, "msg=\"child restarts\" child=w1 in_ms=100\n"),
+			 count_in(log, "msg=\"child restarts\" child=w1 "));
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 15000, "run"), 0);
+}
+
+/* A worker that dies before it is ready is not restarted in a hot loop: the
+ * waits double.  (A setting that would stop every worker stops `run` itself.) */
+static void test_child_that_cannot_start_backs_off(void **state)
+{
+	const struct tu_env *e = *state;
+	char log[512];
+	pid_t run;
+
+	assert_int_equal(RUN("run", "--db", e->db_path, "--mail-url", "gopher://mail.example"), 2);
+	assert_non_null(strstr(err, "gopher"));
+
+	setenv("STAGEDOOR_FAILPOINTS", "worker_start=crash", 1);
+	snprintf(log, sizeof log, "%s/run.log", e->dir);
+	run = tu_spawn((const char *const[]){ "run", "--db", e->db_path, "--workers", "1", NULL },
+		       log);
+	wait_log(log, "child=w1 in_ms=800", 1, 15000);
+	assert_int_equal(count_in(log, "child=w1 in_ms=100\n"), 1);
+	assert_int_equal(count_in(log, "child=w1 in_ms=200\n"), 1);
+	assert_int_equal(count_in(log, "child=w1 in_ms=400\n"), 1);
+	/* the relay, which started, never left */
+	assert_int_equal(count_in(log, "child=relay role=relay pid"), 1);
 	kill(run, SIGTERM);
 	assert_int_equal(tu_reap(run, 15000, "run"), 0);
 }
@@ -539,6 +567,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_job_that_kills_workers_goes_dead_not_round_a_loop,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_child_that_cannot_start_backs_off, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_sigterm_lets_running_handlers_finish, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sigterm_past_grace_releases_the_job_ready_at_once,
