@@ -118,3 +118,27 @@ demo: deps
 
 clean:
 	rm -rf build bin
+
+# The API's parsing layer under libFuzzer (tests/fuzz): a clang build of the
+# library with ASan and UBSan, run for FUZZ_TIME seconds on a copy of the
+# corpus (tests/fuzz/corpus is never written).  Not part of make test.
+FUZZ_CC   ?= clang
+FUZZ_TIME ?= 60
+FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# other modules are written for gcc: clang warns on some, so no -Werror there
+FUZZ_LIBFLAGS = $(filter-out -Werror,$(ALL_CFLAGS))
+FUZZ_OBJS := $(patsubst src/%.c,build/fuzz/%.o,$(LIBSRCS)) build/fuzz/schema.o
+.PHONY: fuzz
+build/fuzz/%.o: src/%.c src/*.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -Isrc -c -o $@ $<
+build/fuzz/schema.o: build/schema.c src/db.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) -Isrc -c -o $@ $<
+build/fuzz/fuzz_api: tests/fuzz/fuzz_api.c $(FUZZ_OBJS)
+	$(FUZZ_CC) $(ALL_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -Isrc -o $@ $< $(FUZZ_OBJS) $(LDLIBS)
+fuzz: build/fuzz/fuzz_api
+	rm -rf build/fuzz/corpus && mkdir -p build/fuzz/corpus
+	cp tests/fuzz/corpus/* build/fuzz/corpus/
+	build/fuzz/fuzz_api -max_total_time=$(FUZZ_TIME) -max_len=70000 -timeout=10 \
+		build/fuzz/corpus

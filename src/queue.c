@@ -969,6 +969,19 @@ enum sd_result queue_next_visible(struct db *db, int64_t *at)
 	return one_int(db, SQL_NEXT_VISIBLE, at, -1);
 }
 
+/* Entries in the stream and the dead letters keep their expiries; a finished
+ * entry keeps only deliveries and attempts, so its reclaims are the
+ * deliveries that neither the first claim nor a failed attempt explains. */
+static const char SQL_RECLAIMS[] =
+	"SELECT (SELECT coalesce(sum(expiries), 0) FROM stream) + "
+	"(SELECT coalesce(sum(expiries), 0) FROM dead_jobs) + "
+	"(SELECT coalesce(sum(max(deliveries - 1 - attempts, 0)), 0) FROM done_jobs)";
+
+enum sd_result queue_reclaims(struct db *db, int64_t *n)
+{
+	return one_int(db, SQL_RECLAIMS, n, 0);
+}
+
 /* Columns: state id job_id kind payload priority deliveries attempts
  * visible_at created_at finished_at worker last_error json */
 #define LIST_STREAM_COLS \

@@ -195,6 +195,14 @@ enum sd_result queue_pending(struct db *db, int64_t *n);
 /* queue_next_visible: the earliest visible_at in the stream, or -1 if empty. */
 enum sd_result queue_next_visible(struct db *db, int64_t *at);
 
+/*
+ * queue_reclaims: [out] *n: deliveries that followed an expired lease, over
+ * the stream, the dead letters and the finished jobs still kept (a finished
+ * job counts deliveries - 1 - attempts, so a snooze or release counts too;
+ * pruned finished jobs no longer count).
+ */
+enum sd_result queue_reclaims(struct db *db, int64_t *n);
+
 /* One listed entry; fields not kept for a state are 0 or NULL. */
 struct job_row {
 	const char *state;	/* ready, scheduled, leased, dead, done */

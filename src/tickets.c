@@ -1100,6 +1100,89 @@ out:
 	return db_end(db, r);
 }
 
+/* ======================== events as the API shows them ================== */
+
+#define EVENT_VIEW_SQL \
+	"SELECT e.id, e.name, e.venue, e.starts_at, e.capacity, e.created_at, " \
+	"(SELECT count(*) FROM orders WHERE event_id = e.id), " \
+	"(SELECT count(*) FROM tickets WHERE event_id = e.id) FROM events e "
+static const char SQL_EVENT_GET[] = EVENT_VIEW_SQL "WHERE e.id = ?1";
+static const char SQL_EVENT_EACH[] = EVENT_VIEW_SQL "ORDER BY e.id";
+static const char SQL_TOTALS[] =
+	"SELECT (SELECT count(*) FROM orders), (SELECT count(*) FROM email_sends "
+	"WHERE kind = 'tickets' AND sent_at IS NOT NULL)";
+
+static void event_view_read(struct db_stmt *st, struct event_view *v)
+{
+	memset(v, 0, sizeof *v);
+	v->id = db_col_int(st, 0);
+	snprintf(v->name, sizeof v->name, "%s", db_col_text(st, 1));
+	snprintf(v->venue, sizeof v->venue, "%s", db_col_text(st, 2));
+	v->starts_at = db_col_int(st, 3);
+	v->capacity = db_col_int(st, 4);
+	v->created_at = db_col_int(st, 5);
+	v->orders = db_col_int(st, 6);
+	v->seats_sold = db_col_int(st, 7);
+}
+
+enum sd_result event_get(struct db *db, int64_t id, struct event_view *v)
+{
+	struct db_stmt *st = db_stmt(db, SQL_EVENT_GET);
+	enum sd_result r;
+	int row = 0;
+
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, id);
+	if ((r = db_step(st, &row)) != SD_OK)
+		return r;
+	if (row)
+		event_view_read(st, v);
+	db_reset(st);
+	return row ? SD_OK : err_set(SD_NOT_FOUND, "no event %lld", (long long)id);
+}
+
+enum sd_result tickets_each_event(struct db *db, void (*fn)(const struct event_view *v,
+							     void *arg), void *arg)
+{
+	struct db_stmt *st = db_stmt(db, SQL_EVENT_EACH);
+	struct event_view v;
+	enum sd_result r;
+	int row = 0;
+
+	if (!st)
+		return SD_DB;
+	for (;;) {
+		if ((r = db_step(st, &row)) != SD_OK)
+			return r;
+		if (!row)
+			break;
+		event_view_read(st, &v);
+		fn(&v, arg);
+	}
+	db_reset(st);
+	return SD_OK;
+}
+
+enum sd_result tickets_totals(struct db *db, int64_t *orders, int64_t *emails_sent)
+{
+	struct db_stmt *st = db_stmt(db, SQL_TOTALS);
+	enum sd_result r;
+	int row = 0;
+
+	*orders = *emails_sent = 0;
+	if (!st)
+		return SD_DB;
+	if ((r = db_step(st, &row)) != SD_OK)
+		return r;
+	if (row) {
+		*orders = db_col_int(st, 0);
+		*emails_sent = db_col_int(st, 1);
+	}
+	db_reset(st);
+	return SD_OK;
+}
+
 /* ======================== invariant checks =============================== */
 
 static const char SQL_CHECK_ORDERS[] =

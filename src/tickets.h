@@ -143,6 +143,26 @@ struct event_summary {
 enum sd_result tickets_event_summary(struct db *db, struct blob_store *blobs, int64_t event_id,
 				     struct event_summary *s);
 
+/* One event with what it has sold, read in one statement. */
+struct event_view {
+	int64_t id, starts_at, capacity, created_at;
+	int64_t orders;			/* orders for it */
+	int64_t seats_sold;		/* ticket rows */
+	char name[TICKETS_TEXT_MAX + 1];
+	char venue[TICKETS_TEXT_MAX + 1];
+};
+
+/* event_get: [out] *v.  SD_NOT_FOUND when there is no such event. */
+enum sd_result event_get(struct db *db, int64_t id, struct event_view *v);
+
+/* tickets_each_event: call fn for every event, by id; fn must not use db. */
+enum sd_result tickets_each_event(struct db *db, void (*fn)(const struct event_view *v,
+							     void *arg), void *arg);
+
+/* tickets_totals: [out] *orders: every order; *emails_sent: orders whose
+ * ticket email is marked sent. */
+enum sd_result tickets_totals(struct db *db, int64_t *orders, int64_t *emails_sent);
+
 /* ---- invariant checks (`stagedoor check`) ------------------------------ */
 
 /* One order as the checks see it; strings live until the callback returns. */

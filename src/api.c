@@ -1,0 +1,1412 @@
+/*
+ * api.c: the intake API without HTTP (see api.h for the endpoints and the
+ * invariants).
+ *
+ * Sections: SHA-256 and the token; responses; the connection pool and the
+ * keys in flight; parsing (pure, fuzzed); the endpoints; the router.
+ *
+ * A request runs on the calling server thread with a connection borrowed
+ * from the pool (FULL durability: orders are accepted on it) and returned
+ * outside any transaction.  SQL here touches only api_keys, the table this
+ * module owns; everything else goes through tickets and queue.
+ */
+#define _GNU_SOURCE
+#include "api.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "code.h"
+#include "failpoint.h"
+#include "fsio.h"
+#include "log.h"
+#include "mail.h"
+#include "queue.h"
+
+struct api {
+	char db_path[PATH_MAX];
+	char token[API_TOKEN_HEX + 1];		/* never logged or stored */
+	unsigned char key[CODE_KEY_LEN];	/* ticket.key, for scans */
+	struct blob_store *blobs;		/* <state dir>/blobs: the PDFs */
+	int64_t idem_ttl_ms;
+	int (*workers_alive)(void *arg);
+	void *arg;
+
+	pthread_mutex_t mu;			/* guards idle[] and inflight[] */
+	struct db *idle[API_POOL_IDLE_MAX];	/* connections not in use */
+	int n_idle;
+	char **inflight;			/* client keys whose request runs now */
+	int n_inflight, cap_inflight;
+};
+
+/* ======================== SHA-256 (FIPS 180-4) =========================== */
+
+/* The request hash only: mbedTLS belongs to code.c, and a digest of a public
+ * body needs no constant time. */
+
+static const uint32_t sha_k[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+	0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+	0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+	0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+	0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+	0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+	0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+	0xc67178f2,
+};
+
+#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void sha_block(uint32_t h[8], const unsigned char *p)
+{
+	uint32_t w[64], a, b, c, d, e, f, g, k, t1, t2;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (; i < 64; i++)
+		w[i] = w[i - 16] + (ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3)) +
+		       w[i - 7] + (ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10));
+	a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
+	for (i = 0; i < 64; i++) {
+		t1 = k + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + sha_k[i] +
+		     w[i];
+		t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+		k = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+	}
+	h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
+}
+
+void api_sha256_hex(const void *data, size_t len, char out[API_TOKEN_HEX + 1])
+{
+	uint32_t h[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+			  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+	const unsigned char *p = data;
+	unsigned char tail[128];
+	uint64_t bits = (uint64_t)len * 8;
+	size_t rest, i, n;
+
+	for (; len >= 64; p += 64, len -= 64)
+		sha_block(h, p);
+	rest = len;
+	memset(tail, 0, sizeof tail);
+	if (rest)
+		memcpy(tail, p, rest);
+	tail[rest] = 0x80;
+	n = rest < 56 ? 64 : 128;
+	for (i = 0; i < 8; i++)
+		tail[n - 1 - i] = (unsigned char)(bits >> (8 * i));
+	sha_block(h, tail);
+	if (n == 128)
+		sha_block(h, tail + 64);
+	for (i = 0; i < 8; i++)
+		snprintf(out + 8 * i, 9, "%08x", (unsigned)h[i]);
+}
+
+/* ======================== the token ====================================== */
+
+enum sd_result api_token_path(const char *db_path, const char *state_dir, char *buf, size_t size)
+{
+	char dir[PATH_MAX];
+	enum sd_result r;
+
+	if ((r = tickets_state_dir(db_path, state_dir, dir, sizeof dir)) != SD_OK)
+		return r;
+	if ((size_t)snprintf(buf, size, "%s/api.token", dir) >= size)
+		return err_set(SD_INVALID, "state_dir: the path is too long");
+	return SD_OK;
+}
+
+enum sd_result api_token_ensure(const char *db_path, const char *state_dir)
+{
+	static const char hexd[] = "0123456789abcdef";
+	unsigned char rnd[API_TOKEN_HEX / 2];
+	char path[PATH_MAX], head[PATH_MAX + 32], hex[API_TOKEN_HEX];
+	struct stat st;
+	enum sd_result r;
+	size_t got = 0, i;
+
+	if ((r = api_token_path(db_path, state_dir, path, sizeof path)) != SD_OK)
+		return r;
+	if (state_dir && *state_dir && (r = fsio_mkdirs(state_dir, 0)) != SD_OK)
+		return r;
+	if (stat(path, &st) == 0)
+		return SD_OK;
+	if (errno != ENOENT)
+		return err_set(SD_IO, "cannot check token file %s: %s", path, strerror(errno));
+	while (got < sizeof rnd) {
+		ssize_t k = getrandom(rnd + got, sizeof rnd - got, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return err_set(SD_IO, "cannot draw random bytes: %s", strerror(errno));
+		got += (size_t)k;
+	}
+	for (i = 0; i < sizeof rnd; i++) {
+		hex[2 * i] = hexd[rnd[i] >> 4];
+		hex[2 * i + 1] = hexd[rnd[i] & 15];
+	}
+	snprintf(head, sizeof head, "%s.tmp-%ld-", path, (long)getpid());
+	/* 0600 from creation; link, not rename: two racing inits keep the first */
+	r = fsio_put(path, hex, sizeof hex, head, "", 0600, FSIO_LINK, NULL);
+	explicit_bzero(rnd, sizeof rnd);
+	explicit_bzero(hex, sizeof hex);
+	return r;
+}
+
+static enum sd_result token_load(const char *path, char token[API_TOKEN_HEX + 1])
+{
+	char buf[API_TOKEN_HEX + 2];
+	struct stat st;
+	enum sd_result r = SD_OK;
+	int fd, i;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		if (errno == ENOENT)
+			return err_set(SD_NOT_FOUND, "no API token file at %s (run init)", path);
+		return err_set(SD_IO, "cannot open token file %s: %s", path, strerror(errno));
+	}
+	if (fstat(fd, &st) != 0) {
+		r = err_set(SD_IO, "cannot check token file %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || (st.st_mode & 077)) {
+		r = err_set(SD_INVALID, "token file %s must be a regular file of mode 0600", path);
+		goto out;
+	}
+	if (st.st_size != API_TOKEN_HEX && st.st_size != API_TOKEN_HEX + 1) {
+		r = err_set(SD_INVALID, "token file %s must hold %d hex digits", path,
+			    API_TOKEN_HEX);
+		goto out;
+	}
+	if ((r = fsio_read_all(fd, buf, (size_t)st.st_size, path)) != SD_OK)
+		goto out;
+	for (i = 0; i < API_TOKEN_HEX; i++)
+		if (!strchr("0123456789abcdefABCDEF", buf[i]) || !buf[i]) {
+			r = err_set(SD_INVALID, "token file %s must hold %d hex digits", path,
+				    API_TOKEN_HEX);
+			goto out;
+		}
+	memcpy(token, buf, API_TOKEN_HEX);
+	token[API_TOKEN_HEX] = '\0';
+out:
+	explicit_bzero(buf, sizeof buf);
+	close(fd);
+	return r;
+}
+
+/* "Bearer <token>", the token compared in constant time (its length is no
+ * secret: every token is 64 digits). */
+static int token_ok(const struct api *a, const char *hdr)
+{
+	const char *p;
+	size_t len, i;
+	unsigned diff;
+
+	if (!hdr || strncasecmp(hdr, "Bearer ", 7) != 0)
+		return 0;
+	for (p = hdr + 7; *p == ' '; p++)
+		;
+	len = strlen(p);
+	while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+		len--;
+	if (len != API_TOKEN_HEX)
+		return 0;
+	diff = 0;
+	for (i = 0; i < API_TOKEN_HEX; i++)
+		diff |= (unsigned char)a->token[i] ^ (unsigned char)p[i];
+	return diff == 0;
+}
+
+/* ======================== responses ====================================== */
+
+static void res_set(struct api_response *res, int status, const char *type, char *body,
+		    size_t len)
+{
+	free(res->body);
+	res->status = status;
+	snprintf(res->content_type, sizeof res->content_type, "%s", type);
+	res->body = body;
+	res->body_len = len;
+}
+
+/* A JSON string from text that may hold broken UTF-8 (a message that cut a
+ * name short): bytes jansson refuses become '?'. */
+static json_t *json_text(const char *s)
+{
+	char buf[512];
+	json_t *j = json_string(s);
+	size_t i;
+
+	if (j)
+		return j;
+	snprintf(buf, sizeof buf, "%s", s);
+	for (i = 0; buf[i]; i++)
+		if ((unsigned char)buf[i] >= 0x80 || (unsigned char)buf[i] < 0x20)
+			buf[i] = '?';
+	return json_string(buf);
+}
+
+static void res_fail(struct api_response *res, int status, const char *msg, const char *field);
+
+/* res_json: status with o as the body; takes o. */
+static void res_json(struct api_response *res, int status, json_t *o)
+{
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+
+	json_decref(o);
+	if (!s) {
+		if (status == 500) {	/* the fallback itself failed: a fixed body */
+			static const char fixed[] = "{\"error\":\"internal error\"}";
+			char *b = strdup(fixed);
+			res_set(res, 500, "application/json", b, b ? strlen(b) : 0);
+		}
+		else
+			res_fail(res, 500, "out of memory", NULL);
+		return;
+	}
+	res_set(res, status, "application/json", s, strlen(s));
+}
+
+static void res_fail(struct api_response *res, int status, const char *msg, const char *field)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "error", json_text(msg));
+	if (field && *field)
+		json_object_set_new(o, "field", json_text(field));
+	res_json(res, status, o);
+}
+
+/* A failure of the database or the system: logged here once, with no buyer
+ * data (the path only), answered without the detail. */
+static void res_internal(struct api_response *res, const struct api_request *req,
+			 enum sd_result r)
+{
+	char q[128];
+
+	log_event(LOG_ERROR, "api request failed", "path=%s result=%s",
+		  log_quote(q, sizeof q, req->path ? req->path : ""), sd_result_name(r));
+	if (r == SD_BUSY) {
+		res_fail(res, 503, "the database is busy; try again", NULL);
+		snprintf(res->retry_after, sizeof res->retry_after, "%s", API_RETRY_AFTER_S);
+		return;
+	}
+	res_fail(res, 500, "internal error", NULL);
+}
+
+void api_response_free(struct api_response *res)
+{
+	if (!res)
+		return;
+	free(res->body);
+	res->body = NULL;
+	res->body_len = 0;
+}
+
+/* ======================== the pool and the keys in flight ================ */
+
+static enum sd_result pool_get(struct api *a, struct db **db)
+{
+	*db = NULL;
+	pthread_mutex_lock(&a->mu);
+	if (a->n_idle)
+		*db = a->idle[--a->n_idle];
+	pthread_mutex_unlock(&a->mu);
+	if (*db)
+		return SD_OK;
+	return db_open(a->db_path, 0, DB_SYNC_FULL, db);
+}
+
+static void pool_put(struct api *a, struct db *db)
+{
+	if (!db)
+		return;
+	if (db_in_tx(db))	/* never happens on a clean path; never reuse one */
+		db_rollback(db);
+	pthread_mutex_lock(&a->mu);
+	if (a->n_idle < API_POOL_IDLE_MAX) {
+		a->idle[a->n_idle++] = db;
+		db = NULL;
+	}
+	pthread_mutex_unlock(&a->mu);
+	db_close(db);
+}
+
+/* inflight_add: 1 when key was free and is now this request's; 0 when
+ * another request holds it; -1 when out of memory. */
+static int inflight_add(struct api *a, const char *key)
+{
+	int i, r = 1;
+	char *k;
+
+	pthread_mutex_lock(&a->mu);
+	for (i = 0; i < a->n_inflight; i++)
+		if (strcmp(a->inflight[i], key) == 0) {
+			r = 0;
+			goto out;
+		}
+	if (a->n_inflight == a->cap_inflight) {
+		int cap = a->cap_inflight ? a->cap_inflight * 2 : 16;
+		char **v = realloc(a->inflight, (size_t)cap * sizeof *v);
+		if (!v) {
+			r = -1;
+			goto out;
+		}
+		a->inflight = v;
+		a->cap_inflight = cap;
+	}
+	if (!(k = strdup(key))) {
+		r = -1;
+		goto out;
+	}
+	a->inflight[a->n_inflight++] = k;
+out:
+	pthread_mutex_unlock(&a->mu);
+	return r;
+}
+
+static void inflight_remove(struct api *a, const char *key)
+{
+	int i;
+
+	pthread_mutex_lock(&a->mu);
+	for (i = 0; i < a->n_inflight; i++)
+		if (strcmp(a->inflight[i], key) == 0) {
+			free(a->inflight[i]);
+			a->inflight[i] = a->inflight[--a->n_inflight];
+			break;
+		}
+	pthread_mutex_unlock(&a->mu);
+}
+
+/* ======================== open and close ================================= */
+
+enum sd_result api_open(const struct api_opts *o, struct api **out)
+{
+	struct api *a;
+	struct db *db = NULL;
+	char path[PATH_MAX + 16], dir[PATH_MAX];
+	enum sd_result r;
+
+	*out = NULL;
+	if (!o || !o->db_path)
+		return err_set(SD_INVALID, "api_open: no database path");
+	if (!(a = calloc(1, sizeof *a)))
+		return err_set(SD_NOMEM, "out of memory");
+	pthread_mutex_init(&a->mu, NULL);
+	if ((size_t)snprintf(a->db_path, sizeof a->db_path, "%s", o->db_path) >=
+	    sizeof a->db_path) {
+		r = err_set(SD_INVALID, "database path too long");
+		goto fail;
+	}
+	a->idem_ttl_ms = o->idem_ttl_ms > 0 ? o->idem_ttl_ms : API_IDEM_TTL_MS_DEFAULT;
+	a->workers_alive = o->workers_alive;
+	a->arg = o->arg;
+	if ((r = api_token_path(o->db_path, o->state_dir, path, sizeof path)) != SD_OK ||
+	    (r = token_load(path, a->token)) != SD_OK)
+		goto fail;
+	if ((r = code_key_path(o->db_path, o->state_dir, path, sizeof path)) != SD_OK ||
+	    (r = code_key_load(path, a->key)) != SD_OK)
+		goto fail;
+	if ((r = tickets_state_dir(o->db_path, o->state_dir, dir, sizeof dir)) != SD_OK)
+		goto fail;
+	snprintf(path, sizeof path, "%s/blobs", dir);
+	if ((r = blob_open(path, &a->blobs)) != SD_OK)
+		goto fail;
+	/* the first connection: the database exists and its schema is ours */
+	if ((r = pool_get(a, &db)) != SD_OK)
+		goto fail;
+	pool_put(a, db);
+	*out = a;
+	return SD_OK;
+fail:
+	api_close(a);
+	return r;
+}
+
+void api_close(struct api *a)
+{
+	int i;
+
+	if (!a)
+		return;
+	for (i = 0; i < a->n_idle; i++)
+		db_close(a->idle[i]);
+	for (i = 0; i < a->n_inflight; i++)
+		free(a->inflight[i]);
+	free(a->inflight);
+	blob_close(a->blobs);
+	pthread_mutex_destroy(&a->mu);
+	explicit_bzero(a->token, sizeof a->token);
+	explicit_bzero(a->key, sizeof a->key);
+	free(a);
+}
+
+/* ======================== parsing (pure) ================================= */
+
+static enum sd_result perr(struct api_error *err, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static enum sd_result perr(struct api_error *err, const char *field, const char *fmt, ...)
+{
+	va_list ap;
+	size_t i;
+
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	va_end(ap);
+	/* a field name from the request (an unknown key) is shown as ASCII */
+	snprintf(err->field, sizeof err->field, "%s", field ? field : "");
+	for (i = 0; err->field[i]; i++)
+		if ((unsigned char)err->field[i] < 0x20 || (unsigned char)err->field[i] >= 0x7f)
+			err->field[i] = '?';
+	return SD_INVALID;
+}
+
+/* The body as a JSON object holding only the allowed keys. */
+static enum sd_result parse_object(const char *body, size_t len, const char *const *allowed,
+				   json_t **out, struct api_error *err)
+{
+	json_error_t je;
+	json_t *o;
+	const char *k;
+	json_t *v;
+	int i, ok;
+
+	*out = NULL;
+	if (!body || !len)
+		return perr(err, NULL, "the body is empty; a JSON object is expected");
+	if (!(o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je)))
+		return perr(err, NULL, "malformed JSON at line %d column %d: %.120s", je.line,
+			    je.column, je.text);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return perr(err, NULL, "the body must be a JSON object");
+	}
+	json_object_foreach(o, k, v) {
+		for (i = 0, ok = 0; allowed[i]; i++)
+			ok |= strcmp(k, allowed[i]) == 0;
+		if (!ok) {
+			perr(err, k, "unknown field");
+			json_decref(o);
+			return SD_INVALID;
+		}
+	}
+	*out = o;
+	return SD_OK;
+}
+
+static enum sd_result get_string(json_t *o, const char *f, const char **s, struct api_error *err)
+{
+	json_t *v = json_object_get(o, f);
+
+	if (!v)
+		return perr(err, f, "%s is missing", f);
+	if (!json_is_string(v))
+		return perr(err, f, "%s must be a string", f);
+	*s = json_string_value(v);
+	return SD_OK;
+}
+
+static enum sd_result get_int(json_t *o, const char *f, int64_t *n, struct api_error *err)
+{
+	json_t *v = json_object_get(o, f);
+
+	if (!v)
+		return perr(err, f, "%s is missing", f);
+	if (!json_is_integer(v))
+		return perr(err, f, "%s must be an integer", f);
+	*n = (int64_t)json_integer_value(v);
+	return SD_OK;
+}
+
+/* tickets_text_valid, its message moved into err. */
+static enum sd_result text_field(const char *f, const char *s, struct api_error *err)
+{
+	if (tickets_text_valid(f, s) != SD_OK)
+		return perr(err, f, "%s", err_msg());
+	return SD_OK;
+}
+
+void api_parse_free(void *json)
+{
+	json_decref(json);
+}
+
+enum sd_result api_parse_order(const char *body, size_t len, struct api_order *out,
+			       struct api_error *err)
+{
+	static const char *const allowed[] = { "event_id", "name", "email", "seats", NULL };
+	json_t *o;
+	enum sd_result r;
+
+	memset(out, 0, sizeof *out);
+	memset(err, 0, sizeof *err);
+	if ((r = parse_object(body, len, allowed, &o, err)) != SD_OK)
+		return r;
+	if ((r = get_int(o, "event_id", &out->o.event_id, err)) != SD_OK ||
+	    (r = get_string(o, "name", &out->o.name, err)) != SD_OK ||
+	    (r = get_string(o, "email", &out->o.email, err)) != SD_OK ||
+	    (r = get_int(o, "seats", &out->o.seats, err)) != SD_OK)
+		goto fail;
+	if (out->o.event_id < 1) {
+		r = perr(err, "event_id", "event_id must be a positive number");
+		goto fail;
+	}
+	if ((r = text_field("name", out->o.name, err)) != SD_OK)
+		goto fail;
+	if (strlen(out->o.email) > 254 || mail_address_valid(out->o.email) != SD_OK) {
+		r = perr(err, "email", "email must be an address like name@example.com");
+		goto fail;
+	}
+	if (out->o.seats < 1 || out->o.seats > TICKETS_SEATS_MAX) {
+		r = perr(err, "seats", "seats must be between 1 and %d", TICKETS_SEATS_MAX);
+		goto fail;
+	}
+	out->json = o;
+	return SD_OK;
+fail:
+	json_decref(o);
+	memset(&out->o, 0, sizeof out->o);
+	return r;
+}
+
+enum sd_result api_parse_event(const char *body, size_t len, struct api_event *out,
+			       struct api_error *err)
+{
+	static const char *const allowed[] = { "name", "venue", "starts_at", "capacity", NULL };
+	json_t *o, *v;
+	enum sd_result r;
+
+	memset(out, 0, sizeof *out);
+	memset(err, 0, sizeof *err);
+	if ((r = parse_object(body, len, allowed, &o, err)) != SD_OK)
+		return r;
+	if ((r = get_string(o, "name", &out->e.name, err)) != SD_OK ||
+	    (r = text_field("name", out->e.name, err)) != SD_OK ||
+	    (r = get_string(o, "venue", &out->e.venue, err)) != SD_OK ||
+	    (r = text_field("venue", out->e.venue, err)) != SD_OK)
+		goto fail;
+	v = json_object_get(o, "starts_at");
+	if (!v) {
+		r = perr(err, "starts_at", "starts_at is missing");
+		goto fail;
+	}
+	if (!json_is_string(v) || tickets_time_parse(json_string_value(v), &out->e.starts_at)) {
+		r = perr(err, "starts_at", "starts_at must be a date and time like "
+			 "\"2026-12-31T20:00Z\"");
+		goto fail;
+	}
+	if ((r = get_int(o, "capacity", &out->e.capacity, err)) != SD_OK)
+		goto fail;
+	if (out->e.capacity < 1 || out->e.capacity > 1000000) {
+		r = perr(err, "capacity", "capacity must be between 1 and 1000000");
+		goto fail;
+	}
+	out->json = o;
+	return SD_OK;
+fail:
+	json_decref(o);
+	memset(&out->e, 0, sizeof out->e);
+	return r;
+}
+
+enum sd_result api_parse_scan(const char *body, size_t len, char code[CODE_TEXT_MAX],
+			      struct api_error *err)
+{
+	static const char *const allowed[] = { "code", NULL };
+	const char *s;
+	json_t *o;
+	enum sd_result r;
+
+	code[0] = '\0';
+	memset(err, 0, sizeof *err);
+	if ((r = parse_object(body, len, allowed, &o, err)) != SD_OK)
+		return r;
+	if ((r = get_string(o, "code", &s, err)) == SD_OK && strlen(s) < CODE_TEXT_MAX)
+		memcpy(code, s, strlen(s) + 1);	/* a longer one stays "": invalid */
+	json_decref(o);
+	return r;
+}
+
+int api_key_valid(const char *key)
+{
+	size_t n = 0;
+
+	if (!key)
+		return 0;
+	for (; key[n]; n++)
+		if ((unsigned char)key[n] <= ' ' || (unsigned char)key[n] >= 127)
+			return 0;
+	return n >= 1 && n <= TICKETS_KEY_MAX;
+}
+
+int api_content_type_json(const char *ct)
+{
+	size_t n = strlen("application/json");
+
+	if (!ct)
+		return 0;
+	while (*ct == ' ')
+		ct++;
+	if (strncasecmp(ct, "application/json", n) != 0)
+		return 0;
+	ct += n;
+	while (*ct == ' ')
+		ct++;
+	return *ct == '\0' || *ct == ';';
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decode s[0..n) into buf; -1 when malformed, too long or it holds a NUL. */
+static int pct_decode(const char *s, size_t n, int plus_space, char *buf, size_t size)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < n; i++) {
+		int c = (unsigned char)s[i];
+		if (c == '%') {
+			int hi, lo;
+			if (i + 2 >= n)
+				return -1;
+			hi = hexval(s[i + 1]);
+			lo = hexval(s[i + 2]);
+			if (hi < 0 || lo < 0)
+				return -1;
+			c = hi * 16 + lo;
+			i += 2;
+		} else if (c == '+' && plus_space) {
+			c = ' ';
+		}
+		if (c == 0 || o + 1 >= size)
+			return -1;
+		buf[o++] = (char)c;
+	}
+	buf[o] = '\0';
+	return 0;
+}
+
+int api_query_get(const char *query, const char *name, char *buf, size_t size)
+{
+	const char *p = query;
+	size_t nlen = strlen(name);
+
+	while (p && *p) {
+		const char *end = strchr(p, '&'), *eq;
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		eq = memchr(p, '=', len);
+		if (eq && (size_t)(eq - p) == nlen && strncmp(p, name, nlen) == 0)
+			return pct_decode(eq + 1, len - nlen - 1, 1, buf, size) ? -1 : 1;
+		if (!eq && len == nlen && strncmp(p, name, nlen) == 0) {
+			buf[0] = '\0';
+			return 1;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
+/* ======================== the endpoints ================================== */
+
+/* What a handler gets: the request, the path's {id} segment, a connection. */
+struct call {
+	struct api *a;
+	const struct api_request *req;
+	struct api_response *res;
+	const char *id;		/* the decoded {id} of the route, or NULL */
+	struct db *db;
+};
+
+static json_t *event_json(const struct event_view *v)
+{
+	char when[32];
+	time_t t = (time_t)(v->starts_at / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "id", (json_int_t)v->id,
+			 "name", v->name, "venue", v->venue, "starts_at", when, "starts_at_ms",
+			 (json_int_t)v->starts_at, "capacity", (json_int_t)v->capacity,
+			 "orders", (json_int_t)v->orders, "seats_sold",
+			 (json_int_t)v->seats_sold, "seats_remaining",
+			 (json_int_t)(v->capacity - v->seats_sold));
+}
+
+static void post_event(struct call *c)
+{
+	struct api_event ev;
+	struct api_error err;
+	struct event_view v;
+	enum sd_result r;
+	int64_t id = 0;
+
+	if (api_parse_event(c->req->body, c->req->body_len, &ev, &err) != SD_OK) {
+		res_fail(c->res, 400, err.msg, err.field);
+		return;
+	}
+	r = event_add(c->db, &ev.e, &id);
+	api_parse_free(ev.json);
+	if (r == SD_INVALID) {
+		res_fail(c->res, 400, err_msg(), NULL);
+		return;
+	}
+	if (r != SD_OK || (r = event_get(c->db, id, &v)) != SD_OK) {
+		res_internal(c->res, c->req, r);
+		return;
+	}
+	res_json(c->res, 201, event_json(&v));
+}
+
+static int parse_id(const char *s, int64_t *id)
+{
+	int64_t v = 0;
+
+	if (!s || !*s || strlen(s) > 18)
+		return 0;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return 0;
+		v = v * 10 + (*s - '0');
+	}
+	*id = v;
+	return v > 0;
+}
+
+static void get_event(struct call *c)
+{
+	struct event_view v;
+	enum sd_result r;
+	int64_t id;
+
+	if (!parse_id(c->id, &id)) {
+		res_fail(c->res, 404, "no such event", NULL);
+		return;
+	}
+	if ((r = event_get(c->db, id, &v)) == SD_NOT_FOUND)
+		res_fail(c->res, 404, "no such event", NULL);
+	else if (r != SD_OK)
+		res_internal(c->res, c->req, r);
+	else
+		res_json(c->res, 200, event_json(&v));
+}
+
+static const char SQL_KEY_GET[] =
+	"SELECT request_hash, status, body FROM api_keys WHERE key = ?1 AND expires_at > ?2";
+static const char SQL_KEY_DROP_EXPIRED[] =
+	"DELETE FROM api_keys WHERE key = ?1 AND expires_at <= ?2";
+static const char SQL_KEY_PUT[] =
+	"INSERT INTO api_keys (key, request_hash, status, body, created_at, expires_at) "
+	"VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
+/*
+ * The stored answer for key, inside the open transaction: [out] *found, and
+ * when found and the hash matches, the answer in res; a different hash is
+ * 422.  An expired row is deleted so the key can be used again.
+ */
+static enum sd_result key_lookup(struct call *c, const char *key, const char *hash, int64_t now,
+				 int *found)
+{
+	struct db_stmt *st = db_stmt(c->db, SQL_KEY_GET);
+	enum sd_result r;
+	int row = 0;
+
+	*found = 0;
+	if (!st)
+		return SD_DB;
+	db_bind_text(st, 1, key);
+	db_bind_int(st, 2, now);
+	if ((r = db_step(st, &row)) != SD_OK)
+		return r;
+	if (row) {
+		*found = 1;
+		if (strcmp(db_col_text(st, 0), hash) == 0) {
+			const char *body = db_col_text(st, 2);
+			char *copy = strdup(body ? body : "");
+			if (!copy) {
+				db_reset(st);
+				return err_set(SD_NOMEM, "out of memory");
+			}
+			res_set(c->res, (int)db_col_int(st, 1), "application/json", copy,
+				strlen(copy));
+		} else {
+			res_fail(c->res, 422, "this Idempotency-Key was used with a different "
+				 "request body", "Idempotency-Key");
+		}
+		db_reset(st);
+		return SD_OK;
+	}
+	db_reset(st);
+	if (!(st = db_stmt(c->db, SQL_KEY_DROP_EXPIRED)))
+		return SD_DB;
+	db_bind_text(st, 1, key);
+	db_bind_int(st, 2, now);
+	return db_run(st);
+}
+
+static enum sd_result key_put(struct call *c, const char *key, const char *hash, int status,
+			      const char *body, int64_t now)
+{
+	struct db_stmt *st = db_stmt(c->db, SQL_KEY_PUT);
+
+	if (!st)
+		return SD_DB;
+	db_bind_text(st, 1, key);
+	db_bind_text(st, 2, hash);
+	db_bind_int(st, 3, status);
+	db_bind_text(st, 4, body);
+	db_bind_int(st, 5, now);
+	db_bind_int(st, 6, now + c->a->idem_ttl_ms);
+	return db_run(st);
+}
+
+/* order_add's refusal as an answer: no event 404, no seats left 422, other
+ * input 400; a failure of the database is not the client's. */
+static void order_refused(struct call *c, enum sd_result r)
+{
+	if (r == SD_NOT_FOUND)
+		res_fail(c->res, 404, err_msg(), "event_id");
+	else if (r == SD_INVALID && (strstr(err_msg(), "sold out") || strstr(err_msg(), "left")))
+		res_fail(c->res, 422, err_msg(), "seats");
+	else if (r == SD_INVALID)
+		res_fail(c->res, 400, err_msg(), NULL);
+	else
+		res_internal(c->res, c->req, r);
+}
+
+static void post_order(struct call *c)
+{
+	const char *key = c->req->idempotency_key;
+	struct api_order po;
+	struct api_error err;
+	char hash[API_TOKEN_HEX + 1], public_id[ORDER_ID_MAX];
+	char *body = NULL;
+	enum sd_result r;
+	int64_t now;
+	int found = 0, replayed = 0, held;
+	json_t *o;
+
+	if (!key || !*key) {
+		res_fail(c->res, 400, "the Idempotency-Key header is required", "Idempotency-Key");
+		return;
+	}
+	if (!api_key_valid(key)) {
+		res_fail(c->res, 400, "the Idempotency-Key must be 1 to 200 printable ASCII "
+			 "characters without spaces", "Idempotency-Key");
+		return;
+	}
+	if (api_parse_order(c->req->body, c->req->body_len, &po, &err) != SD_OK) {
+		res_fail(c->res, 400, err.msg, err.field);
+		return;
+	}
+	api_sha256_hex(c->req->body, c->req->body_len, hash);
+	if ((held = inflight_add(c->a, key)) <= 0) {
+		api_parse_free(po.json);
+		if (held < 0) {
+			res_internal(c->res, c->req, err_set(SD_NOMEM, "out of memory"));
+			return;
+		}
+		res_fail(c->res, 409, "a request with this Idempotency-Key is still running",
+			 "Idempotency-Key");
+		snprintf(c->res->retry_after, sizeof c->res->retry_after, "%s",
+			 API_RETRY_AFTER_S);
+		return;
+	}
+	now = clock_now_ms();
+	if ((r = db_begin(c->db)) != SD_OK)
+		goto out;
+	if ((r = key_lookup(c, key, hash, now, &found)) != SD_OK || found)
+		goto end;	/* a replay or a 422: nothing to write */
+	/* the client key lives in api_keys (it expires); orders.idempotency_key
+	 * stays the CLI's */
+	if ((r = order_add(c->db, &po.o, public_id, &replayed)) != SD_OK)
+		goto end;
+	failpoint(FP_API_ORDER_TX);
+	o = json_pack("{s:s, s:I, s:s, s:s, s:I, s:I}", "id", public_id, "event_id",
+		      (json_int_t)po.o.event_id, "name", po.o.name, "email", po.o.email, "seats",
+		      (json_int_t)po.o.seats, "created_at", (json_int_t)now);
+	body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(o);
+	if (!body) {
+		r = err_set(SD_NOMEM, "out of memory");
+		goto end;
+	}
+	r = key_put(c, key, hash, 201, body, now);
+end:
+	r = db_end(c->db, r);
+out:
+	inflight_remove(c->a, key);
+	api_parse_free(po.json);
+	if (r != SD_OK) {
+		free(body);
+		order_refused(c, r);
+		return;
+	}
+	if (body)		/* committed: the answer just stored */
+		res_set(c->res, 201, "application/json", body, strlen(body));
+}
+
+static int order_id_valid(const char *s)
+{
+	size_t n = 0;
+
+	if (!s)
+		return 0;
+	for (; s[n]; n++)
+		if (!((s[n] >= 'A' && s[n] <= 'Z') || (s[n] >= '0' && s[n] <= '9') ||
+		      (s[n] >= 'a' && s[n] <= 'z')))
+			return 0;
+	return n >= 1 && n < ORDER_ID_MAX;
+}
+
+static void get_order(struct call *c)
+{
+	char *out = NULL;
+	enum sd_result r;
+
+	if (!order_id_valid(c->id)) {
+		res_fail(c->res, 404, "no such order", NULL);
+		return;
+	}
+	if ((r = order_show(c->db, c->id, 1, &out)) == SD_NOT_FOUND)
+		res_fail(c->res, 404, "no such order", NULL);
+	else if (r != SD_OK)
+		res_internal(c->res, c->req, r);
+	else
+		res_set(c->res, 200, "application/json", out, strlen(out));
+}
+
+static void get_order_pdf(struct call *c)
+{
+	char *out = NULL;
+	unsigned char *pdf = NULL, *p;
+	size_t len = 0;
+	json_t *o;
+	const char *key;
+	enum sd_result r;
+
+	if (!order_id_valid(c->id)) {
+		res_fail(c->res, 404, "no such order", NULL);
+		return;
+	}
+	if ((r = order_show(c->db, c->id, 1, &out)) == SD_NOT_FOUND) {
+		res_fail(c->res, 404, "no such order", NULL);
+		return;
+	}
+	if (r != SD_OK) {
+		res_internal(c->res, c->req, r);
+		return;
+	}
+	o = json_loads(out, 0, NULL);
+	free(out);
+	key = json_string_value(json_object_get(o, "pdf_key"));
+	if (!json_is_true(json_object_get(o, "pdf_stored")) || !key) {
+		json_decref(o);
+		res_fail(c->res, 404, "the tickets are not rendered yet", NULL);
+		return;
+	}
+	r = blob_get(c->a->blobs, key, &pdf, &len);
+	json_decref(o);
+	if (r == SD_NOT_FOUND) {
+		res_fail(c->res, 404, "the tickets are not rendered yet", NULL);
+		return;
+	}
+	if (r != SD_OK) {
+		res_internal(c->res, c->req, r);
+		return;
+	}
+	if (!(p = realloc(pdf, len + 1))) {
+		free(pdf);
+		res_internal(c->res, c->req, err_set(SD_NOMEM, "out of memory"));
+		return;
+	}
+	p[len] = '\0';
+	res_set(c->res, 200, "application/pdf", (char *)p, len);
+}
+
+static void post_scan(struct call *c)
+{
+	char code[CODE_TEXT_MAX];
+	struct api_error err;
+	struct scan_result sr;
+	enum sd_result r;
+
+	if (api_parse_scan(c->req->body, c->req->body_len, code, &err) != SD_OK) {
+		res_fail(c->res, 400, err.msg, err.field);
+		return;
+	}
+	if ((r = ticket_scan(c->db, c->a->key, code, &sr)) != SD_OK) {
+		res_internal(c->res, c->req, r);
+		return;
+	}
+	if (sr.outcome == SCAN_INVALID)
+		res_json(c->res, 200, json_pack("{s:s}", "result", "invalid"));
+	else
+		res_json(c->res, 200, json_pack("{s:s, s:I, s:s, s:s}", "result",
+			 sr.outcome == SCAN_ADMITTED ? "admitted" : "already_scanned",
+			 "scanned_at", (json_int_t)sr.scanned_at, "seat", sr.seat_label,
+			 "order_id", sr.order_id));
+}
+
+static void job_row(const struct job_row *row, void *arg)
+{
+	json_t *jobs = arg, *j = json_loads(row->json, 0, NULL);
+
+	json_array_append_new(jobs, j ? j : json_text(row->json));
+}
+
+static void get_jobs(struct call *c)
+{
+	static const char *const states[] = { "ready", "scheduled", "leased", "dead", "done",
+					      NULL };
+	char state[16], kind[QUEUE_KIND_MAX + 1], lim[16];
+	int has_state, has_kind, has_lim, i, ok = 0;
+	long limit = API_JOBS_LIMIT_DEFAULT;
+	json_t *jobs;
+	enum sd_result r;
+
+	has_state = api_query_get(c->req->query, "state", state, sizeof state);
+	has_kind = api_query_get(c->req->query, "kind", kind, sizeof kind);
+	has_lim = api_query_get(c->req->query, "limit", lim, sizeof lim);
+	for (i = 0; has_state == 1 && states[i]; i++)
+		ok |= strcmp(state, states[i]) == 0;
+	if (has_state < 0 || (has_state == 1 && !ok)) {
+		res_fail(c->res, 400, "state must be ready, scheduled, leased, dead or done",
+			 "state");
+		return;
+	}
+	if (has_kind < 0 || (has_kind == 1 && queue_kind_valid(kind) != SD_OK)) {
+		res_fail(c->res, 400, "kind is not a job kind", "kind");
+		return;
+	}
+	if (has_lim) {
+		char *end = NULL;
+		limit = has_lim > 0 ? strtol(lim, &end, 10) : 0;
+		if (has_lim < 0 || !end || *end || end == lim || limit < 1 ||
+		    limit > API_JOBS_LIMIT_MAX) {
+			res_fail(c->res, 400, "limit must be between 1 and 10000", "limit");
+			return;
+		}
+	}
+	jobs = json_array();
+	if ((r = queue_list(c->db, has_state == 1 ? state : NULL, has_kind == 1 ? kind : NULL,
+			    (int)limit, job_row, jobs)) != SD_OK) {
+		json_decref(jobs);
+		res_internal(c->res, c->req, r);
+		return;
+	}
+	res_json(c->res, 200, json_pack("{s:o}", "jobs", jobs));
+}
+
+static void post_retry(struct call *c)
+{
+	enum sd_result r;
+	int64_t n = 0;
+
+	if (!c->id || queue_job_id_valid(c->id) != SD_OK) {
+		res_fail(c->res, 404, "no dead job with this id", NULL);
+		return;
+	}
+	if ((r = queue_dead_retry(c->db, c->id, &n)) == SD_NOT_FOUND)
+		res_fail(c->res, 404, "no dead job with this id", NULL);
+	else if (r != SD_OK)
+		res_internal(c->res, c->req, r);
+	else
+		res_json(c->res, 200, json_pack("{s:s, s:I}", "job_id", c->id, "retried",
+						(json_int_t)n));
+}
+
+static json_t *counts_json(const struct queue_counts *q)
+{
+	return json_pack("{s:I, s:I, s:I, s:I, s:I}", "ready", (json_int_t)q->ready,
+			 "scheduled", (json_int_t)q->scheduled, "leased", (json_int_t)q->leased,
+			 "dead", (json_int_t)q->dead, "done", (json_int_t)q->done);
+}
+
+static void event_stat(const struct event_view *v, void *arg)
+{
+	json_array_append_new(arg, event_json(v));
+}
+
+static void get_stats(struct call *c)
+{
+	struct queue_counts *rows = NULL, total;
+	json_t *kinds, *events, *o;
+	int64_t orders = 0, emails = 0;
+	enum sd_result r;
+	int n = 0, i;
+
+	if ((r = queue_stats(c->db, &rows, &n, &total)) != SD_OK ||
+	    (r = tickets_totals(c->db, &orders, &emails)) != SD_OK) {
+		free(rows);
+		res_internal(c->res, c->req, r);
+		return;
+	}
+	kinds = json_object();
+	for (i = 0; i < n; i++)
+		json_object_set_new(kinds, rows[i].kind, counts_json(&rows[i]));
+	free(rows);
+	events = json_array();
+	if ((r = tickets_each_event(c->db, event_stat, events)) != SD_OK) {
+		json_decref(kinds);
+		json_decref(events);
+		res_internal(c->res, c->req, r);
+		return;
+	}
+	o = json_pack("{s:{s:o, s:o}, s:I, s:I, s:o}", "jobs", "total", counts_json(&total),
+		      "by_kind", kinds, "orders", (json_int_t)orders, "emails_sent",
+		      (json_int_t)emails, "events", events);
+	res_json(c->res, 200, o);
+}
+
+static void get_healthz(struct call *c)
+{
+	int64_t pending = 0, wal = 0;
+	int alive = -1, db_ok;
+	json_t *o;
+
+	db_ok = c->db && queue_pending(c->db, &pending) == SD_OK &&
+		db_wal_bytes(c->db, &wal) == SD_OK;
+	if (c->a->workers_alive)
+		alive = c->a->workers_alive(c->a->arg);
+	o = json_pack("{s:b, s:s, s:o, s:I}", "ok", db_ok && alive != 0, "db",
+		      db_ok ? "ok" : "error", "workers_alive",
+		      alive < 0 ? json_null() : json_integer(alive), "wal_bytes", (json_int_t)wal);
+	res_json(c->res, db_ok && alive != 0 ? 200 : 503, o);
+}
+
+/* A Prometheus label value: backslash, quote and newline escaped. */
+static void prom_label(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fputc('\\', f);
+		if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void get_metrics(struct call *c)
+{
+	static const char *const names[] = { "ready", "scheduled", "leased", "dead" };
+	struct queue_counts *rows = NULL, total;
+	int64_t orders = 0, emails = 0, reclaims = 0, wal = 0;
+	enum sd_result r;
+	char *buf = NULL;
+	size_t len = 0;
+	int n = 0, i, s;
+	FILE *f;
+
+	if ((r = queue_stats(c->db, &rows, &n, &total)) != SD_OK ||
+	    (r = tickets_totals(c->db, &orders, &emails)) != SD_OK ||
+	    (r = queue_reclaims(c->db, &reclaims)) != SD_OK ||
+	    (r = db_wal_bytes(c->db, &wal)) != SD_OK) {
+		free(rows);
+		res_internal(c->res, c->req, r);
+		return;
+	}
+	if (!(f = open_memstream(&buf, &len))) {
+		free(rows);
+		res_internal(c->res, c->req, err_set(SD_NOMEM, "out of memory"));
+		return;
+	}
+	fputs("# HELP stagedoor_jobs Jobs in the stream and the dead letters by state and kind.\n"
+	      "# TYPE stagedoor_jobs gauge\n", f);
+	for (i = 0; i < n; i++)
+		for (s = 0; s < 4; s++) {
+			int64_t v = s == 0 ? rows[i].ready : s == 1 ? rows[i].scheduled :
+				    s == 2 ? rows[i].leased : rows[i].dead;
+			fprintf(f, "stagedoor_jobs{state=\"%s\",kind=\"", names[s]);
+			prom_label(f, rows[i].kind);
+			fprintf(f, "\"} %lld\n", (long long)v);
+		}
+	fputs("# HELP stagedoor_jobs_done_total Jobs finished, by kind.\n"
+	      "# TYPE stagedoor_jobs_done_total counter\n", f);
+	for (i = 0; i < n; i++) {
+		fputs("stagedoor_jobs_done_total{kind=\"", f);
+		prom_label(f, rows[i].kind);
+		fprintf(f, "\"} %lld\n", (long long)rows[i].done);
+	}
+	fprintf(f, "# HELP stagedoor_dead_jobs Jobs in the dead letters.\n"
+		"# TYPE stagedoor_dead_jobs gauge\nstagedoor_dead_jobs %lld\n"
+		"# HELP stagedoor_emails_sent_total Orders whose ticket email is sent.\n"
+		"# TYPE stagedoor_emails_sent_total counter\nstagedoor_emails_sent_total %lld\n"
+		"# HELP stagedoor_reclaims_total Deliveries after an expired lease (finished "
+		"jobs still kept).\n"
+		"# TYPE stagedoor_reclaims_total counter\nstagedoor_reclaims_total %lld\n"
+		"# HELP stagedoor_wal_bytes Size of the WAL file.\n"
+		"# TYPE stagedoor_wal_bytes gauge\nstagedoor_wal_bytes %lld\n"
+		"# HELP stagedoor_orders_total Orders accepted.\n"
+		"# TYPE stagedoor_orders_total counter\nstagedoor_orders_total %lld\n",
+		(long long)total.dead, (long long)emails, (long long)reclaims, (long long)wal,
+		(long long)orders);
+	free(rows);
+	if (fclose(f) != 0 || !buf) {
+		free(buf);
+		res_internal(c->res, c->req, err_set(SD_NOMEM, "out of memory"));
+		return;
+	}
+	res_set(c->res, 200, "text/plain; version=0.0.4", buf, len);
+}
+
+/* ======================== the router ===================================== */
+
+enum route_flags {
+	R_AUTH = 1,	/* needs the token */
+	R_BODY = 2,	/* takes a JSON body */
+	R_NODB = 4,	/* a failing database is this handler's answer, not a 500 */
+};
+
+struct route {
+	const char *method;
+	const char *pattern;	/* segments; "*" matches one {id} */
+	int flags;
+	void (*fn)(struct call *c);
+};
+
+static const struct route routes[] = {
+	{ "GET", "/healthz", R_NODB, get_healthz },
+	{ "GET", "/metrics", 0, get_metrics },
+	{ "POST", "/v1/events", R_AUTH | R_BODY, post_event },
+	{ "GET", "/v1/events/*", R_AUTH, get_event },
+	{ "POST", "/v1/orders", R_AUTH | R_BODY, post_order },
+	{ "GET", "/v1/orders/*", R_AUTH, get_order },
+	{ "GET", "/v1/orders/*/tickets.pdf", R_AUTH, get_order_pdf },
+	{ "POST", "/v1/scan", R_AUTH | R_BODY, post_scan },
+	{ "GET", "/v1/jobs", R_AUTH, get_jobs },
+	{ "POST", "/v1/jobs/*/retry", R_AUTH, post_retry },
+	{ "GET", "/v1/stats", R_AUTH, get_stats },
+	{ NULL, NULL, 0, NULL },
+};
+
+#define SEG_MAX 512	/* a decoded {id}: job ids are 200 bytes at most */
+
+/* Does path match pattern?  [out] id: the decoded "*" segment. */
+static int route_match(const char *pattern, const char *path, char id[SEG_MAX])
+{
+	const char *p = pattern, *q = path;
+
+	id[0] = '\0';
+	while (*p && *q) {
+		if (*p == '*') {
+			size_t n = strcspn(q, "/");
+			if (n == 0 || pct_decode(q, n, 0, id, SEG_MAX) != 0)
+				return 0;
+			p++;
+			q += n;
+			continue;
+		}
+		if (*p != *q)
+			return 0;
+		p++;
+		q++;
+	}
+	return *p == '\0' && *q == '\0';
+}
+
+void api_handle(struct api *a, const struct api_request *req, struct api_response *res)
+{
+	const struct route *rt, *hit = NULL;
+	char id[SEG_MAX];
+	struct call c = { a, req, res, NULL, NULL };
+	enum sd_result r;
+	int path_known = 0;
+
+	memset(res, 0, sizeof *res);
+	if (!req->method || !req->path) {
+		res_fail(res, 400, "no method or path", NULL);
+		return;
+	}
+	for (rt = routes; rt->pattern && !hit; rt++) {
+		if (!route_match(rt->pattern, req->path, id))
+			continue;
+		path_known = 1;
+		if (strcmp(rt->method, req->method) == 0)
+			hit = rt;
+	}
+	if (!hit) {
+		if (path_known)
+			res_fail(res, 405, "method not allowed", NULL);
+		else
+			res_fail(res, 404, "not found", NULL);
+		return;
+	}
+	/* routes are tried in order; the one that matched last filled id */
+	route_match(hit->pattern, req->path, id);
+	c.id = strchr(hit->pattern, '*') ? id : NULL;
+	if ((hit->flags & R_AUTH) && !token_ok(a, req->authorization)) {
+		res_fail(res, 401, "a valid Authorization: Bearer token is required", NULL);
+		return;
+	}
+	if (req->body_len > API_BODY_MAX) {
+		res_fail(res, 413, "the body is larger than 64 KiB", NULL);
+		return;
+	}
+	if ((hit->flags & R_BODY) && !api_content_type_json(req->content_type)) {
+		res_fail(res, 415, "the body must be application/json", NULL);
+		return;
+	}
+	err_clear();
+	if ((r = pool_get(a, &c.db)) != SD_OK && !(hit->flags & R_NODB)) {
+		res_internal(res, req, r);
+		return;
+	}
+	hit->fn(&c);
+	pool_put(a, c.db);
+}
+
+/* ======================== pruning ======================================== */
+
+static const char SQL_KEY_PRUNE[] =
+	"DELETE FROM api_keys WHERE id IN (SELECT id FROM api_keys WHERE expires_at <= ?1 "
+	"ORDER BY expires_at LIMIT ?2)";
+
+enum sd_result api_prune_keys(struct db *db, int64_t now, int limit, int64_t *n)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+
+	*n = 0;
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	if (!(st = db_stmt(db, SQL_KEY_PRUNE))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_int(st, 1, now);
+	db_bind_int(st, 2, limit > 0 ? limit : 1000);
+	if ((r = db_run(st)) == SD_OK)
+		*n = db_changes(db);
+out:
+	return db_end(db, r);
+}

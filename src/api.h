@@ -1,0 +1,173 @@
+/*
+ * api.h: the HTTP intake API without HTTP: one request in, one response out.
+ *
+ * The server (http.c, libmicrohttpd) turns each request into a struct
+ * api_request and sends back the struct api_response that api_handle fills;
+ * this module owns routing, authentication, body checks, the JSON and the
+ * client idempotency keys (table api_keys, schema/0003_api.sql), and reaches
+ * the domain through tickets, queue and db.
+ *
+ * Invariants:
+ *  - every write and admin endpoint needs "Authorization: Bearer <token>",
+ *    the token of <state dir>/api.token, compared in constant time; a
+ *    refused request writes nothing;
+ *  - POST /v1/orders: the order, its tickets, its outbox rows and the stored
+ *    answer (status, body, SHA-256 of the request body) commit in one
+ *    transaction; a key is in flight in this process from before that
+ *    transaction to after it ends, and a second request with it meanwhile is
+ *    409 with Retry-After;
+ *  - only a 201 is stored: a refused order writes nothing, so a client may
+ *    fix it and send it again under the same key;
+ *  - the token and the ticket key are never logged, stored in the database
+ *    or put into a response.
+ *
+ * Endpoints (a = token needed):
+ *   POST /v1/events                      a  {"name","venue","starts_at","capacity"} -> 201
+ *   GET  /v1/events/{id}                 a  the event with seats sold and remaining
+ *   POST /v1/orders                      a  {"event_id","name","email","seats"} + Idempotency-Key
+ *   GET  /v1/orders/{id}                 a  order_show's JSON
+ *   GET  /v1/orders/{id}/tickets.pdf     a  the stored PDF (404 until rendered)
+ *   POST /v1/scan                        a  {"code"} -> {"result": admitted|already_scanned|invalid}
+ *   GET  /v1/jobs?state=&kind=&limit=    a  {"jobs":[...]}
+ *   POST /v1/jobs/{job_id}/retry         a  a dead job back (404 when not dead)
+ *   GET  /v1/stats                       a  jobs by state and kind, orders, emails, events
+ *   GET  /healthz                           {"ok","db","workers_alive","wal_bytes"} or 503
+ *   GET  /metrics                           Prometheus text format 0.0.4
+ * Errors are JSON {"error": "...", "field": "..."} ("field" only when one
+ * input field is at fault).
+ */
+#ifndef SD_API_H
+#define SD_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "db.h"
+#include "result.h"
+#include "tickets.h"
+
+#define API_BODY_MAX (64 * 1024)
+#define API_TOKEN_HEX 64			/* 32 random bytes, hex */
+#define API_IDEM_TTL_MS_DEFAULT (24LL * 3600 * 1000)
+#define API_JOBS_LIMIT_DEFAULT 500		/* GET /v1/jobs rows without ?limit= */
+#define API_JOBS_LIMIT_MAX 10000
+#define API_RETRY_AFTER_S "1"			/* a key in flight: ask again in 1 s */
+#define API_POOL_IDLE_MAX 8			/* idle connections kept for reuse */
+
+/* The failpoint passed inside the order transaction, after the order and
+ * before its answer is stored: tests hold a request there (failpoint.h). */
+#define FP_API_ORDER_TX "api_order_in_tx"
+
+struct api;
+
+struct api_request {
+	const char *method;		/* "GET", "POST", ... */
+	const char *path;		/* "/v1/orders/T123", without the query */
+	const char *query;		/* "state=dead&kind=x", or NULL */
+	const char *authorization;	/* the Authorization header, or NULL */
+	const char *idempotency_key;	/* the Idempotency-Key header, or NULL */
+	const char *content_type;	/* the Content-Type header, or NULL */
+	const char *body;		/* body_len bytes, not NUL-terminated; may be NULL */
+	size_t body_len;
+};
+
+struct api_response {
+	int status;
+	char content_type[64];		/* "application/json", "application/pdf",
+					 * "text/plain; version=0.0.4" */
+	char *body;			/* malloc'd (api_response_free); NUL after body_len */
+	size_t body_len;
+	char retry_after[16];		/* "" or seconds, for 409 */
+};
+
+struct api_opts {
+	const char *db_path;
+	const char *state_dir;		/* NULL or "": the database's folder */
+	int64_t idem_ttl_ms;		/* how long a key is kept; 0: 24 h */
+	int (*workers_alive)(void *arg);/* for /healthz; NULL: unknown */
+	void *arg;
+};
+
+/*
+ * api_open: the API on an existing database: loads <state dir>/api.token and
+ * ticket.key (both made by init) and opens the first pooled connection.
+ * [out] *out (api_close).
+ */
+enum sd_result api_open(const struct api_opts *o, struct api **out);
+void api_close(struct api *a);
+
+/*
+ * api_handle: answer one request.  Thread-safe: each call borrows its own
+ * connection from a pool.  [out] res is always filled (an internal failure is
+ * a 500 JSON error); release it with api_response_free.
+ */
+void api_handle(struct api *a, const struct api_request *req, struct api_response *res);
+void api_response_free(struct api_response *res);
+
+/*
+ * api_token_ensure: what `init` makes: <state dir>/api.token, 32 random
+ * bytes as 64 hex digits, mode 0600 from creation, put atomically (temp
+ * file, fsync, link) so two racing inits keep one token; an existing file is
+ * left as it is.
+ */
+enum sd_result api_token_ensure(const char *db_path, const char *state_dir);
+
+/* api_token_path: "<state dir>/api.token" into buf. */
+enum sd_result api_token_path(const char *db_path, const char *state_dir, char *buf,
+			      size_t size);
+
+/*
+ * api_prune_keys: delete up to limit client keys that expired at or before
+ * now, oldest first (for the maintenance loop).  [out] *n deleted.
+ */
+enum sd_result api_prune_keys(struct db *db, int64_t now, int limit, int64_t *n);
+
+/* ---- the pure layer: no database, no allocation kept (fuzzed) --------- */
+
+/* What a parse refused: a message and the field at fault ("" when none). */
+struct api_error {
+	char msg[256];
+	char field[32];
+};
+
+/* An order as parsed; strings point into json, which the caller frees
+ * (json_decref) when done with them. */
+struct api_order {
+	struct order_new o;	/* idempotency_key left NULL */
+	void *json;		/* json_t * holding the strings */
+};
+
+struct api_event {
+	struct event_new e;
+	void *json;
+};
+
+/*
+ * api_parse_order / api_parse_event / api_parse_scan: check a request body
+ * (len bytes, need not be NUL-terminated) field by field as order_add,
+ * event_add and ticket_scan would, without a database.  SD_INVALID with err
+ * naming the field; on success release out->json with api_parse_free.
+ * api_parse_scan copies the code into code (CODE_TEXT_MAX bytes).
+ */
+enum sd_result api_parse_order(const char *body, size_t len, struct api_order *out,
+			       struct api_error *err);
+enum sd_result api_parse_event(const char *body, size_t len, struct api_event *out,
+			       struct api_error *err);
+enum sd_result api_parse_scan(const char *body, size_t len, char code[CODE_TEXT_MAX],
+			      struct api_error *err);
+void api_parse_free(void *json);
+
+/* api_key_valid: an Idempotency-Key: 1..TICKETS_KEY_MAX printable ASCII, no space. */
+int api_key_valid(const char *key);
+
+/* api_content_type_json: 1 for "application/json", any case, parameters allowed. */
+int api_content_type_json(const char *content_type);
+
+/* api_query_get: the percent-decoded value of name in query ("a=1&b=2") into
+ * buf; 1 when found, 0 when absent, -1 when malformed or too long. */
+int api_query_get(const char *query, const char *name, char *buf, size_t size);
+
+/* api_sha256_hex: the SHA-256 of data as 64 hex digits and a NUL. */
+void api_sha256_hex(const void *data, size_t len, char out[API_TOKEN_HEX + 1]);
+
+#endif

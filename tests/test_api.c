@@ -1,0 +1,778 @@
+/*
+ * test_api.c: the intake API through api_handle, on a real database in a
+ * fresh temp directory (init's files made as init makes them): every
+ * endpoint's answers and refusals, every Idempotency-Key case, and that no
+ * refused request writes anything.
+ *
+ * The in-flight case holds the first request inside its order transaction
+ * with a failpoint hook on two barriers (as test_idem.c does), so the second
+ * request runs while the first provably holds the key; no sleeps.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "clock.h"
+#include "code.h"
+#include "failpoint.h"
+#include "outbox.h"
+#include "queue.h"
+#include "testutil.h"
+#include "tickets.h"
+#include "worker.h"
+
+static struct {
+	struct tu_env *env;
+	struct api *api;
+	char auth[128];
+	int alive;		/* what workers_alive answers */
+} F;
+
+static int alive_fn(void *arg)
+{
+	(void)arg;
+	return F.alive;
+}
+
+static int open_api(int64_t ttl)
+{
+	struct api_opts o = { F.env->db_path, NULL, ttl, alive_fn, NULL };
+	char path[400];
+	size_t len = 0;
+	unsigned char *tok;
+
+	api_close(F.api);
+	F.api = NULL;
+	assert_int_equal(api_open(&o, &F.api), SD_OK);
+	assert_int_equal(api_token_path(F.env->db_path, NULL, path, sizeof path), SD_OK);
+	tok = tu_slurp(path, &len);
+	assert_int_equal(len, API_TOKEN_HEX);
+	snprintf(F.auth, sizeof F.auth, "Bearer %s", tok);
+	free(tok);
+	return 0;
+}
+
+static int setup(void **state)
+{
+	int r = tu_setup(state);
+
+	memset(&F, 0, sizeof F);
+	F.env = *state;
+	F.alive = 2;
+	assert_int_equal(tickets_files_init(F.env->db_path, NULL), SD_OK);
+	assert_int_equal(api_token_ensure(F.env->db_path, NULL), SD_OK);
+	open_api(0);
+	return r;
+}
+
+static int teardown(void **state)
+{
+	failpoint_set_hook(NULL, NULL);
+	api_close(F.api);
+	memset(&F, 0, sizeof F);
+	return tu_teardown(state);
+}
+
+/* ======================== helpers ======================================== */
+
+struct req {
+	const char *method, *path, *query, *auth, *key, *ctype, *body;
+	size_t len;		/* 0: strlen(body) */
+};
+
+static void call(const struct req *q, struct api_response *res)
+{
+	struct api_request r = { q->method, q->path, q->query, q->auth, q->key, q->ctype, q->body,
+				 q->len ? q->len : (q->body ? strlen(q->body) : 0) };
+
+	api_handle(F.api, &r, res);
+	assert_non_null(res->body);
+}
+
+static json_t *body_json(const struct api_response *res)
+{
+	json_error_t je;
+	json_t *o = json_loadb(res->body, res->body_len, 0, &je);
+
+	if (!o)
+		fail_msg("not JSON (%s): %.*s", je.text, (int)res->body_len, res->body);
+	return o;
+}
+
+/* The answer's status, and for errors its "field" (or "" when none). */
+static void expect(const struct req *q, int status, const char *field)
+{
+	struct api_response res;
+	json_t *o;
+	const char *f;
+
+	call(q, &res);
+	if (res.status != status)
+		fail_msg("%s %s: want %d, got %d: %.*s", q->method, q->path, status, res.status,
+			 (int)res.body_len, res.body);
+	if (field) {
+		o = body_json(&res);
+		assert_true(json_is_string(json_object_get(o, "error")));
+		f = json_string_value(json_object_get(o, "field"));
+		if (strcmp(f ? f : "", field) != 0)
+			fail_msg("want field '%s', got '%s': %s", field, f ? f : "", res.body);
+		json_decref(o);
+	}
+	api_response_free(&res);
+}
+
+#define JSON "application/json"
+
+static int64_t add_event(int64_t capacity)
+{
+	char body[256];
+	struct req q = { "POST", "/v1/events", NULL, F.auth, NULL, JSON, body };
+	struct api_response res;
+	json_t *o;
+	int64_t id;
+
+	snprintf(body, sizeof body, "{\"name\":\"Quartet\",\"venue\":\"Hall\","
+		 "\"starts_at\":\"2026-12-31T20:00Z\",\"capacity\":%lld}", (long long)capacity);
+	call(&q, &res);
+	assert_int_equal(res.status, 201);
+	o = body_json(&res);
+	id = json_integer_value(json_object_get(o, "id"));
+	assert_true(id > 0);
+	json_decref(o);
+	api_response_free(&res);
+	return id;
+}
+
+static void order_body(char *buf, size_t size, int64_t event_id, int seats)
+{
+	snprintf(buf, size, "{\"event_id\":%lld,\"name\":\"Ada Lovelace\","
+		 "\"email\":\"ada@example.com\",\"seats\":%d}", (long long)event_id, seats);
+}
+
+/* POST /v1/orders; [out] res (the caller frees it). */
+static void post_order(const char *key, const char *body, struct api_response *res)
+{
+	struct req q = { "POST", "/v1/orders", NULL, F.auth, key, JSON, body };
+
+	call(&q, res);
+}
+
+#define COUNT(sql) tu_count(F.env->db_path, sql)
+
+/* ======================== the token and the digest ======================= */
+
+static void test_token_file(void **state)
+{
+	char path[400];
+	struct stat st;
+	unsigned char *a, *b;
+	size_t la, lb, i;
+
+	(void)state;
+	assert_int_equal(api_token_path(F.env->db_path, NULL, path, sizeof path), SD_OK);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	a = tu_slurp(path, &la);
+	assert_int_equal(la, API_TOKEN_HEX);
+	for (i = 0; i < la; i++)
+		assert_non_null(strchr("0123456789abcdef", a[i]));
+	/* a second init keeps the token */
+	assert_int_equal(api_token_ensure(F.env->db_path, NULL), SD_OK);
+	b = tu_slurp(path, &lb);
+	assert_memory_equal(a, b, la);
+	free(a);
+	free(b);
+	/* a token others may read is refused */
+	assert_int_equal(chmod(path, 0644), 0);
+	{
+		struct api_opts o = { F.env->db_path, NULL, 0, NULL, NULL };
+		struct api *x = NULL;
+		assert_int_equal(api_open(&o, &x), SD_INVALID);
+		assert_null(x);
+	}
+}
+
+static void test_sha256(void **state)
+{
+	char h[API_TOKEN_HEX + 1];
+	static const char two[] = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+
+	(void)state;
+	api_sha256_hex("", 0, h);
+	assert_string_equal(h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	api_sha256_hex("abc", 3, h);
+	assert_string_equal(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	api_sha256_hex(two, strlen(two), h);
+	assert_string_equal(h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+/* ======================== routing and auth =============================== */
+
+static void test_routes(void **state)
+{
+	(void)state;
+	expect(&(struct req){ "GET", "/nowhere" }, 404, "");
+	expect(&(struct req){ "GET", "/v1/orders/T1/other" }, 404, "");
+	expect(&(struct req){ "DELETE", "/v1/orders/T1", NULL, F.auth }, 405, "");
+	expect(&(struct req){ "GET", "/v1/orders" }, 405, "");
+	expect(&(struct req){ "POST", "/healthz" }, 405, "");
+	expect(&(struct req){ "GET", "/v1/events/123", NULL, F.auth }, 404, "");
+	expect(&(struct req){ "GET", "/v1/events/abc", NULL, F.auth }, 404, "");
+	expect(&(struct req){ "GET", "/v1/orders/T..%2F", NULL, F.auth }, 404, "");
+}
+
+static void test_auth(void **state)
+{
+	char body[256], wrong[128];
+	const char *paths[][2] = {
+		{ "GET", "/v1/events/1" }, { "GET", "/v1/orders/T1" },
+		{ "GET", "/v1/orders/T1/tickets.pdf" }, { "GET", "/v1/jobs" },
+		{ "POST", "/v1/jobs/x/retry" }, { "GET", "/v1/stats" },
+	};
+	size_t i;
+
+	(void)state;
+	snprintf(wrong, sizeof wrong, "%s", F.auth);
+	wrong[strlen(wrong) - 1] ^= 1;
+	order_body(body, sizeof body, 1, 1);
+	expect(&(struct req){ "POST", "/v1/events", NULL, NULL, NULL, JSON,
+			      "{\"name\":\"a\",\"venue\":\"b\",\"starts_at\":\"2026-01-01T00:00Z\","
+			      "\"capacity\":5}" }, 401, "");
+	expect(&(struct req){ "POST", "/v1/events", NULL, wrong, NULL, JSON, "{}" }, 401, "");
+	expect(&(struct req){ "POST", "/v1/orders", NULL, NULL, "k1", JSON, body }, 401, "");
+	expect(&(struct req){ "POST", "/v1/orders", NULL, wrong, "k1", JSON, body }, 401, "");
+	expect(&(struct req){ "POST", "/v1/orders", NULL, "Basic abc", "k1", JSON, body }, 401, "");
+	expect(&(struct req){ "POST", "/v1/orders", NULL, F.auth + 7, "k1", JSON, body }, 401, "");
+	expect(&(struct req){ "POST", "/v1/scan", NULL, NULL, NULL, JSON, "{\"code\":\"x\"}" },
+	       401, "");
+	for (i = 0; i < sizeof paths / sizeof paths[0]; i++)
+		expect(&(struct req){ paths[i][0], paths[i][1] }, 401, "");
+	assert_int_equal(COUNT("SELECT count(*) FROM events"), 0);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 0);
+	assert_int_equal(COUNT("SELECT count(*) FROM api_keys"), 0);
+	/* health and metrics need no token */
+	expect(&(struct req){ "GET", "/healthz" }, 200, NULL);
+	expect(&(struct req){ "GET", "/metrics" }, 200, NULL);
+}
+
+/* ======================== events ========================================= */
+
+static void test_events(void **state)
+{
+	struct api_response res;
+	char path[64];
+	json_t *o;
+	int64_t id;
+	char big[API_BODY_MAX + 16];
+
+	(void)state;
+	id = add_event(40);
+	snprintf(path, sizeof path, "/v1/events/%lld", (long long)id);
+	call(&(struct req){ "GET", path, NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "name")), "Quartet");
+	assert_string_equal(json_string_value(json_object_get(o, "starts_at")),
+			    "2026-12-31T20:00:00Z");
+	assert_int_equal(json_integer_value(json_object_get(o, "seats_sold")), 0);
+	assert_int_equal(json_integer_value(json_object_get(o, "seats_remaining")), 40);
+	json_decref(o);
+	api_response_free(&res);
+
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"a\",\"venue\":\"b\",\"starts_at\":\"2026-01-01T00:00Z\","
+			      "\"capacity\":\"5\"}" }, 400, "capacity");
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"a\",\"venue\":\"b\",\"starts_at\":\"tomorrow\","
+			      "\"capacity\":5}" }, 400, "starts_at");
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"\",\"venue\":\"b\",\"starts_at\":\"2026-01-01T00:00Z\","
+			      "\"capacity\":5}" }, 400, "name");
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"a\",\"starts_at\":\"2026-01-01T00:00Z\","
+			      "\"capacity\":5}" }, 400, "venue");
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"a\",\"venue\":\"b\",\"starts_at\":\"2026-01-01T00:00Z\","
+			      "\"capacity\":0}" }, 400, "capacity");
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"a\",\"venue\":\"b\",\"starts_at\":\"2026-01-01T00:00Z\","
+			      "\"capacity\":5,\"vip\":1}" }, 400, "vip");
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON, "{\"name\":" },
+	       400, "");
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON, "[1]" }, 400, "");
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, "text/plain", "{}" },
+	       415, "");
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, NULL, "{}" }, 415, "");
+	memset(big, ' ', sizeof big);
+	big[0] = '{';
+	big[sizeof big - 1] = '}';
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON, big, sizeof big },
+	       413, "");
+	/* a charset parameter is fine */
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL,
+			      "Application/JSON; charset=utf-8",
+			      "{\"name\":\"b\",\"venue\":\"c\",\"starts_at\":\"2026-01-01T00:00Z\","
+			      "\"capacity\":3}" }, 201, NULL);
+	assert_int_equal(COUNT("SELECT count(*) FROM events"), 2);
+}
+
+/* ======================== orders and their keys ========================== */
+
+static void test_order_replay(void **state)
+{
+	struct api_response a, b, c;
+	char body[256], other[256];
+	int64_t ev;
+	json_t *o;
+
+	(void)state;
+	ev = add_event(10);
+	order_body(body, sizeof body, ev, 2);
+	post_order("key-1", body, &a);
+	assert_int_equal(a.status, 201);
+	o = body_json(&a);
+	assert_int_equal(strlen(json_string_value(json_object_get(o, "id"))), 10);
+	assert_int_equal(json_integer_value(json_object_get(o, "seats")), 2);
+	json_decref(o);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 1);
+	assert_int_equal(COUNT("SELECT count(*) FROM tickets"), 2);
+	assert_int_equal(COUNT("SELECT count(*) FROM outbox"), 2);
+	assert_int_equal(COUNT("SELECT count(*) FROM api_keys"), 1);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders WHERE idempotency_key IS NULL"), 1);
+
+	/* the same key and body: the first answer, byte for byte, nothing new */
+	clock_fake_advance(5000);
+	post_order("key-1", body, &b);
+	assert_int_equal(b.status, 201);
+	assert_int_equal(b.body_len, a.body_len);
+	assert_memory_equal(b.body, a.body, a.body_len);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 1);
+	assert_int_equal(COUNT("SELECT count(*) FROM outbox"), 2);
+
+	/* the same key, another body: 422, nothing new */
+	order_body(other, sizeof other, ev, 3);
+	post_order("key-1", other, &c);
+	assert_int_equal(c.status, 422);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 1);
+	api_response_free(&a);
+	api_response_free(&b);
+	api_response_free(&c);
+
+	/* another key: another order */
+	post_order("key-2", body, &a);
+	assert_int_equal(a.status, 201);
+	api_response_free(&a);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 2);
+}
+
+static void test_order_refusals(void **state)
+{
+	char body[256];
+	int64_t ev;
+	struct req q = { "POST", "/v1/orders", NULL, NULL, "k", JSON, NULL };
+
+	(void)state;
+	ev = add_event(3);
+	order_body(body, sizeof body, ev, 1);
+	q.auth = F.auth;
+	q.body = body;
+	q.key = NULL;
+	expect(&q, 400, "Idempotency-Key");
+	q.key = "has space";
+	expect(&q, 400, "Idempotency-Key");
+	q.key = "k";
+	q.ctype = "text/plain";
+	expect(&q, 415, "");
+	q.ctype = JSON;
+	q.body = "{\"event_id\":1,\"name\":\"A\",\"email\":\"a@example.com\",\"seats\":\"two\"}";
+	expect(&q, 400, "seats");
+	q.body = "{\"event_id\":1,\"name\":\"A\",\"email\":\"a@example.com\",\"seats\":0}";
+	expect(&q, 400, "seats");
+	q.body = "{\"event_id\":1,\"name\":\"A\",\"email\":\"nope\",\"seats\":1}";
+	expect(&q, 400, "email");
+	q.body = "{\"event_id\":1,\"name\":\"A\\u0007\",\"email\":\"a@example.com\",\"seats\":1}";
+	expect(&q, 400, "name");
+	q.body = "{\"event_id\":1,\"email\":\"a@example.com\",\"seats\":1}";
+	expect(&q, 400, "name");
+	q.body = "{\"event_id\":1,\"name\":\"A\",\"email\":\"a@example.com\",\"seats\":1,\"x\":1}";
+	expect(&q, 400, "x");
+	q.body = "{\"event_id\":1,\"event_id\":2,\"name\":\"A\",\"email\":\"a@example.com\"}";
+	expect(&q, 400, "");
+	q.body = "{\"event_id\":1,";
+	expect(&q, 400, "");
+	q.body = "";
+	expect(&q, 400, "");
+	q.body = "{\"event_id\":999,\"name\":\"A\",\"email\":\"a@example.com\",\"seats\":1}";
+	expect(&q, 404, "event_id");
+	/* sold out: 4 seats of 3, refused whole, no ticket written */
+	order_body(body, sizeof body, ev, 4);
+	q.body = body;
+	expect(&q, 422, "seats");
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 0);
+	assert_int_equal(COUNT("SELECT count(*) FROM tickets"), 0);
+	assert_int_equal(COUNT("SELECT count(*) FROM outbox"), 0);
+	assert_int_equal(COUNT("SELECT count(*) FROM api_keys"), 0);
+	/* the key was not spent on a refusal: fixed, it goes through */
+	order_body(body, sizeof body, ev, 3);
+	expect(&q, 201, NULL);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 1);
+}
+
+/* The first request waits inside its transaction until the main thread has
+ * sent the second one. */
+struct hold {
+	pthread_barrier_t reached, go;
+	int armed;
+};
+
+static void hold_hook(const char *name, void *arg)
+{
+	struct hold *h = arg;
+
+	if (strcmp(name, FP_API_ORDER_TX) != 0 || !__atomic_exchange_n(&h->armed, 0,
+								       __ATOMIC_SEQ_CST))
+		return;
+	pthread_barrier_wait(&h->reached);
+	pthread_barrier_wait(&h->go);
+}
+
+struct first {
+	const char *body;
+	struct api_response res;
+};
+
+static void *first_thread(void *arg)
+{
+	struct first *f = arg;
+
+	post_order("same-key", f->body, &f->res);
+	return NULL;
+}
+
+static void test_order_in_flight(void **state)
+{
+	struct hold h;
+	struct first f;
+	struct api_response second, third;
+	char body[256];
+	pthread_t t;
+
+	(void)state;
+	order_body(body, sizeof body, add_event(10), 1);
+	pthread_barrier_init(&h.reached, NULL, 2);
+	pthread_barrier_init(&h.go, NULL, 2);
+	h.armed = 1;
+	f.body = body;
+	failpoint_set_hook(hold_hook, &h);
+	assert_int_equal(pthread_create(&t, NULL, first_thread, &f), 0);
+	pthread_barrier_wait(&h.reached);
+	/* the first holds the key inside its transaction */
+	post_order("same-key", body, &second);
+	pthread_barrier_wait(&h.go);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	failpoint_set_hook(NULL, NULL);
+	pthread_barrier_destroy(&h.reached);
+	pthread_barrier_destroy(&h.go);
+
+	assert_int_equal(f.res.status, 201);
+	assert_int_equal(second.status, 409);
+	assert_string_equal(second.retry_after, API_RETRY_AFTER_S);
+	assert_string_equal(f.res.retry_after, "");
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 1);
+	/* once it is done the key answers with the stored 201 */
+	post_order("same-key", body, &third);
+	assert_int_equal(third.status, 201);
+	assert_int_equal(third.body_len, f.res.body_len);
+	assert_memory_equal(third.body, f.res.body, f.res.body_len);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 1);
+	api_response_free(&f.res);
+	api_response_free(&second);
+	api_response_free(&third);
+}
+
+static void test_key_expiry(void **state)
+{
+	struct api_response a, b;
+	char body[256], other[256];
+	int64_t ev, n = 0;
+
+	(void)state;
+	open_api(60000);
+	ev = add_event(10);
+	order_body(body, sizeof body, ev, 1);
+	order_body(other, sizeof other, ev, 2);
+	post_order("k-exp", body, &a);
+	assert_int_equal(a.status, 201);
+	api_response_free(&a);
+	assert_int_equal(api_prune_keys(F.env->db, clock_now_ms(), 100, &n), SD_OK);
+	assert_int_equal(n, 0);
+	clock_fake_advance(60000);
+	assert_int_equal(api_prune_keys(F.env->db, clock_now_ms(), 100, &n), SD_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(COUNT("SELECT count(*) FROM api_keys"), 0);
+	/* an expired key is a new key again */
+	post_order("k-exp", other, &b);
+	assert_int_equal(b.status, 201);
+	api_response_free(&b);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 2);
+	/* expired but not yet pruned: also new */
+	clock_fake_advance(60000);
+	post_order("k-exp", body, &b);
+	assert_int_equal(b.status, 201);
+	api_response_free(&b);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 3);
+	assert_int_equal(COUNT("SELECT count(*) FROM api_keys"), 1);
+}
+
+/* ======================== reading an order, its PDF, the door ============ */
+
+static void test_order_show_pdf_scan(void **state)
+{
+	struct api_response res;
+	char body[256], path[128], id[ORDER_ID_MAX], code[CODE_TEXT_MAX], scan[160], kp[400];
+	unsigned char key[CODE_KEY_LEN];
+	struct tickets_env *tenv = NULL;
+	struct handler_ctx *ctx;
+	struct job job;
+	struct job_result jr;
+	char payload[64], job_id[] = "outbox:1", kind[] = "render_tickets";
+	int64_t ev, tid;
+	json_t *o;
+
+	(void)state;
+	ev = add_event(10);
+	order_body(body, sizeof body, ev, 1);
+	post_order("k-show", body, &res);
+	o = body_json(&res);
+	snprintf(id, sizeof id, "%s", json_string_value(json_object_get(o, "id")));
+	json_decref(o);
+	api_response_free(&res);
+
+	snprintf(path, sizeof path, "/v1/orders/%s", id);
+	call(&(struct req){ "GET", path, NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "id")), id);
+	assert_false(json_is_true(json_object_get(o, "pdf_stored")));
+	assert_false(json_is_true(json_object_get(o, "email_sent")));
+	tid = json_integer_value(json_object_get(json_array_get(json_object_get(o, "tickets"), 0),
+						 "id"));
+	json_decref(o);
+	api_response_free(&res);
+	expect(&(struct req){ "GET", "/v1/orders/TNOSUCH22", NULL, F.auth }, 404, "");
+
+	snprintf(path, sizeof path, "/v1/orders/%s/tickets.pdf", id);
+	expect(&(struct req){ "GET", path, NULL, F.auth }, 404, "");
+	/* render it as render_tickets does */
+	assert_int_equal(tickets_env_open(F.env->db_path, NULL, NULL, NULL, NULL, &tenv), SD_OK);
+	ctx = worker_ctx_new(F.env->db_path, tenv);
+	snprintf(payload, sizeof payload, "{\"order_id\":%lld}",
+		 (long long)COUNT("SELECT id FROM orders"));
+	memset(&job, 0, sizeof job);
+	job.id = 1;
+	job.lease_token = 1;
+	job.deliveries = 1;
+	job.job_id = job_id;
+	job.kind = kind;
+	job.payload = payload;
+	memset(&jr, 0, sizeof jr);
+	assert_int_equal(tickets_render(ctx, &job, &jr), JOB_DONE);
+	worker_ctx_free(ctx);
+	tickets_env_close(tenv);
+	call(&(struct req){ "GET", path, NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	assert_string_equal(res.content_type, "application/pdf");
+	assert_true(res.body_len > 5);
+	assert_memory_equal(res.body, "%PDF-", 5);
+	api_response_free(&res);
+
+	/* the door */
+	assert_int_equal(code_key_path(F.env->db_path, NULL, kp, sizeof kp), SD_OK);
+	assert_int_equal(code_key_load(kp, key), SD_OK);
+	code_make(key, tid, ev, code);
+	snprintf(scan, sizeof scan, "{\"code\":\"%s\"}", code);
+	call(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON, scan }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "result")), "admitted");
+	json_decref(o);
+	api_response_free(&res);
+	clock_fake_advance(1000);
+	call(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON, scan }, &res);
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "result")), "already_scanned");
+	assert_int_equal(json_integer_value(json_object_get(o, "scanned_at")), clock_now_ms() - 1000);
+	json_decref(o);
+	api_response_free(&res);
+	call(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON,
+			    "{\"code\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"}" }, &res);
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "result")), "invalid");
+	json_decref(o);
+	api_response_free(&res);
+	expect(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON, "{\"code\":5}" },
+	       400, "code");
+}
+
+/* ======================== jobs, stats, health, metrics =================== */
+
+static void test_jobs_retry(void **state)
+{
+	struct api_response res;
+	struct enqueue e = { "noop", NULL, "job-dead-1", 0, 0 };
+	struct job *j[1];
+	json_t *o;
+	int n = 0, dead = 0;
+
+	(void)state;
+	assert_int_equal(queue_enqueue(F.env->db, &e, NULL), SD_OK);
+	assert_int_equal(queue_claim(F.env->db, "w", 1, 0, j, &n), SD_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(queue_fail(F.env->db, j[0], "boom", 1, &dead), SD_OK);
+	assert_int_equal(dead, 1);
+	job_free(j[0]);
+
+	call(&(struct req){ "GET", "/v1/jobs", "state=dead", F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_int_equal(json_array_size(json_object_get(o, "jobs")), 1);
+	assert_string_equal(json_string_value(json_object_get(
+		json_array_get(json_object_get(o, "jobs"), 0), "job_id")), "job-dead-1");
+	json_decref(o);
+	api_response_free(&res);
+	expect(&(struct req){ "GET", "/v1/jobs", "state=bogus", F.auth }, 400, "state");
+	expect(&(struct req){ "GET", "/v1/jobs", "limit=0", F.auth }, 400, "limit");
+	expect(&(struct req){ "GET", "/v1/jobs", "kind=no%20good", F.auth }, 400, "kind");
+	call(&(struct req){ "GET", "/v1/jobs", "kind=noop&state=ready", F.auth }, &res);
+	o = body_json(&res);
+	assert_int_equal(json_array_size(json_object_get(o, "jobs")), 0);
+	json_decref(o);
+	api_response_free(&res);
+
+	expect(&(struct req){ "POST", "/v1/jobs/job-dead-1/retry", NULL, F.auth }, 200, NULL);
+	expect(&(struct req){ "POST", "/v1/jobs/job-dead-1/retry", NULL, F.auth }, 404, "");
+	expect(&(struct req){ "POST", "/v1/jobs/nope/retry", NULL, F.auth }, 404, "");
+	call(&(struct req){ "GET", "/v1/jobs", "state=ready", F.auth }, &res);
+	o = body_json(&res);
+	assert_int_equal(json_array_size(json_object_get(o, "jobs")), 1);
+	json_decref(o);
+	api_response_free(&res);
+}
+
+static void test_stats_metrics_health(void **state)
+{
+	struct api_response res;
+	char body[256];
+	json_t *o;
+	int64_t ev, n = 0;
+
+	(void)state;
+	ev = add_event(10);
+	order_body(body, sizeof body, ev, 3);
+	post_order("k-stats", body, &res);
+	api_response_free(&res);
+	assert_int_equal(outbox_relay_batch(F.env->db, 100, &n), SD_OK);
+	assert_int_equal(n, 2);
+
+	call(&(struct req){ "GET", "/v1/stats", NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_int_equal(json_integer_value(json_object_get(o, "orders")), 1);
+	assert_int_equal(json_integer_value(json_object_get(o, "emails_sent")), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+		json_object_get(o, "jobs"), "total"), "ready")), 2);
+	assert_non_null(json_object_get(json_object_get(json_object_get(o, "jobs"), "by_kind"),
+					"render_tickets"));
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(
+		json_object_get(o, "events"), 0), "seats_sold")), 3);
+	json_decref(o);
+	api_response_free(&res);
+
+	call(&(struct req){ "GET", "/metrics" }, &res);
+	assert_int_equal(res.status, 200);
+	assert_string_equal(res.content_type, "text/plain; version=0.0.4");
+	assert_non_null(strstr(res.body, "stagedoor_jobs{state=\"ready\",kind=\"render_tickets\"} 1\n"));
+	assert_non_null(strstr(res.body, "stagedoor_jobs_done_total{kind=\"render_tickets\"} 0\n"));
+	assert_non_null(strstr(res.body, "\nstagedoor_dead_jobs 0\n"));
+	assert_non_null(strstr(res.body, "\nstagedoor_emails_sent_total 0\n"));
+	assert_non_null(strstr(res.body, "\nstagedoor_reclaims_total 0\n"));
+	assert_non_null(strstr(res.body, "\nstagedoor_wal_bytes "));
+	assert_non_null(strstr(res.body, "\nstagedoor_orders_total 1\n"));
+	api_response_free(&res);
+
+	call(&(struct req){ "GET", "/healthz" }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_true(json_is_true(json_object_get(o, "ok")));
+	assert_string_equal(json_string_value(json_object_get(o, "db")), "ok");
+	assert_int_equal(json_integer_value(json_object_get(o, "workers_alive")), 2);
+	assert_true(json_is_integer(json_object_get(o, "wal_bytes")));
+	json_decref(o);
+	api_response_free(&res);
+	F.alive = 0;
+	expect(&(struct req){ "GET", "/healthz" }, 503, NULL);
+}
+
+/* ======================== the pure layer ================================= */
+
+static void test_parse_and_query(void **state)
+{
+	struct api_order o;
+	struct api_error err;
+	char buf[32];
+	static const char big[] = "{\"event_id\":1,\"name\":\"A\",\"email\":\"a@b.co\","
+				  "\"seats\":99999999999999999999}";
+	static const char ok[] = "{\"event_id\":1,\"name\":\"A\",\"email\":\"a@b.co\","
+				 "\"seats\":2}";
+	static const char nul[] = "{\"event_id\":1,\"name\":\"A\0B\",\"email\":\"a@b.co\",\"seats\":1}";
+
+	(void)state;
+	assert_int_equal(api_parse_order(nul, sizeof nul - 1, &o, &err), SD_INVALID);
+	assert_int_equal(api_parse_order(big, strlen(big), &o, &err), SD_INVALID);
+	assert_int_equal(api_parse_order(ok, strlen(ok), &o, &err), SD_OK);
+	assert_string_equal(o.o.email, "a@b.co");
+	api_parse_free(o.json);
+	assert_int_equal(api_query_get("a=1&state=dead", "state", buf, sizeof buf), 1);
+	assert_string_equal(buf, "dead");
+	assert_int_equal(api_query_get("a=1", "state", buf, sizeof buf), 0);
+	assert_int_equal(api_query_get(NULL, "state", buf, sizeof buf), 0);
+	assert_int_equal(api_query_get("state=%zz", "state", buf, sizeof buf), -1);
+	assert_int_equal(api_query_get("state=%00", "state", buf, sizeof buf), -1);
+	assert_int_equal(api_query_get("state=%4", "state", buf, sizeof buf), -1);
+	assert_true(api_content_type_json("application/json"));
+	assert_false(api_content_type_json("application/jsonx"));
+	assert_false(api_key_valid(""));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_token_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sha256, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_routes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_auth, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_events, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_order_replay, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_order_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_order_in_flight, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_key_expiry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_order_show_pdf_scan, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_jobs_retry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stats_metrics_health, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_parse_and_query, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
