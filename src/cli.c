@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "args.h"
 #include "clock.h"
 #include "config.h"
@@ -148,7 +149,8 @@ int cli_init(int argc, char **argv)
 		return rc;
 	if ((rc = cli_open_db(dbp, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != 0)
 		return rc;
-	if ((r = tickets_files_init(db_path(db), cli_state_dir(state))) != SD_OK) {
+	if ((r = tickets_files_init(db_path(db), cli_state_dir(state))) != SD_OK ||
+	    (r = api_token_ensure(db_path(db), cli_state_dir(state))) != SD_OK) {
 		db_close(db);
 		return cli_fail(r);
 	}

@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "clock.h"
 #include "idem.h"
 #include "log.h"
@@ -206,7 +207,10 @@ enum sd_result maint_tick(struct db *db, const struct maint_opts *o, struct main
 		r = queue_prune_done(db, d.done_retention_ms, d.batch, &st->done_pruned);
 	if (r == SD_OK && d.idem_retention_ms > 0)
 		r = prune_processed(db, now - d.idem_retention_ms, d.batch, st);
-	st->idem_pruned = st->processed_pruned;
+	/* client keys carry their own expiry, set when they were stored */
+	if (r == SD_OK)
+		r = api_prune_keys(db, now, d.batch, &st->api_keys_pruned);
+	st->idem_pruned = st->processed_pruned + st->api_keys_pruned;
 	/* the checkpoint runs whatever the prunes did: the WAL must not grow
 	 * because a prune hit a busy database */
 	c = checkpoint(db, d.wal_warn_bytes, st);

@@ -48,10 +48,12 @@ struct maint_stats {
 	int64_t copied_frames;		/* of which copied into the database */
 	int wal_warn;			/* the WAL is still above wal_warn_bytes */
 	int64_t done_pruned;		/* done jobs pruned */
-	int64_t idem_pruned;		/* idempotency records forgotten: as
-					 * processed_pruned (email_sends rows are
-					 * kept with their order, see maint.c) */
+	int64_t idem_pruned;		/* idempotency records forgotten:
+					 * processed_pruned + api_keys_pruned
+					 * (email_sends rows are kept with their
+					 * order, see maint.c) */
 	int64_t processed_pruned;	/* processed_jobs rows forgotten */
+	int64_t api_keys_pruned;	/* expired client Idempotency-Keys (api.h) */
 	int64_t idem_kept;		/* expired records kept: still deliverable */
 };
 
