@@ -34,7 +34,7 @@ TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o build/rel/assets.o
 SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS)) build/san/schema.o build/san/assets.o
 
-.PHONY: all deps test check-rel check-san bench demo soak clean
+.PHONY: all deps test check-rel check-san check-browser bench demo soak clean
 .SUFFIXES:
 
 all: bin/stagedoor
@@ -103,6 +103,11 @@ check-san: build/san/stagedoor build/mailsink build/chaos $(addprefix build/san/
 test: deps
 	@$(MAKE) --no-print-directory check-rel
 	@$(MAKE) --no-print-directory check-san
+
+# The dashboard in headless Debian chromium (playwright-core from
+# tests/browser/package-lock.json) against tests/browser/fake_box.mjs.
+check-browser:
+	sh tests/browser/run_fake.sh $(CURDIR)/build/dashboard.png
 
 build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o
 	$(CC) $(ALL_CFLAGS) -Isrc -o $@ $^ $(LDLIBS)
