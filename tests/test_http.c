@@ -590,6 +590,34 @@ static void test_body_limit(void **state)
 	close(fd);
 	reply_free(&r);
 	assert_int_equal(seen_calls(), 2);
+
+	/* A chunked stream past HTTP_BODY_DISCARD_MAX is cut off; the server
+	 * goes on serving. */
+	{
+		static const char head[] = "POST /v1/echo HTTP/1.1\r\nHost: box\r\n"
+					   "Transfer-Encoding: chunked\r\n\r\n";
+		static char chunk[8192 + 16];
+		size_t sent = 0, k;
+
+		k = (size_t)snprintf(chunk, sizeof chunk, "2000\r\n");
+		memset(chunk + k, 'z', 8192);
+		memcpy(chunk + k + 8192, "\r\n", 2);
+		k += 8192 + 2;
+		fd = dial(port);
+		send_all(fd, head, strlen(head));
+		while (sent < 64 * HTTP_BODY_DISCARD_MAX) {
+			ssize_t w = send(fd, chunk, k, MSG_NOSIGNAL);
+			if (w <= 0)
+				break;	/* the server hung up: what we want */
+			sent += (size_t)w;
+		}
+		assert_true(sent < 64 * HTTP_BODY_DISCARD_MAX);
+		close(fd);
+	}
+	get(port, "GET", "/v1/after", &r);
+	assert_int_equal(r.status, 404);
+	reply_free(&r);
+	assert_int_equal(seen_calls(), 3);
 }
 
 static int64_t now_ms(void)

@@ -99,8 +99,13 @@
     return isNaN(d) ? '–' : d.toLocaleString();
   }
 
+  /* fillRows: replace a table's rows; each cell is labelled with its column's
+   * heading (data-label), which a phone screen shows beside the value. */
   function fillRows(tbodyParent, emptyId, rows) {
     const tbody = tbodyParent.querySelector('tbody');
+    const heads = Array.from(tbodyParent.querySelectorAll('thead th'), (th) => th.textContent);
+    for (const tr of rows)
+      Array.from(tr.children).forEach((td, i) => { td.dataset.label = heads[i] || ''; });
     tbody.replaceChildren(...rows);
     if (emptyId) $(emptyId).hidden = rows.length > 0;
   }
