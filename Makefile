@@ -9,13 +9,13 @@
 #   make clean
 
 CC      ?= cc
-PKGS    := sqlite3 jansson libqrencode libcurl
+PKGS    := sqlite3 jansson libqrencode libcurl libmicrohttpd
 TPKGS   := cmocka
 # libharu and mbedTLS ship no pkg-config file in Debian 12: plain -l flags
 XLIBS   := -lhpdf -lmbedcrypto
 DEBS    := gcc make pkg-config libsqlite3-dev libjansson-dev libcmocka-dev \
            libhpdf-dev libqrencode-dev libmbedtls-dev libcurl4-openssl-dev \
-           qpdf poppler-utils python3-aiosmtpd openssl
+           qpdf poppler-utils python3-aiosmtpd openssl libmicrohttpd-dev
 
 WARN    := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
 CFLAGS  ?= -O2 -g
@@ -27,13 +27,14 @@ SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fram
 SRCS    := $(sort $(wildcard src/*.c))
 LIBSRCS := $(filter-out src/main.c,$(SRCS))
 SCHEMA  := $(sort $(wildcard schema/*.sql))
+ASSETS  := src/dashboard/index.html src/dashboard/dashboard.js src/dashboard/dashboard.css
 TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 
 # Two builds of everything: build/rel (bin/stagedoor) and build/san.
-REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o
-SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS)) build/san/schema.o
+REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o build/rel/assets.o
+SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS)) build/san/schema.o build/san/assets.o
 
-.PHONY: all deps test check-rel check-san bench demo soak clean
+.PHONY: all deps test check-rel check-san check-browser bench demo soak clean
 .SUFFIXES:
 
 all: bin/stagedoor
@@ -48,6 +49,13 @@ build/embed_schema: tools/embed_schema.c
 build/schema.c: build/embed_schema $(SCHEMA)
 	build/embed_schema $@ $(SCHEMA)
 
+build/embed_assets: tools/embed_assets.c
+	@mkdir -p build
+	$(CC) -O1 -o $@ $<
+
+build/assets.c: build/embed_assets $(ASSETS)
+	build/embed_assets $@ $(ASSETS)
+
 build/rel/%.o: src/%.c src/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Isrc -c -o $@ $<
@@ -58,6 +66,12 @@ build/san/%.o: src/%.c src/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -c -o $@ $<
 build/san/schema.o: build/schema.c src/db.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -c -o $@ $<
+build/rel/assets.o: build/assets.c src/http.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Isrc -c -o $@ $<
+build/san/assets.o: build/assets.c src/http.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -c -o $@ $<
 
@@ -89,6 +103,11 @@ check-san: build/san/stagedoor build/mailsink build/chaos $(addprefix build/san/
 test: deps
 	@$(MAKE) --no-print-directory check-rel
 	@$(MAKE) --no-print-directory check-san
+
+# The dashboard in headless Debian chromium (playwright-core from
+# tests/browser/package-lock.json) against tests/browser/fake_box.mjs.
+check-browser:
+	sh tests/browser/run_fake.sh $(CURDIR)/build/dashboard.png
 
 build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o
 	$(CC) $(ALL_CFLAGS) -Isrc -o $@ $^ $(LDLIBS)

@@ -1,0 +1,326 @@
+/*
+ * dashboard.js: the operator page of Stagedoor Box.  Plain JS, no framework,
+ * no request to anything but the box that served it (the server's
+ * Content-Security-Policy enforces that).
+ *
+ * It asks for the API token once (kept in sessionStorage, so it dies with
+ * the tab), sends "Authorization: Bearer <token>" on every /v1 call, and
+ * refreshes every REFRESH_MS.  A 401 asks for the token again.  Everything
+ * the API returns goes into the page as text (textContent), never as HTML.
+ *
+ * The JSON it reads; the API (src/api.c) answers with these shapes:
+ *
+ *   GET /v1/stats ->
+ *     {"jobs": {"by_state": {"ready":N, "scheduled":N, "leased":N, "dead":N, "done":N},
+ *               "by_kind": [{"kind":"render_tickets", "ready":N, "leased":N, "dead":N, "done":N}]},
+ *      "orders": N, "emails_sent": N,
+ *      "events": [{"id":1, "name":"...", "capacity":N, "seats_sold":N}],
+ *      "done_per_minute": N}                      (jobs done in the last 60 s)
+ *   GET /v1/jobs?state=leased ->
+ *     {"jobs": [{"job_id":"outbox:12", "kind":"send_tickets", "state":"leased",
+ *                "deliveries":N, "attempts":N, "leased_by":"w1", "lease_age_ms":N,
+ *                "last_error":null}]}
+ *   GET /v1/jobs?state=dead -> the same shape, "last_error":"..."
+ *   POST /v1/jobs/{job_id}/retry -> 200 {"job_id":"..."}   (job_id percent-encoded in the path)
+ *   GET /v1/orders?recent=20 ->
+ *     {"orders": [{"id":"T...", "event_id":1, "seats":N, "pdf":true, "email":"sent|pending",
+ *                  "created_at":MS}]}                    (created_at: Unix milliseconds)
+ *   GET /v1/orders/{id}/tickets.pdf -> application/pdf
+ *   POST /v1/scan {"code":"..."} ->
+ *     {"result":"admitted|already_scanned|invalid", "scanned_at":MS|null}
+ *   Errors: any non-2xx status, body {"error":"..."} when JSON.
+ *
+ * Element ids the browser test (tests/browser/dashboard.mjs) relies on:
+ * #token, #token-save, #state-<state>, #orders-total, #emails-sent,
+ * #jobs-per-sec, #events-list tr[data-event-id] td.sold, #leased-list,
+ * #dead-list tr[data-job-id] button.retry, #orders-list, #scan-code,
+ * #scan-go, #scan-result, #status (data-refreshed counts refreshes).
+ */
+'use strict';
+
+(function () {
+  const REFRESH_MS = 3000;
+  const TOKEN_KEY = 'stagedoor.token';
+  const STATES = ['ready', 'scheduled', 'leased', 'dead', 'done'];
+
+  const $ = (id) => document.getElementById(id);
+  let timer = null;
+  let refreshes = 0;
+  let eventNames = new Map();
+
+  function token() { return sessionStorage.getItem(TOKEN_KEY) || ''; }
+
+  class AuthError extends Error {}
+
+  /* api: one /v1 call; the parsed JSON, or throws (AuthError on 401). */
+  async function api(method, path, body) {
+    const headers = { 'Authorization': 'Bearer ' + token() };
+    const init = { method, headers, cache: 'no-store', credentials: 'omit' };
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const r = await fetch(path, init);
+    if (r.status === 401) throw new AuthError('the token was refused');
+    let data = null;
+    const type = r.headers.get('Content-Type') || '';
+    if (type.startsWith('application/json')) data = await r.json();
+    if (!r.ok) {
+      const why = data && data.error ? (typeof data.error === 'string' ? data.error : JSON.stringify(data.error)) : r.statusText;
+      throw new Error(method + ' ' + path + ': ' + r.status + ' ' + why);
+    }
+    return data;
+  }
+
+  function el(tag, text, cls) {
+    const e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  }
+
+  function num(n) {
+    return typeof n === 'number' && isFinite(n) ? n.toLocaleString('en-US') : '–';
+  }
+
+  function age(ms) {
+    if (typeof ms !== 'number' || !isFinite(ms)) return '–';
+    if (ms < 1000) return ms + ' ms';
+    const s = Math.floor(ms / 1000);
+    if (s < 60) return (ms / 1000).toFixed(1) + ' s';
+    const m = Math.floor(s / 60);
+    if (m < 60) return m + ' min ' + (s % 60) + ' s';
+    return Math.floor(m / 60) + ' h ' + (m % 60) + ' min';
+  }
+
+  function when(ms) {
+    if (typeof ms !== 'number') return ms ? String(ms) : '–';
+    const d = new Date(ms);
+    return isNaN(d) ? '–' : d.toLocaleString();
+  }
+
+  /* fillRows: replace a table's rows; each cell is labelled with its column's
+   * heading (data-label), which a phone screen shows beside the value. */
+  function fillRows(tbodyParent, emptyId, rows) {
+    const tbody = tbodyParent.querySelector('tbody');
+    const heads = Array.from(tbodyParent.querySelectorAll('thead th'), (th) => th.textContent);
+    for (const tr of rows)
+      Array.from(tr.children).forEach((td, i) => { td.dataset.label = heads[i] || ''; });
+    tbody.replaceChildren(...rows);
+    if (emptyId) $(emptyId).hidden = rows.length > 0;
+  }
+
+  /* ---- the sections ---- */
+
+  function showStats(s) {
+    const bs = (s.jobs && s.jobs.by_state) || {};
+    for (const st of STATES) $('state-' + st).textContent = num(bs[st] || 0);
+    $('orders-total').textContent = num(s.orders);
+    $('emails-sent').textContent = num(s.emails_sent);
+    const dpm = typeof s.done_per_minute === 'number' ? s.done_per_minute : 0;
+    $('jobs-per-sec').textContent = (dpm / 60).toFixed(dpm && dpm < 600 ? 2 : 1);
+
+    const kinds = (s.jobs && s.jobs.by_kind) || [];
+    fillRows($('kinds'), null, kinds.map((k) => {
+      const tr = el('tr');
+      tr.dataset.kind = k.kind;
+      tr.append(el('td', k.kind), el('td', num(k.ready || 0), 'num'), el('td', num(k.leased || 0), 'num'),
+                el('td', num(k.dead || 0), 'num'), el('td', num(k.done || 0), 'num'));
+      return tr;
+    }));
+
+    const events = s.events || [];
+    eventNames = new Map(events.map((e) => [e.id, e.name]));
+    fillRows($('events-list'), null, events.map((e) => {
+      const tr = el('tr');
+      tr.dataset.eventId = e.id;
+      const bar = el('div', null, 'bar');
+      const fill = el('span');
+      const pct = e.capacity > 0 ? Math.min(100, (100 * e.seats_sold) / e.capacity) : 0;
+      fill.style.width = pct.toFixed(1) + '%';
+      bar.append(fill);
+      bar.title = pct.toFixed(0) + '%';
+      const tdBar = el('td');
+      tdBar.append(bar);
+      tr.append(el('td', e.name), el('td', num(e.seats_sold), 'num sold'), el('td', num(e.capacity), 'num'), tdBar);
+      return tr;
+    }));
+  }
+
+  function showLeased(jobs) {
+    fillRows($('leased-list'), 'leased-empty', jobs.map((j) => {
+      const tr = el('tr');
+      tr.dataset.jobId = j.job_id;
+      tr.append(el('td', j.job_id, 'id'), el('td', j.kind), el('td', j.leased_by || '–'),
+                el('td', age(j.lease_age_ms), 'num'), el('td', num(j.deliveries), 'num'));
+      return tr;
+    }));
+  }
+
+  function showDead(jobs) {
+    fillRows($('dead-list'), 'dead-empty', jobs.map((j) => {
+      const tr = el('tr');
+      tr.dataset.jobId = j.job_id;
+      const b = el('button', 'Retry', 'retry');
+      b.type = 'button';
+      b.setAttribute('aria-label', 'retry ' + j.job_id);
+      b.addEventListener('click', () => retry(j.job_id, tr, b));
+      const tdB = el('td');
+      tdB.append(b);
+      tr.append(el('td', j.job_id, 'id'), el('td', j.kind), el('td', num(j.attempts), 'num'),
+                el('td', j.last_error || '', 'err'), tdB);
+      return tr;
+    }));
+  }
+
+  function showOrders(orders) {
+    fillRows($('orders-list'), 'orders-empty', orders.map((o) => {
+      const tr = el('tr');
+      tr.dataset.orderId = o.id;
+      const tdPdf = el('td');
+      if (o.pdf) {
+        const a = el('a', 'PDF');
+        a.href = '/v1/orders/' + encodeURIComponent(o.id) + '/tickets.pdf';
+        a.addEventListener('click', (ev) => { ev.preventDefault(); openPdf(o.id); });
+        tdPdf.append(a);
+      } else {
+        tdPdf.textContent = 'rendering';
+      }
+      tr.append(el('td', o.id, 'id'), el('td', eventNames.get(o.event_id) || ('#' + o.event_id)),
+                el('td', num(o.seats), 'num'), tdPdf, el('td', o.email || '–', 'state-' + (o.email || '')),
+                el('td', when(o.created_at)));
+      return tr;
+    }));
+  }
+
+  /* ---- actions ---- */
+
+  async function retry(jobId, tr, button) {
+    button.disabled = true;
+    try {
+      await api('POST', '/v1/jobs/' + encodeURIComponent(jobId) + '/retry');
+      tr.remove();
+      if (!$('dead-list').querySelector('tbody tr')) $('dead-empty').hidden = false;
+      setStatus('retried ' + jobId);
+      refresh();
+    } catch (e) {
+      button.disabled = false;
+      fail(e);
+    }
+  }
+
+  /* openPdf: a link cannot carry the token, so fetch the PDF and open it as a blob. */
+  async function openPdf(orderId) {
+    try {
+      const r = await fetch('/v1/orders/' + encodeURIComponent(orderId) + '/tickets.pdf',
+                            { headers: { 'Authorization': 'Bearer ' + token() }, cache: 'no-store' });
+      if (r.status === 401) throw new AuthError('the token was refused');
+      if (!r.ok) throw new Error('tickets.pdf: ' + r.status);
+      const url = URL.createObjectURL(await r.blob());
+      const a = document.createElement('a');
+      a.href = url;
+      a.download = orderId + '.pdf';
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60000);
+    } catch (e) {
+      fail(e);
+    }
+  }
+
+  async function scan(ev) {
+    ev.preventDefault();
+    const out = $('scan-result');
+    const code = $('scan-code').value.trim();
+    if (!code) return;
+    out.className = 'scan-result';
+    out.textContent = '…';
+    try {
+      const r = await api('POST', '/v1/scan', { code });
+      const words = { admitted: 'ADMITTED', already_scanned: 'ALREADY SCANNED', invalid: 'INVALID' };
+      let text = words[r.result] || String(r.result);
+      if (r.result === 'already_scanned' && r.scanned_at) text += ' at ' + when(r.scanned_at);
+      out.textContent = text;
+      out.className = 'scan-result ' + (words[r.result] ? r.result : 'error');
+      $('scan-code').value = '';
+      $('scan-code').focus();
+    } catch (e) {
+      out.textContent = e.message;
+      out.className = 'scan-result error';
+      if (e instanceof AuthError) askToken(e.message);
+    }
+  }
+
+  /* ---- refresh loop and token ---- */
+
+  function setStatus(text, isError) {
+    const s = $('status');
+    s.textContent = text;
+    s.classList.toggle('error', !!isError);
+  }
+
+  function fail(e) {
+    if (e instanceof AuthError) askToken(e.message);
+    else setStatus(e.message, true);
+  }
+
+  async function refresh() {
+    clearTimeout(timer);
+    timer = null;
+    if (!token()) return askToken('');
+    try {
+      const [stats, leased, dead, orders] = await Promise.all([
+        api('GET', '/v1/stats'),
+        api('GET', '/v1/jobs?state=leased'),
+        api('GET', '/v1/jobs?state=dead'),
+        api('GET', '/v1/orders?recent=20'),
+      ]);
+      showStats(stats || {});
+      showLeased((leased && leased.jobs) || []);
+      showDead((dead && dead.jobs) || []);
+      showOrders((orders && orders.orders) || []);
+      refreshes++;
+      $('status').dataset.refreshed = String(refreshes);
+      setStatus('updated ' + new Date().toLocaleTimeString());
+      $('main').hidden = false;
+    } catch (e) {
+      fail(e);
+      if (e instanceof AuthError) return;
+    }
+    timer = setTimeout(refresh, REFRESH_MS);
+  }
+
+  function askToken(msg) {
+    clearTimeout(timer);
+    timer = null;
+    sessionStorage.removeItem(TOKEN_KEY);
+    $('main').hidden = true;
+    $('token-form').hidden = false;
+    $('token-msg').textContent = msg || '';
+    setStatus('token needed');
+    $('token').focus();
+  }
+
+  function start() {
+    $('token-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const t = $('token').value.trim();
+      if (!t) return;
+      sessionStorage.setItem(TOKEN_KEY, t);
+      $('token').value = '';
+      $('token-form').hidden = true;
+      setStatus('loading…');
+      refresh();
+    });
+    $('scan-form').addEventListener('submit', scan);
+    $('forget-token').addEventListener('click', () => askToken(''));
+    document.addEventListener('visibilitychange', () => {
+      if (!document.hidden && token()) refresh();
+    });
+    if (token()) refresh(); else askToken('');
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+})();

@@ -1,0 +1,175 @@
+// dashboard.mjs: the dashboard's browser test.  Debian's chromium, headless,
+// driven by playwright-core (pinned in package-lock.json; no browser
+// download).  Against a running box (or fake_box.mjs) it:
+//   1. opens the page, gives it a wrong token (it must ask again), then fills
+//      the API token into the page's token field;
+//   2. checks the numbers shown against GET /v1/stats, fetched by this script
+//      with the same token (the page refreshes itself: it waits for a match);
+//   3. checks the in-flight and dead lists against GET /v1/jobs;
+//   4. scans a bogus code in the door-scan box and expects "invalid";
+//   5. clicks Retry on a dead job and waits for it to leave the dead list
+//      (and checks the API no longer lists it as dead);
+//   6. checks that the page fits a phone screen (no sideways scrolling), that
+//      it asked nothing of any other origin, and threw no script error;
+//   7. saves a full-page screenshot.
+//
+// usage: node dashboard.mjs URL TOKEN SCREENSHOT.png
+// exit 0 on success; 1 with "dashboard: FAIL: ..." on stderr otherwise.
+import { chromium } from 'playwright-core';
+
+const [url, token, shot] = process.argv.slice(2);
+if (!url || !token || !shot) {
+  console.error('usage: node dashboard.mjs URL TOKEN SCREENSHOT.png');
+  process.exit(2);
+}
+const origin = new URL(url).origin;
+const TIMEOUT = 15000;
+
+class Fail extends Error {}
+function check(cond, msg) { if (!cond) throw new Fail(msg); }
+
+async function api(path, init = {}) {
+  const r = await fetch(new URL(path, origin), {
+    ...init, headers: { Authorization: 'Bearer ' + token, ...(init.headers || {}) },
+  });
+  check(r.ok, `${init.method || 'GET'} ${path}: HTTP ${r.status}`);
+  return r.json();
+}
+
+const toNum = (s) => Number(String(s).replace(/[,\s]/g, ''));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/* shown: the numbers on the page, in the shape of /v1/stats. */
+async function shown(page) {
+  return page.evaluate(() => {
+    const t = (id) => document.getElementById(id).textContent;
+    const states = {};
+    for (const s of ['ready', 'scheduled', 'leased', 'dead', 'done']) states[s] = t('state-' + s);
+    const events = {};
+    for (const tr of document.querySelectorAll('#events-list tbody tr'))
+      events[tr.dataset.eventId] = tr.querySelector('td.sold').textContent;
+    return { states, orders: t('orders-total'), emails: t('emails-sent'), jps: t('jobs-per-sec'), events };
+  });
+}
+
+function compare(s, p) {
+  const diffs = [];
+  for (const [k, v] of Object.entries(s.jobs.by_state))
+    if (toNum(p.states[k]) !== v) diffs.push(`${k}: page ${p.states[k]}, api ${v}`);
+  if (toNum(p.orders) !== s.orders) diffs.push(`orders: page ${p.orders}, api ${s.orders}`);
+  if (toNum(p.emails) !== s.emails_sent) diffs.push(`emails_sent: page ${p.emails}, api ${s.emails_sent}`);
+  if (Math.abs(toNum(p.jps) - s.done_per_minute / 60) > 0.051)
+    diffs.push(`jobs/s: page ${p.jps}, api ${s.done_per_minute}/min`);
+  for (const e of s.events)
+    if (toNum(p.events[e.id]) !== e.seats_sold) diffs.push(`event ${e.id}: page ${p.events[e.id]}, api ${e.seats_sold}`);
+  if (Object.keys(p.events).length !== s.events.length) diffs.push('events: not the same count');
+  return diffs;
+}
+
+async function rowIds(page, table) {
+  return page.$$eval(`#${table} tbody tr`, (rows) => rows.map((r) => r.dataset.jobId));
+}
+
+async function main() {
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+  const problems = [];
+  try {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(TIMEOUT);
+    page.on('pageerror', (e) => problems.push('script error: ' + e.message));
+    // (chromium logs the 401s of the wrong-token step below as console errors)
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push('console error: ' + m.text());
+    });
+    page.on('request', (r) => {
+      const u = r.url();
+      if (!u.startsWith('blob:') && !u.startsWith('data:') && new URL(u).origin !== origin)
+        problems.push('request to another origin: ' + u);
+    });
+
+    // 1. the token, once
+    const resp = await page.goto(url);
+    check(resp && resp.ok(), `GET ${url}: HTTP ${resp && resp.status()}`);
+    await page.locator('#token').waitFor({ state: 'visible' });
+    // a wrong token is refused (401) and the page asks again
+    await page.fill('#token', token + '-wrong');
+    await page.click('#token-save');
+    await page.waitForFunction(() => document.getElementById('token-msg').textContent !== '');
+    check(await page.locator('#token').isVisible(), 'after a refused token the token field is gone');
+    check(await page.evaluate(() => sessionStorage.getItem('stagedoor.token')) === null,
+          'a refused token is kept in sessionStorage');
+    await page.fill('#token', token);
+    await page.click('#token-save');
+    await page.waitForSelector('#status[data-refreshed]');
+    check(await page.evaluate(() => sessionStorage.getItem('stagedoor.token')) === token,
+          'the token is not kept in sessionStorage');
+    check(await page.locator('#token-form').isHidden(), 'the token form is still shown');
+
+    // 2. the numbers, against /v1/stats
+    let diffs = ['never compared'];
+    for (const t0 = Date.now(); Date.now() - t0 < TIMEOUT;) {
+      const before = await page.$eval('#status', (s) => s.dataset.refreshed);
+      const stats = await api('/v1/stats');
+      const p = await shown(page);
+      diffs = compare(stats, p);
+      if (!diffs.length) break;
+      // wait for the page's next refresh, then look again
+      await page.waitForFunction((b) => document.getElementById('status').dataset.refreshed !== b, before);
+    }
+    check(!diffs.length, 'the page disagrees with /v1/stats: ' + diffs.join('; '));
+
+    // 3. the lists, against /v1/jobs
+    const dead = (await api('/v1/jobs?state=dead')).jobs.map((j) => j.job_id).sort();
+    const deadShown = (await rowIds(page, 'dead-list')).sort();
+    check(JSON.stringify(dead) === JSON.stringify(deadShown),
+          `dead letters: page [${deadShown}], api [${dead}]`);
+    check(await page.locator('#dead-list script').count() === 0, 'an error message was inserted as HTML');
+    const leased = (await api('/v1/jobs?state=leased')).jobs.map((j) => j.job_id).sort();
+    const leasedShown = (await rowIds(page, 'leased-list')).sort();
+    check(leased.every((id) => leasedShown.includes(id)) || leasedShown.length === leased.length,
+          `in flight: page [${leasedShown}], api [${leased}]`);
+    const orders = (await api('/v1/orders?recent=20')).orders;
+    check(await page.locator('#orders-list tbody tr').count() === orders.length,
+          'recent orders: the page shows another count than /v1/orders?recent=20');
+
+    // 4. the door-scan box
+    await page.fill('#scan-code', 'NOT-A-TICKET');
+    await page.click('#scan-go');
+    await page.waitForFunction(() => /invalid|error/.test(document.getElementById('scan-result').className));
+    check(await page.locator('#scan-result.invalid').count() === 1,
+          'scan of a bogus code: ' + await page.textContent('#scan-result'));
+
+    // 5. retry a dead job
+    check(dead.length > 0, 'no dead job to retry (the box under test needs one)');
+    const victim = deadShown[0];
+    const sel = `#dead-list tbody tr[data-job-id="${victim.replace(/["\\]/g, '\\$&')}"]`;
+    await page.click(`${sel} button.retry`);
+    await page.waitForSelector(sel, { state: 'detached' });
+    const deadAfter = (await api('/v1/jobs?state=dead')).jobs.map((j) => j.job_id);
+    check(!deadAfter.includes(victim), `${victim} is still dead in the API after the retry`);
+    // and it stays gone after the next refresh
+    const r0 = await page.$eval('#status', (s) => s.dataset.refreshed);
+    await page.waitForFunction((b) => document.getElementById('status').dataset.refreshed !== b, r0);
+    check(await page.locator(sel).count() === 0, `${victim} came back to the dead list`);
+
+    // 6. a phone screen: no sideways scrolling
+    await page.setViewportSize({ width: 390, height: 844 });
+    await sleep(200);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check(overflow <= 1, `on a 390 px screen the page is ${overflow} px too wide`);
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    // 7. the picture
+    await page.screenshot({ path: shot, fullPage: true });
+    check(!problems.length, problems.join('; '));
+    console.log(`dashboard: ok (${deadShown.length} dead before, retried ${victim}; screenshot ${shot})`);
+  } finally {
+    await browser.close();
+  }
+}
+
+main().then(() => process.exit(0), (e) => {
+  console.error('dashboard: FAIL: ' + (e instanceof Fail ? e.message : (e && e.stack) || e));
+  process.exit(1);
+});

@@ -1,0 +1,19 @@
+#!/bin/sh
+# run_fake.sh [SCREENSHOT]: the browser test against fake_box.mjs (no box
+# needed).  Installs playwright-core from the lock file when missing.
+set -eu
+cd "$(dirname "$0")"
+shot=${1:-/tmp/stagedoor-dashboard.png}
+[ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
+out=$(mktemp)
+node fake_box.mjs --port 0 --token fake-token >"$out" &
+pid=$!
+trap 'kill $pid 2>/dev/null; rm -f "$out"' EXIT
+i=0
+while ! grep -q listening "$out"; do
+	i=$((i + 1))
+	[ $i -lt 100 ] || { echo "run_fake: fake_box did not start" >&2; exit 1; }
+	sleep 0.1
+done
+url=$(sed -n 's/^listening //p' "$out")
+node dashboard.mjs "$url" fake-token "$shot"
