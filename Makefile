@@ -146,12 +146,15 @@ FUZZ_TIME ?= 60
 FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # other modules are written for gcc: clang warns on some, so no -Werror there
 FUZZ_LIBFLAGS = $(filter-out -Werror,$(ALL_CFLAGS))
-FUZZ_OBJS := $(patsubst src/%.c,build/fuzz/%.o,$(LIBSRCS)) build/fuzz/schema.o
+FUZZ_OBJS := $(patsubst src/%.c,build/fuzz/%.o,$(LIBSRCS)) build/fuzz/schema.o build/fuzz/assets.o
 .PHONY: fuzz
 build/fuzz/%.o: src/%.c src/*.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -Isrc -c -o $@ $<
 build/fuzz/schema.o: build/schema.c src/db.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) -Isrc -c -o $@ $<
+build/fuzz/assets.o: build/assets.c src/http.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) -Isrc -c -o $@ $<
 build/fuzz/fuzz_api: tests/fuzz/fuzz_api.c $(FUZZ_OBJS)

@@ -75,6 +75,8 @@ struct cli_config_flags {
 	{ "idem-retention-ms", ARG_STR, &(f)->value[CONFIG_IDEM_RETENTION_MS], 0, 0, 0 }, \
 	{ "maintenance-ms", ARG_STR, &(f)->value[CONFIG_MAINTENANCE_MS], 0, 0, 0 }, \
 	{ "wal-warn-bytes", ARG_STR, &(f)->value[CONFIG_WAL_WARN_BYTES], 0, 0, 0 }, \
+	{ "http-listen", ARG_STR, &(f)->value[CONFIG_HTTP_LISTEN], 0, 0, 0 }, \
+	{ "api-key-ttl-ms", ARG_STR, &(f)->value[CONFIG_API_KEY_TTL_MS], 0, 0, 0 }, \
 	{ "log-level", ARG_STR, &(f)->value[CONFIG_LOG_LEVEL], 0, 0, 0 }, \
 	{ "log-file", ARG_STR, &(f)->value[CONFIG_LOG_FILE], 0, 0, 0 }, \
 	{ "mail-url", ARG_STR, &(f)->value[CONFIG_MAIL_URL], 0, 0, 0 }, \
@@ -102,6 +104,7 @@ void cli_ready(void);
 int cli_init(int argc, char **argv);
 int cli_config(int argc, char **argv);
 int cli_run(int argc, char **argv);
+int cli_serve(int argc, char **argv);
 int cli_enqueue(int argc, char **argv);
 int cli_worker(int argc, char **argv);
 int cli_relay(int argc, char **argv);

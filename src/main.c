@@ -20,6 +20,7 @@ static const struct {
 } commands[] = {
 	{ "run", cli_run, "the whole appliance: relay, workers, maintenance, supervision:\n"
 			 "           run [--workers N] [--config FILE] [--KEY VALUE ...]" },
+	{ "serve", cli_serve, "the HTTP API and dashboard alone (run starts it): serve [--http-listen A:P]" },
 	{ "init", cli_init, "create or upgrade the database" },
 	{ "config", cli_config, "the settings in force and where each came from: config show" },
 	{ "enqueue", cli_enqueue, "add a job: enqueue KIND JSON [--job-id ID] [--delay-ms N] [--priority N]" },

@@ -71,7 +71,7 @@
 #define STOP_MARGIN_MS 10000		/* past grace_ms: SIGKILL what is left */
 #define OPTIMIZE_EVERY_MS (3600LL * 1000)
 
-enum role { ROLE_RELAY, ROLE_WORKER };
+enum role { ROLE_RELAY, ROLE_WORKER, ROLE_HTTP };
 
 struct child {
 	enum role role;
@@ -98,7 +98,7 @@ struct run {
 	struct db *db;
 	int sfd;			/* signalfd */
 	sigset_t oldmask;
-	struct child kids[1 + RUN_MAX_WORKERS];
+	struct child kids[2 + RUN_MAX_WORKERS];	/* relay, workers, http last */
 	int nkids;
 	int stopping;
 	int64_t stop_deadline;
@@ -162,6 +162,9 @@ static void child_exec(struct run *R, struct child *c, pid_t parent, int ready_w
 	av[n++] = R->exe;
 	if (c->role == ROLE_RELAY) {
 		av[n++] = "relay";
+	} else if (c->role == ROLE_HTTP) {
+		av[n++] = "serve";
+		av[n++] = "--supervised";
 	} else {
 		av[n++] = "worker";
 		av[n++] = "--supervised";
@@ -204,7 +207,8 @@ static void child_start(struct run *R, struct child *c)
 	c->started_ms = mono_ms();
 	c->stopping = 0;
 	log_event(LOG_INFO, "child started", "child=%s role=%s pid=%ld restarts=%d", c->name,
-		  c->role == ROLE_RELAY ? "relay" : "worker", (long)pid, c->restarts);
+		  c->role == ROLE_RELAY ? "relay" : c->role == ROLE_HTTP ? "http" : "worker",
+		  (long)pid, c->restarts);
 }
 
 static void child_signal(struct child *c, int sig)
@@ -322,8 +326,6 @@ static void set_workers(struct run *R, int n)
 			child_signal(c, SIGTERM);
 		}
 	}
-	if (R->nkids < n + 1)
-		R->nkids = n + 1;
 }
 
 /* ---- SIGHUP ---------------------------------------------------------------- */
@@ -489,8 +491,8 @@ static int loop(struct run *R)
 	for (;;) {
 		int64_t now = mono_ms(), wake = now + 1000;
 		struct signalfd_siginfo si;
-		struct pollfd pfd[2 + RUN_MAX_WORKERS];
-		struct child *who[2 + RUN_MAX_WORKERS];
+		struct pollfd pfd[3 + RUN_MAX_WORKERS];
+		struct child *who[3 + RUN_MAX_WORKERS];
 		int i, np = 1;
 
 		if (!R->stopping) {
@@ -603,12 +605,19 @@ int cli_run(int argc, char **argv)
 		config_free(&R.cfg);
 		return cli_fail(err_set(SD_IO, "signalfd: %s", strerror(errno)));
 	}
-	for (i = 0; i <= RUN_MAX_WORKERS; i++)
+	R.nkids = 2 + RUN_MAX_WORKERS;
+	for (i = 0; i < R.nkids; i++)
 		R.kids[i].ready_fd = -1;
 	R.kids[0].role = ROLE_RELAY;
 	snprintf(R.kids[0].name, sizeof R.kids[0].name, "relay");
 	R.kids[0].wanted = 1;
-	R.nkids = 1;
+	/* the HTTP API and dashboard, unless http_listen = off */
+	if (strcmp(config_str(&R.cfg, CONFIG_HTTP_LISTEN), "off") != 0) {
+		struct child *h = &R.kids[1 + RUN_MAX_WORKERS];
+		h->role = ROLE_HTTP;
+		snprintf(h->name, sizeof h->name, "http");
+		h->wanted = 1;
+	}
 	set_workers(&R, (int)config_int(&R.cfg, CONFIG_WORKERS));
 	log_event(LOG_INFO, "run started", "pid=%ld db=%s schema=%d workers=%lld concurrency=%lld "
 		  "config=%s", (long)getpid(), R.db_path, db_schema_version(R.db),

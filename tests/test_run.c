@@ -33,6 +33,9 @@ static char out[OUT_MAX], err[OUT_MAX];
 
 static int setup(void **state)
 {
+	/* the HTTP child has its own tests (test_dashboard); here it would
+	 * only compete for a port between tests */
+	setenv("STAGEDOOR_HTTP_LISTEN", "off", 1);
 	unsetenv("STAGEDOOR_FAILPOINTS");
 	unsetenv("STAGEDOOR_CONFIG");
 	setenv("STAGEDOOR_LOG_LEVEL", "info", 1);

@@ -387,6 +387,7 @@ static int write_config(int port)
 		 "db = %s\n"
 		 "mail_url = https://127.0.0.1:%d/v1/messages\n"
 		 "mail_ca_file = %s/ca.pem\n"
+		 "http_listen = 127.0.0.1:0\n"
 		 "log_level = info\n", st.db, port, st.certs);
 	if (!set_by_user("mail_timeout_ms"))
 		len += (size_t)snprintf(text + len, sizeof text - len, "mail_timeout_ms = 2000\n");

@@ -1,0 +1,164 @@
+/*
+ * serve.c: `stagedoor serve`, the box's front door: the HTTP server (http.h)
+ * in front of the intake API (api.h), one process.  `run` starts it as a
+ * supervised child when http_listen is not "off"; it also runs alone.
+ *
+ * The glue is a copy: the server's request fields into the API's, the API's
+ * answer (its body malloc'd, freed by the server) back.  SIGTERM/SIGINT stop
+ * it: libmicrohttpd finishes the requests in progress and closes.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "args.h"
+#include "cli.h"
+#include "config.h"
+#include "db.h"
+#include "http.h"
+#include "log.h"
+
+static void glue(void *arg, const struct http_request *req, struct http_response *res)
+{
+	struct api_request a;
+	struct api_response r;
+
+	memset(&a, 0, sizeof a);
+	a.method = req->method;
+	a.path = req->path;
+	a.query = req->query;
+	a.authorization = req->authorization;
+	a.idempotency_key = req->idempotency_key;
+	a.content_type = req->content_type;
+	a.body = req->body;
+	a.body_len = req->body_len;
+	memset(&r, 0, sizeof r);
+	api_handle(arg, &a, &r);
+	res->status = r.status;
+	snprintf(res->content_type, sizeof res->content_type, "%s", r.content_type);
+	snprintf(res->retry_after, sizeof res->retry_after, "%s", r.retry_after);
+	res->body = r.body;		/* the server frees it */
+	res->body_len = r.body_len;
+}
+
+/* siblings: under `run`, the worker processes beside this one (children of
+ * the same supervisor whose command line is a worker's): /healthz's count. */
+static int siblings(void *arg)
+{
+	pid_t parent = getppid();
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+
+	(void)arg;
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		char path[300], cmd[512], comm[64], st = 0;
+		long pid = strtol(de->d_name, NULL, 10), ppid = 0;
+		size_t len, i;
+		FILE *f;
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+		if (!(f = fopen(path, "r")))
+			continue;
+		if (fscanf(f, "%*d %63s %c %ld", comm, &st, &ppid) != 3)
+			ppid = 0;
+		fclose(f);
+		if (ppid != (long)parent || st == 'Z')
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+		if (!(f = fopen(path, "r")))
+			continue;
+		len = fread(cmd, 1, sizeof cmd - 1, f);
+		fclose(f);
+		for (i = 0; i < len; i++)
+			if (cmd[i] == '\0')
+				cmd[i] = ' ';
+		cmd[len] = '\0';
+		n += strstr(cmd, " worker ") != NULL;
+	}
+	closedir(d);
+	return n;
+}
+
+int cli_serve(int argc, char **argv)
+{
+	int supervised = 0;
+	struct cli_config_flags cf = { 0 };
+	struct arg_opt opts[] = {
+		{ "supervised", ARG_FLAG, &supervised, 0, 0, 0 },
+		CLI_CONFIG_OPTS(&cf),
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS];
+	struct http_server *srv = NULL;
+	struct api *api = NULL;
+	struct api_opts ao;
+	struct config cfg;
+	struct db *db;
+	sigset_t set;
+	enum sd_result r;
+	int npos, rc, sig;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0,
+			    "serve [--http-listen ADDR:PORT] " CLI_CONFIG_USAGE)) != 0)
+		return rc;
+	if ((rc = cli_config_load(&cf, &cfg)) != 0)
+		return rc;
+	if ((rc = cli_open_db(config_str(&cfg, CONFIG_DB), 0, DB_SYNC_FULL, &db)) != 0) {
+		config_free(&cfg);
+		return rc;
+	}
+	db_close(db);
+	/* the handlers' threads inherit this mask: signals come to sigwait */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	memset(&ao, 0, sizeof ao);
+	ao.db_path = config_str(&cfg, CONFIG_DB);
+	ao.state_dir = config_str(&cfg, CONFIG_STATE_DIR);
+	ao.idem_ttl_ms = config_int(&cfg, CONFIG_API_KEY_TTL_MS);
+	ao.workers_alive = supervised ? siblings : NULL;
+	if ((r = api_token_ensure(ao.db_path, ao.state_dir)) != SD_OK ||
+	    (r = api_open(&ao, &api)) != SD_OK ||
+	    (r = http_start(config_str(&cfg, CONFIG_HTTP_LISTEN), glue, api, &srv)) != SD_OK) {
+		api_close(api);
+		config_free(&cfg);
+		return cli_fail(r);
+	}
+	log_event(LOG_INFO, "http listening", "listen=%s port=%d",
+		  config_str(&cfg, CONFIG_HTTP_LISTEN), http_port(srv));
+	cli_ready();
+	for (;;) {
+		if (sigwait(&set, &sig) != 0)
+			continue;
+		if (sig == SIGHUP) {
+			struct config nc;
+			if (config_resolve(&nc, cf.file, cf.value) == SD_OK) {
+				if (log_open_file(nc.value[CONFIG_LOG_FILE]) != SD_OK)
+					log_event(LOG_ERROR, "log not reopened", NULL);
+				log_set_level((enum log_level)log_level_parse(
+					config_str(&nc, CONFIG_LOG_LEVEL)));
+				config_free(&nc);
+			}
+			continue;
+		}
+		break;
+	}
+	log_event(LOG_INFO, "http stopping", "signal=%d", sig);
+	http_stop(srv);
+	api_close(api);
+	config_free(&cfg);
+	return 0;
+}
