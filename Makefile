@@ -15,7 +15,8 @@ TPKGS   := cmocka
 XLIBS   := -lhpdf -lmbedcrypto
 DEBS    := gcc make pkg-config libsqlite3-dev libjansson-dev libcmocka-dev \
            libhpdf-dev libqrencode-dev libmbedtls-dev libcurl4-openssl-dev \
-           qpdf poppler-utils python3-aiosmtpd openssl libmicrohttpd-dev
+           qpdf poppler-utils python3-aiosmtpd openssl libmicrohttpd-dev \
+           clang chromium nodejs
 
 WARN    := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
 CFLAGS  ?= -O2 -g
@@ -41,6 +42,7 @@ all: bin/stagedoor
 
 deps:
 	@sh tools/deps.sh $(DEBS)
+	@sh tools/npm_deps.sh tests/browser
 
 build/embed_schema: tools/embed_schema.c
 	@mkdir -p build

@@ -7,6 +7,8 @@
 
 #include <dirent.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@
 #include "pipeline.h"
 #include "progress.h"
 #include "queue.h"
+#include "serve.h"
 #include "tickets.h"
 #include "worker.h"
 
@@ -300,6 +303,40 @@ static void demo_placed(int64_t done, int64_t n, void *arg)
 	progress_update(arg, done);
 }
 
+/* demo_serve: on a terminal, the dashboard over the demo's box until
+ * Ctrl-C; otherwise (a script, a test) the command that would serve it. */
+static int demo_serve(const struct config *cfg)
+{
+	const char *listen = config_str(cfg, CONFIG_HTTP_LISTEN);
+	struct serve *sv = NULL;
+	sigset_t set;
+	enum sd_result r;
+	int sig;
+
+	if (strcmp(listen, "off") == 0)
+		return 0;
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		printf("dashboard: %s serve --db %s   (then http://%s/, token in %s/api.token)\n",
+		       "stagedoor", DEMO_DB, listen, DEMO_DIR);
+		return 0;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if ((r = serve_start(DEMO_DB, NULL, listen, config_int(cfg, CONFIG_API_KEY_TTL_MS), 0,
+			     &sv)) != SD_OK)
+		return cli_fail(r);
+	printf("dashboard: http://%s/   (API token: %s/api.token; Ctrl-C to stop)\n", listen,
+	       DEMO_DIR);
+	fflush(stdout);
+	while (sigwait(&set, &sig) != 0)
+		;
+	serve_stop(sv);
+	printf("\n");
+	return 0;
+}
+
 int cli_demo(int argc, char **argv)
 {
 	int64_t orders = 200, event_id = 0, t0, sold = 0;
@@ -398,9 +435,12 @@ int cli_demo(int argc, char **argv)
 	}
 	printf("\ntry: %s order show %s --db %s\n", "stagedoor", first, DEMO_DB);
 	tickets_env_close(env);
+	env = NULL;
 	db_close(db);
+	db = NULL;
+	rc = demo_serve(&cfg);
 	config_free(&cfg);
-	return 0;
+	return rc;
 fail:
 	tickets_env_close(env);
 	db_close(db);

@@ -22,6 +22,7 @@
 #include "db.h"
 #include "http.h"
 #include "log.h"
+#include "serve.h"
 
 static void glue(void *arg, const struct http_request *req, struct http_response *res)
 {
@@ -89,6 +90,50 @@ static int siblings(void *arg)
 	return n;
 }
 
+struct serve {
+	struct api *api;
+	struct http_server *srv;
+};
+
+enum sd_result serve_start(const char *db_path, const char *state_dir, const char *listen,
+			   int64_t key_ttl_ms, int supervised, struct serve **out)
+{
+	struct serve *s;
+	struct api_opts ao;
+	enum sd_result r;
+
+	*out = NULL;
+	if (!(s = calloc(1, sizeof *s)))
+		return err_set(SD_NOMEM, "out of memory");
+	memset(&ao, 0, sizeof ao);
+	ao.db_path = db_path;
+	ao.state_dir = state_dir;
+	ao.idem_ttl_ms = key_ttl_ms;
+	ao.workers_alive = supervised ? siblings : NULL;
+	if ((r = api_token_ensure(db_path, state_dir)) != SD_OK ||
+	    (r = api_open(&ao, &s->api)) != SD_OK ||
+	    (r = http_start(listen, glue, s->api, &s->srv)) != SD_OK) {
+		serve_stop(s);
+		return r;
+	}
+	*out = s;
+	return SD_OK;
+}
+
+int serve_port(const struct serve *s)
+{
+	return http_port(s->srv);
+}
+
+void serve_stop(struct serve *s)
+{
+	if (!s)
+		return;
+	http_stop(s->srv);
+	api_close(s->api);
+	free(s);
+}
+
 int cli_serve(int argc, char **argv)
 {
 	int supervised = 0;
@@ -99,9 +144,7 @@ int cli_serve(int argc, char **argv)
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
 	char *pos[ARGS_MAX_POS];
-	struct http_server *srv = NULL;
-	struct api *api = NULL;
-	struct api_opts ao;
+	struct serve *sv = NULL;
 	struct config cfg;
 	struct db *db;
 	sigset_t set;
@@ -118,27 +161,21 @@ int cli_serve(int argc, char **argv)
 		return rc;
 	}
 	db_close(db);
-	/* the handlers' threads inherit this mask: signals come to sigwait */
+	/* the server's threads inherit this mask: signals come to sigwait */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	memset(&ao, 0, sizeof ao);
-	ao.db_path = config_str(&cfg, CONFIG_DB);
-	ao.state_dir = config_str(&cfg, CONFIG_STATE_DIR);
-	ao.idem_ttl_ms = config_int(&cfg, CONFIG_API_KEY_TTL_MS);
-	ao.workers_alive = supervised ? siblings : NULL;
-	if ((r = api_token_ensure(ao.db_path, ao.state_dir)) != SD_OK ||
-	    (r = api_open(&ao, &api)) != SD_OK ||
-	    (r = http_start(config_str(&cfg, CONFIG_HTTP_LISTEN), glue, api, &srv)) != SD_OK) {
-		api_close(api);
+	if ((r = serve_start(config_str(&cfg, CONFIG_DB), config_str(&cfg, CONFIG_STATE_DIR),
+			     config_str(&cfg, CONFIG_HTTP_LISTEN),
+			     config_int(&cfg, CONFIG_API_KEY_TTL_MS), supervised, &sv)) != SD_OK) {
 		config_free(&cfg);
 		return cli_fail(r);
 	}
 	log_event(LOG_INFO, "http listening", "listen=%s port=%d",
-		  config_str(&cfg, CONFIG_HTTP_LISTEN), http_port(srv));
+		  config_str(&cfg, CONFIG_HTTP_LISTEN), serve_port(sv));
 	cli_ready();
 	for (;;) {
 		if (sigwait(&set, &sig) != 0)
@@ -157,8 +194,7 @@ int cli_serve(int argc, char **argv)
 		break;
 	}
 	log_event(LOG_INFO, "http stopping", "signal=%d", sig);
-	http_stop(srv);
-	api_close(api);
+	serve_stop(sv);
 	config_free(&cfg);
 	return 0;
 }
