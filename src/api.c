@@ -974,6 +974,40 @@ out:
 		res_set(c->res, 201, "application/json", body, strlen(body));
 }
 
+static void order_recent_row(const struct order_recent *o, void *arg)
+{
+	json_array_append_new(arg, json_pack("{s:s, s:I, s:I, s:b, s:s, s:I}", "id", o->id,
+					     "event_id", (json_int_t)o->event_id, "seats",
+					     (json_int_t)o->seats, "pdf", o->pdf_stored, "email",
+					     o->email, "created_at", (json_int_t)o->created_at));
+}
+
+/* GET /v1/orders?recent=N (1..100, default 20): the newest orders. */
+static void get_orders(struct call *c)
+{
+	char buf[16];
+	long n = 20;
+	int has;
+	json_t *orders;
+	enum sd_result r;
+
+	if ((has = api_query_get(c->req->query, "recent", buf, sizeof buf)) != 0) {
+		char *end = NULL;
+		n = has > 0 ? strtol(buf, &end, 10) : 0;
+		if (has < 0 || !end || *end || end == buf || n < 1 || n > 100) {
+			res_fail(c->res, 400, "recent must be between 1 and 100", "recent");
+			return;
+		}
+	}
+	orders = json_array();
+	if ((r = tickets_recent_orders(c->db, (int)n, order_recent_row, orders)) != SD_OK) {
+		json_decref(orders);
+		res_internal(c->res, c->req, r);
+		return;
+	}
+	res_json(c->res, 200, json_pack("{s:o}", "orders", orders));
+}
+
 static int order_id_valid(const char *s)
 {
 	size_t n = 0;
@@ -1076,11 +1110,22 @@ static void post_scan(struct call *c)
 			 "order_id", sr.order_id));
 }
 
+struct job_list {
+	json_t *jobs;
+	int64_t now;
+};
+
+/* A leased entry also says how long its lease has left (visible_at is the
+ * lease's end), on the server's clock, so a browser's clock does not matter. */
 static void job_row(const struct job_row *row, void *arg)
 {
-	json_t *jobs = arg, *j = json_loads(row->json, 0, NULL);
+	struct job_list *l = arg;
+	json_t *j = json_loads(row->json, 0, NULL);
 
-	json_array_append_new(jobs, j ? j : json_text(row->json));
+	if (j && strcmp(row->state, "leased") == 0)
+		json_object_set_new(j, "lease_expires_in_ms",
+				    json_integer((json_int_t)(row->visible_at - l->now)));
+	json_array_append_new(l->jobs, j ? j : json_text(row->json));
 }
 
 static void get_jobs(struct call *c)
@@ -1090,6 +1135,7 @@ static void get_jobs(struct call *c)
 	char state[16], kind[QUEUE_KIND_MAX + 1], lim[16];
 	int has_state, has_kind, has_lim, i, ok = 0;
 	long limit = API_JOBS_LIMIT_DEFAULT;
+	struct job_list list;
 	json_t *jobs;
 	enum sd_result r;
 
@@ -1117,8 +1163,10 @@ static void get_jobs(struct call *c)
 		}
 	}
 	jobs = json_array();
+	list.jobs = jobs;
+	list.now = clock_now_ms();
 	if ((r = queue_list(c->db, has_state == 1 ? state : NULL, has_kind == 1 ? kind : NULL,
-			    (int)limit, job_row, jobs)) != SD_OK) {
+			    (int)limit, job_row, &list)) != SD_OK) {
 		json_decref(jobs);
 		res_internal(c->res, c->req, r);
 		return;
@@ -1160,12 +1208,13 @@ static void get_stats(struct call *c)
 {
 	struct queue_counts *rows = NULL, total;
 	json_t *kinds, *events, *o;
-	int64_t orders = 0, emails = 0;
+	int64_t orders = 0, emails = 0, per_min = 0;
 	enum sd_result r;
 	int n = 0, i;
 
 	if ((r = queue_stats(c->db, &rows, &n, &total)) != SD_OK ||
-	    (r = tickets_totals(c->db, &orders, &emails)) != SD_OK) {
+	    (r = tickets_totals(c->db, &orders, &emails)) != SD_OK ||
+	    (r = queue_done_since(c->db, clock_now_ms() - 60000, &per_min)) != SD_OK) {
 		free(rows);
 		res_internal(c->res, c->req, r);
 		return;
@@ -1181,9 +1230,10 @@ static void get_stats(struct call *c)
 		res_internal(c->res, c->req, r);
 		return;
 	}
-	o = json_pack("{s:{s:o, s:o}, s:I, s:I, s:o}", "jobs", "total", counts_json(&total),
+	o = json_pack("{s:{s:o, s:o}, s:I, s:I, s:o, s:I}", "jobs", "total", counts_json(&total),
 		      "by_kind", kinds, "orders", (json_int_t)orders, "emails_sent",
-		      (json_int_t)emails, "events", events);
+		      (json_int_t)emails, "events", events, "done_per_minute",
+		      (json_int_t)per_min);
 	res_json(c->res, 200, o);
 }
 
@@ -1300,6 +1350,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/events", R_AUTH | R_BODY, post_event },
 	{ "GET", "/v1/events/*", R_AUTH, get_event },
 	{ "POST", "/v1/orders", R_AUTH | R_BODY, post_order },
+	{ "GET", "/v1/orders", R_AUTH, get_orders },
 	{ "GET", "/v1/orders/*", R_AUTH, get_order },
 	{ "GET", "/v1/orders/*/tickets.pdf", R_AUTH, get_order_pdf },
 	{ "POST", "/v1/scan", R_AUTH | R_BODY, post_scan },

@@ -982,6 +982,26 @@ enum sd_result queue_reclaims(struct db *db, int64_t *n)
 	return one_int(db, SQL_RECLAIMS, n, 0);
 }
 
+static const char SQL_DONE_SINCE[] = "SELECT count(*) FROM done_jobs WHERE finished_at > ?1";
+
+enum sd_result queue_done_since(struct db *db, int64_t since_ms, int64_t *n)
+{
+	struct db_stmt *st = db_stmt(db, SQL_DONE_SINCE);
+	enum sd_result r;
+	int row = 0;
+
+	*n = 0;
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, since_ms);
+	if ((r = db_step(st, &row)) != SD_OK)
+		return r;
+	if (row)
+		*n = db_col_int(st, 0);
+	db_reset(st);
+	return SD_OK;
+}
+
 /* Columns: state id job_id kind payload priority deliveries attempts
  * visible_at created_at finished_at worker last_error json */
 #define LIST_STREAM_COLS \

@@ -203,6 +203,10 @@ enum sd_result queue_next_visible(struct db *db, int64_t *at);
  */
 enum sd_result queue_reclaims(struct db *db, int64_t *n);
 
+/* queue_done_since: [out] *n: finished jobs still kept whose finished_at is
+ * after since_ms (the dashboard's jobs per minute: since = now - 60000). */
+enum sd_result queue_done_since(struct db *db, int64_t since_ms, int64_t *n);
+
 /* One listed entry; fields not kept for a state are 0 or NULL. */
 struct job_row {
 	const char *state;	/* ready, scheduled, leased, dead, done */

@@ -1164,6 +1164,46 @@ enum sd_result tickets_each_event(struct db *db, void (*fn)(const struct event_v
 	return SD_OK;
 }
 
+static const char SQL_ORDERS_RECENT[] =
+	"SELECT o.public_id, o.event_id, o.seats, o.created_at, "
+	"(SELECT count(*) > 0 AND count(*) = count(t.pdf_key) FROM tickets t "
+	" WHERE t.order_id = o.id), "
+	"CASE WHEN s.sent_at IS NOT NULL THEN 'sent' WHEN s.claimed_at IS NOT NULL "
+	"THEN 'sending' ELSE 'pending' END "
+	"FROM orders o LEFT JOIN email_sends s ON s.order_id = o.id AND s.kind = ?2 "
+	"ORDER BY o.id DESC LIMIT ?1";
+
+enum sd_result tickets_recent_orders(struct db *db, int limit,
+				     void (*fn)(const struct order_recent *o, void *arg),
+				     void *arg)
+{
+	struct db_stmt *st = db_stmt(db, SQL_ORDERS_RECENT);
+	struct order_recent o;
+	enum sd_result r;
+	int row = 0;
+
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, limit > 0 ? limit : 1);
+	db_bind_text(st, 2, "tickets");
+	for (;;) {
+		if ((r = db_step(st, &row)) != SD_OK)
+			return r;
+		if (!row)
+			break;
+		memset(&o, 0, sizeof o);
+		snprintf(o.id, sizeof o.id, "%s", db_col_text(st, 0));
+		o.event_id = db_col_int(st, 1);
+		o.seats = db_col_int(st, 2);
+		o.created_at = db_col_int(st, 3);
+		o.pdf_stored = db_col_int(st, 4) != 0;
+		o.email = db_col_text(st, 5);
+		fn(&o, arg);
+	}
+	db_reset(st);
+	return SD_OK;
+}
+
 enum sd_result tickets_totals(struct db *db, int64_t *orders, int64_t *emails_sent)
 {
 	struct db_stmt *st = db_stmt(db, SQL_TOTALS);

@@ -163,6 +163,21 @@ enum sd_result tickets_each_event(struct db *db, void (*fn)(const struct event_v
  * ticket email is marked sent. */
 enum sd_result tickets_totals(struct db *db, int64_t *orders, int64_t *emails_sent);
 
+/* One recent order, as the dashboard lists it. */
+struct order_recent {
+	char id[ORDER_ID_MAX];	/* the public id */
+	int64_t event_id, seats;
+	int64_t created_at;	/* ms since the epoch */
+	int pdf_stored;		/* every ticket's PDF is stored */
+	const char *email;	/* "sent", "sending" (claimed, not yet sent) or "pending" */
+};
+
+/* tickets_recent_orders: call fn for the limit (1..) newest orders, newest
+ * first; fn must not use db. */
+enum sd_result tickets_recent_orders(struct db *db, int limit,
+				     void (*fn)(const struct order_recent *o, void *arg),
+				     void *arg);
+
 /* ---- invariant checks (`stagedoor check`) ------------------------------ */
 
 /* One order as the checks see it; strings live until the callback returns. */

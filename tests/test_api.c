@@ -227,7 +227,7 @@ static void test_routes(void **state)
 	expect(&(struct req){ "GET", "/nowhere" }, 404, "");
 	expect(&(struct req){ "GET", "/v1/orders/T1/other" }, 404, "");
 	expect(&(struct req){ "DELETE", "/v1/orders/T1", NULL, F.auth }, 405, "");
-	expect(&(struct req){ "GET", "/v1/orders" }, 405, "");
+	expect(&(struct req){ "PUT", "/v1/orders" }, 405, "");
 	expect(&(struct req){ "POST", "/healthz" }, 405, "");
 	expect(&(struct req){ "GET", "/v1/events/123", NULL, F.auth }, 404, "");
 	expect(&(struct req){ "GET", "/v1/events/abc", NULL, F.auth }, 404, "");
@@ -240,7 +240,7 @@ static void test_auth(void **state)
 	const char *paths[][2] = {
 		{ "GET", "/v1/events/1" }, { "GET", "/v1/orders/T1" },
 		{ "GET", "/v1/orders/T1/tickets.pdf" }, { "GET", "/v1/jobs" },
-		{ "POST", "/v1/jobs/x/retry" }, { "GET", "/v1/stats" },
+		{ "POST", "/v1/jobs/x/retry" }, { "GET", "/v1/stats" }, { "GET", "/v1/orders" },
 	};
 	size_t i;
 
@@ -730,6 +730,86 @@ static void test_stats_metrics_health(void **state)
 	expect(&(struct req){ "GET", "/healthz" }, 503, NULL);
 }
 
+/* The dashboard's extras: recent orders, lease time left, done per minute. */
+static void test_dashboard_extras(void **state)
+{
+	struct api_response res;
+	struct enqueue e1 = { "noop", NULL, "job-a", 0, 0 }, e2 = { "noop", NULL, "job-b", 0, 0 };
+	struct job *j[2];
+	char body[256];
+	json_t *o, *a, *x;
+	int64_t ev, n = 0;
+	int got = 0, i;
+
+	(void)state;
+	ev = add_event(10);
+	for (i = 1; i <= 3; i++) {
+		char key[16];
+		snprintf(key, sizeof key, "k-recent-%d", i);
+		order_body(body, sizeof body, ev, i);
+		post_order(key, body, &res);
+		assert_int_equal(res.status, 201);
+		api_response_free(&res);
+		clock_fake_advance(10);
+	}
+	call(&(struct req){ "GET", "/v1/orders", "recent=2", F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	a = json_object_get(o, "orders");
+	assert_int_equal(json_array_size(a), 2);
+	x = json_array_get(a, 0);	/* newest first */
+	assert_int_equal(json_integer_value(json_object_get(x, "seats")), 3);
+	assert_int_equal(json_integer_value(json_object_get(x, "event_id")), ev);
+	assert_true(json_is_false(json_object_get(x, "pdf")));
+	assert_string_equal(json_string_value(json_object_get(x, "email")), "pending");
+	assert_int_equal(json_integer_value(json_object_get(x, "created_at")), clock_now_ms() - 10);
+	assert_int_equal(json_string_length(json_object_get(x, "id")) > 1, 1);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(a, 1), "seats")), 2);
+	json_decref(o);
+	api_response_free(&res);
+	call(&(struct req){ "GET", "/v1/orders", NULL, F.auth }, &res);
+	o = body_json(&res);
+	assert_int_equal(json_array_size(json_object_get(o, "orders")), 3);
+	json_decref(o);
+	api_response_free(&res);
+	expect(&(struct req){ "GET", "/v1/orders", "recent=0", F.auth }, 400, "recent");
+	expect(&(struct req){ "GET", "/v1/orders", "recent=101", F.auth }, 400, "recent");
+	expect(&(struct req){ "GET", "/v1/orders", "recent=x", F.auth }, 400, "recent");
+	expect(&(struct req){ "GET", "/v1/orders", "recent=1", NULL }, 401, "");
+
+	/* a leased job says how long its lease has left, on the server's clock */
+	assert_int_equal(queue_enqueue(F.env->db, &e1, NULL), SD_OK);
+	assert_int_equal(queue_enqueue(F.env->db, &e2, NULL), SD_OK);
+	assert_int_equal(queue_claim(F.env->db, "w7", 2, 120000, j, &got), SD_OK);
+	assert_int_equal(got, 2);
+	clock_fake_advance(4000);
+	call(&(struct req){ "GET", "/v1/jobs", "state=leased", F.auth }, &res);
+	o = body_json(&res);
+	a = json_object_get(o, "jobs");
+	assert_int_equal(json_array_size(a), 2);
+	x = json_array_get(a, 0);
+	assert_string_equal(json_string_value(json_object_get(x, "worker")), "w7");
+	assert_int_equal(json_integer_value(json_object_get(x, "lease_expires_in_ms")), 116000);
+	json_decref(o);
+	api_response_free(&res);
+
+	/* done per minute: jobs finished in the last 60 s */
+	assert_int_equal(queue_ack(F.env->db, j[0]->id, j[0]->lease_token), SD_OK);
+	clock_fake_advance(61000);
+	assert_int_equal(queue_ack(F.env->db, j[1]->id, j[1]->lease_token), SD_OK);
+	job_free(j[0]);
+	job_free(j[1]);
+	call(&(struct req){ "GET", "/v1/stats", NULL, F.auth }, &res);
+	o = body_json(&res);
+	assert_int_equal(json_integer_value(json_object_get(o, "done_per_minute")), 1);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+		json_object_get(o, "jobs"), "total"), "done")), 2);
+	json_decref(o);
+	api_response_free(&res);
+	assert_int_equal(queue_done_since(F.env->db, 0, &n), SD_OK);
+	assert_int_equal(n, 2);
+}
+
 /* ======================== the pure layer ================================= */
 
 static void test_parse_and_query(void **state)
@@ -776,6 +856,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_order_show_pdf_scan, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jobs_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_metrics_health, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dashboard_extras, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parse_and_query, setup, teardown),
 	};
 

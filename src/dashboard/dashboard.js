@@ -11,29 +11,35 @@
  * The JSON it reads; the API (src/api.c) answers with these shapes:
  *
  *   GET /v1/stats ->
- *     {"jobs": {"by_state": {"ready":N, "scheduled":N, "leased":N, "dead":N, "done":N},
- *               "by_kind": [{"kind":"render_tickets", "ready":N, "leased":N, "dead":N, "done":N}]},
+ *     {"jobs": {"total": {"ready":N, "scheduled":N, "leased":N, "dead":N, "done":N},
+ *               "by_kind": {"render_tickets": {"ready":N, "scheduled":N, "leased":N, "dead":N, "done":N}, ...}},
  *      "orders": N, "emails_sent": N,
- *      "events": [{"id":1, "name":"...", "capacity":N, "seats_sold":N}],
- *      "done_per_minute": N}                      (jobs done in the last 60 s)
+ *      "events": [{"id":1, "name":"...", "venue":"...", "starts_at":"...", "starts_at_ms":MS,
+ *                  "capacity":N, "orders":N, "seats_sold":N, "seats_remaining":N}],
+ *      "done_per_minute": N}                      (jobs finished in the last 60 s)
  *   GET /v1/jobs?state=leased ->
- *     {"jobs": [{"job_id":"outbox:12", "kind":"send_tickets", "state":"leased",
- *                "deliveries":N, "attempts":N, "leased_by":"w1", "lease_age_ms":N,
- *                "last_error":null}]}
- *   GET /v1/jobs?state=dead -> the same shape, "last_error":"..."
- *   POST /v1/jobs/{job_id}/retry -> 200 {"job_id":"..."}   (job_id percent-encoded in the path)
+ *     {"jobs": [{"state":"leased", "id":N, "job_id":"outbox:12", "kind":"send_tickets",
+ *                "payload":{...}, "priority":N, "deliveries":N, "attempts":N,
+ *                "visible_at":MS, "created_at":MS, "worker":"w1", "last_error":null,
+ *                "lease_expires_in_ms":N}]}      (time the lease has left, server clock)
+ *   GET /v1/jobs?state=dead ->
+ *     {"jobs": [{"state":"dead", "id":N, "job_id":"...", "kind":"...", "payload":{...},
+ *                "priority":N, "deliveries":N, "attempts":N, "created_at":MS,
+ *                "died_at":MS, "last_error":"..."}]}
+ *   POST /v1/jobs/{job_id}/retry -> 200 {"job_id":"...", "retried":N}   (job_id percent-encoded)
  *   GET /v1/orders?recent=20 ->
- *     {"orders": [{"id":"T...", "event_id":1, "seats":N, "pdf":true, "email":"sent|pending",
- *                  "created_at":MS}]}                    (created_at: Unix milliseconds)
+ *     {"orders": [{"id":"T...", "event_id":1, "seats":N, "pdf":true,
+ *                  "email":"sent|sending|pending", "created_at":MS}]}   (newest first)
  *   GET /v1/orders/{id}/tickets.pdf -> application/pdf
  *   POST /v1/scan {"code":"..."} ->
- *     {"result":"admitted|already_scanned|invalid", "scanned_at":MS|null}
+ *     {"result":"invalid"} or
+ *     {"result":"admitted|already_scanned", "scanned_at":MS, "seat":"...", "order_id":"T..."}
  *   Errors: any non-2xx status, body {"error":"..."} when JSON.
  *
  * Element ids the browser test (tests/browser/dashboard.mjs) relies on:
  * #token, #token-save, #state-<state>, #orders-total, #emails-sent,
  * #jobs-per-sec, #events-list tr[data-event-id] td.sold, #leased-list,
- * #dead-list tr[data-job-id] button.retry, #orders-list, #scan-code,
+ * #dead-list tr[data-job-id][data-dead-id] button.retry, #orders-list, #scan-code,
  * #scan-go, #scan-result, #status (data-refreshed counts refreshes).
  */
 'use strict';
@@ -85,6 +91,7 @@
 
   function age(ms) {
     if (typeof ms !== 'number' || !isFinite(ms)) return '–';
+    if (ms < 0) return 'expired';
     if (ms < 1000) return ms + ' ms';
     const s = Math.floor(ms / 1000);
     if (s < 60) return (ms / 1000).toFixed(1) + ' s';
@@ -113,14 +120,15 @@
   /* ---- the sections ---- */
 
   function showStats(s) {
-    const bs = (s.jobs && s.jobs.by_state) || {};
+    const bs = (s.jobs && s.jobs.total) || {};
     for (const st of STATES) $('state-' + st).textContent = num(bs[st] || 0);
     $('orders-total').textContent = num(s.orders);
     $('emails-sent').textContent = num(s.emails_sent);
     const dpm = typeof s.done_per_minute === 'number' ? s.done_per_minute : 0;
     $('jobs-per-sec').textContent = (dpm / 60).toFixed(dpm && dpm < 600 ? 2 : 1);
 
-    const kinds = (s.jobs && s.jobs.by_kind) || [];
+    const byKind = (s.jobs && s.jobs.by_kind) || {};
+    const kinds = Object.keys(byKind).sort().map((k) => ({ kind: k, ...byKind[k] }));
     fillRows($('kinds'), null, kinds.map((k) => {
       const tr = el('tr');
       tr.dataset.kind = k.kind;
@@ -151,8 +159,8 @@
     fillRows($('leased-list'), 'leased-empty', jobs.map((j) => {
       const tr = el('tr');
       tr.dataset.jobId = j.job_id;
-      tr.append(el('td', j.job_id, 'id'), el('td', j.kind), el('td', j.leased_by || '–'),
-                el('td', age(j.lease_age_ms), 'num'), el('td', num(j.deliveries), 'num'));
+      tr.append(el('td', j.job_id, 'id'), el('td', j.kind), el('td', j.worker || '–'),
+                el('td', age(j.lease_expires_in_ms), 'num'), el('td', num(j.deliveries), 'num'));
       return tr;
     }));
   }
@@ -161,6 +169,9 @@
     fillRows($('dead-list'), 'dead-empty', jobs.map((j) => {
       const tr = el('tr');
       tr.dataset.jobId = j.job_id;
+      /* the dead letter (its row id is reused once the table empties, died_at is not):
+       * a job that dies again after a retry is a new one */
+      tr.dataset.deadId = j.id + ':' + j.died_at;
       const b = el('button', 'Retry', 'retry');
       b.type = 'button';
       b.setAttribute('aria-label', 'retry ' + j.job_id);

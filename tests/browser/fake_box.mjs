@@ -31,24 +31,24 @@ const assets = {
 const t0 = Date.now();
 const state = {
   events: [
-    { id: 1, name: 'Midnight Quartet', capacity: 200, seats_sold: 37 },
-    { id: 2, name: 'Stagedoor <Revue> & "Friends"', capacity: 80, seats_sold: 80 },
+    { id: 1, name: 'Midnight Quartet', venue: 'Hall', starts_at: '2026-12-31T20:00:00Z', starts_at_ms: 1798747200000, capacity: 200, orders: 20, seats_sold: 37, seats_remaining: 163 },
+    { id: 2, name: 'Stagedoor <Revue> & "Friends"', venue: 'Cellar', starts_at: '2027-01-02T19:30:00Z', starts_at_ms: 1798918200000, capacity: 80, orders: 30, seats_sold: 80, seats_remaining: 0 },
   ],
   orders: Array.from({ length: 12 }, (_, i) => ({
     id: 'T' + String(1000 + i),
     event_id: i % 3 === 0 ? 2 : 1,
     seats: 1 + (i % 4),
     pdf: i !== 0,
-    email: i < 2 ? 'pending' : 'sent',
+    email: i === 0 ? 'pending' : i === 1 ? 'sending' : 'sent',
     created_at: t0 - i * 61000,
   })),
   leased: [
-    { job_id: 'outbox:41', kind: 'render_tickets', state: 'leased', deliveries: 1, attempts: 0, leased_by: 'w1', leased_at: t0 - 1200, last_error: null },
-    { job_id: 'outbox:42', kind: 'send_tickets', state: 'leased', deliveries: 2, attempts: 1, leased_by: 'w2', leased_at: t0 - 45000, last_error: null },
+    { state: 'leased', id: 41, job_id: 'outbox:41', kind: 'render_tickets', payload: { order_id: 41 }, priority: 0, deliveries: 1, attempts: 0, visible_at: t0 + 28800, created_at: t0 - 1500, worker: 'w1', last_error: null },
+    { state: 'leased', id: 42, job_id: 'outbox:42', kind: 'send_tickets', payload: { order_id: 40 }, priority: 0, deliveries: 2, attempts: 1, visible_at: t0 + 15000, created_at: t0 - 60000, worker: 'w2', last_error: null },
   ],
   dead: [
-    { job_id: 'outbox:7', kind: 'send_tickets', state: 'dead', deliveries: 5, attempts: 5, leased_by: null, lease_age_ms: null, last_error: 'mail: 550 <script>alert(1)</script> mailbox unavailable' },
-    { job_id: 'outbox:9', kind: 'render_tickets', state: 'dead', deliveries: 3, attempts: 3, leased_by: null, lease_age_ms: null, last_error: 'pdf: disk full' },
+    { state: 'dead', id: 7, job_id: 'outbox:7', kind: 'send_tickets', payload: { order_id: 7 }, priority: 0, deliveries: 5, attempts: 5, created_at: t0 - 900000, died_at: t0 - 300000, last_error: 'mail: 550 <script>alert(1)</script> mailbox unavailable' },
+    { state: 'dead', id: 9, job_id: 'outbox:9', kind: 'render_tickets', payload: { order_id: 9 }, priority: 0, deliveries: 3, attempts: 3, created_at: t0 - 800000, died_at: t0 - 200000, last_error: 'pdf: disk full' },
   ],
   ready: 3, scheduled: 1, done: 421, emails_sent: 10,
   scanned: new Map(),
@@ -57,17 +57,19 @@ const state = {
 
 function stats() {
   const kinds = ['render_tickets', 'send_tickets', 'update_sales_counter'];
-  const by_kind = kinds.map((k) => ({
-    kind: k,
-    ready: k === 'update_sales_counter' ? state.ready : 0,
-    leased: state.leased.filter((j) => j.kind === k).length,
-    dead: state.dead.filter((j) => j.kind === k).length,
-    done: k === 'update_sales_counter' ? state.done : 0,
-  }));
-  by_kind[0].ready += state.retried.length;
+  const by_kind = {};
+  for (const k of kinds) {
+    by_kind[k] = {
+      ready: (k === 'update_sales_counter' ? state.ready : 0) + (k === 'render_tickets' ? state.retried.length : 0),
+      scheduled: k === 'update_sales_counter' ? state.scheduled : 0,
+      leased: state.leased.filter((j) => j.kind === k).length,
+      dead: state.dead.filter((j) => j.kind === k).length,
+      done: k === 'update_sales_counter' ? state.done : 0,
+    };
+  }
   return {
     jobs: {
-      by_state: { ready: state.ready + state.retried.length, scheduled: state.scheduled, leased: state.leased.length, dead: state.dead.length, done: state.done },
+      total: { ready: state.ready + state.retried.length, scheduled: state.scheduled, leased: state.leased.length, dead: state.dead.length, done: state.done },
       by_kind,
     },
     orders: state.orders.length,
@@ -113,7 +115,7 @@ const server = http.createServer(async (req, res) => {
   if (req.method === 'GET' && p === '/v1/stats') return send(res, 200, stats());
   if (req.method === 'GET' && p === '/v1/jobs') {
     const st = url.searchParams.get('state');
-    if (st === 'leased') return send(res, 200, { jobs: state.leased.map(({ leased_at, ...j }) => ({ ...j, lease_age_ms: now - leased_at })) });
+    if (st === 'leased') return send(res, 200, { jobs: state.leased.map((j) => ({ ...j, lease_expires_in_ms: j.visible_at - now })) });
     if (st === 'dead') return send(res, 200, { jobs: state.dead });
     return send(res, 400, { error: 'state must be leased or dead' });
   }
@@ -123,10 +125,11 @@ const server = http.createServer(async (req, res) => {
     const i = state.dead.findIndex((j) => j.job_id === id);
     if (i < 0) return send(res, 404, { error: 'no dead job ' + id });
     state.retried.push(state.dead.splice(i, 1)[0]);
-    return send(res, 200, { job_id: id });
+    return send(res, 200, { job_id: id, retried: 1 });
   }
   if (req.method === 'GET' && p === '/v1/orders') {
-    const n = Math.max(1, Math.min(100, Number(url.searchParams.get('recent') || 20)));
+    const n = Number(url.searchParams.get('recent') || 20);
+    if (!Number.isInteger(n) || n < 1 || n > 100) return send(res, 400, { error: 'recent must be between 1 and 100', field: 'recent' });
     return send(res, 200, { orders: state.orders.slice(0, n) });
   }
   m = p.match(/^\/v1\/orders\/([^/]+)\/tickets\.pdf$/);
@@ -138,10 +141,10 @@ const server = http.createServer(async (req, res) => {
   if (req.method === 'POST' && p === '/v1/scan') {
     let code = '';
     try { code = JSON.parse(await readBody(req)).code || ''; } catch { return send(res, 400, { error: 'bad JSON' }); }
-    if (!/^SD[A-Z0-9]{6,}$/.test(code)) return send(res, 200, { result: 'invalid', scanned_at: null });
-    if (state.scanned.has(code)) return send(res, 200, { result: 'already_scanned', scanned_at: state.scanned.get(code) });
+    if (!/^SD[A-Z0-9]{6,}$/.test(code)) return send(res, 200, { result: 'invalid' });
+    if (state.scanned.has(code)) return send(res, 200, { result: 'already_scanned', scanned_at: state.scanned.get(code), seat: 'A1', order_id: 'T1000' });
     state.scanned.set(code, now);
-    return send(res, 200, { result: 'admitted', scanned_at: now });
+    return send(res, 200, { result: 'admitted', scanned_at: now, seat: 'A1', order_id: 'T1000' });
   }
   return send(res, 404, { error: 'not found' });
 });

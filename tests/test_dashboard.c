@@ -1,0 +1,241 @@
+/*
+ * test_dashboard.c: the operator page against the real box.  `stagedoor run`
+ * ($STAGEDOOR_BIN) with its HTTP child on a free port, three orders worked
+ * through and one dead job, then tests/browser/dashboard.mjs drives the page
+ * in headless chromium (playwright-core from tests/browser/node_modules):
+ * token, numbers against /v1/stats, lists against /v1/jobs and /v1/orders,
+ * door scan, retry, phone width, screenshot.
+ *
+ * The test runs from the repository root (make runs tools/run_tests.sh
+ * there).  It keeps the screenshot as build/test-output/dashboard.png
+ * (dashboard-san.png under the sanitizer build's binary).
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define OUT_MAX (16 * 1024)
+#define NODE_MODULES "tests/browser/node_modules/playwright-core"
+#define SCRIPT "tests/browser/dashboard.mjs"
+#define OUT_DIR "build/test-output"
+
+/* Generous: the sanitizer build and a shared two-core machine are slow. */
+#define START_MS 60000
+#define JOBS_MS 120000
+#define BROWSER_MS 300000
+#define BROWSER_STEP_MS "60000"
+
+static char out[OUT_MAX], err[OUT_MAX];
+
+#define RUN(...) \
+	tu_run(out, sizeof out, err, sizeof err, (const char *const[]){ __VA_ARGS__, NULL })
+
+static int setup(void **state)
+{
+	unsetenv("STAGEDOOR_FAILPOINTS");
+	unsetenv("STAGEDOOR_CONFIG");
+	unsetenv("STAGEDOOR_HTTP_LISTEN");
+	setenv("STAGEDOOR_LOG_LEVEL", "info", 1);
+	return tu_setup_real_nodb(state);
+}
+
+static int teardown(void **state)
+{
+	unsetenv("STAGEDOOR_LOG_LEVEL");
+	return tu_teardown(state);
+}
+
+/* the file at path, or "(none)"; the caller frees. */
+static char *text_of(const char *path)
+{
+	size_t size;
+
+	if (access(path, F_OK) != 0)
+		return strdup("(none)");
+	return (char *)tu_slurp(path, &size);
+}
+
+/* wait_log: until the log at path holds needle; [out] line (may be NULL):
+ * the rest of the first line that holds it. */
+static void wait_log(const char *path, const char *needle, int timeout_ms, char *line,
+		     size_t size)
+{
+	int waited;
+
+	for (waited = 0; waited < timeout_ms; waited += 50) {
+		char *text = access(path, F_OK) == 0 ? text_of(path) : NULL, *p;
+		if (text && (p = strstr(text, needle))) {
+			if (line)
+				snprintf(line, size, "%.*s", (int)strcspn(p, "\n"), p);
+			free(text);
+			return;
+		}
+		free(text);
+		tu_sleep_ms(50);
+	}
+	{
+		char *text = text_of(path);
+		fail_msg("waited %d ms for '%s' in the log:\n%s", timeout_ms, needle, text);
+	}
+}
+
+/* wait_sql: until the SQL's single integer equals want. */
+static void wait_sql(const char *db, int64_t want, int timeout_ms, const char *sql)
+{
+	int waited;
+	int64_t got = -1;
+
+	for (waited = 0; waited < timeout_ms; waited += 50) {
+		if ((got = tu_count(db, sql)) == want)
+			return;
+		tu_sleep_ms(50);
+	}
+	fail_msg("waited %d ms for %s = %lld; it is %lld", timeout_ms, sql, (long long)want,
+		 (long long)got);
+}
+
+/* node: run `node argv...` with its output in log_path; its exit status,
+ * or -1 when it died by a signal.  Killed (and the test failed) past
+ * timeout_ms. */
+static int node(const char *const *argv, const char *log_path, int timeout_ms)
+{
+	pid_t pid;
+	int st = 0, waited;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		setenv("DASHBOARD_TIMEOUT_MS", BROWSER_STEP_MS, 1);
+		execvp("node", (char *const *)argv);
+		fprintf(stderr, "exec node: %s\n", strerror(errno));
+		_exit(127);
+	}
+	for (waited = 0; waited < timeout_ms; waited += 100) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		tu_sleep_ms(100);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	{
+		char *text = text_of(log_path);
+		fail_msg("node %s ran past %d ms:\n%s", argv[1], timeout_ms, text);
+	}
+	return -1;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	size_t size = 0;
+	unsigned char *data = tu_slurp(from, &size);
+	FILE *f = fopen(to, "wb");
+
+	if (!f)
+		fail_msg("cannot write %s: %s", to, strerror(errno));
+	assert_int_equal(fwrite(data, 1, size, f), size);
+	assert_int_equal(fclose(f), 0);
+	free(data);
+}
+
+static void test_dashboard_in_a_browser(void **state)
+{
+	const struct tu_env *e = *state;
+	char log[512], nlog[512], shot[512], tokpath[512], url[64], line[256], ev[32], keep[128];
+	char token[128];
+	const char *p;
+	unsigned char *png, *tok;
+	size_t size = 0;
+	pid_t run;
+	int port = 0, i, rc;
+
+	if (access(NODE_MODULES, F_OK) != 0)
+		fail_msg("%s is missing (cwd must be the repository root): run `make deps` "
+			 "(npm ci in tests/browser) first", NODE_MODULES);
+	snprintf(log, sizeof log, "%s/run.log", e->dir);
+	snprintf(nlog, sizeof nlog, "%s/browser.log", e->dir);
+	snprintf(shot, sizeof shot, "%s/dashboard.png", e->dir);
+	snprintf(tokpath, sizeof tokpath, "%s/api.token", e->dir);
+
+	/* a box with an event, three orders and a job that dies */
+	assert_int_equal(RUN("init", "--db", e->db_path), 0);
+	assert_int_equal(RUN("event", "add", "--name", "Midnight Quartet", "--venue", "Hall",
+			     "--starts-at", "2026-12-31T20:00Z", "--capacity", "10", "--db",
+			     e->db_path), 0);
+	snprintf(ev, sizeof ev, "%.*s", (int)strcspn(out, "\n"), out);
+	for (i = 1; i <= 3; i++) {
+		char seats[8];
+		snprintf(seats, sizeof seats, "%d", i);
+		if (RUN("order", "add", "--event", ev, "--name", "Ada Lovelace", "--email",
+			"ada@example.org", "--seats", seats, "--db", e->db_path) != 0)
+			fail_msg("order add: %s", err);
+	}
+	assert_int_equal(RUN("enqueue", "fail", "{\"times\":100}", "--db", e->db_path), 0);
+
+	run = tu_spawn((const char *const[]){ "run", "--db", e->db_path, "--workers", "1",
+					      "--http-listen", "127.0.0.1:0", "--max-attempts",
+					      "1", NULL }, log);
+	wait_log(log, "msg=\"http listening\" listen=", START_MS, line, sizeof line);
+	if (!(p = strstr(line, " port=")) || (port = atoi(p + 6)) <= 0)
+		fail_msg("no port in: %s", line);
+	/* every order's three jobs done, the failing one dead */
+	wait_sql(e->db_path, 9, JOBS_MS, "SELECT count(*) FROM done_jobs");
+	wait_sql(e->db_path, 1, JOBS_MS, "SELECT count(*) FROM dead_jobs");
+
+	tok = tu_slurp(tokpath, &size);
+	snprintf(token, sizeof token, "%.*s", (int)strcspn((char *)tok, "\r\n"), (char *)tok);
+	free(tok);
+	assert_true(strlen(token) > 0);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/", port);
+	rc = node((const char *const[]){ "node", SCRIPT, url, token, shot, NULL }, nlog, BROWSER_MS);
+	if (rc != 0) {
+		char *text = text_of(nlog), *rlog = text_of(log);
+		fail_msg("node %s exited %d:\n%s\n--- run.log:\n%s", SCRIPT, rc, text, rlog);
+	}
+
+	/* the screenshot is a PNG; keep a copy as test output */
+	png = tu_slurp(shot, &size);
+	assert_true(size > 8);
+	assert_memory_equal(png, "\x89PNG\r\n\x1a\n", 8);
+	free(png);
+	if (mkdir("build", 0755) != 0 && errno != EEXIST)
+		fail_msg("mkdir build: %s", strerror(errno));
+	if (mkdir(OUT_DIR, 0755) != 0 && errno != EEXIST)
+		fail_msg("mkdir %s: %s", OUT_DIR, strerror(errno));
+	snprintf(keep, sizeof keep, "%s/%s", OUT_DIR,
+		 strstr(tu_bin(), "/san/") ? "dashboard-san.png" : "dashboard.png");
+	copy_file(shot, keep);
+
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 60000, "run"), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_dashboard_in_a_browser, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
