@@ -174,8 +174,7 @@ int cli_serve(int argc, char **argv)
 		config_free(&cfg);
 		return cli_fail(r);
 	}
-	log_event(LOG_INFO, "http listening", "listen=%s port=%d",
-		  config_str(&cfg, CONFIG_HTTP_LISTEN), serve_port(sv));
+	/* http_start logged the address and the port */
 	cli_ready();
 	for (;;) {
 		if (sigwait(&set, &sig) != 0)
