@@ -2,7 +2,7 @@
  * api.c: the intake API without HTTP (see api.h for the endpoints and the
  * invariants).
  *
- * Sections: SHA-256 and the token; responses; the connection pool and the
+ * Sections: the token; responses; the connection pool and the
  * keys in flight; parsing (pure, fuzzed); the endpoints; the router.
  *
  * A request runs on the calling server thread with a connection borrowed
@@ -51,73 +51,6 @@ struct api {
 	char **inflight;			/* client keys whose request runs now */
 	int n_inflight, cap_inflight;
 };
-
-/* ======================== SHA-256 (FIPS 180-4) =========================== */
-
-/* The request hash only: mbedTLS belongs to code.c, and a digest of a public
- * body needs no constant time. */
-
-static const uint32_t sha_k[64] = {
-	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-	0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-	0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-	0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-	0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-	0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-	0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-	0xc67178f2,
-};
-
-#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
-
-static void sha_block(uint32_t h[8], const unsigned char *p)
-{
-	uint32_t w[64], a, b, c, d, e, f, g, k, t1, t2;
-	int i;
-
-	for (i = 0; i < 16; i++)
-		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
-	for (; i < 64; i++)
-		w[i] = w[i - 16] + (ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3)) +
-		       w[i - 7] + (ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10));
-	a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
-	for (i = 0; i < 64; i++) {
-		t1 = k + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + sha_k[i] +
-		     w[i];
-		t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-		k = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
-	}
-	h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
-}
-
-void api_sha256_hex(const void *data, size_t len, char out[API_TOKEN_HEX + 1])
-{
-	uint32_t h[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-			  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
-	const unsigned char *p = data;
-	unsigned char tail[128];
-	uint64_t bits = (uint64_t)len * 8;
-	size_t rest, i, n;
-
-	for (; len >= 64; p += 64, len -= 64)
-		sha_block(h, p);
-	rest = len;
-	memset(tail, 0, sizeof tail);
-	if (rest)
-		memcpy(tail, p, rest);
-	tail[rest] = 0x80;
-	n = rest < 56 ? 64 : 128;
-	for (i = 0; i < 8; i++)
-		tail[n - 1 - i] = (unsigned char)(bits >> (8 * i));
-	sha_block(h, tail);
-	if (n == 128)
-		sha_block(h, tail + 64);
-	for (i = 0; i < 8; i++)
-		snprintf(out + 8 * i, 9, "%08x", (unsigned)h[i]);
-}
 
 /* ======================== the token ====================================== */
 
@@ -216,8 +149,7 @@ out:
 static int token_ok(const struct api *a, const char *hdr)
 {
 	const char *p;
-	size_t len, i;
-	unsigned diff;
+	size_t len;
 
 	if (!hdr || strncasecmp(hdr, "Bearer ", 7) != 0)
 		return 0;
@@ -228,10 +160,7 @@ static int token_ok(const struct api *a, const char *hdr)
 		len--;
 	if (len != API_TOKEN_HEX)
 		return 0;
-	diff = 0;
-	for (i = 0; i < API_TOKEN_HEX; i++)
-		diff |= (unsigned char)a->token[i] ^ (unsigned char)p[i];
-	return diff == 0;
+	return code_ct_equal(a->token, p, API_TOKEN_HEX);
 }
 
 /* ======================== responses ====================================== */
@@ -907,7 +836,7 @@ static void post_order(struct call *c)
 	const char *key = c->req->idempotency_key;
 	struct api_order po;
 	struct api_error err;
-	char hash[API_TOKEN_HEX + 1], public_id[ORDER_ID_MAX];
+	char hash[CODE_SHA256_HEX + 1], public_id[ORDER_ID_MAX];
 	char *body = NULL;
 	enum sd_result r;
 	int64_t now;
@@ -927,7 +856,7 @@ static void post_order(struct call *c)
 		res_fail(c->res, 400, err.msg, err.field);
 		return;
 	}
-	api_sha256_hex(c->req->body, c->req->body_len, hash);
+	code_sha256_hex(c->req->body, c->req->body_len, hash);
 	if ((held = inflight_add(c->a, key)) <= 0) {
 		api_parse_free(po.json);
 		if (held < 0) {

@@ -167,7 +167,5 @@ int api_content_type_json(const char *content_type);
  * buf; 1 when found, 0 when absent, -1 when malformed or too long. */
 int api_query_get(const char *query, const char *name, char *buf, size_t size);
 
-/* api_sha256_hex: the SHA-256 of data as 64 hex digits and a NUL. */
-void api_sha256_hex(const void *data, size_t len, char out[API_TOKEN_HEX + 1]);
 
 #endif

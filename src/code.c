@@ -69,14 +69,31 @@ static int code_mac(const unsigned char key[CODE_KEY_LEN], const unsigned char i
 
 /* Constant-time equality: the time depends on n only, never on where the
  * bytes differ.  (mbedtls_ct_memcmp is not public in mbedTLS 2.28.) */
-static int code_ct_equal(const unsigned char *a, const unsigned char *b, size_t n)
+int code_ct_equal(const void *pa, const void *pb, size_t n)
 {
+	const unsigned char *a = pa, *b = pb;
 	volatile unsigned char diff = 0;
 	size_t i;
 
 	for (i = 0; i < n; i++)
 		diff |= a[i] ^ b[i];
 	return diff == 0;
+}
+
+void code_sha256_hex(const void *data, size_t len, char out[CODE_SHA256_HEX + 1])
+{
+	const mbedtls_md_info_t *md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);
+	unsigned char h[32];
+	size_t i;
+
+	/* mbedtls_md fails only on bad arguments: an empty string then, which
+	 * matches no stored hash */
+	if (!md || mbedtls_md(md, data, len, h) != 0) {
+		out[0] = '\0';
+		return;
+	}
+	for (i = 0; i < sizeof h; i++)
+		snprintf(out + 2 * i, 3, "%02x", h[i]);
 }
 
 static void code_put_be64(unsigned char *p, int64_t v)

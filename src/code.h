@@ -25,6 +25,15 @@
  * buf holds size bytes. */
 enum sd_result code_key_path(const char *db_path, const char *state_dir, char *buf, size_t size);
 
+#define CODE_SHA256_HEX 64
+
+/* code_ct_equal: 1 when the n bytes at a and b are equal, in a time that
+ * depends on n only, never on where they differ. */
+int code_ct_equal(const void *a, const void *b, size_t n);
+
+/* code_sha256_hex: the SHA-256 of data as 64 hex digits and a NUL. */
+void code_sha256_hex(const void *data, size_t len, char out[CODE_SHA256_HEX + 1]);
+
 /*
  * code_key_ensure: create the key file with a fresh random key when it is
  * missing (atomically: temp file, fsync, link() into place, so two processes

@@ -205,20 +205,6 @@ static void test_token_file(void **state)
 	}
 }
 
-static void test_sha256(void **state)
-{
-	char h[API_TOKEN_HEX + 1];
-	static const char two[] = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-
-	(void)state;
-	api_sha256_hex("", 0, h);
-	assert_string_equal(h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-	api_sha256_hex("abc", 3, h);
-	assert_string_equal(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-	api_sha256_hex(two, strlen(two), h);
-	assert_string_equal(h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-}
-
 /* ======================== routing and auth =============================== */
 
 static void test_routes(void **state)
@@ -845,7 +831,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_token_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sha256, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_routes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_auth, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events, setup, teardown),

@@ -283,10 +283,36 @@ static void test_key_file_wrong_size_or_missing(void **state)
 	assert_int_equal(code_key_load(path, key), SD_NOT_FOUND);
 }
 
+/* SHA-256 against FIPS 180-2's test vectors (the API's request hashes). */
+static void test_sha256_vectors(void **state)
+{
+	char h[CODE_SHA256_HEX + 1];
+	static const char two[] = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+
+	(void)state;
+	code_sha256_hex("", 0, h);
+	assert_string_equal(h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	code_sha256_hex("abc", 3, h);
+	assert_string_equal(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	code_sha256_hex(two, strlen(two), h);
+	assert_string_equal(h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+static void test_ct_equal(void **state)
+{
+	(void)state;
+	assert_true(code_ct_equal("abcdef", "abcdef", 6));
+	assert_false(code_ct_equal("abcdef", "abcdeF", 6));
+	assert_false(code_ct_equal("Xbcdef", "abcdef", 6));
+	assert_true(code_ct_equal("abc", "abX", 2));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_sha256_vectors),
+		cmocka_unit_test(test_ct_equal),
 		cmocka_unit_test(test_known_answers),
 		cmocka_unit_test(test_length_and_alphabet),
 		cmocka_unit_test(test_every_changed_character_is_invalid),

@@ -1,7 +1,7 @@
 /*
  * fuzz_api.c: libFuzzer target for the API's pure layer (no database):
  * api_parse_order, api_parse_event, api_parse_scan, api_query_get,
- * api_key_valid, api_content_type_json and api_sha256_hex.
+ * api_key_valid, api_content_type_json and code_sha256_hex.
  *
  * Framing of one input: lines up to the first empty line are
  *   1: method, 2: path[?query], 3: Content-Type, 4: Idempotency-Key
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "code.h"
 
 #define LINES 4
 
@@ -26,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *line[LINES] = { NULL };
 	const uint8_t *p = data, *end = data + size;
-	char *body, *query, code[CODE_TEXT_MAX], buf[64], hash[API_TOKEN_HEX + 1];
+	char *body, *query, code[CODE_TEXT_MAX], buf[64], hash[CODE_SHA256_HEX + 1];
 	size_t body_len;
 	struct api_order o;
 	struct api_event e;
@@ -60,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	api_content_type_json(line[2]);
 	api_key_valid(line[3]);
-	api_sha256_hex(body, body_len, hash);
+	code_sha256_hex(body, body_len, hash);
 	if (!line[1] || strstr(line[1], "orders")) {
 		if (api_parse_order(body, body_len, &o, &err) == SD_OK) {
 			/* what order_add relies on */
