@@ -34,6 +34,7 @@
 #include "fsio.h"
 #include "log.h"
 #include "mail.h"
+#include "metrics.h"
 #include "queue.h"
 
 struct api {
@@ -44,6 +45,7 @@ struct api {
 	int64_t idem_ttl_ms;
 	int (*workers_alive)(void *arg);
 	void *arg;
+	struct metrics *metrics;		/* the workers' counters; NULL: none */
 
 	pthread_mutex_t mu;			/* guards idle[] and inflight[] */
 	struct db *idle[API_POOL_IDLE_MAX];	/* connections not in use */
@@ -363,6 +365,9 @@ enum sd_result api_open(const struct api_opts *o, struct api **out)
 	if ((r = pool_get(a, &db)) != SD_OK)
 		goto fail;
 	pool_put(a, db);
+	/* without the workers' counters /metrics still answers the rest */
+	if (metrics_open(o->db_path, &a->metrics) != SD_OK)
+		log_event(LOG_WARN, "metrics not read", "err=%s", err_msg());
 	*out = a;
 	return SD_OK;
 fail:
@@ -382,6 +387,7 @@ void api_close(struct api *a)
 		free(a->inflight[i]);
 	free(a->inflight);
 	blob_close(a->blobs);
+	metrics_close(a->metrics);
 	pthread_mutex_destroy(&a->mu);
 	explicit_bzero(a->token, sizeof a->token);
 	explicit_bzero(a->key, sizeof a->key);
@@ -1182,19 +1188,6 @@ static void get_healthz(struct call *c)
 	res_json(c->res, db_ok && alive != 0 ? 200 : 503, o);
 }
 
-/* A Prometheus label value: backslash, quote and newline escaped. */
-static void prom_label(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fputc('\\', f);
-		if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
-}
-
 static void get_metrics(struct call *c)
 {
 	static const char *const names[] = { "ready", "scheduled", "leased", "dead" };
@@ -1204,6 +1197,7 @@ static void get_metrics(struct call *c)
 	char *buf = NULL;
 	size_t len = 0;
 	int n = 0, i, s;
+	struct metrics_snapshot *ms;
 	FILE *f;
 
 	if ((r = queue_stats(c->db, &rows, &n, &total)) != SD_OK ||
@@ -1226,14 +1220,14 @@ static void get_metrics(struct call *c)
 			int64_t v = s == 0 ? rows[i].ready : s == 1 ? rows[i].scheduled :
 				    s == 2 ? rows[i].leased : rows[i].dead;
 			fprintf(f, "stagedoor_jobs{state=\"%s\",kind=\"", names[s]);
-			prom_label(f, rows[i].kind);
+			metrics_prom_label(f, rows[i].kind);
 			fprintf(f, "\"} %lld\n", (long long)v);
 		}
 	fputs("# HELP stagedoor_jobs_done_total Jobs finished, by kind.\n"
 	      "# TYPE stagedoor_jobs_done_total counter\n", f);
 	for (i = 0; i < n; i++) {
 		fputs("stagedoor_jobs_done_total{kind=\"", f);
-		prom_label(f, rows[i].kind);
+		metrics_prom_label(f, rows[i].kind);
 		fprintf(f, "\"} %lld\n", (long long)rows[i].done);
 	}
 	fprintf(f, "# HELP stagedoor_dead_jobs Jobs in the dead letters.\n"
@@ -1250,7 +1244,12 @@ static void get_metrics(struct call *c)
 		(long long)total.dead, (long long)emails, (long long)reclaims, (long long)wal,
 		(long long)orders);
 	free(rows);
-	if (fclose(f) != 0 || !buf) {
+	if ((ms = malloc(sizeof *ms))) {
+		metrics_read(c->a->metrics, ms);
+		metrics_write_prom(f, ms);
+		free(ms);
+	}
+	if (fclose(f) != 0 || !buf || !ms) {
 		free(buf);
 		res_internal(c->res, c->req, err_set(SD_NOMEM, "out of memory"));
 		return;

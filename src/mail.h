@@ -111,7 +111,8 @@ void mail_close(struct mailer *m);
  *               certificate failure, no STARTTLS, login refused, 4xx/5xx
  *               at another step; the message names the host and the cause
  * Over HTTPS each call is one POST with the key:
- *   SD_OK       2xx (res->message_id: the provider's "id")
+ *   SD_OK       2xx (res->message_id: the provider's "id"; res->duplicate
+ *               when it came with "Idempotent-Replayed: true")
  *   SD_BUSY     409: the key is in flight at the provider; res->retry_later
  *   SD_IO       429, 5xx, timeout, dropped connection, TLS or certificate
  *               failure; res->retry_after_ms when the provider said

@@ -31,7 +31,9 @@
  *    (5xx on RCPT), which is SD_INVALID.  Over HTTPS: 2xx is sent, 409 is
  *    SD_BUSY (the key is in flight at the provider), 429, 5xx and no
  *    answer are SD_IO with the provider's Retry-After, other 4xx are
- *    SD_INVALID with the provider's own message.
+ *    SD_INVALID with the provider's own message.  A 2xx marked
+ *    "Idempotent-Replayed: true" is an earlier attempt's send answered
+ *    again: res->duplicate.
  */
 #define _GNU_SOURCE
 #include "mail_curl.h"
@@ -44,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -522,6 +525,16 @@ static void mail_curl_clean(char *dst, size_t size, const char *src)
 	dst[i] = '\0';
 }
 
+/* 1 when the provider says this answer is an earlier request's, answered
+ * again for our key ("Idempotent-Replayed: true", as Stripe and others send). */
+static int replayed(CURL *h)
+{
+	struct curl_header *hd;
+
+	return curl_easy_header(h, "Idempotent-Replayed", 0, CURLH_HEADER, -1, &hd) ==
+		       CURLHE_OK && strcasecmp(hd->value, "true") == 0;
+}
+
 /* The answer's status and body as one of our results and res. */
 static enum sd_result mail_curl_api_answer(struct mail_curl *c, CURL *h, long status,
 					   const struct mail_curl_answer *a,
@@ -547,6 +560,7 @@ static enum sd_result mail_curl_api_answer(struct mail_curl *c, CURL *h, long st
 			mail_curl_clean(res->message_id, sizeof res->message_id, id);
 		else
 			snprintf(res->message_id, sizeof res->message_id, "%s", key);
+		res->duplicate = replayed(h);
 		r = SD_OK;
 	} else if (status == 409) {
 		res->retry_later = 1;

@@ -27,6 +27,7 @@
 #include "fsio.h"
 #include "idem.h"
 #include "log.h"
+#include "metrics.h"
 #include "outbox.h"
 #include "pdf.h"
 #include "queue.h"
@@ -621,12 +622,14 @@ static enum job_outcome db_failure(struct job_result *res, const char *what)
 /* One info line per duplicate run a handler absorbed, for the crash harness
  * to count: the technique that absorbed it, the job and the order, by ids
  * only (never a name or an address). */
-static void dup_absorbed(const char *technique, const struct job *job, const char *order)
+static void dup_absorbed(struct handler_ctx *ctx, enum metrics_technique t,
+			 const struct job *job, const char *order)
 {
 	char q[QUEUE_JOB_ID_MAX * 2 + 8];
 
-	log_event(LOG_INFO, "duplicate absorbed", "technique=%s job_id=%s order=%s", technique,
-		  log_quote(q, sizeof q, job->job_id), order);
+	metrics_duplicate(handler_metrics(ctx), t);
+	log_event(LOG_INFO, "duplicate absorbed", "technique=%s job_id=%s order=%s",
+		  metrics_technique_names[t], log_quote(q, sizeof q, job->job_id), order);
 }
 
 static const char SQL_SET_PDF[] =
@@ -652,7 +655,7 @@ enum job_outcome tickets_render(struct handler_ctx *ctx, const struct job *job,
 	if ((r = tickets_load_order(db, order_id, &v)) != SD_OK)
 		return job_failf(res, r == SD_NOT_FOUND, "load order: %s", err_msg());
 	if (v.pdf_stored) {
-		dup_absorbed("check_state", job, v.public_id);
+		dup_absorbed(ctx, METRICS_CHECK_STATE, job, v.public_id);
 		return JOB_DONE;	/* the state is reached: nothing to do */
 	}
 	failpoint(FP_RENDER_CHECKED);
@@ -680,7 +683,7 @@ enum job_outcome tickets_render(struct handler_ctx *ctx, const struct job *job,
 	if ((r = db_commit(db)) != SD_OK)
 		return db_failure(res, "commit");
 	if (!won)	/* another run set pdf_key first: its send is queued */
-		dup_absorbed("check_state", job, v.public_id);
+		dup_absorbed(ctx, METRICS_CHECK_STATE, job, v.public_id);
 	return JOB_DONE;
 fail:
 	db_rollback(db);
@@ -715,11 +718,11 @@ enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
 	    SD_OK)
 		return db_failure(res, "claim");
 	if (claim == IDEM_DONE) {
-		dup_absorbed("unique_claim", job, v.public_id);
+		dup_absorbed(ctx, METRICS_UNIQUE_CLAIM, job, v.public_id);
 		return JOB_DONE;
 	}
 	if (claim == IDEM_HELD) {
-		dup_absorbed("unique_claim", job, v.public_id);
+		dup_absorbed(ctx, METRICS_UNIQUE_CLAIM, job, v.public_id);
 		/* another run sends right now; just past the stale limit it is
 		 * sent, or its claim is stale and ours to take */
 		res->delay_ms = stale_ms + 1;
@@ -748,6 +751,8 @@ enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
 		return job_failf(res, r == SD_INVALID, "send: %s", err_msg());
 	}
 	failpoint(FP_SEND_SENT);
+	if (mr.duplicate)	/* an earlier run's send: the provider's key held */
+		dup_absorbed(ctx, METRICS_PROVIDER_KEY, job, v.public_id);
 	/* send, then mark: a crash between them makes a second send, which
 	 * the provider's key turns into the first one's answer */
 	if ((r = idem_effect_done(db, order_id, "tickets", claimed_at, mr.message_id)) != SD_OK)
@@ -801,7 +806,7 @@ enum job_outcome tickets_count(struct handler_ctx *ctx, const struct job *job,
 			snprintf(order, sizeof order, "%lld", (long long)order_id);
 		else
 			snprintf(order, sizeof order, "-");
-		dup_absorbed("processed_jobs", job, order);
+		dup_absorbed(ctx, METRICS_PROCESSED_JOBS, job, order);
 	}
 	return JOB_DONE;
 fail:

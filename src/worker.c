@@ -38,6 +38,7 @@
 #include "db.h"
 #include "failpoint.h"
 #include "log.h"
+#include "metrics.h"
 #include "notify.h"
 
 /* A handler thread wakes another for the queued jobs only while handlers
@@ -232,6 +233,7 @@ struct worker {
 	int quit;
 	int loop_waiting;		/* the loop sleeps: wake it on progress */
 	int wake_at_fin;		/* ... when n_fin reaches this */
+	struct metrics *metrics;	/* the database's shared counters; NULL: none */
 };
 
 static atomic_int worker_seq;
@@ -261,6 +263,11 @@ const char *handler_worker_name(const struct handler_ctx *ctx)
 void *handler_app(const struct handler_ctx *ctx)
 {
 	return ctx->w->o->app;
+}
+
+struct metrics *handler_metrics(const struct handler_ctx *ctx)
+{
+	return ctx->w->metrics;
 }
 
 /* A standalone context carries a worker of its own that only handler_db,
@@ -298,6 +305,21 @@ void worker_ctx_free(struct handler_ctx *ctx)
 	free((struct standalone_ctx *)ctx);
 }
 
+static enum metrics_outcome outcome_metric(enum job_outcome o)
+{
+	switch (o) {
+	case JOB_DONE:
+		return METRICS_DONE;
+	case JOB_RETRY_LATER:
+		return METRICS_RETRY_LATER;
+	case JOB_FAIL_PERMANENT:
+		return METRICS_FAILED_PERMANENT;
+	case JOB_FAIL:
+	default:
+		return METRICS_FAILED;
+	}
+}
+
 static void run_one(struct handler_ctx *ctx, struct slot *s)
 {
 	struct worker *w = ctx->w;
@@ -316,6 +338,7 @@ static void run_one(struct handler_ctx *ctx, struct slot *s)
 	else
 		s->outcome = h->fn(ctx, s->job, &s->res);
 	s->duration_us = clock_mono_us() - s->started_us;
+	metrics_run(w->metrics, s->job->kind, outcome_metric(s->outcome), s->duration_us);
 	failpoint(FAILPOINT_JOB_DONE);	/* the work is done; the ack is not */
 }
 
@@ -407,6 +430,7 @@ static void log_outcome(const struct worker *w, const struct slot *s, const char
 
 static void log_stale(const struct worker *w, const struct job *j)
 {
+	metrics_stale(w->metrics, j->kind);
 	log_event(LOG_WARN, "lease lost before the result was recorded",
 		  "worker=%s job_id=%s kind=%s delivery=%lld outcome=stale", w->name, j->job_id,
 		  j->kind, (long long)j->deliveries);
@@ -560,6 +584,7 @@ static void worker_free(struct worker *w)
 	free(w->threads);
 	notify_close(w->nt);
 	db_close(w->db);
+	metrics_close(w->metrics);
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->cv);
 	free(w);
@@ -621,6 +646,10 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 	    (r = notify_open(o->db_path, &w->nt)) != SD_OK)
 		goto out;
 	last_dv = db_data_version(w->db);
+	/* counters are for /metrics: a worker without them still works */
+	if (metrics_open(o->db_path, &w->metrics) != SD_OK)
+		log_event(LOG_WARN, "metrics not counted", "worker=%s err=%s", w->name,
+			  err_msg());
 
 	{
 		pthread_attr_t attr;

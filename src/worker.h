@@ -47,6 +47,10 @@ const char *handler_worker_name(const struct handler_ctx *ctx);
 /* handler_app: worker_opts.app, the application's context for handlers. */
 void *handler_app(const struct handler_ctx *ctx);
 
+/* handler_metrics: the worker's shared counters (metrics.h), for a handler
+ * to count what it absorbed; NULL outside a worker or when not counted. */
+struct metrics *handler_metrics(const struct handler_ctx *ctx);
+
 /*
  * worker_ctx_new: a handler context outside any worker, for calling a handler
  * directly (tests, one-off tools): handler_db() lazily opens its own NORMAL

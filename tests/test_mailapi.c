@@ -584,7 +584,7 @@ static void test_drop_after_accept_then_one_message(void **state)
  * once the claim is stale, carries the same key and gets the first id. */
 static void test_killed_after_answer_same_key(void **state)
 {
-	struct mail_result mr;
+	struct mail_result mr, again;
 	struct order_view v;
 	enum idem_claim c;
 	int requests = 0;
@@ -598,6 +598,7 @@ static void test_killed_after_answer_same_key(void **state)
 	assert_int_equal(c, IDEM_CLAIMED);
 	assert_int_equal(tickets_send_mail(F.tenv, &v, &mr), SD_OK);
 	assert_int_equal(strncmp(mr.message_id, "ms-", 3), 0);
+	assert_int_equal(mr.duplicate, 0);	/* the first send of this key */
 	/* ... and the process dies here: no idem_effect_done */
 	assert_int_equal(tu_countf(F.env->db_path, SQL_SENT, (long long)F.order_id), 0);
 	expect_send(JOB_RETRY_LATER, NULL);	/* the claim is fresh: held */
@@ -608,6 +609,15 @@ static void test_killed_after_answer_same_key(void **state)
 				   mr.message_id), 1);
 	assert_int_equal(stats_messages(F.key, &requests), 1);
 	assert_int_equal(requests, 2);
+
+	/* one more send with the key: the provider marks its answer a replay
+	 * ("Idempotent-Replayed: true"), which the handler counts as absorbed */
+	memset(&again, 0, sizeof again);
+	assert_int_equal(tickets_send_mail(F.tenv, &v, &again), SD_OK);
+	assert_int_equal(again.duplicate, 1);
+	assert_string_equal(again.message_id, mr.message_id);
+	assert_int_equal(stats_messages(F.key, &requests), 1);
+	assert_int_equal(requests, 3);
 }
 
 /* (7) A certificate for another host, and one from an unknown CA: the send

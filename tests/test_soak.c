@@ -270,8 +270,11 @@ static void test_short_soak(void **state)
 	struct tu_env *e = *state;
 	const char *args[] = { "--bin", tu_bin(), "--mailsink", "build/mailsink", "--orders", "200",
 			       "--kills", "20", "--workers", "4", "--seed", "20261130", NULL };
+	static const char *const techniques[] = { "check_state", "unique_claim", "provider_key",
+						  "processed_jobs", NULL };
 	static char out[16384], err[65536];
-	int rc = chaos(e, args, out, sizeof out, err, sizeof err);
+	char name[64], mname[80];
+	int rc = chaos(e, args, out, sizeof out, err, sizeof err), i;
 
 	if (rc != 0)
 		fail_msg("chaos exited %d:\n%s\n%s", rc, out, err);
@@ -288,6 +291,18 @@ static void test_short_soak(void **state)
 	assert_true(figure(out, "absorbed.unique_claim") > 0);
 	assert_true(figure(out, "absorbed.processed_jobs") > 0);
 	assert_true(figure(out, "absorbed.provider_key") > 0);
+	assert_true(figure(out, "provider_replays") >= figure(out, "absorbed.provider_key"));
+	/* the appliance's own /metrics (counters its worker processes share)
+	 * holds at least what its log says: a worker killed between counting
+	 * and logging leaves a count without a line, never a line without one */
+	for (i = 0; techniques[i]; i++) {
+		snprintf(name, sizeof name, "absorbed.%s", techniques[i]);
+		snprintf(mname, sizeof mname, "metrics.absorbed.%s", techniques[i]);
+		if (figure(out, mname) < figure(out, name))
+			fail_msg("%s %ld < %s %ld", mname, figure(out, mname), name,
+				 figure(out, name));
+	}
+	assert_true(figure(out, "metrics.handler_runs") >= 3 * 200);	/* 3 jobs per order */
 	assert_int_equal(figure(out, "orders"), 200);
 	assert_int_equal(figure(out, "pdfs_checked"), 200);
 	assert_int_equal(figure(out, "messages"), 200);

@@ -51,8 +51,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,6 +122,9 @@ static struct {
 	long kills, stops, app_kills, run_exits, restart_refusals;
 	long stop_ms;
 	int64_t drain_ms;		/* attack over to the first passing check */
+	int scraped;			/* /metrics was read after the drain */
+	long m_absorbed[4];		/* its duplicates absorbed, by technique */
+	long m_stale, m_runs;		/* its stale acks and handler runs */
 	char first_broken[600];
 } st;
 
@@ -745,6 +752,98 @@ static int attack(void)
 	return -1;
 }
 
+/* ======================== the appliance's own figures ==================== */
+
+static const char *const techniques[] = { "check_state", "unique_claim", "provider_key",
+					  "processed_jobs" };
+
+/* The port of the last "http listening" line in the run log: the HTTP
+ * child of the appliance now running (each start binds a new port). */
+static int http_port(void)
+{
+	FILE *f = fopen(st.run_log, "r");
+	char line[4096];
+	const char *p;
+	int port = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f))
+		if (strstr(line, "msg=\"http listening\"") && (p = strstr(line, " port=")))
+			port = atoi(p + 6);
+	fclose(f);
+	return port;
+}
+
+/* Sum the samples of metric (any labels; with want_label, only those that
+ * hold it) in a Prometheus text. */
+static long prom_sum(const char *text, const char *metric, const char *want_label)
+{
+	size_t n = strlen(metric);
+	const char *p = text;
+	long sum = 0;
+
+	for (; (p = strstr(p, metric)); p += n) {
+		const char *end = strchr(p, '\n'), *sp;
+
+		if ((p != text && p[-1] != '\n') || (p[n] != '{' && p[n] != ' '))
+			continue;
+		if (!end)
+			end = p + strlen(p);
+		if (!(sp = memchr(p, ' ', (size_t)(end - p))))
+			continue;
+		if (want_label) {
+			const char *l = strstr(p, want_label);
+			if (!l || l > sp)
+				continue;
+		}
+		sum += atol(sp + 1);
+	}
+	return sum;
+}
+
+/* What the appliance itself counted, from its /metrics: the workers'
+ * shared counters, to hold against the figures this harness counts in the
+ * log.  A plain HTTP/1.0 GET on loopback. */
+static void scrape_metrics(void)
+{
+	struct sockaddr_in a;
+	struct timeval tv = { 5, 0 };
+	static char buf[1 << 20];
+	size_t len = 0;
+	ssize_t got;
+	const char *body;
+	char label[64];
+	int fd, port = http_port(), i;
+
+	if (port <= 0 || (fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return;
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_port = htons((uint16_t)port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+	    write(fd, "GET /metrics HTTP/1.0\r\n\r\n", 26) != 26) {
+		close(fd);
+		return;
+	}
+	while (len < sizeof buf - 1 && (got = read(fd, buf + len, sizeof buf - 1 - len)) > 0)
+		len += (size_t)got;
+	close(fd);
+	buf[len] = '\0';
+	if (strncmp(buf, "HTTP/1.", 7) != 0 || strncmp(buf + 8, " 200", 4) != 0 ||
+	    !(body = strstr(buf, "\r\n\r\n")))
+		return;
+	for (i = 0; i < 4; i++) {
+		snprintf(label, sizeof label, "technique=\"%s\"", techniques[i]);
+		st.m_absorbed[i] = prom_sum(body, "stagedoor_duplicates_absorbed_total", label);
+	}
+	st.m_stale = prom_sum(body, "stagedoor_stale_acks_total", NULL);
+	st.m_runs = prom_sum(body, "stagedoor_handler_runs_total", NULL);
+	st.scraped = 1;
+}
+
 /* ======================== drain and stop ================================ */
 
 static int drain(void)
@@ -884,7 +983,6 @@ static int tally_log(const char *msg, const char *key, struct tally *t, int max)
 
 static void print_figures(const struct verdict *v, int64_t elapsed_ms)
 {
-	static const char *techniques[] = { "check_state", "unique_claim", "processed_jobs" };
 	struct tally fp[32], dup[32];
 	int n_fp, n_dup, i, j;
 
@@ -907,7 +1005,7 @@ static void print_figures(const struct verdict *v, int64_t elapsed_ms)
 	printf("redeliveries %ld\n", v->redeliveries);
 	for (i = 0; i < n_fp; i++)
 		printf("failpoint.%s %ld\n", fp[i].name, fp[i].n);
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < 4; i++) {
 		long n = 0;
 
 		for (j = 0; j < n_dup; j++)
@@ -916,12 +1014,18 @@ static void print_figures(const struct verdict *v, int64_t elapsed_ms)
 		printf("absorbed.%s %ld\n", techniques[i], n);
 	}
 	for (j = 0; j < n_dup; j++) {
-		for (i = 0; i < 3 && strcmp(dup[j].name, techniques[i]) != 0; i++)
+		for (i = 0; i < 4 && strcmp(dup[j].name, techniques[i]) != 0; i++)
 			;
-		if (i == 3)
+		if (i == 4)
 			printf("absorbed.%s %ld\n", dup[j].name, dup[j].n);
 	}
-	printf("absorbed.provider_key %ld\n", v->provider_replays);
+	if (st.scraped) {
+		for (i = 0; i < 4; i++)
+			printf("metrics.absorbed.%s %ld\n", techniques[i], st.m_absorbed[i]);
+		printf("metrics.stale_acks %ld\n", st.m_stale);
+		printf("metrics.handler_runs %ld\n", st.m_runs);
+	}
+	printf("provider_replays %ld\n", v->provider_replays);
 	printf("relay_duplicates %ld\n", v->relay_duplicates);
 	printf("provider_failed_500 %ld\n", v->provider_failed_500);
 	printf("provider_dropped %ld\n", v->provider_dropped);
@@ -983,6 +1087,7 @@ int main(int argc, char **argv)
 		goto end;
 	say("stagedoor check passes after %.1f s of draining; SIGTERM to the appliance",
 	    (double)st.drain_ms / 1000.0);
+	scrape_metrics();
 	if (stop_appliance() != 0)
 		goto end;
 	stop_sink();

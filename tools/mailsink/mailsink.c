@@ -11,7 +11,8 @@
  *   POST /v1/messages   Idempotency-Key: K
  *        {"from", "to", "subject", "text",
  *         "attachments": [{"filename", "content_type", "content" (base64)}]}
- *        -> 200 {"id": "<message id>"}
+ *        -> 200 {"id": "<message id>"}; a replay of a key's first answer
+ *           also carries "Idempotent-Replayed: true"
  *   GET  /v1/stats      -> 200 {"messages": N, "requests": R, "replays": P,
  *                                "failed_500": F, "dropped": D,
  *                                "keys": {"K": {"messages": n, "replays": p,
@@ -618,7 +619,7 @@ static void handle_post(struct conn *c, struct request *rq)
 		counts_write();
 		pthread_mutex_unlock(&lock);
 		sleep_ms(opts.slow_ms);
-		respond(c, 200, NULL, answer);
+		respond(c, 200, "Idempotent-Replayed: true\r\n", answer);
 		return;
 	}
 	pthread_mutex_unlock(&lock);
