@@ -198,8 +198,10 @@ static void test_second_run_refused_plain_worker_welcome(void **state)
 	/* nothing of it started: still one relay and one worker under the first */
 	assert_int_equal(count_in(log, "msg=\"child started\""), 2);
 
+	/* 4 s of work for the first run's one worker: time enough for a plain
+	 * worker to start and take its share, even on a loaded machine */
 	for (i = 0; i < 40; i++)
-		enqueue(e, "sleep", "{\"ms\":40}");
+		enqueue(e, "sleep", "{\"ms\":100}");
 	snprintf(wlog, sizeof wlog, "%s/worker.log", e->dir);
 	w = tu_spawn((const char *const[]){ "worker", "--db", e->db_path, "--name", "outsider",
 					    "--concurrency", "1", "--drain", NULL }, wlog);
