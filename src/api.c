@@ -1139,11 +1139,32 @@ static void event_stat(const struct event_view *v, void *arg)
 	json_array_append_new(arg, event_json(v));
 }
 
+/* The workers' shared counters: duplicate runs absorbed by technique, and
+ * [out] *stale, the stale acks of every kind. */
+static json_t *absorbed_json(const struct metrics *m, int64_t *stale)
+{
+	struct metrics_snapshot *s = malloc(sizeof *s);
+	json_t *o = json_object();
+	int i;
+
+	*stale = 0;
+	if (!s)
+		return o;
+	metrics_read(m, s);
+	for (i = 0; i < METRICS_TECHNIQUES; i++)
+		json_object_set_new(o, metrics_technique_names[i],
+				    json_integer((json_int_t)s->duplicates[i]));
+	for (i = 0; i < s->n_kinds; i++)
+		*stale += (int64_t)s->kinds[i].stale;
+	free(s);
+	return o;
+}
+
 static void get_stats(struct call *c)
 {
 	struct queue_counts *rows = NULL, total;
-	json_t *kinds, *events, *o;
-	int64_t orders = 0, emails = 0, per_min = 0;
+	json_t *kinds, *events, *absorbed, *o;
+	int64_t orders = 0, emails = 0, per_min = 0, stale = 0;
 	enum sd_result r;
 	int n = 0, i;
 
@@ -1165,10 +1186,12 @@ static void get_stats(struct call *c)
 		res_internal(c->res, c->req, r);
 		return;
 	}
-	o = json_pack("{s:{s:o, s:o}, s:I, s:I, s:o, s:I}", "jobs", "total", counts_json(&total),
-		      "by_kind", kinds, "orders", (json_int_t)orders, "emails_sent",
-		      (json_int_t)emails, "events", events, "done_per_minute",
-		      (json_int_t)per_min);
+	absorbed = absorbed_json(c->a->metrics, &stale);
+	o = json_pack("{s:{s:o, s:o}, s:I, s:I, s:o, s:I, s:o, s:I}", "jobs", "total",
+		      counts_json(&total), "by_kind", kinds, "orders", (json_int_t)orders,
+		      "emails_sent", (json_int_t)emails, "events", events, "done_per_minute",
+		      (json_int_t)per_min, "duplicates_absorbed", absorbed,
+		      "stale_acks", (json_int_t)stale);
 	res_json(c->res, 200, o);
 }
 

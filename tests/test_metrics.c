@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,45 @@ static void put(const struct tu_env *e, const char *kind, const char *payload, c
 	struct enqueue q = { kind, payload, job_id, 0, 0 };
 
 	assert_int_equal(queue_enqueue(e->db, &q, NULL), SD_OK);
+}
+
+struct absorbed {
+	json_int_t check_state, unique_claim, provider_key, processed_jobs, stale_acks;
+};
+
+/* GET /v1/stats through the API: its duplicates_absorbed and stale_acks. */
+static void stats_absorbed(const struct tu_env *e, struct absorbed *out)
+{
+	struct api_opts ao = { e->db_path, NULL, 0, NULL, NULL };
+	struct api_request rq = { "GET", "/v1/stats", NULL, NULL, NULL, NULL, NULL, 0 };
+	struct api_response res;
+	struct api *api = NULL;
+	char path[400], auth[128];
+	unsigned char *tok;
+	size_t len = 0;
+	json_t *doc;
+
+	assert_int_equal(tickets_files_init(e->db_path, NULL), SD_OK);
+	assert_int_equal(api_token_ensure(e->db_path, NULL), SD_OK);
+	assert_int_equal(api_token_path(e->db_path, NULL, path, sizeof path), SD_OK);
+	tok = tu_slurp(path, &len);
+	snprintf(auth, sizeof auth, "Bearer %.*s", (int)len, tok);
+	free(tok);
+	rq.authorization = auth;
+	assert_int_equal(api_open(&ao, &api), SD_OK);
+	memset(&res, 0, sizeof res);
+	api_handle(api, &rq, &res);
+	assert_int_equal(res.status, 200);
+	doc = json_loads(res.body, 0, NULL);
+	assert_non_null(doc);
+	assert_int_equal(json_unpack(doc, "{s:{s:I, s:I, s:I, s:I}, s:I}", "duplicates_absorbed",
+				     "check_state", &out->check_state, "unique_claim",
+				     &out->unique_claim, "provider_key", &out->provider_key,
+				     "processed_jobs", &out->processed_jobs, "stale_acks",
+				     &out->stale_acks), 0);
+	json_decref(doc);
+	api_response_free(&res);
+	api_close(api);
 }
 
 /* The value of one sample line "name{labels} value" in a Prometheus text. */
@@ -289,6 +329,7 @@ static void test_worker_counts_runs_and_absorbed_duplicates(void **state)
 	struct worker_stats st;
 	struct metrics_snapshot s;
 	const struct metrics_kind_counts *k;
+	struct absorbed dup;
 	char payload[128];
 	int64_t event_id;
 
@@ -319,6 +360,12 @@ static void test_worker_counts_runs_and_absorbed_duplicates(void **state)
 	assert_int_equal(k->runs[METRICS_DONE], 1);
 	assert_int_equal(tu_countf(e->db_path, "SELECT orders FROM sales_counters WHERE "
 				   "event_id = %lld", (long long)event_id), 1);
+
+	/* the dashboard's /v1/stats says the same */
+	stats_absorbed(e, &dup);
+	assert_int_equal(dup.processed_jobs, 1);
+	assert_int_equal(dup.check_state + dup.unique_claim + dup.provider_key, 0);
+	assert_int_equal(dup.stale_acks, 0);
 }
 
 /* A worker stopped past its lease finishes a job another worker took: its
