@@ -62,8 +62,6 @@
 #include "cli.h"
 
 #include <dirent.h>
-#include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -310,13 +308,6 @@ static enum sd_result pl_check(void *arg, const struct pipeline_counts *c)
 		       seen, (long long)pl.want);
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* pl_gaps: the queue's time between handler runs, from t0 (phase start) to
  * end (drained); meaningful with one handler thread. */
 static void pl_gaps(int64_t t0, int64_t end, struct pl_result *res)
@@ -334,7 +325,7 @@ static void pl_gaps(int64_t t0, int64_t end, struct pl_result *res)
 	res->n_gaps = n;
 	if (n == 0)
 		return;
-	qsort(pl.gap_us, (size_t)n, sizeof *pl.gap_us, cmp_i64);
+	bench_sort_i64(pl.gap_us, n);
 	res->gap_p50_us = (double)pl.gap_us[(n - 1) / 2];
 	res->gap_p99_us = (double)pl.gap_us[(int64_t)((double)(n - 1) * 0.99)];
 	res->gap_max_us = (double)pl.gap_us[n - 1];
@@ -617,15 +608,6 @@ out:
 	return r;
 }
 
-static int pl_rm(const char *f, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	remove(f);
-	return 0;
-}
-
 /* ======================== the report ===================================== */
 
 /* One line of the split; share 0 leaves the share out (overlapping runs
@@ -735,7 +717,6 @@ static void pl_print(const struct pl_result *res, int json)
 int bench_pipeline_cmd(int argc, char **argv)
 {
 	int64_t orders = PL_ORDERS_DEFAULT, concurrency = 1, alone = -1;
-	const char *tmp = getenv("TMPDIR");
 	int json = 0, keep = 0;
 	struct arg_opt opts[] = {
 		{ "orders", ARG_INT, &orders, 1, 100000, 0 },
@@ -763,16 +744,8 @@ int bench_pipeline_cmd(int argc, char **argv)
 	if (alone < 0)
 		alone = orders < PL_ALONE_DEFAULT ? orders : PL_ALONE_DEFAULT;
 
-	if ((size_t)snprintf(dir, sizeof dir, "%s/stagedoor-bench.XXXXXX",
-			     tmp && *tmp ? tmp : "/tmp") >= sizeof dir) {
-		fprintf(stderr, "stagedoor: TMPDIR is too long\n");
+	if (bench_dir_make(dir, sizeof dir) != 0)
 		return 1;
-	}
-	if (!mkdtemp(dir)) {
-		fprintf(stderr, "stagedoor: cannot make a temporary directory %s: %s\n", dir,
-			strerror(errno));
-		return 1;
-	}
 	snprintf(path, sizeof path, "%s/stagedoor.db", dir);
 	if (level < LOG_WARN)
 		log_set_level(LOG_WARN);
@@ -781,7 +754,7 @@ int bench_pipeline_cmd(int argc, char **argv)
 	if (keep)
 		bench_progress("kept %s", dir);
 	else
-		nftw(dir, pl_rm, 16, FTW_DEPTH | FTW_PHYS);	/* our mkdtemp folder only */
+		bench_dir_remove(dir);
 	if (r != SD_OK)
 		return cli_fail(r);
 	pl_print(&res, json);

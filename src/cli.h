@@ -6,6 +6,9 @@
 #ifndef SD_CLI_H
 #define SD_CLI_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "config.h"
 
 #define CLI_DB_DEFAULT "./var/stagedoor.db"
@@ -113,6 +116,20 @@ int cli_bench(int argc, char **argv);
 
 /* bench_progress: one "bench: ..." progress line on stderr. */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* bench_dir_make: a fresh folder "stagedoor-bench.XXXXXX" under $TMPDIR,
+ * else /tmp, into dir (size bytes); 0, or 1 with the message printed. */
+int bench_dir_make(char *dir, size_t size);
+
+/* bench_dir_remove: dir and everything in it (a bench_dir_make folder). */
+void bench_dir_remove(const char *dir);
+
+/* bench_sort_i64: v[0..n) in ascending order. */
+void bench_sort_i64(int64_t *v, int64_t n);
+
+/* bench_pct_ms: the nearest-rank percentile p (0..1) of sorted
+ * microseconds v[0..n), in milliseconds; 0 when n is 0. */
+double bench_pct_ms(const int64_t *v, int64_t n, double p);
 
 /* bench_pipeline_cmd: `bench pipeline`, given the words after "pipeline". */
 int bench_pipeline_cmd(int argc, char **argv);
