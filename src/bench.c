@@ -30,7 +30,8 @@
  * exactly once and the stream ended empty; otherwise the command fails.
  *
  * `stagedoor bench pipeline` (the ticket pipeline end to end) lives in
- * bench_pipeline.c; cli_bench hands it the words after "pipeline".
+ * bench_pipeline.c, `stagedoor bench api` (the HTTP intake) in bench_api.c;
+ * cli_bench hands each the words after its name.
  */
 #define _XOPEN_SOURCE 700		/* nftw */
 #include "cli.h"
@@ -326,6 +327,40 @@ int bench_dir_make(char *dir, size_t size)
 	return 0;
 }
 
+void bench_deadline(struct timespec *until, int64_t ms)
+{
+	clock_gettime(CLOCK_REALTIME, until);
+	until->tv_sec += (time_t)(ms / 1000);
+	until->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until->tv_nsec >= 1000000000L) {
+		until->tv_sec++;
+		until->tv_nsec -= 1000000000L;
+	}
+}
+
+int bench_in_dir(int keep, enum sd_result (*fn)(const char *dir, const char *path, void *arg),
+		 void *arg)
+{
+	/* dir leaves room in PATH_MAX for the names made under it */
+	char dir[1024], path[1100];
+	enum log_level level = log_get_level();
+	enum sd_result r;
+
+	if (bench_dir_make(dir, sizeof dir) != 0)
+		return 1;
+	snprintf(path, sizeof path, "%s/stagedoor.db", dir);
+	/* info lines would interleave with the progress and cost time */
+	if (level < LOG_WARN)
+		log_set_level(LOG_WARN);
+	r = fn(dir, path, arg);
+	log_set_level(level);
+	if (keep)
+		bench_progress("kept %s", dir);
+	else
+		bench_dir_remove(dir);
+	return r == SD_OK ? 0 : cli_fail(r);
+}
+
 static int bench_rm(const char *f, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)sb;
@@ -474,8 +509,6 @@ static void bench_print(const struct bench_result *res, int64_t jobs, int worker
 	printf("  peak RSS    %.1f MiB\n", (double)res->peak_rss_kb / 1024.0);
 }
 
-/* bench_pipeline.c: `bench pipeline`, given the words after "pipeline". */
-
 int cli_bench(int argc, char **argv)
 {
 	int64_t jobs = 100000, workers = 1, batch = 100, lat_jobs = -1;
@@ -503,12 +536,16 @@ int cli_bench(int argc, char **argv)
 	/* each benchmark has its own options: the word comes first */
 	if (argc >= 1 && strcmp(argv[0], "pipeline") == 0)
 		return bench_pipeline_cmd(argc - 1, argv + 1);
+	if (argc >= 1 && strcmp(argv[0], "api") == 0)
+		return bench_api_cmd(argc - 1, argv + 1);
 	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK)
 		return cli_fail(r);
 	if (npos != 1 || strcmp(pos[0], "queue") != 0) {
 		fprintf(stderr, "stagedoor: usage: stagedoor %s\n"
 				"       stagedoor bench pipeline [--orders N] [--concurrency C] "
-				"[--alone K] [--keep] [--json]\n", usage);
+				"[--alone K] [--keep] [--json]\n"
+				"       stagedoor bench api [--requests N] [--clients C] [--json] "
+				"[--keep]\n", usage);
 		return 2;
 	}
 	if (strcmp(sync_s, "normal") == 0) {

@@ -78,7 +78,6 @@
 #include "blob.h"
 #include "clock.h"
 #include "db.h"
-#include "log.h"
 #include "pipeline.h"
 #include "progress.h"
 #include "queue.h"
@@ -271,12 +270,7 @@ static int pl_wait(void *arg, int64_t poll_ms)
 	if (!ready) {
 		struct timespec until;
 
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 100 * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		bench_deadline(&until, 100);
 		pthread_cond_timedwait(&pl.cv, &pl.mu, &until);
 		ready = pl_all_done();
 	}
@@ -538,9 +532,20 @@ static void pl_placed(int64_t done, int64_t n, void *arg)
 	progress_update(arg, done);
 }
 
-static enum sd_result pl_run(const char *dir, const char *path, int64_t orders, int concurrency,
-			     int64_t alone, struct pl_result *res)
+/* What the command line asked for, and where the figures go. */
+struct pl_args {
+	int64_t orders, alone;
+	int concurrency;
+	struct pl_result *res;
+};
+
+/* pl_run (bench_in_dir's fn): the four phases on a fresh database. */
+static enum sd_result pl_run(const char *dir, const char *path, void *arg)
 {
+	const struct pl_args *a = arg;
+	struct pl_result *res = a->res;
+	int64_t orders = a->orders, alone = a->alone;
+	int concurrency = a->concurrency;
 	struct tickets_env *env = NULL;
 	struct progress *bar;
 	struct db *db = NULL;
@@ -728,12 +733,11 @@ int bench_pipeline_cmd(int argc, char **argv)
 	};
 	static const char usage[] = "bench pipeline [--orders N] [--concurrency C] "
 				    "[--alone K] [--keep] [--json]";
-	/* dir leaves room in PATH_MAX for the names made under it */
-	char *pos[ARGS_MAX_POS], dir[1024], path[1100];
+	char *pos[ARGS_MAX_POS];
 	struct pl_result res;
-	enum log_level level = log_get_level();
+	struct pl_args a = { 0, 0, 0, &res };
 	enum sd_result r;
-	int npos;
+	int npos, rc;
 
 	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK)
 		return cli_fail(r);
@@ -744,19 +748,11 @@ int bench_pipeline_cmd(int argc, char **argv)
 	if (alone < 0)
 		alone = orders < PL_ALONE_DEFAULT ? orders : PL_ALONE_DEFAULT;
 
-	if (bench_dir_make(dir, sizeof dir) != 0)
-		return 1;
-	snprintf(path, sizeof path, "%s/stagedoor.db", dir);
-	if (level < LOG_WARN)
-		log_set_level(LOG_WARN);
-	r = pl_run(dir, path, orders, (int)concurrency, alone, &res);
-	log_set_level(level);
-	if (keep)
-		bench_progress("kept %s", dir);
-	else
-		bench_dir_remove(dir);
-	if (r != SD_OK)
-		return cli_fail(r);
+	a.orders = orders;
+	a.alone = alone;
+	a.concurrency = (int)concurrency;
+	if ((rc = bench_in_dir(keep, pl_run, &a)) != 0)
+		return rc;
 	pl_print(&res, json);
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "result.h"
 
 #define CLI_DB_DEFAULT "./var/stagedoor.db"
 
@@ -124,6 +125,19 @@ int bench_dir_make(char *dir, size_t size);
 /* bench_dir_remove: dir and everything in it (a bench_dir_make folder). */
 void bench_dir_remove(const char *dir);
 
+/*
+ * bench_in_dir: run fn(dir, "<dir>/stagedoor.db", arg) in a fresh
+ * bench_dir_make folder with the log at warn or quieter, then remove the
+ * folder unless keep (then say where it is).  0 when fn returned SD_OK, else
+ * the exit status with the message printed.
+ */
+int bench_in_dir(int keep, enum sd_result (*fn)(const char *dir, const char *path, void *arg),
+		 void *arg);
+
+/* bench_deadline: ms from now on CLOCK_REALTIME, for pthread_cond_timedwait. */
+struct timespec;
+void bench_deadline(struct timespec *until, int64_t ms);
+
 /* bench_sort_i64: v[0..n) in ascending order. */
 void bench_sort_i64(int64_t *v, int64_t n);
 
@@ -133,6 +147,9 @@ double bench_pct_ms(const int64_t *v, int64_t n, double p);
 
 /* bench_pipeline_cmd: `bench pipeline`, given the words after "pipeline". */
 int bench_pipeline_cmd(int argc, char **argv);
+
+/* bench_api_cmd: `bench api`, given the words after "api". */
+int bench_api_cmd(int argc, char **argv);
 int cli_event(int argc, char **argv);
 int cli_order(int argc, char **argv);
 int cli_scan(int argc, char **argv);
