@@ -94,8 +94,6 @@ struct ba_run {
 	pthread_cond_t cv;		/* signalled as each client thread returns */
 	int ended;			/* under mu: client threads that returned */
 	atomic_int failed;		/* a client failed: the others stop too */
-	int64_t matched;		/* replays whose body was the first one's */
-	int64_t seats;			/* seats ordered in phase 1 */
 };
 
 /* One client thread: its connection and what went wrong, if anything. */
@@ -104,7 +102,7 @@ struct ba_client {
 	struct ba_run *run;
 	int idx;			/* sends requests idx, idx + clients, ... */
 	int fd;				/* -1: not connected */
-	char *buf;			/* bytes read and not yet used */
+	char *buf;			/* the answer being read, NUL-terminated */
 	size_t len, cap;
 	int64_t matched;		/* replays matched by this client */
 	int64_t end_us;			/* its last answer read (clock_mono_us) */
