@@ -4,7 +4,8 @@
 #   make deps     install the Debian packages the build and tests need
 #   make test     deps, then every test twice: a normal build and an
 #                 AddressSanitizer + UndefinedBehaviorSanitizer build
-#   make bench    the queue benchmark next to a minimal SQL-only program
+#   make bench    the queue benchmark next to a minimal SQL-only program,
+#                 then the ticket pipeline and the HTTP intake benchmarks
 #   make demo     a short run of the queue on its built-in job kinds
 #   make clean
 
@@ -132,6 +133,7 @@ soak: deps bin/stagedoor build/mailsink build/chaos
 bench: deps bin/stagedoor build/sqlbench
 	@sh tools/bench/run.sh $(CURDIR)/bin/stagedoor $(CURDIR)/build/sqlbench
 	bin/stagedoor bench pipeline --orders 500
+	bin/stagedoor bench api --requests 2000 --clients 4
 
 demo: deps
 	@$(MAKE) --no-print-directory all

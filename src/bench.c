@@ -30,12 +30,14 @@
  * exactly once and the stream ended empty; otherwise the command fails.
  *
  * `stagedoor bench pipeline` (the ticket pipeline end to end) lives in
- * bench_pipeline.c; cli_bench hands it the words after "pipeline".
+ * bench_pipeline.c, `stagedoor bench api` (the HTTP intake) in bench_api.c;
+ * cli_bench hands each the words after its name.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700		/* nftw */
 #include "cli.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -172,8 +174,12 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Nearest-rank percentile of sorted v[0..n). */
-static double pct_ms(const int64_t *v, int64_t n, double p)
+void bench_sort_i64(int64_t *v, int64_t n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_i64);
+}
+
+double bench_pct_ms(const int64_t *v, int64_t n, double p)
 {
 	int64_t k = (int64_t)(p * (double)n + 0.999999);
 
@@ -280,11 +286,11 @@ stop:
 	if (r == SD_OK) {
 		int64_t n = atomic_load(&lat.n) < m ? atomic_load(&lat.n) : m;
 
-		qsort(lat.us, (size_t)n, sizeof *lat.us, cmp_i64);
+		bench_sort_i64(lat.us, n);
 		res->latency_jobs = n;
 		res->latency_rate = rate;
-		res->p50_ms = pct_ms(lat.us, n, 0.50);
-		res->p99_ms = pct_ms(lat.us, n, 0.99);
+		res->p50_ms = bench_pct_ms(lat.us, n, 0.50);
+		res->p99_ms = bench_pct_ms(lat.us, n, 0.99);
 	}
 	free(lat.us);
 	return r;
@@ -302,6 +308,71 @@ void bench_progress(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
+}
+
+int bench_dir_make(char *dir, size_t size)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if ((size_t)snprintf(dir, size, "%s/stagedoor-bench.XXXXXX",
+			     tmp && *tmp ? tmp : "/tmp") >= size) {
+		fprintf(stderr, "stagedoor: TMPDIR is too long\n");
+		return 1;
+	}
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "stagedoor: cannot make a temporary directory %s: %s\n", dir,
+			strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+void bench_deadline(struct timespec *until, int64_t ms)
+{
+	clock_gettime(CLOCK_REALTIME, until);
+	until->tv_sec += (time_t)(ms / 1000);
+	until->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until->tv_nsec >= 1000000000L) {
+		until->tv_sec++;
+		until->tv_nsec -= 1000000000L;
+	}
+}
+
+int bench_in_dir(int keep, enum sd_result (*fn)(const char *dir, const char *path, void *arg),
+		 void *arg)
+{
+	/* dir leaves room in PATH_MAX for the names made under it */
+	char dir[1024], path[1100];
+	enum log_level level = log_get_level();
+	enum sd_result r;
+
+	if (bench_dir_make(dir, sizeof dir) != 0)
+		return 1;
+	snprintf(path, sizeof path, "%s/stagedoor.db", dir);
+	/* info lines would interleave with the progress and cost time */
+	if (level < LOG_WARN)
+		log_set_level(LOG_WARN);
+	r = fn(dir, path, arg);
+	log_set_level(level);
+	if (keep)
+		bench_progress("kept %s", dir);
+	else
+		bench_dir_remove(dir);
+	return r == SD_OK ? 0 : cli_fail(r);
+}
+
+static int bench_rm(const char *f, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(f);
+	return 0;
+}
+
+void bench_dir_remove(const char *dir)
+{
+	nftw(dir, bench_rm, 16, FTW_DEPTH | FTW_PHYS);	/* no link is followed out of it */
 }
 
 static enum sd_result bench_queue(const char *path, int64_t jobs, int workers, int batch,
@@ -408,20 +479,6 @@ out:
 	return r;
 }
 
-/* Remove the database, its -wal and -shm, and the directory. */
-static void bench_cleanup(const char *dir, const char *path)
-{
-	static const char *const suffix[] = { "", "-wal", "-shm", "-journal" };
-	char f[4200];
-	size_t i;
-
-	for (i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
-		snprintf(f, sizeof f, "%s%s", path, suffix[i]);
-		unlink(f);
-	}
-	rmdir(dir);
-}
-
 static void bench_print(const struct bench_result *res, int64_t jobs, int workers, int batch,
 			const char *sync, int json)
 {
@@ -452,12 +509,10 @@ static void bench_print(const struct bench_result *res, int64_t jobs, int worker
 	printf("  peak RSS    %.1f MiB\n", (double)res->peak_rss_kb / 1024.0);
 }
 
-/* bench_pipeline.c: `bench pipeline`, given the words after "pipeline". */
-
 int cli_bench(int argc, char **argv)
 {
 	int64_t jobs = 100000, workers = 1, batch = 100, lat_jobs = -1;
-	const char *sync_s = "normal", *tmp = getenv("TMPDIR");
+	const char *sync_s = "normal";
 	int json = 0;
 	struct arg_opt opts[] = {
 		{ "jobs", ARG_INT, &jobs, 1, 100000000, 0 },
@@ -481,12 +536,16 @@ int cli_bench(int argc, char **argv)
 	/* each benchmark has its own options: the word comes first */
 	if (argc >= 1 && strcmp(argv[0], "pipeline") == 0)
 		return bench_pipeline_cmd(argc - 1, argv + 1);
+	if (argc >= 1 && strcmp(argv[0], "api") == 0)
+		return bench_api_cmd(argc - 1, argv + 1);
 	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK)
 		return cli_fail(r);
 	if (npos != 1 || strcmp(pos[0], "queue") != 0) {
 		fprintf(stderr, "stagedoor: usage: stagedoor %s\n"
 				"       stagedoor bench pipeline [--orders N] [--concurrency C] "
-				"[--alone K] [--keep] [--json]\n", usage);
+				"[--alone K] [--keep] [--json]\n"
+				"       stagedoor bench api [--requests N] [--clients C] [--json] "
+				"[--keep]\n", usage);
 		return 2;
 	}
 	if (strcmp(sync_s, "normal") == 0) {
@@ -500,18 +559,14 @@ int cli_bench(int argc, char **argv)
 	if (lat_jobs < 0)
 		lat_jobs = jobs < BENCH_LATENCY_JOBS ? jobs : BENCH_LATENCY_JOBS;
 
-	snprintf(dir, sizeof dir, "%s/stagedoor-bench.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir)) {
-		fprintf(stderr, "stagedoor: cannot make a temporary directory %s: %s\n", dir,
-			strerror(errno));
+	if (bench_dir_make(dir, sizeof dir) != 0)
 		return 1;
-	}
 	snprintf(path, sizeof path, "%s/bench.db", dir);
 	if (level < LOG_WARN)
 		log_set_level(LOG_WARN);
 	r = bench_queue(path, jobs, (int)workers, (int)batch, sync, lat_jobs, &res);
 	log_set_level(level);
-	bench_cleanup(dir, path);
+	bench_dir_remove(dir);
 	if (r != SD_OK)
 		return cli_fail(r);
 	bench_print(&res, jobs, (int)workers, (int)batch, sync_s, json);

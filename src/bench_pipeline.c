@@ -62,8 +62,6 @@
 #include "cli.h"
 
 #include <dirent.h>
-#include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -80,7 +78,6 @@
 #include "blob.h"
 #include "clock.h"
 #include "db.h"
-#include "log.h"
 #include "pipeline.h"
 #include "progress.h"
 #include "queue.h"
@@ -273,12 +270,7 @@ static int pl_wait(void *arg, int64_t poll_ms)
 	if (!ready) {
 		struct timespec until;
 
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 100 * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		bench_deadline(&until, 100);
 		pthread_cond_timedwait(&pl.cv, &pl.mu, &until);
 		ready = pl_all_done();
 	}
@@ -310,13 +302,6 @@ static enum sd_result pl_check(void *arg, const struct pipeline_counts *c)
 		       seen, (long long)pl.want);
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* pl_gaps: the queue's time between handler runs, from t0 (phase start) to
  * end (drained); meaningful with one handler thread. */
 static void pl_gaps(int64_t t0, int64_t end, struct pl_result *res)
@@ -334,7 +319,7 @@ static void pl_gaps(int64_t t0, int64_t end, struct pl_result *res)
 	res->n_gaps = n;
 	if (n == 0)
 		return;
-	qsort(pl.gap_us, (size_t)n, sizeof *pl.gap_us, cmp_i64);
+	bench_sort_i64(pl.gap_us, n);
 	res->gap_p50_us = (double)pl.gap_us[(n - 1) / 2];
 	res->gap_p99_us = (double)pl.gap_us[(int64_t)((double)(n - 1) * 0.99)];
 	res->gap_max_us = (double)pl.gap_us[n - 1];
@@ -547,9 +532,20 @@ static void pl_placed(int64_t done, int64_t n, void *arg)
 	progress_update(arg, done);
 }
 
-static enum sd_result pl_run(const char *dir, const char *path, int64_t orders, int concurrency,
-			     int64_t alone, struct pl_result *res)
+/* What the command line asked for, and where the figures go. */
+struct pl_args {
+	int64_t orders, alone;
+	int concurrency;
+	struct pl_result *res;
+};
+
+/* pl_run (bench_in_dir's fn): the four phases on a fresh database. */
+static enum sd_result pl_run(const char *dir, const char *path, void *arg)
 {
+	const struct pl_args *a = arg;
+	struct pl_result *res = a->res;
+	int64_t orders = a->orders, alone = a->alone;
+	int concurrency = a->concurrency;
 	struct tickets_env *env = NULL;
 	struct progress *bar;
 	struct db *db = NULL;
@@ -615,15 +611,6 @@ out:
 	tickets_env_close(env);
 	db_close(db);
 	return r;
-}
-
-static int pl_rm(const char *f, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	remove(f);
-	return 0;
 }
 
 /* ======================== the report ===================================== */
@@ -735,7 +722,6 @@ static void pl_print(const struct pl_result *res, int json)
 int bench_pipeline_cmd(int argc, char **argv)
 {
 	int64_t orders = PL_ORDERS_DEFAULT, concurrency = 1, alone = -1;
-	const char *tmp = getenv("TMPDIR");
 	int json = 0, keep = 0;
 	struct arg_opt opts[] = {
 		{ "orders", ARG_INT, &orders, 1, 100000, 0 },
@@ -747,12 +733,11 @@ int bench_pipeline_cmd(int argc, char **argv)
 	};
 	static const char usage[] = "bench pipeline [--orders N] [--concurrency C] "
 				    "[--alone K] [--keep] [--json]";
-	/* dir leaves room in PATH_MAX for the names made under it */
-	char *pos[ARGS_MAX_POS], dir[1024], path[1100];
+	char *pos[ARGS_MAX_POS];
 	struct pl_result res;
-	enum log_level level = log_get_level();
+	struct pl_args a = { 0, 0, 0, &res };
 	enum sd_result r;
-	int npos;
+	int npos, rc;
 
 	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK)
 		return cli_fail(r);
@@ -763,27 +748,11 @@ int bench_pipeline_cmd(int argc, char **argv)
 	if (alone < 0)
 		alone = orders < PL_ALONE_DEFAULT ? orders : PL_ALONE_DEFAULT;
 
-	if ((size_t)snprintf(dir, sizeof dir, "%s/stagedoor-bench.XXXXXX",
-			     tmp && *tmp ? tmp : "/tmp") >= sizeof dir) {
-		fprintf(stderr, "stagedoor: TMPDIR is too long\n");
-		return 1;
-	}
-	if (!mkdtemp(dir)) {
-		fprintf(stderr, "stagedoor: cannot make a temporary directory %s: %s\n", dir,
-			strerror(errno));
-		return 1;
-	}
-	snprintf(path, sizeof path, "%s/stagedoor.db", dir);
-	if (level < LOG_WARN)
-		log_set_level(LOG_WARN);
-	r = pl_run(dir, path, orders, (int)concurrency, alone, &res);
-	log_set_level(level);
-	if (keep)
-		bench_progress("kept %s", dir);
-	else
-		nftw(dir, pl_rm, 16, FTW_DEPTH | FTW_PHYS);	/* our mkdtemp folder only */
-	if (r != SD_OK)
-		return cli_fail(r);
+	a.orders = orders;
+	a.alone = alone;
+	a.concurrency = (int)concurrency;
+	if ((rc = bench_in_dir(keep, pl_run, &a)) != 0)
+		return rc;
 	pl_print(&res, json);
 	return 0;
 }

@@ -6,7 +6,11 @@
 #ifndef SD_CLI_H
 #define SD_CLI_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "config.h"
+#include "result.h"
 
 #define CLI_DB_DEFAULT "./var/stagedoor.db"
 
@@ -114,8 +118,38 @@ int cli_bench(int argc, char **argv);
 /* bench_progress: one "bench: ..." progress line on stderr. */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* bench_dir_make: a fresh folder "stagedoor-bench.XXXXXX" under $TMPDIR,
+ * else /tmp, into dir (size bytes); 0, or 1 with the message printed. */
+int bench_dir_make(char *dir, size_t size);
+
+/* bench_dir_remove: dir and everything in it (a bench_dir_make folder). */
+void bench_dir_remove(const char *dir);
+
+/*
+ * bench_in_dir: run fn(dir, "<dir>/stagedoor.db", arg) in a fresh
+ * bench_dir_make folder with the log at warn or quieter, then remove the
+ * folder unless keep (then say where it is).  0 when fn returned SD_OK, else
+ * the exit status with the message printed.
+ */
+int bench_in_dir(int keep, enum sd_result (*fn)(const char *dir, const char *path, void *arg),
+		 void *arg);
+
+/* bench_deadline: ms from now on CLOCK_REALTIME, for pthread_cond_timedwait. */
+struct timespec;
+void bench_deadline(struct timespec *until, int64_t ms);
+
+/* bench_sort_i64: v[0..n) in ascending order. */
+void bench_sort_i64(int64_t *v, int64_t n);
+
+/* bench_pct_ms: the nearest-rank percentile p (0..1) of sorted
+ * microseconds v[0..n), in milliseconds; 0 when n is 0. */
+double bench_pct_ms(const int64_t *v, int64_t n, double p);
+
 /* bench_pipeline_cmd: `bench pipeline`, given the words after "pipeline". */
 int bench_pipeline_cmd(int argc, char **argv);
+
+/* bench_api_cmd: `bench api`, given the words after "api". */
+int bench_api_cmd(int argc, char **argv);
 int cli_event(int argc, char **argv);
 int cli_order(int argc, char **argv);
 int cli_scan(int argc, char **argv);

@@ -38,7 +38,8 @@ static const struct {
 			   "           [--mail-url URL] [--mail-from ADDR] [--mail-user USER]\n"
 			   "           [--mail-password-file F] [--mail-ca-file F] [--mail-timeout-ms N]" },
 	{ "bench", cli_bench, "measure: bench queue --jobs N --workers W --batch B --sync normal|full;\n"
-			      "           bench pipeline --orders N [--json]" },
+			      "           bench pipeline --orders N [--json];\n"
+			      "           bench api --requests N --clients C [--json]" },
 };
 
 static void usage(FILE *f)

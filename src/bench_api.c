@@ -1,0 +1,631 @@
+/*
+ * bench_api.c: `stagedoor bench api`, the HTTP intake's benchmark: requests
+ * per second and per-request latency through the real server, over TCP.
+ *
+ *   stagedoor bench api [--requests N] [--clients C] [--json] [--keep]
+ *
+ * On a fresh database in a temporary directory (under $TMPDIR, else /tmp;
+ * removed afterwards unless --keep), made as `init` makes one (schema, ticket
+ * key, api.token), with one event with room for every seat, it starts the
+ * server in this process (serve_start on 127.0.0.1:0, as `serve` runs it) and
+ * C client threads, each on one keep-alive HTTP/1.1 connection (plain
+ * sockets: the server's library stays in http.c), take the N requests of a
+ * phase in turn (client t sends requests t, t + C, ...):
+ *
+ *   1. orders    POST /v1/orders, a JSON body (1 to 3 seats), a bearer token
+ *                from <dir>/api.token and an Idempotency-Key of its own:
+ *                each a new order committed at synchronous=FULL; 201 each;
+ *   2. replays   the same N requests again: each 201 with the body the first
+ *                answer had, byte for byte (the stored answer), and the
+ *                database still holds N orders afterwards;
+ *   3. reads     GET /v1/orders/{id} for each id phase 1 returned; 200 each;
+ *   4. stats     GET /v1/stats; 200 each.
+ *
+ * An answer other than the one expected fails the command (with the request
+ * and the answer named), and no figure is reported.  Each phase reports
+ * requests/s (N / its wall time) and the latency p50/p90/p99 of its requests,
+ * each the client's wall time from the first byte sent to the last byte of
+ * the answer read (nearest rank of the sorted samples); then the peak RSS of
+ * the process (server and clients together) and the WAL's size at the end.
+ *
+ * The clients send one request at a time and wait for its answer, so C is
+ * also the most requests in the server at once.  No relay or worker runs:
+ * the outbox rows the orders write stay unpublished, as in a box whose
+ * workers are behind.
+ */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "args.h"
+#include "clock.h"
+#include "db.h"
+#include "pipeline.h"
+#include "progress.h"
+#include "serve.h"
+#include "tickets.h"
+
+#define BA_REQUESTS_DEFAULT 2000
+#define BA_CLIENTS_DEFAULT 4
+#define BA_CLIENTS_MAX 64
+#define BA_TIMEOUT_S 30			/* a socket read or write stuck this long fails */
+#define BA_ANSWER_MAX (1024 * 1024)	/* a longer answer is refused, not buffered */
+
+enum { BA_ORDERS, BA_REPLAYS, BA_READS, BA_STATS, BA_PHASES };
+
+static const char *const ba_phase_name[BA_PHASES] = { "orders", "replays", "reads", "stats" };
+
+/* What one phase measured. */
+struct ba_phase {
+	double wall_s;			/* first request sent to last answer read */
+	double p50_ms, p90_ms, p99_ms;	/* per-request latency */
+};
+
+/* The run, shared by the client threads of a phase. */
+struct ba_run {
+	int port;
+	char token[API_TOKEN_HEX + 1];	/* the bearer token */
+	int64_t event_id;
+	int64_t n;			/* requests a phase */
+	int clients;
+	int phase;			/* BA_*: what the clients send now */
+	char **first;			/* [n] phase 1's answers, NUL-terminated */
+	char (*id)[ORDER_ID_MAX];	/* [n] the order ids phase 1 returned */
+	int64_t *us;			/* [n] this phase's latencies */
+	atomic_llong done;		/* requests answered this phase (progress) */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;		/* signalled as each client thread returns */
+	int ended;			/* under mu: client threads that returned */
+	atomic_int failed;		/* a client failed: the others stop too */
+};
+
+/* One client thread: its connection and what went wrong, if anything. */
+struct ba_client {
+	pthread_t th;
+	struct ba_run *run;
+	int idx;			/* sends requests idx, idx + clients, ... */
+	int fd;				/* -1: not connected */
+	char *buf;			/* the answer being read, NUL-terminated */
+	size_t len, cap;
+	int64_t matched;		/* replays matched by this client */
+	int64_t end_us;			/* its last answer read (clock_mono_us) */
+	int failed;
+	char err[400];
+};
+
+/* ======================== one keep-alive connection ====================== */
+
+static int ba_fail(struct ba_client *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int ba_fail(struct ba_client *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!c->failed) {
+		va_start(ap, fmt);
+		vsnprintf(c->err, sizeof c->err, fmt, ap);
+		va_end(ap);
+		c->failed = 1;
+		atomic_store(&c->run->failed, 1);
+	}
+	return -1;
+}
+
+static int ba_dial(struct ba_client *c)
+{
+	struct sockaddr_in a;
+	struct timeval tv = { BA_TIMEOUT_S, 0 };
+	int one = 1;
+
+	if ((c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return ba_fail(c, "socket: %s", strerror(errno));
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	/* a request goes out in one send: nothing for Nagle to coalesce */
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_port = htons((uint16_t)c->run->port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(c->fd, (struct sockaddr *)&a, sizeof a) != 0)
+		return ba_fail(c, "connect to 127.0.0.1:%d: %s", c->run->port, strerror(errno));
+	c->len = 0;
+	return 0;
+}
+
+static void ba_hang_up(struct ba_client *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->len = 0;
+}
+
+static int ba_send(struct ba_client *c, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return ba_fail(c, "send: %s", strerror(errno));
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* ba_fill: read more bytes into c->buf (kept NUL-terminated). */
+static int ba_fill(struct ba_client *c)
+{
+	ssize_t n;
+
+	if (c->len + 4096 > c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 16384;
+		char *b;
+
+		if (cap > BA_ANSWER_MAX + 16384)
+			return ba_fail(c, "an answer longer than %d bytes", BA_ANSWER_MAX);
+		if (!(b = realloc(c->buf, cap)))
+			return ba_fail(c, "out of memory");
+		c->buf = b;
+		c->cap = cap;
+	}
+	do
+		n = recv(c->fd, c->buf + c->len, c->cap - c->len - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return ba_fail(c, "recv: %s", strerror(errno));
+	if (n == 0)
+		return ba_fail(c, "the server closed the connection before its answer ended");
+	c->len += (size_t)n;
+	c->buf[c->len] = '\0';
+	return 0;
+}
+
+/* ba_header: the value of header name in the head [head, end) into v. */
+static int ba_header(const char *head, const char *end, const char *name, char *v, size_t size)
+{
+	size_t nl = strlen(name);
+	const char *p = head, *e;
+
+	while ((p = strstr(p, "\r\n")) && p < end) {
+		p += 2;
+		if (strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
+			p += nl + 1;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			e = strstr(p, "\r\n");
+			snprintf(v, size, "%.*s", (int)(e - p), p);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * ba_call: send one request (head and body in one buffer) and read its
+ * answer.  [out] *status, *body (into c->buf, NUL-terminated, valid until the
+ * next call), *body_len.  The server answers with a Content-Length (http.h);
+ * a "Connection: close" makes the next call dial again.
+ */
+static int ba_call(struct ba_client *c, const char *req, size_t req_len, int *status,
+		   const char **body, size_t *body_len)
+{
+	char v[32];
+	char *end = NULL;
+	size_t head_len, clen;
+	int close_after;
+
+	if (c->fd < 0 && ba_dial(c) != 0)
+		return -1;
+	c->len = 0;
+	if (ba_send(c, req, req_len) != 0)
+		return -1;
+	for (;;) {
+		if (c->len && (end = strstr(c->buf, "\r\n\r\n")))
+			break;
+		if (ba_fill(c) != 0)
+			return -1;
+	}
+	head_len = (size_t)(end + 4 - c->buf);
+	if (sscanf(c->buf, "HTTP/1.1 %d", status) != 1)
+		return ba_fail(c, "not an HTTP/1.1 answer: %.60s", c->buf);
+	if (!ba_header(c->buf, end, "Content-Length", v, sizeof v))
+		return ba_fail(c, "an answer without Content-Length");
+	clen = strtoul(v, NULL, 10);
+	if (clen > BA_ANSWER_MAX)
+		return ba_fail(c, "an answer of %zu bytes", clen);
+	close_after = ba_header(c->buf, end, "Connection", v, sizeof v) &&
+		      strcasecmp(v, "close") == 0;
+	while (c->len < head_len + clen)
+		if (ba_fill(c) != 0)
+			return -1;
+	/* one request at a time: nothing may follow the answer */
+	c->buf[head_len + clen] = '\0';
+	*body = c->buf + head_len;
+	*body_len = clen;
+	if (close_after)
+		ba_hang_up(c);
+	return 0;
+}
+
+/* ======================== the clients ==================================== */
+
+/* ba_request: request i of the run's phase into buf (size bytes); its length. */
+static size_t ba_request(const struct ba_run *run, int64_t i, char *buf, size_t size)
+{
+	char body[256];
+	int n;
+
+	if (run->phase == BA_READS)
+		return (size_t)snprintf(buf, size, "GET /v1/orders/%s HTTP/1.1\r\nHost: 127.0.0.1"
+					"\r\nAuthorization: Bearer %s\r\n\r\n", run->id[i],
+					run->token);
+	if (run->phase == BA_STATS)
+		return (size_t)snprintf(buf, size, "GET /v1/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+					"Authorization: Bearer %s\r\n\r\n", run->token);
+	/* orders and replays: the same bytes for the same i, as a replay must be */
+	n = snprintf(body, sizeof body, "{\"event_id\":%lld,\"name\":\"Bench Buyer %lld\","
+		     "\"email\":\"buyer%lld@example.com\",\"seats\":%d}", (long long)run->event_id,
+		     (long long)i + 1, (long long)i + 1, (int)(1 + i % 3));
+	return (size_t)snprintf(buf, size, "POST /v1/orders HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+				"Authorization: Bearer %s\r\nIdempotency-Key: bench-api-%lld\r\n"
+				"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+				run->token, (long long)i + 1, n, body);
+}
+
+/* ba_check: the answer to request i is the one its phase expects; phase 1
+ * keeps it and the order id it names. */
+static int ba_check(struct ba_client *c, int64_t i, int status, const char *body, size_t len)
+{
+	struct ba_run *run = c->run;
+	const char *name = ba_phase_name[run->phase];
+	int want = run->phase <= BA_REPLAYS ? 201 : 200;
+	const char *p;
+
+	if (status != want)
+		return ba_fail(c, "%s: request %lld answered %d, not %d: %.200s", name,
+			       (long long)i + 1, status, want, body);
+	switch (run->phase) {
+	case BA_ORDERS:
+		if (!(p = strstr(body, "\"id\":\"")) ||
+		    sscanf(p + 6, "%15[^\"]", run->id[i]) != 1)
+			return ba_fail(c, "orders: request %lld: no order id in %.200s",
+				       (long long)i + 1, body);
+		if (!(run->first[i] = strndup(body, len)))
+			return ba_fail(c, "out of memory");
+		break;
+	case BA_REPLAYS:
+		if (strlen(run->first[i]) != len || memcmp(run->first[i], body, len) != 0)
+			return ba_fail(c, "replays: request %lld answered %.200s, the first time "
+				       "%.200s", (long long)i + 1, body, run->first[i]);
+		c->matched++;
+		break;
+	case BA_READS:
+		if (!strstr(body, run->id[i]))
+			return ba_fail(c, "reads: GET /v1/orders/%s answered %.200s", run->id[i],
+				       body);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static void *ba_client_run(void *arg)
+{
+	struct ba_client *c = arg;
+	struct ba_run *run = c->run;
+	char req[1024];
+	int64_t i;
+
+	/* a connection per phase, dialled before the first request's clock */
+	if (ba_dial(c) != 0)
+		goto out;
+	for (i = c->idx; i < run->n && !atomic_load(&run->failed); i += run->clients) {
+		size_t req_len = ba_request(run, i, req, sizeof req), body_len = 0;
+		const char *body = NULL;
+		int64_t t0 = clock_mono_us();
+		int status = 0;
+
+		if (ba_call(c, req, req_len, &status, &body, &body_len) != 0)
+			break;
+		run->us[i] = clock_mono_us() - t0;
+		if (ba_check(c, i, status, body, body_len) != 0)
+			break;
+		atomic_fetch_add_explicit(&run->done, 1, memory_order_relaxed);
+	}
+out:
+	c->end_us = clock_mono_us();
+	ba_hang_up(c);
+	pthread_mutex_lock(&run->mu);
+	run->ended++;
+	pthread_cond_signal(&run->cv);
+	pthread_mutex_unlock(&run->mu);
+	return NULL;
+}
+
+/*
+ * ba_phase_run: the clients send the phase's N requests; the main thread only
+ * moves the progress bar.  SD_IO with the first client's message when any
+ * failed.
+ */
+static enum sd_result ba_phase_run(struct ba_run *run, struct ba_client *cl, int phase,
+				   struct ba_phase *out)
+{
+	struct progress *bar;
+	enum sd_result r = SD_OK;
+	int64_t t0, end = 0;
+	int i, started;
+
+	run->phase = phase;
+	atomic_store(&run->done, 0);
+	atomic_store(&run->failed, 0);
+	run->ended = 0;
+	bar = progress_start(ba_phase_name[phase], run->n, "requests");
+	t0 = clock_mono_us();
+	for (started = 0; started < run->clients; started++)
+		if (pthread_create(&cl[started].th, NULL, ba_client_run, &cl[started]) != 0)
+			break;
+	for (i = started; i < run->clients; i++)
+		ba_fail(&cl[i], "cannot start a client thread");
+	/* wake as the last client returns, and every 100 ms for the bar */
+	pthread_mutex_lock(&run->mu);
+	while (run->ended < started) {
+		struct timespec until;
+
+		bench_deadline(&until, 100);
+		pthread_cond_timedwait(&run->cv, &run->mu, &until);
+		progress_update(bar, atomic_load(&run->done));
+	}
+	pthread_mutex_unlock(&run->mu);
+	/* the phase ends with the last answer, not when this thread looks */
+	for (i = 0; i < started; i++) {
+		pthread_join(cl[i].th, NULL);
+		if (cl[i].end_us > end)
+			end = cl[i].end_us;
+	}
+	out->wall_s = (double)(end - t0) / 1e6;
+	for (i = 0; i < run->clients; i++)
+		if (cl[i].failed) {
+			r = err_set(SD_IO, "%s", cl[i].err);
+			break;
+		}
+	progress_end(bar, r == SD_OK ? run->n : -1);
+	if (r != SD_OK)
+		return r;
+	bench_sort_i64(run->us, run->n);
+	out->p50_ms = bench_pct_ms(run->us, run->n, 0.50);
+	out->p90_ms = bench_pct_ms(run->us, run->n, 0.90);
+	out->p99_ms = bench_pct_ms(run->us, run->n, 0.99);
+	return SD_OK;
+}
+
+/* ======================== the run ======================================== */
+
+struct ba_result {
+	int64_t requests;
+	int clients;
+	struct ba_phase ph[BA_PHASES];
+	int64_t orders;			/* in the database after the replays */
+	int64_t seats;
+	int64_t replays_matched;
+	int64_t wal_bytes;		/* <db>-wal at the end */
+	long peak_rss_kb;
+};
+
+/* ba_token: the token `init` wrote, as a client would read it. */
+static enum sd_result ba_token(const char *path, char *token)
+{
+	char file[1200];
+	size_t n;
+	FILE *f;
+	enum sd_result r;
+
+	if ((r = api_token_path(path, NULL, file, sizeof file)) != SD_OK)
+		return r;
+	if (!(f = fopen(file, "r")))
+		return err_set(SD_IO, "cannot read %s: %s", file, strerror(errno));
+	n = fread(token, 1, API_TOKEN_HEX, f);
+	fclose(f);
+	token[n] = '\0';
+	if (n != API_TOKEN_HEX)
+		return err_set(SD_IO, "%s holds %zu characters, not a token", file, n);
+	return SD_OK;
+}
+
+/* What the command line asked for, and where the figures go. */
+struct ba_args {
+	int64_t n;
+	int clients;
+	struct ba_result *res;
+};
+
+/* ba_go (bench_in_dir's fn): the box, its server and the four phases. */
+static enum sd_result ba_go(const char *dir, const char *path, void *arg)
+{
+	const struct ba_args *a = arg;
+	struct ba_result *res = a->res;
+	int64_t n = a->n;
+	int clients = a->clients;
+	struct ba_client cl[BA_CLIENTS_MAX];
+	struct ba_run run;
+	struct serve *sv = NULL;
+	struct db *db = NULL;
+	struct rusage ru;
+	enum sd_result r;
+	int64_t i, emails = 0;
+	int k, phase;
+
+	(void)dir;
+	memset(res, 0, sizeof *res);
+	memset(&run, 0, sizeof run);
+	memset(cl, 0, sizeof cl);
+	pthread_mutex_init(&run.mu, NULL);
+	pthread_cond_init(&run.cv, NULL);
+	res->requests = run.n = n;
+	res->clients = run.clients = clients;
+	for (k = 0; k < clients; k++) {
+		cl[k].run = &run;
+		cl[k].idx = k;
+		cl[k].fd = -1;
+	}
+	if (!(run.first = calloc((size_t)n, sizeof *run.first)) ||
+	    !(run.id = calloc((size_t)n, sizeof *run.id)) ||
+	    !(run.us = calloc((size_t)n, sizeof *run.us))) {
+		r = err_set(SD_NOMEM, "out of memory");
+		goto out;
+	}
+	/* what `init` makes, then the event every order is for */
+	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != SD_OK ||
+	    (r = tickets_files_init(path, NULL)) != SD_OK ||
+	    (r = api_token_ensure(path, NULL)) != SD_OK ||
+	    (r = ba_token(path, run.token)) != SD_OK ||
+	    (r = pipeline_sample_event(db, "Stagedoor Bench Night", n, &run.event_id)) != SD_OK)
+		goto out;
+	if ((r = serve_start(path, NULL, "127.0.0.1:0", 0, 0, &sv)) != SD_OK)
+		goto out;
+	run.port = serve_port(sv);
+
+	for (phase = 0; phase < BA_PHASES; phase++) {
+		bench_progress("%s: %lld requests over %d keep-alive connection%s to 127.0.0.1:%d",
+			       ba_phase_name[phase], (long long)n, clients, clients == 1 ? "" : "s",
+			       run.port);
+		if ((r = ba_phase_run(&run, cl, phase, &res->ph[phase])) != SD_OK)
+			goto out;
+		if (phase != BA_REPLAYS)
+			continue;
+		/* a replay writes nothing: still one order per key */
+		if ((r = tickets_totals(db, &res->orders, &emails)) != SD_OK)
+			goto out;
+		if (res->orders != n) {
+			r = err_set(SD_DB, "replays: %lld orders in the database after %lld "
+				    "orders and their replays", (long long)res->orders, (long long)n);
+			goto out;
+		}
+	}
+	for (k = 0; k < clients; k++)
+		res->replays_matched += cl[k].matched;
+	for (i = 0; i < n; i++)
+		res->seats += 1 + i % 3;
+	if ((r = db_wal_bytes(db, &res->wal_bytes)) != SD_OK)
+		goto out;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		res->peak_rss_kb = ru.ru_maxrss;
+out:
+	for (k = 0; k < clients; k++) {
+		ba_hang_up(&cl[k]);
+		free(cl[k].buf);
+	}
+	serve_stop(sv);
+	db_close(db);
+	if (run.first)
+		for (i = 0; i < n; i++)
+			free(run.first[i]);
+	free(run.first);
+	free(run.id);
+	free(run.us);
+	pthread_cond_destroy(&run.cv);
+	pthread_mutex_destroy(&run.mu);
+	return r;
+}
+
+/* ======================== the report ===================================== */
+
+static void ba_print(const struct ba_result *res, int json)
+{
+	static const char *const what[BA_PHASES] = {
+		"POST /v1/orders: a new order, one FULL commit",
+		"POST /v1/orders again: the stored answer, nothing written",
+		"GET /v1/orders/{id}",
+		"GET /v1/stats",
+	};
+	double n = (double)res->requests;
+	int i;
+
+	if (json) {
+		printf("{\"program\":\"stagedoor\",\"bench\":\"api\",\"requests\":%lld,"
+		       "\"clients\":%d,\"orders\":%lld,\"seats\":%lld,\"replays_matched\":%lld,"
+		       "\"orders_per_s\":%.1f,\"phases\":{", (long long)res->requests, res->clients,
+		       (long long)res->orders, (long long)res->seats,
+		       (long long)res->replays_matched, n / res->ph[BA_ORDERS].wall_s);
+		for (i = 0; i < BA_PHASES; i++)
+			printf("%s\"%s\":{\"s\":%.6f,\"requests_per_s\":%.1f,\"p50_ms\":%.3f,"
+			       "\"p90_ms\":%.3f,\"p99_ms\":%.3f}", i ? "," : "", ba_phase_name[i],
+			       res->ph[i].wall_s, n / res->ph[i].wall_s, res->ph[i].p50_ms,
+			       res->ph[i].p90_ms, res->ph[i].p99_ms);
+		printf("},\"wal_bytes\":%lld,\"peak_rss_kb\":%ld}\n", (long long)res->wal_bytes,
+		       res->peak_rss_kb);
+		return;
+	}
+	printf("stagedoor bench api: %lld requests a phase, %d keep-alive client%s, "
+	       "HTTP/1.1 on 127.0.0.1\n", (long long)res->requests, res->clients,
+	       res->clients == 1 ? "" : "s");
+	printf("  phase       requests/s   p50 ms   p90 ms   p99 ms\n");
+	for (i = 0; i < BA_PHASES; i++)
+		printf("  %-9s %12.1f %8.3f %8.3f %8.3f  %s\n", ba_phase_name[i],
+		       n / res->ph[i].wall_s, res->ph[i].p50_ms, res->ph[i].p90_ms,
+		       res->ph[i].p99_ms, what[i]);
+	printf("  orders      %lld in the database (%lld seats); %lld of %lld replays answered "
+	       "byte for byte\n", (long long)res->orders, (long long)res->seats,
+	       (long long)res->replays_matched, (long long)res->requests);
+	printf("  WAL         %.1f MiB at the end\n", (double)res->wal_bytes / 1048576.0);
+	printf("  peak RSS    %.1f MiB (server and clients)\n",
+	       (double)res->peak_rss_kb / 1024.0);
+}
+
+int bench_api_cmd(int argc, char **argv)
+{
+	int64_t requests = BA_REQUESTS_DEFAULT, clients = BA_CLIENTS_DEFAULT;
+	int json = 0, keep = 0;
+	struct arg_opt opts[] = {
+		{ "requests", ARG_INT, &requests, 1, 100000, 0 },
+		{ "clients", ARG_INT, &clients, 1, BA_CLIENTS_MAX, 0 },
+		{ "keep", ARG_FLAG, &keep, 0, 0, 0 },
+		{ "json", ARG_FLAG, &json, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	static const char usage[] = "bench api [--requests N] [--clients C] [--json] [--keep]";
+	char *pos[ARGS_MAX_POS];
+	struct ba_result res;
+	struct ba_args a = { 0, 0, &res };
+	enum sd_result r;
+	int npos, rc;
+
+	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK) {
+		char why[512];
+
+		snprintf(why, sizeof why, "%s", err_msg());
+		return cli_fail(err_set(r, "%s; usage: stagedoor %s", why, usage));
+	}
+	if (npos != 0) {
+		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
+		return 2;
+	}
+	a.n = requests;
+	a.clients = (int)clients;
+	if ((rc = bench_in_dir(keep, ba_go, &a)) != 0)
+		return rc;
+	ba_print(&res, json);
+	return 0;
+}
