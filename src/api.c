@@ -1045,15 +1045,20 @@ struct job_list {
 };
 
 /* A leased entry also says how long its lease has left (visible_at is the
- * lease's end), on the server's clock, so a browser's clock does not matter. */
+ * lease's end) and how long ago it was claimed (leased_at), both on the
+ * server's clock, so a browser's clock does not matter. */
 static void job_row(const struct job_row *row, void *arg)
 {
 	struct job_list *l = arg;
 	json_t *j = json_loads(row->json, 0, NULL);
 
-	if (j && strcmp(row->state, "leased") == 0)
+	if (j && strcmp(row->state, "leased") == 0) {
 		json_object_set_new(j, "lease_expires_in_ms",
 				    json_integer((json_int_t)(row->visible_at - l->now)));
+		if (row->leased_at > 0)	/* a lease taken before 0004 has no time */
+			json_object_set_new(j, "lease_age_ms",
+					    json_integer((json_int_t)(l->now - row->leased_at)));
+	}
 	json_array_append_new(l->jobs, j ? j : json_text(row->json));
 }
 

@@ -776,6 +776,7 @@ static void test_dashboard_extras(void **state)
 	x = json_array_get(a, 0);
 	assert_string_equal(json_string_value(json_object_get(x, "worker")), "w7");
 	assert_int_equal(json_integer_value(json_object_get(x, "lease_expires_in_ms")), 116000);
+	assert_int_equal(json_integer_value(json_object_get(x, "lease_age_ms")), 4000);
 	json_decref(o);
 	api_response_free(&res);
 
@@ -794,6 +795,67 @@ static void test_dashboard_extras(void **state)
 	api_response_free(&res);
 	assert_int_equal(queue_done_since(F.env->db, 0, &n), SD_OK);
 	assert_int_equal(n, 2);
+}
+
+/* GET /v1/jobs: a leased job's lease_age_ms is the time since its claim on
+ * the server's clock, kept by an extend; with lease_expires_in_ms it adds up
+ * to the lease.  Other states carry neither. */
+static json_t *leased_job(const char *query)
+{
+	struct api_response res;
+	json_t *o, *x;
+
+	call(&(struct req){ "GET", "/v1/jobs", query, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	api_response_free(&res);
+	assert_int_equal(json_array_size(json_object_get(o, "jobs")), 1);
+	x = json_incref(json_array_get(json_object_get(o, "jobs"), 0));
+	json_decref(o);
+	return x;
+}
+
+static void test_jobs_lease_age(void **state)
+{
+	struct enqueue e = { "noop", NULL, "job-aged", 0, 0 };
+	struct job *j[1];
+	int64_t claimed;
+	json_t *x;
+	int got = 0;
+
+	(void)state;
+	assert_int_equal(queue_enqueue(F.env->db, &e, NULL), SD_OK);
+	x = leased_job("state=ready");
+	assert_null(json_object_get(x, "lease_age_ms"));
+	assert_true(json_is_null(json_object_get(x, "leased_at")));
+	json_decref(x);
+
+	claimed = clock_now_ms();
+	assert_int_equal(queue_claim(F.env->db, "w3", 1, 60000, j, &got), SD_OK);
+	assert_int_equal(got, 1);
+	x = leased_job("state=leased");
+	assert_int_equal(json_integer_value(json_object_get(x, "lease_age_ms")), 0);
+	assert_int_equal(json_integer_value(json_object_get(x, "leased_at")), claimed);
+	json_decref(x);
+
+	clock_fake_advance(3200);
+	assert_int_equal(queue_extend(F.env->db, j[0]->id, j[0]->lease_token, 60000, NULL), SD_OK);
+	clock_fake_advance(1800);
+	x = leased_job("state=leased");
+	assert_int_equal(json_integer_value(json_object_get(x, "lease_age_ms")), 5000);
+	assert_int_equal(json_integer_value(json_object_get(x, "lease_expires_in_ms")), 58200);
+	assert_int_equal(json_integer_value(json_object_get(x, "lease_age_ms")) +
+			 json_integer_value(json_object_get(x, "lease_expires_in_ms")),
+			 json_integer_value(json_object_get(x, "visible_at")) - claimed);
+	json_decref(x);
+
+	/* expired: ready again, no age */
+	clock_fake_advance(58200);
+	x = leased_job("state=ready");
+	assert_null(json_object_get(x, "lease_age_ms"));
+	assert_null(json_object_get(x, "lease_expires_in_ms"));
+	json_decref(x);
+	job_free(j[0]);
 }
 
 /* ======================== the pure layer ================================= */
@@ -842,6 +904,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_jobs_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_metrics_health, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dashboard_extras, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_jobs_lease_age, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parse_and_query, setup, teardown),
 	};
 
