@@ -81,6 +81,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	failpoint_set_hook(NULL, NULL);
+	db_busy_timeout_set(0);
 	api_close(F.api);
 	memset(&F, 0, sizeof F);
 	return tu_teardown(state);
@@ -487,6 +488,51 @@ static void test_order_in_flight(void **state)
 	api_response_free(&f.res);
 	api_response_free(&second);
 	api_response_free(&third);
+}
+
+/* Another connection holds the writer lock (BEGIN IMMEDIATE) while an order
+ * comes in: once the busy timeout passes (50 ms here, db_busy_timeout_set,
+ * not the program's 10 s) the answer is 503 with Retry-After and a JSON
+ * error, nothing is written, and the key is not spent. */
+static void test_order_busy_503(void **state)
+{
+	struct api_response res;
+	char body[256];
+	int64_t started;
+	json_t *o;
+
+	(void)state;
+	order_body(body, sizeof body, add_event(10), 2);
+	db_busy_timeout_set(50);
+	open_api(0);		/* its pooled connection waits 50 ms */
+	assert_int_equal(db_begin(F.env->db), SD_OK);
+	started = clock_mono_us();
+	post_order("k-busy", body, &res);
+	db_rollback(F.env->db);
+	assert_int_equal(res.status, 503);
+	/* it waited for the lock, and not the program's 10 s */
+	assert_true(clock_mono_us() - started >= 50 * 1000);
+	assert_true(clock_mono_us() - started < 5000 * 1000);
+	assert_string_equal(res.retry_after, API_RETRY_AFTER_S);
+	assert_string_equal(res.content_type, "application/json");
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "error")),
+			    "the database is busy; try again");
+	json_decref(o);
+	api_response_free(&res);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 0);
+	assert_int_equal(COUNT("SELECT count(*) FROM tickets"), 0);
+	assert_int_equal(COUNT("SELECT count(*) FROM outbox"), 0);
+	assert_int_equal(COUNT("SELECT count(*) FROM api_keys"), 0);
+
+	/* the lock is gone: the same key and body go through, once */
+	post_order("k-busy", body, &res);
+	assert_int_equal(res.status, 201);
+	assert_string_equal(res.retry_after, "");
+	api_response_free(&res);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 1);
+	assert_int_equal(COUNT("SELECT count(*) FROM tickets"), 2);
+	assert_int_equal(COUNT("SELECT count(*) FROM api_keys"), 1);
 }
 
 static void test_key_expiry(void **state)
@@ -899,6 +945,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_order_replay, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_in_flight, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_order_busy_503, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_show_pdf_scan, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jobs_retry, setup, teardown),
