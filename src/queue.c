@@ -40,6 +40,8 @@
  *    entry is claimed again the old token matches nothing, so a slow or
  *    revived worker can change nothing (fencing).  Such calls report SD_STALE.
  *  - a token is a fresh 63-bit random number per claim, never reused.
+ *  - leased_at is the time of the claim that set the token, NULL when there
+ *    is none: extend keeps it, release, retry_later and fail clear it.
  *  - a transition that moves a row between tables does its two statements in
  *    one transaction.
  *  - times are bound parameters from clock_now_ms().
