@@ -1048,19 +1048,47 @@ static void post_scan(struct call *c)
 struct job_list {
 	json_t *jobs;
 	int64_t now;
+	int nomem;		/* a row could not be added: no partial list */
 };
 
+/* Would jansson refuse this valid JSON (SQLite made it) again?  SQLite keeps
+ * what jansson refuses: integers past 64 bits, bad UTF-8, \u0000.  Any other
+ * failure is out of memory, which jansson may report as a syntax error. */
+static int json_refused(const json_error_t *je)
+{
+	enum json_error_code e = json_error_code(je);
+
+	return e == json_error_numeric_overflow || e == json_error_invalid_utf8 ||
+	       e == json_error_null_character;
+}
+
 /* A leased entry also says how long its lease has left (visible_at is the
- * lease's end), on the server's clock, so a browser's clock does not matter. */
+ * lease's end) and how long ago it was claimed (leased_at), both on the
+ * server's clock, so a browser's clock does not matter.  A row jansson
+ * refuses goes out as its text. */
 static void job_row(const struct job_row *row, void *arg)
 {
 	struct job_list *l = arg;
-	json_t *j = json_loads(row->json, 0, NULL);
+	json_error_t je;
+	json_t *j = json_loads(row->json, 0, &je);
+	int bad = 0;
 
-	if (j && strcmp(row->state, "leased") == 0)
-		json_object_set_new(j, "lease_expires_in_ms",
-				    json_integer((json_int_t)(row->visible_at - l->now)));
-	json_array_append_new(l->jobs, j ? j : json_text(row->json));
+	if (!j && json_refused(&je))
+		j = json_text(row->json);
+	if (json_is_object(j) && strcmp(row->state, "leased") == 0) {
+		bad |= json_object_set_new(j, "lease_expires_in_ms",
+					   json_integer((json_int_t)(row->visible_at - l->now)));
+		if (row->leased_at > 0)	/* a lease taken before 0004 has no time */
+			bad |= json_object_set_new(j, "lease_age_ms",
+						   json_integer((json_int_t)(l->now - row->leased_at)));
+	}
+	if (!j || bad) {
+		json_decref(j);
+		l->nomem = 1;
+		return;
+	}
+	if (json_array_append_new(l->jobs, j))	/* takes j, even when it fails */
+		l->nomem = 1;
 }
 
 static void get_jobs(struct call *c)
@@ -1100,8 +1128,12 @@ static void get_jobs(struct call *c)
 	jobs = json_array();
 	list.jobs = jobs;
 	list.now = clock_now_ms();
-	if ((r = queue_list(c->db, has_state == 1 ? state : NULL, has_kind == 1 ? kind : NULL,
-			    (int)limit, job_row, &list)) != SD_OK) {
+	list.nomem = 0;
+	r = queue_list(c->db, has_state == 1 ? state : NULL, has_kind == 1 ? kind : NULL,
+		       (int)limit, job_row, &list);
+	if (r == SD_OK && (list.nomem || !jobs))
+		r = err_set(SD_NOMEM, "out of memory listing jobs");
+	if (r != SD_OK) {
 		json_decref(jobs);
 		res_internal(c->res, c->req, r);
 		return;

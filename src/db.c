@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ struct db {
 	int doomed;			/* an inner level rolled back */
 	int notify;			/* wake waiters after the commit */
 	int64_t busy_since;		/* when the current wait for a lock began (us) */
-	int64_t busy_limit_ms;		/* how long a wait may last: DB_BUSY_TIMEOUT_MS,
+	int64_t busy_limit_ms;		/* how long a wait may last: the busy timeout,
 					 * shorter during a blocking checkpoint */
 	uint32_t busy_rng;		/* jitter for the naps while waiting */
 	int n_cached;
@@ -212,8 +213,16 @@ static void db_global_init(void)
 	sqlite3_initialize();
 }
 
+/* The wait of connections opened from now on (db_busy_timeout_set). */
+static _Atomic int64_t busy_timeout_ms = DB_BUSY_TIMEOUT_MS;
+
+void db_busy_timeout_set(int64_t ms)
+{
+	atomic_store(&busy_timeout_ms, ms > 0 ? ms : DB_BUSY_TIMEOUT_MS);
+}
+
 /*
- * The busy handler: nap 0.25-0.75 ms between tries, until DB_BUSY_TIMEOUT_MS.
+ * The busy handler: nap 0.25-0.75 ms between tries, until the busy timeout.
  * SQLite's own handler backs off to 100 ms naps, and a worker that takes the
  * lock again right after each commit then shuts a napping worker out for
  * good; short naps with jitter let waiters in whenever the lock is free.
@@ -282,7 +291,7 @@ enum sd_result db_open(const char *path, int flags, enum db_sync sync, struct db
 	}
 	sqlite3_extended_result_codes(db->h, 1);
 	db->busy_rng = (uint32_t)clock_mono_us() ^ (uint32_t)(uintptr_t)db;
-	db->busy_limit_ms = DB_BUSY_TIMEOUT_MS;
+	db->busy_limit_ms = atomic_load(&busy_timeout_ms);
 	sqlite3_busy_handler(db->h, db_busy, db);
 	sqlite3_db_config(db->h, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
 
@@ -668,7 +677,7 @@ enum sd_result db_checkpoint(struct db *db, enum db_checkpoint_mode mode, int64_
 			break;
 		nanosleep(&nap, NULL);
 	}
-	db->busy_limit_ms = DB_BUSY_TIMEOUT_MS;
+	db->busy_limit_ms = atomic_load(&busy_timeout_ms);
 	if (res) {
 		res->wal_frames = n_log < 0 ? 0 : n_log;
 		res->copied_frames = n_ckpt < 0 ? 0 : n_ckpt;

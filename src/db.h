@@ -47,6 +47,11 @@ extern const int db_migration_count;
 /* Busy timeout: how long a writer waits for the lock before SD_BUSY. */
 #define DB_BUSY_TIMEOUT_MS 10000
 
+/* db_busy_timeout_set: the busy timeout of connections opened from now on
+ * (ms <= 0: DB_BUSY_TIMEOUT_MS again).  The program keeps the default; a
+ * test sets a short one to see SD_BUSY without waiting 10 s. */
+void db_busy_timeout_set(int64_t ms);
+
 /* PRAGMA journal_size_limit, set at open: when a checkpoint lets the WAL
  * start over, the file is cut back to this size instead of keeping its
  * largest size for ever. */

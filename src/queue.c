@@ -40,6 +40,8 @@
  *    entry is claimed again the old token matches nothing, so a slow or
  *    revived worker can change nothing (fencing).  Such calls report SD_STALE.
  *  - a token is a fresh 63-bit random number per claim, never reused.
+ *  - leased_at is the time of the claim that set the token, NULL when there
+ *    is none: extend keeps it, release, retry_later and fail clear it.
  *  - a transition that moves a row between tables does its two statements in
  *    one transaction.
  *  - times are bound parameters from clock_now_ms().
@@ -632,8 +634,8 @@ enum sd_result queue_extend(struct db *db, int64_t id, int64_t token, int64_t le
 }
 
 static const char SQL_UNLEASE[] =
-	"UPDATE stream SET visible_at = ?3, lease_token = NULL, leased_by = NULL "
-	"WHERE id = ?1 AND lease_token = ?2";
+	"UPDATE stream SET visible_at = ?3, lease_token = NULL, leased_by = NULL, "
+	"leased_at = NULL WHERE id = ?1 AND lease_token = ?2";
 
 enum sd_result queue_retry_later(struct db *db, int64_t id, int64_t token, int64_t delay_ms)
 {
@@ -649,7 +651,7 @@ enum sd_result queue_release(struct db *db, int64_t id, int64_t token)
 
 static const char SQL_FAIL[] =
 	"UPDATE stream SET visible_at = ?3, lease_token = NULL, leased_by = NULL, "
-	"attempts = ?4, last_error = ?5 WHERE id = ?1 AND lease_token = ?2";
+	"leased_at = NULL, attempts = ?4, last_error = ?5 WHERE id = ?1 AND lease_token = ?2";
 
 enum sd_result queue_fail(struct db *db, const struct job *j, const char *error, int permanent,
 			  int *dead)
@@ -1003,28 +1005,32 @@ enum sd_result queue_done_since(struct db *db, int64_t since_ms, int64_t *n)
 }
 
 /* Columns: state id job_id kind payload priority deliveries attempts
- * visible_at created_at finished_at worker last_error json */
+ * visible_at created_at finished_at worker last_error leased_at json.
+ * leased_at only for a live lease: an expired one is ready, and its age
+ * would mean nothing. */
 #define LIST_STREAM_COLS \
 	"CASE WHEN visible_at <= ?1 THEN 'ready' WHEN lease_token IS NULL THEN 'scheduled' " \
 	"ELSE 'leased' END AS state, id, job_id, kind, payload, priority, deliveries, attempts, " \
-	"visible_at, created_at, NULL, leased_by, last_error"
+	"visible_at, created_at, NULL, leased_by, last_error, " \
+	"CASE WHEN visible_at > ?1 AND lease_token IS NOT NULL THEN leased_at END AS leased_at"
 static const char SQL_LIST_STREAM[] =
 	"SELECT *, json_object('state', state, 'id', id, 'job_id', job_id, 'kind', kind, "
 	"'payload', json(payload), 'priority', priority, 'deliveries', deliveries, "
 	"'attempts', attempts, 'visible_at', visible_at, 'created_at', created_at, "
-	"'worker', leased_by, 'last_error', last_error) FROM (SELECT " LIST_STREAM_COLS
+	"'worker', leased_by, 'last_error', last_error, 'leased_at', leased_at) "
+	"FROM (SELECT " LIST_STREAM_COLS
 	" FROM stream WHERE (?2 IS NULL OR kind = ?2)) WHERE (?3 IS NULL OR state = ?3) "
 	"ORDER BY id LIMIT ?4";
 static const char SQL_LIST_DEAD[] =
 	"SELECT 'dead', id, job_id, kind, payload, priority, deliveries, attempts, NULL, "
-	"created_at, died_at, NULL, last_error, json_object('state', 'dead', 'id', id, "
+	"created_at, died_at, NULL, last_error, NULL, json_object('state', 'dead', 'id', id, "
 	"'job_id', job_id, 'kind', kind, 'payload', json(payload), 'priority', priority, "
 	"'deliveries', deliveries, 'attempts', attempts, 'created_at', created_at, "
 	"'died_at', died_at, 'last_error', last_error) FROM dead_jobs "
 	"WHERE (?2 IS NULL OR kind = ?2) AND ?1 = ?1 AND ?3 = ?3 ORDER BY id LIMIT ?4";
 static const char SQL_LIST_DONE[] =
 	"SELECT 'done', id, job_id, kind, payload, NULL, deliveries, attempts, NULL, "
-	"created_at, finished_at, worker, NULL, json_object('state', 'done', 'id', id, "
+	"created_at, finished_at, worker, NULL, NULL, json_object('state', 'done', 'id', id, "
 	"'job_id', job_id, 'kind', kind, 'payload', json(payload), 'deliveries', deliveries, "
 	"'attempts', attempts, 'created_at', created_at, 'finished_at', finished_at, "
 	"'worker', worker) FROM (SELECT * FROM done_jobs WHERE (?2 IS NULL OR kind = ?2) "
@@ -1072,7 +1078,8 @@ enum sd_result queue_list(struct db *db, const char *state, const char *kind, in
 		jr.finished_at = db_col_int(st, 10);
 		jr.worker = db_col_text(st, 11);
 		jr.last_error = db_col_text(st, 12);
-		jr.json = db_col_text(st, 13);
+		jr.leased_at = db_col_int(st, 13);
+		jr.json = db_col_text(st, 14);
 		fn(&jr, arg);
 	}
 	return SD_OK;

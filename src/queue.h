@@ -220,6 +220,7 @@ struct job_row {
 	int64_t finished_at;	/* done: finished; dead: died */
 	const char *worker;	/* leased_by or the worker that finished it */
 	const char *last_error;
+	int64_t leased_at;	/* leased: when it was claimed */
 	const char *json;	/* the row as one JSON object */
 };
 

@@ -16,10 +16,11 @@
  * The claim: one statement takes up to ?5 visible entries in (priority,
  * visible_at, id) order, walking the stream_claim index.  An entry that still
  * carries a token had its lease expire: that delivery counts as an expiry.
+ * leased_at is the claim's time (the lease's age on the dashboard).
  * ?1 now ?2 lease_ms ?3 token ?4 worker ?5 n
  */
 #define QUEUE_SQL_CLAIM \
-	"UPDATE stream SET visible_at = ?1 + ?2, lease_token = ?3, leased_by = ?4, " \
+	"UPDATE stream SET visible_at = ?1 + ?2, lease_token = ?3, leased_by = ?4, leased_at = ?1, " \
 	"deliveries = deliveries + 1, expiries = expiries + (lease_token IS NOT NULL) " \
 	"WHERE id IN (SELECT id FROM stream WHERE visible_at <= ?1 " \
 	"ORDER BY priority, visible_at, id LIMIT ?5) " \

@@ -28,6 +28,7 @@
 #include "clock.h"
 #include "code.h"
 #include "failpoint.h"
+#include "log.h"
 #include "outbox.h"
 #include "queue.h"
 #include "testutil.h"
@@ -81,6 +82,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	failpoint_set_hook(NULL, NULL);
+	db_busy_timeout_set(0);
+	json_set_alloc_funcs(malloc, free);	/* an out-of-memory test that failed */
 	api_close(F.api);
 	memset(&F, 0, sizeof F);
 	return tu_teardown(state);
@@ -489,6 +492,51 @@ static void test_order_in_flight(void **state)
 	api_response_free(&third);
 }
 
+/* Another connection holds the writer lock (BEGIN IMMEDIATE) while an order
+ * comes in: once the busy timeout passes (50 ms here, db_busy_timeout_set,
+ * not the program's 10 s) the answer is 503 with Retry-After and a JSON
+ * error, nothing is written, and the key is not spent. */
+static void test_order_busy_503(void **state)
+{
+	struct api_response res;
+	char body[256];
+	int64_t started;
+	json_t *o;
+
+	(void)state;
+	order_body(body, sizeof body, add_event(10), 2);
+	db_busy_timeout_set(50);
+	open_api(0);		/* its pooled connection waits 50 ms */
+	assert_int_equal(db_begin(F.env->db), SD_OK);
+	started = clock_mono_us();
+	post_order("k-busy", body, &res);
+	db_rollback(F.env->db);
+	assert_int_equal(res.status, 503);
+	/* it waited for the lock, and not the program's 10 s */
+	assert_true(clock_mono_us() - started >= 50 * 1000);
+	assert_true(clock_mono_us() - started < 5000 * 1000);
+	assert_string_equal(res.retry_after, API_RETRY_AFTER_S);
+	assert_string_equal(res.content_type, "application/json");
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "error")),
+			    "the database is busy; try again");
+	json_decref(o);
+	api_response_free(&res);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 0);
+	assert_int_equal(COUNT("SELECT count(*) FROM tickets"), 0);
+	assert_int_equal(COUNT("SELECT count(*) FROM outbox"), 0);
+	assert_int_equal(COUNT("SELECT count(*) FROM api_keys"), 0);
+
+	/* the lock is gone: the same key and body go through, once */
+	post_order("k-busy", body, &res);
+	assert_int_equal(res.status, 201);
+	assert_string_equal(res.retry_after, "");
+	api_response_free(&res);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 1);
+	assert_int_equal(COUNT("SELECT count(*) FROM tickets"), 2);
+	assert_int_equal(COUNT("SELECT count(*) FROM api_keys"), 1);
+}
+
 static void test_key_expiry(void **state)
 {
 	struct api_response a, b;
@@ -776,6 +824,7 @@ static void test_dashboard_extras(void **state)
 	x = json_array_get(a, 0);
 	assert_string_equal(json_string_value(json_object_get(x, "worker")), "w7");
 	assert_int_equal(json_integer_value(json_object_get(x, "lease_expires_in_ms")), 116000);
+	assert_int_equal(json_integer_value(json_object_get(x, "lease_age_ms")), 4000);
 	json_decref(o);
 	api_response_free(&res);
 
@@ -794,6 +843,319 @@ static void test_dashboard_extras(void **state)
 	api_response_free(&res);
 	assert_int_equal(queue_done_since(F.env->db, 0, &n), SD_OK);
 	assert_int_equal(n, 2);
+}
+
+/* GET /v1/jobs: a leased job's lease_age_ms is the time since its claim on
+ * the server's clock, kept by an extend; with lease_expires_in_ms it adds up
+ * to the lease.  Other states carry neither. */
+static json_t *leased_job(const char *query)
+{
+	struct api_response res;
+	json_t *o, *x;
+
+	call(&(struct req){ "GET", "/v1/jobs", query, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	api_response_free(&res);
+	assert_int_equal(json_array_size(json_object_get(o, "jobs")), 1);
+	x = json_incref(json_array_get(json_object_get(o, "jobs"), 0));
+	json_decref(o);
+	return x;
+}
+
+static void test_jobs_lease_age(void **state)
+{
+	struct enqueue e = { "noop", NULL, "job-aged", 0, 0 };
+	struct job *j[1];
+	int64_t claimed;
+	json_t *x;
+	int got = 0;
+
+	(void)state;
+	assert_int_equal(queue_enqueue(F.env->db, &e, NULL), SD_OK);
+	x = leased_job("state=ready");
+	assert_null(json_object_get(x, "lease_age_ms"));
+	assert_true(json_is_null(json_object_get(x, "leased_at")));
+	json_decref(x);
+
+	claimed = clock_now_ms();
+	assert_int_equal(queue_claim(F.env->db, "w3", 1, 60000, j, &got), SD_OK);
+	assert_int_equal(got, 1);
+	x = leased_job("state=leased");
+	assert_int_equal(json_integer_value(json_object_get(x, "lease_age_ms")), 0);
+	assert_int_equal(json_integer_value(json_object_get(x, "leased_at")), claimed);
+	json_decref(x);
+
+	clock_fake_advance(3200);
+	assert_int_equal(queue_extend(F.env->db, j[0]->id, j[0]->lease_token, 60000, NULL), SD_OK);
+	clock_fake_advance(1800);
+	x = leased_job("state=leased");
+	assert_int_equal(json_integer_value(json_object_get(x, "lease_age_ms")), 5000);
+	assert_int_equal(json_integer_value(json_object_get(x, "lease_expires_in_ms")), 58200);
+	assert_int_equal(json_integer_value(json_object_get(x, "lease_age_ms")) +
+			 json_integer_value(json_object_get(x, "lease_expires_in_ms")),
+			 json_integer_value(json_object_get(x, "visible_at")) - claimed);
+	json_decref(x);
+
+	/* expired: ready again, no age */
+	clock_fake_advance(58200);
+	x = leased_job("state=ready");
+	assert_null(json_object_get(x, "lease_age_ms"));
+	assert_null(json_object_get(x, "lease_expires_in_ms"));
+	json_decref(x);
+	job_free(j[0]);
+}
+
+/* A payload SQLite keeps and jansson refuses (an integer past 64 bits) does
+ * not break the list: that row goes out as its text. */
+static void test_jobs_payload_jansson_refuses(void **state)
+{
+	struct enqueue e = { "noop", "{\"n\":123456789012345678901234567890}", "job-big", 0, 0 };
+	struct api_response res;
+	json_t *o, *x;
+
+	(void)state;
+	assert_int_equal(queue_enqueue(F.env->db, &e, NULL), SD_OK);
+	call(&(struct req){ "GET", "/v1/jobs", NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_int_equal(json_array_size(json_object_get(o, "jobs")), 1);
+	x = json_array_get(json_object_get(o, "jobs"), 0);
+	assert_true(json_is_string(x));
+	assert_non_null(strstr(json_string_value(x), "\"job_id\":\"job-big\""));
+	json_decref(o);
+	api_response_free(&res);
+}
+
+/* ======================== out of memory ================================== */
+
+/*
+ * Jansson's allocations fail from the n-th on (json_set_alloc_funcs) during
+ * one api_handle call.  Swept from n = 0 until a call needs no failing
+ * allocation, that walks every allocation point of the request once: each
+ * answer must be the normal one or a 500 with a JSON error, and each test
+ * checks what a 500 left in the database.  ASan (make check-san) checks
+ * that no path leaks or double-frees on the way out.
+ */
+#define OOM_SWEEP_MAX 400
+
+static struct {
+	int left;		/* allocations still allowed */
+	int failed;		/* allocations refused in this call */
+} oom;
+
+static void *oom_malloc(size_t size)
+{
+	if (oom.left == 0) {
+		oom.failed++;
+		return NULL;
+	}
+	oom.left--;
+	return malloc(size);
+}
+
+/* q with jansson's n-th allocation and every later one failing; [out] res.
+ * Returns how many allocations failed (0: the call passed every point). */
+static int call_oom(const struct req *q, int n, struct api_response *res)
+{
+	oom.left = n;
+	oom.failed = 0;
+	json_set_alloc_funcs(oom_malloc, free);
+	call(q, res);
+	json_set_alloc_funcs(malloc, free);
+	return oom.failed;
+}
+
+/* after(res, n, arg): the test's check of one answer and of the database */
+typedef void (*oom_check_fn)(const struct api_response *res, int n, void *arg);
+
+/* The sweep; returns how many answers were 500 (at least one). */
+static int sweep_oom(const struct req *q, int ok, oom_check_fn after, void *arg)
+{
+	struct api_response res;
+	enum log_level level = log_get_level();
+	int n, failed, n500 = 0;
+	json_t *o;
+
+	log_set_level(LOG_OFF);	/* one "api request failed" line per 500 */
+	for (n = 0; n < OOM_SWEEP_MAX; n++) {
+		failed = call_oom(q, n, &res);
+		if (res.status == 500) {
+			o = body_json(&res);
+			assert_true(json_is_string(json_object_get(o, "error")));
+			assert_string_equal(res.content_type, "application/json");
+			json_decref(o);
+			n500++;
+		} else if (res.status != ok) {
+			fail_msg("%s %s, allocation %d failing: want %d or 500, got %d: %.*s",
+				 q->method, q->path, n, ok, res.status, (int)res.body_len, res.body);
+		}
+		if (!failed && res.status != ok)
+			fail_msg("%s %s: %d with no allocation failing", q->method, q->path,
+				 res.status);
+		if (after)
+			after(&res, n, arg);
+		api_response_free(&res);
+		if (!failed)
+			break;
+	}
+	log_set_level(level);
+	if (n == OOM_SWEEP_MAX)
+		fail_msg("%s %s still allocating after %d", q->method, q->path, n);
+	assert_true(n500 > 0);
+	return n500;
+}
+
+static void stats_whole(const struct api_response *res, int n, void *arg)
+{
+	json_t *o, *k;
+
+	(void)n;
+	(void)arg;
+	if (res->status != 200)
+		return;
+	o = body_json(res);
+	k = json_object_get(json_object_get(o, "jobs"), "by_kind");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(k, "render_tickets"),
+							    "ready")), 1);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+		k, "update_sales_counter"), "ready")), 1);
+	assert_int_equal(json_array_size(json_object_get(o, "events")), 1);
+	json_decref(o);
+}
+
+/* GET /v1/stats reads only: the whole answer or a 500. */
+static void test_oom_stats(void **state)
+{
+	struct api_response res;
+	char body[256];
+	int64_t n = 0;
+
+	(void)state;
+	order_body(body, sizeof body, add_event(10), 2);
+	post_order("k-oom-stats", body, &res);
+	assert_int_equal(res.status, 201);
+	api_response_free(&res);
+	assert_int_equal(outbox_relay_batch(F.env->db, 100, &n), SD_OK);
+	sweep_oom(&(struct req){ "GET", "/v1/stats", NULL, F.auth }, 200, stats_whole, NULL);
+}
+
+/* GET /v1/jobs builds its list row by row: a 200 holds every job with its
+ * lease fields, never a list that lost one to a failed allocation. */
+static void jobs_whole(const struct api_response *res, int n, void *arg)
+{
+	json_t *o, *a, *x;
+	size_t i;
+
+	(void)n;
+	(void)arg;
+	if (res->status != 200)
+		return;
+	o = body_json(res);
+	a = json_object_get(o, "jobs");
+	assert_int_equal(json_array_size(a), 2);
+	json_array_foreach(a, i, x) {
+		assert_true(json_is_object(x));
+		assert_int_equal(json_integer_value(json_object_get(x, "lease_age_ms")), 0);
+		assert_int_equal(json_integer_value(json_object_get(x, "lease_expires_in_ms")),
+				 60000);
+	}
+	json_decref(o);
+}
+
+static void test_oom_jobs(void **state)
+{
+	struct enqueue e1 = { "noop", "{\"a\":[1,2,3]}", "job-m1", 0, 0 };
+	struct enqueue e2 = { "noop", NULL, "job-m2", 0, 0 };
+	struct job *j[2];
+	int got = 0;
+
+	(void)state;
+	assert_int_equal(queue_enqueue(F.env->db, &e1, NULL), SD_OK);
+	assert_int_equal(queue_enqueue(F.env->db, &e2, NULL), SD_OK);
+	assert_int_equal(queue_claim(F.env->db, "w1", 2, 60000, j, &got), SD_OK);
+	assert_int_equal(got, 2);
+	sweep_oom(&(struct req){ "GET", "/v1/jobs", "state=leased", F.auth }, 200, jobs_whole,
+		  NULL);
+	job_free(j[0]);
+	job_free(j[1]);
+}
+
+/* POST /v1/orders builds its answer before the commit: a 500 wrote nothing
+ * and did not spend the key, so every call of the sweep uses one key and
+ * only the last one (nothing failing) makes the order. */
+static void order_all_or_nothing(const struct api_response *res, int n, void *arg)
+{
+	int64_t want = res->status == 201;
+
+	(void)n;
+	(void)arg;
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), want);
+	assert_int_equal(COUNT("SELECT count(*) FROM tickets"), 2 * want);
+	assert_int_equal(COUNT("SELECT count(*) FROM outbox"), 2 * want);
+	assert_int_equal(COUNT("SELECT count(*) FROM api_keys"), want);
+}
+
+static void test_oom_order(void **state)
+{
+	struct api_response res;
+	char body[256];
+	struct req q = { "POST", "/v1/orders", NULL, NULL, "k-oom", JSON, body };
+
+	(void)state;
+	order_body(body, sizeof body, add_event(10), 2);
+	q.auth = F.auth;
+	sweep_oom(&q, 201, order_all_or_nothing, NULL);
+	post_order("k-oom", body, &res);	/* the replay */
+	assert_int_equal(res.status, 201);
+	api_response_free(&res);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 1);
+}
+
+/*
+ * POST /v1/events stores the event in its own transaction (event_add) and
+ * then writes the answer, so a 500 may come after the commit: the event is
+ * stored, whole, and the client was told "internal error" (events have no
+ * Idempotency-Key; README says to look before sending it again).  What the
+ * sweep pins down: each 500 stored nothing or exactly one whole event, and
+ * once the failing allocation is past the commit it stays past it.
+ */
+struct event_sweep {
+	int64_t events;		/* events before this call */
+	int committed;		/* a 500 already came after its commit */
+	int late_500s;
+};
+
+static void event_one_or_none(const struct api_response *res, int n, void *arg)
+{
+	struct event_sweep *e = arg;
+	int64_t now = COUNT("SELECT count(*) FROM events");
+
+	(void)n;
+	assert_true(now == e->events || now == e->events + 1);
+	if (res->status == 201 || e->committed)
+		assert_int_equal(now, e->events + 1);
+	if (res->status == 500 && now == e->events + 1) {
+		e->committed = 1;
+		e->late_500s++;
+	}
+	assert_int_equal(COUNT("SELECT count(*) FROM events WHERE name = 'a' AND venue = 'b' "
+			       "AND capacity = 5"), now);
+	e->events = now;
+}
+
+static void test_oom_event(void **state)
+{
+	struct event_sweep e = { 0, 0, 0 };
+	int n500;
+
+	(void)state;
+	n500 = sweep_oom(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON,
+					"{\"name\":\"a\",\"venue\":\"b\","
+					"\"starts_at\":\"2026-01-01T00:00Z\",\"capacity\":5}" },
+			 201, event_one_or_none, &e);
+	assert_int_equal(COUNT("SELECT count(*) FROM events"), 1 + e.late_500s);
+	assert_true(n500 > e.late_500s);	/* parsing fails before anything is stored */
 }
 
 /* ======================== the pure layer ================================= */
@@ -837,11 +1199,18 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_order_replay, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_in_flight, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_order_busy_503, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_show_pdf_scan, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jobs_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_metrics_health, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dashboard_extras, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_jobs_lease_age, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_jobs_payload_jansson_refuses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_oom_stats, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_oom_jobs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_oom_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_oom_event, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parse_and_query, setup, teardown),
 	};
 

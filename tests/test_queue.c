@@ -113,6 +113,7 @@ static int64_t n_dead(struct db *db, const char *job_id)
 struct srow {
 	int found;
 	int64_t visible_at, token, deliveries, expiries, attempts, priority, created_at;
+	int64_t leased_at;	/* -1: NULL */
 	int token_null;
 	char job_id[QUEUE_JOB_ID_MAX + 1];
 	char kind[QUEUE_KIND_MAX + 1];
@@ -124,7 +125,7 @@ struct srow {
 
 static const char SQL_ROW[] =
 	"SELECT visible_at, lease_token, deliveries, expiries, attempts, priority, created_at, "
-	"job_id, kind, payload, leased_by, last_error FROM stream WHERE id = ?1";
+	"job_id, kind, payload, leased_by, last_error, leased_at FROM stream WHERE id = ?1";
 
 static void cpy(char *dst, size_t size, const char *src)
 {
@@ -155,6 +156,7 @@ static void stream_row(struct db *db, int64_t id, struct srow *r)
 		cpy(r->payload, sizeof r->payload, db_col_text(st, 9));
 		cpy(r->leased_by, sizeof r->leased_by, db_col_text(st, 10));
 		cpy(r->last_error, sizeof r->last_error, db_col_text(st, 11));
+		r->leased_at = db_col_is_null(st, 12) ? -1 : db_col_int(st, 12);
 	}
 	db_reset(st);
 	r->n_stream = n_stream(db);
@@ -173,6 +175,7 @@ static void assert_same_row(const struct srow *a, const struct srow *b)
 	assert_int_equal(a->attempts, b->attempts);
 	assert_string_equal(a->leased_by, b->leased_by);
 	assert_string_equal(a->last_error, b->last_error);
+	assert_int_equal(a->leased_at, b->leased_at);
 	assert_int_equal(a->n_stream, b->n_stream);
 	assert_int_equal(a->n_done, b->n_done);
 	assert_int_equal(a->n_dead, b->n_dead);
@@ -653,6 +656,87 @@ static void test_release_ready_now(void **state)
 	assert_int_equal(queue_release(db, j->id, j->lease_token), SD_STALE);
 	job_free(j);
 	job_free(j2);
+}
+
+/* leased_at: the claim's time while leased (the dashboard's lease age), set
+ * again by a reclaim, kept by extend, NULL once the lease is given up. */
+static void collect_leased_at(const struct job_row *row, void *arg)
+{
+	int64_t *v = arg;
+
+	*v = row->leased_at;
+}
+
+static int64_t leased_at(struct db *db, int64_t id)
+{
+	struct srow r;
+
+	stream_row(db, id, &r);
+	assert_true(r.found);
+	return r.leased_at;
+}
+
+/* After ms, claim the one entry; its leased_at is the claim's time. */
+static struct job *claim_after(struct db *db, int64_t ms)
+{
+	struct job *j;
+
+	clock_fake_advance(ms);
+	j = claim1(db, "w1", 0);
+	assert_non_null(j);
+	assert_int_equal(leased_at(db, j->id), clock_now_ms());
+	return j;
+}
+
+static void test_leased_at_claim_to_unlease(void **state)
+{
+	struct db *db = db_of(state);
+	struct job *j, *j2;
+	struct srow r;
+	int64_t listed = -7;
+	int dead = -1;
+
+	assert_int_equal(enq(db, "noop", NULL, "aged", 0, 0, NULL), SD_OK);
+	assert_int_equal(leased_at(db, 1), -1);	/* never leased */
+	j = claim_after(db, 500);
+	assert_int_equal(leased_at(db, j->id), T0 + 500);
+	assert_int_equal(queue_list(db, "leased", NULL, 0, collect_leased_at, &listed), SD_OK);
+	assert_int_equal(listed, T0 + 500);
+
+	/* extend moves the lease's end, not its start */
+	clock_fake_advance(30000);
+	assert_int_equal(queue_extend(db, j->id, j->lease_token, 60000, NULL), SD_OK);
+	stream_row(db, j->id, &r);
+	assert_int_equal(r.visible_at, T0 + 90500);
+	assert_int_equal(r.leased_at, T0 + 500);
+
+	/* expired: listed as ready with no lease time; the reclaim sets it anew */
+	clock_fake_advance(60000);
+	listed = -7;
+	assert_int_equal(queue_list(db, "ready", NULL, 0, collect_leased_at, &listed), SD_OK);
+	assert_int_equal(listed, 0);
+	j2 = claim_after(db, 0);
+	assert_int_equal(j2->expiries, 1);
+	assert_int_equal(leased_at(db, j2->id), T0 + 90500);
+	job_free(j);
+
+	/* release, retry_later and a retried fail each clear it */
+	assert_int_equal(queue_release(db, j2->id, j2->lease_token), SD_OK);
+	assert_int_equal(leased_at(db, j2->id), -1);
+	job_free(j2);
+
+	j = claim_after(db, 100);
+	assert_int_equal(queue_retry_later(db, j->id, j->lease_token, 1000), SD_OK);
+	assert_int_equal(leased_at(db, j->id), -1);
+	job_free(j);
+
+	j = claim_after(db, 1000);
+	assert_int_equal(queue_fail(db, j, "flaky", 0, &dead), SD_OK);
+	assert_int_equal(dead, 0);
+	stream_row(db, j->id, &r);
+	assert_true(r.token_null);
+	assert_int_equal(r.leased_at, -1);
+	job_free(j);
 }
 
 /* ======================== fail =========================================== */
@@ -1201,6 +1285,7 @@ int main(void)
 		T(test_extend_pushes_lease),
 		T(test_retry_later_snoozes_without_attempt),
 		T(test_release_ready_now),
+		T(test_leased_at_claim_to_unlease),
 		T(test_fail_transient_backoff_then_dead),
 		T(test_fail_permanent_dead_at_once),
 		T(test_poison_after_max_deliveries),

@@ -21,6 +21,7 @@
  *     {"jobs": [{"state":"leased", "id":N, "job_id":"outbox:12", "kind":"send_tickets",
  *                "payload":{...}, "priority":N, "deliveries":N, "attempts":N,
  *                "visible_at":MS, "created_at":MS, "worker":"w1", "last_error":null,
+ *                "leased_at":MS, "lease_age_ms":N,  (since the claim, server clock)
  *                "lease_expires_in_ms":N}]}      (time the lease has left, server clock)
  *   GET /v1/jobs?state=dead ->
  *     {"jobs": [{"state":"dead", "id":N, "job_id":"...", "kind":"...", "payload":{...},
@@ -38,7 +39,8 @@
  *
  * Element ids the browser test (tests/browser/dashboard.mjs) relies on:
  * #token, #token-save, #state-<state>, #orders-total, #emails-sent,
- * #jobs-per-sec, #events-list tr[data-event-id] td.sold, #leased-list,
+ * #jobs-per-sec, #events-list tr[data-event-id] td.sold,
+ * #leased-list tr[data-job-id] td.age[data-ms] (lease_age_ms as given),
  * #dead-list tr[data-job-id][data-dead-id] button.retry, #orders-list, #scan-code,
  * #scan-go, #scan-result, #status (data-refreshed counts refreshes).
  */
@@ -155,11 +157,16 @@
     }));
   }
 
+  /* The lease's age is the server's lease_age_ms, never this browser's clock
+   * against leased_at: the two clocks need not agree. */
   function showLeased(jobs) {
     fillRows($('leased-list'), 'leased-empty', jobs.map((j) => {
       const tr = el('tr');
+      const known = typeof j.lease_age_ms === 'number' && j.lease_age_ms >= 0;
+      const tdAge = el('td', known ? age(j.lease_age_ms) + ' ago' : '–', 'num age');
+      if (known) tdAge.dataset.ms = String(j.lease_age_ms);
       tr.dataset.jobId = j.job_id;
-      tr.append(el('td', j.job_id, 'id'), el('td', j.kind), el('td', j.worker || '–'),
+      tr.append(el('td', j.job_id, 'id'), el('td', j.kind), el('td', j.worker || '–'), tdAge,
                 el('td', age(j.lease_expires_in_ms), 'num'), el('td', num(j.deliveries), 'num'));
       return tr;
     }));

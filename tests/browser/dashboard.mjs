@@ -5,7 +5,8 @@
 //      the API token into the page's token field;
 //   2. checks the numbers shown against GET /v1/stats, fetched by this script
 //      with the same token (the page refreshes itself: it waits for a match);
-//   3. checks the in-flight and dead lists against GET /v1/jobs;
+//   3. checks the in-flight and dead lists against GET /v1/jobs, and each
+//      lease's age shown against its lease_age_ms;
 //   4. scans a bogus code in the door-scan box and expects "invalid";
 //   5. clicks Retry on a dead job and waits for it to leave the dead list
 //      (and checks the API no longer holds that dead letter: on a real box a
@@ -129,10 +130,26 @@ async function main() {
     check(JSON.stringify(dead) === JSON.stringify(deadShown),
           `dead letters: page [${deadShown}], api [${dead}]`);
     check(await page.locator('#dead-list script').count() === 0, 'an error message was inserted as HTML');
-    const leased = (await api('/v1/jobs?state=leased')).jobs.map((j) => j.job_id).sort();
+    const leasedJobs = (await api('/v1/jobs?state=leased')).jobs;
+    const leased = leasedJobs.map((j) => j.job_id).sort();
     const leasedShown = (await rowIds(page, 'leased-list')).sort();
     check(leased.every((id) => leasedShown.includes(id)) || leasedShown.length === leased.length,
           `in flight: page [${leasedShown}], api [${leased}]`);
+    // each lease's age is the API's lease_age_ms of the page's last refresh:
+    // at most a refresh (and a slow box) behind ours, never its time left
+    const ages = await page.$$eval('#leased-list tbody tr', (trs) => trs.map((tr) => {
+      const td = tr.querySelector('td.age');
+      return { id: tr.dataset.jobId, ms: td && td.dataset.ms, text: td ? td.textContent : '',
+               deliveries: tr.lastElementChild.textContent };
+    }));
+    for (const j of leasedJobs) {
+      // the same lease: a reclaim since would be younger
+      const a = ages.find((x) => x.id === j.job_id && toNum(x.deliveries) === j.deliveries);
+      if (!a || typeof j.lease_age_ms !== 'number') continue;
+      const lag = j.lease_age_ms - Number(a.ms);
+      check(a.ms !== undefined && / ago$/.test(a.text) && lag >= 0 && lag <= 10000,
+            `lease age of ${j.job_id}: page ${a.ms} ms ("${a.text}"), api lease_age_ms ${j.lease_age_ms}`);
+    }
     const orders = (await api('/v1/orders?recent=20')).orders;
     check(await page.locator('#orders-list tbody tr').count() === orders.length,
           'recent orders: the page shows another count than /v1/orders?recent=20');

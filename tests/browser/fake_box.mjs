@@ -43,8 +43,8 @@ const state = {
     created_at: t0 - i * 61000,
   })),
   leased: [
-    { state: 'leased', id: 41, job_id: 'outbox:41', kind: 'render_tickets', payload: { order_id: 41 }, priority: 0, deliveries: 1, attempts: 0, visible_at: t0 + 28800, created_at: t0 - 1500, worker: 'w1', last_error: null },
-    { state: 'leased', id: 42, job_id: 'outbox:42', kind: 'send_tickets', payload: { order_id: 40 }, priority: 0, deliveries: 2, attempts: 1, visible_at: t0 + 15000, created_at: t0 - 60000, worker: 'w2', last_error: null },
+    { state: 'leased', id: 41, job_id: 'outbox:41', kind: 'render_tickets', payload: { order_id: 41 }, priority: 0, deliveries: 1, attempts: 0, visible_at: t0 + 28800, created_at: t0 - 1500, leased_at: t0 - 200000, worker: 'w1', last_error: null },
+    { state: 'leased', id: 42, job_id: 'outbox:42', kind: 'send_tickets', payload: { order_id: 40 }, priority: 0, deliveries: 2, attempts: 1, visible_at: t0 + 15000, created_at: t0 - 60000, leased_at: t0 - 45000, worker: 'w2', last_error: null },
   ],
   dead: [
     { state: 'dead', id: 7, job_id: 'outbox:7', kind: 'send_tickets', payload: { order_id: 7 }, priority: 0, deliveries: 5, attempts: 5, created_at: t0 - 900000, died_at: t0 - 300000, last_error: 'mail: 550 <script>alert(1)</script> mailbox unavailable' },
@@ -115,7 +115,7 @@ const server = http.createServer(async (req, res) => {
   if (req.method === 'GET' && p === '/v1/stats') return send(res, 200, stats());
   if (req.method === 'GET' && p === '/v1/jobs') {
     const st = url.searchParams.get('state');
-    if (st === 'leased') return send(res, 200, { jobs: state.leased.map((j) => ({ ...j, lease_expires_in_ms: j.visible_at - now })) });
+    if (st === 'leased') return send(res, 200, { jobs: state.leased.map((j) => ({ ...j, lease_age_ms: now - j.leased_at, lease_expires_in_ms: j.visible_at - now })) });
     if (st === 'dead') return send(res, 200, { jobs: state.dead });
     return send(res, 400, { error: 'state must be leased or dead' });
   }
