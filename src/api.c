@@ -428,9 +428,14 @@ static enum sd_result parse_object(const char *body, size_t len, const char *con
 	*out = NULL;
 	if (!body || !len)
 		return perr(err, NULL, "the body is empty; a JSON object is expected");
-	if (!(o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je)))
+	if (!(o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je))) {
+		if (json_error_code(&je) == json_error_out_of_memory) {
+			perr(err, NULL, "out of memory");
+			return err_set(SD_NOMEM, "out of memory reading the request");
+		}
 		return perr(err, NULL, "malformed JSON at line %d column %d: %.120s", je.line,
 			    je.column, je.text);
+	}
 	if (!json_is_object(o)) {
 		json_decref(o);
 		return perr(err, NULL, "the body must be a JSON object");
@@ -696,29 +701,56 @@ static json_t *event_json(const struct event_view *v)
 			 (json_int_t)(v->capacity - v->seats_sold));
 }
 
+/* A body the parser refused: 400 naming the field, or a 500 when it was
+ * memory, not the request, that failed. */
+static void bad_body(struct call *c, enum sd_result r, const struct api_error *err)
+{
+	if (r == SD_NOMEM)
+		res_internal(c->res, c->req, r);
+	else
+		res_fail(c->res, 400, err->msg, err->field);
+}
+
+/* The event, and the answer built before the commit: a 500 never follows a
+ * stored event, so a client that retries after one makes no second event. */
 static void post_event(struct call *c)
 {
 	struct api_event ev;
 	struct api_error err;
 	struct event_view v;
 	enum sd_result r;
+	char *body = NULL;
 	int64_t id = 0;
+	json_t *o;
 
-	if (api_parse_event(c->req->body, c->req->body_len, &ev, &err) != SD_OK) {
-		res_fail(c->res, 400, err.msg, err.field);
+	if ((r = api_parse_event(c->req->body, c->req->body_len, &ev, &err)) != SD_OK) {
+		bad_body(c, r, &err);
 		return;
 	}
-	r = event_add(c->db, &ev.e, &id);
-	api_parse_free(ev.json);
-	if (r == SD_INVALID) {
-		res_fail(c->res, 400, err_msg(), NULL);
-		return;
-	}
-	if (r != SD_OK || (r = event_get(c->db, id, &v)) != SD_OK) {
+	if ((r = db_begin(c->db)) != SD_OK) {
+		api_parse_free(ev.json);
 		res_internal(c->res, c->req, r);
 		return;
 	}
-	res_json(c->res, 201, event_json(&v));
+	if ((r = event_add(c->db, &ev.e, &id)) == SD_OK &&
+	    (r = event_get(c->db, id, &v)) == SD_OK) {
+		o = event_json(&v);
+		body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+		json_decref(o);
+		if (!body)
+			r = err_set(SD_NOMEM, "out of memory");
+	}
+	r = db_end(c->db, r);
+	api_parse_free(ev.json);
+	if (r == SD_OK) {
+		res_set(c->res, 201, "application/json", body, strlen(body));
+		return;
+	}
+	free(body);
+	if (r == SD_INVALID)
+		res_fail(c->res, 400, err_msg(), NULL);
+	else
+		res_internal(c->res, c->req, r);
 }
 
 static int parse_id(const char *s, int64_t *id)
@@ -858,8 +890,8 @@ static void post_order(struct call *c)
 			 "characters without spaces", "Idempotency-Key");
 		return;
 	}
-	if (api_parse_order(c->req->body, c->req->body_len, &po, &err) != SD_OK) {
-		res_fail(c->res, 400, err.msg, err.field);
+	if ((r = api_parse_order(c->req->body, c->req->body_len, &po, &err)) != SD_OK) {
+		bad_body(c, r, &err);
 		return;
 	}
 	code_sha256_hex(c->req->body, c->req->body_len, hash);
@@ -1028,8 +1060,8 @@ static void post_scan(struct call *c)
 	struct scan_result sr;
 	enum sd_result r;
 
-	if (api_parse_scan(c->req->body, c->req->body_len, code, &err) != SD_OK) {
-		res_fail(c->res, 400, err.msg, err.field);
+	if ((r = api_parse_scan(c->req->body, c->req->body_len, code, &err)) != SD_OK) {
+		bad_body(c, r, &err);
 		return;
 	}
 	if ((r = ticket_scan(c->db, c->a->key, code, &sr)) != SD_OK) {
@@ -1166,9 +1198,17 @@ static json_t *counts_json(const struct queue_counts *q)
 			 "dead", (json_int_t)q->dead, "done", (json_int_t)q->done);
 }
 
+struct event_list {
+	json_t *events;
+	int short_of;		/* events that could not be added (memory) */
+};
+
 static void event_stat(const struct event_view *v, void *arg)
 {
-	json_array_append_new(arg, event_json(v));
+	struct event_list *l = arg;
+
+	if (json_array_append_new(l->events, event_json(v)) != 0)
+		l->short_of++;
 }
 
 /* The workers' shared counters: duplicate runs absorbed by technique, and
@@ -1180,12 +1220,18 @@ static json_t *absorbed_json(const struct metrics *m, int64_t *stale)
 	int i;
 
 	*stale = 0;
-	if (!s)
-		return o;
+	if (!s || !o) {
+		free(s);
+		json_decref(o);
+		return NULL;
+	}
 	metrics_read(m, s);
-	for (i = 0; i < METRICS_TECHNIQUES; i++)
-		json_object_set_new(o, metrics_technique_names[i],
-				    json_integer((json_int_t)s->duplicates[i]));
+	for (i = 0; i < METRICS_TECHNIQUES && o; i++)
+		if (json_object_set_new(o, metrics_technique_names[i],
+					json_integer((json_int_t)s->duplicates[i])) != 0) {
+			json_decref(o);
+			o = NULL;
+		}
 	for (i = 0; i < s->n_kinds; i++)
 		*stale += (int64_t)s->kinds[i].stale;
 	free(s);
@@ -1195,10 +1241,11 @@ static json_t *absorbed_json(const struct metrics *m, int64_t *stale)
 static void get_stats(struct call *c)
 {
 	struct queue_counts *rows = NULL, total;
-	json_t *kinds, *events, *absorbed, *o;
+	struct event_list ev = { NULL, 0 };
+	json_t *kinds, *absorbed, *o;
 	int64_t orders = 0, emails = 0, per_min = 0, stale = 0;
 	enum sd_result r;
-	int n = 0, i;
+	int n = 0, i, short_of = 0;
 
 	if ((r = queue_stats(c->db, &rows, &n, &total)) != SD_OK ||
 	    (r = tickets_totals(c->db, &orders, &emails)) != SD_OK ||
@@ -1207,21 +1254,30 @@ static void get_stats(struct call *c)
 		res_internal(c->res, c->req, r);
 		return;
 	}
+	/* the whole answer or a 500: never one with a kind or an event missing */
 	kinds = json_object();
 	for (i = 0; i < n; i++)
-		json_object_set_new(kinds, rows[i].kind, counts_json(&rows[i]));
+		short_of += !kinds || json_object_set_new(kinds, rows[i].kind,
+							  counts_json(&rows[i])) != 0;
 	free(rows);
-	events = json_array();
-	if ((r = tickets_each_event(c->db, event_stat, events)) != SD_OK) {
+	ev.events = json_array();
+	if ((r = tickets_each_event(c->db, event_stat, &ev)) != SD_OK) {
 		json_decref(kinds);
-		json_decref(events);
+		json_decref(ev.events);
 		res_internal(c->res, c->req, r);
 		return;
 	}
 	absorbed = absorbed_json(c->a->metrics, &stale);
+	if (short_of || ev.short_of || !kinds || !ev.events || !absorbed) {
+		json_decref(kinds);
+		json_decref(ev.events);
+		json_decref(absorbed);
+		res_internal(c->res, c->req, err_set(SD_NOMEM, "out of memory"));
+		return;
+	}
 	o = json_pack("{s:{s:o, s:o}, s:I, s:I, s:o, s:I, s:o, s:I}", "jobs", "total",
 		      counts_json(&total), "by_kind", kinds, "orders", (json_int_t)orders,
-		      "emails_sent", (json_int_t)emails, "events", events, "done_per_minute",
+		      "emails_sent", (json_int_t)emails, "events", ev.events, "done_per_minute",
 		      (json_int_t)per_min, "duplicates_absorbed", absorbed,
 		      "stale_acks", (json_int_t)stale);
 	res_json(c->res, 200, o);

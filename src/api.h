@@ -146,7 +146,8 @@ struct api_event {
  * api_parse_order / api_parse_event / api_parse_scan: check a request body
  * (len bytes, need not be NUL-terminated) field by field as order_add,
  * event_add and ticket_scan would, without a database.  SD_INVALID with err
- * naming the field; on success release out->json with api_parse_free.
+ * naming the field (SD_NOMEM when memory ran out); on success release
+ * out->json with api_parse_free.
  * api_parse_scan copies the code into code (CODE_TEXT_MAX bytes).
  */
 enum sd_result api_parse_order(const char *body, size_t len, struct api_order *out,
