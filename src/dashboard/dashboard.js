@@ -16,7 +16,10 @@
  *      "orders": N, "emails_sent": N,
  *      "events": [{"id":1, "name":"...", "venue":"...", "starts_at":"...", "starts_at_ms":MS,
  *                  "capacity":N, "orders":N, "seats_sold":N, "seats_remaining":N}],
- *      "done_per_minute": N}                      (jobs finished in the last 60 s)
+ *      "done_per_minute": N,                      (jobs finished in the last 60 s)
+ *      "duplicates_absorbed": {"check_state":N, "unique_claim":N, "provider_key":N,
+ *                              "processed_jobs":N},
+ *      "stale_acks": N}                           (counted by the worker processes)
  *   GET /v1/jobs?state=leased ->
  *     {"jobs": [{"state":"leased", "id":N, "job_id":"outbox:12", "kind":"send_tickets",
  *                "payload":{...}, "priority":N, "deliveries":N, "attempts":N,
@@ -39,7 +42,8 @@
  *
  * Element ids the browser test (tests/browser/dashboard.mjs) relies on:
  * #token, #token-save, #state-<state>, #orders-total, #emails-sent,
- * #jobs-per-sec, #events-list tr[data-event-id] td.sold,
+ * #jobs-per-sec, #absorbed-<technique>, #stale-acks,
+ * #events-list tr[data-event-id] td.sold,
  * #leased-list tr[data-job-id] td.age[data-ms] (lease_age_ms as given),
  * #dead-list tr[data-job-id][data-dead-id] button.retry, #orders-list, #scan-code,
  * #scan-go, #scan-result, #status (data-refreshed counts refreshes).
@@ -50,6 +54,7 @@
   const REFRESH_MS = 3000;
   const TOKEN_KEY = 'stagedoor.token';
   const STATES = ['ready', 'scheduled', 'leased', 'dead', 'done'];
+  const TECHNIQUES = ['check_state', 'unique_claim', 'provider_key', 'processed_jobs'];
 
   const $ = (id) => document.getElementById(id);
   let timer = null;
@@ -128,6 +133,9 @@
     $('emails-sent').textContent = num(s.emails_sent);
     const dpm = typeof s.done_per_minute === 'number' ? s.done_per_minute : 0;
     $('jobs-per-sec').textContent = (dpm / 60).toFixed(dpm && dpm < 600 ? 2 : 1);
+    const absorbed = s.duplicates_absorbed || {};
+    for (const t of TECHNIQUES) $('absorbed-' + t).textContent = num(absorbed[t] || 0);
+    $('stale-acks').textContent = num(s.stale_acks || 0);
 
     const byKind = (s.jobs && s.jobs.by_kind) || {};
     const kinds = Object.keys(byKind).sort().map((k) => ({ kind: k, ...byKind[k] }));

@@ -76,6 +76,8 @@ function stats() {
     emails_sent: state.emails_sent,
     events: state.events,
     done_per_minute: 90,
+    duplicates_absorbed: { check_state: 3, unique_claim: 5, provider_key: 1, processed_jobs: 2 },
+    stale_acks: 1,
   };
 }
 
