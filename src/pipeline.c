@@ -45,6 +45,7 @@ static void *pipeline_loop_thread(void *arg)
 		l->r = outbox_relay_run(l->relay_db, OUTBOX_BATCH_DEFAULT, 0, &l->published);
 	else
 		l->r = worker_run(&l->wo, &l->st);
+	l->ended_us = clock_mono_us();
 	l->cpu_us = pipeline_thread_cpu_us() - c0;
 	/* the message is per thread: keep it for the thread that joins */
 	if (l->r != SD_OK)
@@ -60,6 +61,7 @@ enum sd_result pipeline_loop_start(struct pipeline_loop *l)
 	memset(&l->st, 0, sizeof l->st);
 	l->published = 0;
 	l->cpu_us = 0;
+	l->ended_us = 0;
 	l->r = SD_OK;
 	l->err[0] = '\0';
 	atomic_store(&l->ended, 0);

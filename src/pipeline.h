@@ -29,6 +29,7 @@ struct pipeline_loop {
 	struct worker_stats st;		/* [out] the worker's counts */
 	int64_t published;		/* [out] rows the relay published */
 	int64_t cpu_us;			/* [out] the loop thread's CPU time (not its handlers') */
+	int64_t ended_us;		/* [out] clock_mono_us() when the loop returned */
 	enum sd_result r;		/* [out] what the loop returned */
 	atomic_int ended;		/* the loop returned: the [out] fields are final */
 	char err[512];			/* [out] err_msg() of the loop's thread when r != SD_OK */
