@@ -8,14 +8,16 @@
  * flock; after that the counters take only relaxed atomic adds.  The file is
  * never shrunk or truncated while mapped (another process's access past its
  * end would fault): a bad header is mended by writing zeros through the map.
- * A kind's row is named once, under the same flock, and published by a
- * release store of its state that readers load with acquire.
+ * A kind's row is named once, under the same flock (and a mutex, for the
+ * threads that share one handle), and published by a release store of its
+ * state that readers load with acquire.
  */
 #define _GNU_SOURCE
 #include "metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +66,8 @@ _Static_assert(METRICS_KIND_MAX < sizeof ((struct shm_kind *)0)->name, "kind nam
 struct metrics {
 	int fd;
 	struct shm *s;
+	pthread_mutex_t name_mu;	/* flock excludes other open files, not the
+					 * threads sharing this one: naming takes both */
 };
 
 enum sd_result metrics_path(const char *db_path, char *buf, size_t size)
@@ -98,7 +102,7 @@ enum sd_result metrics_open(const char *db_path, struct metrics **out)
 	struct stat db, st;
 	enum sd_result r;
 	void *p;
-	int fd;
+	int fd, e;
 
 	*out = NULL;
 	if ((r = metrics_path(db_path, path, sizeof path)) != SD_OK)
@@ -116,8 +120,10 @@ enum sd_result metrics_open(const char *db_path, struct metrics **out)
 		close(fd);
 		return err_set(SD_IO, "metrics: %s is not a regular file", path);
 	}
-	if (st.st_size < (off_t)sizeof(struct shm) && ftruncate(fd, sizeof(struct shm)) != 0) {
-		r = err_set(SD_IO, "metrics: cannot size %s: %s", path, strerror(errno));
+	/* blocks allocated now: a write through the map to a hole on a full
+	 * disk would be a SIGBUS, not an error */
+	if ((e = posix_fallocate(fd, 0, sizeof(struct shm))) != 0) {
+		r = err_set(SD_IO, "metrics: cannot size %s: %s", path, strerror(e));
 		close(fd);
 		return r;
 	}
@@ -136,6 +142,7 @@ enum sd_result metrics_open(const char *db_path, struct metrics **out)
 	}
 	m->fd = fd;
 	m->s = p;
+	pthread_mutex_init(&m->name_mu, NULL);
 	*out = m;
 	return SD_OK;
 }
@@ -146,6 +153,7 @@ void metrics_close(struct metrics *m)
 		return;
 	munmap(m->s, sizeof *m->s);
 	close(m->fd);
+	pthread_mutex_destroy(&m->name_mu);
 	free(m);
 }
 
@@ -173,8 +181,11 @@ static struct shm_kind *kind_row(struct metrics *m, const char *kind)
 		return &m->s->other;
 	if ((k = find_kind(m->s, kind)))
 		return k;
-	if (flock(m->fd, LOCK_EX) != 0)
+	pthread_mutex_lock(&m->name_mu);
+	if (flock(m->fd, LOCK_EX) != 0) {
+		pthread_mutex_unlock(&m->name_mu);
 		return &m->s->other;
+	}
 	if (!(k = find_kind(m->s, kind))) {
 		for (i = 0; i < METRICS_KINDS; i++)
 			if (!atomic_load_explicit(&m->s->kinds[i].named, memory_order_relaxed))
@@ -186,6 +197,7 @@ static struct shm_kind *kind_row(struct metrics *m, const char *kind)
 		}
 	}
 	flock(m->fd, LOCK_UN);
+	pthread_mutex_unlock(&m->name_mu);
 	return k;
 }
 

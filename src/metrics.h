@@ -42,7 +42,8 @@ enum metrics_outcome {
 enum metrics_technique {
 	METRICS_CHECK_STATE,		/* render_tickets: tickets.pdf_key was set */
 	METRICS_UNIQUE_CLAIM,		/* send_tickets: email_sends claimed or sent */
-	METRICS_PROVIDER_KEY,		/* the mail provider answered with the first send */
+	METRICS_PROVIDER_KEY,		/* the mail provider (or the maildir) answered
+					 * with the first send */
 	METRICS_PROCESSED_JOBS,		/* update_sales_counter: job id already recorded */
 	METRICS_TECHNIQUES
 };

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -316,6 +317,63 @@ static void test_processes_add_up_without_losing_counts(void **state)
 	assert_int_equal(s.n_kinds, 3);
 }
 
+struct namer {
+	struct metrics *m;
+	int i;
+};
+
+static void *name_kind(void *arg)
+{
+	struct namer *n = arg;
+	char kind[32];
+	int k;
+
+	snprintf(kind, sizeof kind, "kind-%d", n->i);
+	for (k = 0; k < 100; k++)
+		metrics_run(n->m, kind, METRICS_DONE, 10);
+	return NULL;
+}
+
+/* The handler threads of one worker share its handle: new kinds named by
+ * all of them at once each get a row of their own, none lost or doubled
+ * (flock alone excludes other open files, not threads on this one). */
+static void test_threads_on_one_handle_name_their_kinds_once(void **state)
+{
+	struct tu_env *e = *state;
+	enum { THREADS = 8, ROUNDS = 50 };
+	struct namer n[THREADS];
+	pthread_t th[THREADS];
+	struct metrics_snapshot s;
+	char kind[32];
+	int round, i, j;
+
+	for (round = 0; round < ROUNDS; round++) {
+		struct metrics *m;
+		char path[400];
+
+		assert_int_equal(metrics_path(e->db_path, path, sizeof path), SD_OK);
+		unlink(path);	/* every round names its kinds afresh */
+		m = open_m(e);
+		for (i = 0; i < THREADS; i++) {
+			n[i].m = m;
+			n[i].i = i;
+			assert_int_equal(pthread_create(&th[i], NULL, name_kind, &n[i]), 0);
+		}
+		for (i = 0; i < THREADS; i++)
+			assert_int_equal(pthread_join(th[i], NULL), 0);
+		metrics_read(m, &s);
+		metrics_close(m);
+		assert_int_equal(s.n_kinds, THREADS);
+		for (i = 0; i < THREADS; i++) {
+			snprintf(kind, sizeof kind, "kind-%d", i);
+			for (j = 0; j < s.n_kinds && strcmp(s.kinds[j].kind, kind) != 0; j++)
+				;
+			assert_true(j < s.n_kinds);
+			assert_int_equal(s.kinds[j].runs[METRICS_DONE], 100);
+		}
+	}
+}
+
 /* ---- what workers count ---------------------------------------------------- */
 
 /* A worker counts each handler run by outcome, and the handlers count the
@@ -484,6 +542,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_kinds_past_the_table_count_as_other, tu_setup,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_processes_add_up_without_losing_counts,
+						tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_threads_on_one_handle_name_their_kinds_once,
 						tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_worker_counts_runs_and_absorbed_duplicates,
 						tu_setup_real, tu_teardown),
