@@ -656,7 +656,7 @@ enum sd_result db_checkpoint(struct db *db, enum db_checkpoint_mode mode, int64_
 	};
 	struct timespec nap = { 0, 200000L };
 	int n_log = 0, n_ckpt = 0, rc;
-	int64_t deadline;
+	int64_t deadline, limit;
 
 	if (res)
 		memset(res, 0, sizeof *res);
@@ -664,6 +664,7 @@ enum sd_result db_checkpoint(struct db *db, enum db_checkpoint_mode mode, int64_
 		return err_set(SD_DB, "checkpoint inside a transaction");
 	if (busy_ms < 0)
 		busy_ms = 0;
+	limit = db->busy_limit_ms;	/* this connection's own, back afterwards */
 	db->busy_limit_ms = busy_ms;
 	deadline = clock_mono_us() + busy_ms * 1000;
 	for (;;) {
@@ -677,7 +678,7 @@ enum sd_result db_checkpoint(struct db *db, enum db_checkpoint_mode mode, int64_
 			break;
 		nanosleep(&nap, NULL);
 	}
-	db->busy_limit_ms = atomic_load(&busy_timeout_ms);
+	db->busy_limit_ms = limit;
 	if (res) {
 		res->wal_frames = n_log < 0 ? 0 : n_log;
 		res->copied_frames = n_ckpt < 0 ? 0 : n_ckpt;
