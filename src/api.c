@@ -196,12 +196,21 @@ static json_t *json_text(const char *s)
 
 static void res_fail(struct api_response *res, int status, const char *msg, const char *field);
 
-/* res_json: status with o as the body; takes o. */
-static void res_json(struct api_response *res, int status, json_t *o)
+/* json_take_text: o as compact JSON text (free()), NULL when o is NULL or
+ * memory ran out; takes o. */
+static char *json_take_text(json_t *o)
 {
 	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 
 	json_decref(o);
+	return s;
+}
+
+/* res_json: status with o as the body; takes o. */
+static void res_json(struct api_response *res, int status, json_t *o)
+{
+	char *s = json_take_text(o);
+
 	if (!s) {
 		if (status == 500) {	/* the fallback itself failed: a fixed body */
 			static const char fixed[] = "{\"error\":\"internal error\"}";
@@ -721,7 +730,6 @@ static void post_event(struct call *c)
 	enum sd_result r;
 	char *body = NULL;
 	int64_t id = 0;
-	json_t *o;
 
 	if ((r = api_parse_event(c->req->body, c->req->body_len, &ev, &err)) != SD_OK) {
 		bad_body(c, r, &err);
@@ -734,10 +742,7 @@ static void post_event(struct call *c)
 	}
 	if ((r = event_add(c->db, &ev.e, &id)) == SD_OK &&
 	    (r = event_get(c->db, id, &v)) == SD_OK) {
-		o = event_json(&v);
-		body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-		json_decref(o);
-		if (!body)
+		if (!(body = json_take_text(event_json(&v))))
 			r = err_set(SD_NOMEM, "out of memory");
 	}
 	r = db_end(c->db, r);
@@ -879,7 +884,6 @@ static void post_order(struct call *c)
 	enum sd_result r;
 	int64_t now;
 	int found = 0, replayed = 0, held;
-	json_t *o;
 
 	if (!key || !*key) {
 		res_fail(c->res, 400, "the Idempotency-Key header is required", "Idempotency-Key");
@@ -917,11 +921,10 @@ static void post_order(struct call *c)
 	if ((r = order_add(c->db, &po.o, public_id, &replayed)) != SD_OK)
 		goto end;
 	failpoint(FP_API_ORDER_TX);
-	o = json_pack("{s:s, s:I, s:s, s:s, s:I, s:I}", "id", public_id, "event_id",
-		      (json_int_t)po.o.event_id, "name", po.o.name, "email", po.o.email, "seats",
-		      (json_int_t)po.o.seats, "created_at", (json_int_t)now);
-	body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-	json_decref(o);
+	body = json_take_text(json_pack("{s:s, s:I, s:s, s:s, s:I, s:I}", "id", public_id,
+					"event_id", (json_int_t)po.o.event_id, "name", po.o.name,
+					"email", po.o.email, "seats", (json_int_t)po.o.seats,
+					"created_at", (json_int_t)now));
 	if (!body) {
 		r = err_set(SD_NOMEM, "out of memory");
 		goto end;

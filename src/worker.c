@@ -428,7 +428,8 @@ static void log_outcome(const struct worker *w, const struct slot *s, const char
 		  s->res.error[0] ? log_quote(q, sizeof q, s->res.error) : "");
 }
 
-static void log_stale(const struct worker *w, const struct job *j)
+/* A result refused because the lease was lost: counted and logged. */
+static void note_stale(const struct worker *w, const struct job *j)
 {
 	metrics_stale(w->metrics, j->kind);
 	log_event(LOG_WARN, "lease lost before the result was recorded",
@@ -474,7 +475,7 @@ static enum sd_result settle(struct worker *w, struct slot *s, struct worker_sta
 	}
 	if (r == SD_STALE) {
 		st->stale++;
-		log_stale(w, j);
+		note_stale(w, j);
 	}
 	return r;
 }
@@ -518,7 +519,7 @@ static enum sd_result settle_all(struct worker *w, const int *idx, int n,
 			} else {
 				stale[w->ack_pos[k]] = 1;
 				st->stale++;
-				log_stale(w, w->slots[idx[w->ack_pos[k]]].job);
+				note_stale(w, w->slots[idx[w->ack_pos[k]]].job);
 			}
 		}
 	}
