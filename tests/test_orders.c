@@ -1024,7 +1024,8 @@ static void test_demo_twenty_orders(void **state)
 	text = (char *)tu_slurp(outp, &size);
 	errtext = (char *)tu_slurp(errp, &size);
 	if (rc != 0)
-		fail_msg("demo --orders 20: exit %d\nstdout:\n%s\nstderr:\n%s", rc, text, errtext);
+		tu_fail_free(text, errtext, "demo --orders 20: exit %d\nstdout:\n%s\nstderr:\n%s", rc,
+			     text, errtext);
 	assert_int_equal(summary_value(text, "orders"), 20);
 	assert_int_equal(summary_value(text, "PDFs stored"), 20);
 	assert_int_equal(summary_value(text, "emails sent"), 20);
@@ -1042,6 +1043,37 @@ static void test_demo_twenty_orders(void **state)
 	assert_int_equal(tu_count(newdir, "SELECT count(*) FROM orders"), 20);
 	assert_int_equal(tu_count(newdir, "SELECT count(*) FROM email_sends WHERE sent_at IS NOT "
 				  "NULL"), 20);
+
+	/* the closing hints name the program as it was run, and work as printed */
+	{
+		char hint[PATH_MAX + 200], want[PATH_MAX + 100], *nl;
+		const char *p = strstr(text, "\ntry: "), *d = strstr(text, "\ndashboard: ");
+
+		assert_non_null(p);
+		assert_non_null(d);
+		snprintf(want, sizeof want, "\ndashboard: %s serve --db ", bin);
+		if (strncmp(d, want, strlen(want)) != 0)
+			tu_fail_free(text, errtext, "dashboard hint does not start with '%s':\n%s",
+				     want + 1, d + 1);
+		snprintf(hint, sizeof hint, "%s", p + 6);
+		if ((nl = strchr(hint, '\n')))
+			*nl = '\0';
+		snprintf(want, sizeof want, "%s order show ", bin);
+		if (strncmp(hint, want, strlen(want)) != 0)
+			tu_fail_free(text, errtext, "try hint '%s' does not start with '%s'", hint,
+				     want);
+		free(text);
+		free(errtext);
+		rc = spawn_wait((const char *const[]){ "/bin/sh", "-c", "cd \"$1\" && eval \"$2\"",
+						       "sh", e->dir, hint, NULL },
+				outp, errp, 20000);
+		text = (char *)tu_slurp(outp, &size);
+		errtext = (char *)tu_slurp(errp, &size);
+		if (rc != 0)
+			tu_fail_free(text, errtext, "the demo's hint '%s': exit %d\n%s", hint, rc,
+				     errtext);
+		assert_non_null(strstr(text, "tickets"));
+	}
 	free(text);
 	free(errtext);
 }

@@ -29,6 +29,22 @@
 
 extern char **environ;
 
+void tu_fail_free(void *a, void *b, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	free(a);
+	free(b);
+	print_error("%s\n", msg ? msg : fmt);
+	free(msg);
+	fail();
+}
+
 static int make_env(void **state, int with_db)
 {
 	struct tu_env *e = calloc(1, sizeof *e);
