@@ -14,7 +14,7 @@ command -v npm >/dev/null 2>&1 || sh "$(dirname "$0")/deps.sh" npm || exit 1
 stamp="$dir/node_modules/.lock-installed"
 want=$(printf 'node %s\n' "$(node --version)"; cat "$dir/package-lock.json")
 [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && exit 0
-echo "installing the npm packages of $dir (npm ci, node $(node --version))"
+echo "deps: npm ci in $dir (node $(node --version))"
 (cd "$dir" && npm ci --engine-strict --no-audit --no-fund --loglevel=error) || {
 	echo "deps: npm ci failed in $dir: a package it pins does not run on node" \
 		"$(node --version), or the registry is out of reach (npm's words above)" >&2
