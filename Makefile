@@ -1,23 +1,42 @@
 # Stagedoor Box: one program, one SQLite file.
 #
-#   make          build bin/stagedoor
-#   make deps     install the Debian packages the build and tests need
-#   make test     deps, then every test twice: a normal build and an
-#                 AddressSanitizer + UndefinedBehaviorSanitizer build
-#   make bench    the queue benchmark next to a minimal SQL-only program,
-#                 then the ticket pipeline and the HTTP intake benchmarks
-#   make demo     a short run of the queue on its built-in job kinds
+#   make              build bin/stagedoor (installs the build packages first)
+#   make demo         the whole pipeline on a fresh ./var/demo (build packages only)
+#   make test         every test suite, each reported: a normal build (rel) and an
+#                     AddressSanitizer + UndefinedBehaviorSanitizer build (san);
+#                     installs the build and test packages first
+#   make fuzz         the API's parser under libFuzzer (adds clang)
+#   make bench        the benchmarks (build packages only)
+#   make soak         the long crash soak
+#   make check-fresh  the README's two commands on a fresh Debian 12 chroot (root)
+#   make deps         the build and test packages; deps-build, deps-test and
+#                     deps-fuzz install one set each
 #   make clean
+#   V=1               show each compile and link command in full
 
 CC      ?= cc
 PKGS    := sqlite3 jansson libqrencode libcurl libmicrohttpd
 TPKGS   := cmocka
 # libharu and mbedTLS ship no pkg-config file in Debian 12: plain -l flags
 XLIBS   := -lhpdf -lmbedcrypto
-DEBS    := gcc make pkg-config libsqlite3-dev libjansson-dev libcmocka-dev \
-           libhpdf-dev libqrencode-dev libmbedtls-dev libcurl4-openssl-dev \
-           qpdf poppler-utils python3-aiosmtpd openssl libmicrohttpd-dev \
-           clang chromium nodejs
+# Every package from Debian 12 itself, one set per purpose.
+#   build: what make, make demo and make bench need (compiler, libraries)
+#   test:  what the suites run against: cmocka, real PDF tools, a real SMTP
+#          server, openssl for the throwaway CA, Debian's chromium and nodejs
+#          (npm and tests/browser's pinned playwright-core: tools/npm_deps.sh)
+#   fuzz:  clang for libFuzzer
+DEBS_BUILD := gcc make pkg-config libsqlite3-dev libjansson-dev libhpdf-dev \
+              libqrencode-dev libmbedtls-dev libcurl4-openssl-dev libmicrohttpd-dev
+DEBS_TEST  := libcmocka-dev qpdf poppler-utils python3-aiosmtpd openssl chromium nodejs
+DEBS_FUZZ  := clang
+
+# Quiet build lines (CC src/queue.c) unless V=1, as the kernel and curl do.
+V       ?= 0
+ifeq ($(V),1)
+say     =
+else
+say     = @printf '  %-4s %s\n' '$(1)' '$(2)';
+endif
 
 WARN    := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
 CFLAGS  ?= -O2 -g
@@ -36,107 +55,133 @@ TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o build/rel/assets.o
 SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS)) build/san/schema.o build/san/assets.o
 
-.PHONY: all deps test check-rel check-san check-browser bench demo soak clean
+.PHONY: all deps deps-build deps-test deps-fuzz test check-rel check-san check-browser \
+	check-fresh bench demo soak fuzz clean
 .SUFFIXES:
 
-all: bin/stagedoor
+# `make` installs the build packages, then builds; `make bin/stagedoor`
+# only builds.
+all: deps-build
+	@$(MAKE) --no-print-directory bin/stagedoor
 
-deps:
-	@sh tools/deps.sh $(DEBS)
+deps: deps-build deps-test
+deps-build:
+	@sh tools/deps.sh $(DEBS_BUILD)
+deps-test: deps-build
+	@sh tools/deps.sh $(DEBS_TEST)
 	@sh tools/npm_deps.sh tests/browser
+deps-fuzz: deps-build
+	@sh tools/deps.sh $(DEBS_FUZZ)
 
 build/embed_schema: tools/embed_schema.c
 	@mkdir -p build
-	$(CC) -O1 -o $@ $<
+	$(call say,CC,$<)$(CC) -O1 -o $@ $<
 
 build/schema.c: build/embed_schema $(SCHEMA)
-	build/embed_schema $@ $(SCHEMA)
+	$(call say,GEN,$@)build/embed_schema $@ $(SCHEMA)
 
 build/embed_assets: tools/embed_assets.c
 	@mkdir -p build
-	$(CC) -O1 -o $@ $<
+	$(call say,CC,$<)$(CC) -O1 -o $@ $<
 
 build/assets.c: build/embed_assets $(ASSETS)
-	build/embed_assets $@ $(ASSETS)
+	$(call say,GEN,$@)build/embed_assets $@ $(ASSETS)
 
 build/rel/%.o: src/%.c src/*.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Isrc -c -o $@ $<
+	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -Isrc -c -o $@ $<
 build/rel/schema.o: build/schema.c src/db.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Isrc -c -o $@ $<
+	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -Isrc -c -o $@ $<
 build/san/%.o: src/%.c src/*.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -c -o $@ $<
+	$(call say,CC,$< [san])$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -c -o $@ $<
 build/san/schema.o: build/schema.c src/db.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -c -o $@ $<
+	$(call say,CC,$< [san])$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -c -o $@ $<
 build/rel/assets.o: build/assets.c src/http.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Isrc -c -o $@ $<
+	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -Isrc -c -o $@ $<
 build/san/assets.o: build/assets.c src/http.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -c -o $@ $<
+	$(call say,CC,$< [san])$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -c -o $@ $<
 
 bin/stagedoor: build/rel/main.o $(REL_OBJS)
 	@mkdir -p bin
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 build/san/stagedoor: build/san/main.o $(SAN_OBJS)
-	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS)
 
 build/rel/tests/%: tests/%.c tests/testutil.h build/rel/tests/testutil.o $(REL_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Isrc -Itests -o $@ $< build/rel/tests/testutil.o $(REL_OBJS) $(LDLIBS) $(TLIBS)
+	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) -Isrc -Itests -o $@ $< build/rel/tests/testutil.o $(REL_OBJS) $(LDLIBS) $(TLIBS)
 build/san/tests/%: tests/%.c tests/testutil.h build/san/tests/testutil.o $(SAN_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -Itests -o $@ $< build/san/tests/testutil.o $(SAN_OBJS) $(LDLIBS) $(TLIBS)
+	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -Itests -o $@ $< build/san/tests/testutil.o $(SAN_OBJS) $(LDLIBS) $(TLIBS)
 build/rel/tests/testutil.o: tests/testutil.c tests/testutil.h src/*.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Isrc -Itests -c -o $@ $<
+	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -Isrc -Itests -c -o $@ $<
 build/san/tests/testutil.o: tests/testutil.c tests/testutil.h src/*.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -Itests -c -o $@ $<
+	$(call say,CC,$< [san])$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -Itests -c -o $@ $<
 
 # The suite, once per build; each integration test runs that build's binary.
+# A test's log is in build/test-output/BUILD/TEST.log; a failing one's is
+# also printed.  tools/run_tests.sh writes the suite's closing line to
+# build/test-output/BUILD.result, which `make test` reports.
 check-rel: bin/stagedoor build/sqlbench build/mailsink build/chaos $(addprefix build/rel/tests/,$(TESTS))
 	@sh tools/run_tests.sh rel $(CURDIR)/bin/stagedoor $(addprefix build/rel/tests/,$(TESTS))
 check-san: build/san/stagedoor build/mailsink build/chaos $(addprefix build/san/tests/,$(TESTS))
 	@sh tools/run_tests.sh san $(CURDIR)/build/san/stagedoor $(addprefix build/san/tests/,$(TESTS))
 
-test: deps
-	@$(MAKE) --no-print-directory check-rel
-	@$(MAKE) --no-print-directory check-san
+# Every suite runs, whatever an earlier one did; each is reported, and the
+# last line counts them all.  A suite whose build failed counts as a failure.
+SUITES := rel san
+test: deps-test
+	@rm -f $(SUITES:%=build/test-output/%.result)
+	@rc=0; for s in $(SUITES); do \
+		$(MAKE) --no-print-directory check-$$s || rc=1; \
+	done; \
+	sh tools/run_tests.sh --report $(SUITES) || rc=1; \
+	exit $$rc
 
 # The dashboard in headless Debian chromium (playwright-core from
 # tests/browser/package-lock.json) against tests/browser/fake_box.mjs.
-check-browser:
+check-browser: deps-test
 	sh tests/browser/run_fake.sh $(CURDIR)/build/dashboard.png
 
+# The README's two commands in a fresh minbase Debian 12 chroot (tools/fresh.sh,
+# as root): what .ci/run runs.
+check-fresh:
+	@sh tools/fresh.sh --readme
+
 build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o
-	$(CC) $(ALL_CFLAGS) -Isrc -o $@ $^ $(LDLIBS)
+	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) -Isrc -o $@ $^ $(LDLIBS)
 
 # The local HTTPS mail provider the mail tests run against (tools/mailsink).
 build/mailsink: $(wildcard tools/mailsink/*.c) src/*.h $(REL_OBJS)
-	$(CC) $(ALL_CFLAGS) -Isrc -o $@ $(wildcard tools/mailsink/*.c) $(REL_OBJS) \
+	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) -Isrc -o $@ $(wildcard tools/mailsink/*.c) $(REL_OBJS) \
 		-lmbedtls -lmbedx509 -lmbedcrypto $(LDLIBS)
 
 # The crash soak (tools/chaos): its own SQLite and jansson, none of src/, so
 # that its verdict does not lean on the code it judges.
 build/chaos: $(wildcard tools/chaos/*.c) $(wildcard tools/chaos/*.h)
 	@mkdir -p build
-	$(CC) $(WARN) $(CFLAGS) $(shell pkg-config --cflags sqlite3 jansson) -o $@ \
+	$(call say,CCLD,$@)$(CC) $(WARN) $(CFLAGS) $(shell pkg-config --cflags sqlite3 jansson) -o $@ \
 		$(wildcard tools/chaos/*.c) $(shell pkg-config --libs sqlite3 jansson)
 
-soak: deps bin/stagedoor build/mailsink build/chaos
+soak: deps-test
+	@$(MAKE) --no-print-directory bin/stagedoor build/mailsink build/chaos
 	build/chaos --bin bin/stagedoor --mailsink build/mailsink --orders 2000 --kills 100
 
-bench: deps bin/stagedoor build/sqlbench
+bench: deps-build
+	@$(MAKE) --no-print-directory bin/stagedoor build/sqlbench
 	@sh tools/bench/run.sh $(CURDIR)/bin/stagedoor $(CURDIR)/build/sqlbench
 	bin/stagedoor bench pipeline --orders 500
 	bin/stagedoor bench api --requests 2000 --clients 4
 
-demo: deps
-	@$(MAKE) --no-print-directory all
+demo: deps-build
+	@$(MAKE) --no-print-directory bin/stagedoor
 	bin/stagedoor demo
 
 clean:
@@ -151,19 +196,19 @@ FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 # other modules are written for gcc: clang warns on some, so no -Werror there
 FUZZ_LIBFLAGS = $(filter-out -Werror,$(ALL_CFLAGS))
 FUZZ_OBJS := $(patsubst src/%.c,build/fuzz/%.o,$(LIBSRCS)) build/fuzz/schema.o build/fuzz/assets.o
-.PHONY: fuzz
 build/fuzz/%.o: src/%.c src/*.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -Isrc -c -o $@ $<
+	$(call say,CC,$< [fuzz])$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -Isrc -c -o $@ $<
 build/fuzz/schema.o: build/schema.c src/db.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) -Isrc -c -o $@ $<
+	$(call say,CC,$< [fuzz])$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) -Isrc -c -o $@ $<
 build/fuzz/assets.o: build/assets.c src/http.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) -Isrc -c -o $@ $<
+	$(call say,CC,$< [fuzz])$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) -Isrc -c -o $@ $<
 build/fuzz/fuzz_api: tests/fuzz/fuzz_api.c $(FUZZ_OBJS)
-	$(FUZZ_CC) $(ALL_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -Isrc -o $@ $< $(FUZZ_OBJS) $(LDLIBS)
-fuzz: build/fuzz/fuzz_api
+	$(call say,CCLD,$@)$(FUZZ_CC) $(ALL_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -Isrc -o $@ $< $(FUZZ_OBJS) $(LDLIBS)
+fuzz: deps-fuzz
+	@$(MAKE) --no-print-directory build/fuzz/fuzz_api
 	rm -rf build/fuzz/corpus && mkdir -p build/fuzz/corpus
 	cp tests/fuzz/corpus/* build/fuzz/corpus/
 	build/fuzz/fuzz_api -max_total_time=$(FUZZ_TIME) -max_len=70000 -timeout=10 \

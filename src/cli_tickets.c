@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -296,6 +297,14 @@ static void rm_rf(const char *path)
 		fprintf(stderr, "stagedoor: could not clear %s\n", path);
 }
 
+/* The program as it was run (argv[0]: bin/stagedoor from `make demo`, or a
+ * bare name found on PATH), so that the demo's hints work as printed. */
+static const char *demo_self(void)
+{
+	return program_invocation_name && *program_invocation_name ? program_invocation_name
+								   : "stagedoor";
+}
+
 /* After each order (pipeline_sample_orders, on this thread). */
 static void demo_placed(int64_t done, int64_t n, void *arg)
 {
@@ -317,7 +326,7 @@ static int demo_serve(const struct config *cfg)
 		return 0;
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		printf("dashboard: %s serve --db %s   (then http://%s/, token in %s/api.token)\n",
-		       "stagedoor", DEMO_DB, listen, DEMO_DIR);
+		       demo_self(), DEMO_DB, listen, DEMO_DIR);
 		return 0;
 	}
 	sigemptyset(&set);
@@ -433,7 +442,7 @@ int cli_demo(int argc, char **argv)
 							  demo_count(db, "send_tickets", "dead") +
 							  demo_count(db, "update_sales_counter", "dead")));
 	}
-	printf("\ntry: %s order show %s --db %s\n", "stagedoor", first, DEMO_DB);
+	printf("\ntry: %s order show %s --db %s\n", demo_self(), first, DEMO_DB);
 	tickets_env_close(env);
 	env = NULL;
 	db_close(db);

@@ -90,7 +90,8 @@ static void wait_log(const char *path, const char *needle, int timeout_ms, char 
 	}
 	{
 		char *text = text_of(path);
-		fail_msg("waited %d ms for '%s' in the log:\n%s", timeout_ms, needle, text);
+		tu_fail_free(text, NULL, "waited %d ms for '%s' in the log:\n%s", timeout_ms, needle,
+			     text);
 	}
 }
 
@@ -141,7 +142,7 @@ static int node(const char *const *argv, const char *log_path, int timeout_ms)
 	waitpid(pid, &st, 0);
 	{
 		char *text = text_of(log_path);
-		fail_msg("node %s ran past %d ms:\n%s", argv[1], timeout_ms, text);
+		tu_fail_free(text, NULL, "node %s ran past %d ms:\n%s", argv[1], timeout_ms, text);
 	}
 	return -1;
 }
@@ -153,7 +154,7 @@ static void copy_file(const char *from, const char *to)
 	FILE *f = fopen(to, "wb");
 
 	if (!f)
-		fail_msg("cannot write %s: %s", to, strerror(errno));
+		tu_fail_free(data, NULL, "cannot write %s: %s", to, strerror(errno));
 	assert_int_equal(fwrite(data, 1, size, f), size);
 	assert_int_equal(fclose(f), 0);
 	free(data);
@@ -217,7 +218,8 @@ static void test_dashboard_in_a_browser(void **state)
 	rc = node((const char *const[]){ "node", SCRIPT, url, token, shot, NULL }, nlog, BROWSER_MS);
 	if (rc != 0) {
 		char *text = text_of(nlog), *rlog = text_of(log);
-		fail_msg("node %s exited %d:\n%s\n--- run.log:\n%s", SCRIPT, rc, text, rlog);
+		tu_fail_free(text, rlog, "node %s exited %d:\n%s\n--- run.log:\n%s", SCRIPT, rc, text,
+			     rlog);
 	}
 
 	/* the screenshot is a PNG; keep a copy as test output */

@@ -267,37 +267,6 @@ static void run_pipeline(const struct tu_env *e, const char *id)
 			 round);
 }
 
-/*
- * spawn_wait: run argv[0] (found on PATH) with stdout to out_path and stderr
- * to err_path (NULL: /dev/null), wait up to timeout_ms.  Returns the exit
- * status, -1 for a signal death; fails the test on a timeout.
- */
-static int spawn_wait(const char *const *argv, const char *out_path, const char *err_path,
-		      int timeout_ms)
-{
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int rc;
-
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, out_path ? out_path : "/dev/null",
-					 O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	posix_spawn_file_actions_addopen(&fa, 2, err_path ? err_path : "/dev/null",
-					 O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc != 0)
-		fail_msg("cannot run %s: %s", argv[0], strerror(rc));
-	rc = tu_wait(pid, timeout_ms);
-	if (rc == -2) {
-		kill(pid, SIGKILL);
-		tu_wait(pid, 5000);
-		fail_msg("%s did not finish within %d ms", argv[0], timeout_ms);
-	}
-	return rc;
-}
-
 static int is_base32(int c)
 {
 	return (c >= 'A' && c <= 'Z') || (c >= '2' && c <= '7');
@@ -324,7 +293,7 @@ static int codes_from_pdf(const struct tu_env *e, const char *id, char codes[][C
 
 	snprintf(pdf, sizeof pdf, "%s/blobs/tickets/%s.pdf", e->dir, id);
 	snprintf(txt, sizeof txt, "%s/%s.txt", e->dir, id);
-	rc = spawn_wait((const char *const[]){ "pdftotext", "-enc", "UTF-8", pdf, txt, NULL }, NULL,
+	rc = tu_exec((const char *const[]){ "pdftotext", "-enc", "UTF-8", pdf, txt, NULL }, NULL,
 			NULL, 20000);
 	if (rc != 0)
 		fail_msg("pdftotext %s: exit %d", pdf, rc);
@@ -1018,13 +987,14 @@ static void test_demo_twenty_orders(void **state)
 		fail_msg("cannot resolve %s", tu_bin());
 	snprintf(outp, sizeof outp, "%s/demo.out", e->dir);
 	snprintf(errp, sizeof errp, "%s/demo.err", e->dir);
-	rc = spawn_wait((const char *const[]){ "/bin/sh", "-c",
+	rc = tu_exec((const char *const[]){ "/bin/sh", "-c",
 					       "cd \"$1\" && exec \"$2\" demo --orders 20", "sh",
 					       e->dir, bin, NULL }, outp, errp, 50000);
 	text = (char *)tu_slurp(outp, &size);
 	errtext = (char *)tu_slurp(errp, &size);
 	if (rc != 0)
-		fail_msg("demo --orders 20: exit %d\nstdout:\n%s\nstderr:\n%s", rc, text, errtext);
+		tu_fail_free(text, errtext, "demo --orders 20: exit %d\nstdout:\n%s\nstderr:\n%s", rc,
+			     text, errtext);
 	assert_int_equal(summary_value(text, "orders"), 20);
 	assert_int_equal(summary_value(text, "PDFs stored"), 20);
 	assert_int_equal(summary_value(text, "emails sent"), 20);
@@ -1042,6 +1012,37 @@ static void test_demo_twenty_orders(void **state)
 	assert_int_equal(tu_count(newdir, "SELECT count(*) FROM orders"), 20);
 	assert_int_equal(tu_count(newdir, "SELECT count(*) FROM email_sends WHERE sent_at IS NOT "
 				  "NULL"), 20);
+
+	/* the closing hints name the program as it was run, and work as printed */
+	{
+		char hint[PATH_MAX + 200], want[PATH_MAX + 100], *nl;
+		const char *p = strstr(text, "\ntry: "), *d = strstr(text, "\ndashboard: ");
+
+		assert_non_null(p);
+		assert_non_null(d);
+		snprintf(want, sizeof want, "\ndashboard: %s serve --db ", bin);
+		if (strncmp(d, want, strlen(want)) != 0)
+			tu_fail_free(text, errtext, "dashboard hint does not start with '%s':\n%s",
+				     want + 1, d + 1);
+		snprintf(hint, sizeof hint, "%s", p + 6);
+		if ((nl = strchr(hint, '\n')))
+			*nl = '\0';
+		snprintf(want, sizeof want, "%s order show ", bin);
+		if (strncmp(hint, want, strlen(want)) != 0)
+			tu_fail_free(text, errtext, "try hint '%s' does not start with '%s'", hint,
+				     want);
+		free(text);
+		free(errtext);
+		rc = tu_exec((const char *const[]){ "/bin/sh", "-c", "cd \"$1\" && eval \"$2\"",
+						       "sh", e->dir, hint, NULL },
+				outp, errp, 20000);
+		text = (char *)tu_slurp(outp, &size);
+		errtext = (char *)tu_slurp(errp, &size);
+		if (rc != 0)
+			tu_fail_free(text, errtext, "the demo's hint '%s': exit %d\n%s", hint, rc,
+				     errtext);
+		assert_non_null(strstr(text, "tickets"));
+	}
 	free(text);
 	free(errtext);
 }

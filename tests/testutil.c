@@ -29,6 +29,53 @@
 
 extern char **environ;
 
+/*
+ * tu_exec: run argv[0] (found on PATH) with stdout to out_path and stderr
+ * to err_path (NULL: /dev/null), wait up to timeout_ms.  Returns the exit
+ * status, -1 for a signal death; fails the test on a timeout.
+ */
+int tu_exec(const char *const *argv, const char *out_path, const char *err_path,
+		      int timeout_ms)
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int rc;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, out_path ? out_path : "/dev/null",
+					 O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	posix_spawn_file_actions_addopen(&fa, 2, err_path ? err_path : "/dev/null",
+					 O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc != 0)
+		fail_msg("cannot run %s: %s", argv[0], strerror(rc));
+	rc = tu_wait(pid, timeout_ms);
+	if (rc == -2) {
+		kill(pid, SIGKILL);
+		tu_wait(pid, 5000);
+		fail_msg("%s did not finish within %d ms", argv[0], timeout_ms);
+	}
+	return rc;
+}
+
+void tu_fail_free(void *a, void *b, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	free(a);
+	free(b);
+	print_error("%s\n", msg ? msg : fmt);
+	free(msg);
+	fail();
+}
+
 static int make_env(void **state, int with_db)
 {
 	struct tu_env *e = calloc(1, sizeof *e);

@@ -55,6 +55,17 @@ int tu_reap(pid_t pid, int timeout_ms, const char *what);
 /* tu_slurp: the whole file, NUL-terminated; [out] *size.  Caller frees. */
 unsigned char *tu_slurp(const char *path, size_t *size);
 
+/* tu_exec: run argv[0] (found on PATH) with stdin from /dev/null, stdout to
+ * out_path and stderr to err_path (NULL: /dev/null); wait up to timeout_ms.
+ * Returns the exit status, -1 for a signal death; on a timeout the child is
+ * killed and the test fails. */
+int tu_exec(const char *const *argv, const char *out_path, const char *err_path, int timeout_ms);
+
+/* tu_fail_free: fail the test with the printf-style message, after freeing
+ * a and b (either may be NULL), which the message may print: a failure that
+ * shows a log it read leaks nothing under LeakSanitizer. */
+void tu_fail_free(void *a, void *b, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* tu_wait: wait up to timeout_ms for pid; returns the exit status, -1 for a
  * signal death, -2 on timeout (the child is left running). */
 int tu_wait(pid_t pid, int timeout_ms);

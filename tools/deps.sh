@@ -8,12 +8,17 @@ for p in "$@"; do
 done
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ]; then
-	echo "installing:$missing"
+	echo "deps: apt-get install$missing"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq && apt-get install -y -qq $missing >/dev/null || {
+	# apt's own words only when it fails
+	log=$(mktemp)
+	if ! { apt-get update -qq && apt-get install -y -qq $missing; } >"$log" 2>&1; then
+		cat "$log" >&2
+		rm -f "$log"
 		echo "deps: apt-get install failed for:$missing" >&2
 		exit 1
-	}
+	fi
+	rm -f "$log"
 else
 	echo "deps: missing Debian packages:$missing" >&2
 	echo "deps: run: sudo apt-get install -y$missing" >&2

@@ -1,31 +1,74 @@
 #!/bin/sh
 # run_tests.sh BUILD STAGEDOOR_BIN TEST...: run each cmocka test binary with
-# STAGEDOOR_BIN set, then print one closing line "BUILD: N passed, N failed".
+# STAGEDOOR_BIN set; one line per binary (its test count and time), and a
+# failing binary's whole log on its own lines after it.  Every log is kept in
+# build/test-output/BUILD/TEST.log.  Closes on "BUILD: N passed, N failed",
+# also written to build/test-output/BUILD.result.
+#
+# run_tests.sh --report BUILD...: each BUILD's closing line (a build that did
+# not get as far as its tests counts as one failure), then their sum as
+# "test: N passed, N failed"; exit 1 when anything failed.
+out_dir=build/test-output
+
+if [ "$1" = --report ]; then
+	shift
+	pass=0
+	fail=0
+	echo
+	for b in "$@"; do
+		line=$(cat "$out_dir/$b.result" 2>/dev/null)
+		case $line in
+		"$b: "*" passed, "*" failed") ;;
+		*)
+			echo "$b: the build failed before its tests ran"
+			line="$b: 0 passed, 1 failed"
+			;;
+		esac
+		echo "$line"
+		set -- $line
+		pass=$((pass + $2))
+		fail=$((fail + $4))
+	done
+	echo "test: $pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+	exit
+fi
+
 build=$1
 bin=$2
 shift 2
 pass=0
 fail=0
 failed=""
+logs=$out_dir/$build
+mkdir -p "$logs"
+rm -f "$out_dir/$build.result"
 export STAGEDOOR_BIN="$bin"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 for t in "$@"; do
-	echo "== $build: $(basename "$t")"
-	out=$(mktemp)
-	"$t" >"$out" 2>&1
+	name=$(basename "$t")
+	log=$logs/$name.log
+	t0=$(date +%s)
+	"$t" >"$log" 2>&1
 	rc=$?
-	cat "$out"
+	secs=$(($(date +%s) - t0))
 	# cmocka prints "[  PASSED  ] N test(s)." and "[  FAILED  ] N test(s)..."
-	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -n 1)
-	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -n 1)
-	rm -f "$out"
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
 	pass=$((pass + ${p:-0}))
-	if [ "$rc" -ne 0 ]; then
+	if [ "$rc" -eq 0 ]; then
+		printf '  ok    %s %-18s %3s passed  %4s s\n' "$build" "$name" "${p:-0}" "$secs"
+	else
 		fail=$((fail + ${f:-1}))
-		failed="$failed $(basename "$t")"
+		failed="$failed $name"
+		printf '  FAIL  %s %-18s %3s passed, %s failed, exit %s  %4s s\n' \
+			"$build" "$name" "${p:-0}" "${f:-?}" "$rc" "$secs"
+		printf -- '---- %s %s: its log (%s) ----\n' "$build" "$name" "$log"
+		cat "$log"
+		printf -- '---- end of %s %s ----\n' "$build" "$name"
 	fi
 done
 [ -n "$failed" ] && echo "$build: failing:$failed"
-echo "$build: $pass passed, $fail failed"
+echo "$build: $pass passed, $fail failed" | tee "$out_dir/$build.result"
 [ "$fail" -eq 0 ]

@@ -4,7 +4,7 @@
 set -eu
 cd "$(dirname "$0")"
 shot=${1:-/tmp/stagedoor-dashboard.png}
-[ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
+sh ../../tools/npm_deps.sh . || exit 1
 out=$(mktemp)
 node fake_box.mjs --port 0 --token fake-token >"$out" &
 pid=$!
