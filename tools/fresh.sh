@@ -207,9 +207,13 @@ for cmd in "$@"; do
 	p0=$(pkgs); k0=$(pkg_kib); d0=$(disk_kib); t0=$(date +%s)
 	say "running '$cmd' in the chroot (clean environment, no terminal)"
 	rcf=$work/rc
+	# in the background, and waited for: a signal to this script runs its
+	# trap at once (a foreground command would defer it until it ended)
+	rm -f "$rcf"
 	{ in_chroot "cd /root/stagedoor && $cmd" 2>&1 && echo 0 >"$rcf" || echo $? >"$rcf"; } |
-		tee -a "$log"
-	rc=$(cat "$rcf")
+		tee -a "$log" &
+	wait $! || true
+	rc=$(cat "$rcf" 2>/dev/null || echo 1)
 	t1=$(date +%s); p1=$(pkgs); k1=$(pkg_kib); d1=$(disk_kib)
 	line=$(printf "'%s': exit %s in %s s; +%s packages (%s in all), +%s MiB installed, chroot +%s MiB" \
 		"$cmd" "$rc" $((t1 - t0)) $((p1 - p0)) "$p1" $(((k1 - k0) / 1024)) $(((d1 - d0) / 1024)))
