@@ -155,7 +155,7 @@ check-browser: deps-test
 check-fresh:
 	@sh tools/fresh.sh --readme
 
-build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o
+build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o build/rel/log.o
 	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) -Isrc -o $@ $^ $(LDLIBS)
 
 # The local HTTPS mail provider the mail tests run against (tools/mailsink).

@@ -36,6 +36,7 @@
 #include "mail.h"
 #include "metrics.h"
 #include "queue.h"
+#include "text.h"
 
 struct api {
 	char db_path[PATH_MAX];
@@ -178,20 +179,20 @@ static void res_set(struct api_response *res, int status, const char *type, char
 }
 
 /* A JSON string from text that may hold broken UTF-8 (a message that cut a
- * name short): bytes jansson refuses become '?'. */
+ * name short, a row stored before text was checked): what text_check would
+ * refuse is shown escaped (text_escape), never a 500. */
 static json_t *json_text(const char *s)
 {
-	char buf[512];
-	json_t *j = json_string(s);
-	size_t i;
+	json_t *j;
+	char *e;
 
-	if (j)
+	if (text_utf8_valid(s) && (j = json_string(s)))
 		return j;
-	snprintf(buf, sizeof buf, "%s", s);
-	for (i = 0; buf[i]; i++)
-		if ((unsigned char)buf[i] >= 0x80 || (unsigned char)buf[i] < 0x20)
-			buf[i] = '?';
-	return json_string(buf);
+	if (!(e = text_escape(s)))
+		return NULL;
+	j = json_string(e);
+	free(e);
+	return j;
 }
 
 static void res_fail(struct api_response *res, int status, const char *msg, const char *field);

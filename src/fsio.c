@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define FSIO_DIR_MODE 0750
+#define FSIO_DIR_MODE 0700
 #define FSIO_TMP_TRIES 8
 
 enum sd_result fsio_write_all(int fd, const void *data, size_t len, const char *path)
@@ -104,7 +104,7 @@ static enum sd_result fsio_sync_parent(const char *path)
 	return fsio_sync_dir(dir);
 }
 
-/* mkdir path (mode 0750); [out] *made is 1 when it was created here. */
+/* mkdir path (mode 0700); [out] *made is 1 when it was created here. */
 static enum sd_result fsio_mkdir(const char *path, int *made)
 {
 	struct stat st;

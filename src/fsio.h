@@ -50,7 +50,7 @@ enum sd_result fsio_sync_dir(const char *dir);
 
 /*
  * fsio_mkdirs: mkdir -p for the folder dir: every missing folder on the way
- * is made with mode 0750, and each one made here is synced into its parent
+ * is made with mode 0700, and each one made here is synced into its parent
  * before the next, so a file later put in dir is reachable after a power
  * cut.  A folder that exists is left as it is (not synced again).
  * [in] from: how many leading bytes of dir are known to name existing

@@ -124,7 +124,7 @@ static int lock_take(const char *db)
 	int fd;
 
 	snprintf(path, sizeof path, "%s-run.lock", db);
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
 		return cli_fail(err_set(SD_IO, "cannot open the run lock %s: %s", path,
 					strerror(errno)));
 	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {

@@ -665,6 +665,118 @@ static void test_order_show_pdf_scan(void **state)
 	       400, "code");
 }
 
+/* run_job: a handler on job "outbox:N" of kind for the only order, as the
+ * worker would run it. */
+static enum job_outcome run_job(enum job_outcome (*fn)(struct handler_ctx *, const struct job *,
+							struct job_result *),
+				const char *kind_name, int64_t n)
+{
+	struct tickets_env *tenv = NULL;
+	struct handler_ctx *ctx;
+	struct job job;
+	struct job_result jr;
+	char payload[64], job_id[32], kind[32];
+	enum job_outcome out;
+
+	assert_int_equal(tickets_env_open(F.env->db_path, NULL, NULL, NULL, NULL, &tenv), SD_OK);
+	ctx = worker_ctx_new(F.env->db_path, tenv);
+	snprintf(payload, sizeof payload, "{\"order_id\":%lld}",
+		 (long long)COUNT("SELECT id FROM orders"));
+	snprintf(job_id, sizeof job_id, "outbox:%lld", (long long)n);
+	snprintf(kind, sizeof kind, "%s", kind_name);
+	memset(&job, 0, sizeof job);
+	job.id = n;
+	job.lease_token = 1;
+	job.deliveries = 1;
+	job.job_id = job_id;
+	job.kind = kind;
+	job.payload = payload;
+	memset(&jr, 0, sizeof jr);
+	out = fn(ctx, &job, &jr);
+	if (out != JOB_DONE)
+		fail_msg("%s: outcome %d: %s", kind_name, (int)out, jr.error);
+	worker_ctx_free(ctx);
+	tickets_env_close(tenv);
+	return out;
+}
+
+/*
+ * A row stored before text was checked strictly (a surrogate, an overlong
+ * form, a code point past U+10FFFF, a bidi override) is shown escaped by
+ * every read path and still renders and sends: never a 500, never a job
+ * gone dead for a stored value.  New text like it is refused at the door.
+ */
+static void test_stored_bad_text_is_shown_escaped(void **state)
+{
+	struct api_response res;
+	char body[256], path[128], id[ORDER_ID_MAX];
+	struct db_stmt *st;
+	int64_t ev;
+	json_t *o;
+
+	(void)state;
+	ev = add_event(10);
+	order_body(body, sizeof body, ev, 1);
+	post_order("k-bad-text", body, &res);
+	assert_int_equal(res.status, 201);
+	o = body_json(&res);
+	snprintf(id, sizeof id, "%s", json_string_value(json_object_get(o, "id")));
+	json_decref(o);
+	api_response_free(&res);
+	st = db_stmt(F.env->db, "UPDATE events SET name = ?1, venue = ?2 WHERE id = ?3");
+	db_bind_text(st, 1, "Bad \xed\xa0\x80 \xe2\x80\xae");
+	db_bind_text(st, 2, "H\xe0\x80\xaf");
+	db_bind_int(st, 3, ev);
+	assert_int_equal(db_run(st), SD_OK);
+	st = db_stmt(F.env->db, "UPDATE orders SET buyer_name = ?1");
+	db_bind_text(st, 1, "Ana \xf4\x90\x80\x80");
+	assert_int_equal(db_run(st), SD_OK);
+
+	snprintf(path, sizeof path, "/v1/events/%lld", (long long)ev);
+	call(&(struct req){ "GET", path, NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "name")),
+			    "Bad \\xED\\xA0\\x80 \\u{202E}");
+	assert_string_equal(json_string_value(json_object_get(o, "venue")), "H\\xE0\\x80\\xAF");
+	json_decref(o);
+	api_response_free(&res);
+	call(&(struct req){ "GET", "/v1/stats", NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	api_response_free(&res);
+	snprintf(path, sizeof path, "/v1/orders/%s", id);
+	call(&(struct req){ "GET", path, NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "name")),
+			    "Ana \\xF4\\x90\\x80\\x80");
+	json_decref(o);
+	api_response_free(&res);
+
+	/* the order still completes: its PDF renders and its email goes out */
+	run_job(tickets_render, "render_tickets", 1);
+	assert_int_equal(COUNT("SELECT count(*) FROM tickets WHERE pdf_key IS NULL"), 0);
+	run_job(tickets_send, "send_tickets", 2);
+	assert_int_equal(COUNT("SELECT count(*) FROM email_sends WHERE sent_at IS NOT NULL"), 1);
+
+	/* and the same text is refused when it comes in now */
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"a\\u202eb\",\"venue\":\"b\","
+			      "\"starts_at\":\"2026-01-01T00:00Z\",\"capacity\":5}" }, 400, "name");
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"a\",\"venue\":\"\\u0085\","
+			      "\"starts_at\":\"2026-01-01T00:00Z\",\"capacity\":5}" }, 400, "venue");
+	snprintf(body, sizeof body, "{\"event_id\":%lld,\"name\":\"Ana \\u2066x\","
+		 "\"email\":\"ana@example.com\",\"seats\":1}", (long long)ev);
+	expect(&(struct req){ "POST", "/v1/orders", NULL, F.auth, "k-bidi", JSON, body }, 400,
+	       "name");
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"\xed\xa0\x80\",\"venue\":\"b\","
+			      "\"starts_at\":\"2026-01-01T00:00Z\",\"capacity\":5}" }, 400, NULL);
+	assert_int_equal(COUNT("SELECT count(*) FROM events"), 1);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 1);
+}
+
 /* ======================== jobs, stats, health, metrics =================== */
 
 static void test_jobs_retry(void **state)
@@ -1185,6 +1297,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_order_busy_503, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_show_pdf_scan, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stored_bad_text_is_shown_escaped, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_jobs_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_metrics_health, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dashboard_extras, setup, teardown),
