@@ -69,6 +69,7 @@ static const struct keydef {
 				       "2592000000", 1 },
 	[CONFIG_MAINTENANCE_MS] = { "maintenance_ms", K_INT, 50, 3600000, "1000", 1 },
 	[CONFIG_WAL_WARN_BYTES] = { "wal_warn_bytes", K_INT, 65536, 1LL << 40, "67108864", 1 },
+	[CONFIG_DISK_WARN_BYTES] = { "disk_warn_bytes", K_INT, 1, 1LL << 50, "536870912", 0 },
 	[CONFIG_HTTP_LISTEN] = { "http_listen", K_STR, 0, 0, "127.0.0.1:8080", 0 },
 	[CONFIG_API_KEY_TTL_MS] = { "api_key_ttl_ms", K_INT, 1000, 3650 * DAY_MS, "86400000", 0 },
 	[CONFIG_LOG_LEVEL] = { "log_level", K_LEVEL, 0, 0, "info", 1 },

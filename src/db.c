@@ -98,8 +98,8 @@ static enum sd_result db_make_parent(const char *path)
 
 /*
  * The database holds buyers' names and addresses: its file is the box
- * user's alone (0600) whatever the umask.  A new one is made 0600 before
- * SQLite opens it, and SQLite gives its -wal and -shm the database file's
+ * user's alone (0600) whatever the umask.  A new one is made 0600 (and its
+ * name synced into its folder) before SQLite opens it, and SQLite gives its -wal and -shm the database file's
  * mode.  An existing one readable by others is tightened, with its -wal and
  * -shm, and a log line says so.
  */
@@ -107,11 +107,20 @@ static enum sd_result db_create_private(const char *path)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 
+	char dir[PATH_MAX], *slash;
+
 	if (fd < 0 && errno != EEXIST)
 		return err_set(SD_IO, "cannot create %s: %s", path, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	return SD_OK;
+	if (fd < 0)
+		return SD_OK;	/* another process made it first */
+	close(fd);
+	/* SQLite syncs the folder when it makes a WAL, not when it makes the
+	 * database: without this a power cut can take the new file's name */
+	snprintf(dir, sizeof dir, "%s", path);
+	if (!(slash = strrchr(dir, '/')))
+		return fsio_sync_dir(".");
+	*(slash == dir ? slash + 1 : slash) = '\0';
+	return fsio_sync_dir(dir);
 }
 
 static void db_tighten(const char *path, const struct stat *sb)

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define FSIO_DIR_MODE 0700
@@ -231,4 +232,16 @@ out:
 	if (tmp_made)
 		unlink(tmp);
 	return r;
+}
+
+enum sd_result fsio_free_bytes(const char *path, int64_t *bytes)
+{
+	struct statvfs sv;
+
+	*bytes = 0;
+	if (statvfs(path, &sv) != 0)
+		return err_set(SD_IO, "cannot read the free space of %s: %s", path,
+			       strerror(errno));
+	*bytes = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
+	return SD_OK;
 }

@@ -63,6 +63,13 @@ enum sd_result fsio_sync_dir(const char *dir);
 enum sd_result fsio_mkdirs(const char *dir, size_t from);
 
 /*
+ * fsio_free_bytes: the space an unprivileged writer may still use on the
+ * filesystem that holds path (statvfs: f_bavail x f_frsize).  [out] *bytes.
+ * SD_IO naming the path when it cannot be asked.
+ */
+enum sd_result fsio_free_bytes(const char *path, int64_t *bytes);
+
+/*
  * fsio_put: make path name a file that holds data[0..len), atomically and
  * durably.  Writes a new temp file (O_EXCL, never following a link,
  * permission bits mode from its creation on, so a secret is never readable

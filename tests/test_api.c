@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,21 +49,31 @@ static int alive_fn(void *arg)
 	return F.alive;
 }
 
-static int open_api(int64_t ttl)
+/* open_api_opts: the API as api_open makes it from o (its db_path etc.),
+ * with the token read into F.auth. */
+static void open_api_opts(const struct api_opts *o)
 {
-	struct api_opts o = { F.env->db_path, NULL, ttl, alive_fn, NULL };
 	char path[400];
 	size_t len = 0;
 	unsigned char *tok;
 
 	api_close(F.api);
 	F.api = NULL;
-	assert_int_equal(api_open(&o, &F.api), SD_OK);
-	assert_int_equal(api_token_path(F.env->db_path, NULL, path, sizeof path), SD_OK);
+	assert_int_equal(api_open(o, &F.api), SD_OK);
+	assert_int_equal(api_token_path(o->db_path, o->state_dir, path, sizeof path), SD_OK);
 	tok = tu_slurp(path, &len);
 	assert_int_equal(len, API_TOKEN_HEX);
 	snprintf(F.auth, sizeof F.auth, "Bearer %s", tok);
 	free(tok);
+}
+
+/* The tests' API: a 1-byte disk threshold, so that a full /tmp on the test
+ * machine does not turn /healthz red (test_disk_space sets its own). */
+static int open_api(int64_t ttl)
+{
+	struct api_opts o = { F.env->db_path, NULL, ttl, alive_fn, NULL, 1 };
+
+	open_api_opts(&o);
 	return 0;
 }
 
@@ -81,6 +92,11 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
+	char small[300];
+
+	/* test_disk_space's tmpfs, when it failed before unmounting it */
+	snprintf(small, sizeof small, "%s/small", F.env->dir);
+	umount2(small, MNT_DETACH);
 	failpoint_set_hook(NULL, NULL);
 	db_busy_timeout_set(0);
 	json_set_alloc_funcs(malloc, free);	/* an out-of-memory test that failed */
@@ -777,6 +793,65 @@ static void test_stored_bad_text_is_shown_escaped(void **state)
 	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 1);
 }
 
+/* The free space of the database's folder and of the state folder, in
+ * /healthz, /v1/stats and /metrics: a state folder on a 4 MiB tmpfs is low
+ * against an 8 MiB threshold (503) and fine against 1 MiB (200). */
+static void test_disk_space(void **state)
+{
+	struct api_response res;
+	char small[300], cmd[400];
+	struct api_opts o = { F.env->db_path, small, 0, alive_fn, NULL, 8LL << 20 };
+	json_t *h, *d;
+	int64_t sfree;
+
+	(void)state;
+	snprintf(small, sizeof small, "%s/small", F.env->dir);
+	assert_int_equal(mkdir(small, 0700), 0);
+	snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=4m tmpfs '%s'", small);
+	if (system(cmd) != 0)
+		fail_msg("cannot mount a 4 MiB tmpfs on %s (the test needs root)", small);
+	assert_int_equal(tickets_files_init(F.env->db_path, small), SD_OK);
+	assert_int_equal(api_token_ensure(F.env->db_path, small), SD_OK);
+	open_api_opts(&o);
+
+	call(&(struct req){ "GET", "/healthz" }, &res);
+	h = body_json(&res);
+	d = json_object_get(h, "disk");
+	sfree = json_integer_value(json_object_get(d, "state_free_bytes"));
+	if (res.status != 503 || !json_is_true(json_object_get(d, "low")) ||
+	    json_is_true(json_object_get(h, "ok")) || sfree <= 0 || sfree > (4LL << 20) ||
+	    json_integer_value(json_object_get(d, "db_free_bytes")) <= (4LL << 20) ||
+	    json_integer_value(json_object_get(d, "warn_bytes")) != (8LL << 20))
+		fail_msg("healthz with 4 MiB against 8: %d %.*s", res.status, (int)res.body_len,
+			 res.body);
+	json_decref(h);
+	api_response_free(&res);
+	call(&(struct req){ "GET", "/metrics" }, &res);
+	assert_non_null(strstr(res.body, "\nstagedoor_disk_free_bytes{folder=\"state\"} "));
+	assert_non_null(strstr(res.body, "\nstagedoor_disk_free_bytes{folder=\"db\"} "));
+	assert_non_null(strstr(res.body, "\nstagedoor_disk_warn_bytes 8388608\n"));
+	api_response_free(&res);
+	call(&(struct req){ "GET", "/v1/stats", NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);	/* stats report it; only health fails */
+	h = body_json(&res);
+	assert_true(json_is_true(json_object_get(json_object_get(h, "disk"), "low")));
+	json_decref(h);
+	api_response_free(&res);
+
+	o.disk_warn_bytes = 1LL << 20;
+	open_api_opts(&o);
+	call(&(struct req){ "GET", "/healthz" }, &res);
+	h = body_json(&res);
+	if (res.status != 200 || json_is_true(json_object_get(json_object_get(h, "disk"), "low")))
+		fail_msg("healthz with 4 MiB against 1: %d %.*s", res.status, (int)res.body_len,
+			 res.body);
+	json_decref(h);
+	api_response_free(&res);
+	api_close(F.api);
+	F.api = NULL;
+	assert_int_equal(umount2(small, 0), 0);
+}
+
 /* ======================== jobs, stats, health, metrics =================== */
 
 static void test_jobs_retry(void **state)
@@ -1299,6 +1374,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_order_show_pdf_scan, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_bad_text_is_shown_escaped, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_disk_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jobs_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_metrics_health, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dashboard_extras, setup, teardown),
