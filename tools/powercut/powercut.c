@@ -19,10 +19,9 @@
  *    A change becomes durable when the directory it belongs to is fsynced:
  *    the parent for create/mknod/mkdir/symlink/link/unlink/rmdir, the
  *    destination directory for rename.  A change made durable also makes
- *    durable every earlier change it depends on (one that names the same
- *    inode, or the same directory entry, or an entry inside a directory that
- *    it removes), so the backing tree never holds a durable change on top of
- *    an undone one.  Unlinked and replaced names are moved to
+ *    durable every earlier change it depends on (one on the same directory
+ *    entry, or on an entry inside a directory that it removes), so the
+ *    backing tree never holds a durable change on top of an undone one.  Unlinked and replaced names are moved to
  *    BACKING_DIR/.powercut-stash (hidden from the mount) and really removed
  *    once their change is durable.
  *
@@ -815,17 +814,13 @@ static int same_entry(struct inode *da, const char *na, struct inode *db, const 
 	return da && db && da == db && na && nb && !strcmp(na, nb);
 }
 
-/* does the later change b rest on the earlier change a? */
+/* does the later change b rest on the earlier change a?  It does when
+ * undoing a would touch a directory entry that b made or moved, or an entry
+ * inside a directory that b removed. */
 static int depends(const struct change *b, const struct change *a)
 {
-	struct inode *ia[2] = {a->obj, a->repl}, *ib[2] = {b->obj, b->repl};
 	struct inode *removed = NULL;
-	int i, j;
 
-	for (i = 0; i < 2; i++)
-		for (j = 0; j < 2; j++)
-			if (ia[i] && ia[i] == ib[j])
-				return 1;
 	if (same_entry(a->p1, a->n1, b->p1, b->n1) || same_entry(a->p1, a->n1, b->p2, b->n2) ||
 	    same_entry(a->p2, a->n2, b->p1, b->n1) || same_entry(a->p2, a->n2, b->p2, b->n2))
 		return 1;
