@@ -556,6 +556,62 @@ static void test_names_until_dir_fsync(void **state)
 	}
 }
 
+/* a durable change pulls in the earlier changes it rests on, so no undo
+ * ever fails and the stash keeps nothing */
+static void test_dependencies(void **state)
+{
+	struct fx *f = started(state, NULL);
+	char p[PATH_MAX], q[PATH_MAX], buf[64];
+	const char *r;
+	DIR *d;
+	struct dirent *de;
+	int left = 0;
+
+	assert_int_equal(mkdir(M(f, p, "A"), 0755), 0);
+	assert_int_equal(mkdir(M(f, p, "B"), 0755), 0);
+	assert_int_equal(mkdir(M(f, p, "C"), 0755), 0);
+	assert_int_equal(mkdir(M(f, p, "X"), 0755), 0);
+	assert_int_equal(put(M(f, p, "C/z"), "z", 1), 0);
+	assert_int_equal(put(M(f, p, "A/x"), "old-x", 1), 0);
+	assert_int_equal(fsync_dir(M(f, p, "A")), 0);
+	assert_int_equal(fsync_dir(M(f, p, "C")), 0);
+	assert_int_equal(fsync_dir(f->mnt), 0);
+
+	/* made in A (never synced), moved to B (synced): the making stays */
+	assert_int_equal(put(M(f, p, "A/t"), "t", 1), 0);
+	assert_int_equal(rename(M(f, p, "A/t"), M(f, q, "B/t2")), 0);
+	assert_int_equal(fsync_dir(M(f, p, "B")), 0);
+	/* A/x moved to B (B not synced again), then C/z moved to A/x and A
+	 * synced: the first move stays as well */
+	assert_int_equal(rename(M(f, p, "A/x"), M(f, q, "B/x")), 0);
+	assert_int_equal(rename(M(f, p, "C/z"), M(f, q, "A/x")), 0);
+	assert_int_equal(fsync_dir(M(f, p, "A")), 0);
+	/* a file made and removed in X, then X removed and root synced */
+	assert_int_equal(put(M(f, p, "X/f"), "f", 1), 0);
+	assert_int_equal(unlink(M(f, p, "X/f")), 0);
+	assert_int_equal(rmdir(M(f, p, "X")), 0);
+	assert_int_equal(fsync_dir(f->mnt), 0);
+
+	r = pc_ctl(f, "cut");
+	assert_memory_equal(r, "ok cut clean", 12);
+	assert_int_equal(field(r, "failed"), 0);
+	assert_int_equal(field(r, "undone"), 0);
+	assert_true((d = opendir(B(f, q, ".powercut-stash"))) != NULL);
+	while ((de = readdir(d)))
+		left += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	assert_int_equal(left, 0);
+	remount(f, NULL);
+	assert_false(exists(M(f, p, "A/t")));
+	assert_int_equal(get(M(f, p, "B/t2"), buf, sizeof buf), 1);
+	assert_int_equal(get(M(f, p, "B/x"), buf, sizeof buf), 5);
+	assert_string_equal(buf, "old-x");
+	assert_int_equal(get(M(f, p, "A/x"), buf, sizeof buf), 1);
+	assert_string_equal(buf, "z");
+	assert_false(exists(M(f, p, "C/z")));
+	assert_false(exists(M(f, p, "X")));
+}
+
 /* the project's pattern: temp, fsync, rename, fsync the folder */
 static int replace_file(struct fx *f, const char *name, const char *text, int sync_dir)
 {
@@ -1308,6 +1364,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_data_until_fsync, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_names_until_dir_fsync, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dependencies, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_atomic_replace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_torn_sectors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dead_after_cut, setup, teardown),
