@@ -2284,6 +2284,9 @@ int main(int argc, char **argv)
 		say("unmounted: wrote %" PRIu64 " dirty bytes, made %" PRIu64
 		    " namespace changes durable (%" PRIu64 " failures)",
 		    f.bytes, ch, f.failed);
+		/* nothing is left to undo: the stash goes if empty */
+		if (unlinkat(G.root.pfd, PC_STASH, AT_REMOVEDIR) != 0 && errno != ENOTEMPTY)
+			say("cannot remove %s/%s: %s", G.backing, PC_STASH, strerror(errno));
 	} else {
 		say("unmounted after the cut");
 	}

@@ -1317,6 +1317,7 @@ static void test_posix_basics(void **state)
 	assert_int_equal(stat(B(f, q, "fb"), &bst), 0);
 	assert_int_equal(bst.st_size, 3 * 4096 + 7);
 	log_has(f, "unmounted: wrote ");
+	assert_false(exists(B(f, q, ".powercut-stash")));
 }
 
 /* wait until the mount answers EIO: the cut is done */
