@@ -166,6 +166,21 @@ static pid_t kid_fork(void)
 	return pid;
 }
 
+/* wait at most 10 s for a child; its status, or a failure (the teardown
+ * kills what is left) */
+static int kid_wait(pid_t kid)
+{
+	int status, i;
+
+	for (i = 0; i < 1000; i++) {
+		if (waitpid(kid, &status, WNOHANG) == kid)
+			return status;
+		msleep(10);
+	}
+	fail_msg("child %d did not end", (int)kid);
+	return -1;
+}
+
 /* ---------------------------------------------------------- the daemon */
 
 static int pc_start(struct fx *f, const char *const *extra)
@@ -823,7 +838,7 @@ static void test_dead_after_cut(void **state)
 	cut(f, "cut");
 	before = snapshot(f->back);
 	assert_int_equal(write(go[1], "g", 1), 1);
-	waitpid(kid, NULL, 0);
+	kid_wait(kid);
 	f->nkids = 0;
 
 #define EIO_CALL(call)                                                                             \
@@ -984,7 +999,7 @@ static void sql_scenario(struct fx *f, const struct sqlrun *run)
 		assert_int_equal(waitpid(f->kids[w], NULL, WNOHANG), 0);
 	cut(f, run->cut);
 	for (w = 0; w < 2; w++)
-		waitpid(f->kids[w], NULL, 0);
+		kid_wait(f->kids[w]);
 	f->nkids = 0;
 	remount(f, NULL);
 
@@ -1146,7 +1161,7 @@ static void test_mmap_shared(void **state)
 	{
 		int status;
 
-		waitpid(kid, &status, 0);
+		status = kid_wait(kid);
 		f->nkids = 0;
 		assert_true(WIFEXITED(status));
 		assert_int_equal(WEXITSTATUS(status), 0);
@@ -1243,7 +1258,9 @@ static void test_posix_basics(void **state)
 			_exit(3);
 		_exit(0);
 	}
-	waitpid(kid, &status, 0);
+	f->kids[f->nkids++] = kid;
+	status = kid_wait(kid);
+	f->nkids = 0;
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	/* POSIX and flock locks between processes */
@@ -1271,7 +1288,9 @@ static void test_posix_basics(void **state)
 			_exit(4);
 		_exit(0);
 	}
-	waitpid(kid, &status, 0);
+	f->kids[f->nkids++] = kid;
+	status = kid_wait(kid);
+	f->nkids = 0;
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	close(fd);
