@@ -593,94 +593,6 @@ static void test_key_expiry(void **state)
 
 /* ======================== reading an order, its PDF, the door ============ */
 
-static void test_order_show_pdf_scan(void **state)
-{
-	struct api_response res;
-	char body[256], path[128], id[ORDER_ID_MAX], code[CODE_TEXT_MAX], scan[160], kp[400];
-	unsigned char key[CODE_KEY_LEN];
-	struct tickets_env *tenv = NULL;
-	struct handler_ctx *ctx;
-	struct job job;
-	struct job_result jr;
-	char payload[64], job_id[] = "outbox:1", kind[] = "render_tickets";
-	int64_t ev, tid;
-	json_t *o;
-
-	(void)state;
-	ev = add_event(10);
-	order_body(body, sizeof body, ev, 1);
-	post_order("k-show", body, &res);
-	o = body_json(&res);
-	snprintf(id, sizeof id, "%s", json_string_value(json_object_get(o, "id")));
-	json_decref(o);
-	api_response_free(&res);
-
-	snprintf(path, sizeof path, "/v1/orders/%s", id);
-	call(&(struct req){ "GET", path, NULL, F.auth }, &res);
-	assert_int_equal(res.status, 200);
-	o = body_json(&res);
-	assert_string_equal(json_string_value(json_object_get(o, "id")), id);
-	assert_false(json_is_true(json_object_get(o, "pdf_stored")));
-	assert_false(json_is_true(json_object_get(o, "email_sent")));
-	tid = json_integer_value(json_object_get(json_array_get(json_object_get(o, "tickets"), 0),
-						 "id"));
-	json_decref(o);
-	api_response_free(&res);
-	expect(&(struct req){ "GET", "/v1/orders/TNOSUCH22", NULL, F.auth }, 404, "");
-
-	snprintf(path, sizeof path, "/v1/orders/%s/tickets.pdf", id);
-	expect(&(struct req){ "GET", path, NULL, F.auth }, 404, "");
-	/* render it as render_tickets does */
-	assert_int_equal(tickets_env_open(F.env->db_path, NULL, NULL, NULL, NULL, &tenv), SD_OK);
-	ctx = worker_ctx_new(F.env->db_path, tenv);
-	snprintf(payload, sizeof payload, "{\"order_id\":%lld}",
-		 (long long)COUNT("SELECT id FROM orders"));
-	memset(&job, 0, sizeof job);
-	job.id = 1;
-	job.lease_token = 1;
-	job.deliveries = 1;
-	job.job_id = job_id;
-	job.kind = kind;
-	job.payload = payload;
-	memset(&jr, 0, sizeof jr);
-	assert_int_equal(tickets_render(ctx, &job, &jr), JOB_DONE);
-	worker_ctx_free(ctx);
-	tickets_env_close(tenv);
-	call(&(struct req){ "GET", path, NULL, F.auth }, &res);
-	assert_int_equal(res.status, 200);
-	assert_string_equal(res.content_type, "application/pdf");
-	assert_true(res.body_len > 5);
-	assert_memory_equal(res.body, "%PDF-", 5);
-	api_response_free(&res);
-
-	/* the door */
-	assert_int_equal(code_key_path(F.env->db_path, NULL, kp, sizeof kp), SD_OK);
-	assert_int_equal(code_key_load(kp, key), SD_OK);
-	code_make(key, tid, ev, code);
-	snprintf(scan, sizeof scan, "{\"code\":\"%s\"}", code);
-	call(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON, scan }, &res);
-	assert_int_equal(res.status, 200);
-	o = body_json(&res);
-	assert_string_equal(json_string_value(json_object_get(o, "result")), "admitted");
-	json_decref(o);
-	api_response_free(&res);
-	clock_fake_advance(1000);
-	call(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON, scan }, &res);
-	o = body_json(&res);
-	assert_string_equal(json_string_value(json_object_get(o, "result")), "already_scanned");
-	assert_int_equal(json_integer_value(json_object_get(o, "scanned_at")), clock_now_ms() - 1000);
-	json_decref(o);
-	api_response_free(&res);
-	call(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON,
-			    "{\"code\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"}" }, &res);
-	o = body_json(&res);
-	assert_string_equal(json_string_value(json_object_get(o, "result")), "invalid");
-	json_decref(o);
-	api_response_free(&res);
-	expect(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON, "{\"code\":5}" },
-	       400, "code");
-}
-
 /* run_job: a handler on job "outbox:N" of kind for the only order, as the
  * worker would run it. */
 static enum job_outcome run_job(enum job_outcome (*fn)(struct handler_ctx *, const struct job *,
@@ -714,6 +626,75 @@ static enum job_outcome run_job(enum job_outcome (*fn)(struct handler_ctx *, con
 	worker_ctx_free(ctx);
 	tickets_env_close(tenv);
 	return out;
+}
+
+static void test_order_show_pdf_scan(void **state)
+{
+	struct api_response res;
+	char body[256], path[128], id[ORDER_ID_MAX], code[CODE_TEXT_MAX], scan[160], kp[400];
+	unsigned char key[CODE_KEY_LEN];
+	int64_t ev, tid;
+	json_t *o;
+
+	(void)state;
+	ev = add_event(10);
+	order_body(body, sizeof body, ev, 1);
+	post_order("k-show", body, &res);
+	o = body_json(&res);
+	snprintf(id, sizeof id, "%s", json_string_value(json_object_get(o, "id")));
+	json_decref(o);
+	api_response_free(&res);
+
+	snprintf(path, sizeof path, "/v1/orders/%s", id);
+	call(&(struct req){ "GET", path, NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "id")), id);
+	assert_false(json_is_true(json_object_get(o, "pdf_stored")));
+	assert_false(json_is_true(json_object_get(o, "email_sent")));
+	tid = json_integer_value(json_object_get(json_array_get(json_object_get(o, "tickets"), 0),
+						 "id"));
+	json_decref(o);
+	api_response_free(&res);
+	expect(&(struct req){ "GET", "/v1/orders/TNOSUCH22", NULL, F.auth }, 404, "");
+
+	snprintf(path, sizeof path, "/v1/orders/%s/tickets.pdf", id);
+	expect(&(struct req){ "GET", path, NULL, F.auth }, 404, "");
+	/* render it as render_tickets does */
+	run_job(tickets_render, "render_tickets", 1);
+	call(&(struct req){ "GET", path, NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	assert_string_equal(res.content_type, "application/pdf");
+	assert_true(res.body_len > 5);
+	assert_memory_equal(res.body, "%PDF-", 5);
+	api_response_free(&res);
+
+	/* the door */
+	assert_int_equal(code_key_path(F.env->db_path, NULL, kp, sizeof kp), SD_OK);
+	assert_int_equal(code_key_load(kp, key), SD_OK);
+	code_make(key, tid, ev, code);
+	snprintf(scan, sizeof scan, "{\"code\":\"%s\"}", code);
+	call(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON, scan }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "result")), "admitted");
+	json_decref(o);
+	api_response_free(&res);
+	clock_fake_advance(1000);
+	call(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON, scan }, &res);
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "result")), "already_scanned");
+	assert_int_equal(json_integer_value(json_object_get(o, "scanned_at")), clock_now_ms() - 1000);
+	json_decref(o);
+	api_response_free(&res);
+	call(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON,
+			    "{\"code\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"}" }, &res);
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "result")), "invalid");
+	json_decref(o);
+	api_response_free(&res);
+	expect(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON, "{\"code\":5}" },
+	       400, "code");
 }
 
 /*
