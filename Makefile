@@ -23,11 +23,13 @@ XLIBS   := -lhpdf -lmbedcrypto
 #   build: what make, make demo and make bench need (compiler, libraries)
 #   test:  what the suites run against: cmocka, real PDF tools, a real SMTP
 #          server, openssl for the throwaway CA, Debian's chromium and nodejs
-#          (npm and tests/browser's pinned playwright-core: tools/npm_deps.sh)
+#          (npm and tests/browser's pinned playwright-core: tools/npm_deps.sh),
+#          libfuse3 for tools/powercut
 #   fuzz:  clang for libFuzzer
 DEBS_BUILD := gcc make pkg-config libsqlite3-dev libjansson-dev libhpdf-dev \
               libqrencode-dev libmbedtls-dev libcurl4-openssl-dev libmicrohttpd-dev
-DEBS_TEST  := libcmocka-dev qpdf poppler-utils python3-aiosmtpd openssl chromium nodejs
+DEBS_TEST  := libcmocka-dev qpdf poppler-utils python3-aiosmtpd openssl chromium nodejs \
+              libfuse3-dev fuse3
 DEBS_FUZZ  := clang
 
 # Quiet build lines (CC src/queue.c) unless V=1, as the kernel and curl do.
@@ -129,9 +131,9 @@ build/san/tests/testutil.o: tests/testutil.c tests/testutil.h src/*.h
 # A test's log is in build/test-output/BUILD/TEST.log; a failing one's is
 # also printed.  tools/run_tests.sh writes the suite's closing line to
 # build/test-output/BUILD.result, which `make test` reports.
-check-rel: bin/stagedoor build/sqlbench build/mailsink build/chaos $(addprefix build/rel/tests/,$(TESTS))
+check-rel: bin/stagedoor build/sqlbench build/mailsink build/chaos build/powercut $(addprefix build/rel/tests/,$(TESTS))
 	@sh tools/run_tests.sh rel $(CURDIR)/bin/stagedoor $(addprefix build/rel/tests/,$(TESTS))
-check-san: build/san/stagedoor build/mailsink build/chaos $(addprefix build/san/tests/,$(TESTS))
+check-san: build/san/stagedoor build/mailsink build/chaos build/powercut $(addprefix build/san/tests/,$(TESTS))
 	@sh tools/run_tests.sh san $(CURDIR)/build/san/stagedoor $(addprefix build/san/tests/,$(TESTS))
 
 # Every suite runs, whatever an earlier one did; each is reported, and the
@@ -155,7 +157,7 @@ check-browser: deps-test
 check-fresh:
 	@sh tools/fresh.sh --readme
 
-build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o
+build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o build/rel/log.o
 	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) -Isrc -o $@ $^ $(LDLIBS)
 
 # The local HTTPS mail provider the mail tests run against (tools/mailsink).
@@ -169,6 +171,13 @@ build/chaos: $(wildcard tools/chaos/*.c) $(wildcard tools/chaos/*.h)
 	@mkdir -p build
 	$(call say,CCLD,$@)$(CC) $(WARN) $(CFLAGS) $(shell pkg-config --cflags sqlite3 jansson) -o $@ \
 		$(wildcard tools/chaos/*.c) $(shell pkg-config --libs sqlite3 jansson)
+
+# The power-cut filesystem (tools/powercut): a FUSE passthrough with a
+# volatile write cache; tests/test_powercut checks it.
+build/powercut: tools/powercut/powercut.c
+	@mkdir -p build
+	$(call say,CCLD,$@)$(CC) $(WARN) $(CFLAGS) $(shell pkg-config --cflags fuse3) -o $@ $< \
+		$(shell pkg-config --libs fuse3) -pthread
 
 soak: deps-test
 	@$(MAKE) --no-print-directory bin/stagedoor build/mailsink build/chaos

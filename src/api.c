@@ -35,7 +35,9 @@
 #include "log.h"
 #include "mail.h"
 #include "metrics.h"
+#include "maint.h"
 #include "queue.h"
+#include "text.h"
 
 struct api {
 	char db_path[PATH_MAX];
@@ -46,6 +48,8 @@ struct api {
 	int (*workers_alive)(void *arg);
 	void *arg;
 	struct metrics *metrics;		/* the workers' counters; NULL: none */
+	char state_dir[PATH_MAX];		/* as given; "": the database's folder */
+	int64_t disk_warn_bytes;		/* 0: MAINT_DISK_WARN_BYTES_DEFAULT */
 
 	pthread_mutex_t mu;			/* guards idle[] and inflight[] */
 	struct db *idle[API_POOL_IDLE_MAX];	/* connections not in use */
@@ -178,20 +182,20 @@ static void res_set(struct api_response *res, int status, const char *type, char
 }
 
 /* A JSON string from text that may hold broken UTF-8 (a message that cut a
- * name short): bytes jansson refuses become '?'. */
+ * name short, a row stored before text was checked): what text_check would
+ * refuse is shown escaped (text_escape), never a 500. */
 static json_t *json_text(const char *s)
 {
-	char buf[512];
-	json_t *j = json_string(s);
-	size_t i;
+	json_t *j;
+	char *e;
 
-	if (j)
+	if (text_utf8_valid(s) && (j = json_string(s)))
 		return j;
-	snprintf(buf, sizeof buf, "%s", s);
-	for (i = 0; buf[i]; i++)
-		if ((unsigned char)buf[i] >= 0x80 || (unsigned char)buf[i] < 0x20)
-			buf[i] = '?';
-	return json_string(buf);
+	if (!(e = text_escape(s)))
+		return NULL;
+	j = json_string(e);
+	free(e);
+	return j;
 }
 
 static void res_fail(struct api_response *res, int status, const char *msg, const char *field);
@@ -359,6 +363,8 @@ enum sd_result api_open(const struct api_opts *o, struct api **out)
 	a->idem_ttl_ms = o->idem_ttl_ms > 0 ? o->idem_ttl_ms : API_IDEM_TTL_MS_DEFAULT;
 	a->workers_alive = o->workers_alive;
 	a->arg = o->arg;
+	a->disk_warn_bytes = o->disk_warn_bytes;
+	snprintf(a->state_dir, sizeof a->state_dir, "%s", o->state_dir ? o->state_dir : "");
 	if ((r = api_token_path(o->db_path, o->state_dir, path, sizeof path)) != SD_OK ||
 	    (r = token_load(path, a->token)) != SD_OK)
 		goto fail;
@@ -1241,8 +1247,18 @@ static json_t *absorbed_json(const struct metrics *m, int64_t *stale)
 	return o;
 }
 
+/* disk_json: the free space where the box writes, for /healthz and /v1/stats. */
+static json_t *disk_json(const struct maint_disk *d)
+{
+	return json_pack("{s:o, s:o, s:I, s:b}", "db_free_bytes",
+			 d->db_free < 0 ? json_null() : json_integer(d->db_free), "state_free_bytes",
+			 d->state_free < 0 ? json_null() : json_integer(d->state_free), "warn_bytes",
+			 (json_int_t)d->warn_bytes, "low", d->low);
+}
+
 static void get_stats(struct call *c)
 {
+	struct maint_disk disk;
 	struct queue_counts *rows = NULL, total;
 	struct event_list ev = { NULL, 0 };
 	json_t *kinds, *absorbed, *o;
@@ -1278,28 +1294,32 @@ static void get_stats(struct call *c)
 		res_internal(c->res, c->req, err_set(SD_NOMEM, "out of memory"));
 		return;
 	}
-	o = json_pack("{s:{s:o, s:o}, s:I, s:I, s:o, s:I, s:o, s:I}", "jobs", "total",
+	maint_disk(c->a->db_path, c->a->state_dir, c->a->disk_warn_bytes, &disk);
+	o = json_pack("{s:{s:o, s:o}, s:I, s:I, s:o, s:I, s:o, s:I, s:o}", "jobs", "total",
 		      counts_json(&total), "by_kind", kinds, "orders", (json_int_t)orders,
 		      "emails_sent", (json_int_t)emails, "events", ev.events, "done_per_minute",
 		      (json_int_t)per_min, "duplicates_absorbed", absorbed,
-		      "stale_acks", (json_int_t)stale);
+		      "stale_acks", (json_int_t)stale, "disk", disk_json(&disk));
 	res_json(c->res, 200, o);
 }
 
 static void get_healthz(struct call *c)
 {
 	int64_t pending = 0, wal = 0;
-	int alive = -1, db_ok;
+	int alive = -1, db_ok, ok;
+	struct maint_disk disk;
 	json_t *o;
 
 	db_ok = c->db && queue_pending(c->db, &pending) == SD_OK &&
 		db_wal_bytes(c->db, &wal) == SD_OK;
 	if (c->a->workers_alive)
 		alive = c->a->workers_alive(c->a->arg);
-	o = json_pack("{s:b, s:s, s:o, s:I}", "ok", db_ok && alive != 0, "db",
-		      db_ok ? "ok" : "error", "workers_alive",
-		      alive < 0 ? json_null() : json_integer(alive), "wal_bytes", (json_int_t)wal);
-	res_json(c->res, db_ok && alive != 0 ? 200 : 503, o);
+	maint_disk(c->a->db_path, c->a->state_dir, c->a->disk_warn_bytes, &disk);
+	ok = db_ok && alive != 0 && !disk.low;
+	o = json_pack("{s:b, s:s, s:o, s:I, s:o}", "ok", ok, "db", db_ok ? "ok" : "error",
+		      "workers_alive", alive < 0 ? json_null() : json_integer(alive), "wal_bytes",
+		      (json_int_t)wal, "disk", disk_json(&disk));
+	res_json(c->res, ok ? 200 : 503, o);
 }
 
 static void get_metrics(struct call *c)
@@ -1357,6 +1377,19 @@ static void get_metrics(struct call *c)
 		"# TYPE stagedoor_orders_total counter\nstagedoor_orders_total %lld\n",
 		(long long)total.dead, (long long)emails, (long long)reclaims, (long long)wal,
 		(long long)orders);
+	{
+		struct maint_disk d;
+
+		maint_disk(c->a->db_path, c->a->state_dir, c->a->disk_warn_bytes, &d);
+		fprintf(f, "# HELP stagedoor_disk_free_bytes Free space for the database's folder "
+			"(db) and the state folder (state); -1: cannot be read.\n"
+			"# TYPE stagedoor_disk_free_bytes gauge\n"
+			"stagedoor_disk_free_bytes{folder=\"db\"} %lld\n"
+			"stagedoor_disk_free_bytes{folder=\"state\"} %lld\n"
+			"# HELP stagedoor_disk_warn_bytes Below this free space /healthz fails.\n"
+			"# TYPE stagedoor_disk_warn_bytes gauge\nstagedoor_disk_warn_bytes %lld\n",
+			(long long)d.db_free, (long long)d.state_free, (long long)d.warn_bytes);
+	}
 	free(rows);
 	if ((ms = malloc(sizeof *ms))) {
 		metrics_read(c->a->metrics, ms);

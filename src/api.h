@@ -86,6 +86,7 @@ struct api_opts {
 	int64_t idem_ttl_ms;		/* how long a key is kept; 0: 24 h */
 	int (*workers_alive)(void *arg);/* for /healthz; NULL: unknown */
 	void *arg;
+	int64_t disk_warn_bytes;	/* /healthz fails below this free; 0: 512 MiB */
 };
 
 /*

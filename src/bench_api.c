@@ -503,7 +503,7 @@ static enum sd_result ba_go(const char *dir, const char *path, void *arg)
 	    (r = ba_token(path, run.token)) != SD_OK ||
 	    (r = pipeline_sample_event(db, "Stagedoor Bench Night", n, &run.event_id)) != SD_OK)
 		goto out;
-	if ((r = serve_start(path, NULL, "127.0.0.1:0", 0, 0, &sv)) != SD_OK)
+	if ((r = serve_start(&(struct serve_opts){ path, NULL, "127.0.0.1:0", 0, 0, 0 }, &sv)) != SD_OK)
 		goto out;
 	run.port = serve_port(sv);
 

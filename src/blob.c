@@ -148,7 +148,7 @@ enum sd_result blob_put(struct blob_store *s, const char *key, const void *data,
 		return r;
 	/* the temp file beside the key, under the prefix no key may use */
 	snprintf(head, sizeof head, "%.*s/" BLOB_TMP_PREFIX, (int)(slash - path), path);
-	return fsio_put(path, data, len, head, "", 0640, FSIO_RENAME, NULL);
+	return fsio_put(path, data, len, head, "", 0600, FSIO_RENAME, NULL);
 }
 
 enum sd_result blob_get(struct blob_store *s, const char *key, unsigned char **data,

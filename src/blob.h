@@ -21,7 +21,7 @@
 
 struct blob_store;
 
-/* blob_open: the store rooted at dir (created when missing, mode 0750). */
+/* blob_open: the store rooted at dir (created when missing, mode 0700). */
 enum sd_result blob_open(const char *dir, struct blob_store **out);
 void blob_close(struct blob_store *s);
 

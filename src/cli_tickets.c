@@ -333,7 +333,9 @@ static int demo_serve(const struct config *cfg)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	if ((r = serve_start(DEMO_DB, NULL, listen, config_int(cfg, CONFIG_API_KEY_TTL_MS), 0,
+	if ((r = serve_start(&(struct serve_opts){ DEMO_DB, NULL, listen,
+						   config_int(cfg, CONFIG_API_KEY_TTL_MS),
+						   config_int(cfg, CONFIG_DISK_WARN_BYTES), 0 },
 			     &sv)) != SD_OK)
 		return cli_fail(r);
 	printf("dashboard: http://%s/   (API token: %s/api.token; Ctrl-C to stop)\n", listen,

@@ -18,6 +18,7 @@
 
 #include "log.h"
 #include "queue.h"
+#include "text.h"
 
 /* ======================== the keys ======================================= */
 
@@ -68,6 +69,7 @@ static const struct keydef {
 				       "2592000000", 1 },
 	[CONFIG_MAINTENANCE_MS] = { "maintenance_ms", K_INT, 50, 3600000, "1000", 1 },
 	[CONFIG_WAL_WARN_BYTES] = { "wal_warn_bytes", K_INT, 65536, 1LL << 40, "67108864", 1 },
+	[CONFIG_DISK_WARN_BYTES] = { "disk_warn_bytes", K_INT, 1, 1LL << 50, "536870912", 0 },
 	[CONFIG_HTTP_LISTEN] = { "http_listen", K_STR, 0, 0, "127.0.0.1:8080", 0 },
 	[CONFIG_API_KEY_TTL_MS] = { "api_key_ttl_ms", K_INT, 1000, 3650 * DAY_MS, "86400000", 0 },
 	[CONFIG_LOG_LEVEL] = { "log_level", K_LEVEL, 0, 0, "info", 1 },
@@ -161,16 +163,6 @@ static void trim(const char *s, size_t n, const char **start, size_t *len)
 	*len = n;
 }
 
-static int has_control(const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return 1;
-	return 0;
-}
-
 /* set_n: config_set on n bytes that need not be terminated. */
 static enum sd_result set_n(struct config *c, enum config_key k, const char *value, size_t n,
 			    const char *origin)
@@ -182,11 +174,20 @@ static enum sd_result set_n(struct config *c, enum config_key k, const char *val
 	trim(value, n, &v, &len);
 	if (len == 0)
 		return err_set(SD_INVALID, "%s: %s needs a value", origin, keys[k].name);
-	if (has_control(v, len) || memchr(v, '\0', len))
+	if (memchr(v, '\0', len))
 		return err_set(SD_INVALID, "%s: %s: the value holds a control character", origin,
 			       keys[k].name);
 	if (!(copy = strndup(v, len)))
 		return err_set(SD_NOMEM, "out of memory");
+	{
+		char what[160];
+
+		snprintf(what, sizeof what, "%s: %s: the value", origin, keys[k].name);
+		if (text_check(what, copy, SIZE_MAX) != SD_OK) {
+			free(copy);
+			return SD_INVALID;
+		}
+	}
 	if (keys[k].type == K_INT) {
 		char *end;
 		long long num;

@@ -58,6 +58,7 @@ enum config_key {
 	CONFIG_IDEM_RETENTION_MS,	/* processed_jobs kept this long (email_sends stay) */
 	CONFIG_MAINTENANCE_MS,		/* between maintenance passes under `run` */
 	CONFIG_WAL_WARN_BYTES,		/* warn when the WAL grows past this */
+	CONFIG_DISK_WARN_BYTES,		/* warn, and fail /healthz, below this free space */
 	CONFIG_HTTP_LISTEN,		/* the API and dashboard under `run`; "off": none */
 	CONFIG_API_KEY_TTL_MS,		/* how long a client Idempotency-Key is kept */
 	CONFIG_LOG_LEVEL,

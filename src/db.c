@@ -12,6 +12,7 @@
 #include "db.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -25,6 +26,7 @@
 
 #include "clock.h"
 #include "fsio.h"
+#include "log.h"
 #include "notify.h"
 
 #define DB_STMT_CACHE 64
@@ -92,6 +94,61 @@ static enum sd_result db_make_parent(const char *path)
 		return SD_OK;
 	*p = '\0';
 	return fsio_mkdirs(buf, 0);
+}
+
+/*
+ * The database holds buyers' names and addresses: its file is the box
+ * user's alone (0600) whatever the umask.  A new one is made 0600 (and its
+ * name synced into its folder) before SQLite opens it, and SQLite gives its -wal and -shm the database file's
+ * mode.  An existing one readable by others is tightened, with its -wal and
+ * -shm, and a log line says so.
+ */
+static enum sd_result db_create_private(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	char dir[PATH_MAX], *slash;
+
+	if (fd < 0 && errno != EEXIST)
+		return err_set(SD_IO, "cannot create %s: %s", path, strerror(errno));
+	if (fd < 0)
+		return SD_OK;	/* another process made it first */
+	close(fd);
+	/* SQLite syncs the folder when it makes a WAL, not when it makes the
+	 * database: without this a power cut can take the new file's name */
+	snprintf(dir, sizeof dir, "%s", path);
+	if (!(slash = strrchr(dir, '/')))
+		return fsio_sync_dir(".");
+	*(slash == dir ? slash + 1 : slash) = '\0';
+	return fsio_sync_dir(dir);
+}
+
+static void db_tighten(const char *path, const struct stat *sb)
+{
+	static const char *const sfx[] = { "", "-wal", "-shm" };
+	char p[PATH_MAX], q[PATH_MAX + 8];
+	size_t i;
+
+	if (!(sb->st_mode & 077))
+		return;
+	for (i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
+		struct stat fs;
+		unsigned was, now;
+
+		snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+		if (lstat(p, &fs) != 0 || !S_ISREG(fs.st_mode) || !(fs.st_mode & 077))
+			continue;
+		was = (unsigned)(fs.st_mode & 07777);
+		now = was & 0700;
+		if (chmod(p, now) != 0)
+			log_event(LOG_WARN, "database file readable by others; cannot tighten",
+				  "path=%s mode=%04o error=%s", log_quote(q, sizeof q, p), was,
+				  strerror(errno));
+		else
+			log_event(LOG_WARN, "database file was readable by others: now the box "
+				  "user's alone", "path=%s was=%04o now=%04o",
+				  log_quote(q, sizeof q, p), was, now);
+	}
 }
 
 static enum sd_result db_migrate(struct db *db)
@@ -271,10 +328,12 @@ enum sd_result db_open(const char *path, int flags, enum db_sync sync, struct db
 		return err_set(SD_NOT_FOUND, "no database at %s (run 'stagedoor init' first)", path);
 	if (exists && !S_ISREG(sb.st_mode))
 		return err_set(SD_INVALID, "%s is not a regular file", path);
-	if (!exists && (r = db_make_parent(path)) != SD_OK)
+	if (!exists && ((r = db_make_parent(path)) != SD_OK || (r = db_create_private(path)) != SD_OK))
 		return r;
 	if (exists && (r = db_probe(path)) != SD_OK)
 		return r;
+	if (exists)
+		db_tighten(path, &sb);
 
 	db = calloc(1, sizeof *db);
 	if (!db || !(db->path = strdup(path))) {

@@ -28,9 +28,10 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
-#define FSIO_DIR_MODE 0750
+#define FSIO_DIR_MODE 0700
 #define FSIO_TMP_TRIES 8
 
 enum sd_result fsio_write_all(int fd, const void *data, size_t len, const char *path)
@@ -104,7 +105,7 @@ static enum sd_result fsio_sync_parent(const char *path)
 	return fsio_sync_dir(dir);
 }
 
-/* mkdir path (mode 0750); [out] *made is 1 when it was created here. */
+/* mkdir path (mode 0700); [out] *made is 1 when it was created here. */
 static enum sd_result fsio_mkdir(const char *path, int *made)
 {
 	struct stat st;
@@ -231,4 +232,16 @@ out:
 	if (tmp_made)
 		unlink(tmp);
 	return r;
+}
+
+enum sd_result fsio_free_bytes(const char *path, int64_t *bytes)
+{
+	struct statvfs sv;
+
+	*bytes = 0;
+	if (statvfs(path, &sv) != 0)
+		return err_set(SD_IO, "cannot read the free space of %s: %s", path,
+			       strerror(errno));
+	*bytes = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
+	return SD_OK;
 }

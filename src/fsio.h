@@ -50,7 +50,7 @@ enum sd_result fsio_sync_dir(const char *dir);
 
 /*
  * fsio_mkdirs: mkdir -p for the folder dir: every missing folder on the way
- * is made with mode 0750, and each one made here is synced into its parent
+ * is made with mode 0700, and each one made here is synced into its parent
  * before the next, so a file later put in dir is reachable after a power
  * cut.  A folder that exists is left as it is (not synced again).
  * [in] from: how many leading bytes of dir are known to name existing
@@ -61,6 +61,13 @@ enum sd_result fsio_sync_dir(const char *dir);
  * is not a folder; SD_INVALID when dir is longer than PATH_MAX.
  */
 enum sd_result fsio_mkdirs(const char *dir, size_t from);
+
+/*
+ * fsio_free_bytes: the space an unprivileged writer may still use on the
+ * filesystem that holds path (statvfs: f_bavail x f_frsize).  [out] *bytes.
+ * SD_IO naming the path when it cannot be asked.
+ */
+enum sd_result fsio_free_bytes(const char *path, int64_t *bytes);
 
 /*
  * fsio_put: make path name a file that holds data[0..len), atomically and

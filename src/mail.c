@@ -63,6 +63,7 @@
 #include "fsio.h"
 #include "log.h"
 #include "mail_curl.h"
+#include "text.h"
 
 #define MAIL_ID_DOMAIN "@stagedoor.invalid"
 /* the longest key whose message id still fits in MAIL_ID_MAX */
@@ -177,43 +178,6 @@ static void mb_base64(struct mail_buf *b, const unsigned char *in, size_t len, i
 
 /* ======================== checks ======================================== */
 
-/* Strict UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF. */
-static int mail_utf8_valid(const unsigned char *s)
-{
-	while (*s) {
-		unsigned char c = *s;
-		uint32_t cp;
-		int n, i;
-
-		if (c < 0x80) {
-			s++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf) {
-			n = 1;
-			cp = c & 0x1f;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			n = 2;
-			cp = c & 0x0f;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			n = 3;
-			cp = c & 0x07;
-		} else {
-			return 0;
-		}
-		for (i = 1; i <= n; i++) {
-			if ((s[i] & 0xc0) != 0x80)
-				return 0;
-			cp = (cp << 6) | (s[i] & 0x3f);
-		}
-		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		s += n + 1;
-	}
-	return 1;
-}
-
 static int mail_is_ascii(const char *s)
 {
 	for (; *s; s++)
@@ -239,7 +203,7 @@ static enum sd_result mail_text_check(const char *what, const char *s)
 		if (*p < 0x20 || *p == 0x7f)
 			return err_set(SD_INVALID, "%s holds a control character", what);
 	}
-	if (!mail_utf8_valid((const unsigned char *)s))
+	if (!text_utf8_valid(s))
 		return err_set(SD_INVALID, "%s is not valid UTF-8", what);
 	return SD_OK;
 }
@@ -666,7 +630,7 @@ static enum sd_result mail_json(const struct mail_message *msg, char **out, size
 	*len = 0;
 	if ((r = mail_check(msg)) != SD_OK)
 		return r;
-	if (msg->text && !mail_utf8_valid((const unsigned char *)msg->text))
+	if (msg->text && !text_utf8_valid(msg->text))
 		return err_set(SD_INVALID, "mail text is not valid UTF-8");
 	doc = json_pack("{s:s,s:s,s:s,s:s}", "from", msg->from, "to", msg->to, "subject",
 			msg->subject ? msg->subject : "", "text", msg->text ? msg->text : "");

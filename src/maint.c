@@ -40,15 +40,18 @@
 #define _POSIX_C_SOURCE 200809L
 #include "maint.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
 #include "clock.h"
+#include "fsio.h"
 #include "idem.h"
 #include "log.h"
 #include "queue.h"
+#include "tickets.h"
 
 void maint_opts_default(struct maint_opts *o)
 {
@@ -215,6 +218,25 @@ enum sd_result maint_tick(struct db *db, const struct maint_opts *o, struct main
 	 * because a prune hit a busy database */
 	c = checkpoint(db, d.wal_warn_bytes, st);
 	return r != SD_OK ? r : c;
+}
+
+void maint_disk(const char *db_path, const char *state_dir, int64_t warn_bytes,
+		struct maint_disk *d)
+{
+	char dir[PATH_MAX], *slash;
+
+	d->warn_bytes = warn_bytes > 0 ? warn_bytes : MAINT_DISK_WARN_BYTES_DEFAULT;
+	snprintf(dir, sizeof dir, "%s", db_path);
+	if ((slash = strrchr(dir, '/')))
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	else
+		snprintf(dir, sizeof dir, ".");
+	if (fsio_free_bytes(dir, &d->db_free) != SD_OK)
+		d->db_free = -1;
+	if (tickets_state_dir(db_path, state_dir, dir, sizeof dir) != SD_OK ||
+	    fsio_free_bytes(dir, &d->state_free) != SD_OK)
+		d->state_free = -1;
+	d->low = d->db_free < d->warn_bytes || d->state_free < d->warn_bytes;
 }
 
 enum sd_result maint_optimize(struct db *db)

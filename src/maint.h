@@ -21,6 +21,7 @@
 #define MAINT_BATCH_DEFAULT 1000
 #define MAINT_IDEM_RETENTION_MS_DEFAULT (30LL * 24 * 3600 * 1000)
 #define MAINT_WAL_WARN_BYTES_DEFAULT (64LL * 1024 * 1024)
+#define MAINT_DISK_WARN_BYTES_DEFAULT (512LL * 1024 * 1024)
 /* The longest a RESTART/TRUNCATE checkpoint holds the writer lock waiting
  * for readers before it gives up until the next tick. */
 #define MAINT_CHECKPOINT_BUSY_MS 20
@@ -69,6 +70,23 @@ void maint_opts_default(struct maint_opts *o);
  * still runs.
  */
 enum sd_result maint_tick(struct db *db, const struct maint_opts *o, struct maint_stats *st);
+
+/* The free space where the box writes: the database's folder (the database,
+ * its WAL) and the state folder (PDFs, maildir, keys). */
+struct maint_disk {
+	int64_t db_free;		/* bytes free for the database's folder; -1: unknown */
+	int64_t state_free;		/* bytes free for the state folder; -1: unknown */
+	int64_t warn_bytes;		/* the threshold in force */
+	int low;			/* either is below warn_bytes, or unknown */
+};
+
+/*
+ * maint_disk: [out] d for the box on db_path with state_dir (NULL or "": the
+ * database's folder), against warn_bytes (0: the default).  Never fails: a
+ * filesystem that cannot be asked reads -1 and counts as low.
+ */
+void maint_disk(const char *db_path, const char *state_dir, int64_t warn_bytes,
+		struct maint_disk *d);
 
 /* maint_optimize: refresh the query planner's statistics; hourly. */
 enum sd_result maint_optimize(struct db *db);

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "qr.h"
+#include "text.h"
 
 /* ======================== UTF-8 to WinAnsi =============================== */
 
@@ -85,42 +86,6 @@ static unsigned char cp1252_byte(unsigned cp)
 }
 
 /*
- * utf8_next: decode one code point from s (RFC 3629: no overlong forms, no
- * surrogates, nothing past U+10FFFF).  Returns its length in bytes, or 0 for
- * a malformed sequence.
- */
-static size_t utf8_next(const unsigned char *s, unsigned *cp)
-{
-	unsigned c = s[0], min, v;
-	size_t n, i;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xC2 && c <= 0xDF) {
-		n = 2, v = c & 0x1F, min = 0x80;
-	} else if (c >= 0xE0 && c <= 0xEF) {
-		n = 3, v = c & 0x0F, min = 0x800;
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		n = 4, v = c & 0x07, min = 0x10000;
-	} else {
-		return 0;	/* a continuation byte, C0/C1 (overlong) or F5..FF */
-	}
-	for (i = 1; i < n; i++) {
-		/* the NUL terminator fails this test, so a truncated sequence at
-		 * the end of the string is caught without reading past it */
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		v = (v << 6) | (s[i] & 0x3F);
-	}
-	if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-		return 0;
-	*cp = v;
-	return n;
-}
-
-/*
  * winansi_from_utf8: s in CP1252, characters it lacks as '?'.
  * [in] what names the field for the message.  [out] *out, free().
  */
@@ -128,7 +93,7 @@ static enum sd_result winansi_from_utf8(const char *what, const char *s, char **
 {
 	const unsigned char *p = (const unsigned char *)s;
 	char *w, *o;
-	unsigned cp;
+	uint32_t cp;
 	size_t n;
 
 	*out = NULL;
@@ -140,7 +105,7 @@ static enum sd_result winansi_from_utf8(const char *what, const char *s, char **
 	if (!(o = w = malloc(strlen(s) + 1)))
 		return err_set(SD_NOMEM, "out of memory rendering the ticket PDF");
 	while (*p) {
-		if (!(n = utf8_next(p, &cp))) {
+		if (!(n = text_utf8_next(p, &cp))) {
 			free(o);
 			return err_set(SD_INVALID, "ticket PDF: %s is not valid UTF-8 (byte %zu)",
 				       what, (size_t)(p - (const unsigned char *)s));

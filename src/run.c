@@ -70,6 +70,7 @@
 #define HEALTHY_MS 60000		/* a child that lived this long restarts at once */
 #define STOP_MARGIN_MS 10000		/* past grace_ms: SIGKILL what is left */
 #define OPTIMIZE_EVERY_MS (3600LL * 1000)
+#define DISK_WARN_EVERY_MS (300LL * 1000)	/* a low disk is said again this often */
 
 enum role { ROLE_RELAY, ROLE_WORKER, ROLE_HTTP };
 
@@ -103,6 +104,8 @@ struct run {
 	int stopping;
 	int64_t stop_deadline;
 	int64_t next_maint, next_optimize;
+	int disk_low;			/* the last look found free space low */
+	int64_t disk_warned_at;		/* when that was last logged */
 };
 
 static int64_t mono_ms(void)
@@ -124,7 +127,7 @@ static int lock_take(const char *db)
 	int fd;
 
 	snprintf(path, sizeof path, "%s-run.lock", db);
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
 		return cli_fail(err_set(SD_IO, "cannot open the run lock %s: %s", path,
 					strerror(errno)));
 	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -418,6 +421,27 @@ static void rolling(struct run *R)
 
 /* ---- maintenance ------------------------------------------------------------ */
 
+/* disk_watch: a warning when free space falls below disk_warn_bytes, again
+ * every DISK_WARN_EVERY_MS while it stays low, and a line when it is back. */
+static void disk_watch(struct run *R, int64_t now)
+{
+	struct maint_disk d;
+
+	maint_disk(R->db_path, config_str(&R->cfg, CONFIG_STATE_DIR),
+		   config_int(&R->cfg, CONFIG_DISK_WARN_BYTES), &d);
+	if (d.low && (!R->disk_low || now - R->disk_warned_at >= DISK_WARN_EVERY_MS)) {
+		log_event(LOG_WARN, "disk space low", "db_free_bytes=%lld state_free_bytes=%lld "
+			  "warn_bytes=%lld", (long long)d.db_free, (long long)d.state_free,
+			  (long long)d.warn_bytes);
+		R->disk_warned_at = now;
+	} else if (!d.low && R->disk_low) {
+		log_event(LOG_INFO, "disk space back", "db_free_bytes=%lld state_free_bytes=%lld "
+			  "warn_bytes=%lld", (long long)d.db_free, (long long)d.state_free,
+			  (long long)d.warn_bytes);
+	}
+	R->disk_low = d.low;
+}
+
 static void maintain(struct run *R, int64_t now)
 {
 	struct maint_opts mo;
@@ -439,6 +463,7 @@ static void maintain(struct run *R, int64_t now)
 	else if (ms.done_pruned || ms.idem_pruned)
 		log_event(LOG_INFO, "pruned", "done_jobs=%lld idempotency_records=%lld",
 			  (long long)ms.done_pruned, (long long)ms.idem_pruned);
+	disk_watch(R, now);
 	if (now >= R->next_optimize) {
 		if (maint_optimize(R->db) != SD_OK)
 			log_event(LOG_WARN, "statistics refresh failed", "err=\"%s\"", err_msg());

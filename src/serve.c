@@ -95,8 +95,7 @@ struct serve {
 	struct http_server *srv;
 };
 
-enum sd_result serve_start(const char *db_path, const char *state_dir, const char *listen,
-			   int64_t key_ttl_ms, int supervised, struct serve **out)
+enum sd_result serve_start(const struct serve_opts *o, struct serve **out)
 {
 	struct serve *s;
 	struct api_opts ao;
@@ -106,13 +105,14 @@ enum sd_result serve_start(const char *db_path, const char *state_dir, const cha
 	if (!(s = calloc(1, sizeof *s)))
 		return err_set(SD_NOMEM, "out of memory");
 	memset(&ao, 0, sizeof ao);
-	ao.db_path = db_path;
-	ao.state_dir = state_dir;
-	ao.idem_ttl_ms = key_ttl_ms;
-	ao.workers_alive = supervised ? siblings : NULL;
-	if ((r = api_token_ensure(db_path, state_dir)) != SD_OK ||
+	ao.db_path = o->db_path;
+	ao.state_dir = o->state_dir;
+	ao.idem_ttl_ms = o->key_ttl_ms;
+	ao.disk_warn_bytes = o->disk_warn_bytes;
+	ao.workers_alive = o->supervised ? siblings : NULL;
+	if ((r = api_token_ensure(o->db_path, o->state_dir)) != SD_OK ||
 	    (r = api_open(&ao, &s->api)) != SD_OK ||
-	    (r = http_start(listen, glue, s->api, &s->srv)) != SD_OK) {
+	    (r = http_start(o->listen, glue, s->api, &s->srv)) != SD_OK) {
 		serve_stop(s);
 		return r;
 	}
@@ -168,9 +168,12 @@ int cli_serve(int argc, char **argv)
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if ((r = serve_start(config_str(&cfg, CONFIG_DB), config_str(&cfg, CONFIG_STATE_DIR),
-			     config_str(&cfg, CONFIG_HTTP_LISTEN),
-			     config_int(&cfg, CONFIG_API_KEY_TTL_MS), supervised, &sv)) != SD_OK) {
+	if ((r = serve_start(&(struct serve_opts){ config_str(&cfg, CONFIG_DB),
+						   config_str(&cfg, CONFIG_STATE_DIR),
+						   config_str(&cfg, CONFIG_HTTP_LISTEN),
+						   config_int(&cfg, CONFIG_API_KEY_TTL_MS),
+						   config_int(&cfg, CONFIG_DISK_WARN_BYTES),
+						   supervised }, &sv)) != SD_OK) {
 		config_free(&cfg);
 		return cli_fail(r);
 	}

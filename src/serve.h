@@ -11,14 +11,22 @@
 
 struct serve;
 
+struct serve_opts {
+	const char *db_path;
+	const char *state_dir;		/* NULL or "": the database's folder */
+	const char *listen;		/* "127.0.0.1:8080", ":0" */
+	int64_t key_ttl_ms;		/* client Idempotency-Keys kept; 0: the default */
+	int64_t disk_warn_bytes;	/* /healthz fails below this free; 0: the default */
+	int supervised;			/* /healthz counts the worker processes beside
+					 * this one (children of the same `run`); 0:
+					 * it reports them unknown */
+};
+
 /*
  * serve_start: make the API token when missing (<state dir>/api.token), open
- * the API on db_path and listen on listen ("127.0.0.1:8080", ":0").
- * [in] supervised: /healthz counts the worker processes beside this one
- * (children of the same `run`); 0: it reports them unknown.
+ * the API on the database and listen.  [out] *out (serve_stop).
  */
-enum sd_result serve_start(const char *db_path, const char *state_dir, const char *listen,
-			   int64_t key_ttl_ms, int supervised, struct serve **out);
+enum sd_result serve_start(const struct serve_opts *o, struct serve **out);
 
 /* serve_port: the port it listens on. */
 int serve_port(const struct serve *s);

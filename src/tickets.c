@@ -31,6 +31,7 @@
 #include "outbox.h"
 #include "pdf.h"
 #include "queue.h"
+#include "text.h"
 
 /* ======================== the environment ================================ */
 
@@ -131,40 +132,7 @@ void tickets_env_close(struct tickets_env *env)
 
 enum sd_result tickets_text_valid(const char *what, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t len;
-
-	if (!s || !*s)
-		return err_set(SD_INVALID, "%s is empty", what);
-	len = strlen(s);
-	if (len > TICKETS_TEXT_MAX)
-		return err_set(SD_INVALID, "%s is longer than %d bytes", what, TICKETS_TEXT_MAX);
-	while (*p) {
-		int n = 0;
-
-		if (*p < 0x20 || *p == 0x7f)
-			return err_set(SD_INVALID, "%s holds a control character (CR, LF, tab ...)",
-				       what);
-		if (*p < 0x80) {
-			p++;
-			continue;
-		}
-		if ((*p & 0xe0) == 0xc0 && *p >= 0xc2)
-			n = 1;
-		else if ((*p & 0xf0) == 0xe0)
-			n = 2;
-		else if ((*p & 0xf8) == 0xf0 && *p <= 0xf4)
-			n = 3;
-		else
-			return err_set(SD_INVALID, "%s is not valid UTF-8", what);
-		for (p++; n > 0; n--, p++)
-			if ((*p & 0xc0) != 0x80)
-				return err_set(SD_INVALID, "%s is not valid UTF-8", what);
-		/* C1 controls, U+0080..U+009F, are controls too */
-		if (p[-2] == 0xc2 && p[-1] < 0xa0 && (p[-2] & 0xe0) == 0xc0)
-			return err_set(SD_INVALID, "%s holds a control character", what);
-	}
-	return SD_OK;
+	return text_check(what, s, TICKETS_TEXT_MAX);
 }
 
 static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
@@ -487,10 +455,10 @@ enum sd_result tickets_load_order(struct db *db, int64_t order_id, struct order_
 	v->event_id = db_col_int(st, 1);
 	v->seats = db_col_int(st, 2);
 	snprintf(v->public_id, sizeof v->public_id, "%s", db_col_text(st, 3));
-	snprintf(v->buyer_name, sizeof v->buyer_name, "%s", db_col_text(st, 4));
-	snprintf(v->buyer_email, sizeof v->buyer_email, "%s", db_col_text(st, 5));
-	snprintf(v->event_name, sizeof v->event_name, "%s", db_col_text(st, 6));
-	snprintf(v->venue, sizeof v->venue, "%s", db_col_text(st, 7));
+	text_copy(v->buyer_name, sizeof v->buyer_name, db_col_text(st, 4));
+	text_copy(v->buyer_email, sizeof v->buyer_email, db_col_text(st, 5));
+	text_copy(v->event_name, sizeof v->event_name, db_col_text(st, 6));
+	text_copy(v->venue, sizeof v->venue, db_col_text(st, 7));
 	v->starts_at = db_col_int(st, 8);
 	db_reset(st);
 	if (!(st = db_stmt(db, SQL_ORDER_TICKETS)))
@@ -1121,8 +1089,8 @@ static void event_view_read(struct db_stmt *st, struct event_view *v)
 {
 	memset(v, 0, sizeof *v);
 	v->id = db_col_int(st, 0);
-	snprintf(v->name, sizeof v->name, "%s", db_col_text(st, 1));
-	snprintf(v->venue, sizeof v->venue, "%s", db_col_text(st, 2));
+	text_copy(v->name, sizeof v->name, db_col_text(st, 1));
+	text_copy(v->venue, sizeof v->venue, db_col_text(st, 2));
 	v->starts_at = db_col_int(st, 3);
 	v->capacity = db_col_int(st, 4);
 	v->created_at = db_col_int(st, 5);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,21 +49,31 @@ static int alive_fn(void *arg)
 	return F.alive;
 }
 
-static int open_api(int64_t ttl)
+/* open_api_opts: the API as api_open makes it from o (its db_path etc.),
+ * with the token read into F.auth. */
+static void open_api_opts(const struct api_opts *o)
 {
-	struct api_opts o = { F.env->db_path, NULL, ttl, alive_fn, NULL };
 	char path[400];
 	size_t len = 0;
 	unsigned char *tok;
 
 	api_close(F.api);
 	F.api = NULL;
-	assert_int_equal(api_open(&o, &F.api), SD_OK);
-	assert_int_equal(api_token_path(F.env->db_path, NULL, path, sizeof path), SD_OK);
+	assert_int_equal(api_open(o, &F.api), SD_OK);
+	assert_int_equal(api_token_path(o->db_path, o->state_dir, path, sizeof path), SD_OK);
 	tok = tu_slurp(path, &len);
 	assert_int_equal(len, API_TOKEN_HEX);
 	snprintf(F.auth, sizeof F.auth, "Bearer %s", tok);
 	free(tok);
+}
+
+/* The tests' API: a 1-byte disk threshold, so that a full /tmp on the test
+ * machine does not turn /healthz red (test_disk_space sets its own). */
+static int open_api(int64_t ttl)
+{
+	struct api_opts o = { F.env->db_path, NULL, ttl, alive_fn, NULL, 1 };
+
+	open_api_opts(&o);
 	return 0;
 }
 
@@ -81,6 +92,11 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
+	char small[300];
+
+	/* test_disk_space's tmpfs, when it failed before unmounting it */
+	snprintf(small, sizeof small, "%s/small", F.env->dir);
+	umount2(small, MNT_DETACH);
 	failpoint_set_hook(NULL, NULL);
 	db_busy_timeout_set(0);
 	json_set_alloc_funcs(malloc, free);	/* an out-of-memory test that failed */
@@ -577,16 +593,46 @@ static void test_key_expiry(void **state)
 
 /* ======================== reading an order, its PDF, the door ============ */
 
+/* run_job: a handler on job "outbox:N" of kind for the only order, as the
+ * worker would run it. */
+static enum job_outcome run_job(enum job_outcome (*fn)(struct handler_ctx *, const struct job *,
+							struct job_result *),
+				const char *kind_name, int64_t n)
+{
+	struct tickets_env *tenv = NULL;
+	struct handler_ctx *ctx;
+	struct job job;
+	struct job_result jr;
+	char payload[64], job_id[32], kind[32];
+	enum job_outcome out;
+
+	assert_int_equal(tickets_env_open(F.env->db_path, NULL, NULL, NULL, NULL, &tenv), SD_OK);
+	ctx = worker_ctx_new(F.env->db_path, tenv);
+	snprintf(payload, sizeof payload, "{\"order_id\":%lld}",
+		 (long long)COUNT("SELECT id FROM orders"));
+	snprintf(job_id, sizeof job_id, "outbox:%lld", (long long)n);
+	snprintf(kind, sizeof kind, "%s", kind_name);
+	memset(&job, 0, sizeof job);
+	job.id = n;
+	job.lease_token = 1;
+	job.deliveries = 1;
+	job.job_id = job_id;
+	job.kind = kind;
+	job.payload = payload;
+	memset(&jr, 0, sizeof jr);
+	out = fn(ctx, &job, &jr);
+	if (out != JOB_DONE)
+		fail_msg("%s: outcome %d: %s", kind_name, (int)out, jr.error);
+	worker_ctx_free(ctx);
+	tickets_env_close(tenv);
+	return out;
+}
+
 static void test_order_show_pdf_scan(void **state)
 {
 	struct api_response res;
 	char body[256], path[128], id[ORDER_ID_MAX], code[CODE_TEXT_MAX], scan[160], kp[400];
 	unsigned char key[CODE_KEY_LEN];
-	struct tickets_env *tenv = NULL;
-	struct handler_ctx *ctx;
-	struct job job;
-	struct job_result jr;
-	char payload[64], job_id[] = "outbox:1", kind[] = "render_tickets";
 	int64_t ev, tid;
 	json_t *o;
 
@@ -615,21 +661,7 @@ static void test_order_show_pdf_scan(void **state)
 	snprintf(path, sizeof path, "/v1/orders/%s/tickets.pdf", id);
 	expect(&(struct req){ "GET", path, NULL, F.auth }, 404, "");
 	/* render it as render_tickets does */
-	assert_int_equal(tickets_env_open(F.env->db_path, NULL, NULL, NULL, NULL, &tenv), SD_OK);
-	ctx = worker_ctx_new(F.env->db_path, tenv);
-	snprintf(payload, sizeof payload, "{\"order_id\":%lld}",
-		 (long long)COUNT("SELECT id FROM orders"));
-	memset(&job, 0, sizeof job);
-	job.id = 1;
-	job.lease_token = 1;
-	job.deliveries = 1;
-	job.job_id = job_id;
-	job.kind = kind;
-	job.payload = payload;
-	memset(&jr, 0, sizeof jr);
-	assert_int_equal(tickets_render(ctx, &job, &jr), JOB_DONE);
-	worker_ctx_free(ctx);
-	tickets_env_close(tenv);
+	run_job(tickets_render, "render_tickets", 1);
 	call(&(struct req){ "GET", path, NULL, F.auth }, &res);
 	assert_int_equal(res.status, 200);
 	assert_string_equal(res.content_type, "application/pdf");
@@ -663,6 +695,142 @@ static void test_order_show_pdf_scan(void **state)
 	api_response_free(&res);
 	expect(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON, "{\"code\":5}" },
 	       400, "code");
+}
+
+/*
+ * A row stored before text was checked strictly (a surrogate, an overlong
+ * form, a code point past U+10FFFF, a bidi override) is shown escaped by
+ * every read path and still renders and sends: never a 500, never a job
+ * gone dead for a stored value.  New text like it is refused at the door.
+ */
+static void test_stored_bad_text_is_shown_escaped(void **state)
+{
+	struct api_response res;
+	char body[256], path[128], id[ORDER_ID_MAX];
+	struct db_stmt *st;
+	int64_t ev;
+	json_t *o;
+
+	(void)state;
+	ev = add_event(10);
+	order_body(body, sizeof body, ev, 1);
+	post_order("k-bad-text", body, &res);
+	assert_int_equal(res.status, 201);
+	o = body_json(&res);
+	snprintf(id, sizeof id, "%s", json_string_value(json_object_get(o, "id")));
+	json_decref(o);
+	api_response_free(&res);
+	st = db_stmt(F.env->db, "UPDATE events SET name = ?1, venue = ?2 WHERE id = ?3");
+	db_bind_text(st, 1, "Bad \xed\xa0\x80 \xe2\x80\xae");
+	db_bind_text(st, 2, "H\xe0\x80\xaf");
+	db_bind_int(st, 3, ev);
+	assert_int_equal(db_run(st), SD_OK);
+	st = db_stmt(F.env->db, "UPDATE orders SET buyer_name = ?1");
+	db_bind_text(st, 1, "Ana \xf4\x90\x80\x80");
+	assert_int_equal(db_run(st), SD_OK);
+
+	snprintf(path, sizeof path, "/v1/events/%lld", (long long)ev);
+	call(&(struct req){ "GET", path, NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "name")),
+			    "Bad \\xED\\xA0\\x80 \\u{202E}");
+	assert_string_equal(json_string_value(json_object_get(o, "venue")), "H\\xE0\\x80\\xAF");
+	json_decref(o);
+	api_response_free(&res);
+	call(&(struct req){ "GET", "/v1/stats", NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	api_response_free(&res);
+	snprintf(path, sizeof path, "/v1/orders/%s", id);
+	call(&(struct req){ "GET", path, NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "name")),
+			    "Ana \\xF4\\x90\\x80\\x80");
+	json_decref(o);
+	api_response_free(&res);
+
+	/* the order still completes: its PDF renders and its email goes out */
+	run_job(tickets_render, "render_tickets", 1);
+	assert_int_equal(COUNT("SELECT count(*) FROM tickets WHERE pdf_key IS NULL"), 0);
+	run_job(tickets_send, "send_tickets", 2);
+	assert_int_equal(COUNT("SELECT count(*) FROM email_sends WHERE sent_at IS NOT NULL"), 1);
+
+	/* and the same text is refused when it comes in now */
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"a\\u202eb\",\"venue\":\"b\","
+			      "\"starts_at\":\"2026-01-01T00:00Z\",\"capacity\":5}" }, 400, "name");
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"a\",\"venue\":\"\\u0085\","
+			      "\"starts_at\":\"2026-01-01T00:00Z\",\"capacity\":5}" }, 400, "venue");
+	snprintf(body, sizeof body, "{\"event_id\":%lld,\"name\":\"Ana \\u2066x\","
+		 "\"email\":\"ana@example.com\",\"seats\":1}", (long long)ev);
+	expect(&(struct req){ "POST", "/v1/orders", NULL, F.auth, "k-bidi", JSON, body }, 400,
+	       "name");
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"\xed\xa0\x80\",\"venue\":\"b\","
+			      "\"starts_at\":\"2026-01-01T00:00Z\",\"capacity\":5}" }, 400, NULL);
+	assert_int_equal(COUNT("SELECT count(*) FROM events"), 1);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 1);
+}
+
+/* The free space of the database's folder and of the state folder, in
+ * /healthz, /v1/stats and /metrics: a state folder on a 4 MiB tmpfs is low
+ * against an 8 MiB threshold (503) and fine against 1 MiB (200). */
+static void test_disk_space(void **state)
+{
+	struct api_response res;
+	char small[300], cmd[400];
+	struct api_opts o = { F.env->db_path, small, 0, alive_fn, NULL, 8LL << 20 };
+	json_t *h, *d;
+	int64_t sfree;
+
+	(void)state;
+	snprintf(small, sizeof small, "%s/small", F.env->dir);
+	assert_int_equal(mkdir(small, 0700), 0);
+	snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=4m tmpfs '%s'", small);
+	if (system(cmd) != 0)
+		fail_msg("cannot mount a 4 MiB tmpfs on %s (the test needs root)", small);
+	assert_int_equal(tickets_files_init(F.env->db_path, small), SD_OK);
+	assert_int_equal(api_token_ensure(F.env->db_path, small), SD_OK);
+	open_api_opts(&o);
+
+	call(&(struct req){ "GET", "/healthz" }, &res);
+	h = body_json(&res);
+	d = json_object_get(h, "disk");
+	sfree = json_integer_value(json_object_get(d, "state_free_bytes"));
+	if (res.status != 503 || !json_is_true(json_object_get(d, "low")) ||
+	    json_is_true(json_object_get(h, "ok")) || sfree <= 0 || sfree > (4LL << 20) ||
+	    json_integer_value(json_object_get(d, "db_free_bytes")) <= (4LL << 20) ||
+	    json_integer_value(json_object_get(d, "warn_bytes")) != (8LL << 20))
+		fail_msg("healthz with 4 MiB against 8: %d %.*s", res.status, (int)res.body_len,
+			 res.body);
+	json_decref(h);
+	api_response_free(&res);
+	call(&(struct req){ "GET", "/metrics" }, &res);
+	assert_non_null(strstr(res.body, "\nstagedoor_disk_free_bytes{folder=\"state\"} "));
+	assert_non_null(strstr(res.body, "\nstagedoor_disk_free_bytes{folder=\"db\"} "));
+	assert_non_null(strstr(res.body, "\nstagedoor_disk_warn_bytes 8388608\n"));
+	api_response_free(&res);
+	call(&(struct req){ "GET", "/v1/stats", NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);	/* stats report it; only health fails */
+	h = body_json(&res);
+	assert_true(json_is_true(json_object_get(json_object_get(h, "disk"), "low")));
+	json_decref(h);
+	api_response_free(&res);
+
+	o.disk_warn_bytes = 1LL << 20;
+	open_api_opts(&o);
+	call(&(struct req){ "GET", "/healthz" }, &res);
+	h = body_json(&res);
+	if (res.status != 200 || json_is_true(json_object_get(json_object_get(h, "disk"), "low")))
+		fail_msg("healthz with 4 MiB against 1: %d %.*s", res.status, (int)res.body_len,
+			 res.body);
+	json_decref(h);
+	api_response_free(&res);
+	api_close(F.api);
+	F.api = NULL;
+	assert_int_equal(umount2(small, 0), 0);
 }
 
 /* ======================== jobs, stats, health, metrics =================== */
@@ -1185,6 +1353,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_order_busy_503, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_show_pdf_scan, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stored_bad_text_is_shown_escaped, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_disk_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jobs_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_metrics_health, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dashboard_extras, setup, teardown),

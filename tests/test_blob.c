@@ -173,7 +173,7 @@ static void test_nested_key_makes_folders(void **state)
 		mode_t mask = umask(0);
 
 		umask(mask);
-		assert_int_equal(st.st_mode & 0777, 0750 & ~mask);
+		assert_int_equal(st.st_mode & 0777, 0700 & ~mask);
 	}
 	assert_int_equal(blob_get(s, "events/7/tickets/42.pdf", &got, &len), SD_OK);
 	assert_int_equal(len, 4);

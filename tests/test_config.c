@@ -262,6 +262,18 @@ static void test_file_errors_name_file_line_and_key(void **state)
 			 SD_INVALID);
 	assert_msg_has(":1: mail_from");
 
+	/* a value that is not clean UTF-8 text: named by line and key, not echoed */
+	assert_int_equal(load(e, "u1.conf", "\nmail_user = ab\xed\xa0\x80" "cd\n", path, sizeof path),
+			 SD_INVALID);
+	assert_msg_has(":2: mail_user: the value is not valid UTF-8 (byte 2)");
+	assert_int_equal(load(e, "u2.conf", "mail_user = ab\xe2\x80\xae" "cd\n", path, sizeof path),
+			 SD_INVALID);
+	assert_msg_has(":1: mail_user: the value holds a bidirectional override (U+202E)");
+	assert_null(strstr(err_msg(), "\xe2\x80\xae"));
+	assert_int_equal(load(e, "u3.conf", "mail_user = ab\x01" "cd\n", path, sizeof path),
+			 SD_INVALID);
+	assert_msg_has(":1: mail_user: the value holds a control character");
+
 	/* a line that is not key = value, and an empty value */
 	assert_int_equal(load(e, "c.conf", "mail_url smtp://h\n", path, sizeof path), SD_INVALID);
 	assert_msg_has(":1: not a 'key = value' line");

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "queue.h"
 #include "testutil.h"
@@ -412,6 +414,81 @@ static void test_stmt_cache_by_address(void **state)
 	db_reset(NULL);
 }
 
+/* ---- file modes: buyers' data is the box user's alone ------------------- */
+
+static unsigned mode_of(const char *path)
+{
+	struct stat sb;
+
+	if (stat(path, &sb) != 0)
+		fail_msg("stat %s failed", path);
+	return (unsigned)(sb.st_mode & 07777);
+}
+
+static void test_new_database_is_private_whatever_the_umask(void **state)
+{
+	struct tu_env *e = *state;
+	char path[400], wal[410], shm[410], sub[300];
+	struct db *db = NULL;
+	mode_t old = umask(0);
+
+	snprintf(sub, sizeof sub, "%s/box", e->dir);
+	snprintf(path, sizeof path, "%s/stagedoor.db", sub);
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	snprintf(shm, sizeof shm, "%s-shm", path);
+	assert_int_equal(db_open(path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &db), SD_OK);
+	umask(old);
+	assert_int_equal(db_exec(db, "INSERT INTO stream (job_id, kind, payload, visible_at, "
+				 "created_at) VALUES ('j', 'k', '{}', 0, 0)"), SD_OK);
+	assert_int_equal(mode_of(path), 0600);
+	assert_int_equal(mode_of(wal), 0600);
+	assert_int_equal(mode_of(shm), 0600);
+	assert_int_equal(mode_of(sub), 0700);	/* the folder made for it */
+	db_close(db);
+}
+
+static void test_existing_database_is_tightened_with_a_log_line(void **state)
+{
+	struct tu_env *e = *state;
+	char wal[310], logp[310];
+	struct db *db = NULL;
+	int saved, fd;
+	char *text;
+	size_t size;
+
+	snprintf(wal, sizeof wal, "%s-wal", e->db_path);
+	snprintf(logp, sizeof logp, "%s/log", e->dir);
+	assert_int_equal(db_open(e->db_path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &db), SD_OK);
+	db_close(db);
+	assert_int_equal(chmod(e->db_path, 0644), 0);
+	if (access(wal, F_OK) == 0)
+		assert_int_equal(chmod(wal, 0664), 0);
+	/* the warning goes to stderr: catch it in a file */
+	fflush(stderr);
+	saved = dup(2);
+	fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(saved >= 0 && fd >= 0);
+	dup2(fd, 2);
+	close(fd);
+	assert_int_equal(db_open(e->db_path, 0, DB_SYNC_NORMAL, &db), SD_OK);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	assert_int_equal(mode_of(e->db_path), 0600);
+	if (access(wal, F_OK) == 0)
+		assert_int_equal(mode_of(wal), 0600);
+	text = (char *)tu_slurp(logp, &size);
+	if (!strstr(text, "now the box user's alone") || !strstr(text, "was=0644 now=0600"))
+		tu_fail_free(text, NULL, "no tightening line in: %s", text);
+	free(text);
+	db_close(db);
+	/* a private one is left as it is, silently */
+	assert_int_equal(chmod(e->db_path, 0400 | 0200), 0);
+	assert_int_equal(db_open(e->db_path, 0, DB_SYNC_NORMAL, &db), SD_OK);
+	assert_int_equal(mode_of(e->db_path), 0600);
+	db_close(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -428,6 +505,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_nested_begin_joins_outer, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_inner_rollback_dooms_outer, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_stmt_cache_by_address, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_new_database_is_private_whatever_the_umask,
+						tu_setup_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_existing_database_is_tightened_with_a_log_line,
+						tu_setup_nodb, tu_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -348,6 +348,22 @@ static void test_event_add_prints_id_and_refuses_bad_input(void **state)
 	assert_one_line_error(RUN("event", "add", "--name", "Gig\nNight", "--venue", "Hall",
 				  "--starts-at", "2026-12-31T20:00Z", "--capacity", "10", "--db", p),
 			      "name with a newline");
+	/* malformed UTF-8 and bidi overrides, in the name and in the venue */
+	{
+		static const char *const bad[] = { "Gig \xed\xa0\x80", "Gig \xe0\x80\xaf",
+						   "Gig \xf4\x90\x80\x80", "Gig \xe2\x80\xae" };
+		for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			char what[80];
+
+			snprintf(what, sizeof what, "event text #%zu", i);
+			assert_one_line_error(RUN("event", "add", "--name", bad[i], "--venue", "Hall",
+						  "--starts-at", "2026-12-31T20:00Z", "--capacity",
+						  "10", "--db", p), what);
+			assert_one_line_error(RUN("event", "add", "--name", "Gig", "--venue", bad[i],
+						  "--starts-at", "2026-12-31T20:00Z", "--capacity",
+						  "10", "--db", p), what);
+		}
+	}
 	/* each required flag missing in turn */
 	assert_one_line_error(RUN("event", "add", "--venue", "Hall", "--starts-at",
 				  "2026-12-31T20:00Z", "--capacity", "10", "--db", p), "no --name");
@@ -602,7 +618,14 @@ static void test_order_bad_input_refused(void **state)
 	static const char *const bad_emails[] = { "nope", "a@b", "a b@example.com", "",
 						  "@example.com", "a@@example.com" };
 	static const char *const bad_names[] = { "", "Ana\nLima", "Ana\rLima", "Ana\tLima",
-						 "Ana\x7fLima", "Jos\xe9" /* Latin-1, not UTF-8 */ };
+						 "Ana\x7fLima", "Jos\xe9" /* Latin-1, not UTF-8 */,
+						 "Ana \xed\xa0\x80" /* a surrogate, U+D800 */,
+						 "Ana \xe0\x80\xaf" /* an overlong '/' */,
+						 "Ana \xf4\x90\x80\x80" /* past U+10FFFF */,
+						 "Ana \xc2\x85" /* C1 control NEL */,
+						 "Ana \xe2\x80\xae" /* U+202E RIGHT-TO-LEFT OVERRIDE */,
+						 "Ana \xe2\x81\xa6" /* U+2066 LEFT-TO-RIGHT ISOLATE */,
+						 "Ana \xc3" /* cut short */ };
 	static const char *const bad_seats[] = { "0", "-1", "101", "two", "" };
 
 	init_db(e);
@@ -1012,6 +1035,43 @@ static void test_demo_twenty_orders(void **state)
 	assert_int_equal(tu_count(newdir, "SELECT count(*) FROM orders"), 20);
 	assert_int_equal(tu_count(newdir, "SELECT count(*) FROM email_sends WHERE sent_at IS NOT "
 				  "NULL"), 20);
+
+	/* buyers' data is the box user's alone: files 0600, folders 0700 */
+	{
+		static const char *const files[][2] = {
+			{ "var/demo/stagedoor.db", "600" }, { "var/demo/stagedoor.db-wal", "600" },
+			{ "var/demo/ticket.key", "600" }, { "var/demo", "700" },
+			{ "var/demo/blobs", "700" }, { "var/demo/blobs/tickets", "700" },
+			{ "var/demo/maildir", "700" }, { "var/demo/maildir/new", "700" },
+		};
+		size_t i;
+		struct stat sb;
+		DIR *d;
+		struct dirent *de;
+
+		for (i = 0; i < sizeof files / sizeof files[0]; i++) {
+			char p[600], m[8];
+
+			snprintf(p, sizeof p, "%s/%s", e->dir, files[i][0]);
+			if (stat(p, &sb) != 0)
+				continue;	/* a -wal checkpointed away */
+			snprintf(m, sizeof m, "%o", (unsigned)(sb.st_mode & 0777));
+			if (strcmp(m, files[i][1]) != 0)
+				tu_fail_free(text, errtext, "%s has mode %s, want %s", files[i][0], m,
+					     files[i][1]);
+		}
+		snprintf(newdir, sizeof newdir, "%s/var/demo/blobs/tickets", e->dir);
+		assert_non_null(d = opendir(newdir));
+		while ((de = readdir(d)))
+			if (de->d_name[0] != '.') {
+				char p[700];
+
+				snprintf(p, sizeof p, "%s/%s", newdir, de->d_name);
+				assert_int_equal(stat(p, &sb), 0);
+				assert_int_equal(sb.st_mode & 0777, 0600);
+			}
+		closedir(d);
+	}
 
 	/* the closing hints name the program as it was run, and work as printed */
 	{

@@ -514,6 +514,33 @@ static void test_maintenance_prunes_and_checkpoints(void **state)
 	assert_true(stat(wal, &sb) != 0 || sb.st_size < 4 * 1024 * 1024);
 }
 
+/* Free space below disk_warn_bytes: one warning (not one per maintenance
+ * tick), and a line when it is back after the threshold changed. */
+static void test_low_disk_warns_once_and_says_when_back(void **state)
+{
+	const struct tu_env *e = *state;
+	char conf[512], log[512], text[1024];
+	pid_t run;
+
+	snprintf(conf, sizeof conf, "%s/stagedoor.conf", e->dir);
+	/* 2^50 bytes: more than any test machine has free */
+	snprintf(text, sizeof text, "db = %s\nworkers = 1\nmaintenance_ms = 100\n"
+		 "disk_warn_bytes = 1125899906842624\n", e->db_path);
+	write_conf(conf, text);
+	run = START(e, log, "--config", conf);
+	wait_log(log, "level=warn msg=\"disk space low\" db_free_bytes=", 1, 5000);
+	assert_int_equal(count_in(log, " warn_bytes=1125899906842624"), 1);
+	tu_sleep_ms(1000);	/* ten more ticks, still low: no second line */
+	assert_int_equal(count_in(log, "msg=\"disk space low\""), 1);
+	snprintf(text, sizeof text, "db = %s\nworkers = 1\nmaintenance_ms = 100\n"
+		 "disk_warn_bytes = 1\n", e->db_path);
+	write_conf(conf, text);
+	kill(run, SIGHUP);
+	wait_log(log, "level=info msg=\"disk space back\"", 1, 10000);
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 15000, "run"), 0);
+}
+
 /* ---- the state folder ------------------------------------------------------ */
 
 
@@ -584,6 +611,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sighup_reopens_the_log_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_job_lines_carry_ids_not_buyers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_low_disk_warns_once_and_says_when_back,
+						tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_maintenance_prunes_and_checkpoints, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_state_dir_holds_the_files, setup, teardown),

@@ -19,7 +19,9 @@
  *      "done_per_minute": N,                      (jobs finished in the last 60 s)
  *      "duplicates_absorbed": {"check_state":N, "unique_claim":N, "provider_key":N,
  *                              "processed_jobs":N},
- *      "stale_acks": N}                           (counted by the worker processes)
+ *      "stale_acks": N,                           (counted by the worker processes)
+ *      "disk": {"db_free_bytes":N|null, "state_free_bytes":N|null,  (null: unreadable)
+ *               "warn_bytes":N, "low":bool}}    (low: either is below warn_bytes)
  *   GET /v1/jobs?state=leased ->
  *     {"jobs": [{"state":"leased", "id":N, "job_id":"outbox:12", "kind":"send_tickets",
  *                "payload":{...}, "priority":N, "deliveries":N, "attempts":N,
@@ -126,6 +128,23 @@
 
   /* ---- the sections ---- */
 
+  /* bytes as "512 MiB" / "3.2 GiB"; the exact figure in data-bytes */
+  function bytes(n) {
+    if (typeof n !== 'number') return 'unknown';
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0, v = n;
+    while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+    return (i && v < 10 ? v.toFixed(1) : Math.round(v).toString()) + ' ' + units[i];
+  }
+
+  function showDisk(id, free, warn) {
+    $(id).textContent = bytes(free);
+    $(id).dataset.bytes = typeof free === 'number' ? String(free) : '';
+    const low = typeof free !== 'number' || (typeof warn === 'number' && free < warn);
+    $(id + '-card').classList.toggle('low', low);
+    $(id + '-card').title = low ? 'below the warning threshold (' + bytes(warn) + ')' : '';
+  }
+
   function showStats(s) {
     const bs = (s.jobs && s.jobs.total) || {};
     for (const st of STATES) $('state-' + st).textContent = num(bs[st] || 0);
@@ -136,6 +155,8 @@
     const absorbed = s.duplicates_absorbed || {};
     for (const t of TECHNIQUES) $('absorbed-' + t).textContent = num(absorbed[t] || 0);
     $('stale-acks').textContent = num(s.stale_acks || 0);
+    showDisk('disk-db', s.disk && s.disk.db_free_bytes, s.disk && s.disk.warn_bytes);
+    showDisk('disk-state', s.disk && s.disk.state_free_bytes, s.disk && s.disk.warn_bytes);
 
     const byKind = (s.jobs && s.jobs.by_kind) || {};
     const kinds = Object.keys(byKind).sort().map((k) => ({ kind: k, ...byKind[k] }));

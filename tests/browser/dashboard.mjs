@@ -55,8 +55,10 @@ async function shown(page) {
     const absorbed = {};
     for (const k of ['check_state', 'unique_claim', 'provider_key', 'processed_jobs'])
       absorbed[k] = t('absorbed-' + k);
+    const disk = (id) => ({ bytes: document.getElementById(id).dataset.bytes,
+                            low: document.getElementById(id + '-card').classList.contains('low') });
     return { states, orders: t('orders-total'), emails: t('emails-sent'), jps: t('jobs-per-sec'), events,
-             absorbed, stale: t('stale-acks') };
+             absorbed, stale: t('stale-acks'), diskDb: disk('disk-db'), diskState: disk('disk-state') };
   });
 }
 
@@ -75,6 +77,13 @@ function compare(s, p) {
     if (toNum(p.absorbed[k]) !== v) diffs.push(`absorbed ${k}: page ${p.absorbed[k]}, api ${v}`);
   if (Object.keys(s.duplicates_absorbed).length !== 4) diffs.push('duplicates_absorbed: not 4 techniques');
   if (toNum(p.stale) !== s.stale_acks) diffs.push(`stale acks: page ${p.stale}, api ${s.stale_acks}`);
+  for (const [name, shownDisk, free] of [['db', p.diskDb, s.disk.db_free_bytes],
+                                          ['state', p.diskState, s.disk.state_free_bytes]]) {
+    /* the machine's other writers move free space between the two reads */
+    if (Math.abs(Number(shownDisk.bytes) - free) > 64 * 1024 ** 2)
+      diffs.push(`disk ${name}: page ${shownDisk.bytes}, api ${free}`);
+    if (shownDisk.low !== (free < s.disk.warn_bytes)) diffs.push(`disk ${name}: low shown ${shownDisk.low}`);
+  }
   return diffs;
 }
 

@@ -78,6 +78,7 @@ function stats() {
     done_per_minute: 90,
     duplicates_absorbed: { check_state: 3, unique_claim: 5, provider_key: 1, processed_jobs: 2 },
     stale_acks: 1,
+    disk: { db_free_bytes: 80 * 1024 ** 3, state_free_bytes: 300 * 1024 ** 2, warn_bytes: 512 * 1024 ** 2, low: true },
   };
 }
 
