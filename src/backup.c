@@ -29,6 +29,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -195,17 +196,20 @@ static void parent_of(const char *path, char *buf, size_t size)
 		*(slash == buf ? slash + 1 : slash) = '\0';
 }
 
-/* rm_partial: a partial backup folder this process made, and all in it. */
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* rm_partial: a partial backup folder this process made, and all in it
+ * (depth first, links not followed). */
 static void rm_partial(const char *dir)
 {
-	char cmd[PATH_MAX + 16];
-
-	/* our own "<dest>.partial-<pid>" only, quoted for the shell */
-	if (strchr(dir, '\''))
-		return;
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		return;
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 enum sd_result backup_make(struct db *db, const char *db_path, const char *state_dir,
