@@ -247,8 +247,10 @@ static void res_internal(struct api_response *res, const struct api_request *req
 
 	log_event(LOG_ERROR, "api request failed", "path=%s result=%s",
 		  log_quote(q, sizeof q, req->path ? req->path : ""), sd_result_name(r));
-	if (r == SD_BUSY) {
-		res_fail(res, 503, "the database is busy; try again", NULL);
+	if (r == SD_BUSY || r == SD_IO) {
+		res_fail(res, 503, r == SD_BUSY ? "the database is busy; try again"
+						 : "the box cannot store this now (disk full or an I/O "
+						   "error); nothing was stored; try again", NULL);
 		snprintf(res->retry_after, sizeof res->retry_after, "%s", API_RETRY_AFTER_S);
 		return;
 	}

@@ -80,6 +80,44 @@ int code_ct_equal(const void *pa, const void *pb, size_t n)
 	return diff == 0;
 }
 
+enum sd_result code_sha256_file(const char *path, char out[CODE_SHA256_HEX + 1], int64_t *size)
+{
+	const mbedtls_md_info_t *md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);
+	mbedtls_md_context_t ctx;
+	unsigned char buf[65536], h[32];
+	enum sd_result r = SD_OK;
+	ssize_t n;
+	size_t i;
+	int fd;
+
+	out[0] = '\0';
+	*size = 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return err_set(SD_IO, "cannot read %s: %s", path, strerror(errno));
+	mbedtls_md_init(&ctx);
+	if (!md || mbedtls_md_setup(&ctx, md, 0) != 0 || mbedtls_md_starts(&ctx) != 0) {
+		r = err_set(SD_NOMEM, "cannot start SHA-256");
+		goto out;
+	}
+	while ((n = read(fd, buf, sizeof buf)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = err_set(SD_IO, "cannot read %s: %s", path, strerror(errno));
+			goto out;
+		}
+		mbedtls_md_update(&ctx, buf, (size_t)n);
+		*size += n;
+	}
+	mbedtls_md_finish(&ctx, h);
+	for (i = 0; i < sizeof h; i++)
+		snprintf(out + 2 * i, 3, "%02x", h[i]);
+out:
+	mbedtls_md_free(&ctx);
+	close(fd);
+	return r;
+}
+
 void code_sha256_hex(const void *data, size_t len, char out[CODE_SHA256_HEX + 1])
 {
 	const mbedtls_md_info_t *md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);

@@ -34,6 +34,11 @@ int code_ct_equal(const void *a, const void *b, size_t n);
 /* code_sha256_hex: the SHA-256 of data as 64 hex digits and a NUL. */
 void code_sha256_hex(const void *data, size_t len, char out[CODE_SHA256_HEX + 1]);
 
+/* code_sha256_file: the SHA-256 of the file at path, read in pieces, as 64
+ * hex digits; [out] *size its length.  SD_IO naming the path on a failed
+ * read. */
+enum sd_result code_sha256_file(const char *path, char out[CODE_SHA256_HEX + 1], int64_t *size);
+
 /*
  * code_key_ensure: create the key file with a fresh random key when it is
  * missing (atomically: temp file, fsync, link() into place, so two processes

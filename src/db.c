@@ -49,6 +49,8 @@ struct db {
 	} cache[DB_STMT_CACHE];
 };
 
+static pthread_once_t db_once = PTHREAD_ONCE_INIT;
+
 static enum sd_result db_fail(sqlite3 *h, int rc, const char *what)
 {
 	int prim = rc & 0xff;
@@ -59,6 +61,13 @@ static enum sd_result db_fail(sqlite3 *h, int rc, const char *what)
 		return err_set(SD_INVALID, "refused by the database (%s): %s", what, sqlite3_errmsg(h));
 	if (prim == SQLITE_NOMEM)
 		return err_set(SD_NOMEM, "out of memory in SQLite (%s)", what);
+	/* the disk refused: nothing of the statement is stored (SQLite rolls
+	 * the transaction back); callers answer "try again", not a crash */
+	if (prim == SQLITE_FULL)
+		return err_set(SD_IO, "the disk is full: nothing was stored (%s)", what);
+	if (prim == SQLITE_IOERR)
+		return err_set(SD_IO, "I/O error: nothing was stored (%s): %s", what,
+			       sqlite3_errmsg(h));
 	if (prim == SQLITE_NOTADB || prim == SQLITE_CORRUPT)
 		return err_set(SD_DB, "not a usable Stagedoor database (%s): %s", what, sqlite3_errmsg(h));
 	return err_set(SD_DB, "database error (%s): %s", what, sqlite3_errmsg(h));
@@ -312,15 +321,13 @@ static enum sd_result db_journal_size_limit(struct db *db)
 
 enum sd_result db_open(const char *path, int flags, enum db_sync sync, struct db **out)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-
 	struct db *db;
 	struct stat sb;
 	enum sd_result r;
 	int rc, exists;
 
 	*out = NULL;
-	pthread_once(&once, db_global_init);
+	pthread_once(&db_once, db_global_init);
 	if (!path || !*path)
 		return err_set(SD_INVALID, "no database path given");
 	exists = stat(path, &sb) == 0;
@@ -400,6 +407,90 @@ void db_close(struct db *db)
 const char *db_path(const struct db *db)
 {
 	return db->path;
+}
+
+/* ======================== backups ========================================== */
+
+/* check_handle: integrity_check and user_version on an open handle. */
+static enum sd_result check_handle(sqlite3 *h, const char *path, int *version)
+{
+	sqlite3_stmt *st = NULL;
+	enum sd_result r = SD_OK;
+	int rc;
+
+	if ((rc = sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, NULL)) != SQLITE_OK)
+		return db_fail(h, rc, "integrity_check");
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW)
+		r = db_fail(h, rc, "integrity_check");
+	else if (strcmp((const char *)sqlite3_column_text(st, 0), "ok") != 0)
+		r = err_set(SD_DB, "%s fails integrity_check: %s", path,
+			    (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	if (r == SD_OK && version)
+		r = db_pragma_int(h, "PRAGMA user_version", version);
+	return r;
+}
+
+enum sd_result db_backup(struct db *db, const char *dest)
+{
+	sqlite3 *dh = NULL;
+	sqlite3_backup *b;
+	enum sd_result r = SD_OK;
+	int fd, rc;
+
+	if ((fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+		return err_set(SD_IO, "cannot create %s: %s", dest, strerror(errno));
+	close(fd);
+	if ((rc = sqlite3_open_v2(dest, &dh, SQLITE_OPEN_READWRITE, NULL)) != SQLITE_OK) {
+		r = err_set(SD_DB, "cannot open %s: %s", dest, dh ? sqlite3_errmsg(dh) : "");
+		goto out;
+	}
+	if (!(b = sqlite3_backup_init(dh, "main", db->h, "main"))) {
+		r = db_fail(dh, sqlite3_errcode(dh), "backup");
+		goto out;
+	}
+	/* 256 pages a step: writers get the lock between steps; a step that
+	 * finds the source locked naps and tries again */
+	while ((rc = sqlite3_backup_step(b, 256)) == SQLITE_OK || rc == SQLITE_BUSY ||
+	       rc == SQLITE_LOCKED)
+		if (rc != SQLITE_OK)
+			sqlite3_sleep(5);
+	if ((rc = sqlite3_backup_finish(b)) != SQLITE_OK) {
+		r = db_fail(dh, rc, "backup");
+		goto out;
+	}
+	/* one file, no -wal beside it, whatever the source's mode */
+	if ((rc = sqlite3_exec(dh, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL)) != SQLITE_OK) {
+		r = db_fail(dh, rc, "journal_mode");
+		goto out;
+	}
+	r = check_handle(dh, dest, NULL);
+out:
+	sqlite3_close(dh);
+	if (r == SD_OK && (fd = open(dest, O_RDONLY | O_CLOEXEC)) >= 0) {
+		if (fsync(fd) != 0)
+			r = err_set(SD_IO, "cannot fsync %s: %s", dest, strerror(errno));
+		close(fd);
+	}
+	if (r != SD_OK)
+		unlink(dest);
+	return r;
+}
+
+enum sd_result db_file_check(const char *path, int *version)
+{
+	sqlite3 *h = NULL;
+	enum sd_result r;
+	int rc;
+
+	pthread_once(&db_once, db_global_init);
+	rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL);
+	r = rc != SQLITE_OK ? err_set(SD_DB, "cannot open %s: %s", path,
+				      h ? sqlite3_errmsg(h) : sqlite3_errstr(rc))
+			    : check_handle(h, path, version);
+	sqlite3_close(h);
+	return r;
 }
 
 int db_schema_version(const struct db *db)

@@ -72,6 +72,23 @@ void db_close(struct db *db);
 /* db_path: the path the connection was opened with. */
 const char *db_path(const struct db *db);
 
+/*
+ * db_backup: a consistent copy of the whole database into dest (a new file,
+ * made 0600; an existing one is refused) with SQLite's online backup API,
+ * while other connections go on writing; the copy is then made a single
+ * file (journal_mode DELETE), checked (integrity_check) and fsynced.  Its
+ * folder is the caller's to sync.  SD_IO / SD_DB naming what failed; a
+ * failed copy is removed.
+ */
+enum sd_result db_backup(struct db *db, const char *dest);
+
+/*
+ * db_file_check: open the database file at path read-only (no WAL, no
+ * change), run integrity_check and read its schema version.  [out]
+ * *version.  SD_DB naming the first problem.
+ */
+enum sd_result db_file_check(const char *path, int *version);
+
 /* db_schema_version: PRAGMA user_version as read at open or after migrating. */
 int db_schema_version(const struct db *db);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_backup.h"
 #include "cli_check.h"
 #include "failpoint.h"
 #include "result.h"
@@ -33,6 +34,9 @@ static const struct {
 	{ "scan", cli_scan, "admit a ticket at the door: scan CODE" },
 	{ "demo", cli_demo, "the whole pipeline on a fresh ./var/demo: demo [--orders N]\n"
 			   "           [--config FILE] [--mail-url URL] ..." },
+	{ "backup", cli_backup, "a consistent copy of a running box: backup DEST;\n"
+			       "           backup verify DEST" },
+	{ "restore", cli_restore, "a new box from a backup: restore DEST --db PATH" },
 	{ "check", cli_check, "the invariants of a drained box, first broken one named: check [--json]" },
 	{ "mail", cli_mail, "send one test message: mail test --to ADDR [--config FILE]\n"
 			   "           [--mail-url URL] [--mail-from ADDR] [--mail-user USER]\n"

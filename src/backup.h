@@ -1,0 +1,49 @@
+/*
+ * backup.h: a running box's backup, the check of one, and a box made from
+ * one (backup.c).
+ */
+#ifndef SD_BACKUP_H
+#define SD_BACKUP_H
+
+#include <stdint.h>
+
+#include "db.h"
+#include "result.h"
+
+#define BACKUP_FORMAT 1
+#define BACKUP_MANIFEST "manifest.json"
+
+struct backup_info {
+	int schema_version;	/* the database's PRAGMA user_version */
+	int64_t created_at_ms;	/* when the copy was taken */
+	int files;		/* files listed in the manifest, the database included */
+	int64_t bytes;		/* their sizes added up */
+};
+
+/*
+ * backup_make: a consistent copy of the box on db (opened on db_path, with
+ * state_dir: NULL or "" for the database's folder) into the folder dest,
+ * which must not exist, without stopping it.  [out] info (may be NULL).
+ * Made in "dest.partial-<pid>", every file and folder fsynced, then renamed
+ * to dest and its parent fsynced: a crash leaves dest absent, never half.
+ */
+enum sd_result backup_make(struct db *db, const char *db_path, const char *state_dir,
+			   const char *dest, struct backup_info *info);
+
+/*
+ * backup_verify: every file of dest's manifest is there with its size and
+ * SHA-256, no file is missing from it, and the database passes
+ * integrity_check with the schema version the manifest names.  [out] info
+ * (may be NULL).  SD_INVALID naming the first problem.
+ */
+enum sd_result backup_verify(const char *dest, struct backup_info *info);
+
+/*
+ * backup_restore: a box at db_path (state folder state_dir) from the backup
+ * dest, verified first.  Refuses (SD_INVALID) when db_path exists: a box is
+ * never overwritten.  Every file written 0600 (folders 0700) and fsynced.
+ */
+enum sd_result backup_restore(const char *dest, const char *db_path, const char *state_dir,
+			      struct backup_info *info);
+
+#endif

@@ -1,0 +1,104 @@
+/*
+ * cli_backup.c: `stagedoor backup DEST`, `stagedoor backup verify DEST` and
+ * `stagedoor restore DEST --db PATH` (backup.h does the work).
+ *
+ * Each prints one summary line on stdout and exits 0, or one line
+ * "stagedoor: ..." on stderr and exits 1 (2 for bad usage or a destination
+ * that exists).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "args.h"
+#include "backup.h"
+#include "cli.h"
+#include "clock.h"
+#include "db.h"
+
+#define BACKUP_USAGE "backup DEST [--db PATH] [--state-dir DIR] | backup verify DEST"
+
+static void print_info(const char *what, const char *dest, const struct backup_info *in,
+		       int64_t t0)
+{
+	char when[32];
+	time_t t = (time_t)(in->created_at_ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	printf("%s %s: %d files, %.1f MiB, schema %d, taken %s, %.2f s\n", what, dest, in->files,
+	       (double)in->bytes / (1024.0 * 1024.0), in->schema_version, when,
+	       (double)(clock_mono_us() - t0) / 1e6);
+}
+
+int cli_backup(int argc, char **argv)
+{
+	const char *dbp = NULL, *state = NULL;
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS];
+	struct backup_info info;
+	struct db *db;
+	enum sd_result r;
+	int npos, rc;
+	int64_t t0 = clock_mono_us();
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 2, BACKUP_USAGE)) != 0)
+		return rc;
+	if (strcmp(pos[0], "verify") == 0) {
+		if (npos != 2)
+			return cli_fail(err_set(SD_INVALID, "usage: stagedoor " BACKUP_USAGE));
+		if ((r = backup_verify(pos[1], &info)) != SD_OK) {
+			fprintf(stderr, "stagedoor: backup verify failed: %s\n", err_msg());
+			return 1;
+		}
+		print_info("ok: backup", pos[1], &info, t0);
+		return 0;
+	}
+	if (npos != 1)
+		return cli_fail(err_set(SD_INVALID, "usage: stagedoor " BACKUP_USAGE));
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
+		return rc;
+	r = backup_make(db, db_path(db), cli_state_dir(state), pos[0], &info);
+	db_close(db);
+	if (r != SD_OK)
+		return cli_fail(r);
+	print_info("backup", pos[0], &info, t0);
+	return 0;
+}
+
+int cli_restore(int argc, char **argv)
+{
+	const char *dbp = NULL, *state = NULL;
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS];
+	struct backup_info info;
+	struct db *db;
+	enum sd_result r;
+	int npos, rc;
+	int64_t t0 = clock_mono_us();
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1,
+			    "restore DEST --db PATH [--state-dir DIR]")) != 0)
+		return rc;
+	if (!dbp || !*dbp)
+		return cli_fail(err_set(SD_INVALID, "restore needs --db PATH: the new box's "
+					"database (it must not exist)"));
+	if ((r = backup_restore(pos[0], dbp, cli_state_dir(state), &info)) != SD_OK)
+		return cli_fail(r);
+	/* the new box opens as any other: its schema is this program's */
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
+		return rc;
+	db_close(db);
+	print_info("restored", dbp, &info, t0);
+	return 0;
+}
