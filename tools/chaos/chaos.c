@@ -121,7 +121,8 @@ static void usage(void)
 		"usage: chaos [--bin PATH] [--mailsink PATH] [--dir DIR] [--orders N] [--kills K]\n"
 		"             [--workers W] [--seed S] [--keep] [--drain-timeout-s N]\n"
 		"             [--stop-max-ms N] [--certs-sh PATH] [--set KEY=VALUE ...]\n"
-		"             [--power-cuts N [--torn-pct P] [--up-max-ms N] [--powercut PATH]]\n"
+		"             [--power-cuts N [--torn-pct P] [--up-max-ms N] [--powercut PATH]\n"
+		"              [--maildir-on-box]]\n"
 		"       chaos --verify-only --db PATH --maildir DIR [--counts FILE] [--orders N]\n");
 	exit(2);
 }
@@ -181,6 +182,10 @@ static void opts_parse(int argc, char **argv)
 			opt.keep = 1;
 			continue;
 		}
+		if (strcmp(a, "--maildir-on-box") == 0) {
+			opt.box_maildir = 1;
+			continue;
+		}
 		if (strcmp(a, "--verify-only") == 0) {
 			opt.verify_only = 1;
 			continue;
@@ -237,6 +242,10 @@ static void opts_parse(int argc, char **argv)
 	}
 	if (opt.verify_only && (!opt.db || !opt.maildir))
 		usage();
+	if (opt.box_maildir && !opt.cuts) {
+		fprintf(stderr, "chaos: --maildir-on-box goes with --power-cuts\n");
+		exit(2);
+	}
 	if (opt.torn_pct > 100) {
 		fprintf(stderr, "chaos: --torn-pct is a share of the cuts, 0 to 100\n");
 		exit(2);
@@ -358,10 +367,16 @@ static int write_config(int port)
 	len = (size_t)snprintf(text, sizeof text,
 		 "# written by tools/chaos\n"
 		 "db = %s\n"
-		 "mail_url = https://127.0.0.1:%d/v1/messages\n"
 		 "mail_ca_file = %s/ca.pem\n"
 		 "http_listen = 127.0.0.1:0\n"
-		 "log_level = info\n", soak.db, port, soak.certs);
+		 "log_level = info\n", soak.db, soak.certs);
+	if (opt.box_maildir)	/* the maildir transport, in the box's folder */
+		len += (size_t)snprintf(text + len, sizeof text - len,
+					"mail_url = maildir:%s/" CHAOS_CUTS_MOUNT "/maildir\n",
+					soak.dir);
+	else
+		len += (size_t)snprintf(text + len, sizeof text - len,
+					"mail_url = https://127.0.0.1:%d/v1/messages\n", port);
 	if (!set_by_user("mail_timeout_ms"))
 		len += (size_t)snprintf(text + len, sizeof text - len, "mail_timeout_ms = 2000\n");
 	if (!set_by_user("lease_ms"))
@@ -1060,6 +1075,11 @@ end:
 	v->db_path = disk_db;
 	v->maildir = soak.maildir;
 	v->counts_path = soak.counts;
+	if (opt.box_maildir) {	/* the messages the box wrote, on the disk */
+		snprintf(soak.maildir, sizeof soak.maildir, "%s/" CHAOS_CUTS_DISK "/maildir",
+			 soak.dir);
+		v->counts_path = NULL;
+	}
 	v->expect_orders = opt.cuts ? cuts_orders_placed() : opt.orders;
 	if (access(disk_db, F_OK) == 0) {
 		say("verifying %s", disk_db);

@@ -703,8 +703,8 @@ out:
 
 int cuts_mount(void)
 {
-	snprintf(C.disk, sizeof C.disk, "%s/disk", soak.dir);
-	snprintf(C.mnt, sizeof C.mnt, "%s/box", soak.dir);
+	snprintf(C.disk, sizeof C.disk, "%s/" CHAOS_CUTS_DISK, soak.dir);
+	snprintf(C.mnt, sizeof C.mnt, "%s/" CHAOS_CUTS_MOUNT, soak.dir);
 	snprintf(C.sock, sizeof C.sock, "%s/powercut.sock", soak.dir);
 	snprintf(C.pclog, sizeof C.pclog, "%s/powercut.log", soak.dir);
 	snprintf(C.disk_db, sizeof C.disk_db, "%s/stagedoor.db", C.disk);
