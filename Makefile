@@ -8,6 +8,7 @@
 #   make fuzz         the API's parser under libFuzzer (adds clang)
 #   make bench        the benchmarks (build packages only)
 #   make soak         the long crash soak
+#   make powercut     the long power-cut soak (root, /dev/fuse)
 #   make check-fresh  the README's two commands on a fresh Debian 12 chroot (root)
 #   make deps         the build and test packages; deps-build, deps-test and
 #                     deps-fuzz install one set each
@@ -58,7 +59,7 @@ REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o buil
 SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS)) build/san/schema.o build/san/assets.o
 
 .PHONY: all deps deps-build deps-test deps-fuzz test check-rel check-san check-browser \
-	check-fresh bench demo soak fuzz clean
+	check-fresh bench demo soak powercut fuzz clean
 .SUFFIXES:
 
 # `make` installs the build packages, then builds; `make bin/stagedoor`
@@ -157,7 +158,7 @@ check-browser: deps-test
 check-fresh:
 	@sh tools/fresh.sh --readme
 
-build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o build/rel/log.o
+build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/failpoint.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o build/rel/log.o
 	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) -Isrc -o $@ $^ $(LDLIBS)
 
 # The local HTTPS mail provider the mail tests run against (tools/mailsink).
@@ -182,6 +183,17 @@ build/powercut: tools/powercut/powercut.c
 soak: deps-test
 	@$(MAKE) --no-print-directory bin/stagedoor build/mailsink build/chaos
 	build/chaos --bin bin/stagedoor --mailsink build/mailsink --orders 2000 --kills 100
+
+# The power-cut soak: the box on tools/powercut, 200 cuts (a third torn)
+# while 3000 orders go in through the CLI and the API, mail to the HTTPS
+# provider; then 50 cuts with the maildir transport on the mount.  Root and
+# /dev/fuse.
+powercut: deps-test
+	@$(MAKE) --no-print-directory bin/stagedoor build/mailsink build/chaos build/powercut
+	build/chaos --bin bin/stagedoor --mailsink build/mailsink --powercut build/powercut \
+		--orders 3000 --power-cuts 200 --workers 2
+	build/chaos --bin bin/stagedoor --mailsink build/mailsink --powercut build/powercut \
+		--orders 750 --power-cuts 50 --workers 2 --maildir-on-box
 
 bench: deps-build
 	@$(MAKE) --no-print-directory bin/stagedoor build/sqlbench

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "failpoint.h"
 #include "fsio.h"
 #include "log.h"
 #include "notify.h"
@@ -500,6 +501,8 @@ int db_schema_version(const struct db *db)
 
 enum sd_result db_set_sync(struct db *db, enum db_sync sync)
 {
+	if (failpoint_on(FP_DB_SYNC_OFF))
+		return db_exec(db, "PRAGMA synchronous = OFF");
 	return db_exec(db, sync == DB_SYNC_FULL ? "PRAGMA synchronous = FULL"
 						: "PRAGMA synchronous = NORMAL");
 }

@@ -34,6 +34,9 @@
 							 * committed */
 #define FP_RELAY_TWICE "relay_publish_twice"		/* the relay publishes a row twice */
 #define FP_WORKER_START "worker_start"			/* a worker process, before it is ready */
+#define FP_DB_SYNC_OFF "db_synchronous_off"		/* every connection at synchronous=OFF:
+							 * the power-cut soak's proof that it
+							 * sees what an unsynced commit loses */
 
 typedef void (*failpoint_fn)(const char *name, void *arg);
 

@@ -63,38 +63,15 @@
 
 #include "chaos.h"
 
-#define CHAOS_EVENTS 3
 #define CHAOS_PLACERS 3		/* order add processes at a time */
-#define CHAOS_ORDER_TRIES 30	/* one order, refused (busy) this often: give up */
 #define CHAOS_LEASE_MS 2000
 #define CHAOS_MAX_DELIVERIES 20	/* see above: the poison rule under this attack */
 #define CHAOS_GRACE_MS 45000	/* SIGTERM to exit: the run's grace (30 s) and some */
-#define CHAOS_MAX_PIDS 256
 #define CHAOS_FAILPOINTS \
 	"STAGEDOOR_FAILPOINTS=after_send_before_mark=crash:7,after_work_before_ack=crash:13," \
 	"after_render_before_update=crash:5,relay_publish_twice=on:25"
 
 /* ======================== options and state ============================= */
-
-struct opts {
-	char bin[CHAOS_PATH_MAX];	/* stagedoor, absolute */
-	char mailsink[CHAOS_PATH_MAX];	/* build/mailsink, absolute */
-	char certs_sh[CHAOS_PATH_MAX];	/* tools/certs.sh */
-	const char *dir;		/* NULL: a fresh mkdtemp */
-	long orders;
-	long kills;
-	long workers;
-	uint64_t seed;
-	int keep;
-	long drain_timeout_s;
-	long stop_max_ms;
-	const char *sets[32];		/* --set KEY=VALUE: more config lines */
-	int n_sets;
-	/* --verify-only */
-	int verify_only;
-	int orders_given;		/* --verify-only checks the number only then */
-	const char *db, *maildir, *counts;
-};
 
 /* A figure counted from the run log: a failpoint or a technique. */
 struct tally {
@@ -102,44 +79,19 @@ struct tally {
 	long n;
 };
 
-static struct opts o;
+struct chaos_opts opt;
+struct chaos_state soak;
 
-static struct {
-	char dir[CHAOS_PATH_MAX];
-	char db[CHAOS_PATH_MAX + 32], conf[CHAOS_PATH_MAX + 32], run_log[CHAOS_PATH_MAX + 32];
-	char maildir[CHAOS_PATH_MAX + 32], counts[CHAOS_PATH_MAX + 32];
-	char certs[CHAOS_PATH_MAX + 32], orders_log[CHAOS_PATH_MAX + 32];
-	int made_dir;			/* ours to remove */
-	pid_t run;			/* `stagedoor run`, 0 when not running */
-	pid_t sink;			/* mailsink */
-	pid_t orphans[CHAOS_MAX_PIDS];	/* descendants of a killed run, to reap */
-	int n_orphans;
-	long event_ids[CHAOS_EVENTS];
-	int64_t t0;
-
-	/* figures */
-	long placed, order_retries;
-	long kills, stops, app_kills, run_exits, restart_refusals;
-	long stop_ms;
-	int64_t drain_ms;		/* attack over to the first passing check */
-	int scraped;			/* /metrics was read after the drain */
-	long m_absorbed[4];		/* its duplicates absorbed, by technique */
-	long m_stale, m_runs;		/* its stale acks and handler runs */
-	char first_broken[600];
-} st;
-
-static volatile sig_atomic_t interrupted;
+volatile sig_atomic_t chaos_interrupted;
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	interrupted = 1;
+	chaos_interrupted = 1;
 }
 
 /* Remember the first thing that went wrong; later ones are printed only. */
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void fail(const char *fmt, ...)
+void fail(const char *fmt, ...)
 {
 	char buf[600];
 	va_list ap;
@@ -148,17 +100,15 @@ static void fail(const char *fmt, ...)
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "chaos: %s\n", buf);
-	if (!st.first_broken[0])
-		snprintf(st.first_broken, sizeof st.first_broken, "%s", buf);
+	if (!soak.first_broken[0])
+		snprintf(soak.first_broken, sizeof soak.first_broken, "%s", buf);
 }
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void say(const char *fmt, ...)
+void say(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "chaos: [%6.1f s] ", (double)(now_ms() - st.t0) / 1000.0);
+	fprintf(stderr, "chaos: [%6.1f s] ", (double)(now_ms() - soak.t0) / 1000.0);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -171,6 +121,8 @@ static void usage(void)
 		"usage: chaos [--bin PATH] [--mailsink PATH] [--dir DIR] [--orders N] [--kills K]\n"
 		"             [--workers W] [--seed S] [--keep] [--drain-timeout-s N]\n"
 		"             [--stop-max-ms N] [--certs-sh PATH] [--set KEY=VALUE ...]\n"
+		"             [--power-cuts N [--torn-pct P] [--up-max-ms N] [--powercut PATH]\n"
+		"              [--maildir-on-box]]\n"
 		"       chaos --verify-only --db PATH --maildir DIR [--counts FILE] [--orders N]\n");
 	exit(2);
 }
@@ -211,70 +163,93 @@ static void opts_parse(int argc, char **argv)
 	const char *bin = getenv("STAGEDOOR_BIN");
 	int i;
 
-	abs_path(o.bin, sizeof o.bin, bin && *bin ? bin : "bin/stagedoor");
-	abs_path(o.mailsink, sizeof o.mailsink, "build/mailsink");
-	abs_path(o.certs_sh, sizeof o.certs_sh, "tools/certs.sh");
-	o.orders = 2000;
-	o.kills = 100;
-	o.workers = 4;
-	o.seed = (uint64_t)getpid() ^ (uint64_t)now_ms();
-	o.drain_timeout_s = 180;
-	o.stop_max_ms = 15000;
+	abs_path(opt.bin, sizeof opt.bin, bin && *bin ? bin : "bin/stagedoor");
+	abs_path(opt.mailsink, sizeof opt.mailsink, "build/mailsink");
+	abs_path(opt.certs_sh, sizeof opt.certs_sh, "tools/certs.sh");
+	abs_path(opt.powercut, sizeof opt.powercut, "build/powercut");
+	opt.torn_pct = 33;
+	opt.up_max_ms = 2500;
+	opt.orders = 2000;
+	opt.kills = 100;
+	opt.workers = 4;
+	opt.seed = (uint64_t)getpid() ^ (uint64_t)now_ms();
+	opt.drain_timeout_s = 180;
+	opt.stop_max_ms = 15000;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (strcmp(a, "--keep") == 0) {
-			o.keep = 1;
+			opt.keep = 1;
+			continue;
+		}
+		if (strcmp(a, "--maildir-on-box") == 0) {
+			opt.box_maildir = 1;
 			continue;
 		}
 		if (strcmp(a, "--verify-only") == 0) {
-			o.verify_only = 1;
+			opt.verify_only = 1;
 			continue;
 		}
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || !v)
 			usage();
 		i++;
 		if (strcmp(a, "--bin") == 0)
-			abs_path(o.bin, sizeof o.bin, v);
+			abs_path(opt.bin, sizeof opt.bin, v);
 		else if (strcmp(a, "--mailsink") == 0)
-			abs_path(o.mailsink, sizeof o.mailsink, v);
+			abs_path(opt.mailsink, sizeof opt.mailsink, v);
 		else if (strcmp(a, "--certs-sh") == 0)
-			abs_path(o.certs_sh, sizeof o.certs_sh, v);
+			abs_path(opt.certs_sh, sizeof opt.certs_sh, v);
+		else if (strcmp(a, "--powercut") == 0)
+			abs_path(opt.powercut, sizeof opt.powercut, v);
+		else if (strcmp(a, "--power-cuts") == 0)
+			opt.cuts = opt_num(a, v, 1);
+		else if (strcmp(a, "--torn-pct") == 0)
+			opt.torn_pct = opt_num(a, v, 0);
+		else if (strcmp(a, "--up-max-ms") == 0)
+			opt.up_max_ms = opt_num(a, v, 100);
 		else if (strcmp(a, "--dir") == 0)
-			o.dir = v;
+			opt.dir = v;
 		else if (strcmp(a, "--orders") == 0) {
-			o.orders = opt_num(a, v, 1);
-			o.orders_given = 1;
+			opt.orders = opt_num(a, v, 1);
+			opt.orders_given = 1;
 		}
 		else if (strcmp(a, "--kills") == 0)
-			o.kills = opt_num(a, v, 0);
+			opt.kills = opt_num(a, v, 0);
 		else if (strcmp(a, "--workers") == 0)
-			o.workers = opt_num(a, v, 1);
+			opt.workers = opt_num(a, v, 1);
 		else if (strcmp(a, "--seed") == 0)
-			o.seed = (uint64_t)opt_num(a, v, 0);
+			opt.seed = (uint64_t)opt_num(a, v, 0);
 		else if (strcmp(a, "--drain-timeout-s") == 0)
-			o.drain_timeout_s = opt_num(a, v, 1);
+			opt.drain_timeout_s = opt_num(a, v, 1);
 		else if (strcmp(a, "--stop-max-ms") == 0)
-			o.stop_max_ms = opt_num(a, v, 0);
+			opt.stop_max_ms = opt_num(a, v, 0);
 		else if (strcmp(a, "--set") == 0) {
-			if (!strchr(v, '=') || o.n_sets == 32) {
+			if (!strchr(v, '=') || opt.n_sets == 32) {
 				fprintf(stderr, "chaos: --set wants KEY=VALUE (at most 32)\n");
 				exit(2);
 			}
-			o.sets[o.n_sets++] = v;
+			opt.sets[opt.n_sets++] = v;
 		} else if (strcmp(a, "--db") == 0)
-			o.db = v;
+			opt.db = v;
 		else if (strcmp(a, "--maildir") == 0)
-			o.maildir = v;
+			opt.maildir = v;
 		else if (strcmp(a, "--counts") == 0)
-			o.counts = v;
+			opt.counts = v;
 		else {
 			fprintf(stderr, "chaos: unknown option %s\n", a);
 			usage();
 		}
 	}
-	if (o.verify_only && (!o.db || !o.maildir))
+	if (opt.verify_only && (!opt.db || !opt.maildir))
 		usage();
+	if (opt.box_maildir && !opt.cuts) {
+		fprintf(stderr, "chaos: --maildir-on-box goes with --power-cuts\n");
+		exit(2);
+	}
+	if (opt.torn_pct > 100) {
+		fprintf(stderr, "chaos: --torn-pct is a share of the cuts, 0 to 100\n");
+		exit(2);
+	}
 }
 
 /* ======================== files and the provider ======================= */
@@ -292,12 +267,12 @@ static int write_file(const char *path, const char *text)
 
 static int setup_dir(void)
 {
-	if (o.dir) {
-		if (mkdir(o.dir, 0755) != 0 && errno != EEXIST) {
-			fail("setup: mkdir %s: %s", o.dir, strerror(errno));
+	if (opt.dir) {
+		if (mkdir(opt.dir, 0755) != 0 && errno != EEXIST) {
+			fail("setup: mkdir %s: %s", opt.dir, strerror(errno));
 			return -1;
 		}
-		abs_path(st.dir, sizeof st.dir, o.dir);
+		abs_path(soak.dir, sizeof soak.dir, opt.dir);
 	} else {
 		const char *tmp = getenv("TMPDIR");
 		char tmpl[CHAOS_PATH_MAX];
@@ -307,16 +282,16 @@ static int setup_dir(void)
 			fail("setup: mkdtemp %s: %s", tmpl, strerror(errno));
 			return -1;
 		}
-		abs_path(st.dir, sizeof st.dir, tmpl);
-		st.made_dir = 1;
+		abs_path(soak.dir, sizeof soak.dir, tmpl);
+		soak.made_dir = 1;
 	}
-	snprintf(st.db, sizeof st.db, "%s/stagedoor.db", st.dir);
-	snprintf(st.conf, sizeof st.conf, "%s/stagedoor.conf", st.dir);
-	snprintf(st.run_log, sizeof st.run_log, "%s/run.log", st.dir);
-	snprintf(st.maildir, sizeof st.maildir, "%s/mail", st.dir);
-	snprintf(st.counts, sizeof st.counts, "%s/counts.json", st.dir);
-	snprintf(st.certs, sizeof st.certs, "%s/certs", st.dir);
-	snprintf(st.orders_log, sizeof st.orders_log, "%s/orders.log", st.dir);
+	snprintf(soak.db, sizeof soak.db, "%s/stagedoor.db", soak.dir);
+	snprintf(soak.conf, sizeof soak.conf, "%s/stagedoor.conf", soak.dir);
+	snprintf(soak.run_log, sizeof soak.run_log, "%s/run.log", soak.dir);
+	snprintf(soak.maildir, sizeof soak.maildir, "%s/mail", soak.dir);
+	snprintf(soak.counts, sizeof soak.counts, "%s/counts.json", soak.dir);
+	snprintf(soak.certs, sizeof soak.certs, "%s/certs", soak.dir);
+	snprintf(soak.orders_log, sizeof soak.orders_log, "%s/orders.log", soak.dir);
 	return 0;
 }
 
@@ -324,30 +299,30 @@ static int start_sink(int *port)
 {
 	char cert[CHAOS_PATH_MAX + 64], key[CHAOS_PATH_MAX + 64], port_file[CHAOS_PATH_MAX + 64];
 	char log[CHAOS_PATH_MAX + 64], seed[32];
-	const char *sh[] = { "/bin/sh", o.certs_sh, st.certs, NULL };
+	const char *sh[] = { "/bin/sh", opt.certs_sh, soak.certs, NULL };
 	int64_t until;
 	int rc;
 
 	if ((rc = proc_run(sh, NULL, 0, 0)) != 0) {
-		fail("setup: %s %s: exit %d", o.certs_sh, st.certs, rc);
+		fail("setup: %s %s: exit %d", opt.certs_sh, soak.certs, rc);
 		return -1;
 	}
-	snprintf(cert, sizeof cert, "%s/server.pem", st.certs);
-	snprintf(key, sizeof key, "%s/server.key", st.certs);
-	snprintf(port_file, sizeof port_file, "%s/mailsink.port", st.dir);
-	snprintf(log, sizeof log, "%s/mailsink.log", st.dir);
-	snprintf(seed, sizeof seed, "%" PRIu64, o.seed);
+	snprintf(cert, sizeof cert, "%s/server.pem", soak.certs);
+	snprintf(key, sizeof key, "%s/server.key", soak.certs);
+	snprintf(port_file, sizeof port_file, "%s/mailsink.port", soak.dir);
+	snprintf(log, sizeof log, "%s/mailsink.log", soak.dir);
+	snprintf(seed, sizeof seed, "%" PRIu64, opt.seed);
 	{
-		const char *argv[] = { o.mailsink, "--listen", "127.0.0.1:0", "--cert", cert,
-				       "--key", key, "--maildir", st.maildir, "--port-file",
+		const char *argv[] = { opt.mailsink, "--listen", "127.0.0.1:0", "--cert", cert,
+				       "--key", key, "--maildir", soak.maildir, "--port-file",
 				       port_file, "--fail-500-pct", "5", "--drop-pct", "2",
 				       "--seed", seed, NULL };
 
-		st.sink = proc_spawn(argv, log, log, NULL);
+		soak.sink = proc_spawn(argv, log, log, NULL);
 	}
-	if (st.sink < 0) {
-		st.sink = 0;
-		fail("setup: cannot start %s", o.mailsink);
+	if (soak.sink < 0) {
+		soak.sink = 0;
+		fail("setup: cannot start %s", opt.mailsink);
 		return -1;
 	}
 	for (until = now_ms() + 10000; now_ms() < until; sleep_ms(10)) {
@@ -360,8 +335,8 @@ static int start_sink(int *port)
 			if (ok)
 				return 0;
 		}
-		if ((rc = proc_wait(st.sink, 0)) != -2) {
-			st.sink = 0;
+		if ((rc = proc_wait(soak.sink, 0)) != -2) {
+			soak.sink = 0;
 			fail("setup: mailsink exited %d at start (see %s)", rc, log);
 			return -1;
 		}
@@ -377,8 +352,8 @@ static int set_by_user(const char *key)
 	size_t n = strlen(key);
 	int i;
 
-	for (i = 0; i < o.n_sets; i++)
-		if (strncmp(o.sets[i], key, n) == 0 && o.sets[i][n] == '=')
+	for (i = 0; i < opt.n_sets; i++)
+		if (strncmp(opt.sets[i], key, n) == 0 && opt.sets[i][n] == '=')
 			return 1;
 	return 0;
 }
@@ -392,10 +367,16 @@ static int write_config(int port)
 	len = (size_t)snprintf(text, sizeof text,
 		 "# written by tools/chaos\n"
 		 "db = %s\n"
-		 "mail_url = https://127.0.0.1:%d/v1/messages\n"
 		 "mail_ca_file = %s/ca.pem\n"
 		 "http_listen = 127.0.0.1:0\n"
-		 "log_level = info\n", st.db, port, st.certs);
+		 "log_level = info\n", soak.db, soak.certs);
+	if (opt.box_maildir)	/* the maildir transport, in the box's folder */
+		len += (size_t)snprintf(text + len, sizeof text - len,
+					"mail_url = maildir:%s/" CHAOS_CUTS_MOUNT "/maildir\n",
+					soak.dir);
+	else
+		len += (size_t)snprintf(text + len, sizeof text - len,
+					"mail_url = https://127.0.0.1:%d/v1/messages\n", port);
 	if (!set_by_user("mail_timeout_ms"))
 		len += (size_t)snprintf(text + len, sizeof text - len, "mail_timeout_ms = 2000\n");
 	if (!set_by_user("lease_ms"))
@@ -406,25 +387,25 @@ static int write_config(int port)
 					CHAOS_MAX_DELIVERIES);
 	if (!set_by_user("workers"))
 		len += (size_t)snprintf(text + len, sizeof text - len, "workers = %ld\n",
-					o.workers);
-	for (i = 0; i < o.n_sets && len < sizeof text; i++) {
-		const char *eq = strchr(o.sets[i], '=');
+					opt.workers);
+	for (i = 0; i < opt.n_sets && len < sizeof text; i++) {
+		const char *eq = strchr(opt.sets[i], '=');
 
 		len += (size_t)snprintf(text + len, sizeof text - len, "%.*s = %s\n",
-					(int)(eq - o.sets[i]), o.sets[i], eq + 1);
+					(int)(eq - opt.sets[i]), opt.sets[i], eq + 1);
 	}
 	if (len >= sizeof text) {
 		fail("setup: the config file is too long");
 		return -1;
 	}
-	return write_file(st.conf, text);
+	return write_file(soak.conf, text);
 }
 
 /* stagedoor init and three events with room for every order. */
 static int setup_db(void)
 {
 	char out[256];
-	const char *init[] = { o.bin, "init", "--db", st.db, NULL };
+	const char *init[] = { opt.bin, "init", "--db", soak.db, NULL };
 	int rc, i;
 
 	if ((rc = proc_run(init, out, sizeof out, 1)) != 0) {
@@ -433,15 +414,15 @@ static int setup_db(void)
 	}
 	for (i = 0; i < CHAOS_EVENTS; i++) {
 		char name[64], starts[64], cap[32];
-		const char *argv[] = { o.bin, "event", "add", "--db", st.db, "--name", name,
+		const char *argv[] = { opt.bin, "event", "add", "--db", soak.db, "--name", name,
 				       "--venue", "Stagedoor Hall", "--starts-at", starts,
 				       "--capacity", cap, NULL };
 
 		snprintf(name, sizeof name, "Chaos night %d", i + 1);
 		snprintf(starts, sizeof starts, "2027-06-%02dT20:00Z", i + 1);
-		snprintf(cap, sizeof cap, "%ld", o.orders * 4 + 10);
+		snprintf(cap, sizeof cap, "%ld", opt.orders * 4 + 10);
 		if ((rc = proc_run(argv, out, sizeof out, 0)) != 0 ||
-		    (st.event_ids[i] = strtol(out, NULL, 10)) <= 0) {
+		    (soak.event_ids[i] = strtol(out, NULL, 10)) <= 0) {
 			fail("setup: stagedoor event add: exit %d, printed '%s'", rc, out);
 			return -1;
 		}
@@ -453,22 +434,22 @@ static int setup_db(void)
 
 static void orphans_add(pid_t pid)
 {
-	if (st.n_orphans < CHAOS_MAX_PIDS)
-		st.orphans[st.n_orphans++] = pid;
+	if (soak.n_orphans < CHAOS_MAX_PIDS)
+		soak.orphans[soak.n_orphans++] = pid;
 }
 
 /* Reap what has died of the descendants of killed runs (they are ours:
  * the harness is a subreaper). */
-static void orphans_reap(void)
+void orphans_reap(void)
 {
 	int i = 0;
 
-	while (i < st.n_orphans) {
+	while (i < soak.n_orphans) {
 		int status;
-		pid_t r = waitpid(st.orphans[i], &status, WNOHANG);
+		pid_t r = waitpid(soak.orphans[i], &status, WNOHANG);
 
-		if (r == st.orphans[i] || (r < 0 && errno == ECHILD && !proc_alive(st.orphans[i])))
-			st.orphans[i] = st.orphans[--st.n_orphans];
+		if (r == soak.orphans[i] || (r < 0 && errno == ECHILD && !proc_alive(soak.orphans[i])))
+			soak.orphans[i] = soak.orphans[--soak.n_orphans];
 		else
 			i++;
 	}
@@ -486,65 +467,64 @@ static int workers_of(pid_t run, pid_t *out, int max, pid_t except)
 }
 
 /*
- * start_run: `stagedoor run --config FILE` with the failpoints, its stderr
- * appended to run.log.  A run that exits at once (the last one's lock not
+ * start_run: `stagedoor run --config FILE` with extra_env (the kill soak's
+ * failpoints), its stderr appended to run.log.  A run that exits at once (the last one's lock not
  * yet released: "already running") is started again for up to 20 s.  Up
  * means: still running, with at least one worker.
  */
-static int start_run(void)
+int start_run(const char *const *extra_env)
 {
-	const char *argv[] = { o.bin, "run", "--config", st.conf, NULL };
-	const char *env[] = { CHAOS_FAILPOINTS, NULL };
+	const char *argv[] = { opt.bin, "run", "--config", soak.conf, NULL };
 	int64_t give_up = now_ms() + 20000;
 	int rc = 0;
 
-	while (now_ms() < give_up && !interrupted) {
+	while (now_ms() < give_up && !chaos_interrupted) {
 		pid_t w[4];
 		int64_t until = now_ms() + 15000;
 
-		st.run = proc_spawn(argv, st.run_log, st.run_log, env);
-		if (st.run < 0) {
-			st.run = 0;
-			fail("appliance: cannot start %s run", o.bin);
+		soak.run = proc_spawn(argv, soak.run_log, soak.run_log, extra_env);
+		if (soak.run < 0) {
+			soak.run = 0;
+			fail("appliance: cannot start %s run", opt.bin);
 			return -1;
 		}
-		while (now_ms() < until && (rc = proc_wait(st.run, 0)) == -2) {
-			if (workers_of(st.run, w, 4, 0) > 0)
+		while (now_ms() < until && (rc = proc_wait(soak.run, 0)) == -2) {
+			if (workers_of(soak.run, w, 4, 0) > 0)
 				return 0;
 			sleep_ms(20);
 		}
 		if (rc == -2)
 			break;	/* up, yet no worker in 15 s */
-		st.run = 0;
-		st.restart_refusals++;
+		soak.run = 0;
+		soak.restart_refusals++;
 		sleep_ms(250);
 	}
-	if (st.run) {
-		fail("appliance: stagedoor run started no worker within 15 s (see %s)", st.run_log);
+	if (soak.run) {
+		fail("appliance: stagedoor run started no worker within 15 s (see %s)", soak.run_log);
 		return -1;
 	}
-	fail("appliance: stagedoor run would not start: last exit %d (see %s)", rc, st.run_log);
+	fail("appliance: stagedoor run would not start: last exit %d (see %s)", rc, soak.run_log);
 	return -1;
 }
 
 /* SIGKILL the run process and every descendant; wait until they are gone. */
-static void kill_appliance(void)
+void kill_appliance(void)
 {
 	pid_t all[CHAOS_MAX_PIDS];
 	int n, i;
 	int64_t until;
 
-	if (!st.run)
+	if (!soak.run)
 		return;
-	kill(st.run, SIGSTOP);	/* a frozen supervisor starts no new worker */
-	n = proc_descendants(st.run, all, CHAOS_MAX_PIDS);
-	kill(st.run, SIGKILL);
+	kill(soak.run, SIGSTOP);	/* a frozen supervisor starts no new worker */
+	n = proc_descendants(soak.run, all, CHAOS_MAX_PIDS);
+	kill(soak.run, SIGKILL);
 	for (i = 0; i < n; i++) {
 		kill(all[i], SIGKILL);
 		orphans_add(all[i]);
 	}
-	proc_wait(st.run, 10000);
-	st.run = 0;
+	proc_wait(soak.run, 10000);
+	soak.run = 0;
 	for (until = now_ms() + 10000; now_ms() < until; sleep_ms(10)) {
 		orphans_reap();
 		for (i = 0; i < n && !proc_alive(all[i]); i++)
@@ -557,7 +537,7 @@ static void kill_appliance(void)
 /* The send_tickets lease the run logged (send_tickets_lease_ms=N), or 0. */
 static long logged_send_lease(void)
 {
-	FILE *f = fopen(st.run_log, "r");
+	FILE *f = fopen(soak.run_log, "r");
 	char line[4096];
 	long lease = 0;
 
@@ -581,26 +561,31 @@ struct placer {
 	int tries;
 };
 
+static const char *const failpoints[] = { CHAOS_FAILPOINTS, NULL };
 static struct placer placers[CHAOS_PLACERS];
 static long next_order;
 
-/* Order idx's fields are a function of the seed and idx, so a retry (with the
- * same idempotency key) sends the very same order. */
-static pid_t place(long idx)
+void order_fields(long idx, struct order_fields *f)
 {
-	char event[32], name[64], email[96], seats[8], key[96];
-	const char *argv[] = { o.bin, "order", "add", "--db", st.db, "--event", event,
-			       "--name", name, "--email", email, "--seats", seats,
-			       "--idempotency-key", key, NULL };
-	uint64_t h = o.seed * 0x9E3779B97F4A7C15ULL + (uint64_t)idx * 0xBF58476D1CE4E5B9ULL;
+	uint64_t h = opt.seed * 0x9E3779B97F4A7C15ULL + (uint64_t)idx * 0xBF58476D1CE4E5B9ULL;
 
 	h ^= h >> 29;
-	snprintf(event, sizeof event, "%ld", st.event_ids[h % CHAOS_EVENTS]);
-	snprintf(name, sizeof name, "Buyer %ld", idx + 1);
-	snprintf(email, sizeof email, "buyer%ld@example.org", idx + 1);
-	snprintf(seats, sizeof seats, "%d", (int)((h >> 8) % 4) + 1);
-	snprintf(key, sizeof key, "chaos-%" PRIu64 "-%ld", o.seed, idx);
-	return proc_spawn(argv, NULL, st.orders_log, NULL);
+	snprintf(f->event, sizeof f->event, "%ld", soak.event_ids[h % CHAOS_EVENTS]);
+	snprintf(f->name, sizeof f->name, "Buyer %ld", idx + 1);
+	snprintf(f->email, sizeof f->email, "buyer%ld@example.org", idx + 1);
+	snprintf(f->seats, sizeof f->seats, "%d", (int)((h >> 8) % 4) + 1);
+	snprintf(f->key, sizeof f->key, "chaos-%" PRIu64 "-%ld", opt.seed, idx);
+}
+
+pid_t place_cli(long idx)
+{
+	struct order_fields f;
+	const char *argv[] = { opt.bin, "order", "add", "--db", soak.db, "--event", f.event,
+			       "--name", f.name, "--email", f.email, "--seats", f.seats,
+			       "--idempotency-key", f.key, NULL };
+
+	order_fields(idx, &f);
+	return proc_spawn(argv, NULL, soak.orders_log, NULL);
 }
 
 /* Reap finished order processes, start new ones.  -1 on an order that will
@@ -618,22 +603,22 @@ static int orders_step(void)
 				continue;
 			p->pid = 0;
 			if (rc == 0) {
-				st.placed++;
+				soak.placed++;
 			} else if (++p->tries >= CHAOS_ORDER_TRIES) {
 				fail("orders: order %ld refused %d times, last exit %d (see %s)",
-				     p->idx, p->tries, rc, st.orders_log);
+				     p->idx, p->tries, rc, soak.orders_log);
 				return -1;
 			} else {
-				st.order_retries++;
-				if ((p->pid = place(p->idx)) < 0)
+				soak.order_retries++;
+				if ((p->pid = place_cli(p->idx)) < 0)
 					return -1;
 				continue;
 			}
 		}
-		if (next_order < o.orders) {
+		if (next_order < opt.orders) {
 			p->idx = next_order++;
 			p->tries = 0;
-			if ((p->pid = place(p->idx)) < 0)
+			if ((p->pid = place_cli(p->idx)) < 0)
 				return -1;
 		}
 	}
@@ -656,12 +641,12 @@ static int run_watch(void)
 {
 	int rc;
 
-	if (!st.run || (rc = proc_wait(st.run, 0)) == -2)
+	if (!soak.run || (rc = proc_wait(soak.run, 0)) == -2)
 		return 0;
-	st.run = 0;
-	st.run_exits++;
-	fail("appliance: stagedoor run exited by itself (status %d; see %s)", rc, st.run_log);
-	return start_run();
+	soak.run = 0;
+	soak.run_exits++;
+	fail("appliance: stagedoor run exited by itself (status %d; see %s)", rc, soak.run_log);
+	return start_run(failpoints);
 }
 
 static int attack(void)
@@ -669,9 +654,9 @@ static int attack(void)
 	int64_t next_kill = now_ms() + 100 + (int64_t)rng_below(401);
 	int64_t stop_until = 0, app_kill_after = 0;
 	pid_t stopped = 0;
-	int stop_done = o.kills == 0, app_kills_due;
+	int stop_done = opt.kills == 0, app_kills_due;
 
-	while (!interrupted) {
+	while (!chaos_interrupted) {
 		int64_t now = now_ms();
 
 		if (orders_step() != 0 || run_watch() != 0)
@@ -679,33 +664,33 @@ static int attack(void)
 		orphans_reap();
 
 		/* the SIGSTOP, once, at a quarter of the kills */
-		if (!stop_done && !stopped && st.kills >= o.kills / 4) {
+		if (!stop_done && !stopped && soak.kills >= opt.kills / 4) {
 			pid_t w[CHAOS_MAX_PIDS];
-			int n = workers_of(st.run, w, CHAOS_MAX_PIDS, 0);
+			int n = workers_of(soak.run, w, CHAOS_MAX_PIDS, 0);
 
 			if (n > 0) {
 				long lease = logged_send_lease();
 
 				if (lease < CHAOS_LEASE_MS)
 					lease = CHAOS_LEASE_MS;
-				st.stop_ms = lease + 1000;
-				if (st.stop_ms > o.stop_max_ms)
-					st.stop_ms = o.stop_max_ms;
+				soak.stop_ms = lease + 1000;
+				if (soak.stop_ms > opt.stop_max_ms)
+					soak.stop_ms = opt.stop_max_ms;
 				pid_t cand = w[rng_below((uint64_t)n)];
 
 				/* gone meanwhile: the next turn picks again */
-				if (proc_parent(cand) == st.run) {
+				if (proc_parent(cand) == soak.run) {
 					stopped = cand;
 					kill(stopped, SIGSTOP);
-					st.stops++;
-					stop_until = now + st.stop_ms;
+					soak.stops++;
+					stop_until = now + soak.stop_ms;
 					say("SIGSTOP worker %d for %ld ms (send_tickets lease %ld ms)",
-					    (int)stopped, st.stop_ms, lease);
+					    (int)stopped, soak.stop_ms, lease);
 				}
 			}
 		}
 		if (stopped && (now >= stop_until || !proc_alive(stopped))) {
-			if (proc_parent(stopped) == st.run)
+			if (proc_parent(stopped) == soak.run)
 				kill(stopped, SIGCONT);
 			say("SIGCONT worker %d", (int)stopped);
 			stopped = 0;
@@ -714,37 +699,37 @@ static int attack(void)
 
 		/* the whole appliance, at half and three quarters of the kills, and
 		 * never while the stopped worker serves its time */
-		app_kills_due = o.kills == 0 ? 0 : (st.kills >= o.kills / 2) + (st.kills >= o.kills * 3 / 4);
-		if (st.app_kills < app_kills_due && st.app_kills < 2 && !stopped &&
+		app_kills_due = opt.kills == 0 ? 0 : (soak.kills >= opt.kills / 2) + (soak.kills >= opt.kills * 3 / 4);
+		if (soak.app_kills < app_kills_due && soak.app_kills < 2 && !stopped &&
 		    now >= app_kill_after) {
-			say("SIGKILL the whole appliance (run %d and its children)", (int)st.run);
+			say("SIGKILL the whole appliance (run %d and its children)", (int)soak.run);
 			kill_appliance();
-			st.app_kills++;
-			if (start_run() != 0)
+			soak.app_kills++;
+			if (start_run(failpoints) != 0)
 				return -1;
-			say("stagedoor run started again (pid %d)", (int)st.run);
+			say("stagedoor run started again (pid %d)", (int)soak.run);
 			next_kill = now_ms() + 100 + (int64_t)rng_below(401);
 			app_kill_after = now_ms() + 1000;	/* let it get to work first */
 		}
 
 		/* one worker, every 100-500 ms */
-		if (st.kills < o.kills && now >= next_kill) {
+		if (soak.kills < opt.kills && now >= next_kill) {
 			pid_t w[CHAOS_MAX_PIDS];
-			int n = workers_of(st.run, w, CHAOS_MAX_PIDS, stopped);
+			int n = workers_of(soak.run, w, CHAOS_MAX_PIDS, stopped);
 
 			pid_t victim = n > 0 ? w[rng_below((uint64_t)n)] : 0;
 
-			if (victim > 0 && proc_parent(victim) == st.run) {
+			if (victim > 0 && proc_parent(victim) == soak.run) {
 				kill(victim, SIGKILL);
-				st.kills++;
+				soak.kills++;
 				next_kill = now + 100 + (int64_t)rng_below(401);
 			} else {
 				next_kill = now + 20;	/* all being restarted: look again soon */
 			}
 		}
 
-		if (next_order >= o.orders && orders_running() == 0 && st.kills >= o.kills &&
-		    stop_done && !stopped && st.app_kills >= (o.kills ? 2 : 0))
+		if (next_order >= opt.orders && orders_running() == 0 && soak.kills >= opt.kills &&
+		    stop_done && !stopped && soak.app_kills >= (opt.kills ? 2 : 0))
 			return 0;
 		sleep_ms(10);
 	}
@@ -757,17 +742,19 @@ static int attack(void)
 static const char *const techniques[] = { "check_state", "unique_claim", "provider_key",
 					  "processed_jobs" };
 
-/* The port of the last "http listening" line in the run log: the HTTP
- * child of the appliance now running (each start binds a new port). */
-static int http_port(void)
+int http_port_since(long from)
 {
-	FILE *f = fopen(st.run_log, "r");
+	FILE *f = fopen(soak.run_log, "r");
 	char line[4096];
 	const char *p;
 	int port = 0;
 
 	if (!f)
 		return 0;
+	if (from > 0 && fseek(f, from, SEEK_SET) != 0) {
+		fclose(f);
+		return 0;
+	}
 	while (fgets(line, sizeof line, f))
 		if (strstr(line, "msg=\"http listening\"") && (p = strstr(line, " port=")))
 			port = atoi(p + 6);
@@ -814,7 +801,7 @@ static void scrape_metrics(void)
 	ssize_t got;
 	const char *body;
 	char label[64];
-	int fd, port = http_port(), i;
+	int fd, port = http_port_since(0), i;
 
 	if (port <= 0 || (fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		return;
@@ -837,38 +824,38 @@ static void scrape_metrics(void)
 		return;
 	for (i = 0; i < 4; i++) {
 		snprintf(label, sizeof label, "technique=\"%s\"", techniques[i]);
-		st.m_absorbed[i] = prom_sum(body, "stagedoor_duplicates_absorbed_total", label);
+		soak.m_absorbed[i] = prom_sum(body, "stagedoor_duplicates_absorbed_total", label);
 	}
-	st.m_stale = prom_sum(body, "stagedoor_stale_acks_total", NULL);
-	st.m_runs = prom_sum(body, "stagedoor_handler_runs_total", NULL);
-	st.scraped = 1;
+	soak.m_stale = prom_sum(body, "stagedoor_stale_acks_total", NULL);
+	soak.m_runs = prom_sum(body, "stagedoor_handler_runs_total", NULL);
+	soak.scraped = 1;
 }
 
 /* ======================== drain and stop ================================ */
 
 static int drain(void)
 {
-	const char *argv[] = { o.bin, "check", "--db", st.db, NULL };
-	int64_t t0 = now_ms(), until = t0 + o.drain_timeout_s * 1000;
+	const char *argv[] = { opt.bin, "check", "--db", soak.db, NULL };
+	int64_t t0 = now_ms(), until = t0 + opt.drain_timeout_s * 1000;
 	char out[2048] = "";
 	int rc = -1;
 
-	while (now_ms() < until && !interrupted) {
+	while (now_ms() < until && !chaos_interrupted) {
 		if (run_watch() != 0)
 			return -1;
 		orphans_reap();
 		if ((rc = proc_run(argv, out, sizeof out, 1)) == 0) {
-			st.drain_ms = now_ms() - t0;
+			soak.drain_ms = now_ms() - t0;
 			return 0;
 		}
 		sleep_ms(500);
 	}
-	st.drain_ms = now_ms() - t0;	/* how long it tried */
-	if (interrupted)
+	soak.drain_ms = now_ms() - t0;	/* how long it tried */
+	if (chaos_interrupted)
 		fail("interrupted while draining");
 	else
 		fail("drain: stagedoor check still failing after %ld s (exit %d): %.300s",
-		     o.drain_timeout_s, rc, out);
+		     opt.drain_timeout_s, rc, out);
 	return -1;
 }
 
@@ -877,15 +864,15 @@ static int stop_appliance(void)
 	pid_t all[CHAOS_MAX_PIDS];
 	int n, i, rc;
 
-	n = proc_descendants(st.run, all, CHAOS_MAX_PIDS);
-	kill(st.run, SIGTERM);
-	rc = proc_wait(st.run, CHAOS_GRACE_MS);
+	n = proc_descendants(soak.run, all, CHAOS_MAX_PIDS);
+	kill(soak.run, SIGTERM);
+	rc = proc_wait(soak.run, CHAOS_GRACE_MS);
 	if (rc == -2) {
 		kill_appliance();
 		fail("stop: stagedoor run did not exit within %d ms of SIGTERM", CHAOS_GRACE_MS);
 		return -1;
 	}
-	st.run = 0;
+	soak.run = 0;
 	/* a child the run left behind is ours now (we are its subreaper) */
 	for (i = 0; i < n; i++) {
 		if (proc_parent(all[i]) == getpid()) {
@@ -903,14 +890,14 @@ static int stop_appliance(void)
 
 static void stop_sink(void)
 {
-	if (!st.sink)
+	if (!soak.sink)
 		return;
-	kill(st.sink, SIGTERM);
-	if (proc_wait(st.sink, 15000) == -2) {
-		kill(st.sink, SIGKILL);
-		proc_wait(st.sink, 5000);
+	kill(soak.sink, SIGTERM);
+	if (proc_wait(soak.sink, 15000) == -2) {
+		kill(soak.sink, SIGKILL);
+		proc_wait(soak.sink, 5000);
 	}
-	st.sink = 0;
+	soak.sink = 0;
 }
 
 /* Whatever still runs, at any exit. */
@@ -927,9 +914,11 @@ static void cleanup(void)
 	}
 	kill_appliance();
 	stop_sink();
-	for (i = 0; i < st.n_orphans; i++)
-		if (proc_parent(st.orphans[i]) == getpid())
-			kill(st.orphans[i], SIGKILL);
+	if (opt.cuts)
+		cuts_cleanup();
+	for (i = 0; i < soak.n_orphans; i++)
+		if (proc_parent(soak.orphans[i]) == getpid())
+			kill(soak.orphans[i], SIGKILL);
 	orphans_reap();
 }
 
@@ -946,7 +935,7 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
 /* Count the log lines with msg="<msg>" by the value of key=. */
 static int tally_log(const char *msg, const char *key, struct tally *t, int max)
 {
-	FILE *f = fopen(st.run_log, "r");
+	FILE *f = fopen(soak.run_log, "r");
 	char line[4096], want_msg[128], want_key[64];
 	int n = 0, i;
 
@@ -991,15 +980,17 @@ static void print_figures(const struct verdict *v, int64_t elapsed_ms)
 	printf("orders %ld\n", v->orders);
 	printf("seats %ld\n", v->seats);
 	printf("events %ld\n", v->events);
-	if (!o.verify_only) {
-		printf("order_retries %ld\n", st.order_retries);
-		printf("kills %ld\n", st.kills);
-		printf("sigstops %ld\n", st.stops);
-		printf("sigstop_ms %ld\n", st.stop_ms);
-		printf("appliance_kills %ld\n", st.app_kills);
-		printf("restart_refusals %ld\n", st.restart_refusals);
-		printf("run_exits %ld\n", st.run_exits);
-		printf("drain_s %.1f\n", (double)st.drain_ms / 1000.0);
+	if (opt.cuts)
+		cuts_print_figures();
+	else if (!opt.verify_only) {
+		printf("order_retries %ld\n", soak.order_retries);
+		printf("kills %ld\n", soak.kills);
+		printf("sigstops %ld\n", soak.stops);
+		printf("sigstop_ms %ld\n", soak.stop_ms);
+		printf("appliance_kills %ld\n", soak.app_kills);
+		printf("restart_refusals %ld\n", soak.restart_refusals);
+		printf("run_exits %ld\n", soak.run_exits);
+		printf("drain_s %.1f\n", (double)soak.drain_ms / 1000.0);
 	}
 	printf("reclaimed_jobs %ld\n", v->reclaimed_jobs);
 	printf("redeliveries %ld\n", v->redeliveries);
@@ -1019,11 +1010,11 @@ static void print_figures(const struct verdict *v, int64_t elapsed_ms)
 		if (i == 4)
 			printf("absorbed.%s %ld\n", dup[j].name, dup[j].n);
 	}
-	if (st.scraped) {
+	if (soak.scraped) {
 		for (i = 0; i < 4; i++)
-			printf("metrics.absorbed.%s %ld\n", techniques[i], st.m_absorbed[i]);
-		printf("metrics.stale_acks %ld\n", st.m_stale);
-		printf("metrics.handler_runs %ld\n", st.m_runs);
+			printf("metrics.absorbed.%s %ld\n", techniques[i], soak.m_absorbed[i]);
+		printf("metrics.stale_acks %ld\n", soak.m_stale);
+		printf("metrics.handler_runs %ld\n", soak.m_runs);
 	}
 	printf("provider_replays %ld\n", v->provider_replays);
 	printf("relay_duplicates %ld\n", v->relay_duplicates);
@@ -1038,25 +1029,85 @@ static void print_figures(const struct verdict *v, int64_t elapsed_ms)
 
 /* ======================== main ========================================== */
 
+/*
+ * soak_run: set up, attack (kills, or power cuts with --power-cuts), drain,
+ * stop, then the verdict into v.  In the power-cut mode the verdict reads
+ * the disk itself after a clean unmount.
+ */
+static void soak_run(struct verdict *v)
+{
+	char disk_db[CHAOS_PATH_MAX + 64];
+	int port = 0;
+
+	if (opt.cuts)
+		say("seed %" PRIu64 ", dir %s, %ld orders, %ld power cuts (%ld%% torn), %ld workers",
+		    opt.seed, soak.dir, opt.orders, opt.cuts, opt.torn_pct, opt.workers);
+	else
+		say("seed %" PRIu64 ", dir %s, %ld orders, %ld kills, %ld workers", opt.seed,
+		    soak.dir, opt.orders, opt.kills, opt.workers);
+	if ((opt.cuts && cuts_mount() != 0) || start_sink(&port) != 0 || write_config(port) != 0 ||
+	    setup_db() != 0 || (!opt.cuts && start_run(failpoints) != 0))
+		goto end;
+	say("mailsink on port %d", port);
+	if ((opt.cuts ? cuts_attack() : attack()) != 0)
+		goto end;
+	if (opt.cuts)
+		say("%ld orders placed; draining", cuts_orders_placed());
+	else
+		say("%ld orders placed, %ld worker kills, %ld stops, %ld appliance kills; draining",
+		    soak.placed, soak.kills, soak.stops, soak.app_kills);
+	if (drain() != 0)
+		goto end;
+	say("stagedoor check passes after %.1f s of draining; SIGTERM to the appliance",
+	    (double)soak.drain_ms / 1000.0);
+	scrape_metrics();
+	if (stop_appliance() != 0)
+		goto end;
+	stop_sink();
+	if (opt.cuts && cuts_unmount() != 0)
+		goto end;
+end:
+	cleanup();
+	if (opt.cuts)
+		cuts_disk_db(disk_db, sizeof disk_db);
+	else
+		snprintf(disk_db, sizeof disk_db, "%s", soak.db);
+	v->db_path = disk_db;
+	v->maildir = soak.maildir;
+	v->counts_path = soak.counts;
+	if (opt.box_maildir) {	/* the messages the box wrote, on the disk */
+		snprintf(soak.maildir, sizeof soak.maildir, "%s/" CHAOS_CUTS_DISK "/maildir",
+			 soak.dir);
+		v->counts_path = NULL;
+	}
+	v->expect_orders = opt.cuts ? cuts_orders_placed() : opt.orders;
+	if (access(disk_db, F_OK) == 0) {
+		say("verifying %s", disk_db);
+		verify_run(v);
+	} else {
+		snprintf(v->broken, sizeof v->broken, "no database");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct verdict v;
 	struct sigaction sa;
-	int port = 0, ok;
+	int ok;
 
-	st.t0 = now_ms();
+	soak.t0 = now_ms();
 	opts_parse(argc, argv);
-	rng_seed(o.seed);
+	rng_seed(opt.seed);
 	memset(&v, 0, sizeof v);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	if (o.verify_only) {
-		v.db_path = o.db;
-		v.maildir = o.maildir;
-		v.counts_path = o.counts;
-		v.expect_orders = o.orders_given ? o.orders : -1;
+	if (opt.verify_only) {
+		v.db_path = opt.db;
+		v.maildir = opt.maildir;
+		v.counts_path = opt.counts;
+		v.expect_orders = opt.orders_given ? opt.orders : -1;
 		ok = verify_run(&v) == 0;
-		print_figures(&v, now_ms() - st.t0);
+		print_figures(&v, now_ms() - soak.t0);
 		printf("result %s\n", ok ? "ok" : "broken");
 		if (!ok)
 			fprintf(stderr, "chaos: broken: %s\n", v.broken);
@@ -1073,52 +1124,23 @@ int main(int argc, char **argv)
 
 	if (setup_dir() != 0)
 		return 1;
-	say("seed %" PRIu64 ", dir %s, %ld orders, %ld kills, %ld workers", o.seed, st.dir,
-	    o.orders, o.kills, o.workers);
-	if (start_sink(&port) != 0 || write_config(port) != 0 || setup_db() != 0 ||
-	    start_run() != 0)
-		goto end;
-	say("mailsink on port %d, stagedoor run pid %d", port, (int)st.run);
-	if (attack() != 0)
-		goto end;
-	say("%ld orders placed, %ld worker kills, %ld stops, %ld appliance kills; draining",
-	    st.placed, st.kills, st.stops, st.app_kills);
-	if (drain() != 0)
-		goto end;
-	say("stagedoor check passes after %.1f s of draining; SIGTERM to the appliance",
-	    (double)st.drain_ms / 1000.0);
-	scrape_metrics();
-	if (stop_appliance() != 0)
-		goto end;
-	stop_sink();
-end:
-	cleanup();
-	v.db_path = st.db;
-	v.maildir = st.maildir;
-	v.counts_path = st.counts;
-	v.expect_orders = o.orders;
-	if (access(st.db, F_OK) == 0) {
-		say("verifying");
-		verify_run(&v);
-	} else {
-		snprintf(v.broken, sizeof v.broken, "no database");
-	}
-	print_figures(&v, now_ms() - st.t0);
-	if (!st.first_broken[0] && v.broken[0])
-		snprintf(st.first_broken, sizeof st.first_broken, "%s", v.broken);
-	if (!st.first_broken[0] && v.duplicates != 0)
-		snprintf(st.first_broken, sizeof st.first_broken, "duplicates delivered: %ld",
+	soak_run(&v);
+	print_figures(&v, now_ms() - soak.t0);
+	if (!soak.first_broken[0] && v.broken[0])
+		snprintf(soak.first_broken, sizeof soak.first_broken, "%s", v.broken);
+	if (!soak.first_broken[0] && v.duplicates != 0)
+		snprintf(soak.first_broken, sizeof soak.first_broken, "duplicates delivered: %ld",
 			 v.duplicates);
-	ok = !st.first_broken[0];
+	ok = !soak.first_broken[0];
 	printf("result %s\n", ok ? "ok" : "broken");
 	if (!ok) {
-		fprintf(stderr, "chaos: broken: %s\n", st.first_broken);
-		if (v.broken[0] && strcmp(v.broken, st.first_broken) != 0)
+		fprintf(stderr, "chaos: broken: %s\n", soak.first_broken);
+		if (v.broken[0] && strcmp(v.broken, soak.first_broken) != 0)
 			fprintf(stderr, "chaos: the verifier's first: %s\n", v.broken);
 	}
-	if (o.keep || !ok)
-		fprintf(stderr, "chaos: kept %s\n", st.dir);
-	else if (st.made_dir)
-		nftw(st.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	if (opt.keep || !ok)
+		fprintf(stderr, "chaos: kept %s\n", soak.dir);
+	else if (soak.made_dir)
+		nftw(soak.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return ok ? 0 : 1;
 }

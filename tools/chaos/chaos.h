@@ -1,7 +1,8 @@
 /*
  * chaos.h: what the crash soak's three files share.
  *
- *   chaos.c   options, set-up, the attack loop, drain, the figures
+ *   chaos.c   options, set-up, the kill attack, drain, the figures
+ *   cuts.c    the power-cut attack (--power-cuts): the box on tools/powercut
  *   procs.c   child processes: spawn, wait, the appliance's process tree
  *   verify.c  the independent verdict, from the database and the provider
  *
@@ -14,9 +15,116 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #define CHAOS_PATH_MAX 1024
+#define CHAOS_EVENTS 3
+#define CHAOS_MAX_PIDS 256
+#define CHAOS_CUTS_DISK "disk"	/* --power-cuts: <dir>/disk, the disk */
+#define CHAOS_CUTS_MOUNT "box"	/* ... and <dir>/box, its mount, the box's folder */
+#define CHAOS_ORDER_TRIES 30	/* one order, refused (busy) this often: give up */
+
+/* ---- chaos.c: the options and the run's state ------------------------------ */
+
+struct chaos_opts {
+	char bin[CHAOS_PATH_MAX];	/* stagedoor, absolute */
+	char mailsink[CHAOS_PATH_MAX];	/* build/mailsink, absolute */
+	char certs_sh[CHAOS_PATH_MAX];	/* tools/certs.sh */
+	char powercut[CHAOS_PATH_MAX];	/* build/powercut, absolute */
+	const char *dir;		/* NULL: a fresh mkdtemp */
+	long orders;
+	long kills;
+	long workers;
+	long cuts;			/* --power-cuts: the power-cut attack, 0: the kills */
+	long torn_pct;			/* of the cuts, this share torn */
+	long up_max_ms;			/* a box lives up to this long between cuts */
+	int box_maildir;		/* --maildir-on-box: mail_url = maildir: on the mount */
+	uint64_t seed;
+	int keep;
+	long drain_timeout_s;
+	long stop_max_ms;
+	const char *sets[32];		/* --set KEY=VALUE: more config lines */
+	int n_sets;
+	/* --verify-only */
+	int verify_only;
+	int orders_given;		/* --verify-only checks the number only then */
+	const char *db, *maildir, *counts;
+};
+
+struct chaos_state {
+	char dir[CHAOS_PATH_MAX];
+	char db[CHAOS_PATH_MAX + 32], conf[CHAOS_PATH_MAX + 32], run_log[CHAOS_PATH_MAX + 32];
+	char maildir[CHAOS_PATH_MAX + 32], counts[CHAOS_PATH_MAX + 32];
+	char certs[CHAOS_PATH_MAX + 32], orders_log[CHAOS_PATH_MAX + 32];
+	int made_dir;			/* ours to remove */
+	pid_t run;			/* `stagedoor run`, 0 when not running */
+	pid_t sink;			/* mailsink */
+	pid_t orphans[CHAOS_MAX_PIDS];	/* descendants of a killed run, to reap */
+	int n_orphans;
+	long event_ids[CHAOS_EVENTS];
+	int64_t t0;
+
+	/* figures */
+	long placed, order_retries;
+	long kills, stops, app_kills, run_exits, restart_refusals;
+	long stop_ms;
+	int64_t drain_ms;		/* attack over to the first passing check */
+	int scraped;			/* /metrics was read after the drain */
+	long m_absorbed[4];		/* its duplicates absorbed, by technique */
+	long m_stale, m_runs;		/* its stale acks and handler runs */
+	char first_broken[600];
+};
+
+extern struct chaos_opts opt;
+extern struct chaos_state soak;
+extern volatile sig_atomic_t chaos_interrupted;
+
+/* fail: remember the first thing that went wrong (later ones are printed
+ * only); say: a progress line on stderr with the time since the start. */
+void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* start_run: `stagedoor run` up with a worker (retried while the last one's
+ * lock is held); extra_env (may be NULL) for its environment.  kill_appliance:
+ * SIGKILL the run and every descendant, wait until they are gone.
+ * orphans_reap: reap what has died of the killed runs' descendants. */
+int start_run(const char *const *extra_env);
+void kill_appliance(void);
+void orphans_reap(void);
+
+/* http_port_since: the port of the last "http listening" line of the run
+ * log at or after byte offset from, 0 when there is none yet. */
+int http_port_since(long from);
+
+/* order_fields: order idx's event, buyer and seats, a function of the seed and
+ * idx, so that a retry (same idempotency key) sends the very same order. */
+struct order_fields {
+	char event[32], name[64], email[96], seats[8], key[96];
+};
+void order_fields(long idx, struct order_fields *f);
+
+/* place_cli: `stagedoor order add` for order idx, its stderr to the orders
+ * log; the pid, or -1. */
+pid_t place_cli(long idx);
+
+/* ---- cuts.c ------------------------------------------------------------------ */
+
+/* cuts_mount: the powercut daemon on <dir>/disk at <dir>/box, where the box's
+ * database and state go (soak.db names it).  cuts_attack: orders through the
+ * CLI and the API while the pipeline runs, and opt.cuts power cuts, each
+ * followed by a remount, checks and a new start.  cuts_unmount: stop the
+ * daemon cleanly (every write synced), for the final verdict on the disk
+ * itself; cuts_disk_db: that database's path on the disk.  cuts_cleanup:
+ * whatever still runs.  cuts_print_figures: its figures as "name value"
+ * lines.  cuts_orders_placed: how many orders it placed (each acknowledged). */
+int cuts_mount(void);
+int cuts_attack(void);
+int cuts_unmount(void);
+void cuts_disk_db(char *buf, size_t size);
+void cuts_cleanup(void);
+void cuts_print_figures(void);
+long cuts_orders_placed(void);
 
 /* ---- procs.c ----------------------------------------------------------- */
 
