@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backup_sched.h"
 #include "clock.h"
 #include "code.h"
 #include "failpoint.h"
@@ -50,6 +51,8 @@ struct api {
 	struct metrics *metrics;		/* the workers' counters; NULL: none */
 	char state_dir[PATH_MAX];		/* as given; "": the database's folder */
 	int64_t disk_warn_bytes;		/* 0: MAINT_DISK_WARN_BYTES_DEFAULT */
+	char backup_dir[PATH_MAX];		/* "": no periodic backups */
+	int64_t backup_interval_ms;
 
 	pthread_mutex_t mu;			/* guards idle[] and inflight[] */
 	struct db *idle[API_POOL_IDLE_MAX];	/* connections not in use */
@@ -366,6 +369,9 @@ enum sd_result api_open(const struct api_opts *o, struct api **out)
 	a->workers_alive = o->workers_alive;
 	a->arg = o->arg;
 	a->disk_warn_bytes = o->disk_warn_bytes;
+	snprintf(a->backup_dir, sizeof a->backup_dir, "%s", o->backup_dir ? o->backup_dir : "");
+	a->backup_interval_ms = o->backup_interval_ms > 0 ? o->backup_interval_ms
+				: BACKUP_SCHED_INTERVAL_MS_DEFAULT;
 	snprintf(a->state_dir, sizeof a->state_dir, "%s", o->state_dir ? o->state_dir : "");
 	if ((r = api_token_path(o->db_path, o->state_dir, path, sizeof path)) != SD_OK ||
 	    (r = token_load(path, a->token)) != SD_OK)
@@ -702,14 +708,21 @@ struct call {
 	struct db *db;
 };
 
-static json_t *event_json(const struct event_view *v)
+/* utc_text: ms since the epoch as "2026-12-31T20:00:00Z" into buf. */
+static void utc_text(int64_t ms, char *buf, size_t size)
 {
-	char when[32];
-	time_t t = (time_t)(v->starts_at / 1000);
+	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
 
 	gmtime_r(&t, &tm);
-	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static json_t *event_json(const struct event_view *v)
+{
+	char when[32];
+
+	utc_text(v->starts_at, when, sizeof when);
 	return json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "id", (json_int_t)v->id,
 			 "name", v->name, "venue", v->venue, "starts_at", when, "starts_at_ms",
 			 (json_int_t)v->starts_at, "capacity", (json_int_t)v->capacity,
@@ -1258,6 +1271,34 @@ static json_t *disk_json(const struct maint_disk *d)
 			 (json_int_t)d->warn_bytes, "low", d->low);
 }
 
+/* backup_json: run's periodic backups, for /healthz and /v1/stats (null
+ * when backup_dir is not set).  [out] *ok: they are fine (1 when not set). */
+static json_t *backup_json(const struct api *a, int *ok)
+{
+	struct backup_status st;
+	char when[32];
+	json_t *o;
+
+	*ok = 1;
+	if (!a->backup_dir[0])
+		return json_null();
+	backup_sched_status(a->db_path, a->backup_dir, a->backup_interval_ms, clock_now_ms(), &st);
+	*ok = st.ok;
+	o = json_pack("{s:s, s:I, s:b, s:i, s:I}", "dir", a->backup_dir, "interval_ms",
+		      (json_int_t)a->backup_interval_ms, "ok", st.ok, "count", st.good,
+		      "failures_total", (json_int_t)st.failures_total);
+	if (!o)
+		return NULL;
+	utc_text(st.last_ok_ms, when, sizeof when);
+	json_object_set_new(o, "last_ok", st.good ? json_string(st.last_ok_name) : json_null());
+	json_object_set_new(o, "last_ok_at", st.good ? json_string(when) : json_null());
+	json_object_set_new(o, "last_ok_at_ms", st.good ? json_integer(st.last_ok_ms) : json_null());
+	json_object_set_new(o, "age_ms", st.good ? json_integer(st.age_ms) : json_null());
+	json_object_set_new(o, "last_failed", json_boolean(st.failed));
+	json_object_set_new(o, "error", st.failed ? json_string(st.error) : json_null());
+	return o;
+}
+
 static void get_stats(struct call *c)
 {
 	struct maint_disk disk;
@@ -1266,7 +1307,7 @@ static void get_stats(struct call *c)
 	json_t *kinds, *absorbed, *o;
 	int64_t orders = 0, emails = 0, per_min = 0, stale = 0;
 	enum sd_result r;
-	int n = 0, i, short_of = 0;
+	int n = 0, i, short_of = 0, backup_ok;
 
 	if ((r = queue_stats(c->db, &rows, &n, &total)) != SD_OK ||
 	    (r = tickets_totals(c->db, &orders, &emails)) != SD_OK ||
@@ -1297,31 +1338,62 @@ static void get_stats(struct call *c)
 		return;
 	}
 	maint_disk(c->a->db_path, c->a->state_dir, c->a->disk_warn_bytes, &disk);
-	o = json_pack("{s:{s:o, s:o}, s:I, s:I, s:o, s:I, s:o, s:I, s:o}", "jobs", "total",
+	o = json_pack("{s:{s:o, s:o}, s:I, s:I, s:o, s:I, s:o, s:I, s:o, s:o}", "jobs", "total",
 		      counts_json(&total), "by_kind", kinds, "orders", (json_int_t)orders,
 		      "emails_sent", (json_int_t)emails, "events", ev.events, "done_per_minute",
 		      (json_int_t)per_min, "duplicates_absorbed", absorbed,
-		      "stale_acks", (json_int_t)stale, "disk", disk_json(&disk));
+		      "stale_acks", (json_int_t)stale, "disk", disk_json(&disk), "backup",
+		      backup_json(c->a, &backup_ok));
 	res_json(c->res, 200, o);
 }
 
 static void get_healthz(struct call *c)
 {
 	int64_t pending = 0, wal = 0;
-	int alive = -1, db_ok, ok;
+	int alive = -1, db_ok, ok, backup_ok;
 	struct maint_disk disk;
-	json_t *o;
+	json_t *o, *backup;
 
 	db_ok = c->db && queue_pending(c->db, &pending) == SD_OK &&
 		db_wal_bytes(c->db, &wal) == SD_OK;
 	if (c->a->workers_alive)
 		alive = c->a->workers_alive(c->a->arg);
 	maint_disk(c->a->db_path, c->a->state_dir, c->a->disk_warn_bytes, &disk);
-	ok = db_ok && alive != 0 && !disk.low;
-	o = json_pack("{s:b, s:s, s:o, s:I, s:o}", "ok", ok, "db", db_ok ? "ok" : "error",
+	backup = backup_json(c->a, &backup_ok);
+	ok = db_ok && alive != 0 && !disk.low && backup_ok;
+	o = json_pack("{s:b, s:s, s:o, s:I, s:o, s:o}", "ok", ok, "db", db_ok ? "ok" : "error",
 		      "workers_alive", alive < 0 ? json_null() : json_integer(alive), "wal_bytes",
-		      (json_int_t)wal, "disk", disk_json(&disk));
+		      (json_int_t)wal, "disk", disk_json(&disk), "backup", backup);
 	res_json(c->res, ok ? 200 : 503, o);
+}
+
+/* backup_prom: the periodic backups' series (none when backup_dir is not
+ * set), as /healthz judges them. */
+static void backup_prom(FILE *f, const struct api *a)
+{
+	struct backup_status st;
+
+	if (!a->backup_dir[0])
+		return;
+	backup_sched_status(a->db_path, a->backup_dir, a->backup_interval_ms, clock_now_ms(), &st);
+	fprintf(f, "# HELP stagedoor_backup_ok 1 while the newest good periodic backup is younger "
+		"than two intervals and the last attempt did not fail (as /healthz).\n"
+		"# TYPE stagedoor_backup_ok gauge\nstagedoor_backup_ok %d\n"
+		"# HELP stagedoor_backup_last_success_timestamp_seconds When the newest good "
+		"periodic backup was taken (Unix time); 0: none.\n"
+		"# TYPE stagedoor_backup_last_success_timestamp_seconds gauge\n"
+		"stagedoor_backup_last_success_timestamp_seconds %lld\n"
+		"# HELP stagedoor_backup_age_seconds Age of the newest good periodic backup; "
+		"-1: none.\n"
+		"# TYPE stagedoor_backup_age_seconds gauge\nstagedoor_backup_age_seconds %.3f\n"
+		"# HELP stagedoor_backups Good periodic backups in backup_dir.\n"
+		"# TYPE stagedoor_backups gauge\nstagedoor_backups %d\n"
+		"# HELP stagedoor_backup_failures_total Periodic backups that failed.\n"
+		"# TYPE stagedoor_backup_failures_total counter\n"
+		"stagedoor_backup_failures_total %lld\n",
+		st.ok, (long long)(st.last_ok_ms / 1000),
+		st.age_ms < 0 ? -1.0 : (double)st.age_ms / 1000.0, st.good,
+		(long long)st.failures_total);
 }
 
 static void get_metrics(struct call *c)
@@ -1392,6 +1464,7 @@ static void get_metrics(struct call *c)
 			"# TYPE stagedoor_disk_warn_bytes gauge\nstagedoor_disk_warn_bytes %lld\n",
 			(long long)d.db_free, (long long)d.state_free, (long long)d.warn_bytes);
 	}
+	backup_prom(f, c->a);
 	free(rows);
 	if ((ms = malloc(sizeof *ms))) {
 		metrics_read(c->a->metrics, ms);

@@ -31,7 +31,8 @@
  *   GET  /v1/jobs?state=&kind=&limit=    a  {"jobs":[...]}
  *   POST /v1/jobs/{job_id}/retry         a  a dead job back (404 when not dead)
  *   GET  /v1/stats                       a  jobs by state and kind, orders, emails, events
- *   GET  /healthz                           {"ok","db","workers_alive","wal_bytes"} or 503
+ *   GET  /healthz                           {"ok","db","workers_alive","wal_bytes","disk",
+ *                                            "backup"} or 503
  *   GET  /metrics                           Prometheus text format 0.0.4
  * Errors are JSON {"error": "...", "field": "..."} ("field" only when one
  * input field is at fault).
@@ -87,6 +88,8 @@ struct api_opts {
 	int (*workers_alive)(void *arg);/* for /healthz; NULL: unknown */
 	void *arg;
 	int64_t disk_warn_bytes;	/* /healthz fails below this free; 0: 512 MiB */
+	const char *backup_dir;		/* run's periodic backups; NULL or "": none */
+	int64_t backup_interval_ms;	/* between them (backup_sched.h: when stale) */
 };
 
 /*

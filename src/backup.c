@@ -40,6 +40,7 @@
 
 #include "clock.h"
 #include "code.h"
+#include "failpoint.h"
 #include "fsio.h"
 #include "tickets.h"
 
@@ -205,10 +206,9 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
 	return 0;
 }
 
-/* rm_partial: a partial backup folder this process made, and all in it
- * (depth first, links not followed). */
-static void rm_partial(const char *dir)
+void backup_remove(const char *dir)
 {
+	/* depth first, links not followed */
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -251,6 +251,7 @@ enum sd_result backup_make(struct db *db, const char *db_path, const char *state
 	snprintf(path, sizeof path, "%s/%s", tmp, BACKUP_DB);
 	if ((r = db_backup(db, path)) != SD_OK || (r = add_file(files, tmp, BACKUP_DB, info)) != SD_OK)
 		goto fail;
+	failpoint(FP_BACKUP_AFTER_DB);
 	snprintf(path, sizeof path, "%s/state", tmp);
 	if (mkdir(path, 0700) != 0) {
 		r = err_set(SD_IO, "backup: cannot make %s: %s", path, strerror(errno));
@@ -280,7 +281,7 @@ enum sd_result backup_make(struct db *db, const char *db_path, const char *state
 	return fsio_sync_dir(up);
 fail:
 	json_decref(m);
-	rm_partial(tmp);
+	backup_remove(tmp);
 	return r;
 }
 

@@ -13,6 +13,11 @@
 #define BACKUP_FORMAT 1
 #define BACKUP_MANIFEST "manifest.json"
 
+/* The failpoint backup_make passes with the database copied into the
+ * partial folder, before the rest: a crash there is a backup killed
+ * midway (failpoint.h). */
+#define FP_BACKUP_AFTER_DB "backup_after_db"
+
 struct backup_info {
 	int schema_version;	/* the database's PRAGMA user_version */
 	int64_t created_at_ms;	/* when the copy was taken */
@@ -45,5 +50,12 @@ enum sd_result backup_verify(const char *dest, struct backup_info *info);
  */
 enum sd_result backup_restore(const char *dest, const char *db_path, const char *state_dir,
 			      struct backup_info *info);
+
+/*
+ * backup_remove: the folder dir and everything in it, depth first, links
+ * not followed (a link is removed, never what it names).  For a partial
+ * backup left by a dead process and for a pruned one; best effort.
+ */
+void backup_remove(const char *dir);
 
 #endif

@@ -80,6 +80,9 @@ struct cli_config_flags {
 	{ "maintenance-ms", ARG_STR, &(f)->value[CONFIG_MAINTENANCE_MS], 0, 0, 0 }, \
 	{ "wal-warn-bytes", ARG_STR, &(f)->value[CONFIG_WAL_WARN_BYTES], 0, 0, 0 }, \
 	{ "disk-warn-bytes", ARG_STR, &(f)->value[CONFIG_DISK_WARN_BYTES], 0, 0, 0 }, \
+	{ "backup-dir", ARG_STR, &(f)->value[CONFIG_BACKUP_DIR], 0, 0, 0 }, \
+	{ "backup-interval-ms", ARG_STR, &(f)->value[CONFIG_BACKUP_INTERVAL_MS], 0, 0, 0 }, \
+	{ "backup-keep", ARG_STR, &(f)->value[CONFIG_BACKUP_KEEP], 0, 0, 0 }, \
 	{ "http-listen", ARG_STR, &(f)->value[CONFIG_HTTP_LISTEN], 0, 0, 0 }, \
 	{ "api-key-ttl-ms", ARG_STR, &(f)->value[CONFIG_API_KEY_TTL_MS], 0, 0, 0 }, \
 	{ "log-level", ARG_STR, &(f)->value[CONFIG_LOG_LEVEL], 0, 0, 0 }, \

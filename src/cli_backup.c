@@ -1,10 +1,13 @@
 /*
  * cli_backup.c: `stagedoor backup DEST`, `stagedoor backup verify DEST` and
- * `stagedoor restore DEST --db PATH` (backup.h does the work).
+ * `stagedoor restore DEST --db PATH` (backup.h does the work), and
+ * `stagedoor backup --scheduled`, the periodic backup `run` starts
+ * (backup_sched.h).
  *
  * Each prints one summary line on stdout and exits 0, or one line
  * "stagedoor: ..." on stderr and exits 1 (2 for bad usage or a destination
- * that exists).
+ * that exists).  --scheduled speaks through the log instead, and exits 0
+ * or BACKUP_SCHED_EXIT_FAILED once it has recorded its failure.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -13,9 +16,11 @@
 
 #include "args.h"
 #include "backup.h"
+#include "backup_sched.h"
 #include "cli.h"
 #include "clock.h"
 #include "db.h"
+#include "log.h"
 
 #define BACKUP_USAGE "backup DEST [--db PATH] [--state-dir DIR] | backup verify DEST"
 
@@ -33,6 +38,48 @@ static void print_info(const char *what, const char *dest, const struct backup_i
 	       (double)(clock_mono_us() - t0) / 1e6);
 }
 
+/* scheduled: one periodic backup into backup_dir, with run's arguments
+ * (the settings are run's own). */
+static int scheduled(int argc, char **argv)
+{
+	struct cli_config_flags cf = { 0 };
+	struct arg_opt opts[] = {
+		CLI_CONFIG_OPTS(&cf),
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS], name[BACKUP_SCHED_NAME_MAX], why[512], qwhy[1100], qdir[1100];
+	const char *dir, *dbp;
+	struct backup_info info;
+	struct config cfg;
+	struct db *db = NULL;
+	enum sd_result r;
+	int npos, rc, pruned = 0;
+	int64_t t0 = clock_mono_us();
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "backup --scheduled "
+			    CLI_CONFIG_USAGE)) != 0 || (rc = cli_config_load(&cf, &cfg)) != 0)
+		return rc;
+	dir = config_str(&cfg, CONFIG_BACKUP_DIR);
+	dbp = config_str(&cfg, CONFIG_DB);
+	if ((r = db_open(dbp, 0, DB_SYNC_NORMAL, &db)) == SD_OK)
+		r = backup_sched_take(db, dbp, config_str(&cfg, CONFIG_STATE_DIR), dir,
+				      (int)config_int(&cfg, CONFIG_BACKUP_KEEP), name, sizeof name,
+				      &info, &pruned);
+	db_close(db);
+	snprintf(why, sizeof why, "%s", r == SD_OK ? "" : err_msg());
+	backup_sched_record(dbp, r == SD_OK, why);
+	if (r == SD_OK)
+		log_event(LOG_INFO, "backup taken", "name=%s files=%d bytes=%lld ms=%lld pruned=%d",
+			  name, info.files, (long long)info.bytes,
+			  (long long)((clock_mono_us() - t0) / 1000), pruned);
+	else
+		log_event(LOG_WARN, "backup failed", "dir=%s err=%s",
+			  log_quote(qdir, sizeof qdir, dir ? dir : ""),
+			  log_quote(qwhy, sizeof qwhy, why));
+	config_free(&cfg);
+	return r == SD_OK ? 0 : BACKUP_SCHED_EXIT_FAILED;
+}
+
 int cli_backup(int argc, char **argv)
 {
 	const char *dbp = NULL, *state = NULL;
@@ -48,6 +95,8 @@ int cli_backup(int argc, char **argv)
 	int npos, rc;
 	int64_t t0 = clock_mono_us();
 
+	if (argc > 0 && strcmp(argv[0], "--scheduled") == 0)
+		return scheduled(argc - 1, argv + 1);
 	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 2, BACKUP_USAGE)) != 0)
 		return rc;
 	if (strcmp(pos[0], "verify") == 0) {

@@ -59,6 +59,9 @@ enum config_key {
 	CONFIG_MAINTENANCE_MS,		/* between maintenance passes under `run` */
 	CONFIG_WAL_WARN_BYTES,		/* warn when the WAL grows past this */
 	CONFIG_DISK_WARN_BYTES,		/* warn, and fail /healthz, below this free space */
+	CONFIG_BACKUP_DIR,		/* run's periodic backups go here; unset: none */
+	CONFIG_BACKUP_INTERVAL_MS,	/* between two periodic backups */
+	CONFIG_BACKUP_KEEP,		/* the newest good backups kept; older ones pruned */
 	CONFIG_HTTP_LISTEN,		/* the API and dashboard under `run`; "off": none */
 	CONFIG_API_KEY_TTL_MS,		/* how long a client Idempotency-Key is kept */
 	CONFIG_LOG_LEVEL,

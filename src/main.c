@@ -35,7 +35,8 @@ static const struct {
 	{ "demo", cli_demo, "the whole pipeline on a fresh ./var/demo: demo [--orders N]\n"
 			   "           [--config FILE] [--mail-url URL] ..." },
 	{ "backup", cli_backup, "a consistent copy of a running box: backup DEST;\n"
-			       "           backup verify DEST" },
+			       "           backup verify DEST; backup --scheduled (run starts it:\n"
+			       "           one periodic backup into backup_dir)" },
 	{ "restore", cli_restore, "a new box from a backup: restore DEST --db PATH" },
 	{ "check", cli_check, "the invariants of a drained box, first broken one named: check [--json]" },
 	{ "mail", cli_mail, "send one test message: mail test --to ADDR [--config FILE]\n"

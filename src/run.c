@@ -7,6 +7,9 @@
  *    +- stagedoor relay            outbox -> stream
  *    +- stagedoor worker --name w1 --supervised
  *    +- ...                        (workers = cores by default)
+ *    +- stagedoor serve --supervised  the HTTP API and dashboard
+ *    +- stagedoor backup --scheduled  now and then, one at a time, when
+ *                                  backup_dir is set (backup_sched.h)
  *
  * Children are this same program, exec'd with run's own arguments, so they
  * read the same configuration; each has its own connections.  Each says it
@@ -32,7 +35,8 @@
  *
  * Maintenance runs between signals every maintenance_ms (maint.h):
  * checkpoints that keep the WAL bounded, pruning in bounded batches, and
- * hourly statistics.
+ * hourly statistics.  Periodic backups run in a child of their own, never
+ * restarted as the others are: backup_sched.h says when the next is due.
  *
  * One `run` per database: an flock on "<db>-run.lock" (never on the
  * database file itself: SQLite's POSIX locks live there).  Plain
@@ -57,6 +61,7 @@
 
 #include "api.h"
 #include "args.h"
+#include "backup_sched.h"
 #include "cli.h"
 #include "config.h"
 #include "db.h"
@@ -72,7 +77,7 @@
 #define OPTIMIZE_EVERY_MS (3600LL * 1000)
 #define DISK_WARN_EVERY_MS (300LL * 1000)	/* a low disk is said again this often */
 
-enum role { ROLE_RELAY, ROLE_WORKER, ROLE_HTTP };
+enum role { ROLE_RELAY, ROLE_WORKER, ROLE_HTTP, ROLE_BACKUP };
 
 struct child {
 	enum role role;
@@ -99,8 +104,10 @@ struct run {
 	struct db *db;
 	int sfd;			/* signalfd */
 	sigset_t oldmask;
-	struct child kids[2 + RUN_MAX_WORKERS];	/* relay, workers, http last */
+	struct child kids[3 + RUN_MAX_WORKERS];	/* relay, workers, http, backup last
+						 * (never wanted: started when due) */
 	int nkids;
+	struct backup_sched backups;	/* when the next periodic backup is due */
 	int stopping;
 	int64_t stop_deadline;
 	int64_t next_maint, next_optimize;
@@ -168,6 +175,9 @@ static void child_exec(struct run *R, struct child *c, pid_t parent, int ready_w
 	} else if (c->role == ROLE_HTTP) {
 		av[n++] = "serve";
 		av[n++] = "--supervised";
+	} else if (c->role == ROLE_BACKUP) {
+		av[n++] = "backup";
+		av[n++] = "--scheduled";
 	} else {
 		av[n++] = "worker";
 		av[n++] = "--supervised";
@@ -210,7 +220,8 @@ static void child_start(struct run *R, struct child *c)
 	c->started_ms = mono_ms();
 	c->stopping = 0;
 	log_event(LOG_INFO, "child started", "child=%s role=%s pid=%ld restarts=%d", c->name,
-		  c->role == ROLE_RELAY ? "relay" : c->role == ROLE_HTTP ? "http" : "worker",
+		  c->role == ROLE_RELAY ? "relay" : c->role == ROLE_HTTP ? "http"
+		  : c->role == ROLE_BACKUP ? "backup" : "worker",
 		  (long)pid, c->restarts);
 }
 
@@ -269,6 +280,13 @@ static void reap(struct run *R)
 		if (c->ready_fd >= 0) {
 			close(c->ready_fd);
 			c->ready_fd = -1;
+		}
+		if (c->role == ROLE_BACKUP) {
+			/* it logged its own outcome; backup_sched logs a death */
+			backup_sched_ended(&R->backups, R->db_path, pid, st,
+					   config_int(&R->cfg, CONFIG_BACKUP_INTERVAL_MS),
+					   R->stopping || c->stopping, now);
+			continue;
 		}
 		if (WIFSIGNALED(st))
 			log_event(R->stopping || c->stopping ? LOG_INFO : LOG_WARN, "child exited",
@@ -392,7 +410,7 @@ static void reload(struct run *R)
 
 		if (restart && c->wanted)
 			c->restart_pending = 1;
-		else if (c->pid > 0 && !c->stopping)
+		else if (c->pid > 0 && !c->stopping && c->role != ROLE_BACKUP)
 			kill(c->pid, SIGHUP);	/* reopen its log, take the live keys */
 	}
 	R->next_maint = 0;
@@ -472,6 +490,25 @@ static void maintain(struct run *R, int64_t now)
 	R->next_maint = now + config_int(&R->cfg, CONFIG_MAINTENANCE_MS);
 }
 
+/* backup_tick: start the periodic backup when it is due and none runs.
+ * [in,out] *wake: moved earlier to when the next is due. */
+static void backup_tick(struct run *R, int64_t now, int64_t *wake)
+{
+	struct child *b = &R->kids[R->nkids - 1];
+
+	if (!config_str(&R->cfg, CONFIG_BACKUP_DIR) || b->pid > 0)
+		return;
+	if (now >= R->backups.next_ms) {
+		child_start(R, b);
+		if (b->pid > 0)
+			backup_sched_started(&R->backups, now);
+		else
+			R->backups.next_ms = now + BACKOFF_MAX_MS;
+	} else if (R->backups.next_ms < *wake) {
+		*wake = R->backups.next_ms;
+	}
+}
+
 /* startup_check: what every worker checks at its start (the key, the mail
  * transport and its files, the policies), once here: a setting that would
  * stop every worker stops `run` with its message instead of a restart loop. */
@@ -516,8 +553,8 @@ static int loop(struct run *R)
 	for (;;) {
 		int64_t now = mono_ms(), wake = now + 1000;
 		struct signalfd_siginfo si;
-		struct pollfd pfd[3 + RUN_MAX_WORKERS];
-		struct child *who[3 + RUN_MAX_WORKERS];
+		struct pollfd pfd[4 + RUN_MAX_WORKERS];	/* the signalfd and every kid */
+		struct child *who[4 + RUN_MAX_WORKERS];
 		int i, np = 1;
 
 		if (!R->stopping) {
@@ -531,6 +568,7 @@ static int loop(struct run *R)
 				}
 			}
 			rolling(R);
+			backup_tick(R, now, &wake);
 			if (now >= R->next_maint)
 				maintain(R, now);
 			if (R->next_maint < wake)
@@ -630,7 +668,7 @@ int cli_run(int argc, char **argv)
 		config_free(&R.cfg);
 		return cli_fail(err_set(SD_IO, "signalfd: %s", strerror(errno)));
 	}
-	R.nkids = 2 + RUN_MAX_WORKERS;
+	R.nkids = 3 + RUN_MAX_WORKERS;
 	for (i = 0; i < R.nkids; i++)
 		R.kids[i].ready_fd = -1;
 	R.kids[0].role = ROLE_RELAY;
@@ -643,6 +681,10 @@ int cli_run(int argc, char **argv)
 		snprintf(h->name, sizeof h->name, "http");
 		h->wanted = 1;
 	}
+	R.kids[R.nkids - 1].role = ROLE_BACKUP;
+	snprintf(R.kids[R.nkids - 1].name, sizeof R.kids[0].name, "backup");
+	backup_sched_init(&R.backups, R.db_path, config_str(&R.cfg, CONFIG_BACKUP_DIR),
+			  config_int(&R.cfg, CONFIG_BACKUP_INTERVAL_MS), mono_ms());
 	set_workers(&R, (int)config_int(&R.cfg, CONFIG_WORKERS));
 	log_event(LOG_INFO, "run started", "pid=%ld db=%s schema=%d workers=%lld concurrency=%lld "
 		  "config=%s", (long)getpid(), R.db_path, db_schema_version(R.db),

@@ -109,6 +109,8 @@ enum sd_result serve_start(const struct serve_opts *o, struct serve **out)
 	ao.state_dir = o->state_dir;
 	ao.idem_ttl_ms = o->key_ttl_ms;
 	ao.disk_warn_bytes = o->disk_warn_bytes;
+	ao.backup_dir = o->backup_dir;
+	ao.backup_interval_ms = o->backup_interval_ms;
 	ao.workers_alive = o->supervised ? siblings : NULL;
 	if ((r = api_token_ensure(o->db_path, o->state_dir)) != SD_OK ||
 	    (r = api_open(&ao, &s->api)) != SD_OK ||
@@ -173,7 +175,10 @@ int cli_serve(int argc, char **argv)
 						   config_str(&cfg, CONFIG_HTTP_LISTEN),
 						   config_int(&cfg, CONFIG_API_KEY_TTL_MS),
 						   config_int(&cfg, CONFIG_DISK_WARN_BYTES),
-						   supervised }, &sv)) != SD_OK) {
+						   supervised,
+						   config_str(&cfg, CONFIG_BACKUP_DIR),
+						   config_int(&cfg, CONFIG_BACKUP_INTERVAL_MS) },
+			     &sv)) != SD_OK) {
 		config_free(&cfg);
 		return cli_fail(r);
 	}

@@ -20,6 +20,8 @@ struct serve_opts {
 	int supervised;			/* /healthz counts the worker processes beside
 					 * this one (children of the same `run`); 0:
 					 * it reports them unknown */
+	const char *backup_dir;		/* run's periodic backups; NULL: none */
+	int64_t backup_interval_ms;
 };
 
 /*

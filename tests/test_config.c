@@ -590,6 +590,50 @@ static void test_typed_values_are_checked(void **state)
 	assert_non_null(strstr(m, "unknown key 'wokers'"));
 }
 
+/* The periodic backup keys: none by default (no backup_dir), an hour and 24
+ * kept once set, and bad values refused naming the key and its range. */
+static void test_backup_keys(void **state)
+{
+	const struct tu_env *e = *state;
+	const char *flags[CONFIG_N_KEYS] = { 0 };
+	char path[512];
+	struct config c;
+	const char *m;
+
+	assert_int_equal(config_resolve(&c, NULL, NULL), SD_OK);
+	assert_null(config_str(&c, CONFIG_BACKUP_DIR));
+	assert_int_equal(config_int(&c, CONFIG_BACKUP_INTERVAL_MS), 3600000);
+	assert_int_equal(config_int(&c, CONFIG_BACKUP_KEEP), 24);
+	config_free(&c);
+
+	write_file(e, "b.conf", "backup_dir = /var/backups/box\nbackup_interval_ms = 900000\n"
+		   "backup_keep = 48\n", path, sizeof path);
+	setenv("STAGEDOOR_BACKUP_KEEP", "12", 1);
+	flags[CONFIG_BACKUP_INTERVAL_MS] = "1000";
+	assert_int_equal(config_resolve(&c, path, flags), SD_OK);
+	assert_string_equal(config_str(&c, CONFIG_BACKUP_DIR), "/var/backups/box");
+	assert_non_null(strstr(config_origin(&c, CONFIG_BACKUP_DIR), "b.conf:1"));
+	assert_int_equal(config_int(&c, CONFIG_BACKUP_INTERVAL_MS), 1000);
+	assert_string_equal(config_origin(&c, CONFIG_BACKUP_INTERVAL_MS), "--backup-interval-ms");
+	assert_int_equal(config_int(&c, CONFIG_BACKUP_KEEP), 12);
+	assert_string_equal(config_origin(&c, CONFIG_BACKUP_KEEP), "STAGEDOOR_BACKUP_KEEP");
+	config_free(&c);
+
+	m = load_err(e, "backup_interval_ms = 999\n");
+	assert_non_null(strstr(m, "bad.conf:1"));
+	assert_non_null(strstr(m, "backup_interval_ms must be a whole number from 1000 to"));
+	assert_non_null(strstr(load_err(e, "backup_interval_ms = 1h\n"), "backup_interval_ms"));
+	assert_non_null(strstr(load_err(e, "backup_keep = 0\n"),
+			       "backup_keep must be a whole number from 1 to 10000"));
+	m = load_err(e, "backup_keep = -3\n");
+	assert_non_null(strstr(m, "backup_keep"));
+	assert_null(strstr(m, "-3"));
+	assert_non_null(strstr(load_err(e, "backup_dir =\n"), "backup_dir needs a value"));
+	/* the binary refuses them too, with one line and exit 2 */
+	assert_int_equal(RUN("config", "show", "--backup-keep", "0"), 2);
+	assert_non_null(strstr(err, "backup_keep must be a whole number from 1 to 10000"));
+}
+
 static void test_kind_policies_from_keys(void **state)
 {
 	const char *flags[CONFIG_N_KEYS] = { 0 };
@@ -696,6 +740,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_every_key_has_its_flag, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_numeric_keys_precedence_and_defaults, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_backup_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_typed_values_are_checked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kind_policies_from_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_config_show, setup, teardown),

@@ -21,7 +21,12 @@
  *                              "processed_jobs":N},
  *      "stale_acks": N,                           (counted by the worker processes)
  *      "disk": {"db_free_bytes":N|null, "state_free_bytes":N|null,  (null: unreadable)
- *               "warn_bytes":N, "low":bool}}    (low: either is below warn_bytes)
+ *               "warn_bytes":N, "low":bool},    (low: either is below warn_bytes)
+ *      "backup": null |                           (null: no backup_dir, no periodic backups)
+ *               {"dir":"...", "interval_ms":N, "ok":bool, "count":N, "failures_total":N,
+ *                "last_ok":"stagedoor-...Z"|null, "last_ok_at":"ISO"|null,
+ *                "last_ok_at_ms":MS|null, "age_ms":N|null,  (the newest good one, server clock)
+ *                "last_failed":bool, "error":"..."|null}}   (why the last attempt failed)
  *   GET /v1/jobs?state=leased ->
  *     {"jobs": [{"state":"leased", "id":N, "job_id":"outbox:12", "kind":"send_tickets",
  *                "payload":{...}, "priority":N, "deliveries":N, "attempts":N,
@@ -44,7 +49,8 @@
  *
  * Element ids the browser test (tests/browser/dashboard.mjs) relies on:
  * #token, #token-save, #state-<state>, #orders-total, #emails-sent,
- * #jobs-per-sec, #absorbed-<technique>, #stale-acks,
+ * #jobs-per-sec, #absorbed-<technique>, #stale-acks, #disk-db, #disk-state,
+ * #backup-age[data-ms] (age_ms as given; "" when none) in #backup-card (class low: not ok),
  * #events-list tr[data-event-id] td.sold,
  * #leased-list tr[data-job-id] td.age[data-ms] (lease_age_ms as given),
  * #dead-list tr[data-job-id][data-dead-id] button.retry, #orders-list, #scan-code,
@@ -145,6 +151,19 @@
     $(id + '-card').title = low ? 'below the warning threshold (' + bytes(warn) + ')' : '';
   }
 
+  /* the newest good periodic backup's age, red when /healthz finds the
+   * backups not ok (too old, none, or the last attempt failed) */
+  function showBackup(b) {
+    const card = $('backup-card'), out = $('backup-age');
+    const known = b && typeof b.age_ms === 'number';
+    out.textContent = !b ? 'off' : known ? age(b.age_ms) + ' ago' : 'none yet';
+    out.dataset.ms = known ? String(b.age_ms) : '';
+    card.classList.toggle('low', !!b && !b.ok);
+    card.title = !b ? 'no backup_dir: no periodic backups'
+      : (b.last_failed && b.error ? 'last attempt failed: ' + b.error + '\n' : '') +
+        (b.count || 0) + ' kept in ' + b.dir;
+  }
+
   function showStats(s) {
     const bs = (s.jobs && s.jobs.total) || {};
     for (const st of STATES) $('state-' + st).textContent = num(bs[st] || 0);
@@ -157,6 +176,7 @@
     $('stale-acks').textContent = num(s.stale_acks || 0);
     showDisk('disk-db', s.disk && s.disk.db_free_bytes, s.disk && s.disk.warn_bytes);
     showDisk('disk-state', s.disk && s.disk.state_free_bytes, s.disk && s.disk.warn_bytes);
+    showBackup(s.backup);
 
     const byKind = (s.jobs && s.jobs.by_kind) || {};
     const kinds = Object.keys(byKind).sort().map((k) => ({ kind: k, ...byKind[k] }));

@@ -57,8 +57,10 @@ async function shown(page) {
       absorbed[k] = t('absorbed-' + k);
     const disk = (id) => ({ bytes: document.getElementById(id).dataset.bytes,
                             low: document.getElementById(id + '-card').classList.contains('low') });
+    const backup = { text: t('backup-age'), ms: document.getElementById('backup-age').dataset.ms,
+                     low: document.getElementById('backup-card').classList.contains('low') };
     return { states, orders: t('orders-total'), emails: t('emails-sent'), jps: t('jobs-per-sec'), events,
-             absorbed, stale: t('stale-acks'), diskDb: disk('disk-db'), diskState: disk('disk-state') };
+             absorbed, stale: t('stale-acks'), diskDb: disk('disk-db'), diskState: disk('disk-state'), backup };
   });
 }
 
@@ -83,6 +85,15 @@ function compare(s, p) {
     if (Math.abs(Number(shownDisk.bytes) - free) > 64 * 1024 ** 2)
       diffs.push(`disk ${name}: page ${shownDisk.bytes}, api ${free}`);
     if (shownDisk.low !== (free < s.disk.warn_bytes)) diffs.push(`disk ${name}: low shown ${shownDisk.low}`);
+  }
+  /* the backup card: off without backup_dir; else the newest good one's age, red when not ok */
+  const b = s.backup;
+  if (!b) {
+    if (p.backup.text !== 'off' || p.backup.low) diffs.push(`backup: page '${p.backup.text}' for none configured`);
+  } else {
+    if (p.backup.ms !== (typeof b.age_ms === 'number' ? String(b.age_ms) : ''))
+      diffs.push(`backup age: page ${p.backup.ms}, api ${b.age_ms}`);
+    if (p.backup.low !== !b.ok) diffs.push(`backup: red shown ${p.backup.low}, api ok ${b.ok}`);
   }
   return diffs;
 }

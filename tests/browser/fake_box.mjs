@@ -79,6 +79,11 @@ function stats() {
     duplicates_absorbed: { check_state: 3, unique_claim: 5, provider_key: 1, processed_jobs: 2 },
     stale_acks: 1,
     disk: { db_free_bytes: 80 * 1024 ** 3, state_free_bytes: 300 * 1024 ** 2, warn_bytes: 512 * 1024 ** 2, low: true },
+    /* the last attempt failed: the card is red, with the newest good one's age */
+    backup: { dir: '/var/backups/stagedoor', interval_ms: 3600000, ok: false, count: 24, failures_total: 2,
+              last_ok: 'stagedoor-20261201T180000Z', last_ok_at: '2026-12-01T18:00:00Z',
+              last_ok_at_ms: Date.UTC(2026, 11, 1, 18), age_ms: 3 * 3600000 + 240000, last_failed: true,
+              error: 'backup: cannot make /var/backups/stagedoor/stagedoor-20261201T210000Z.partial-812: No space left on device' },
   };
 }
 
