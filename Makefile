@@ -186,14 +186,14 @@ soak: deps-test
 
 # The power-cut soak: the box on tools/powercut, 200 cuts (a third torn)
 # while 3000 orders go in through the CLI and the API, mail to the HTTPS
-# provider; then 50 cuts with the maildir transport on the mount.  Root and
-# /dev/fuse.
+# provider; then 50 cuts with the maildir transport and a backup every
+# second on the mount.  Root and /dev/fuse.
 powercut: deps-test
 	@$(MAKE) --no-print-directory bin/stagedoor build/mailsink build/chaos build/powercut
 	build/chaos --bin bin/stagedoor --mailsink build/mailsink --powercut build/powercut \
 		--orders 3000 --power-cuts 200 --workers 2
 	build/chaos --bin bin/stagedoor --mailsink build/mailsink --powercut build/powercut \
-		--orders 750 --power-cuts 50 --workers 2 --maildir-on-box
+		--orders 750 --power-cuts 50 --workers 2 --maildir-on-box --backups
 
 bench: deps-build
 	@$(MAKE) --no-print-directory bin/stagedoor build/sqlbench

@@ -14,7 +14,9 @@
  * The short power-cut soak (150 orders, 12 cuts, half of them torn; `make
  * powercut` runs 3000 and 200) runs the box on tools/powercut and cuts its
  * power: no acknowledged order lost, no corrupt database, every order done
- * once; again with the maildir transport writing on the cut disk.  And the same soak on a box whose connections commit at
+ * once; again with the maildir transport writing on the cut disk and run
+ * backing up every second onto it (every named backup verifies after
+ * every cut).  And the same soak on a box whose connections commit at
  * synchronous=OFF (the db_synchronous_off failpoint) must see what such a
  * box loses, or it could not tell a durable box from one that is not.
  * These need root and /dev/fuse, as make test has them.
@@ -369,11 +371,11 @@ static void test_short_power_cut_soak(void **state)
 	assert_non_null(strstr(out, "\nresult ok\n"));
 }
 
-static void test_power_cut_soak_maildir_on_the_box(void **state)
+static void test_power_cut_soak_maildir_and_backups_on_the_box(void **state)
 {
 	struct tu_env *e = *state;
 	const char *more[] = { "--orders", "100", "--power-cuts", "8", "--torn-pct", "50",
-			       "--seed", "20261203", "--maildir-on-box", NULL };
+			       "--seed", "20261203", "--maildir-on-box", "--backups", NULL };
 	static char out[16384], err[65536];
 	int rc = cut_soak(e, NULL, more, out, sizeof out, err, sizeof err);
 
@@ -382,6 +384,9 @@ static void test_power_cut_soak_maildir_on_the_box(void **state)
 		fail_msg("chaos exited %d:\n%s\n%s", rc, out, err);
 	assert_int_equal(figure(out, "power_cuts"), 8);
 	assert_int_equal(figure(out, "torn_cuts"), 4);
+	/* run backs up every second on the same disk: after every cut each
+	 * backup that has its name verifies */
+	assert_true(figure(out, "backups_verified") > 0);
 	assert_int_equal(figure(out, "orders_acknowledged"), 100);
 	assert_int_equal(figure(out, "acknowledged_lost"), 0);
 	assert_int_equal(figure(out, "corrupt_databases"), 0);
@@ -423,7 +428,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_short_soak, tu_setup_real_nodb, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_short_power_cut_soak, tu_setup_real_nodb,
 						tu_teardown),
-		cmocka_unit_test_setup_teardown(test_power_cut_soak_maildir_on_the_box,
+		cmocka_unit_test_setup_teardown(test_power_cut_soak_maildir_and_backups_on_the_box,
 						tu_setup_real_nodb, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_power_cut_soak_sees_unsynced_commits,
 						tu_setup_real_nodb, tu_teardown),

@@ -122,7 +122,7 @@ static void usage(void)
 		"             [--workers W] [--seed S] [--keep] [--drain-timeout-s N]\n"
 		"             [--stop-max-ms N] [--certs-sh PATH] [--set KEY=VALUE ...]\n"
 		"             [--power-cuts N [--torn-pct P] [--up-max-ms N] [--powercut PATH]\n"
-		"              [--maildir-on-box]]\n"
+		"              [--maildir-on-box] [--backups]]\n"
 		"       chaos --verify-only --db PATH --maildir DIR [--counts FILE] [--orders N]\n");
 	exit(2);
 }
@@ -186,6 +186,10 @@ static void opts_parse(int argc, char **argv)
 			opt.box_maildir = 1;
 			continue;
 		}
+		if (strcmp(a, "--backups") == 0) {
+			opt.backups = 1;
+			continue;
+		}
 		if (strcmp(a, "--verify-only") == 0) {
 			opt.verify_only = 1;
 			continue;
@@ -242,8 +246,8 @@ static void opts_parse(int argc, char **argv)
 	}
 	if (opt.verify_only && (!opt.db || !opt.maildir))
 		usage();
-	if (opt.box_maildir && !opt.cuts) {
-		fprintf(stderr, "chaos: --maildir-on-box goes with --power-cuts\n");
+	if ((opt.box_maildir || opt.backups) && !opt.cuts) {
+		fprintf(stderr, "chaos: --maildir-on-box and --backups go with --power-cuts\n");
 		exit(2);
 	}
 	if (opt.torn_pct > 100) {
@@ -377,6 +381,10 @@ static int write_config(int port)
 	else
 		len += (size_t)snprintf(text + len, sizeof text - len,
 					"mail_url = https://127.0.0.1:%d/v1/messages\n", port);
+	if (opt.backups)	/* on the cut disk: a cut mid-backup must spare the last */
+		len += (size_t)snprintf(text + len, sizeof text - len,
+					"backup_dir = %s/" CHAOS_CUTS_MOUNT "/" CHAOS_CUTS_BACKUPS "\n"
+					"backup_interval_ms = 1000\nbackup_keep = 3\n", soak.dir);
 	if (!set_by_user("mail_timeout_ms"))
 		len += (size_t)snprintf(text + len, sizeof text - len, "mail_timeout_ms = 2000\n");
 	if (!set_by_user("lease_ms"))

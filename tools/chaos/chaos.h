@@ -23,6 +23,7 @@
 #define CHAOS_MAX_PIDS 256
 #define CHAOS_CUTS_DISK "disk"	/* --power-cuts: <dir>/disk, the disk */
 #define CHAOS_CUTS_MOUNT "box"	/* ... and <dir>/box, its mount, the box's folder */
+#define CHAOS_CUTS_BACKUPS "backups"	/* --backups: <dir>/box/backups */
 #define CHAOS_ORDER_TRIES 30	/* one order, refused (busy) this often: give up */
 
 /* ---- chaos.c: the options and the run's state ------------------------------ */
@@ -40,6 +41,7 @@ struct chaos_opts {
 	long torn_pct;			/* of the cuts, this share torn */
 	long up_max_ms;			/* a box lives up to this long between cuts */
 	int box_maildir;		/* --maildir-on-box: mail_url = maildir: on the mount */
+	int backups;			/* --backups: run backs up every second on the mount */
 	uint64_t seed;
 	int keep;
 	long drain_timeout_s;

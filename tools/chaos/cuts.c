@@ -34,6 +34,7 @@
  * disk itself, after a clean unmount.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -97,6 +98,7 @@ static struct {
 	long cuts, torn, acked_cli, acked_api, refused;
 	long lost_acked, lost_orders, lost_done, lost_sent, corrupt;
 	uint64_t bytes_dropped, sectors_applied, sectors_dirty, undone;
+	long backups_verified, backups_partial;
 	long remounts;
 	int64_t boot_ms_total;			/* cut to a box taking orders again */
 	int64_t up_ms, up_expect_ms;		/* the box's working time: so far, planned */
@@ -420,6 +422,44 @@ static int snap_judge(long cut, const struct snap *b, const struct snap *a)
 	return ok ? 0 : -1;
 }
 
+/* ======================== the backups (--backups) ======================= */
+
+/* After a cut every backup that has its name (not a partial folder) must
+ * verify: built aside and renamed whole, a cut mid-backup leaves the
+ * earlier ones as they were and never half of a new one. */
+static int backups_judge(long cut)
+{
+	char dir[CHAOS_PATH_MAX + 48], path[CHAOS_PATH_MAX * 2], out[1024];
+	struct dirent *d;
+	DIR *dp;
+	int ok = 1;
+
+	snprintf(dir, sizeof dir, "%s/" CHAOS_CUTS_BACKUPS, C.mnt);
+	if (!(dp = opendir(dir)))
+		return 0;	/* none taken yet */
+	while ((d = readdir(dp))) {
+		const char *argv[] = { opt.bin, "backup", "verify", path, NULL };
+		int rc;
+
+		if (strncmp(d->d_name, "stagedoor-", 10) != 0)
+			continue;
+		if (strstr(d->d_name, ".partial-")) {
+			C.backups_partial++;
+			continue;
+		}
+		snprintf(path, sizeof path, "%s/%s", dir, d->d_name);
+		if ((rc = proc_run(argv, out, sizeof out, 1)) != 0) {
+			fail("cut %ld: backup %s does not verify (exit %d): %.300s", cut, d->d_name,
+			     rc, out);
+			ok = 0;
+		} else {
+			C.backups_verified++;
+		}
+	}
+	closedir(dp);
+	return ok ? 0 : -1;
+}
+
 /* ======================== orders ======================================== */
 
 /* The API child: one POST, exit 0 for a 201, 3 for an answer that asks to
@@ -690,6 +730,8 @@ static int cut_once(long cut)
 		fail("cut %ld: api.token or ticket.key is not what it was", cut);
 		r = -1;
 	}
+	if (opt.backups && backups_judge(cut) != 0)
+		r = -1;
 	say("cut %ld (%s): %s", cut, torn ? "torn" : "clean", reply + 3);
 	snap_free(&after);
 	if (r == 0 && (r = box_start()) == 0)
@@ -790,6 +832,10 @@ void cuts_print_figures(void)
 	printf("torn_sectors_applied %" PRIu64 "\n", C.sectors_applied);
 	printf("torn_sectors_dirty %" PRIu64 "\n", C.sectors_dirty);
 	printf("names_undone %" PRIu64 "\n", C.undone);
+	if (opt.backups) {
+		printf("backups_verified %ld\n", C.backups_verified);
+		printf("backups_partial_seen %ld\n", C.backups_partial);
+	}
 	printf("restart_refusals %ld\n", soak.restart_refusals);
 	printf("cut_to_running_ms_mean %.0f\n",
 	       C.remounts ? (double)C.boot_ms_total / (double)C.remounts : 0.0);
