@@ -569,8 +569,10 @@ static enum sd_result settle_all(struct worker *w, const int *idx, int n,
 	return r;
 }
 
-/* The disk episode of kind's jobs (loop thread). */
-static struct episode *io_episode(struct worker *w, const char *kind, char *who, size_t size)
+/* The disk episode of kind's jobs (loop thread), made when create; NULL
+ * when there is none. */
+static struct episode *io_episode(struct worker *w, const char *kind, int create, char *who,
+				  size_t size)
 {
 	int i;
 
@@ -578,6 +580,8 @@ static struct episode *io_episode(struct worker *w, const char *kind, char *who,
 	for (i = 0; i < w->n_io; i++)
 		if (strcmp(w->io[i].kind, kind) == 0)
 			return &w->io[i].ep;
+	if (!create)
+		return NULL;
 	if (w->n_io == WORKER_IO_KINDS)
 		return &w->io[WORKER_IO_KINDS - 1].ep;
 	snprintf(w->io[w->n_io].kind, sizeof w->io[w->n_io].kind, "%s", kind);
@@ -594,11 +598,11 @@ static void io_settled(struct worker *w, const struct slot *s)
 	struct episode *e;
 
 	if (s->outcome == JOB_RETRY_LATER && s->res.io) {
-		e = io_episode(w, s->job->kind, who, sizeof who);
+		e = io_episode(w, s->job->kind, 1, who, sizeof who);
 		episode_fail(e, LOG_WARN, "jobs wait for the disk and retry", who, s->res.error,
 			     0, 0);
-	} else if (s->outcome == JOB_DONE && w->n_io > 0) {
-		e = io_episode(w, s->job->kind, who, sizeof who);
+	} else if (s->outcome == JOB_DONE && w->n_io > 0 &&
+		   (e = io_episode(w, s->job->kind, 0, who, sizeof who))) {
 		episode_end(e, "jobs write again", who);
 	}
 }
