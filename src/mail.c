@@ -730,6 +730,11 @@ out:
 	return r;
 }
 
+int mail_is_local(const struct mailer *m)
+{
+	return m && !m->curl;
+}
+
 void mail_close(struct mailer *m)
 {
 	if (!m)

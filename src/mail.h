@@ -99,6 +99,10 @@ enum sd_result mail_open_opts(const char *url, const struct mail_config *cfg,
 			      struct mailer **out);
 void mail_close(struct mailer *m);
 
+/* mail_is_local: 1 when m delivers into a maildir on this box's own disk
+ * (its SD_IO is a full or failing disk), 0 for a provider over the network. */
+int mail_is_local(const struct mailer *m);
+
 /*
  * mail_send: send msg once per idempotency key.  Safe to call from several
  * threads and processes at once with the same key: one message results

@@ -199,6 +199,14 @@ int notify_wait(struct notify *n, int timeout_ms)
 	}
 }
 
+void notify_pause(struct notify *n, int timeout_ms)
+{
+	int64_t until = clock_mono_us() + (int64_t)timeout_ms * 1000, left;
+
+	while (!notify_stop_requested() && (left = (until - clock_mono_us()) / 1000) > 0)
+		notify_wait(n, (int)left);
+}
+
 static atomic_int stop_flag;
 
 void notify_request_stop(void)

@@ -41,6 +41,11 @@ void notify_broadcast(void);
  */
 int notify_wait(struct notify *n, int timeout_ms);
 
+/* notify_pause: sleep timeout_ms, cut short only by a stop request, not by
+ * work or writes: a loop that backs off from a failing disk keeps to its
+ * wait however busy the database is. */
+void notify_pause(struct notify *n, int timeout_ms);
+
 /* notify_request_stop: ask every loop in this process (workers, relays) to
  * stop, and wake them; async-signal-safe. */
 void notify_request_stop(void);

@@ -9,6 +9,7 @@
 #include "outbox.h"
 
 #include "clock.h"
+#include "episode.h"
 #include "failpoint.h"
 #include "log.h"
 #include "notify.h"
@@ -191,6 +192,11 @@ static int64_t relay_total(struct db *db, int64_t published, int64_t known_total
 	return published + waiting;
 }
 
+/* A failed batch is tried again after this long, doubling to the cap while
+ * the failures last: a disk that takes writes again is seen within 2 s. */
+#define RELAY_RETRY_MS 100
+#define RELAY_RETRY_CAP_MS 2000
+
 enum sd_result outbox_relay_run_opts(const char *db_path, const struct outbox_relay_opts *o,
 				     int64_t *published)
 {
@@ -200,6 +206,7 @@ enum sd_result outbox_relay_run_opts(const char *db_path, const struct outbox_re
 	struct progress *bar = NULL;
 	enum sd_result r;
 	int64_t total = 0, n, known = 0;
+	struct episode ep = { 0 };
 	int errors = 0, batch, counting;
 
 	if (!o)
@@ -217,14 +224,18 @@ enum sd_result outbox_relay_run_opts(const char *db_path, const struct outbox_re
 	while (!notify_stop_requested()) {
 		r = outbox_relay_batch(db, batch, &n);
 		if (r != SD_OK) {
-			log_event(LOG_ERROR, "relay batch failed", "err=%s",
-				  log_quote((char[600]){ 0 }, 600, err_msg()));
-			if (++errors > 50)
+			/* a full or failing disk is waited out, however long, with
+			 * one line per episode; anything else gives up after 50 */
+			int64_t wait = episode_fail(&ep, LOG_ERROR, "relay batch failed", NULL,
+						    err_msg(), RELAY_RETRY_MS, RELAY_RETRY_CAP_MS);
+
+			if (!episode_transient(r) && ++errors > 50)
 				goto out;
-			notify_wait(nt, 100);
+			notify_pause(nt, (int)wait);
 			continue;
 		}
 		errors = 0;
+		episode_end(&ep, "relay batches succeed again", NULL);
 		total += n;
 		if (n > 0) {
 			log_event(LOG_DEBUG, "relay published", "n=%lld", (long long)n);

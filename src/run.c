@@ -65,6 +65,7 @@
 #include "cli.h"
 #include "config.h"
 #include "db.h"
+#include "episode.h"
 #include "log.h"
 #include "maint.h"
 #include "tickets.h"
@@ -113,6 +114,7 @@ struct run {
 	int64_t next_maint, next_optimize;
 	int disk_low;			/* the last look found free space low */
 	int64_t disk_warned_at;		/* when that was last logged */
+	struct episode maint_ep;	/* maintenance failing (a full or failing disk) */
 };
 
 static int64_t mono_ms(void)
@@ -476,9 +478,11 @@ static void maintain(struct run *R, int64_t now)
 	mo.wal_warn_bytes = config_int(&R->cfg, CONFIG_WAL_WARN_BYTES);
 	memset(&ms, 0, sizeof ms);
 	/* maint_tick logs the WAL warning itself */
-	if (maint_tick(R->db, &mo, &ms) != SD_OK)
-		log_event(LOG_ERROR, "maintenance failed", "err=\"%s\"", err_msg());
-	else if (ms.done_pruned || ms.idem_pruned)
+	if (maint_tick(R->db, &mo, &ms) != SD_OK)	/* said once per episode (a full disk) */
+		episode_fail(&R->maint_ep, LOG_ERROR, "maintenance failed", NULL, err_msg(), 0, 0);
+	else
+		episode_end(&R->maint_ep, "maintenance succeeds again", NULL);
+	if (!episode_on(&R->maint_ep) && (ms.done_pruned || ms.idem_pruned))
 		log_event(LOG_INFO, "pruned", "done_jobs=%lld idempotency_records=%lld",
 			  (long long)ms.done_pruned, (long long)ms.idem_pruned);
 	disk_watch(R, now);

@@ -10,7 +10,10 @@
  *  - render_tickets queues send_tickets only from the run whose conditional
  *    update set pdf_key; send_tickets sends only from the run that owns the
  *    email_sends claim, with the key "tickets-<order id>"; update_sales_counter
- *    moves the counter only with a first-time processed_jobs row.
+ *    moves the counter only with a first-time processed_jobs row;
+ *  - a write that the box's own disk refuses (the PDF, the maildir, the
+ *    database: SD_IO) is waited out with job_retry_io, never a failed
+ *    attempt; a mail provider's failure over the network stays one.
  */
 #define _GNU_SOURCE
 #include "tickets.h"
@@ -581,10 +584,22 @@ static enum job_outcome job_order(const struct job *job, struct job_result *res,
 	return JOB_DONE;
 }
 
-static enum job_outcome db_failure(struct job_result *res, const char *what)
+/* A failure of the box's own disk (full, or an I/O error), whichever file
+ * it hit: the job waits it out, no attempt counted; anything else is a
+ * failed attempt, permanent when permanent. */
+static enum job_outcome disk_or_fail(struct job_result *res, const struct job *job,
+				     enum sd_result r, int permanent, const char *what)
+{
+	if (r == SD_IO)
+		return job_retry_io(res, job, "%s: %s", what, err_msg());
+	return job_failf(res, permanent, "%s: %s", what, err_msg());
+}
+
+static enum job_outcome db_failure(struct job_result *res, const struct job *job,
+				   enum sd_result r, const char *what)
 {
 	/* a database error may pass (busy, disk full): retry with backoff */
-	return job_failf(res, 0, "%s: %s", what, err_msg());
+	return disk_or_fail(res, job, r, 0, what);
 }
 
 /* One info line per duplicate run a handler absorbed, for the crash harness
@@ -619,7 +634,7 @@ enum job_outcome tickets_render(struct handler_ctx *ctx, const struct job *job,
 	if (job_order(job, res, &order_id) != JOB_DONE)
 		return JOB_FAIL_PERMANENT;
 	if (!db)
-		return db_failure(res, "open");
+		return db_failure(res, job, SD_DB, "open");
 	if ((r = tickets_load_order(db, order_id, &v)) != SD_OK)
 		return job_failf(res, r == SD_NOT_FOUND, "load order: %s", err_msg());
 	if (v.pdf_stored) {
@@ -630,11 +645,11 @@ enum job_outcome tickets_render(struct handler_ctx *ctx, const struct job *job,
 	/* render and store with no transaction open; the key is fixed, so a
 	 * second run overwrites the file with the same bytes */
 	if ((r = tickets_render_store(env, &v)) != SD_OK)
-		return job_failf(res, r == SD_INVALID, "render: %s", err_msg());
+		return disk_or_fail(res, job, r, r == SD_INVALID, "render");
 	failpoint(FP_RENDER_STORED);
 	tickets_pdf_key(&v, key, sizeof key);
 	if ((r = db_begin(db)) != SD_OK)
-		return db_failure(res, "begin");
+		return db_failure(res, job, r, "begin");
 	if (!(st = db_stmt(db, SQL_SET_PDF))) {
 		r = SD_DB;
 		goto fail;
@@ -649,13 +664,13 @@ enum job_outcome tickets_render(struct handler_ctx *ctx, const struct job *job,
 			goto fail;
 	}
 	if ((r = db_commit(db)) != SD_OK)
-		return db_failure(res, "commit");
+		return db_failure(res, job, r, "commit");
 	if (!won)	/* another run set pdf_key first: its send is queued */
 		dup_absorbed(ctx, METRICS_CHECK_STATE, job, v.public_id);
 	return JOB_DONE;
 fail:
 	db_rollback(db);
-	return db_failure(res, "mark rendered");
+	return db_failure(res, job, r, "mark rendered");
 }
 
 /* A provider's 409 without Retry-After: ask again after this long. */
@@ -677,14 +692,14 @@ enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
 	if (job_order(job, res, &order_id) != JOB_DONE)
 		return JOB_FAIL_PERMANENT;
 	if (!db)
-		return db_failure(res, "open");
+		return db_failure(res, job, SD_DB, "open");
 	if ((r = tickets_load_order(db, order_id, &v)) != SD_OK)
 		return job_failf(res, r == SD_NOT_FOUND, "load order: %s", err_msg());
 	if (!v.pdf_stored)
 		return job_failf(res, 0, "order %s has no stored PDF yet", v.public_id);
 	if ((r = idem_effect_claim(db, order_id, "tickets", stale_ms, &claim, &claimed_at)) !=
 	    SD_OK)
-		return db_failure(res, "claim");
+		return db_failure(res, job, r, "claim");
 	if (claim == IDEM_DONE) {
 		dup_absorbed(ctx, METRICS_UNIQUE_CLAIM, job, v.public_id);
 		return JOB_DONE;
@@ -714,6 +729,10 @@ enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
 							      : TICKETS_IN_FLIGHT_RETRY_MS;
 			return JOB_RETRY_LATER;
 		}
+		/* the maildir is this box's own disk: a full or failing one is
+		 * waited out; a provider's failure is a failed attempt */
+		if (mail_is_local(env->mail))
+			return disk_or_fail(res, job, r, r == SD_INVALID, "send");
 		/* never back sooner than the provider asked (429, 503) */
 		res->delay_ms = mr.retry_after_ms;
 		return job_failf(res, r == SD_INVALID, "send: %s", err_msg());
@@ -724,7 +743,7 @@ enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
 	/* send, then mark: a crash between them makes a second send, which
 	 * the provider's key turns into the first one's answer */
 	if ((r = idem_effect_done(db, order_id, "tickets", claimed_at, mr.message_id)) != SD_OK)
-		return db_failure(res, "mark sent");
+		return db_failure(res, job, r, "mark sent");
 	return JOB_DONE;
 }
 
@@ -747,10 +766,10 @@ enum job_outcome tickets_count(struct handler_ctx *ctx, const struct job *job,
 	    job_arg_int(job, "seats", &seats) != SD_OK || event_id < 1 || seats < 1)
 		return job_failf(res, 1, "payload needs {\"event_id\": N, \"seats\": N}");
 	if (!db)
-		return db_failure(res, "open");
+		return db_failure(res, job, SD_DB, "open");
 	failpoint(FP_COUNT_BEFORE);
 	if ((r = db_begin(db)) != SD_OK)
-		return db_failure(res, "begin");
+		return db_failure(res, job, r, "begin");
 	/* the job's identity and its effect commit together or not at all */
 	if ((r = idem_once(db, job->job_id, job->kind, &first)) != SD_OK)
 		goto fail;
@@ -765,7 +784,7 @@ enum job_outcome tickets_count(struct handler_ctx *ctx, const struct job *job,
 			goto fail;
 	}
 	if ((r = db_commit(db)) != SD_OK)
-		return db_failure(res, "commit");
+		return db_failure(res, job, r, "commit");
 	if (!first) {
 		char order[24];
 
@@ -779,7 +798,7 @@ enum job_outcome tickets_count(struct handler_ctx *ctx, const struct job *job,
 	return JOB_DONE;
 fail:
 	db_rollback(db);
-	return db_failure(res, "count");
+	return db_failure(res, job, r, "count");
 }
 
 const struct handler tickets_handlers[] = {

@@ -36,6 +36,7 @@
 
 #include "clock.h"
 #include "db.h"
+#include "episode.h"
 #include "failpoint.h"
 #include "log.h"
 #include "metrics.h"
@@ -50,6 +51,12 @@
  * instead of paying a sleep and a wake-up (tens of microseconds each) per
  * turn.  One handler thread at a time spins; nothing spins for long jobs. */
 #define WORKER_SPIN_JOB_US 20
+/* kinds whose disk episodes a worker tells apart; more share the last */
+#define WORKER_IO_KINDS 8
+/* a failed queue transaction is tried again after this long, doubling to
+ * the cap while the failures last */
+#define WORKER_TX_RETRY_MS 100
+#define WORKER_TX_RETRY_CAP_MS 2000
 #define WORKER_SPIN_US 150
 
 /* A spinning thread gives its core's other hyperthread room to run. */
@@ -72,6 +79,25 @@ enum job_outcome job_failf(struct job_result *res, int permanent, const char *fm
 	vsnprintf(res->error, sizeof res->error, fmt, ap);
 	va_end(ap);
 	return permanent ? JOB_FAIL_PERMANENT : JOB_FAIL;
+}
+
+enum job_outcome job_retry_io(struct job_result *res, const struct job *job, const char *fmt,
+			      ...)
+{
+	struct kind_policy p = *queue_policy(job->kind);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(res->error, sizeof res->error, fmt, ap);
+	va_end(ap);
+	if (p.backoff_cap_ms > WORKER_IO_RETRY_CAP_MS)
+		p.backoff_cap_ms = WORKER_IO_RETRY_CAP_MS;
+	if (p.backoff_base_ms > p.backoff_cap_ms)
+		p.backoff_base_ms = p.backoff_cap_ms;
+	/* deliveries, not attempts: every try is a claim, none a failure */
+	res->delay_ms = queue_backoff_ms(&p, job->deliveries);
+	res->io = 1;
+	return JOB_RETRY_LATER;
 }
 
 static enum sd_result job_arg(const struct job *job, const char *key, json_t **root,
@@ -202,6 +228,7 @@ struct handler_ctx {
 struct worker {
 	const struct worker_opts *o;
 	char name[64];
+	char name_kv[72];		/* "worker=<name>", for log lines */
 	struct db *db;			/* the loop's connection */
 	struct notify *nt;
 	const struct handler *table;
@@ -234,6 +261,12 @@ struct worker {
 	int loop_waiting;		/* the loop sleeps: wake it on progress */
 	int wake_at_fin;		/* ... when n_fin reaches this */
 	struct metrics *metrics;	/* the database's shared counters; NULL: none */
+	struct episode tx_ep;		/* the loop's transactions failing (loop thread) */
+	struct {
+		char kind[QUEUE_KIND_MAX + 1];
+		struct episode ep;	/* its jobs waiting out the disk (job_retry_io) */
+	} io[WORKER_IO_KINDS];		/* loop thread only */
+	int n_io;
 };
 
 static atomic_int worker_seq;
@@ -330,6 +363,7 @@ static void run_one(struct handler_ctx *ctx, struct slot *s)
 
 	s->res.delay_ms = 0;
 	s->res.error[0] = '\0';
+	s->res.io = 0;
 	if (w->o->on_start)
 		w->o->on_start(s->job, w->o->arg);
 	s->started_us = clock_mono_us();
@@ -535,16 +569,55 @@ static enum sd_result settle_all(struct worker *w, const int *idx, int n,
 	return r;
 }
 
+/* The disk episode of kind's jobs (loop thread), made when create; NULL
+ * when there is none. */
+static struct episode *io_episode(struct worker *w, const char *kind, int create, char *who,
+				  size_t size)
+{
+	int i;
+
+	snprintf(who, size, "worker=%s kind=%s", w->name, kind);
+	for (i = 0; i < w->n_io; i++)
+		if (strcmp(w->io[i].kind, kind) == 0)
+			return &w->io[i].ep;
+	if (!create)
+		return NULL;
+	if (w->n_io == WORKER_IO_KINDS)
+		return &w->io[WORKER_IO_KINDS - 1].ep;
+	snprintf(w->io[w->n_io].kind, sizeof w->io[w->n_io].kind, "%s", kind);
+	memset(&w->io[w->n_io].ep, 0, sizeof w->io[w->n_io].ep);
+	return &w->io[w->n_io++].ep;
+}
+
+/* A job of this kind waits out the disk (job_retry_io): one warning per
+ * episode, each job's own line only at debug; a job of the kind that is
+ * done ends the episode with one line. */
+static void io_settled(struct worker *w, const struct slot *s)
+{
+	char who[QUEUE_KIND_MAX + 96];
+	struct episode *e;
+
+	if (s->outcome == JOB_RETRY_LATER && s->res.io) {
+		e = io_episode(w, s->job->kind, 1, who, sizeof who);
+		episode_fail(e, LOG_WARN, "jobs wait for the disk and retry", who, s->res.error,
+			     0, 0);
+	} else if (s->outcome == JOB_DONE && w->n_io > 0 &&
+		   (e = io_episode(w, s->job->kind, 0, who, sizeof who))) {
+		episode_end(e, "jobs write again", who);
+	}
+}
+
 static void log_settled(struct worker *w, struct slot *s)
 {
 	if (s->release)
 		return;
+	io_settled(w, s);
 	switch (s->outcome) {
 	case JOB_DONE:
 		log_outcome(w, s, "done", LOG_INFO);
 		break;
 	case JOB_RETRY_LATER:
-		log_outcome(w, s, "retry_later", LOG_INFO);
+		log_outcome(w, s, "retry_later", s->res.io ? LOG_DEBUG : LOG_INFO);
 		break;
 	default:
 		if (s->outcome == JOB_FAIL_PERMANENT ||
@@ -591,6 +664,27 @@ static void worker_free(struct worker *w)
 	free(w);
 }
 
+/*
+ * A turn's transaction failed (r).  A full or failing disk, or a lock held
+ * too long, is waited out however long it lasts, with one line per episode,
+ * and the wait grows to WORKER_TX_RETRY_CAP_MS; any other error gives up
+ * after 50 in a row.  [return] the wait before the next turn, in ms, or -1
+ * to give up (the error set).
+ */
+static int64_t tx_failed(struct worker *w, enum sd_result r, int *errors)
+{
+	int64_t wait = episode_fail(&w->tx_ep, LOG_ERROR, "queue transaction failed", w->name_kv,
+				    err_msg(), WORKER_TX_RETRY_MS, WORKER_TX_RETRY_CAP_MS);
+
+	if (episode_transient(r))
+		return wait;
+	if (++*errors > 50) {
+		err_set(r, "giving up after repeated database errors: %s", err_msg());
+		return -1;
+	}
+	return WORKER_TX_RETRY_MS;
+}
+
 enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stats_out)
 {
 	struct worker_stats st = { 0 };
@@ -620,6 +714,7 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 	else
 		snprintf(w->name, sizeof w->name, "w%ld.%d", (long)getpid(),
 			 atomic_fetch_add(&worker_seq, 1));
+	snprintf(w->name_kv, sizeof w->name_kv, "worker=%s", w->name);
 	w->nslots = concurrency + batch;
 	w->slots = calloc((size_t)w->nslots, sizeof *w->slots);
 	w->runq = calloc((size_t)w->nslots, sizeof *w->runq);
@@ -766,18 +861,15 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 			}
 			if (r != SD_OK) {
 				/* Nothing of this turn happened; results stay pending. */
-				errors++;
-				log_event(LOG_ERROR, "queue transaction failed", "worker=%s err=%s",
-					  w->name, log_quote((char[600]){ 0 }, 600, err_msg()));
-				if (errors > 50) {
-					err_set(r, "giving up after repeated database errors: %s",
-						err_msg());
+				int64_t wait = tx_failed(w, r, &errors);
+
+				if (wait < 0)
 					goto out_stop;
-				}
-				notify_wait(w->nt, 100);
+				notify_pause(w->nt, (int)wait);
 				continue;
 			}
 			errors = 0;
+			episode_end(&w->tx_ep, "queue transactions succeed again", w->name_kv);
 			if (flush) {
 				for (i = 0; i < n_settled; i++) {
 					if (!stale[i])

@@ -31,7 +31,10 @@ struct job_result {
 	int64_t delay_ms;			/* JOB_RETRY_LATER: how long; JOB_FAIL: the
 						 * shortest backoff (a provider's
 						 * Retry-After); 0: the kind's backoff */
-	char error[QUEUE_ERROR_MAX + 1];	/* JOB_FAIL*: why, one line */
+	char error[QUEUE_ERROR_MAX + 1];	/* JOB_FAIL*, and JOB_RETRY_LATER from
+						 * job_retry_io: why, one line */
+	int io;					/* JOB_RETRY_LATER from job_retry_io: the
+						 * box's own disk or database failed */
 };
 
 /* Per handler thread: what a handler may use besides its job. */
@@ -77,6 +80,21 @@ extern const struct handler worker_builtin_handlers[];
 /* job_failf: fill res->error and return JOB_FAIL or JOB_FAIL_PERMANENT. */
 enum job_outcome job_failf(struct job_result *res, int permanent, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/*
+ * job_retry_io: the box's own disk or database refused a write (full, or an
+ * I/O error; the message is in fmt): not the job's fault, so not a failed
+ * attempt, and never a step toward the dead letters, however long the disk
+ * stays full.  The job snoozes (JOB_RETRY_LATER) for its kind's backoff
+ * grown with its deliveries, at most WORKER_IO_RETRY_CAP_MS, so that it is
+ * tried again soon after the disk takes writes again; res->error says why
+ * and the worker logs it once per episode.
+ */
+enum job_outcome job_retry_io(struct job_result *res, const struct job *job, const char *fmt,
+			      ...) __attribute__((format(printf, 3, 4)));
+
+/* A job waiting out a full or failing disk is tried at least this often. */
+#define WORKER_IO_RETRY_CAP_MS 60000
 
 /* job_arg_int: read integer field key of the job's payload.  SD_NOT_FOUND when
  * missing, SD_INVALID (message set) when not an integer. */

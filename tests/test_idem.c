@@ -1135,6 +1135,7 @@ static void test_naive_count_relay_duplicate_counts_twice(void **state)
  * makes one message. */
 static void test_failed_send_releases_claim(void **state)
 {
+	struct job_result res;
 	struct jobbuf a, b;
 	char mdir[600], hidden[640];
 	enum idem_claim c;
@@ -1145,7 +1146,9 @@ static void test_failed_send_releases_claim(void **state)
 	snprintf(mdir, sizeof mdir, "%s/maildir/tmp", F.env->dir);
 	snprintf(hidden, sizeof hidden, "%s.away", mdir);
 	assert_int_equal(rename(mdir, hidden), 0);	/* the transport cannot write */
-	run_expect(tickets_send, F.ctx[0], &a.job, JOB_FAIL);
+	/* the maildir's disk failed: the job waits, no attempt counted */
+	res = run_expect(tickets_send, F.ctx[0], &a.job, JOB_RETRY_LATER);
+	assert_true(res.io && res.delay_ms > 0);
 	assert_int_equal(n_messages(), 0);
 	assert_int_equal(q_int(SQL_CLAIMED_AT, F.order_id, NULL), 0);
 	assert_int_equal(q_int(SQL_SENT_AT, F.order_id, NULL), -1);

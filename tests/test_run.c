@@ -49,30 +49,13 @@ static int teardown(void **state)
 	return tu_teardown(state);
 }
 
-/* count_in: occurrences of needle in the file at path. */
-static int count_in(const char *path, const char *needle)
-{
-	size_t size;
-	unsigned char *text;
-	const char *p;
-	int n = 0;
-
-	if (access(path, F_OK) != 0)
-		return 0;
-	text = tu_slurp(path, &size);
-	for (p = (const char *)text; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	free(text);
-	return n;
-}
-
 /* wait_log: until the log at path holds needle at least n times. */
 static void wait_log(const char *path, const char *needle, int n, int timeout_ms)
 {
 	int waited;
 
 	for (waited = 0; waited < timeout_ms; waited += 20) {
-		if (count_in(path, needle) >= n)
+		if (tu_count_in(path, needle) >= n)
 			return;
 		tu_sleep_ms(20);
 	}
@@ -163,7 +146,7 @@ static pid_t start(const struct tu_env *e, char *log, size_t size, const char *c
 	pid_t pid;
 
 	snprintf(log, size, "%s/run.log", e->dir);
-	before = count_in(log, "msg=\"worker started\"");
+	before = tu_count_in(log, "msg=\"worker started\"");
 	argv[n++] = "run";
 	argv[n++] = "--db";
 	argv[n++] = e->db_path;
@@ -196,7 +179,7 @@ static void test_second_run_refused_plain_worker_welcome(void **state)
 	if (!strstr(err, "already running") || !strstr(err, "pid "))
 		fail_msg("second run: %s", err);
 	/* nothing of it started: still one relay and one worker under the first */
-	assert_int_equal(count_in(log, "msg=\"child started\""), 2);
+	assert_int_equal(tu_count_in(log, "msg=\"child started\""), 2);
 
 	/* 4 s of work for the first run's one worker: time enough for a plain
 	 * worker to start and take its share, even on a loaded machine */
@@ -235,7 +218,7 @@ static void test_killed_worker_restarts_and_its_job_comes_back(void **state)
 	wait_log(log, "msg=\"worker started\"", 2, 10000);	/* exec'd, not just forked */
 	assert_int_equal(children(run, " worker ", w2, 4), 1);
 	assert_true(w2[0] != w[0]);
-	assert_true(count_in(log, "signal=9") >= 1);
+	assert_true(tu_count_in(log, "signal=9") >= 1);
 	/* done by the new worker, on its second delivery (the lease ran out) */
 	wait_sql(e->db_path, 1, 20000, "SELECT count(*) FROM done_jobs WHERE deliveries >= 2");
 	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM stream"), 0);
@@ -256,18 +239,18 @@ static void test_job_that_kills_workers_goes_dead_not_round_a_loop(void **state)
 	enqueue(e, "noop", "{}");
 	wait_sql(e->db_path, 1, 30000, "SELECT count(*) FROM dead_jobs");
 	assert_true(tu_count(e->db_path, "SELECT deliveries FROM dead_jobs") >= 3);
-	assert_true(count_in(log, "msg=\"failpoint hit\"") >= 3);
-	assert_true(count_in(log, "status=70") >= 3);
+	assert_true(tu_count_in(log, "msg=\"failpoint hit\"") >= 3);
+	assert_true(tu_count_in(log, "status=70") >= 3);
 	/* the death is said, once, as a warning */
 	wait_log(log, "level=warn msg=\"job dead\" job_id=", 1, 5000);
-	assert_int_equal(count_in(log, "reason=poison"), 1);
+	assert_int_equal(tu_count_in(log, "reason=poison"), 1);
 	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM stream"), 0);
 	/* the supervisor lives on and keeps its worker; a worker that had
 	 * started comes back at once (the job's lease paces the crashes) */
 	assert_true(alive(run));
 	wait_log(log, "restarts=3", 1, 10000);
-	assert_int_equal(count_in(log, "msg=\"child restarts\" child=w1 in_ms=100\n"),
-			 count_in(log, "msg=\"child restarts\" child=w1 "));
+	assert_int_equal(tu_count_in(log, "msg=\"child restarts\" child=w1 in_ms=100\n"),
+			 tu_count_in(log, "msg=\"child restarts\" child=w1 "));
 	kill(run, SIGTERM);
 	assert_int_equal(tu_reap(run, 15000, "run"), 0);
 }
@@ -288,11 +271,11 @@ static void test_child_that_cannot_start_backs_off(void **state)
 	run = tu_spawn((const char *const[]){ "run", "--db", e->db_path, "--workers", "1", NULL },
 		       log);
 	wait_log(log, "child=w1 in_ms=800", 1, 15000);
-	assert_int_equal(count_in(log, "child=w1 in_ms=100\n"), 1);
-	assert_int_equal(count_in(log, "child=w1 in_ms=200\n"), 1);
-	assert_int_equal(count_in(log, "child=w1 in_ms=400\n"), 1);
+	assert_int_equal(tu_count_in(log, "child=w1 in_ms=100\n"), 1);
+	assert_int_equal(tu_count_in(log, "child=w1 in_ms=200\n"), 1);
+	assert_int_equal(tu_count_in(log, "child=w1 in_ms=400\n"), 1);
 	/* the relay, which started, never left */
-	assert_int_equal(count_in(log, "child=relay role=relay pid"), 1);
+	assert_int_equal(tu_count_in(log, "child=relay role=relay pid"), 1);
 	kill(run, SIGTERM);
 	assert_int_equal(tu_reap(run, 15000, "run"), 0);
 }
@@ -312,7 +295,7 @@ static void test_sigterm_lets_running_handlers_finish(void **state)
 	assert_int_equal(tu_reap(run, 15000, "run"), 0);
 	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM done_jobs"), 1);
 	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM stream"), 0);
-	assert_int_equal(count_in(log, "msg=\"run stopped\""), 1);
+	assert_int_equal(tu_count_in(log, "msg=\"run stopped\""), 1);
 }
 
 static void test_sigterm_past_grace_releases_the_job_ready_at_once(void **state)
@@ -394,7 +377,7 @@ static void test_sighup_rereads_the_configuration(void **state)
 	wait_log(log, "msg=\"configuration reloaded\" changed=workers,log_level restart_workers=no",
 		 1, 10000);
 	wait_log(log, "msg=\"worker started\" worker=w2 ", 1, 10000);
-	assert_int_equal(count_in(log, "restarts=1"), 0);
+	assert_int_equal(tu_count_in(log, "restarts=1"), 0);
 
 	/* a broken file changes nothing and says why */
 	write_conf(conf, "workers = 2\nlease_ms = later\n");
@@ -438,11 +421,11 @@ static void test_sighup_reopens_the_log_file(void **state)
 	wait_log(flog, "pid=", 2, 10000);
 	kill(run, SIGTERM);
 	assert_int_equal(tu_reap(run, 15000, "run"), 0);
-	assert_true(count_in(flog, "msg=\"worker stopped\"") == 1);
-	assert_int_equal(count_in(moved, "msg=\"worker stopped\""), 0);
-	assert_int_equal(count_in(moved, "msg=\"run started\""), 1);
+	assert_true(tu_count_in(flog, "msg=\"worker stopped\"") == 1);
+	assert_int_equal(tu_count_in(moved, "msg=\"worker stopped\""), 0);
+	assert_int_equal(tu_count_in(moved, "msg=\"run started\""), 1);
 	/* the file only: nothing went to stderr */
-	assert_int_equal(count_in(log, "msg="), 0);
+	assert_int_equal(tu_count_in(log, "msg="), 0);
 }
 
 /* ---- logs ----------------------------------------------------------------- */
@@ -467,15 +450,15 @@ static void test_job_lines_carry_ids_not_buyers(void **state)
 	wait_sql(e->db_path, 3, 20000, "SELECT count(*) FROM done_jobs");
 	kill(run, SIGTERM);
 	assert_int_equal(tu_reap(run, 15000, "run"), 0);
-	assert_int_equal(count_in(log, "msg=\"job finished\""), 3);
-	assert_int_equal(count_in(log, "kind=render_tickets attempt=1 delivery=1 outcome=done "
+	assert_int_equal(tu_count_in(log, "msg=\"job finished\""), 3);
+	assert_int_equal(tu_count_in(log, "kind=render_tickets attempt=1 delivery=1 outcome=done "
 				  "duration_ms="), 1);
-	assert_int_equal(count_in(log, "outcome=done"), 3);
-	assert_int_equal(count_in(log, "worker=w1 job_id=outbox:"), 3);
-	assert_int_equal(count_in(log, "Zelda"), 0);
-	assert_int_equal(count_in(log, "Quux"), 0);
-	assert_int_equal(count_in(log, "zelda.quux"), 0);
-	assert_int_equal(count_in(log, "example.org"), 0);
+	assert_int_equal(tu_count_in(log, "outcome=done"), 3);
+	assert_int_equal(tu_count_in(log, "worker=w1 job_id=outbox:"), 3);
+	assert_int_equal(tu_count_in(log, "Zelda"), 0);
+	assert_int_equal(tu_count_in(log, "Quux"), 0);
+	assert_int_equal(tu_count_in(log, "zelda.quux"), 0);
+	assert_int_equal(tu_count_in(log, "example.org"), 0);
 	/* the drained box holds every invariant */
 	assert_int_equal(RUN("check", "--db", e->db_path), 0);
 	/* every line is one logfmt record */
@@ -529,9 +512,9 @@ static void test_low_disk_warns_once_and_says_when_back(void **state)
 	write_conf(conf, text);
 	run = START(e, log, "--config", conf);
 	wait_log(log, "level=warn msg=\"disk space low\" db_free_bytes=", 1, 5000);
-	assert_int_equal(count_in(log, " warn_bytes=1125899906842624"), 1);
+	assert_int_equal(tu_count_in(log, " warn_bytes=1125899906842624"), 1);
 	tu_sleep_ms(1000);	/* ten more ticks, still low: no second line */
-	assert_int_equal(count_in(log, "msg=\"disk space low\""), 1);
+	assert_int_equal(tu_count_in(log, "msg=\"disk space low\""), 1);
 	snprintf(text, sizeof text, "db = %s\nworkers = 1\nmaintenance_ms = 100\n"
 		 "disk_warn_bytes = 1\n", e->db_path);
 	write_conf(conf, text);

@@ -16,9 +16,14 @@
 #include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -146,7 +151,7 @@ static void kids_forget(pid_t pid)
 			kids[i] = 0;
 }
 
-static void kids_kill_all(void)
+void tu_kill_spawned(void)
 {
 	int i;
 
@@ -205,7 +210,7 @@ int tu_teardown(void **state)
 {
 	struct tu_env *e = *state;
 
-	kids_kill_all();
+	tu_kill_spawned();
 	db_close(e->db);
 	nftw(e->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	clock_real();
@@ -365,4 +370,156 @@ int tu_count_files(const char *dir)
 		n += de->d_name[0] != '.';
 	closedir(d);
 	return n;
+}
+
+void tu_integrity_ok(const char *db_path)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+
+	assert_int_equal(sqlite3_open_v2(db_path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "ok");
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+}
+
+int tu_count_in(const char *path, const char *needle)
+{
+	size_t size;
+	unsigned char *text;
+	const char *p;
+	int n = 0;
+
+	if (access(path, F_OK) != 0)
+		return 0;
+	text = tu_slurp(path, &size);
+	for (p = (const char *)text; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	free(text);
+	return n;
+}
+
+/* ---- tools/powercut ---------------------------------------------------------- */
+
+const char *tu_powercut_bin(void)
+{
+	const char *b = getenv("POWERCUT");
+
+	return b && *b ? b : "build/powercut";
+}
+
+static void powercut_exec(const struct tu_powercut *pc, const char *const *extra)
+{
+	const char *argv[32];
+	int n = 0, i, fd;
+
+	argv[n++] = tu_powercut_bin();
+	argv[n++] = pc->back;
+	argv[n++] = pc->mnt;
+	argv[n++] = "-f";
+	argv[n++] = "--control";
+	argv[n++] = pc->ctl;
+	for (i = 0; extra && extra[i] && n < 31; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	if ((fd = open(pc->log, O_WRONLY | O_CREAT | O_APPEND, 0600)) >= 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+	}
+	execv(argv[0], (char *const *)argv);
+	_exit(127);
+}
+
+void tu_powercut_mount(struct tu_powercut *pc, const char *dir, const char *const *extra)
+{
+	struct stat a, b;
+	int i, st;
+
+	memset(pc, 0, sizeof *pc);
+	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0 ||
+	    access(tu_powercut_bin(), X_OK) != 0) {
+		fprintf(stderr, "needs root, /dev/fuse and %s: skipping\n", tu_powercut_bin());
+		skip();
+	}
+	snprintf(pc->back, sizeof pc->back, "%s/disk", dir);
+	snprintf(pc->mnt, sizeof pc->mnt, "%s/mnt", dir);
+	snprintf(pc->ctl, sizeof pc->ctl, "%s/pc.sock", dir);
+	snprintf(pc->log, sizeof pc->log, "%s/powercut.log", dir);
+	if ((mkdir(pc->back, 0700) != 0 && errno != EEXIST) ||
+	    (mkdir(pc->mnt, 0700) != 0 && errno != EEXIST))
+		fail_msg("cannot make %s or %s: %s", pc->back, pc->mnt, strerror(errno));
+	if ((pc->pid = fork()) < 0)
+		fail_msg("fork: %s", strerror(errno));
+	if (pc->pid == 0)
+		powercut_exec(pc, extra);
+	for (i = 0; i < 500; i++) {
+		if (waitpid(pc->pid, &st, WNOHANG) == pc->pid) {
+			pc->pid = 0;
+			fail_msg("%s did not mount; see %s", tu_powercut_bin(), pc->log);
+		}
+		if (stat(dir, &a) == 0 && stat(pc->mnt, &b) == 0 && a.st_dev != b.st_dev &&
+		    access(pc->ctl, F_OK) == 0)
+			return;
+		tu_sleep_ms(10);
+	}
+	fail_msg("%s did not mount within 5 s", tu_powercut_bin());
+}
+
+void tu_powercut_ctl(const struct tu_powercut *pc, const char *cmd, char *reply, size_t size)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char buf[1024];
+	size_t n = 0;
+	ssize_t got;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (strlen(pc->ctl) >= sizeof a.sun_path)
+		fail_msg("control socket path too long: %s", pc->ctl);
+	memcpy(a.sun_path, pc->ctl, strlen(pc->ctl));
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+		if (fd >= 0)
+			close(fd);
+		fail_msg("powercut %s: cannot connect to %s: %s", cmd, pc->ctl, strerror(errno));
+	}
+	if (write(fd, cmd, strlen(cmd)) < 0 || write(fd, "\n", 1) < 0) {
+		close(fd);
+		fail_msg("powercut %s: cannot send: %s", cmd, strerror(errno));
+	}
+	while (n < sizeof buf - 1 && (got = read(fd, buf + n, sizeof buf - 1 - n)) > 0)
+		n += (size_t)got;
+	buf[n] = '\0';
+	close(fd);
+	buf[strcspn(buf, "\n")] = '\0';
+	if (strncmp(buf, "ok", 2) != 0)
+		fail_msg("powercut %s: %s", cmd, buf);
+	if (reply)
+		snprintf(reply, size, "%s", buf);
+}
+
+void tu_powercut_unmount(struct tu_powercut *pc)
+{
+	char *text, *line;
+	size_t size;
+	int st, i;
+
+	if (pc->pid <= 0)
+		return;
+	umount2(pc->mnt, MNT_DETACH);
+	for (i = 0; i < 500 && waitpid(pc->pid, &st, WNOHANG) != pc->pid; i++)
+		tu_sleep_ms(10);
+	if (i == 500) {
+		kill(pc->pid, SIGKILL);
+		waitpid(pc->pid, &st, 0);
+	}
+	pc->pid = 0;
+	if (access(pc->log, R_OK) != 0)
+		return;
+	text = (char *)tu_slurp(pc->log, &size);
+	if ((line = strstr(text, "faults injected"))) {
+		line[strcspn(line, "\n")] = '\0';
+		fprintf(stderr, "powercut: %s\n", line);
+	}
+	free(text);
 }

@@ -83,4 +83,46 @@ int64_t tu_count(const char *db_path, const char *sql);
 /* tu_countf: tu_count with the SQL built printf-style. */
 int64_t tu_countf(const char *db_path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* tu_integrity_ok: PRAGMA integrity_check on a fresh read-only connection
+ * says "ok", or the test fails. */
+void tu_integrity_ok(const char *db_path);
+
+/* tu_kill_spawned: SIGKILL and reap every child tu_spawn started that still
+ * runs (tu_teardown does it too; call it first to free a mount). */
+void tu_kill_spawned(void);
+
+/* tu_count_in: how many times needle occurs in the file at path (0: none,
+ * or no file). */
+int tu_count_in(const char *path, const char *needle);
+
+/* ---- tools/powercut: a disk whose writes fail on command -------------------- */
+
+/* One powercut mount: BACK ("the disk") shown at MNT, commands on CTL. */
+struct tu_powercut {
+	char back[300];		/* dir/disk */
+	char mnt[300];		/* dir/mnt */
+	char ctl[300];		/* dir/pc.sock */
+	char log[300];		/* dir/powercut.log: the daemon's lines */
+	pid_t pid;		/* the daemon in the foreground; 0: none */
+};
+
+/* tu_powercut_bin: the daemon ($POWERCUT, else build/powercut). */
+const char *tu_powercut_bin(void);
+
+/*
+ * tu_powercut_mount: make dir/disk and dir/mnt and mount the one on the
+ * other (extra: more daemon options, NULL-terminated, may be NULL).  Skips
+ * the test (cmocka skip) without root, /dev/fuse or the daemon; fails it
+ * when the daemon does not mount.  [out] *pc.
+ */
+void tu_powercut_mount(struct tu_powercut *pc, const char *dir, const char *const *extra);
+
+/* tu_powercut_ctl: one control command ("eio on", "stats"); fails the test
+ * unless the daemon answers "ok".  [out] reply (may be NULL) the answer. */
+void tu_powercut_ctl(const struct tu_powercut *pc, const char *cmd, char *reply, size_t size);
+
+/* tu_powercut_unmount: unmount and wait for the daemon (SIGKILL after 5 s);
+ * prints its "faults injected" line to stderr.  No-op when not mounted. */
+void tu_powercut_unmount(struct tu_powercut *pc);
+
 #endif
