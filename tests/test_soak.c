@@ -108,6 +108,25 @@ static long figure(const char *out, const char *name)
 	}
 }
 
+/* A soak that did not end as expected: its figures, then every line of its
+ * stderr that is not a progress line (what broke), then the test fails.
+ * Printed here, not in the failure message, which cmocka cuts short. */
+static void soak_failed(int rc, int want, const char *out, const char *err)
+{
+	const char *p = err;
+
+	fprintf(stderr, "chaos exited %d, not %d; its figures:\n%s\nwhat it said:\n", rc, want,
+		out);
+	while (*p) {
+		size_t n = strcspn(p, "\n");
+
+		if (strncmp(p, "chaos: [", 8) != 0)
+			fprintf(stderr, "%.*s\n", (int)n, p);
+		p += n + (p[n] == '\n');
+	}
+	fail_msg("chaos exited %d, not %d (see above)", rc, want);
+}
+
 /* ---- the verifier on the demo's database -------------------------------- */
 
 struct demo {
@@ -287,7 +306,7 @@ static void test_short_soak(void **state)
 	int rc = chaos(e, args, out, sizeof out, err, sizeof err), i;
 
 	if (rc != 0)
-		fail_msg("chaos exited %d:\n%s\n%s", rc, out, err);
+		soak_failed(rc, 0, out, err);
 	assert_true(figure(out, "kills") >= 20);
 	assert_int_equal(figure(out, "sigstops"), 1);
 	assert_int_equal(figure(out, "appliance_kills"), 2);
@@ -349,7 +368,7 @@ static void test_short_power_cut_soak(void **state)
 	int rc = cut_soak(e, NULL, more, out, sizeof out, err, sizeof err);
 
 	if (rc != 0)
-		fail_msg("chaos exited %d:\n%s\n%s", rc, out, err);
+		soak_failed(rc, 0, out, err);
 	assert_int_equal(figure(out, "power_cuts"), 12);
 	assert_int_equal(figure(out, "torn_cuts"), 6);
 	/* the cuts took something: writes that were not yet synced */
@@ -381,7 +400,7 @@ static void test_power_cut_soak_maildir_and_backups_on_the_box(void **state)
 
 	/* the messages are files the box writes on the cut disk: one each */
 	if (rc != 0)
-		fail_msg("chaos exited %d:\n%s\n%s", rc, out, err);
+		soak_failed(rc, 0, out, err);
 	assert_int_equal(figure(out, "power_cuts"), 8);
 	assert_int_equal(figure(out, "torn_cuts"), 4);
 	/* run backs up every second on the same disk: after every cut each
@@ -408,7 +427,7 @@ static void test_power_cut_soak_sees_unsynced_commits(void **state)
 	/* at OFF nothing is synced until a checkpoint's copy, and a cut takes
 	 * orders that were answered: the soak must fail and say so */
 	if (rc != 1)
-		fail_msg("chaos exited %d, not 1:\n%s\n%s", rc, out, err);
+		soak_failed(rc, 1, out, err);
 	assert_non_null(strstr(err, "acknowledged order "));
 	assert_true(figure(out, "acknowledged_lost") > 0);
 	assert_non_null(strstr(out, "\nresult broken\n"));
