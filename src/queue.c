@@ -430,9 +430,10 @@ static enum sd_result claim_level(struct db *db, const struct claim_req *c, int 
 	return SD_OK;
 }
 
-/* One priority from a seek: [out] *found 0 when the stream has none. */
-static enum sd_result level_seek(struct db *db, const char *sql, int64_t above, int *found,
-				 int64_t *level)
+/* One priority from a seek, ?1 bound to above (NULL unless has_above):
+ * [out] *found 0 when the stream has none. */
+static enum sd_result level_seek(struct db *db, const char *sql, int has_above, int64_t above,
+				 int *found, int64_t *level)
 {
 	struct db_stmt *st = db_stmt(db, sql);
 	enum sd_result r;
@@ -440,7 +441,10 @@ static enum sd_result level_seek(struct db *db, const char *sql, int64_t above, 
 
 	if (!st)
 		return SD_DB;
-	db_bind_int(st, 1, above);
+	if (has_above)
+		db_bind_int(st, 1, above);
+	else
+		db_bind_null(st, 1);
 	if ((r = db_step(st, &row)) != SD_OK)
 		return r;
 	*found = row && !db_col_is_null(st, 0);
@@ -459,28 +463,28 @@ static enum sd_result level_seek(struct db *db, const char *sql, int64_t above, 
  * the stream.  Priorities are any int64 here; the CLI accepts -1,000,000 to
  * 1,000,000 and the ticket pipeline uses 0 alone, so L is 1 in practice and
  * a few when an operator splits urgent work off.  A full batch from the
- * lowest level is one statement, as a single claim over every level was.
+ * lowest level is one statement, as a single claim over every level was;
+ * each further level adds two (the seek, the level's claim).
  */
 static enum sd_result claim_levels(struct db *db, const struct claim_req *c, int n,
 				   struct job **out, int *got)
 {
 	enum sd_result r;
-	int64_t level;
-	int found;
+	int64_t level = 0;
+	int found, known;
 
 	if ((r = claim_level(db, c, 0, 0, n, out, got)) != SD_OK || *got == n)
 		return r;
-	if (*got > 0) {
+	/* the lowest level's priority, when it gave an entry; else "above the
+	 * lowest" is the seek's own */
+	known = *got > 0;
+	if (known)
 		level = out[*got - 1]->priority;
-	} else {
-		if ((r = level_seek(db, QUEUE_SQL_CLAIM_FIRST, 0, &found, &level)) != SD_OK ||
-		    !found)
-			return r;
-	}
 	for (;;) {
-		if ((r = level_seek(db, QUEUE_SQL_CLAIM_NEXT, level, &found, &level)) != SD_OK ||
-		    !found)
+		r = level_seek(db, QUEUE_SQL_CLAIM_NEXT, known, level, &found, &level);
+		if (r != SD_OK || !found)
 			return r;
+		known = 1;
 		if ((r = claim_level(db, c, 1, level, n, out, got)) != SD_OK || *got == n)
 			return r;
 	}
@@ -1156,7 +1160,9 @@ enum sd_result queue_each_live(struct db *db, const char *kind, const char *fiel
 }
 
 static const char SQL_PENDING[] = "SELECT count(*) FROM stream";
-/* The earliest entry of one level: one seek in stream_claim. */
+/* The lowest level, and the earliest entry of one level: one seek each in
+ * stream_claim. */
+static const char SQL_LEVEL_FIRST[] = "SELECT min(priority) FROM stream";
 static const char SQL_LEVEL_NEXT_VISIBLE[] =
 	"SELECT min(visible_at) FROM stream WHERE priority = ?1";
 
@@ -1190,16 +1196,16 @@ enum sd_result queue_next_visible(struct db *db, int64_t *at)
 	int found, any = 0;
 
 	*at = -1;
-	if ((r = level_seek(db, QUEUE_SQL_CLAIM_FIRST, 0, &found, &level)) != SD_OK)
+	if ((r = level_seek(db, SQL_LEVEL_FIRST, 0, 0, &found, &level)) != SD_OK)
 		return r;
 	while (found) {
-		if ((r = level_seek(db, SQL_LEVEL_NEXT_VISIBLE, level, &found, &v)) != SD_OK)
+		if ((r = level_seek(db, SQL_LEVEL_NEXT_VISIBLE, 1, level, &found, &v)) != SD_OK)
 			return r;
 		if (found && (!any || v < best)) {
 			best = v;
 			any = 1;
 		}
-		if ((r = level_seek(db, QUEUE_SQL_CLAIM_NEXT, level, &found, &level)) != SD_OK)
+		if ((r = level_seek(db, QUEUE_SQL_CLAIM_NEXT, 1, level, &found, &level)) != SD_OK)
 			return r;
 	}
 	if (any)

@@ -34,9 +34,11 @@
 	"ORDER BY visible_at, id LIMIT ?5) " \
 	"RETURNING id, job_id, kind, payload, priority, deliveries, expiries, attempts, created_at"
 
-/* The levels, each one index seek: the lowest, and the next above ?1. */
-#define QUEUE_SQL_CLAIM_FIRST "SELECT min(priority) FROM stream"
-#define QUEUE_SQL_CLAIM_NEXT "SELECT min(priority) FROM stream WHERE priority > ?1"
+/* The next level above ?1 (NULL: above the lowest), by index seeks: what a
+ * claim runs when the level it took from had fewer than it asked for. */
+#define QUEUE_SQL_CLAIM_NEXT \
+	"SELECT min(priority) FROM stream WHERE priority > coalesce(?1, " \
+	"(SELECT min(priority) FROM stream))"
 
 /* The ack: copy to done_jobs, then delete; both fenced by the token.  The
  * copy returns the kind and the reclaims the finished job stands for, which

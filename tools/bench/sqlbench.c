@@ -9,8 +9,8 @@
  *   claim+ack  each turn: BEGIN IMMEDIATE; ACK_MANY_COPY (+ TOTALS_DONE and
  *              DONE_TIME, the counts it adds) + ACK_MANY_DELETE for the
  *              previous claim; CLAIM up to B, and when that comes back short
- *              the level seeks (CLAIM_FIRST / CLAIM_NEXT) and a CLAIM per
- *              further level, as queue.c's claim_levels; COMMIT -- what
+ *              the level seek (CLAIM_NEXT) and a CLAIM per further level, as
+ *              queue.c's claim_levels; COMMIT -- what
  *              worker.c's loop does when it merges the ack flush with the
  *              next claim.  The turn whose claim comes back empty ends the
  *              run.
@@ -117,7 +117,7 @@ static int64_t token_next(void)
 struct turns {
 	sqlite3 *h;
 	sqlite3_stmt *claim, *begin, *commit, *copy, *del, *copy1, *del1;
-	sqlite3_stmt *first, *next, *totals, *times;
+	sqlite3_stmt *next, *totals, *times;
 	int64_t *ids, *prev;		/* this claim's ids, the previous claim's */
 	char *list;			/* the previous claim's ids as a JSON array */
 	long long batch;
@@ -151,12 +151,15 @@ static void ack_counts(struct turns *t, sqlite3_stmt *copy, int64_t now)
 	run(t->h, t->times, "ack times");
 }
 
-/* One level seek; 0 when the stream has no such level. */
-static int seek(sqlite3 *h, sqlite3_stmt *st, int64_t above, int64_t *level)
+/* One level seek above `above` (NULL unless known); 0 when there is none. */
+static int seek(sqlite3 *h, sqlite3_stmt *st, int known, int64_t above, int64_t *level)
 {
 	int rc, found;
 
-	sqlite3_bind_int64(st, 1, above);
+	if (known)
+		sqlite3_bind_int64(st, 1, above);
+	else
+		sqlite3_bind_null(st, 1);
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW)
 		die("level seek", h);
@@ -190,17 +193,17 @@ static void claim_level(struct turns *t, int has_level, int64_t level, int *got)
 /* The claim, level by level, as queue.c's claim_levels. */
 static int claim_levels(struct turns *t)
 {
-	int64_t level;
-	int got = 0;
+	int64_t level = 0;
+	int got = 0, known;
 
 	claim_level(t, 0, 0, &got);
 	if (got == t->batch)
 		return got;
-	if (got > 0)
+	known = got > 0;
+	if (known)
 		level = t->prio;
-	else if (!seek(t->h, t->first, 0, &level))
-		return got;
-	while (seek(t->h, t->next, level, &level)) {
+	while (seek(t->h, t->next, known, level, &level)) {
+		known = 1;
 		claim_level(t, 1, level, &got);
 		if (got == t->batch)
 			break;
@@ -275,7 +278,7 @@ int main(int argc, char **argv)
 	struct db *db;
 	sqlite3 *h;
 	sqlite3_stmt *begin, *commit, *enq, *claim, *copy, *del, *copy1, *del1;
-	sqlite3_stmt *first, *next, *totals, *times;
+	sqlite3_stmt *next, *totals, *times;
 	int64_t *ids, *prev, t0, t_enq, t_ca, now, done, left;
 	char *list;
 	long long n, k;
@@ -327,7 +330,6 @@ int main(int argc, char **argv)
 	del = prep(h, QUEUE_SQL_ACK_MANY_DELETE);
 	copy1 = prep(h, QUEUE_SQL_ACK_COPY);
 	del1 = prep(h, QUEUE_SQL_ACK_DELETE);
-	first = prep(h, QUEUE_SQL_CLAIM_FIRST);
 	next = prep(h, QUEUE_SQL_CLAIM_NEXT);
 	totals = prep(h, QUEUE_SQL_TOTALS_DONE);
 	times = prep(h, QUEUE_SQL_DONE_TIME);
@@ -365,7 +367,7 @@ int main(int argc, char **argv)
 	 * and faulted in again every turn, which would make this floor lower
 	 * than the queue's) */
 	{
-		struct turns t = { h, claim, begin, commit, copy, del, copy1, del1, first, next,
+		struct turns t = { h, claim, begin, commit, copy, del, copy1, del1, next,
 				   totals, times, ids, prev, list, batch, worker, 0, 0 };
 		pthread_t th;
 
@@ -386,7 +388,6 @@ int main(int argc, char **argv)
 	sqlite3_finalize(del);
 	sqlite3_finalize(copy1);
 	sqlite3_finalize(del1);
-	sqlite3_finalize(first);
 	sqlite3_finalize(next);
 	sqlite3_finalize(totals);
 	sqlite3_finalize(times);
