@@ -35,6 +35,16 @@
  *     dead --queue_dead_retry--> ready           (same job_id)
  *     done --queue_prune_done--> counted in done_totals
  *
+ * The claim takes one priority level at a time (claim_levels): the index
+ * stream_claim is ordered (priority, visible_at, id), so within a level the
+ * ready entries come first and the walk stops at now.
+ *
+ * Counts that would otherwise walk the history are kept in the same
+ * transaction as the change they count (schema/0005_totals.sql): per kind in
+ * done_totals (done, done_reclaims at the ack and the prune; dead,
+ * dead_expiries at the move to dead, the retry and the purge), per finishing
+ * time in done_times (the ack, the prune).
+ *
  * Invariants:
  *  - a call that names a lease matches `id = ? AND lease_token = ?`; once the
  *    entry is claimed again the old token matches nothing, so a slow or
@@ -45,6 +55,9 @@
  *  - a transition that moves a row between tables does its two statements in
  *    one transaction.
  *  - times are bound parameters from clock_now_ms().
+ *  - done_totals.done = rows of done_jobs + pruned, .dead = rows of
+ *    dead_jobs, per kind; done_times.n = rows of done_jobs finished at that
+ *    time, never 0 (tests/test_queue_totals.c holds them to a full count).
  */
 #define _GNU_SOURCE
 #include "queue.h"
