@@ -154,6 +154,9 @@ int bench_pipeline_cmd(int argc, char **argv);
 
 /* bench_api_cmd: `bench api`, given the words after "api". */
 int bench_api_cmd(int argc, char **argv);
+
+/* bench_claim_cmd: `bench claim`, given the words after "claim". */
+int bench_claim_cmd(int argc, char **argv);
 int cli_event(int argc, char **argv);
 int cli_order(int argc, char **argv);
 int cli_scan(int argc, char **argv);

@@ -35,6 +35,16 @@
  *     dead --queue_dead_retry--> ready           (same job_id)
  *     done --queue_prune_done--> counted in done_totals
  *
+ * The claim takes one priority level at a time (claim_levels): the index
+ * stream_claim is ordered (priority, visible_at, id), so within a level the
+ * ready entries come first and the walk stops at now.
+ *
+ * Counts that would otherwise walk the history are kept in the same
+ * transaction as the change they count (schema/0005_totals.sql): per kind in
+ * done_totals (done, done_reclaims at the ack and the prune; dead,
+ * dead_expiries at the move to dead, the retry and the purge), per finishing
+ * time in done_times (the ack, the prune).
+ *
  * Invariants:
  *  - a call that names a lease matches `id = ? AND lease_token = ?`; once the
  *    entry is claimed again the old token matches nothing, so a slow or
@@ -45,6 +55,9 @@
  *  - a transition that moves a row between tables does its two statements in
  *    one transaction.
  *  - times are bound parameters from clock_now_ms().
+ *  - done_totals.done = rows of done_jobs + pruned, .dead = rows of
+ *    dead_jobs, per kind; done_times.n = rows of done_jobs finished at that
+ *    time, never 0 (tests/test_queue_totals.c holds them to a full count).
  */
 #define _GNU_SOURCE
 #include "queue.h"
@@ -339,6 +352,13 @@ static const char SQL_TO_DEAD[] =
 	"last_error, created_at, died_at) SELECT job_id, kind, payload, priority, deliveries, "
 	"expiries, ?3, ?4, created_at, ?5 FROM stream WHERE id = ?1 AND lease_token = ?2";
 
+/* The dead letter's count and expiries, from the entry still in the stream
+ * (the copy above is fenced; this runs only when it moved a row). */
+static const char SQL_TOTALS_DEAD[] =
+	"INSERT INTO done_totals (kind, dead, dead_expiries) SELECT kind, 1, expiries FROM stream "
+	"WHERE id = ?1 ON CONFLICT (kind) DO UPDATE SET dead = dead + excluded.dead, "
+	"dead_expiries = dead_expiries + excluded.dead_expiries";
+
 /* Move a leased entry to the dead letters; SD_STALE when the token is old. */
 static enum sd_result move_to_dead(struct db *db, int64_t id, int64_t token, int64_t attempts,
 				   const char *error)
@@ -359,6 +379,11 @@ static enum sd_result move_to_dead(struct db *db, int64_t id, int64_t token, int
 		return r;
 	if (db_changes(db) == 0)
 		return SD_STALE;
+	if (!(st = db_stmt(db, SQL_TOTALS_DEAD)))
+		return SD_DB;
+	db_bind_int(st, 1, id);
+	if ((r = db_run(st)) != SD_OK)
+		return r;
 	if (!(st = db_stmt(db, QUEUE_SQL_ACK_DELETE)))
 		return SD_DB;
 	db_bind_int(st, 1, id);
@@ -369,53 +394,128 @@ static enum sd_result move_to_dead(struct db *db, int64_t id, int64_t token, int
 static const char SQL_SET_LEASE[] =
 	"UPDATE stream SET visible_at = ?3 WHERE id = ?1 AND lease_token = ?2";
 
-enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lease_ms,
-			   struct job **out, int *n_out)
-{
-	struct db_stmt *st;
-	enum sd_result r;
-	int64_t now = clock_now_ms();
-	int64_t token = (int64_t)(rng_next() >> 1);
-	int64_t claim_lease = lease_ms > 0 ? lease_ms : policy_fallback.lease_ms;
-	int got = 0, row, i, kept;
+/* What one claim stamps on every entry it takes. */
+struct claim_req {
+	int64_t now;		/* the claim's time */
+	int64_t lease_ms;	/* lease of every entry, before per-kind policies */
+	int64_t token;		/* the claim's fencing token */
+	const char *worker;	/* leased_by */
+};
 
-	*n_out = 0;
-	if (n < 1)
-		return err_set(SD_INVALID, "claim needs n >= 1");
-	if (token == 0)
-		token = 1;
-	if (!(st = db_stmt(db, QUEUE_SQL_CLAIM)))
+/* claim_level: lease up to n - *got visible entries of one priority level
+ * (of the lowest level when has_level is 0) into out[*got..], *got moved on. */
+static enum sd_result claim_level(struct db *db, const struct claim_req *c, int has_level,
+				  int64_t level, int n, struct job **out, int *got)
+{
+	struct db_stmt *st = db_stmt(db, QUEUE_SQL_CLAIM);
+	enum sd_result r;
+	int row;
+
+	if (!st)
 		return SD_DB;
-	db_bind_int(st, 1, now);
-	db_bind_int(st, 2, claim_lease);
-	db_bind_int(st, 3, token);
-	db_bind_text(st, 4, worker);
-	db_bind_int(st, 5, n);
-	if ((r = db_begin(db)) != SD_OK)
-		return r;
+	db_bind_int(st, 1, c->now);
+	db_bind_int(st, 2, c->lease_ms);
+	db_bind_int(st, 3, c->token);
+	db_bind_text(st, 4, c->worker);
+	db_bind_int(st, 5, n - *got);
+	if (has_level)
+		db_bind_int(st, 6, level);
+	else
+		db_bind_null(st, 6);
 	for (;;) {
 		if ((r = db_step(st, &row)) != SD_OK)
-			goto fail;
+			return r;
 		if (!row)
 			break;
-		if (got == n) {	/* cannot happen: LIMIT n */
-			r = err_set(SD_DB, "claim returned more rows than asked");
-			goto fail;
+		if (*got == n) {	/* cannot happen: LIMIT n - got */
+			db_reset(st);
+			return err_set(SD_DB, "claim returned more rows than asked");
 		}
-		if (!(out[got] = job_from_row(st))) {
-			r = err_set(SD_NOMEM, "out of memory claiming jobs");
-			goto fail;
+		if (!(out[*got] = job_from_row(st))) {
+			db_reset(st);
+			return err_set(SD_NOMEM, "out of memory claiming jobs");
 		}
-		out[got]->lease_token = token;
-		out[got]->lease_until = now + claim_lease;
-		got++;
+		out[*got]->lease_token = c->token;
+		out[*got]->lease_until = c->now + c->lease_ms;
+		(*got)++;
 	}
 	db_reset(st);
+	return SD_OK;
+}
 
-	/* Per-kind leases and the poison rule, in the same transaction.  The
-	 * loop compacts out[] in place; each slot is cleared as its job is taken
-	 * so that the fail path, which frees out[0..got), frees every job once. */
-	for (i = kept = 0; i < got; i++) {
+/* One priority from a seek, ?1 bound to above (NULL unless has_above):
+ * [out] *found 0 when the stream has none. */
+static enum sd_result level_seek(struct db *db, const char *sql, int has_above, int64_t above,
+				 int *found, int64_t *level)
+{
+	struct db_stmt *st = db_stmt(db, sql);
+	enum sd_result r;
+	int row = 0;
+
+	if (!st)
+		return SD_DB;
+	if (has_above)
+		db_bind_int(st, 1, above);
+	else
+		db_bind_null(st, 1);
+	if ((r = db_step(st, &row)) != SD_OK)
+		return r;
+	*found = row && !db_col_is_null(st, 0);
+	if (*found)
+		*level = db_col_int(st, 0);
+	db_reset(st);
+	return SD_OK;
+}
+
+/*
+ * claim_levels: fill out[0..n) level by level, in ascending priority.  Each
+ * level is read through the index up to `now` and no further, so entries
+ * that wait (scheduled, leased) cost nothing.  What a claim costs is one
+ * index seek per priority level it passes: the levels below and including
+ * the last one it takes from, ~L log N for L distinct priorities present in
+ * the stream.  Priorities are any int64 here; the CLI accepts -1,000,000 to
+ * 1,000,000 and the ticket pipeline uses 0 alone, so L is 1 in practice and
+ * a few when an operator splits urgent work off.  A full batch from the
+ * lowest level is one statement, as a single claim over every level was;
+ * each further level adds two (the seek, the level's claim).
+ */
+static enum sd_result claim_levels(struct db *db, const struct claim_req *c, int n,
+				   struct job **out, int *got)
+{
+	enum sd_result r;
+	int64_t level = 0;
+	int found, known;
+
+	if ((r = claim_level(db, c, 0, 0, n, out, got)) != SD_OK || *got == n)
+		return r;
+	/* the lowest level's priority, when it gave an entry; else "above the
+	 * lowest" is the seek's own */
+	known = *got > 0;
+	if (known)
+		level = out[*got - 1]->priority;
+	for (;;) {
+		r = level_seek(db, QUEUE_SQL_CLAIM_NEXT, known, level, &found, &level);
+		if (r != SD_OK || !found)
+			return r;
+		known = 1;
+		if ((r = claim_level(db, c, 1, level, n, out, got)) != SD_OK || *got == n)
+			return r;
+	}
+}
+
+/*
+ * claim_policies: per-kind leases and the poison rule, in the claim's
+ * transaction.  Compacts out[0..got) in place to [out] *kept jobs; each slot
+ * is cleared as its job is taken, so that on failure the caller, freeing
+ * out[0..got), frees every job left exactly once.
+ */
+static enum sd_result claim_policies(struct db *db, const struct claim_req *c, int lease_given,
+				     struct job **out, int got, int *kept)
+{
+	enum sd_result r;
+	int i;
+
+	for (i = *kept = 0; i < got; i++) {
 		struct job *j = out[i];
 		const struct kind_policy *p = queue_policy(j->kind);
 
@@ -425,7 +525,7 @@ enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lea
 			snprintf(msg, sizeof msg,
 				 "poison: delivered %lld times, %lld leases expired without an ack",
 				 (long long)j->deliveries - 1, (long long)j->expiries);
-			r = move_to_dead(db, j->id, token, j->attempts, msg);
+			r = move_to_dead(db, j->id, c->token, j->attempts, msg);
 			if (r == SD_OK)
 				log_event(LOG_WARN, "job dead", "job_id=%s kind=%s outcome=dead "
 					  "reason=poison deliveries=%lld expiries=%lld", j->job_id,
@@ -433,23 +533,47 @@ enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lea
 					  (long long)j->expiries);
 			job_free(j);
 			if (r != SD_OK)
-				goto fail;
+				return r;
 			continue;
 		}
-		out[kept++] = j;
-		if (lease_ms <= 0 && p->lease_ms != claim_lease) {
+		out[(*kept)++] = j;
+		if (!lease_given && p->lease_ms != c->lease_ms) {
 			struct db_stmt *ls = db_stmt(db, SQL_SET_LEASE);
-			if (!ls) {
-				r = SD_DB;
-				goto fail;
-			}
+			if (!ls)
+				return SD_DB;
 			db_bind_int(ls, 1, j->id);
-			db_bind_int(ls, 2, token);
-			db_bind_int(ls, 3, now + p->lease_ms);
+			db_bind_int(ls, 2, c->token);
+			db_bind_int(ls, 3, c->now + p->lease_ms);
 			if ((r = db_run(ls)) != SD_OK)
-				goto fail;
-			j->lease_until = now + p->lease_ms;
+				return r;
+			j->lease_until = c->now + p->lease_ms;
 		}
+	}
+	return SD_OK;
+}
+
+enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lease_ms,
+			   struct job **out, int *n_out)
+{
+	struct claim_req c;
+	enum sd_result r;
+	int got = 0, i, kept = 0;
+
+	*n_out = 0;
+	if (n < 1)
+		return err_set(SD_INVALID, "claim needs n >= 1");
+	c.now = clock_now_ms();
+	c.token = (int64_t)(rng_next() >> 1);
+	if (c.token == 0)
+		c.token = 1;
+	c.lease_ms = lease_ms > 0 ? lease_ms : policy_fallback.lease_ms;
+	c.worker = worker;
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	if ((r = claim_levels(db, &c, n, out, &got)) != SD_OK ||
+	    (r = claim_policies(db, &c, lease_ms > 0, out, got, &kept)) != SD_OK) {
+		db_rollback(db);
+		goto freeall;
 	}
 	if ((r = db_commit(db)) != SD_OK) {
 		got = kept;
@@ -457,9 +581,6 @@ enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lea
 	}
 	*n_out = kept;
 	return SD_OK;
-fail:
-	db_reset(st);
-	db_rollback(db);
 freeall:
 	for (i = 0; i < got; i++) {
 		job_free(out[i]);
@@ -470,23 +591,97 @@ freeall:
 
 /* ======================== calls on a lease =============================== */
 
+/* Per-kind sums of the finished jobs one ack copied, for done_totals. */
+struct ack_sum {
+	char kind[QUEUE_KIND_MAX + 1];
+	int64_t n;		/* jobs of this kind */
+	int64_t reclaims;	/* the reclaims they stand for */
+};
+
+/* ack_add: one "kind" "n" "reclaims" into done_totals. */
+static enum sd_result ack_add(struct db *db, const struct ack_sum *s)
+{
+	struct db_stmt *st = db_stmt(db, QUEUE_SQL_TOTALS_DONE);
+
+	if (!st)
+		return SD_DB;
+	db_bind_text(st, 1, s->kind);
+	db_bind_int(st, 2, s->n);
+	db_bind_int(st, 3, s->reclaims);
+	return db_run(st);
+}
+
+/*
+ * ack_totals: step an ack's bound copy statement (RETURNING kind, reclaims)
+ * to its end and count what it copied, in the ack's transaction: one row per
+ * kind into done_totals, one into done_times (the copy gave every job the
+ * same finished_at, now).  sums has room for max kinds.
+ * [out] *copied: the jobs copied (0: the token was stale for every one).
+ */
+static enum sd_result ack_totals(struct db *db, struct db_stmt *copy, int64_t now,
+				 struct ack_sum *sums, int max, int64_t *copied)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	int n_sums = 0, row, i;
+
+	*copied = 0;
+	for (;;) {
+		const char *kind;
+
+		if ((r = db_step(copy, &row)) != SD_OK)
+			return r;
+		if (!row)
+			break;
+		kind = db_col_text(copy, 0);
+		for (i = 0; i < n_sums && strcmp(sums[i].kind, kind) != 0; i++)
+			;
+		if (i == n_sums) {
+			if (n_sums == max) {	/* cannot happen: one row per id */
+				db_reset(copy);
+				return err_set(SD_DB, "ack copied more jobs than named");
+			}
+			snprintf(sums[i].kind, sizeof sums[i].kind, "%s", kind);
+			sums[i].n = sums[i].reclaims = 0;
+			n_sums++;
+		}
+		sums[i].n++;
+		sums[i].reclaims += db_col_int(copy, 1);
+		(*copied)++;
+	}
+	db_reset(copy);
+	for (i = 0; i < n_sums; i++)
+		if ((r = ack_add(db, &sums[i])) != SD_OK)
+			return r;
+	if (*copied == 0)
+		return SD_OK;
+	if (!(st = db_stmt(db, QUEUE_SQL_DONE_TIME)))
+		return SD_DB;
+	db_bind_int(st, 1, now);
+	db_bind_int(st, 2, *copied);
+	return db_run(st);
+}
+
 enum sd_result queue_ack(struct db *db, int64_t id, int64_t token)
 {
+	int64_t now, copied;
+	struct ack_sum sum;
 	struct db_stmt *st;
 	enum sd_result r;
 
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
+	now = clock_now_ms();	/* under the write lock: finishing order */
 	if (!(st = db_stmt(db, QUEUE_SQL_ACK_COPY))) {
 		r = SD_DB;
 		goto out;
 	}
 	db_bind_int(st, 1, id);
 	db_bind_int(st, 2, token);
-	db_bind_int(st, 3, clock_now_ms());
-	if ((r = db_run(st)) != SD_OK)
+	db_bind_int(st, 3, now);
+	if ((r = ack_totals(db, st, now, &sum, 1, &copied)) != SD_OK)
 		goto out;
-	if (db_changes(db) == 0) {
+	if (copied == 0) {
 		r = err_set(SD_STALE, "entry %lld: lease token is stale", (long long)id);
 		goto out;
 	}
@@ -513,15 +708,35 @@ static int id_pos_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* ack_mark: acked[pos] = 1 for id, found in order[0..n) (sorted by id) by
+ * bisection: the DELETE returns ids in no promised order. */
+static void ack_mark(const struct id_pos *order, int n, int64_t id, unsigned char *acked)
+{
+	int lo = 0, hi = n - 1;
+
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		if (order[mid].id == id) {
+			acked[order[mid].pos] = 1;
+			return;
+		}
+		if (order[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+}
+
 enum sd_result queue_ack_many(struct db *db, int64_t token, const int64_t *ids, int n,
 			      unsigned char *acked)
 {
+	int64_t now, copied;
+	struct ack_sum *sums;
+	struct id_pos *order;
 	struct db_stmt *st;
 	enum sd_result r;
 	char *list, *p;
 	int i, row;
-
-	struct id_pos *order;
 
 	if (n < 1)
 		return SD_OK;
@@ -534,10 +749,10 @@ enum sd_result queue_ack_many(struct db *db, int64_t token, const int64_t *ids, 
 	/* "[id,id,...]": at most 20 digits and a comma per id */
 	list = malloc((size_t)n * 21 + 3);
 	order = malloc((size_t)n * sizeof *order);
-	if (!list || !order) {
-		free(list);
-		free(order);
-		return err_set(SD_NOMEM, "out of memory");
+	sums = malloc((size_t)n * sizeof *sums);
+	if (!list || !order || !sums) {
+		r = err_set(SD_NOMEM, "out of memory");
+		goto out_free;
 	}
 	for (i = 0; i < n; i++) {
 		order[i].id = ids[i];
@@ -554,14 +769,15 @@ enum sd_result queue_ack_many(struct db *db, int64_t token, const int64_t *ids, 
 	*p = '\0';
 	if ((r = db_begin(db)) != SD_OK)
 		goto out_free;
+	now = clock_now_ms();
 	if (!(st = db_stmt(db, QUEUE_SQL_ACK_MANY_COPY))) {
 		r = SD_DB;
 		goto out;
 	}
 	db_bind_text(st, 1, list);
 	db_bind_int(st, 2, token);
-	db_bind_int(st, 3, clock_now_ms());
-	if ((r = db_run(st)) != SD_OK)
+	db_bind_int(st, 3, now);
+	if ((r = ack_totals(db, st, now, sums, n, &copied)) != SD_OK || copied == 0)
 		goto out;
 	if (!(st = db_stmt(db, QUEUE_SQL_ACK_MANY_DELETE))) {
 		r = SD_DB;
@@ -569,34 +785,15 @@ enum sd_result queue_ack_many(struct db *db, int64_t token, const int64_t *ids, 
 	}
 	db_bind_text(st, 1, list);
 	db_bind_int(st, 2, token);
-	for (;;) {
-		int64_t id;
-
-		if ((r = db_step(st, &row)) != SD_OK || !row)
-			break;
-		id = db_col_int(st, 0);
-		/* ids come back in no promised order: find each by bisection */
-		{
-			int lo = 0, hi = n - 1;
-			while (lo <= hi) {
-				int mid = (lo + hi) / 2;
-				if (order[mid].id == id) {
-					acked[order[mid].pos] = 1;
-					break;
-				}
-				if (order[mid].id < id)
-					lo = mid + 1;
-				else
-					hi = mid - 1;
-			}
-		}
-	}
+	while ((r = db_step(st, &row)) == SD_OK && row)
+		ack_mark(order, n, db_col_int(st, 0), acked);
 	db_reset(st);
 out:
 	r = tx_end(db, r);
 out_free:
 	free(list);
 	free(order);
+	free(sums);
 	return r;
 }
 
@@ -711,6 +908,10 @@ static const char SQL_DEAD_RETRY[] =
 	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, deliveries, last_error, "
 	"created_at) SELECT job_id, kind, payload, priority, ?2, deliveries, last_error, created_at "
 	"FROM dead_jobs WHERE job_id = ?1 ORDER BY id";
+static const char SQL_TOTALS_UNDEAD[] =
+	"INSERT INTO done_totals (kind, dead, dead_expiries) SELECT kind, -count(*), -sum(expiries) "
+	"FROM dead_jobs WHERE job_id = ?1 GROUP BY kind ON CONFLICT (kind) DO UPDATE SET "
+	"dead = dead + excluded.dead, dead_expiries = dead_expiries + excluded.dead_expiries";
 static const char SQL_DEAD_DELETE[] = "DELETE FROM dead_jobs WHERE job_id = ?1";
 
 enum sd_result queue_dead_retry(struct db *db, const char *job_id, int64_t *n)
@@ -736,6 +937,13 @@ enum sd_result queue_dead_retry(struct db *db, const char *job_id, int64_t *n)
 		r = err_set(SD_NOT_FOUND, "no dead job with job_id %s", job_id);
 		goto out;
 	}
+	if (!(st = db_stmt(db, SQL_TOTALS_UNDEAD))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_text(st, 1, job_id);
+	if ((r = db_run(st)) != SD_OK)
+		goto out;
 	if (!(st = db_stmt(db, SQL_DEAD_DELETE))) {
 		r = SD_DB;
 		goto out;
@@ -748,6 +956,8 @@ out:
 }
 
 static const char SQL_DEAD_PURGE[] = "DELETE FROM dead_jobs";
+static const char SQL_TOTALS_PURGE[] =
+	"UPDATE done_totals SET dead = 0, dead_expiries = 0 WHERE dead != 0 OR dead_expiries != 0";
 
 enum sd_result queue_dead_purge(struct db *db, int64_t *n)
 {
@@ -761,28 +971,49 @@ enum sd_result queue_dead_purge(struct db *db, int64_t *n)
 		r = SD_DB;
 		goto out;
 	}
-	if ((r = db_run(st)) == SD_OK)
-		*n = db_changes(db);
+	if ((r = db_run(st)) != SD_OK)
+		goto out;
+	*n = db_changes(db);
+	if (!(st = db_stmt(db, SQL_TOTALS_PURGE))) {
+		r = SD_DB;
+		goto out;
+	}
+	r = db_run(st);
 out:
 	return tx_end(db, r);
 }
 
 /* done_jobs ids grow in finishing order, so the oldest rows are a prefix:
- * the walk stops after `limit` rows and never scans the whole table. */
+ * the walk stops after `limit` rows and never scans the whole table.  The
+ * statements after SQL_PRUNE_HI all name the same rows, ?1 cutoff ?2 hi;
+ * they take the rows out of the counts kept for done_jobs (done_reclaims,
+ * done_times) and add them to `pruned`, then delete them. */
 static const char SQL_PRUNE_HI[] =
 	"SELECT max(id) FROM (SELECT id FROM done_jobs WHERE finished_at < ?1 ORDER BY id LIMIT ?2)";
 static const char SQL_PRUNE_COUNT[] =
-	"INSERT INTO done_totals (kind, pruned) SELECT kind, count(*) FROM done_jobs "
+	"INSERT INTO done_totals (kind, pruned, done_reclaims) SELECT kind, count(*), "
+	"-sum(max(deliveries - 1 - attempts, 0)) FROM done_jobs "
 	"WHERE id <= ?2 AND finished_at < ?1 GROUP BY kind "
-	"ON CONFLICT (kind) DO UPDATE SET pruned = pruned + excluded.pruned";
+	"ON CONFLICT (kind) DO UPDATE SET pruned = pruned + excluded.pruned, "
+	"done_reclaims = done_reclaims + excluded.done_reclaims";
+static const char SQL_PRUNE_TIMES[] =
+	"UPDATE done_times SET n = n - p.c FROM (SELECT finished_at AS t, count(*) AS c "
+	"FROM done_jobs WHERE id <= ?2 AND finished_at < ?1 GROUP BY finished_at) AS p "
+	"WHERE done_times.finished_at = p.t";
+static const char SQL_PRUNE_TIMES_GONE[] =
+	"DELETE FROM done_times WHERE n <= 0 AND finished_at IN "
+	"(SELECT finished_at FROM done_jobs WHERE id <= ?2 AND finished_at < ?1)";
 static const char SQL_PRUNE_DELETE[] =
 	"DELETE FROM done_jobs WHERE id <= ?2 AND finished_at < ?1";
 
 enum sd_result queue_prune_done(struct db *db, int64_t older_than_ms, int limit, int64_t *n)
 {
+	static const char *const steps[] = { SQL_PRUNE_COUNT, SQL_PRUNE_TIMES, SQL_PRUNE_TIMES_GONE,
+					     SQL_PRUNE_DELETE };
 	int64_t cutoff = clock_now_ms() - older_than_ms, hi;
 	struct db_stmt *st;
 	enum sd_result r;
+	size_t i;
 	int row;
 
 	*n = 0;
@@ -804,36 +1035,34 @@ enum sd_result queue_prune_done(struct db *db, int64_t older_than_ms, int limit,
 	}
 	hi = db_col_int(st, 0);
 	db_reset(st);
-	if (!(st = db_stmt(db, SQL_PRUNE_COUNT))) {
-		r = SD_DB;
-		goto out;
+	for (i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+		if (!(st = db_stmt(db, steps[i]))) {
+			r = SD_DB;
+			goto out;
+		}
+		db_bind_int(st, 1, cutoff);
+		db_bind_int(st, 2, hi);
+		if ((r = db_run(st)) != SD_OK)
+			goto out;
 	}
-	db_bind_int(st, 1, cutoff);
-	db_bind_int(st, 2, hi);
-	if ((r = db_run(st)) != SD_OK)
-		goto out;
-	if (!(st = db_stmt(db, SQL_PRUNE_DELETE))) {
-		r = SD_DB;
-		goto out;
-	}
-	db_bind_int(st, 1, cutoff);
-	db_bind_int(st, 2, hi);
-	if ((r = db_run(st)) == SD_OK)
-		*n = db_changes(db);
+	*n = db_changes(db);
 out:
 	return tx_end(db, r);
 }
 
 /* ======================== looking ======================================== */
 
+/* The counts of the stream are read from the stream: it is the work, and
+ * it stays as small as the work is.  Dead and finished jobs are read from
+ * done_totals, kept in the transactions that move them (schema/0005), so no
+ * read walks the history; a kind whose totals are all 0 is listed only while
+ * it has entries in the stream, as when the totals were counts. */
 static const char SQL_STATS[] =
 	"SELECT kind, sum(r), sum(s), sum(l), sum(d), sum(f) FROM ("
 	" SELECT kind, visible_at <= ?1 AS r,"
 	"  lease_token IS NULL AND visible_at > ?1 AS s,"
 	"  lease_token IS NOT NULL AND visible_at > ?1 AS l, 0 AS d, 0 AS f FROM stream"
-	" UNION ALL SELECT kind, 0, 0, 0, count(*), 0 FROM dead_jobs GROUP BY kind"
-	" UNION ALL SELECT kind, 0, 0, 0, 0, count(*) FROM done_jobs GROUP BY kind"
-	" UNION ALL SELECT kind, 0, 0, 0, 0, pruned FROM done_totals"
+	" UNION ALL SELECT kind, 0, 0, 0, dead, done FROM done_totals WHERE dead != 0 OR done != 0"
 	") GROUP BY kind ORDER BY kind";
 
 enum sd_result queue_stats(struct db *db, struct queue_counts **rows, int *n,
@@ -890,7 +1119,7 @@ static const char SQL_COUNT_BY_STATE[] =
 	"SELECT (SELECT count(*) FROM stream WHERE visible_at <= ?1),"
 	" (SELECT count(*) FROM stream WHERE lease_token IS NULL AND visible_at > ?1),"
 	" (SELECT count(*) FROM stream WHERE lease_token IS NOT NULL AND visible_at > ?1),"
-	" (SELECT count(*) FROM dead_jobs)";
+	" (SELECT coalesce(sum(dead), 0) FROM done_totals)";
 
 enum sd_result queue_count_by_state(struct db *db, struct queue_counts *total)
 {
@@ -944,7 +1173,11 @@ enum sd_result queue_each_live(struct db *db, const char *kind, const char *fiel
 }
 
 static const char SQL_PENDING[] = "SELECT count(*) FROM stream";
-static const char SQL_NEXT_VISIBLE[] = "SELECT min(visible_at) FROM stream";
+/* The lowest level, and the earliest entry of one level: one seek each in
+ * stream_claim. */
+static const char SQL_LEVEL_FIRST[] = "SELECT min(priority) FROM stream";
+static const char SQL_LEVEL_NEXT_VISIBLE[] =
+	"SELECT min(visible_at) FROM stream WHERE priority = ?1";
 
 static enum sd_result one_int(struct db *db, const char *sql, int64_t *v, int64_t if_null)
 {
@@ -966,25 +1199,50 @@ enum sd_result queue_pending(struct db *db, int64_t *n)
 	return one_int(db, SQL_PENDING, n, 0);
 }
 
+/* Level by level, as the claim walks (claim_levels): min(visible_at) over
+ * the whole stream would read every entry of stream_claim, after every
+ * empty claim of a waiting worker. */
 enum sd_result queue_next_visible(struct db *db, int64_t *at)
 {
-	return one_int(db, SQL_NEXT_VISIBLE, at, -1);
+	enum sd_result r;
+	int64_t level, v, best = 0;
+	int found, any = 0;
+
+	*at = -1;
+	if ((r = level_seek(db, SQL_LEVEL_FIRST, 0, 0, &found, &level)) != SD_OK)
+		return r;
+	while (found) {
+		if ((r = level_seek(db, SQL_LEVEL_NEXT_VISIBLE, 1, level, &found, &v)) != SD_OK)
+			return r;
+		if (found && (!any || v < best)) {
+			best = v;
+			any = 1;
+		}
+		if ((r = level_seek(db, QUEUE_SQL_CLAIM_NEXT, 1, level, &found, &level)) != SD_OK)
+			return r;
+	}
+	if (any)
+		*at = best;
+	return SD_OK;
 }
 
 /* Entries in the stream and the dead letters keep their expiries; a finished
  * entry keeps only deliveries and attempts, so its reclaims are the
- * deliveries that neither the first claim nor a failed attempt explains. */
+ * deliveries that neither the first claim nor a failed attempt explains.
+ * The stream's share is read through stream_expired (only entries that ever
+ * expired), the others' from done_totals. */
 static const char SQL_RECLAIMS[] =
-	"SELECT (SELECT coalesce(sum(expiries), 0) FROM stream) + "
-	"(SELECT coalesce(sum(expiries), 0) FROM dead_jobs) + "
-	"(SELECT coalesce(sum(max(deliveries - 1 - attempts, 0)), 0) FROM done_jobs)";
+	"SELECT (SELECT coalesce(sum(expiries), 0) FROM stream WHERE expiries > 0) + "
+	"(SELECT coalesce(sum(dead_expiries + done_reclaims), 0) FROM done_totals)";
 
 enum sd_result queue_reclaims(struct db *db, int64_t *n)
 {
 	return one_int(db, SQL_RECLAIMS, n, 0);
 }
 
-static const char SQL_DONE_SINCE[] = "SELECT count(*) FROM done_jobs WHERE finished_at > ?1";
+/* Bounded by the finishing times after since_ms, not by the history. */
+static const char SQL_DONE_SINCE[] =
+	"SELECT coalesce(sum(n), 0) FROM done_times WHERE finished_at > ?1";
 
 enum sd_result queue_done_since(struct db *db, int64_t since_ms, int64_t *n)
 {

@@ -94,11 +94,14 @@ void queue_mint_job_id(char *buf);
 enum sd_result queue_enqueue(struct db *db, const struct enqueue *e, char *job_id_out);
 
 /*
- * queue_claim: lease up to n visible entries in one statement, in order of
- * priority, visible time, id.  lease_ms 0 uses each kind's policy.  Entries
+ * queue_claim: lease up to n visible entries in one transaction: the first n
+ * in order of priority (lower first), visible time, id, one priority level at
+ * a time, each level read up to now and no further (its cost does not grow
+ * with the entries that wait).  lease_ms 0 uses each kind's policy.  Entries
  * whose leases expired max_deliveries times are moved to the dead letters
  * instead of being returned.
- * [out] out[0..*n_out) are owned by the caller (job_free).
+ * [out] out[0..*n_out) are owned by the caller (job_free), level by level in
+ * ascending priority, in no promised order within a level.
  */
 enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lease_ms,
 			   struct job **out, int *n_out);
