@@ -44,7 +44,8 @@ static const struct {
 			   "           [--mail-password-file F] [--mail-ca-file F] [--mail-timeout-ms N]" },
 	{ "bench", cli_bench, "measure: bench queue --jobs N --workers W --batch B --sync normal|full;\n"
 			      "           bench pipeline --orders N [--json];\n"
-			      "           bench api --requests N --clients C [--json]" },
+			      "           bench api --requests N --clients C [--json];\n"
+			      "           bench scale --sizes A,B,C [--json]" },
 };
 
 static void usage(FILE *f)
