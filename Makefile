@@ -200,6 +200,7 @@ bench: deps-build
 	@sh tools/bench/run.sh $(CURDIR)/bin/stagedoor $(CURDIR)/build/sqlbench
 	bin/stagedoor bench pipeline --orders 500
 	bin/stagedoor bench api --requests 2000 --clients 4
+	bin/stagedoor bench scale --sizes 10000,100000
 
 demo: deps-build
 	@$(MAKE) --no-print-directory bin/stagedoor
