@@ -201,6 +201,7 @@ bench: deps-build
 	bin/stagedoor bench pipeline --orders 500
 	bin/stagedoor bench api --requests 2000 --clients 4
 	bin/stagedoor bench claim --scheduled 300000 --leased 30000 --done 300000
+	bin/stagedoor bench scale --sizes 10000,100000
 
 demo: deps-build
 	@$(MAKE) --no-print-directory bin/stagedoor

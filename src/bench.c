@@ -544,6 +544,8 @@ int cli_bench(int argc, char **argv)
 		return bench_api_cmd(argc - 1, argv + 1);
 	if (argc >= 1 && strcmp(argv[0], "claim") == 0)
 		return bench_claim_cmd(argc - 1, argv + 1);
+	if (argc >= 1 && strcmp(argv[0], "scale") == 0)
+		return bench_scale_cmd(argc - 1, argv + 1);
 	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK)
 		return cli_fail(r);
 	if (npos != 1 || strcmp(pos[0], "queue") != 0) {

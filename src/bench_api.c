@@ -434,8 +434,7 @@ struct ba_result {
 	long peak_rss_kb;
 };
 
-/* ba_token: the token `init` wrote, as a client would read it. */
-static enum sd_result ba_token(const char *path, char *token)
+enum sd_result bench_token(const char *path, char *token)
 {
 	char file[1200];
 	size_t n;
@@ -500,7 +499,7 @@ static enum sd_result ba_go(const char *dir, const char *path, void *arg)
 	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != SD_OK ||
 	    (r = tickets_files_init(path, NULL)) != SD_OK ||
 	    (r = api_token_ensure(path, NULL)) != SD_OK ||
-	    (r = ba_token(path, run.token)) != SD_OK ||
+	    (r = bench_token(path, run.token)) != SD_OK ||
 	    (r = pipeline_sample_event(db, "Stagedoor Bench Night", n, &run.event_id)) != SD_OK)
 		goto out;
 	if ((r = serve_start(&(struct serve_opts){ path, NULL, "127.0.0.1:0", 0, 0, 0 }, &sv)) != SD_OK)

@@ -203,6 +203,23 @@ static int counter_event(const struct counter_check *c, void *arg)
 	return 0;
 }
 
+/* The totals the pages read (event_totals) against a full count. */
+static int totals_event(const struct totals_check *c, void *arg)
+{
+	struct check_report *rep = arg;
+	const struct event_totals *k = &c->kept, *n = &c->rows;
+
+	if (memcmp(k, n, sizeof *k) == 0)
+		return 0;
+	broken(rep, CHECK_COUNTERS, "event %lld: its totals say %lld orders, %lld tickets (%lld "
+	       "with a PDF key, %lld PDFs), %lld emails sent; its rows come to %lld, %lld (%lld, "
+	       "%lld), %lld", (long long)c->event_id, (long long)k->orders, (long long)k->tickets,
+	       (long long)k->tickets_pdf, (long long)k->pdfs, (long long)k->emails_sent,
+	       (long long)n->orders, (long long)n->tickets, (long long)n->tickets_pdf,
+	       (long long)n->pdfs, (long long)n->emails_sent);
+	return 1;
+}
+
 /* ---- the run --------------------------------------------------------------- */
 
 enum sd_result check_db(struct db *db, const char *state_dir, struct check_report *out)
@@ -264,7 +281,9 @@ enum sd_result check_db(struct db *db, const char *state_dir, struct check_repor
 		goto out;
 	if ((r = tickets_check_orders(db, email_order, &w)) != SD_OK || !out->ok)
 		goto out;
-	r = tickets_check_counters(db, counter_event, out);
+	if ((r = tickets_check_counters(db, counter_event, out)) != SD_OK || !out->ok)
+		goto out;
+	r = tickets_check_totals(db, totals_event, out);
 out:
 	blob_close(w.blobs);
 	return r;

@@ -11,7 +11,8 @@
  *  6. emails         every order has one email_sends row of kind tickets with
  *                    sent_at set
  *  7. counters       every event's sales_counters row equals what its orders
- *                    add up to (orders and seats)
+ *                    add up to (orders and seats), and its event_totals row
+ *                    what its orders, tickets and emails count
  *
  * The SQL stays with the modules that own the tables (db, outbox, queue,
  * tickets); this module only judges their answers and reads the files.

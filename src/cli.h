@@ -157,6 +157,13 @@ int bench_api_cmd(int argc, char **argv);
 
 /* bench_claim_cmd: `bench claim`, given the words after "claim". */
 int bench_claim_cmd(int argc, char **argv);
+
+/* bench_token: the API token `init` wrote beside the database at path, as a
+ * client reads it.  [out] token: API_TOKEN_HEX + 1 bytes. */
+enum sd_result bench_token(const char *path, char *token);
+
+/* bench_scale_cmd: `bench scale`, given the words after "scale". */
+int bench_scale_cmd(int argc, char **argv);
 int cli_event(int argc, char **argv);
 int cli_order(int argc, char **argv);
 int cli_scan(int argc, char **argv);

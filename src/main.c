@@ -45,7 +45,8 @@ static const struct {
 	{ "bench", cli_bench, "measure: bench queue --jobs N --workers W --batch B --sync normal|full;\n"
 			      "           bench pipeline --orders N [--json];\n"
 			      "           bench api --requests N --clients C [--json];\n"
-			      "           bench claim --scheduled N --leased M --done K [--reps R] [--json]" },
+			      "           bench claim --scheduled N --leased M --done K [--reps R] [--json];\n"
+			      "           bench scale --sizes A,B,C [--json]" },
 };
 
 static void usage(FILE *f)

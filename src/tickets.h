@@ -126,7 +126,8 @@ struct scan_result {
 enum sd_result ticket_scan(struct db *db, const unsigned char key[CODE_KEY_LEN],
 			   const char *code, struct scan_result *res);
 
-/* What one event's sales came to, read in one statement. */
+/* What one event's sales came to, read in one statement from the kept
+ * totals (schema 0006_event_totals), whatever the number of orders. */
 struct event_summary {
 	int64_t orders;
 	int64_t tickets;
@@ -143,7 +144,8 @@ struct event_summary {
 enum sd_result tickets_event_summary(struct db *db, struct blob_store *blobs, int64_t event_id,
 				     struct event_summary *s);
 
-/* One event with what it has sold, read in one statement. */
+/* One event with what it has sold, read in one statement from the kept
+ * totals. */
 struct event_view {
 	int64_t id, starts_at, capacity, created_at;
 	int64_t orders;			/* orders for it */
@@ -211,6 +213,26 @@ typedef int (*tickets_counter_fn)(const struct counter_check *c, void *arg);
 
 /* tickets_check_counters: call fn for every event, by id. */
 enum sd_result tickets_check_counters(struct db *db, tickets_counter_fn fn, void *arg);
+
+/* What event_totals keeps for one event, or what its rows come to. */
+struct event_totals {
+	int64_t orders, tickets;
+	int64_t tickets_pdf;		/* tickets with a pdf_key */
+	int64_t pdfs;			/* distinct (order, pdf_key) */
+	int64_t emails_sent;		/* ticket emails with sent_at */
+};
+
+/* One event's kept totals beside a full count of its rows. */
+struct totals_check {
+	int64_t event_id;
+	struct event_totals kept, rows;
+};
+
+typedef int (*tickets_totals_fn)(const struct totals_check *c, void *arg);
+
+/* tickets_check_totals: call fn for every event, by id (a full count: for
+ * `stagedoor check` and the tests, never for a page). */
+enum sd_result tickets_check_totals(struct db *db, tickets_totals_fn fn, void *arg);
 
 /* ---- the handlers ------------------------------------------------------ */
 

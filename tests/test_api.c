@@ -932,6 +932,113 @@ static void test_stats_metrics_health(void **state)
 	expect(&(struct req){ "GET", "/healthz" }, 503, NULL);
 }
 
+/* ---- the kept totals ---------------------------------------------------- */
+
+static int totals_equal(const struct totals_check *c, void *arg)
+{
+	int *events = arg;
+
+	(*events)++;
+	if (memcmp(&c->kept, &c->rows, sizeof c->kept) != 0)
+		fail_msg("event %lld: kept %lld orders %lld tickets %lld with a key %lld pdfs %lld sent,"
+			 " counted %lld %lld %lld %lld %lld", (long long)c->event_id,
+			 (long long)c->kept.orders, (long long)c->kept.tickets,
+			 (long long)c->kept.tickets_pdf, (long long)c->kept.pdfs,
+			 (long long)c->kept.emails_sent, (long long)c->rows.orders,
+			 (long long)c->rows.tickets, (long long)c->rows.tickets_pdf,
+			 (long long)c->rows.pdfs, (long long)c->rows.emails_sent);
+	return 0;
+}
+
+/* event_totals equals a full count for every event, and /v1/stats and
+ * /metrics show what a full count of the rows says. */
+static void assert_totals_exact(int want_events)
+{
+	struct api_response res;
+	char line[96];
+	int events = 0;
+	json_t *o, *ev;
+	size_t i;
+
+	assert_int_equal(tickets_check_totals(F.env->db, totals_equal, &events), SD_OK);
+	assert_int_equal(events, want_events);
+	call(&(struct req){ "GET", "/v1/stats", NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_int_equal(json_integer_value(json_object_get(o, "orders")),
+			 COUNT("SELECT count(*) FROM orders"));
+	assert_int_equal(json_integer_value(json_object_get(o, "emails_sent")),
+			 COUNT("SELECT count(*) FROM email_sends WHERE kind = 'tickets' AND "
+			       "sent_at IS NOT NULL"));
+	json_array_foreach(json_object_get(o, "events"), i, ev) {
+		int64_t id = json_integer_value(json_object_get(ev, "id"));
+		assert_int_equal(json_integer_value(json_object_get(ev, "orders")),
+				 tu_countf(F.env->db_path, "SELECT count(*) FROM orders WHERE "
+					   "event_id = %lld", (long long)id));
+		assert_int_equal(json_integer_value(json_object_get(ev, "seats_sold")),
+				 tu_countf(F.env->db_path, "SELECT count(*) FROM tickets WHERE "
+					   "event_id = %lld", (long long)id));
+	}
+	assert_int_equal(json_array_size(json_object_get(o, "events")), want_events);
+	json_decref(o);
+	api_response_free(&res);
+	call(&(struct req){ "GET", "/metrics" }, &res);
+	snprintf(line, sizeof line, "\nstagedoor_orders_total %lld\n",
+		 (long long)COUNT("SELECT count(*) FROM orders"));
+	assert_non_null(strstr(res.body, line));
+	api_response_free(&res);
+}
+
+static void test_totals_follow_api_orders_and_handlers(void **state)
+{
+	struct api_response res;
+	char body[256];
+	int64_t ev1, ev2;
+	int i;
+
+	(void)state;
+	ev1 = add_event(20);
+	ev2 = add_event(20);
+	assert_totals_exact(2);
+	order_body(body, sizeof body, ev1, 2);
+	post_order("tot-1", body, &res);
+	assert_int_equal(res.status, 201);
+	api_response_free(&res);
+	for (i = 0; i < 2; i++) {	/* replays: the stored answer, no second order */
+		post_order("tot-1", body, &res);
+		assert_int_equal(res.status, 201);
+		api_response_free(&res);
+	}
+	order_body(body, sizeof body, ev1, 3);
+	post_order("tot-1", body, &res);	/* the key with another order */
+	assert_int_equal(res.status, 422);
+	api_response_free(&res);
+	order_body(body, sizeof body, ev2, 21);
+	post_order("tot-big", body, &res);	/* past the capacity */
+	assert_int_equal(res.status, 422);
+	api_response_free(&res);
+	order_body(body, sizeof body, ev2, 4);
+	post_order("tot-2", body, &res);
+	assert_int_equal(res.status, 201);
+	api_response_free(&res);
+	post_order("tot-3", body, &res);
+	assert_int_equal(res.status, 201);
+	api_response_free(&res);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 3);
+	assert_totals_exact(2);
+
+	/* the first order's render and send, each run twice: the second run
+	 * changes nothing (the counter's job is test_orders' pipeline) */
+	for (i = 0; i < 2; i++) {
+		run_job(tickets_render, "render_tickets", 1);
+		assert_totals_exact(2);
+		run_job(tickets_send, "send_tickets", 3);
+		assert_totals_exact(2);
+	}
+	assert_int_equal(COUNT("SELECT tickets_pdf * 100 + pdfs * 10 + emails_sent FROM "
+			       "event_totals WHERE event_id = (SELECT min(id) FROM events)"), 211);
+}
+
 /* The dashboard's extras: recent orders, lease time left, done per minute. */
 static void test_dashboard_extras(void **state)
 {
@@ -1358,6 +1465,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_disk_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jobs_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_metrics_health, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_totals_follow_api_orders_and_handlers, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_dashboard_extras, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jobs_lease_age, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jobs_payload_jansson_refuses, setup, teardown),

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <sqlite3.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -839,6 +840,134 @@ static void test_order_show_before_and_after_the_pipeline(void **state)
 	assert_one_line_error(RUN("order", "show", "--db", e->db_path), "order show without an id");
 }
 
+/* ========================= the kept totals ================================ */
+
+/* Events whose event_totals row is missing or differs from a full count of
+ * their orders, tickets, PDF keys and sent ticket emails. */
+static const char SQL_TOTALS_WRONG[] =
+	"SELECT count(*) FROM events e LEFT JOIN event_totals k ON k.event_id = e.id "
+	"WHERE k.event_id IS NULL "
+	"OR k.orders <> (SELECT count(*) FROM orders WHERE event_id = e.id) "
+	"OR k.tickets <> (SELECT count(*) FROM tickets WHERE event_id = e.id) "
+	"OR k.tickets_pdf <> (SELECT count(pdf_key) FROM tickets WHERE event_id = e.id) "
+	"OR k.pdfs <> (SELECT count(*) FROM (SELECT DISTINCT order_id, pdf_key FROM tickets "
+	" WHERE event_id = e.id AND pdf_key IS NOT NULL)) "
+	"OR k.emails_sent <> (SELECT count(*) FROM email_sends s JOIN orders o ON o.id = s.order_id "
+	" WHERE o.event_id = e.id AND s.kind = 'tickets' AND s.sent_at IS NOT NULL)";
+
+static void assert_totals_exact(const struct tu_env *e, const char *what)
+{
+	int64_t n = tu_count(e->db_path, SQL_TOTALS_WRONG);
+
+	if (n != 0)
+		fail_msg("%s: %lld event(s) whose kept totals differ from a full count", what,
+			 (long long)n);
+}
+
+/* orders, tickets, tickets with a PDF key, PDFs, emails sent: one number */
+static int64_t totals_of(const struct tu_env *e, int64_t ev)
+{
+	return tu_countf(e->db_path, "SELECT orders * 10000 + tickets * 1000 + tickets_pdf * 100 + "
+			 "pdfs * 10 + emails_sent FROM event_totals WHERE event_id = %lld",
+			 (long long)ev);
+}
+
+static void test_totals_follow_orders_replays_and_the_pipeline(void **state)
+{
+	struct tu_env *e = *state;
+	char a[16], b[16], c[16], again[16];
+	int64_t ev1, ev2;
+
+	init_db(e);
+	ev1 = run_event_add(e, "Totals One", "50");
+	ev2 = run_event_add(e, "Totals Two", "50");
+	assert_totals_exact(e, "two events, no orders");
+	assert_int_equal(totals_of(e, ev1), 0);
+
+	run_order_add_ok(e, ev1, "Ana Lima", "2", a);
+	assert_int_equal(run_order_add(e, ev1, "Bo Chen", "bo@example.com", "1", "cart-1", b), 0);
+	assert_int_equal(run_order_add(e, ev2, "Cy Diaz", "cy@example.com", "3", NULL, c), 0);
+	/* a replay and a refused order change nothing */
+	assert_int_equal(run_order_add(e, ev1, "Bo Chen", "bo@example.com", "1", "cart-1", again), 0);
+	assert_string_equal(again, b);
+	assert_refused(run_order_add(e, ev1, "Bo Chen", "bo@example.com", "2", "cart-1", NULL),
+		       "the same key for another order");
+	assert_refused(run_order_add(e, ev2, "Dee", "dee@example.com", "48", NULL, NULL),
+		       "an order past the capacity");
+	assert_totals_exact(e, "orders, a replay and refusals");
+	assert_int_equal(totals_of(e, ev1), 23000);
+	assert_int_equal(totals_of(e, ev2), 13000);
+
+	/* one round renders and counts; send_tickets waits for the next */
+	relay_drain(e);
+	worker_drain(e);
+	assert_totals_exact(e, "rendered and counted");
+	assert_int_equal(totals_of(e, ev1), 23320);
+	run_pipeline(e, a);
+	run_pipeline(e, b);
+	run_pipeline(e, c);
+	assert_totals_exact(e, "sent");
+	assert_int_equal(totals_of(e, ev1), 23322);
+	assert_int_equal(totals_of(e, ev2), 13311);
+	assert_int_equal(RUN("check", "--db", e->db_path), 0);
+
+	/* a row changed by hand moves the totals too, and check holds them */
+	assert_int_equal(tu_countf(e->db_path, "UPDATE tickets SET pdf_key = NULL WHERE id = "
+				   "(SELECT min(id) FROM tickets WHERE event_id = %lld) RETURNING 0",
+				   (long long)ev2), 0);
+	assert_totals_exact(e, "one ticket's PDF key cleared");
+	assert_int_equal(totals_of(e, ev2), 13211);
+}
+
+/* A database that holds orders from before the totals: the migration seeds
+ * them from the rows, and from then on the triggers keep them. */
+static void test_totals_seeded_when_migrating(void **state)
+{
+	struct tu_env *e = *state;
+	char a[16], b[16], c[16], *drops = NULL;
+	int64_t ev;
+	sqlite3 *h;
+	sqlite3_stmt *st;
+
+	init_db(e);
+	ev = run_event_add(e, "Old Box", "50");
+	run_order_add_ok(e, ev, "Ana Lima", "2", a);
+	run_order_add_ok(e, ev, "Bo Chen", "1", b);
+	run_pipeline(e, a);
+	run_pipeline(e, b);
+
+	/* back to the schema before 0006 */
+	assert_int_equal(sqlite3_open(e->db_path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, "SELECT group_concat('DROP TRIGGER ' || name, ';') "
+					    "FROM sqlite_master WHERE type = 'trigger' AND name "
+					    "LIKE 'event_totals_%'", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	drops = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	assert_int_equal(sqlite3_exec(h, drops, NULL, NULL, NULL), SQLITE_OK);
+	free(drops);
+	assert_int_equal(sqlite3_exec(h, "DROP TABLE event_totals; PRAGMA user_version = 5", NULL,
+				      NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, "SELECT count(*) FROM sqlite_master WHERE name "
+					    "LIKE 'event_totals%'", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(st, 0), 0);
+	sqlite3_finalize(st);
+	sqlite3_close(h);	/* tu_count would migrate it */
+
+	/* the next command migrates */
+	assert_int_equal(RUN("check", "--db", e->db_path), 0);
+	assert_int_equal(tu_count(e->db_path, "PRAGMA user_version"), db_migration_count);
+	assert_totals_exact(e, "seeded by the migration");
+	assert_int_equal(totals_of(e, ev), 23322);
+
+	run_order_add_ok(e, ev, "Cy Diaz", "4", c);
+	run_pipeline(e, c);
+	assert_totals_exact(e, "an order after the migration");
+	assert_int_equal(totals_of(e, ev), 37733);
+	assert_int_equal(RUN("check", "--db", e->db_path), 0);
+}
+
 /* ========================= scan and the key =============================== */
 
 static void test_scan_codes_from_the_pdf(void **state)
@@ -1126,6 +1255,10 @@ int main(void)
 						tu_setup_real_nodb, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_order_show_before_and_after_the_pipeline,
 						tu_setup_real_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_totals_follow_orders_replays_and_the_pipeline,
+						tu_setup_real_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_totals_seeded_when_migrating, tu_setup_real_nodb,
+						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_scan_codes_from_the_pdf, tu_setup_real_nodb,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_init_makes_the_key_once, tu_setup_real_nodb,
