@@ -215,6 +215,28 @@ static void *claim_ack(void *arg)
 	return NULL;
 }
 
+/* The figures of the run (microseconds in), as text or as one JSON line. */
+static void report(long long jobs, long long batch, long long ebatch, const char *sync,
+		   int64_t t_enq, int64_t t_ca, int json)
+{
+	double te = (double)t_enq / 1e6, tc = (double)t_ca / 1e6;
+	double r_enq = (double)jobs / te, r_ca = (double)jobs / tc;
+	double r_life = (double)jobs / (te + tc);
+
+	if (json)
+		printf("{\"program\":\"sqlbench\",\"jobs\":%lld,\"batch\":%lld,"
+		       "\"enqueue_batch\":%lld,\"sync\":\"%s\",\"enqueue_s\":%.6f,"
+		       "\"claim_ack_s\":%.6f,\"enqueue_jobs_per_s\":%.0f,"
+		       "\"claim_ack_jobs_per_s\":%.0f,\"lifecycle_jobs_per_s\":%.0f}\n",
+		       jobs, batch, ebatch, sync, te, tc, r_enq, r_ca, r_life);
+	else
+		printf("sqlbench: %lld jobs, batch %lld, enqueue batch %lld, synchronous=%s\n"
+		       "  enqueue     %10.0f jobs/s  (%.3f s)\n"
+		       "  claim+ack   %10.0f jobs/s  (%.3f s)\n"
+		       "  lifecycle   %10.0f jobs/s\n",
+		       jobs, batch, ebatch, sync, r_enq, te, r_ca, tc, r_life);
+}
+
 int main(int argc, char **argv)
 {
 	long long jobs = -1, batch = -1, ebatch = -1;
@@ -331,23 +353,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	{
-		double te = (double)t_enq / 1e6, tc = (double)t_ca / 1e6;
-		double r_enq = (double)jobs / te, r_ca = (double)jobs / tc;
-		double r_life = (double)jobs / (te + tc);
-
-		if (json)
-			printf("{\"program\":\"sqlbench\",\"jobs\":%lld,\"batch\":%lld,"
-			       "\"enqueue_batch\":%lld,\"sync\":\"%s\",\"enqueue_s\":%.6f,"
-			       "\"claim_ack_s\":%.6f,\"enqueue_jobs_per_s\":%.0f,"
-			       "\"claim_ack_jobs_per_s\":%.0f,\"lifecycle_jobs_per_s\":%.0f}\n",
-			       jobs, batch, ebatch, sync, te, tc, r_enq, r_ca, r_life);
-		else
-			printf("sqlbench: %lld jobs, batch %lld, enqueue batch %lld, synchronous=%s\n"
-			       "  enqueue     %10.0f jobs/s  (%.3f s)\n"
-			       "  claim+ack   %10.0f jobs/s  (%.3f s)\n"
-			       "  lifecycle   %10.0f jobs/s\n",
-			       jobs, batch, ebatch, sync, r_enq, te, r_ca, tc, r_life);
-	}
+	report(jobs, batch, ebatch, sync, t_enq, t_ca, json);
 	return 0;
 }
