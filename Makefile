@@ -7,11 +7,13 @@
 #                     installs the build and test packages first
 #   make fuzz         the API's parser under libFuzzer (adds clang)
 #   make bench        the benchmarks (build packages only)
+#   make bench-peers  the queue next to Redis Streams and beanstalkd, started
+#                     on loopback for the run (adds their Debian packages)
 #   make soak         the long crash soak
 #   make powercut     the long power-cut soak (root, /dev/fuse)
 #   make check-fresh  the README's two commands on a fresh Debian 12 chroot (root)
-#   make deps         the build and test packages; deps-build, deps-test and
-#                     deps-fuzz install one set each
+#   make deps         the build and test packages; deps-build, deps-test,
+#                     deps-fuzz and deps-peers install one set each
 #   make clean
 #   V=1               show each compile and link command in full
 
@@ -27,11 +29,14 @@ XLIBS   := -lhpdf -lmbedcrypto
 #          (npm and tests/browser's pinned playwright-core: tools/npm_deps.sh),
 #          libfuse3 for tools/powercut
 #   fuzz:  clang for libFuzzer
+#   peers: the servers make bench-peers measures the queue against, and
+#          hiredis for its Redis client
 DEBS_BUILD := gcc make pkg-config libsqlite3-dev libjansson-dev libhpdf-dev \
               libqrencode-dev libmbedtls-dev libcurl4-openssl-dev libmicrohttpd-dev
 DEBS_TEST  := libcmocka-dev qpdf poppler-utils python3-aiosmtpd openssl chromium nodejs \
               libfuse3-dev fuse3
 DEBS_FUZZ  := clang
+DEBS_PEERS := redis-server beanstalkd libhiredis-dev
 
 # Quiet build lines (CC src/queue.c) unless V=1, as the kernel and curl do.
 V       ?= 0
@@ -59,7 +64,7 @@ REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o buil
 SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS)) build/san/schema.o build/san/assets.o
 
 .PHONY: all deps deps-build deps-test deps-fuzz test check-rel check-san check-browser \
-	check-fresh bench demo soak powercut fuzz clean
+	check-fresh bench bench-peers deps-peers demo soak powercut fuzz clean
 .SUFFIXES:
 
 # `make` installs the build packages, then builds; `make bin/stagedoor`
@@ -75,6 +80,8 @@ deps-test: deps-build
 	@sh tools/npm_deps.sh tests/browser
 deps-fuzz: deps-build
 	@sh tools/deps.sh $(DEBS_FUZZ)
+deps-peers: deps-build
+	@sh tools/deps.sh $(DEBS_PEERS)
 
 build/embed_schema: tools/embed_schema.c
 	@mkdir -p build
@@ -202,6 +209,24 @@ bench: deps-build
 	bin/stagedoor bench api --requests 2000 --clients 4
 	bin/stagedoor bench claim --scheduled 300000 --leased 30000 --done 300000
 	bin/stagedoor bench scale --sizes 10000,100000
+
+# The peers' clients (tools/bench/peer_*.c): none of src/, each on one
+# loopback connection; beanstalkd's needs no library.
+PEER_SRCS := tools/bench/peer.c tools/bench/peer.h
+build/peer_redis: tools/bench/peer_redis.c $(PEER_SRCS)
+	@mkdir -p build
+	$(call say,CCLD,$@)$(CC) $(WARN) $(CFLAGS) $(shell pkg-config --cflags hiredis 2>/dev/null) \
+		-o $@ $< tools/bench/peer.c $(shell pkg-config --libs hiredis 2>/dev/null)
+build/peer_beanstalk: tools/bench/peer_beanstalk.c $(PEER_SRCS)
+	@mkdir -p build
+	$(call say,CCLD,$@)$(CC) $(WARN) $(CFLAGS) -o $@ $< tools/bench/peer.c
+
+# The queue, the minimal program, Redis Streams and beanstalkd in one run,
+# bulk and singles, 3 rounds (tools/bench/peers.sh; BENCH_JOBS, BENCH_REPS).
+bench-peers: deps-peers
+	@$(MAKE) --no-print-directory bin/stagedoor build/sqlbench build/peer_redis build/peer_beanstalk
+	@sh tools/bench/peers.sh $(CURDIR)/bin/stagedoor $(CURDIR)/build/sqlbench \
+		$(CURDIR)/build/peer_redis $(CURDIR)/build/peer_beanstalk
 
 demo: deps-build
 	@$(MAKE) --no-print-directory bin/stagedoor

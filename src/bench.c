@@ -2,13 +2,13 @@
  * bench.c: `stagedoor bench queue`, the queue's benchmark.
  *
  *   stagedoor bench queue --jobs N --workers W --batch B --sync normal|full
- *                         [--latency-jobs M] [--json]
+ *                         [--enqueue-batch E] [--latency-jobs M] [--json]
  *
  * On a fresh database in a temporary directory (under $TMPDIR, else /tmp;
  * removed afterwards) it runs N `noop` jobs through the real code paths:
  *
- *   1. enqueue    N x queue_enqueue, B per transaction, one connection at the
- *                 chosen synchronous level;
+ *   1. enqueue    N x queue_enqueue, E per transaction (default B), one
+ *                 connection at the chosen synchronous level;
  *   2. claim+ack  W workers (worker_run, each in its own thread, concurrency =
  *                 batch = B, drain) until the stream is empty;
  *   3. latency    W workers running (no drain) while one producer enqueues M
@@ -376,7 +376,7 @@ void bench_dir_remove(const char *dir)
 }
 
 static enum sd_result bench_queue(const char *path, int64_t jobs, int workers, int batch,
-				  enum db_sync sync, int64_t lat_jobs,
+				  int ebatch, enum db_sync sync, int64_t lat_jobs,
 				  struct bench_result *res)
 {
 	struct bench_worker bw[BENCH_WORKERS_MAX];
@@ -396,14 +396,14 @@ static enum sd_result bench_queue(const char *path, int64_t jobs, int workers, i
 	if ((r = db_open(path, DB_OPEN_CREATE, sync, &db)) != SD_OK)
 		return r;
 
-	/* 1. enqueue, B per transaction */
-	bench_progress("enqueue %lld noop jobs, %d per transaction", (long long)jobs, batch);
+	/* 1. enqueue, E per transaction */
+	bench_progress("enqueue %lld noop jobs, %d per transaction", (long long)jobs, ebatch);
 	bar = progress_start("enqueue", jobs, "jobs");
 	t0 = clock_mono_us();
-	for (i = 0; i < jobs && r == SD_OK; i += batch) {
+	for (i = 0; i < jobs && r == SD_OK; i += ebatch) {
 		if ((r = db_begin(db)) != SD_OK)
 			break;
-		for (k = i; k < i + batch && k < jobs && r == SD_OK; k++)
+		for (k = i; k < i + ebatch && k < jobs && r == SD_OK; k++)
 			r = queue_enqueue(db, &e, NULL);
 		if (r == SD_OK)
 			r = db_commit(db);
@@ -484,26 +484,27 @@ out:
 }
 
 static void bench_print(const struct bench_result *res, int64_t jobs, int workers, int batch,
-			const char *sync, int json)
+			int ebatch, const char *sync, int json)
 {
 	double r_enq = (double)jobs / res->enqueue_s, r_ca = (double)jobs / res->claim_ack_s;
 	double r_life = (double)jobs / (res->enqueue_s + res->claim_ack_s);
 
 	if (json) {
 		printf("{\"program\":\"stagedoor\",\"jobs\":%lld,\"workers\":%d,\"batch\":%d,"
-		       "\"sync\":\"%s\",\"enqueue_s\":%.6f,\"claim_ack_s\":%.6f,"
+		       "\"enqueue_batch\":%d,\"sync\":\"%s\",\"enqueue_s\":%.6f,\"claim_ack_s\":%.6f,"
 		       "\"enqueue_jobs_per_s\":%.0f,\"claim_ack_jobs_per_s\":%.0f,"
 		       "\"lifecycle_jobs_per_s\":%.0f,\"latency_jobs\":%lld,"
 		       "\"latency_offered_jobs_per_s\":%.0f,\"latency_p50_ms\":%.3f,"
 		       "\"latency_p99_ms\":%.3f,\"peak_rss_kb\":%ld}\n",
-		       (long long)jobs, workers, batch, sync, res->enqueue_s, res->claim_ack_s, r_enq,
+		       (long long)jobs, workers, batch, ebatch, sync, res->enqueue_s, res->claim_ack_s, r_enq,
 		       r_ca, r_life, (long long)res->latency_jobs, res->latency_rate, res->p50_ms,
 		       res->p99_ms, res->peak_rss_kb);
 		return;
 	}
 	printf("stagedoor bench queue: %lld noop jobs, %d worker%s, batch %d, synchronous=%s\n",
 	       (long long)jobs, workers, workers == 1 ? "" : "s", batch, sync);
-	printf("  enqueue     %10.0f jobs/s  (%.3f s)\n", r_enq, res->enqueue_s);
+	printf("  enqueue     %10.0f jobs/s  (%.3f s, %d per transaction)\n", r_enq,
+	       res->enqueue_s, ebatch);
 	printf("  claim+ack   %10.0f jobs/s  (%.3f s)\n", r_ca, res->claim_ack_s);
 	printf("  lifecycle   %10.0f jobs/s\n", r_life);
 	if (res->latency_jobs > 0)
@@ -515,13 +516,14 @@ static void bench_print(const struct bench_result *res, int64_t jobs, int worker
 
 int cli_bench(int argc, char **argv)
 {
-	int64_t jobs = 100000, workers = 1, batch = 100, lat_jobs = -1;
+	int64_t jobs = 100000, workers = 1, batch = 100, ebatch = -1, lat_jobs = -1;
 	const char *sync_s = "normal";
 	int json = 0;
 	struct arg_opt opts[] = {
 		{ "jobs", ARG_INT, &jobs, 1, 100000000, 0 },
 		{ "workers", ARG_INT, &workers, 1, BENCH_WORKERS_MAX, 0 },
 		{ "batch", ARG_INT, &batch, 1, 10000, 0 },
+		{ "enqueue-batch", ARG_INT, &ebatch, 1, 10000, 0 },
 		{ "sync", ARG_STR, &sync_s, 0, 0, 0 },
 		{ "latency-jobs", ARG_INT, &lat_jobs, 0, 100000000, 0 },
 		{ "json", ARG_FLAG, &json, 0, 0, 0 },
@@ -529,7 +531,7 @@ int cli_bench(int argc, char **argv)
 	};
 	static const char usage[] =
 		"bench queue [--jobs N] [--workers W] [--batch B] [--sync normal|full] "
-		"[--latency-jobs M] [--json]";
+		"[--enqueue-batch E] [--latency-jobs M] [--json]";
 	char *pos[ARGS_MAX_POS], dir[4096], path[4200];
 	struct bench_result res;
 	enum log_level level = log_get_level();
@@ -566,17 +568,19 @@ int cli_bench(int argc, char **argv)
 	}
 	if (lat_jobs < 0)
 		lat_jobs = jobs < BENCH_LATENCY_JOBS ? jobs : BENCH_LATENCY_JOBS;
+	if (ebatch < 0)
+		ebatch = batch;		/* phase 1 commits as the workers claim */
 
 	if (bench_dir_make(dir, sizeof dir) != 0)
 		return 1;
 	snprintf(path, sizeof path, "%s/bench.db", dir);
 	if (level < LOG_WARN)
 		log_set_level(LOG_WARN);
-	r = bench_queue(path, jobs, (int)workers, (int)batch, sync, lat_jobs, &res);
+	r = bench_queue(path, jobs, (int)workers, (int)batch, (int)ebatch, sync, lat_jobs, &res);
 	log_set_level(level);
 	bench_dir_remove(dir);
 	if (r != SD_OK)
 		return cli_fail(r);
-	bench_print(&res, jobs, (int)workers, (int)batch, sync_s, json);
+	bench_print(&res, jobs, (int)workers, (int)batch, (int)ebatch, sync_s, json);
 	return 0;
 }

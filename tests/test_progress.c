@@ -665,22 +665,30 @@ static char *cmd_out(struct tu_env *e)
 	return (char *)tu_slurp(outp, &size);
 }
 
-/* bench queue, stderr on a pipe: a plain final line for each of its three
- * phases; stdout is the report alone, as before. */
-static void test_bench_queue_progress(void **state)
+/* `stagedoor ARGS` with stderr on a pipe into buf; fails the test unless it
+ * exits 0.  Returns its stdout; caller frees. */
+static char *bench_ok(struct tu_env *e, const char *args, char *buf, size_t size)
 {
-	struct tu_env *e = *state;
-	static char buf[1 << 16];
 	char *out;
 	int fds[2], rc;
 
 	assert_int_equal(pipe(fds), 0);
-	rc = cmd_run(e, "bench queue --jobs 500 --latency-jobs 100 --json", fds[1], fds[0], buf,
-		     sizeof buf);
+	rc = cmd_run(e, args, fds[1], fds[0], buf, size);
 	close(fds[0]);
 	out = cmd_out(e);
 	if (rc != 0)
-		fail_msg("bench queue: exit %d\nstderr:\n%s", rc, buf);
+		fail_msg("%s: exit %d\nstderr:\n%s", args, rc, buf);
+	return out;
+}
+
+/* bench queue, stderr on a pipe: a plain final line for each of its three
+ * phases; stdout is the report alone, as before. */
+static void test_bench_queue_progress(void **state)
+{
+	static char buf[1 << 16];
+	char *out = bench_ok(*state, "bench queue --jobs 500 --latency-jobs 100 --json", buf,
+			     sizeof buf);
+
 	assert_non_null(strstr(buf, "bench: enqueue 500 noop jobs"));
 	assert_non_null(strstr(buf, "progress label=enqueue done=500 total=500 "));
 	assert_non_null(strstr(buf, "progress label=claim+ack done=500 total=500 "));
@@ -690,6 +698,27 @@ static void test_bench_queue_progress(void **state)
 	assert_true(starts_with(out, "{\"program\":\"stagedoor\",\"jobs\":500,"));
 	assert_int_equal(count_char(out, '\n'), 1);
 	assert_int_equal(out[strlen(out) - 1], '\n');
+	free(out);
+}
+
+/* bench queue --enqueue-batch: phase 1 commits that many jobs a transaction
+ * while claims keep --batch; both are in the report.  Without it phase 1
+ * follows --batch. */
+static void test_bench_queue_enqueue_batch(void **state)
+{
+	static char buf[1 << 16];
+	char *out = bench_ok(*state, "bench queue --jobs 300 --batch 100 --enqueue-batch 1 "
+			     "--latency-jobs 0 --json", buf, sizeof buf);
+
+	assert_non_null(strstr(buf, "bench: enqueue 300 noop jobs, 1 per transaction\n"));
+	assert_non_null(strstr(buf, "bench: claim+ack with 1 worker, batch 100\n"));
+	assert_non_null(strstr(out, "\"batch\":100,\"enqueue_batch\":1,"));
+	free(out);
+
+	out = bench_ok(*state, "bench queue --jobs 300 --batch 30 --latency-jobs 0 --json", buf,
+		       sizeof buf);
+	assert_non_null(strstr(buf, "bench: enqueue 300 noop jobs, 30 per transaction\n"));
+	assert_non_null(strstr(out, "\"batch\":30,\"enqueue_batch\":30,"));
 	free(out);
 }
 
@@ -783,6 +812,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_relay_and_worker_drain_progress, tu_setup_real,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_bench_queue_progress, tu_setup_real_nodb,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_bench_queue_enqueue_batch, tu_setup_real_nodb,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_bench_pipeline_progress, tu_setup_real_nodb,
 						tu_teardown),

@@ -29,17 +29,8 @@ reps=${BENCH_REPS:-3}
 out=$(mktemp -d "${TMPDIR:-/tmp}/stagedoor-runsh.XXXXXX") || exit 1
 trap 'rm -rf "$out"' EXIT INT TERM
 
-# field FILE KEY: the values of KEY in FILE's one-line JSON objects, one a line
-field() {
-	sed -n "s/.*\"$2\":\([0-9.eE+-]*\).*/\1/p" "$1"
-}
-
-# median FILE KEY
-median() {
-	field "$1" "$2" | sort -g | awk '{ v[NR] = $1 } END {
-		if (NR == 0) { print "nan"; exit }
-		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
+# field, median
+. "$(dirname "$0")/stats.sh"
 
 # range FILE KEY: "min-max" of KEY, to show how noisy the runs were
 range() {

@@ -5,7 +5,8 @@
  * no policies, no logging.  Its rate is the floor against which
  * `stagedoor bench queue` measures the queue's own overhead.
  *
- *   enqueue    BEGIN IMMEDIATE; B x ENQUEUE; COMMIT
+ *   enqueue    BEGIN IMMEDIATE; E x ENQUEUE; COMMIT  (E: --enqueue-batch,
+ *              default B)
  *   claim+ack  each turn: BEGIN IMMEDIATE; ACK_MANY_COPY (+ TOTALS_DONE and
  *              DONE_TIME, the counts it adds) + ACK_MANY_DELETE for the
  *              previous claim; CLAIM up to B, and when that comes back short
@@ -19,7 +20,7 @@
  * path then runs on a plain sqlite3 connection with statements prepared once
  * and bound without copies, so that nothing but SQLite is measured.
  *
- * usage: sqlbench --jobs N --batch B --sync normal|full [--json]
+ * usage: sqlbench --jobs N --batch B [--enqueue-batch E] --sync normal|full [--json]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -48,7 +49,8 @@ static void die(const char *what, sqlite3 *h)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: %s --jobs N --batch B --sync normal|full [--json]\n", me);
+	fprintf(stderr, "usage: %s --jobs N --batch B [--enqueue-batch E] --sync normal|full "
+		"[--json]\n", me);
 	exit(2);
 }
 
@@ -111,6 +113,35 @@ static int64_t token_next(void)
 	rng_state = x;
 	x = (x * 0x2545F4914F6CDD1DULL) >> 1;
 	return x ? (int64_t)x : 1;
+}
+
+/* The enqueue phase: jobs rows, ebatch per transaction.  Returns its wall
+ * time in microseconds. */
+static int64_t enqueue_all(sqlite3 *h, sqlite3_stmt *begin, sqlite3_stmt *commit,
+			   sqlite3_stmt *enq, long long jobs, long long ebatch)
+{
+	char job_id[32];
+	int64_t t0 = clock_mono_us(), now;
+	long long n, k;
+
+	sqlite3_bind_text(enq, 2, "noop", -1, SQLITE_STATIC);
+	sqlite3_bind_text(enq, 3, "{}", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(enq, 4, 0);
+	for (n = 0; n < jobs; n += ebatch) {
+		run(h, begin, "begin");
+		now = clock_now_ms();
+		sqlite3_bind_int64(enq, 5, now);
+		sqlite3_bind_int64(enq, 6, now);
+		for (k = n; k < n + ebatch && k < jobs; k++) {
+			/* an id of the queue's shape and length: j + 23 hex digits */
+			snprintf(job_id, sizeof job_id, "j%011llx%012llx",
+				 (unsigned long long)now & 0xfffffffffffULL, (unsigned long long)k);
+			sqlite3_bind_text(enq, 1, job_id, -1, SQLITE_STATIC);
+			run(h, enq, "enqueue");
+		}
+		run(h, commit, "commit");
+	}
+	return clock_mono_us() - t0;
 }
 
 /* The claim+ack phase's statements and buffers. */
@@ -269,19 +300,40 @@ static void *claim_ack(void *arg)
 	return NULL;
 }
 
+/* The figures of the run (microseconds in), as text or as one JSON line. */
+static void report(long long jobs, long long batch, long long ebatch, const char *sync,
+		   int64_t t_enq, int64_t t_ca, int json)
+{
+	double te = (double)t_enq / 1e6, tc = (double)t_ca / 1e6;
+	double r_enq = (double)jobs / te, r_ca = (double)jobs / tc;
+	double r_life = (double)jobs / (te + tc);
+
+	if (json)
+		printf("{\"program\":\"sqlbench\",\"jobs\":%lld,\"batch\":%lld,"
+		       "\"enqueue_batch\":%lld,\"sync\":\"%s\",\"enqueue_s\":%.6f,"
+		       "\"claim_ack_s\":%.6f,\"enqueue_jobs_per_s\":%.0f,"
+		       "\"claim_ack_jobs_per_s\":%.0f,\"lifecycle_jobs_per_s\":%.0f}\n",
+		       jobs, batch, ebatch, sync, te, tc, r_enq, r_ca, r_life);
+	else
+		printf("sqlbench: %lld jobs, batch %lld, enqueue batch %lld, synchronous=%s\n"
+		       "  enqueue     %10.0f jobs/s  (%.3f s)\n"
+		       "  claim+ack   %10.0f jobs/s  (%.3f s)\n"
+		       "  lifecycle   %10.0f jobs/s\n",
+		       jobs, batch, ebatch, sync, r_enq, te, r_ca, tc, r_life);
+}
+
 int main(int argc, char **argv)
 {
-	long long jobs = -1, batch = -1;
+	long long jobs = -1, batch = -1, ebatch = -1;
 	const char *sync = NULL, *tmp = getenv("TMPDIR");
 	int json = 0, i;
-	char dir[4096], path[4200], file[4300], worker[32], job_id[32];
+	char dir[4096], path[4200], file[4300], worker[32];
 	struct db *db;
 	sqlite3 *h;
 	sqlite3_stmt *begin, *commit, *enq, *claim, *copy, *del, *copy1, *del1;
 	sqlite3_stmt *next, *totals, *times;
-	int64_t *ids, *prev, t0, t_enq, t_ca, now, done, left;
+	int64_t *ids, *prev, t_enq, t_ca, done, left;
 	char *list;
-	long long n, k;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -291,6 +343,8 @@ int main(int argc, char **argv)
 			jobs = num(argv[++i], 1, 100000000, "--jobs");
 		else if (i + 1 < argc && strcmp(a, "--batch") == 0)
 			batch = num(argv[++i], 1, 10000, "--batch");
+		else if (i + 1 < argc && strcmp(a, "--enqueue-batch") == 0)
+			ebatch = num(argv[++i], 1, 10000, "--enqueue-batch");
 		else if (i + 1 < argc && strcmp(a, "--sync") == 0)
 			sync = argv[++i];
 		else
@@ -299,6 +353,8 @@ int main(int argc, char **argv)
 	if (jobs < 0 || batch < 0 || !sync ||
 	    (strcmp(sync, "normal") != 0 && strcmp(sync, "full") != 0))
 		usage();
+	if (ebatch < 0)
+		ebatch = batch;
 	if (getrandom(&rng_state, sizeof rng_state, 0) != sizeof rng_state)
 		rng_state = (uint64_t)clock_mono_us();
 	rng_state |= 1;
@@ -340,26 +396,8 @@ int main(int argc, char **argv)
 		die("out of memory", NULL);
 	snprintf(worker, sizeof worker, "w%ld.0", (long)getpid());
 
-	/* ---- enqueue: B per transaction ---------------------------------- */
-	t0 = clock_mono_us();
-	sqlite3_bind_text(enq, 2, "noop", -1, SQLITE_STATIC);
-	sqlite3_bind_text(enq, 3, "{}", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(enq, 4, 0);
-	for (n = 0; n < jobs; n += batch) {
-		run(h, begin, "begin");
-		now = clock_now_ms();
-		sqlite3_bind_int64(enq, 5, now);
-		sqlite3_bind_int64(enq, 6, now);
-		for (k = n; k < n + batch && k < jobs; k++) {
-			/* an id of the queue's shape and length: j + 23 hex digits */
-			snprintf(job_id, sizeof job_id, "j%011llx%012llx",
-				 (unsigned long long)now & 0xfffffffffffULL, (unsigned long long)k);
-			sqlite3_bind_text(enq, 1, job_id, -1, SQLITE_STATIC);
-			run(h, enq, "enqueue");
-		}
-		run(h, commit, "commit");
-	}
-	t_enq = clock_mono_us() - t0;
+	/* ---- enqueue: E per transaction ---------------------------------- */
+	t_enq = enqueue_all(h, begin, commit, enq, jobs, ebatch);
 
 	/* ---- claim + ack: one transaction per turn, on a thread of its own,
 	 * as worker.c's loop runs (glibc gives a thread its own malloc arena,
@@ -407,22 +445,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	{
-		double te = (double)t_enq / 1e6, tc = (double)t_ca / 1e6;
-		double r_enq = (double)jobs / te, r_ca = (double)jobs / tc;
-		double r_life = (double)jobs / (te + tc);
-
-		if (json)
-			printf("{\"program\":\"sqlbench\",\"jobs\":%lld,\"batch\":%lld,\"sync\":\"%s\","
-			       "\"enqueue_s\":%.6f,\"claim_ack_s\":%.6f,\"enqueue_jobs_per_s\":%.0f,"
-			       "\"claim_ack_jobs_per_s\":%.0f,\"lifecycle_jobs_per_s\":%.0f}\n",
-			       jobs, batch, sync, te, tc, r_enq, r_ca, r_life);
-		else
-			printf("sqlbench: %lld jobs, batch %lld, synchronous=%s\n"
-			       "  enqueue     %10.0f jobs/s  (%.3f s)\n"
-			       "  claim+ack   %10.0f jobs/s  (%.3f s)\n"
-			       "  lifecycle   %10.0f jobs/s\n",
-			       jobs, batch, sync, r_enq, te, r_ca, tc, r_life);
-	}
+	report(jobs, batch, ebatch, sync, t_enq, t_ca, json);
 	return 0;
 }
