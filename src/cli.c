@@ -286,7 +286,8 @@ void cli_hup_start(const struct cli_config_flags *cf)
 		pthread_detach(th);
 }
 
-/* worker --drain: a bar of the jobs finished against those there were */
+/* worker --drain and relay --drain: a bar of the jobs finished (rows
+ * published) against those there were */
 struct drain_progress {
 	struct progress *p;
 	int64_t total;
@@ -300,6 +301,17 @@ static void worker_progress(void *arg, const struct worker_stats *st)
 	if (n > d->total)
 		progress_set_total(d->p, d->total = n);
 	progress_update(d->p, n);
+}
+
+/* relay --drain (outbox_relay_opts.progress): the relay counts the rows
+ * again as it goes, so its total replaces ours */
+static void relay_progress(void *arg, int64_t published, int64_t total)
+{
+	struct drain_progress *d = arg;
+
+	if (total != d->total)
+		progress_set_total(d->p, d->total = total);
+	progress_update(d->p, published);
 }
 
 int cli_worker(int argc, char **argv)
@@ -413,6 +425,7 @@ int cli_relay(int argc, char **argv)
 	};
 	char *pos[ARGS_MAX_POS];
 	struct outbox_relay_opts ro = { 0 };
+	struct drain_progress dp = { NULL, 0 };
 	struct config cfg;
 	struct db *db;
 	enum sd_result r;
@@ -427,14 +440,24 @@ int cli_relay(int argc, char **argv)
 		config_free(&cfg);
 		return rc;
 	}
+	if (drain && outbox_unpublished(db, &dp.total) != SD_OK)
+		dp.total = 0;
 	db_close(db);
 	cli_install_signals();
 	cli_hup_start(&cf);
 	cli_ready();
 	ro.batch = (int)batch;
 	ro.drain = drain;
-	ro.show_progress = drain;	/* a bar or plain lines on stderr while draining */
+	if (drain) {
+		/* a bar or plain lines on stderr while draining */
+		dp.p = progress_start("relay", dp.total, "rows");
+		ro.progress = relay_progress;
+		ro.arg = &dp;
+	}
 	r = outbox_relay_run_opts(config_str(&cfg, CONFIG_DB), &ro, &n);
+	/* the bar's last line also when the relay gave up */
+	if (dp.p)
+		progress_end(dp.p, n);
 	config_free(&cfg);
 	if (r != SD_OK)
 		return cli_fail(r);

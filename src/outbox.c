@@ -13,7 +13,6 @@
 #include "failpoint.h"
 #include "log.h"
 #include "notify.h"
-#include "progress.h"
 #include "queue.h"
 
 /* The stream promises its handlers a JSON object (queue.h), and
@@ -203,7 +202,6 @@ enum sd_result outbox_relay_run_opts(const char *db_path, const struct outbox_re
 	static const struct outbox_relay_opts defaults;
 	struct db *db = NULL;
 	struct notify *nt = NULL;
-	struct progress *bar = NULL;
 	enum sd_result r;
 	int64_t total = 0, n, known = 0;
 	struct episode ep = { 0 };
@@ -212,15 +210,13 @@ enum sd_result outbox_relay_run_opts(const char *db_path, const struct outbox_re
 	if (!o)
 		o = &defaults;
 	batch = o->batch < 1 ? OUTBOX_BATCH_DEFAULT : o->batch;
-	counting = o->progress || (o->show_progress && o->drain);
+	counting = o->progress != NULL;
 	if ((r = db_open(db_path, 0, DB_SYNC_NORMAL, &db)) != SD_OK ||
 	    (r = notify_open(db_path, &nt)) != SD_OK)
 		goto out;
 	log_event(LOG_INFO, "relay started", "batch=%d db=%s", batch, db_path);
 	if (counting)
 		known = relay_total(db, 0, 0);
-	if (o->show_progress && o->drain)
-		bar = progress_start("relay", known, "rows");
 	while (!notify_stop_requested()) {
 		r = outbox_relay_batch(db, batch, &n);
 		if (r != SD_OK) {
@@ -239,11 +235,8 @@ enum sd_result outbox_relay_run_opts(const char *db_path, const struct outbox_re
 		total += n;
 		if (n > 0) {
 			log_event(LOG_DEBUG, "relay published", "n=%lld", (long long)n);
-			if (counting && total >= known) {
+			if (counting && total >= known)
 				known = relay_total(db, total, known);
-				progress_set_total(bar, known);
-			}
-			progress_update(bar, total);
 			if (o->progress)
 				o->progress(o->arg, total, known);
 			continue;
@@ -255,8 +248,6 @@ enum sd_result outbox_relay_run_opts(const char *db_path, const struct outbox_re
 	r = SD_OK;
 	log_event(LOG_INFO, "relay stopped", "published=%lld", (long long)total);
 out:
-	/* the bar's last line also when the relay gave up */
-	progress_end(bar, total);
 	if (published)
 		*published = total;
 	notify_close(nt);

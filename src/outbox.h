@@ -44,20 +44,18 @@ enum sd_result outbox_unpublished(struct db *db, int64_t *n);
 enum sd_result outbox_relay_run(const char *db_path, int batch, int drain, int64_t *published);
 
 /* What outbox_relay_run_opts is told; a zeroed struct is a relay that runs
- * until stopped, OUTBOX_BATCH_DEFAULT rows a batch, showing nothing. */
+ * until stopped, OUTBOX_BATCH_DEFAULT rows a batch, reporting nothing.  The
+ * relay shows nothing itself: a caller that shows progress (`relay --drain`
+ * draws a bar) does it from the progress callback. */
 struct outbox_relay_opts {
 	int batch;		/* rows per transaction; < 1: OUTBOX_BATCH_DEFAULT */
 	int drain;		/* stop once no row waits */
-	int show_progress;	/* with drain only: rows published of those waiting,
-				 * on stderr (progress.h: a bar on a terminal, a
-				 * plain line every few seconds elsewhere) */
 	/*
 	 * progress (may be NULL): called on the relay's thread after every
 	 * batch that published rows, with the rows published so far and the
 	 * rows known in all: published + waiting, counted when the relay
 	 * starts and again each time published reaches it (rows added while
-	 * it drains raise it).  Counting happens only when progress or
-	 * show_progress asks for it.
+	 * it drains raise it).  Counting happens only when progress is set.
 	 */
 	void (*progress)(void *arg, int64_t published, int64_t total);
 	void *arg;		/* handed to progress */

@@ -2,19 +2,69 @@
  * worker.c: the claim loop, the handler pool, leases, graceful stop.
  *
  * Threads:
- *   loop     owns the queue connection.  Each turn it may open one
- *            transaction that extends leases that are half used, commits the
- *            results of finished jobs (ack, retry_later, fail), and claims as
- *            many entries as there are free handler threads; then it sleeps
- *            in notify_wait() until a handler finishes, work arrives, a lease
- *            needs extending or a pending commit is due.
+ *   loop     owns the queue connection and turns, one phase after another:
+ *              collect    take the results the handlers finished
+ *                         (loop_collect; on a stop request loop_begin_stop)
+ *              commit     one transaction that extends leases that are half
+ *                         used, records the finished jobs' results (ack,
+ *                         retry_later, fail) and claims as many entries as
+ *                         there are free handler threads (loop_commit:
+ *                         loop_extend, settle_all, loop_claim); a failed one
+ *                         is tried again after a wait (tx_failed)
+ *              dispatch   hand the claimed jobs to the handler threads
+ *                         (loop_dispatch)
+ *              wait       with nothing to write, stop, drain or prune
+ *                         (loop_idle), else spin or sleep in notify_wait()
+ *                         until a handler finishes, work arrives, a lease
+ *                         needs extending or a pending commit is due
+ *                         (loop_wait)
+ *              shut down  record what came in, give back every lease still
+ *                         held (loop_shut_down)
  *   handler  threads take claimed jobs from the run queue and run them.  A
  *            handler thread that finds more jobs waiting wakes one more
  *            idle thread (a chain), so a batch of short jobs costs a few
  *            wake-ups, not one per job.
  *
+ * A slot holds one claimed job from its claim to the commit of its result:
+ *
+ *     FREE       no job (its index in freel)
+ *     QUEUED     claimed, in runq, waiting for a handler thread
+ *     RUNNING    a handler thread runs it
+ *     FINISHED   its outcome set, or marked release (give the lease back):
+ *                in fin[] until the loop collects it, then in the loop's
+ *                pending results until a commit records it
+ *
+ * Transitions, and the function that makes each:
+ *
+ *     FREE --loop_dispatch--> QUEUED          (claimed in the turn's
+ *                                              transaction; in runq)
+ *     QUEUED --handler_thread--> RUNNING      (run_one: the handler runs, no
+ *                                              transaction open)
+ *     RUNNING --handler_thread--> FINISHED    (its outcome set; in fin[])
+ *     FINISHED --loop_collect--> FINISHED     (in the loop's pending results)
+ *     FINISHED --loop_commit--> FINISHED      (the transaction failed: the
+ *                                              result stays pending, tried
+ *                                              again after tx_failed's wait)
+ *     FINISHED --loop_commit, loop_settled--> FREE
+ *                                             (ack, retry_later or fail
+ *                                              committed, or refused as stale
+ *                                              and not logged; slot_clear)
+ *     QUEUED --loop_begin_stop--> FINISHED    (stopping: release, not run;
+ *                                              the next commit gives the lease
+ *                                              back)
+ *     QUEUED | RUNNING --loop_shut_down--> (released)
+ *                                             (the last transaction gives
+ *                                              the lease back; a running
+ *                                              handler past the grace period
+ *                                              is abandoned)
+ *     QUEUED | RUNNING --loop_extend--> same  (lease half used: pushed on; a
+ *                                              lost lease is never extended
+ *                                              again, and its result is
+ *                                              refused as stale)
+ *
  * Invariants (all under w->mu):
- *   - a slot is FREE, QUEUED (in runq), RUNNING or FINISHED (in fin[]);
+ *   - a slot is FREE, QUEUED (in runq), RUNNING or FINISHED (in fin[], or in
+ *     the loop's pending results);
  *   - queued + running <= concurrency, so a claim asks for at most the free
  *     handler threads and no claimed entry waits long for a thread;
  *   - only the loop thread touches the database through w->db and moves a
@@ -639,7 +689,6 @@ static void slot_clear(struct worker *w, int idx)
 	w->freel[w->n_free++] = idx;
 }
 
-
 static void worker_free(struct worker *w)
 {
 	int i;
@@ -685,28 +734,542 @@ static int64_t tx_failed(struct worker *w, enum sd_result r, int *errors)
 	return WORKER_TX_RETRY_MS;
 }
 
-enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stats_out)
-{
-	struct worker_stats st = { 0 };
-	struct worker *w;
-	enum sd_result r = SD_OK;
-	struct job **claimed = NULL;
-	int *pending = NULL, n_pending = 0;
-	int *settled = NULL;
-	unsigned char *stale = NULL;
-	int concurrency = o->concurrency > 0 ? o->concurrency : WORKER_CONCURRENCY_DEFAULT;
-	int batch = o->batch > 0 ? o->batch : concurrency;
-	int64_t flush_us = (o->flush_ms > 0 ? o->flush_ms : WORKER_FLUSH_MS_DEFAULT) * 1000;
-	int64_t grace_ms = o->grace_ms > 0 ? o->grace_ms : WORKER_GRACE_MS_DEFAULT;
-	int64_t first_pending_us = 0, stop_deadline_us = 0, next_visible = -1;
-	int64_t next_prune_us = 0, last_dv;
-	int more_work = 1, stopping = 0, i, abandoned = 0, errors = 0;
+/* ======================== the loop's state ============================== */
 
-	w = calloc(1, sizeof *w);
-	if (!w)
-		return err_set(SD_NOMEM, "out of memory");
+/* The loop's own state across turns: the loop thread's alone, on its stack,
+ * away from the cache lines the handler threads write. */
+struct loop {
+	struct worker *w;
+	struct worker_stats st;		/* the counts so far */
+	int concurrency;		/* handler threads */
+	int batch;			/* most entries per claim, results per commit */
+	int64_t flush_us;		/* longest a result waits for its commit */
+	int64_t grace_ms;		/* on stop: how long running handlers may finish */
+	struct job **claimed;		/* the turn's claim, batch entries */
+	int *pending;			/* FINISHED slots waiting for their commit */
+	int n_pending;
+	int64_t first_pending_us;	/* when the oldest of them was collected */
+	unsigned char *stale;		/* per pending slot: its lease had been lost */
+	int more_work;			/* the stream may hold visible entries */
+	int64_t next_visible;		/* the next entry's visible_at; -1: unknown */
+	int64_t next_prune_us;		/* when to prune finished jobs again */
+	int64_t last_dv;		/* db_data_version when last looked at */
+	int stopping;			/* a stop was asked for: claim no more */
+	int64_t stop_deadline_us;	/* ... and the grace period ends then */
+	int abandoned;			/* handlers outlived the grace period */
+	int errors;			/* failed transactions in a row, other than
+					 * the transient ones */
+};
+
+/* What one turn saw and decided. */
+struct turn {
+	int64_t now;			/* clock_now_ms() at its start */
+	int64_t now_us;			/* clock_mono_us() likewise */
+	int busy;			/* jobs queued or running */
+	int flush;			/* commit the pending results */
+	int n_claim;			/* entries to claim */
+	int n_got;			/* entries the claim returned */
+	int n_extend;
+	int ext_idx[64];		/* slots whose leases to extend */
+};
+
+/* Add the FINISHED slot idx to the results waiting for a commit; the first
+ * one marks when the wait began (first_pending_us). */
+static void loop_pend(struct loop *l, int idx, int64_t now_us)
+{
+	if (l->n_pending == 0)
+		l->first_pending_us = now_us;
+	l->pending[l->n_pending++] = idx;
+}
+
+/* Take the job at the head of the run queue back before it runs: FINISHED,
+ * to be released at the next commit.  Called with w->mu held. */
+static int runq_take_back(struct worker *w)
+{
+	int idx = w->runq[w->rq_head];
+
+	w->rq_head = (w->rq_head + 1) % w->nslots;
+	w->rq_len--;
+	w->slots[idx].state = SLOT_FINISHED;
+	w->slots[idx].release = 1;
+	return idx;
+}
+
+/* ======================== collect ======================================= */
+
+/* Take what the handlers finished (fin[]) into the loop's pending results. */
+static void loop_collect(struct loop *l, struct turn *t)
+{
+	struct worker *w = l->w;
+	int i;
+
+	t->now = clock_now_ms();
+	t->now_us = clock_mono_us();
+	pthread_mutex_lock(&w->mu);
+	for (i = 0; i < w->n_fin; i++)
+		loop_pend(l, w->fin[i], t->now_us);
+	w->n_fin = 0;
+	atomic_store_explicit(&w->fin_hint, 0, memory_order_relaxed);
+	t->busy = w->running + w->rq_len;
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* The first turn after a stop request: claim no more, give the jobs claimed
+ * but not started back at once, and let the running ones finish within the
+ * grace period. */
+static void loop_begin_stop(struct loop *l, struct turn *t)
+{
+	struct worker *w = l->w;
+
+	l->stopping = 1;
+	l->stop_deadline_us = t->now_us + l->grace_ms * 1000;
+	pthread_mutex_lock(&w->mu);
+	while (w->rq_len > 0)
+		loop_pend(l, runq_take_back(w), t->now_us);
+	t->busy = w->running;
+	atomic_store_explicit(&w->rq_hint, 0, memory_order_relaxed);
+	pthread_mutex_unlock(&w->mu);
+	log_event(LOG_INFO, "worker stopping", "worker=%s running=%d grace_ms=%lld", w->name,
+		  t->busy, (long long)l->grace_ms);
+}
+
+/* Decide this turn's transaction: flush the pending results (a full batch,
+ * nothing left running, stopping, or the oldest waited flush_ms), claim,
+ * extend the leases that are half used. */
+static void loop_plan(struct loop *l, struct turn *t)
+{
+	struct worker *w = l->w;
+	int i;
+
+	t->flush = l->n_pending > 0 &&
+		   (l->n_pending >= l->batch || t->busy == 0 || l->stopping ||
+		    t->now_us - l->first_pending_us >= l->flush_us);
+	/* Claim only together with a flush, or when nothing waits for one:
+	 * a claim of its own would cost a commit that the flush can carry. */
+	t->n_claim = 0;
+	if (!l->stopping && l->more_work && t->busy < l->concurrency &&
+	    (t->flush || l->n_pending == 0))
+		t->n_claim = l->concurrency - t->busy < l->batch ? l->concurrency - t->busy
+								 : l->batch;
+	t->n_got = 0;
+	t->n_extend = 0;
+	for (i = 0; i < w->nslots && t->n_extend < 64; i++) {
+		struct slot *s = &w->slots[i];
+		if ((s->state == SLOT_RUNNING || s->state == SLOT_QUEUED) && t->now >= s->extend_at)
+			t->ext_idx[t->n_extend++] = i;
+	}
+}
+
+/* ======================== commit the turn ============================== */
+
+/* Inside the turn's transaction: push on the leases that are half used.  A
+ * lease already lost is not an error: the handler runs on, and its result
+ * will be refused as stale. */
+static enum sd_result loop_extend(struct loop *l, struct turn *t)
+{
+	struct worker *w = l->w;
+	int i;
+
+	for (i = 0; i < t->n_extend; i++) {
+		struct slot *s = &w->slots[t->ext_idx[i]];
+		int64_t until;
+		enum sd_result r = queue_extend(w->db, s->job->id, s->job->lease_token, s->lease_ms,
+						&until);
+
+		if (r == SD_OK) {
+			s->extend_at = until - s->lease_ms / 2;
+			l->st.extended++;
+		} else if (r == SD_STALE) {
+			s->extend_at = INT64_MAX;
+			log_event(LOG_WARN, "lease expired under a live worker",
+				  "worker=%s job_id=%s kind=%s delivery=%lld", w->name,
+				  s->job->job_id, s->job->kind, (long long)s->job->deliveries);
+		} else {
+			return r;
+		}
+	}
+	return SD_OK;
+}
+
+/* Inside the turn's transaction: as many entries as there are free handler
+ * threads, at most a batch, into l->claimed. */
+static enum sd_result loop_claim(struct loop *l, struct turn *t)
+{
+	struct worker *w = l->w;
+
+	return queue_claim(w->db, w->name, t->n_claim, w->o->lease_ms, l->claimed, &t->n_got);
+}
+
+/*
+ * The turn's one transaction: extend, record the pending results (when
+ * flushing), claim.  On failure nothing of it happened: the results stay
+ * pending and nothing is claimed.
+ */
+static enum sd_result loop_commit(struct loop *l, struct turn *t)
+{
+	struct worker *w = l->w;
+	enum sd_result r = db_begin(w->db);
+	int i;
+
+	if (r == SD_OK)
+		r = loop_extend(l, t);
+	if (r == SD_OK && t->flush)
+		r = settle_all(w, l->pending, l->n_pending, &l->st, l->stale);
+	if (r == SD_OK && t->n_claim > 0)
+		r = loop_claim(l, t);
+	if (r != SD_OK) {
+		db_rollback(w->db);
+		return r;
+	}
+	r = db_commit(w->db);
+	if (r != SD_OK) {
+		for (i = 0; i < t->n_got; i++)
+			job_free(l->claimed[i]);
+		t->n_got = 0;
+	}
+	return r;
+}
+
+/* After the commit: log what it recorded (not the stale results), free
+ * their slots, tell the caller the counts. */
+static void loop_settled(struct loop *l)
+{
+	struct worker *w = l->w;
+	int i;
+
+	for (i = 0; i < l->n_pending; i++) {
+		if (!l->stale[i])
+			log_settled(w, &w->slots[l->pending[i]]);
+		slot_clear(w, l->pending[i]);
+	}
+	l->n_pending = 0;
+	if (w->o->progress)
+		w->o->progress(w->o->progress_arg, &l->st);
+}
+
+/* ======================== dispatch ====================================== */
+
+/* Hand the entries the turn claimed to the handler threads: FREE slots
+ * become QUEUED, their first extension due when half the lease is used. */
+static void loop_dispatch(struct loop *l, const struct turn *t)
+{
+	struct worker *w = l->w;
+	int i;
+
+	pthread_mutex_lock(&w->mu);
+	for (i = 0; i < t->n_got; i++) {
+		int idx = w->freel[--w->n_free];
+		struct slot *s = &w->slots[idx];
+		s->job = l->claimed[i];
+		s->state = SLOT_QUEUED;
+		s->lease_ms = lease_for(w, l->claimed[i]);
+		s->extend_at = l->claimed[i]->lease_until - s->lease_ms / 2;
+		w->runq[(w->rq_head + w->rq_len) % w->nslots] = idx;
+		w->rq_len++;
+	}
+	w->progress_us = clock_mono_us();
+	atomic_store_explicit(&w->rq_hint, w->rq_len, memory_order_relaxed);
+	atomic_store_explicit(&w->busy_hint, w->running + w->rq_len, memory_order_relaxed);
+	if (w->idle > 0)
+		pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* The turn committed: the transaction episode ends, the results are logged,
+ * the claim is dispatched.  A claim short of what it asked for means the
+ * stream has nothing more visible now; when it got nothing, the loop learns
+ * when the next entry becomes visible, to wait until then. */
+static void loop_committed(struct loop *l, struct turn *t)
+{
+	struct worker *w = l->w;
+
+	l->errors = 0;
+	episode_end(&w->tx_ep, "queue transactions succeed again", w->name_kv);
+	if (t->flush)
+		loop_settled(l);
+	if (t->n_claim == 0)
+		return;
+	l->st.claimed += t->n_got;
+	if (t->n_got < t->n_claim)
+		l->more_work = 0;
+	if (t->n_got > 0)
+		loop_dispatch(l, t);
+	if (t->n_got == 0 && !l->stopping && queue_next_visible(w->db, &l->next_visible) != SD_OK)
+		l->next_visible = -1;
+}
+
+/* ======================== nothing to write: stop, drain, prune =========== */
+
+enum idle {
+	IDLE_WAIT,	/* wait for something to happen */
+	IDLE_AGAIN,	/* turn again at once */
+	IDLE_END,	/* the loop ends */
+};
+
+/* Prune one batch of finished jobs older than retention_ms; 1 when the batch
+ * was full (more may be due: prune again at once). */
+static int loop_prune(struct loop *l, const struct turn *t)
+{
+	struct worker *w = l->w;
+	int64_t pruned = 0;
+
+	if (queue_prune_done(w->db, w->o->retention_ms, 1000, &pruned) == SD_OK && pruned > 0)
+		log_event(LOG_INFO, "pruned finished jobs", "worker=%s n=%lld", w->name,
+			  (long long)pruned);
+	l->next_prune_us = t->now_us + (pruned == 1000 ? 0 : 60LL * 1000000);
+	return pruned == 1000;
+}
+
+/*
+ * A turn with nothing to write.  Stopping: end once nothing runs or waits
+ * for a commit, or when the grace period is over (handlers abandoned).
+ * Idle: with drain, end when the stream holds nothing ([out] *r: the count's
+ * result, which ends the loop too when it fails); prune when due.
+ */
+static enum idle loop_idle(struct loop *l, const struct turn *t, enum sd_result *r)
+{
+	struct worker *w = l->w;
+
+	if (l->stopping) {
+		if (t->busy == 0 && l->n_pending == 0)
+			return IDLE_END;
+		if (t->now_us >= l->stop_deadline_us) {
+			l->abandoned = 1;
+			return IDLE_END;
+		}
+		return IDLE_WAIT;
+	}
+	if (t->busy > 0 || l->n_pending > 0 || l->more_work)
+		return IDLE_WAIT;
+	if (w->o->drain) {
+		int64_t left = 0;
+
+		if ((*r = queue_pending(w->db, &left)) != SD_OK || left == 0)
+			return IDLE_END;
+	}
+	if (w->o->retention_ms > 0 && t->now_us >= l->next_prune_us && loop_prune(l, t))
+		return IDLE_AGAIN;
+	return IDLE_WAIT;
+}
+
+/* ======================== wait ========================================== */
+
+/* How long the loop may sleep: until a pending result is due for its
+ * commit, a lease needs extending, the next entry becomes visible, or the
+ * grace period ends; at most a second, at most flush_ms while jobs run. */
+static int loop_wait_ms(const struct loop *l, const struct turn *t)
+{
+	const struct worker *w = l->w;
+	int wait_ms = 1000, i;
+
+	if (t->busy > 0 && wait_ms > l->flush_us / 1000)
+		wait_ms = (int)(l->flush_us / 1000) > 0 ? (int)(l->flush_us / 1000) : 1;
+	if (l->n_pending > 0) {
+		int64_t due = (l->first_pending_us + l->flush_us - t->now_us) / 1000;
+		wait_ms = due < 1 ? 1 : (int)due;
+	}
+	for (i = 0; i < w->nslots; i++) {
+		const struct slot *s = &w->slots[i];
+		if ((s->state == SLOT_RUNNING || s->state == SLOT_QUEUED) &&
+		    s->extend_at != INT64_MAX && s->extend_at - t->now < wait_ms)
+			wait_ms = s->extend_at - t->now < 1 ? 1 : (int)(s->extend_at - t->now);
+	}
+	if (!l->more_work && l->next_visible >= 0 && l->next_visible - t->now < wait_ms)
+		wait_ms = l->next_visible - t->now < 1 ? 1 : (int)(l->next_visible - t->now);
+	if (l->stopping) {
+		int64_t left = (l->stop_deadline_us - t->now_us) / 1000 + 1;
+		if (left < wait_ms)
+			wait_ms = (int)left;
+	}
+	return wait_ms;
+}
+
+/* Woken (1) or timed out (0) after wait_ms: does the stream have work for
+ * us again?  Only matters while we believe it has none. */
+static void loop_woken(struct loop *l, const struct turn *t, int woken, int wait_ms)
+{
+	if (l->more_work)
+		return;
+	if (woken) {
+		/* by a handler, by a commit in this process, or by a write to
+		 * the WAL: data_version tells another connection's commit from
+		 * our own */
+		int64_t dv = db_data_version(l->w->db);
+		if (dv != l->last_dv || t->busy == 0) {
+			l->last_dv = dv;
+			l->more_work = 1;
+		}
+	} else if (l->next_visible >= 0 && clock_now_ms() >= l->next_visible) {
+		l->more_work = 1;
+	} else if (wait_ms >= 1000) {
+		l->more_work = 1;	/* the safety net: look at least once a second */
+	}
+}
+
+/*
+ * Wait until something can happen: not at all when results arrived
+ * meanwhile; spinning briefly when short jobs run and a result is
+ * microseconds away; else asleep in notify_wait, woken by the handlers
+ * (a full batch of results, or every thread idle), a commit, or the clock.
+ */
+static void loop_wait(struct loop *l, const struct turn *t)
+{
+	struct worker *w = l->w;
+	int wait_ms = loop_wait_ms(l, t);
+
+	pthread_mutex_lock(&w->mu);
+	if (w->n_fin > 0) {
+		pthread_mutex_unlock(&w->mu);
+		return;		/* results arrived meanwhile: collect them */
+	}
+	if (w->rq_len > 0 && w->idle > 0) {
+		/* jobs wait while threads idle: the running ones did not
+		 * chain (short jobs so far).  When the run queue has not
+		 * moved for 1 ms (a long job among short ones), wake every
+		 * idle thread; look again in 1 ms. */
+		if (clock_mono_us() - w->progress_us >= 1000)
+			pthread_cond_broadcast(&w->cv);
+		wait_ms = 1;
+	}
+	/* handlers wake the loop when a batch of results is full or every
+	 * thread is idle; a lone result among long jobs waits for the
+	 * next tick (flush_ms, above), so a batch of short jobs costs one
+	 * wake-up, not one per job */
+	w->loop_waiting = 1;
+	w->wake_at_fin = l->batch - l->n_pending;
+	if (w->wake_at_fin < 1)
+		w->wake_at_fin = 1;
+	if (t->busy > 0 && w->avg_run_us < WORKER_SPIN_JOB_US &&
+	    clock_mono_us() - w->progress_us < 2 * WORKER_SPIN_US) {
+		/* short jobs running, one just started: its result is
+		 * microseconds away.  A long job among short ones stops
+		 * the spinning after one round: the loop then sleeps. */
+		int want = w->wake_at_fin;
+		int64_t until = clock_mono_us() + WORKER_SPIN_US;
+
+		w->loop_waiting = 0;
+		pthread_mutex_unlock(&w->mu);
+		while (atomic_load_explicit(&w->fin_hint, memory_order_relaxed) < want &&
+		       atomic_load_explicit(&w->busy_hint, memory_order_relaxed) > 0 &&
+		       clock_mono_us() < until)
+			cpu_relax();
+		return;
+	}
+	pthread_mutex_unlock(&w->mu);
+	loop_woken(l, t, notify_wait(w->nt, wait_ms), wait_ms);
+	pthread_mutex_lock(&w->mu);
+	w->loop_waiting = 0;
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* ======================== the loop ====================================== */
+
+/*
+ * Turn after turn: collect, then either commit the turn (extend, record,
+ * claim) and dispatch its claim, or, with nothing to write, stop, drain,
+ * prune or wait.  A failed transaction is tried again (tx_failed).  Returns
+ * when stopped, drained or given up, with the last turn's result.
+ */
+static enum sd_result loop_run(struct loop *l)
+{
+	enum sd_result r = SD_OK;
+
+	for (;;) {
+		struct turn t;
+		int64_t wait;
+
+		loop_collect(l, &t);
+		if (!l->stopping && notify_stop_requested())
+			loop_begin_stop(l, &t);
+		loop_plan(l, &t);
+		if (t.flush || t.n_claim > 0 || t.n_extend > 0) {
+			if ((r = loop_commit(l, &t)) == SD_OK) {
+				loop_committed(l, &t);
+				continue;	/* look again before sleeping */
+			}
+			/* Nothing of this turn happened; results stay pending. */
+			if ((wait = tx_failed(l->w, r, &l->errors)) < 0)
+				return r;
+			notify_pause(l->w->nt, (int)wait);
+			continue;
+		}
+		switch (loop_idle(l, &t, &r)) {
+		case IDLE_END:
+			return r;
+		case IDLE_AGAIN:
+			continue;
+		case IDLE_WAIT:
+			break;
+		}
+		loop_wait(l, &t);
+	}
+}
+
+/* ======================== shut down ===================================== */
+
+/*
+ * Give back every lease still held: jobs not started at once, running ones
+ * only when the grace period ran out (their handlers are abandoned).
+ * Results that came in are recorded first, in one last transaction.
+ */
+static void loop_shut_down(struct loop *l)
+{
+	struct worker *w = l->w;
+	const struct worker_stats *st = &l->st;
+	int i;
+
+	pthread_mutex_lock(&w->mu);
+	w->quit = 1;
+	while (w->rq_len > 0)
+		l->pending[l->n_pending++] = runq_take_back(w);
+	for (i = 0; i < w->n_fin; i++)
+		l->pending[l->n_pending++] = w->fin[i];
+	w->n_fin = 0;
+	for (i = 0; i < w->nslots; i++) {
+		if (w->slots[i].state == SLOT_RUNNING) {
+			w->slots[i].release = 1;
+			l->pending[l->n_pending++] = i;
+		}
+	}
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	if (l->n_pending > 0 && db_begin(w->db) == SD_OK) {
+		enum sd_result r = settle_all(w, l->pending, l->n_pending, &l->st, l->stale);
+
+		if (r == SD_OK)
+			r = db_commit(w->db);
+		else
+			db_rollback(w->db);
+		if (r != SD_OK)
+			log_event(LOG_ERROR, "could not record the last results; their leases "
+				  "will expire", "worker=%s", w->name);
+	}
+	log_event(LOG_INFO, "worker stopped",
+		  "worker=%s done=%lld failed=%lld dead=%lld snoozed=%lld stale=%lld "
+		  "released=%lld abandoned=%d", w->name, (long long)st->done,
+		  (long long)st->failed, (long long)st->dead, (long long)st->snoozed,
+		  (long long)st->stale, (long long)st->released, l->abandoned);
+}
+
+/* ======================== start and end ================================= */
+
+/* Fill the worker l->w (zeroed, its lock not yet made) and the loop's state
+ * from o: slots and queues, the loop's connection, wake-ups, counters. */
+static enum sd_result worker_open(struct loop *l, const struct worker_opts *o)
+{
+	struct worker *w = l->w;
+	enum sd_result r;
+	size_t n;
+	int i;
+
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
+	l->concurrency = o->concurrency > 0 ? o->concurrency : WORKER_CONCURRENCY_DEFAULT;
+	l->batch = o->batch > 0 ? o->batch : l->concurrency;
+	l->flush_us = (o->flush_ms > 0 ? o->flush_ms : WORKER_FLUSH_MS_DEFAULT) * 1000;
+	l->grace_ms = o->grace_ms > 0 ? o->grace_ms : WORKER_GRACE_MS_DEFAULT;
+	l->next_visible = -1;
+	l->more_work = 1;
 	w->o = o;
 	w->table = o->handlers ? o->handlers : worker_builtin_handlers;
 	if (o->name)
@@ -715,386 +1278,100 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 		snprintf(w->name, sizeof w->name, "w%ld.%d", (long)getpid(),
 			 atomic_fetch_add(&worker_seq, 1));
 	snprintf(w->name_kv, sizeof w->name_kv, "worker=%s", w->name);
-	w->nslots = concurrency + batch;
-	w->slots = calloc((size_t)w->nslots, sizeof *w->slots);
-	w->runq = calloc((size_t)w->nslots, sizeof *w->runq);
-	w->fin = calloc((size_t)w->nslots, sizeof *w->fin);
-	w->freel = calloc((size_t)w->nslots, sizeof *w->freel);
-	w->ack_ids = calloc((size_t)w->nslots, sizeof *w->ack_ids);
-	w->ack_pos = calloc((size_t)w->nslots, sizeof *w->ack_pos);
-	w->ack_ok = calloc((size_t)w->nslots, 1);
-	w->grouped = calloc((size_t)w->nslots, 1);
-	w->threads = calloc((size_t)concurrency, sizeof *w->threads);
-	claimed = calloc((size_t)batch, sizeof *claimed);
-	pending = calloc((size_t)w->nslots, sizeof *pending);
-	settled = calloc((size_t)w->nslots, sizeof *settled);
-	stale = calloc((size_t)w->nslots, 1);
-	if (!w->slots || !w->runq || !w->fin || !w->freel || !w->threads || !claimed || !pending ||
-	    !settled || !stale || !w->ack_ids || !w->ack_pos || !w->ack_ok || !w->grouped) {
-		r = err_set(SD_NOMEM, "out of memory");
-		goto out;
-	}
+	w->nslots = l->concurrency + l->batch;
+	n = (size_t)w->nslots;
+	w->slots = calloc(n, sizeof *w->slots);
+	w->runq = calloc(n, sizeof *w->runq);
+	w->fin = calloc(n, sizeof *w->fin);
+	w->freel = calloc(n, sizeof *w->freel);
+	w->ack_ids = calloc(n, sizeof *w->ack_ids);
+	w->ack_pos = calloc(n, sizeof *w->ack_pos);
+	w->ack_ok = calloc(n, 1);
+	w->grouped = calloc(n, 1);
+	w->threads = calloc((size_t)l->concurrency, sizeof *w->threads);
+	l->claimed = calloc((size_t)l->batch, sizeof *l->claimed);
+	l->pending = calloc(n, sizeof *l->pending);
+	l->stale = calloc(n, 1);
+	if (!w->slots || !w->runq || !w->fin || !w->freel || !w->threads || !l->claimed ||
+	    !l->pending || !l->stale || !w->ack_ids || !w->ack_pos || !w->ack_ok || !w->grouped)
+		return err_set(SD_NOMEM, "out of memory");
 	for (i = 0; i < w->nslots; i++)
 		w->freel[w->n_free++] = w->nslots - 1 - i;
-	w->wake_at_fin = batch;
+	w->wake_at_fin = l->batch;
 	w->avg_run_us = WORKER_CHAIN_MIN_US;	/* chain until we know better */
 	if ((r = db_open(o->db_path, 0, o->sync, &w->db)) != SD_OK ||
 	    (r = notify_open(o->db_path, &w->nt)) != SD_OK)
-		goto out;
-	last_dv = db_data_version(w->db);
+		return r;
+	l->last_dv = db_data_version(w->db);
 	/* counters are for /metrics: a worker without them still works */
 	if (metrics_open(o->db_path, &w->metrics) != SD_OK)
 		log_event(LOG_WARN, "metrics not counted", "worker=%s err=%s", w->name,
 			  err_msg());
+	return SD_OK;
+}
 
-	{
-		pthread_attr_t attr;
-		pthread_attr_init(&attr);
-		pthread_attr_setstacksize(&attr, 512 * 1024);
-		for (i = 0; i < concurrency; i++) {
-			if (pthread_create(&w->threads[i], &attr, handler_thread, w) != 0) {
-				pthread_attr_destroy(&attr);
-				r = err_set(SD_IO, "cannot start handler thread: %s", strerror(errno));
-				goto out_threads;
-			}
-			w->nthreads++;
+/* Start the handler threads; w->nthreads counts those that started. */
+static enum sd_result worker_start_threads(struct worker *w, int concurrency)
+{
+	enum sd_result r = SD_OK;
+	pthread_attr_t attr;
+	int i;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 512 * 1024);
+	for (i = 0; i < concurrency; i++) {
+		if (pthread_create(&w->threads[i], &attr, handler_thread, w) != 0) {
+			r = err_set(SD_IO, "cannot start handler thread: %s", strerror(errno));
+			break;
 		}
-		pthread_attr_destroy(&attr);
+		w->nthreads++;
 	}
-	log_event(LOG_INFO, "worker started", "worker=%s concurrency=%d batch=%d db=%s", w->name,
-		  concurrency, batch, o->db_path);
+	pthread_attr_destroy(&attr);
+	return r;
+}
 
-	for (;;) {
-		int64_t now = clock_now_ms(), now_us = clock_mono_us();
-		int n_claim = 0, n_got = 0, busy, n_extend = 0, flush, wait_ms;
-		int ext_idx[64];
+/* Tell the handler threads to end; wait for them unless abandoned.  Handlers
+ * past the grace period still hold pointers into w: leave them and their
+ * memory to the process exit. */
+static void worker_end_threads(struct worker *w, int abandoned)
+{
+	int i;
 
-		/* 1. Take what the handlers finished. */
-		pthread_mutex_lock(&w->mu);
-		for (i = 0; i < w->n_fin; i++) {
-			if (n_pending == 0)
-				first_pending_us = now_us;
-			pending[n_pending++] = w->fin[i];
-		}
-		w->n_fin = 0;
-		atomic_store_explicit(&w->fin_hint, 0, memory_order_relaxed);
-		busy = w->running + w->rq_len;
-		pthread_mutex_unlock(&w->mu);
-
-		if (!stopping && notify_stop_requested()) {
-			stopping = 1;
-			stop_deadline_us = now_us + grace_ms * 1000;
-			/* jobs claimed but not started go back at once */
-			pthread_mutex_lock(&w->mu);
-			while (w->rq_len > 0) {
-				int idx = w->runq[w->rq_head];
-				w->rq_head = (w->rq_head + 1) % w->nslots;
-				w->rq_len--;
-				w->slots[idx].state = SLOT_FINISHED;
-				w->slots[idx].release = 1;
-				if (n_pending == 0)
-					first_pending_us = now_us;
-				pending[n_pending++] = idx;
-			}
-			busy = w->running;
-			atomic_store_explicit(&w->rq_hint, 0, memory_order_relaxed);
-			pthread_mutex_unlock(&w->mu);
-			log_event(LOG_INFO, "worker stopping", "worker=%s running=%d grace_ms=%lld",
-				  w->name, busy, (long long)grace_ms);
-		}
-
-		/* 2. Decide this turn's transaction. */
-		flush = n_pending > 0 &&
-			(n_pending >= batch || busy == 0 || stopping ||
-			 now_us - first_pending_us >= flush_us);
-		/* Claim only together with a flush, or when nothing waits for one:
-		 * a claim of its own would cost a commit that the flush can carry. */
-		if (!stopping && more_work && busy < concurrency && (flush || n_pending == 0))
-			n_claim = concurrency - busy < batch ? concurrency - busy : batch;
-		for (i = 0; i < w->nslots && n_extend < 64; i++) {
-			struct slot *s = &w->slots[i];
-			if ((s->state == SLOT_RUNNING || s->state == SLOT_QUEUED) && now >= s->extend_at)
-				ext_idx[n_extend++] = i;
-		}
-
-		if (flush || n_claim > 0 || n_extend > 0) {
-			int n_settled = 0;
-
-			r = db_begin(w->db);
-			for (i = 0; r == SD_OK && i < n_extend; i++) {
-				struct slot *s = &w->slots[ext_idx[i]];
-				int64_t until;
-				enum sd_result er = queue_extend(w->db, s->job->id, s->job->lease_token,
-								 s->lease_ms, &until);
-				if (er == SD_OK) {
-					s->extend_at = until - s->lease_ms / 2;
-					st.extended++;
-				} else if (er == SD_STALE) {
-					/* reclaimed elsewhere: the handler runs on; its
-					 * result will be refused as stale */
-					s->extend_at = INT64_MAX;
-					log_event(LOG_WARN, "lease expired under a live worker",
-						  "worker=%s job_id=%s kind=%s delivery=%lld",
-						  w->name, s->job->job_id, s->job->kind,
-						  (long long)s->job->deliveries);
-				} else {
-					r = er;
-				}
-			}
-			if (r == SD_OK && flush) {
-				r = settle_all(w, pending, n_pending, &st, stale);
-				for (i = 0; i < n_pending; i++)
-					settled[n_settled++] = pending[i];
-			}
-			if (r == SD_OK && n_claim > 0) {
-				r = queue_claim(w->db, w->name, n_claim, o->lease_ms, claimed, &n_got);
-			}
-			if (r == SD_OK) {
-				r = db_commit(w->db);
-				if (r != SD_OK) {
-					for (i = 0; i < n_got; i++)
-						job_free(claimed[i]);
-					n_got = 0;
-				}
-			} else {
-				db_rollback(w->db);
-			}
-			if (r != SD_OK) {
-				/* Nothing of this turn happened; results stay pending. */
-				int64_t wait = tx_failed(w, r, &errors);
-
-				if (wait < 0)
-					goto out_stop;
-				notify_pause(w->nt, (int)wait);
-				continue;
-			}
-			errors = 0;
-			episode_end(&w->tx_ep, "queue transactions succeed again", w->name_kv);
-			if (flush) {
-				for (i = 0; i < n_settled; i++) {
-					if (!stale[i])
-						log_settled(w, &w->slots[settled[i]]);
-					slot_clear(w, settled[i]);
-				}
-				n_pending = 0;
-				if (w->o->progress)
-					w->o->progress(w->o->progress_arg, &st);
-			}
-			if (n_claim > 0) {
-				st.claimed += n_got;
-				if (n_got < n_claim)
-					more_work = 0;
-				if (n_got > 0) {
-					pthread_mutex_lock(&w->mu);
-					for (i = 0; i < n_got; i++) {
-						int idx = w->freel[--w->n_free];
-						struct slot *s = &w->slots[idx];
-						s->job = claimed[i];
-						s->state = SLOT_QUEUED;
-						s->lease_ms = lease_for(w, claimed[i]);
-						s->extend_at = claimed[i]->lease_until - s->lease_ms / 2;
-						w->runq[(w->rq_head + w->rq_len) % w->nslots] = idx;
-						w->rq_len++;
-					}
-					w->progress_us = clock_mono_us();
-					atomic_store_explicit(&w->rq_hint, w->rq_len, memory_order_relaxed);
-					atomic_store_explicit(&w->busy_hint, w->running + w->rq_len,
-							      memory_order_relaxed);
-					if (w->idle > 0)
-						pthread_cond_signal(&w->cv);
-					pthread_mutex_unlock(&w->mu);
-				}
-			}
-			if (n_claim > 0 && n_got == 0 && !stopping) {
-				r = queue_next_visible(w->db, &next_visible);
-				if (r != SD_OK)
-					next_visible = -1;
-				r = SD_OK;
-			}
-			continue;	/* look again before sleeping */
-		}
-
-		/* 3. Nothing to write this turn: stop, drain, prune, or sleep. */
-		if (stopping) {
-			if (busy == 0 && n_pending == 0)
-				break;
-			if (now_us >= stop_deadline_us) {
-				abandoned = 1;
-				break;
-			}
-		}
-		if (!stopping && busy == 0 && n_pending == 0 && !more_work) {
-			if (o->drain) {
-				int64_t left = 0;
-				if ((r = queue_pending(w->db, &left)) != SD_OK)
-					goto out_stop;
-				if (left == 0)
-					break;
-			}
-			if (o->retention_ms > 0 && now_us >= next_prune_us) {
-				int64_t pruned = 0;
-				if (queue_prune_done(w->db, o->retention_ms, 1000, &pruned) == SD_OK &&
-				    pruned > 0)
-					log_event(LOG_INFO, "pruned finished jobs", "worker=%s n=%lld",
-						  w->name, (long long)pruned);
-				next_prune_us = now_us + (pruned == 1000 ? 0 : 60LL * 1000000);
-				if (pruned == 1000)
-					continue;
-			}
-		}
-
-		/* 4. Sleep until something can happen. */
-		wait_ms = 1000;
-		if (busy > 0 && wait_ms > flush_us / 1000)
-			wait_ms = (int)(flush_us / 1000) > 0 ? (int)(flush_us / 1000) : 1;
-		if (n_pending > 0) {
-			int64_t due = (first_pending_us + flush_us - now_us) / 1000;
-			wait_ms = due < 1 ? 1 : (int)due;
-		}
-		for (i = 0; i < w->nslots; i++) {
-			struct slot *s = &w->slots[i];
-			if ((s->state == SLOT_RUNNING || s->state == SLOT_QUEUED) &&
-			    s->extend_at != INT64_MAX && s->extend_at - now < wait_ms)
-				wait_ms = s->extend_at - now < 1 ? 1 : (int)(s->extend_at - now);
-		}
-		if (!more_work && next_visible >= 0 && next_visible - now < wait_ms)
-			wait_ms = next_visible - now < 1 ? 1 : (int)(next_visible - now);
-		if (stopping) {
-			int64_t left = (stop_deadline_us - now_us) / 1000 + 1;
-			if (left < wait_ms)
-				wait_ms = (int)left;
-		}
-		pthread_mutex_lock(&w->mu);
-		if (w->n_fin > 0) {
-			pthread_mutex_unlock(&w->mu);
-			continue;	/* results arrived meanwhile: collect them */
-		}
-		if (w->rq_len > 0 && w->idle > 0) {
-			/* jobs wait while threads idle: the running ones did not
-			 * chain (short jobs so far).  When the run queue has not
-			 * moved for 1 ms (a long job among short ones), wake every
-			 * idle thread; look again in 1 ms. */
-			if (clock_mono_us() - w->progress_us >= 1000)
-				pthread_cond_broadcast(&w->cv);
-			wait_ms = 1;
-		}
-		/* handlers wake the loop when a batch of results is full or every
-		 * thread is idle; a lone result among long jobs waits for the
-		 * next tick (flush_ms, below), so a batch of short jobs costs one
-		 * wake-up, not one per job */
-		w->loop_waiting = 1;
-		w->wake_at_fin = batch - n_pending;
-		if (w->wake_at_fin < 1)
-			w->wake_at_fin = 1;
-		if (busy > 0 && w->avg_run_us < WORKER_SPIN_JOB_US &&
-		    clock_mono_us() - w->progress_us < 2 * WORKER_SPIN_US) {
-			/* short jobs running, one just started: its result is
-			 * microseconds away.  A long job among short ones stops
-			 * the spinning after one round: the loop then sleeps. */
-			int want = w->wake_at_fin;
-			int64_t until = clock_mono_us() + WORKER_SPIN_US;
-
-			w->loop_waiting = 0;
-			pthread_mutex_unlock(&w->mu);
-			while (atomic_load_explicit(&w->fin_hint, memory_order_relaxed) < want &&
-			       atomic_load_explicit(&w->busy_hint, memory_order_relaxed) > 0 &&
-			       clock_mono_us() < until)
-				cpu_relax();
-			continue;
-		}
-		pthread_mutex_unlock(&w->mu);
-		if (notify_wait(w->nt, wait_ms)) {
-			/* Woken: by a handler, by a commit in this process, or by a
-			 * write to the WAL.  data_version tells another connection's
-			 * commit from our own; it only matters while we believe the
-			 * stream has nothing for us. */
-			if (!more_work) {
-				int64_t dv = db_data_version(w->db);
-				if (dv != last_dv || busy == 0) {
-					last_dv = dv;
-					more_work = 1;
-				}
-			}
-		} else if (!more_work && next_visible >= 0 && clock_now_ms() >= next_visible) {
-			more_work = 1;
-		} else if (!more_work && wait_ms >= 1000) {
-			more_work = 1;	/* the safety net: look at least once a second */
-		}
-		pthread_mutex_lock(&w->mu);
-		w->loop_waiting = 0;
-		pthread_mutex_unlock(&w->mu);
-	}
-
-out_stop:
-	/* Give back every lease still held: jobs not started at once, running
-	 * ones only when the grace period ran out (their handlers are
-	 * abandoned).  Results that came in are recorded first. */
-	{
-		pthread_mutex_lock(&w->mu);
-		w->quit = 1;
-		while (w->rq_len > 0) {
-			int idx = w->runq[w->rq_head];
-			w->rq_head = (w->rq_head + 1) % w->nslots;
-			w->rq_len--;
-			w->slots[idx].state = SLOT_FINISHED;
-			w->slots[idx].release = 1;
-			pending[n_pending++] = idx;
-		}
-		for (i = 0; i < w->n_fin; i++)
-			pending[n_pending++] = w->fin[i];
-		w->n_fin = 0;
-		for (i = 0; i < w->nslots; i++) {
-			if (w->slots[i].state == SLOT_RUNNING) {
-				w->slots[i].release = 1;
-				pending[n_pending++] = i;
-			}
-		}
-		pthread_cond_broadcast(&w->cv);
-		pthread_mutex_unlock(&w->mu);
-		if (n_pending > 0 && db_begin(w->db) == SD_OK) {
-			enum sd_result sr = SD_OK;
-			sr = settle_all(w, pending, n_pending, &st, stale);
-			if (sr == SD_OK)
-				sr = db_commit(w->db);
-			else
-				db_rollback(w->db);
-			if (sr != SD_OK)
-				log_event(LOG_ERROR, "could not record the last results; their leases "
-					  "will expire", "worker=%s", w->name);
-		}
-		log_event(LOG_INFO, "worker stopped",
-			  "worker=%s done=%lld failed=%lld dead=%lld snoozed=%lld stale=%lld "
-			  "released=%lld abandoned=%d", w->name, (long long)st.done,
-			  (long long)st.failed, (long long)st.dead, (long long)st.snoozed,
-			  (long long)st.stale, (long long)st.released, abandoned);
-	}
-out_threads:
 	pthread_mutex_lock(&w->mu);
 	w->quit = 1;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
-	if (abandoned) {
-		/* Handlers past the grace period still hold pointers into w: leave
-		 * them and their memory to the process exit. */
-		for (i = 0; i < w->nthreads; i++)
+	for (i = 0; i < w->nthreads; i++) {
+		if (abandoned)
 			pthread_detach(w->threads[i]);
-		if (stats_out)
-			*stats_out = st;
-		free(claimed);
-		free(pending);
-		free(settled);
-		free(stale);
-		return r == SD_OK ? SD_TIMEOUT : r;
+		else
+			pthread_join(w->threads[i], NULL);
 	}
-	for (i = 0; i < w->nthreads; i++)
-		pthread_join(w->threads[i], NULL);
-out:
+}
+
+enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stats_out)
+{
+	struct loop l = { 0 };
+	enum sd_result r;
+
+	l.w = calloc(1, sizeof *l.w);
+	if (!l.w)
+		return err_set(SD_NOMEM, "out of memory");
+	if ((r = worker_open(&l, o)) == SD_OK &&
+	    (r = worker_start_threads(l.w, l.concurrency)) == SD_OK) {
+		log_event(LOG_INFO, "worker started", "worker=%s concurrency=%d batch=%d db=%s",
+			  l.w->name, l.concurrency, l.batch, o->db_path);
+		r = loop_run(&l);
+		loop_shut_down(&l);
+	}
+	worker_end_threads(l.w, l.abandoned);
 	if (stats_out)
-		*stats_out = st;
-	free(claimed);
-	free(pending);
-	free(settled);
-	free(stale);
-	worker_free(w);
+		*stats_out = l.st;
+	free(l.claimed);
+	free(l.pending);
+	free(l.stale);
+	if (l.abandoned)
+		return r == SD_OK ? SD_TIMEOUT : r;
+	worker_free(l.w);
 	return r;
 }

@@ -367,13 +367,23 @@ static void test_relay_run_progress_callback(void **state)
 	assert_int_equal(count(state, "SELECT count(DISTINCT job_id) FROM stream"), 8);
 }
 
-/* show_progress with drain: the relay's progress on stderr; here a pipe, so
- * plain lines, the last one final with every row counted. */
-static void test_relay_run_shows_progress(void **state)
+/* The last progress callback the relay made. */
+static void relay_last(void *arg, int64_t published, int64_t total)
+{
+	int64_t *last = arg;
+
+	last[0] = published;
+	last[1] = total;
+}
+
+/* Draining with a progress callback, the relay itself writes nothing on
+ * stderr: showing progress is its caller's (`relay --drain` draws the bar,
+ * tests/test_progress.c); the callback sees every row counted. */
+static void test_relay_run_shows_nothing_itself(void **state)
 {
 	struct tu_env *env = *state;
 	struct outbox_relay_opts o = { 0 };
-	int64_t published = -1;
+	int64_t published = -1, last[2] = { -1, -1 };
 	enum log_level was = log_get_level();
 	char buf[4096];
 	ssize_t n;
@@ -385,7 +395,8 @@ static void test_relay_run_shows_progress(void **state)
 	assert_int_equal(db_commit(env->db), SD_OK);
 	o.batch = 3;
 	o.drain = 1;
-	o.show_progress = 1;
+	o.progress = relay_last;
+	o.arg = last;
 	assert_int_equal(pipe(fds), 0);
 	fflush(stderr);
 	saved = dup(STDERR_FILENO);
@@ -401,10 +412,9 @@ static void test_relay_run_shows_progress(void **state)
 	close(fds[0]);
 	assert_int_equal(i, SD_OK);
 	assert_int_equal(published, 7);
-	assert_true(n > 0);
-	buf[n] = '\0';
-	assert_non_null(strstr(buf, "progress label=relay done=7 total=7 "));
-	assert_non_null(strstr(buf, " unit=rows final=true\n"));
+	assert_int_equal(last[0], 7);
+	assert_int_equal(last[1], 7);
+	assert_int_equal(n, 0);
 }
 
 int main(void)
@@ -419,7 +429,7 @@ int main(void)
 		T(test_relay_crash_mid_batch_publishes_once),
 		T(test_relay_run_drains),
 		T(test_relay_run_progress_callback),
-		T(test_relay_run_shows_progress),
+		T(test_relay_run_shows_nothing_itself),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
