@@ -402,12 +402,13 @@ struct claim_req {
 	const char *worker;	/* leased_by */
 };
 
-/* claim_level: lease up to n - *got visible entries of one priority level
- * (of the lowest level when has_level is 0) into out[*got..], *got moved on. */
-static enum sd_result claim_level(struct db *db, const struct claim_req *c, int has_level,
-				  int64_t level, int n, struct job **out, int *got)
+/* claim_level: lease up to n - *got visible entries into out[*got..], *got
+ * moved on: of the lowest level (above 0), else of the lowest level above
+ * `level` (any level: has_level 0) that has a visible entry. */
+static enum sd_result claim_level(struct db *db, const struct claim_req *c, int above,
+				  int has_level, int64_t level, int n, struct job **out, int *got)
 {
-	struct db_stmt *st = db_stmt(db, QUEUE_SQL_CLAIM);
+	struct db_stmt *st = db_stmt(db, above ? QUEUE_SQL_CLAIM_ABOVE : QUEUE_SQL_CLAIM);
 	enum sd_result r;
 	int row;
 
@@ -418,9 +419,9 @@ static enum sd_result claim_level(struct db *db, const struct claim_req *c, int 
 	db_bind_int(st, 3, c->token);
 	db_bind_text(st, 4, c->worker);
 	db_bind_int(st, 5, n - *got);
-	if (has_level)
+	if (above && has_level)
 		db_bind_int(st, 6, level);
-	else
+	else if (above)
 		db_bind_null(st, 6);
 	for (;;) {
 		if ((r = db_step(st, &row)) != SD_OK)
@@ -443,64 +444,35 @@ static enum sd_result claim_level(struct db *db, const struct claim_req *c, int 
 	return SD_OK;
 }
 
-/* One priority from a seek, ?1 bound to above (NULL unless has_above):
- * [out] *found 0 when the stream has none. */
-static enum sd_result level_seek(struct db *db, const char *sql, int has_above, int64_t above,
-				 int *found, int64_t *level)
-{
-	struct db_stmt *st = db_stmt(db, sql);
-	enum sd_result r;
-	int row = 0;
-
-	if (!st)
-		return SD_DB;
-	if (has_above)
-		db_bind_int(st, 1, above);
-	else
-		db_bind_null(st, 1);
-	if ((r = db_step(st, &row)) != SD_OK)
-		return r;
-	*found = row && !db_col_is_null(st, 0);
-	if (*found)
-		*level = db_col_int(st, 0);
-	db_reset(st);
-	return SD_OK;
-}
-
 /*
  * claim_levels: fill out[0..n) level by level, in ascending priority.  Each
  * level is read through the index up to `now` and no further, so entries
- * that wait (scheduled, leased) cost nothing.  What a claim costs is one
- * index seek per priority level it passes: the levels below and including
- * the last one it takes from, ~L log N for L distinct priorities present in
- * the stream.  Priorities are any int64 here; the CLI accepts -1,000,000 to
- * 1,000,000 and the ticket pipeline uses 0 alone, so L is 1 in practice and
- * a few when an operator splits urgent work off.  A full batch from the
- * lowest level is one statement, as a single claim over every level was;
- * each further level adds two (the seek, the level's claim).
+ * that wait (scheduled, leased) cost nothing; the levels with nothing
+ * visible cost two index seeks each (QUEUE_SQL_LEVEL_READY), inside the
+ * claim's statement.  So a claim costs ~L log N for the L distinct
+ * priorities in the stream up to the last level it takes from (all of them
+ * when it comes back short).  Priorities are any int64 here; the CLI accepts
+ * -1,000,000 to 1,000,000 and the ticket pipeline uses 0 alone, so L is 1 in
+ * practice and a few when an operator splits urgent work off.  A batch that
+ * the lowest level fills is one statement; one that comes back short takes
+ * one more per further level it takes from, and one that finds nothing.
  */
 static enum sd_result claim_levels(struct db *db, const struct claim_req *c, int n,
 				   struct job **out, int *got)
 {
 	enum sd_result r;
-	int64_t level = 0;
-	int found, known;
+	int before;
 
-	if ((r = claim_level(db, c, 0, 0, n, out, got)) != SD_OK || *got == n)
+	if ((r = claim_level(db, c, 0, 0, 0, n, out, got)) != SD_OK)
 		return r;
-	/* the lowest level's priority, when it gave an entry; else "above the
-	 * lowest" is the seek's own */
-	known = *got > 0;
-	if (known)
-		level = out[*got - 1]->priority;
-	for (;;) {
-		r = level_seek(db, QUEUE_SQL_CLAIM_NEXT, known, level, &found, &level);
-		if (r != SD_OK || !found)
-			return r;
-		known = 1;
-		if ((r = claim_level(db, c, 1, level, n, out, got)) != SD_OK || *got == n)
+	while (*got < n) {
+		before = *got;
+		r = claim_level(db, c, 1, *got > 0, *got > 0 ? out[*got - 1]->priority : 0, n, out,
+				got);
+		if (r != SD_OK || *got == before)
 			return r;
 	}
+	return SD_OK;
 }
 
 /*
@@ -591,81 +563,21 @@ freeall:
 
 /* ======================== calls on a lease =============================== */
 
-/* Per-kind sums of the finished jobs one ack copied, for done_totals. */
-struct ack_sum {
-	char kind[QUEUE_KIND_MAX + 1];
-	int64_t n;		/* jobs of this kind */
-	int64_t reclaims;	/* the reclaims they stand for */
-};
-
-/* ack_add: one "kind" "n" "reclaims" into done_totals. */
-static enum sd_result ack_add(struct db *db, const struct ack_sum *s)
+/* ack_time: the `copied` jobs an ack finished at now, into done_times. */
+static enum sd_result ack_time(struct db *db, int64_t now, int64_t copied)
 {
-	struct db_stmt *st = db_stmt(db, QUEUE_SQL_TOTALS_DONE);
+	struct db_stmt *st = db_stmt(db, QUEUE_SQL_DONE_TIME);
 
 	if (!st)
 		return SD_DB;
-	db_bind_text(st, 1, s->kind);
-	db_bind_int(st, 2, s->n);
-	db_bind_int(st, 3, s->reclaims);
-	return db_run(st);
-}
-
-/*
- * ack_totals: step an ack's bound copy statement (RETURNING kind, reclaims)
- * to its end and count what it copied, in the ack's transaction: one row per
- * kind into done_totals, one into done_times (the copy gave every job the
- * same finished_at, now).  sums has room for max kinds.
- * [out] *copied: the jobs copied (0: the token was stale for every one).
- */
-static enum sd_result ack_totals(struct db *db, struct db_stmt *copy, int64_t now,
-				 struct ack_sum *sums, int max, int64_t *copied)
-{
-	struct db_stmt *st;
-	enum sd_result r;
-	int n_sums = 0, row, i;
-
-	*copied = 0;
-	for (;;) {
-		const char *kind;
-
-		if ((r = db_step(copy, &row)) != SD_OK)
-			return r;
-		if (!row)
-			break;
-		kind = db_col_text(copy, 0);
-		for (i = 0; i < n_sums && strcmp(sums[i].kind, kind) != 0; i++)
-			;
-		if (i == n_sums) {
-			if (n_sums == max) {	/* cannot happen: one row per id */
-				db_reset(copy);
-				return err_set(SD_DB, "ack copied more jobs than named");
-			}
-			snprintf(sums[i].kind, sizeof sums[i].kind, "%s", kind);
-			sums[i].n = sums[i].reclaims = 0;
-			n_sums++;
-		}
-		sums[i].n++;
-		sums[i].reclaims += db_col_int(copy, 1);
-		(*copied)++;
-	}
-	db_reset(copy);
-	for (i = 0; i < n_sums; i++)
-		if ((r = ack_add(db, &sums[i])) != SD_OK)
-			return r;
-	if (*copied == 0)
-		return SD_OK;
-	if (!(st = db_stmt(db, QUEUE_SQL_DONE_TIME)))
-		return SD_DB;
-	db_bind_int(st, 1, now);
-	db_bind_int(st, 2, *copied);
+	db_bind_int(st, 3, now);
+	db_bind_int(st, 4, copied);
 	return db_run(st);
 }
 
 enum sd_result queue_ack(struct db *db, int64_t id, int64_t token)
 {
 	int64_t now, copied;
-	struct ack_sum sum;
 	struct db_stmt *st;
 	enum sd_result r;
 
@@ -679,12 +591,23 @@ enum sd_result queue_ack(struct db *db, int64_t id, int64_t token)
 	db_bind_int(st, 1, id);
 	db_bind_int(st, 2, token);
 	db_bind_int(st, 3, now);
-	if ((r = ack_totals(db, st, now, &sum, 1, &copied)) != SD_OK)
+	if ((r = db_run(st)) != SD_OK)
 		goto out;
-	if (copied == 0) {
+	if ((copied = db_changes(db)) == 0) {
 		r = err_set(SD_STALE, "entry %lld: lease token is stale", (long long)id);
 		goto out;
 	}
+	if ((r = ack_time(db, now, copied)) != SD_OK)
+		goto out;
+	/* the kind and the reclaims, from the entry before it goes */
+	if (!(st = db_stmt(db, QUEUE_SQL_ACK_TOTALS))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_int(st, 1, id);
+	db_bind_int(st, 2, token);
+	if ((r = db_run(st)) != SD_OK)
+		goto out;
 	if (!(st = db_stmt(db, QUEUE_SQL_ACK_DELETE))) {
 		r = SD_DB;
 		goto out;
@@ -706,6 +629,48 @@ static int id_pos_cmp(const void *a, const void *b)
 	int64_t x = ((const struct id_pos *)a)->id, y = ((const struct id_pos *)b)->id;
 
 	return x < y ? -1 : x > y;
+}
+
+/* Per-kind sums of the jobs one batch ack finished, for done_totals. */
+struct ack_sum {
+	char kind[QUEUE_KIND_MAX + 1];
+	int64_t n;		/* jobs of this kind */
+	int64_t reclaims;	/* the reclaims they stand for */
+};
+
+/* ack_sum_add: one finished job into sums[0..*n_sums). */
+static void ack_sum_add(struct ack_sum *sums, int *n_sums, const char *kind, int64_t reclaims)
+{
+	int i;
+
+	for (i = 0; i < *n_sums && strcmp(sums[i].kind, kind) != 0; i++)
+		;
+	if (i == *n_sums) {
+		snprintf(sums[i].kind, sizeof sums[i].kind, "%s", kind);
+		sums[i].n = sums[i].reclaims = 0;
+		(*n_sums)++;
+	}
+	sums[i].n++;
+	sums[i].reclaims += reclaims;
+}
+
+/* ack_sums_store: sums[0..n_sums) into done_totals, one statement a kind. */
+static enum sd_result ack_sums_store(struct db *db, const struct ack_sum *sums, int n_sums)
+{
+	enum sd_result r = SD_OK;
+	int i;
+
+	for (i = 0; i < n_sums && r == SD_OK; i++) {
+		struct db_stmt *st = db_stmt(db, QUEUE_SQL_ACK_MANY_TOTALS);
+
+		if (!st)
+			return SD_DB;
+		db_bind_text(st, 1, sums[i].kind);
+		db_bind_int(st, 2, sums[i].n);
+		db_bind_int(st, 3, sums[i].reclaims);
+		r = db_run(st);
+	}
+	return r;
 }
 
 /* ack_mark: acked[pos] = 1 for id, found in order[0..n) (sorted by id) by
@@ -736,7 +701,7 @@ enum sd_result queue_ack_many(struct db *db, int64_t token, const int64_t *ids, 
 	struct db_stmt *st;
 	enum sd_result r;
 	char *list, *p;
-	int i, row;
+	int i, row, n_sums = 0;
 
 	if (n < 1)
 		return SD_OK;
@@ -777,7 +742,9 @@ enum sd_result queue_ack_many(struct db *db, int64_t token, const int64_t *ids, 
 	db_bind_text(st, 1, list);
 	db_bind_int(st, 2, token);
 	db_bind_int(st, 3, now);
-	if ((r = ack_totals(db, st, now, sums, n, &copied)) != SD_OK || copied == 0)
+	if ((r = db_run(st)) != SD_OK || (copied = db_changes(db)) == 0)
+		goto out;	/* nothing copied: every token was stale */
+	if ((r = ack_time(db, now, copied)) != SD_OK)
 		goto out;
 	if (!(st = db_stmt(db, QUEUE_SQL_ACK_MANY_DELETE))) {
 		r = SD_DB;
@@ -785,9 +752,13 @@ enum sd_result queue_ack_many(struct db *db, int64_t token, const int64_t *ids, 
 	}
 	db_bind_text(st, 1, list);
 	db_bind_int(st, 2, token);
-	while ((r = db_step(st, &row)) == SD_OK && row)
+	while ((r = db_step(st, &row)) == SD_OK && row) {
 		ack_mark(order, n, db_col_int(st, 0), acked);
+		ack_sum_add(sums, &n_sums, db_col_text(st, 1), db_col_int(st, 2));
+	}
 	db_reset(st);
+	if (r == SD_OK)
+		r = ack_sums_store(db, sums, n_sums);
 out:
 	r = tx_end(db, r);
 out_free:
@@ -1173,9 +1144,10 @@ enum sd_result queue_each_live(struct db *db, const char *kind, const char *fiel
 }
 
 static const char SQL_PENDING[] = "SELECT count(*) FROM stream";
-/* The lowest level, and the earliest entry of one level: one seek each in
- * stream_claim. */
+/* The lowest level, the next one above ?1, and the earliest entry of one
+ * level: one seek each in stream_claim. */
 static const char SQL_LEVEL_FIRST[] = "SELECT min(priority) FROM stream";
+static const char SQL_LEVEL_NEXT[] = "SELECT min(priority) FROM stream WHERE priority > ?1";
 static const char SQL_LEVEL_NEXT_VISIBLE[] =
 	"SELECT min(visible_at) FROM stream WHERE priority = ?1";
 
@@ -1199,6 +1171,27 @@ enum sd_result queue_pending(struct db *db, int64_t *n)
 	return one_int(db, SQL_PENDING, n, 0);
 }
 
+/* One int64 from a statement with ?1 bound to arg: [out] *found 0 when the
+ * answer is NULL. */
+static enum sd_result level_seek(struct db *db, const char *sql, int64_t arg, int *found,
+				 int64_t *v)
+{
+	struct db_stmt *st = db_stmt(db, sql);
+	enum sd_result r;
+	int row = 0;
+
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, arg);
+	if ((r = db_step(st, &row)) != SD_OK)
+		return r;
+	*found = row && !db_col_is_null(st, 0);
+	if (*found)
+		*v = db_col_int(st, 0);
+	db_reset(st);
+	return SD_OK;
+}
+
 /* Level by level, as the claim walks (claim_levels): min(visible_at) over
  * the whole stream would read every entry of stream_claim, after every
  * empty claim of a waiting worker. */
@@ -1209,16 +1202,16 @@ enum sd_result queue_next_visible(struct db *db, int64_t *at)
 	int found, any = 0;
 
 	*at = -1;
-	if ((r = level_seek(db, SQL_LEVEL_FIRST, 0, 0, &found, &level)) != SD_OK)
+	if ((r = level_seek(db, SQL_LEVEL_FIRST, 0, &found, &level)) != SD_OK)
 		return r;
 	while (found) {
-		if ((r = level_seek(db, SQL_LEVEL_NEXT_VISIBLE, 1, level, &found, &v)) != SD_OK)
+		if ((r = level_seek(db, SQL_LEVEL_NEXT_VISIBLE, level, &found, &v)) != SD_OK)
 			return r;
 		if (found && (!any || v < best)) {
 			best = v;
 			any = 1;
 		}
-		if ((r = level_seek(db, QUEUE_SQL_CLAIM_NEXT, 1, level, &found, &level)) != SD_OK)
+		if ((r = level_seek(db, SQL_LEVEL_NEXT, level, &found, &level)) != SD_OK)
 			return r;
 	}
 	if (any)

@@ -20,60 +20,82 @@
  * at once could not stop there: it would walk every waiting entry of the
  * lower levels to reach the next one.
  *
- * CLAIM takes up to ?5 visible entries of level ?6 (NULL: the lowest level in
- * the stream, found by one index seek) in (visible_at, id) order.  An entry
- * that still carries a token had its lease expire: that delivery counts as an
- * expiry.  leased_at is the claim's time (the lease's age on the dashboard).
- * ?1 now ?2 lease_ms ?3 token ?4 worker ?5 n ?6 priority or NULL
+ * CLAIM takes up to ?5 visible entries of the lowest level in (visible_at,
+ * id) order: one seek finds the level.  It fills most batches alone.  When it
+ * comes back short, CLAIM_ABOVE takes from the lowest level above ?6 (NULL:
+ * any) that has a visible entry, found by index seeks alone
+ * (QUEUE_SQL_LEVEL_READY: the next priority above the last, then whether its
+ * first entry is visible, until one is); it is the heavier statement, so it
+ * runs only then.  An entry that still carries a token had its lease expire:
+ * that delivery counts as an expiry.  leased_at is the claim's time (the
+ * lease's age on the dashboard).
+ * ?1 now ?2 lease_ms ?3 token ?4 worker ?5 n [?6 priority or NULL]
  */
-#define QUEUE_SQL_CLAIM \
+#define QUEUE_SQL_CLAIM_SET \
 	"UPDATE stream SET visible_at = ?1 + ?2, lease_token = ?3, leased_by = ?4, leased_at = ?1, " \
 	"deliveries = deliveries + 1, expiries = expiries + (lease_token IS NOT NULL) " \
-	"WHERE id IN (SELECT id FROM stream WHERE " \
-	"priority = coalesce(?6, (SELECT min(priority) FROM stream)) AND visible_at <= ?1 " \
-	"ORDER BY visible_at, id LIMIT ?5) " \
+	"WHERE id IN (SELECT id FROM stream WHERE priority = "
+#define QUEUE_SQL_CLAIM_TAIL \
+	" AND visible_at <= ?1 ORDER BY visible_at, id LIMIT ?5) " \
 	"RETURNING id, job_id, kind, payload, priority, deliveries, expiries, attempts, created_at"
+#define QUEUE_SQL_LEVEL_READY \
+	"(WITH RECURSIVE lv(p) AS (" \
+	"SELECT (SELECT min(priority) FROM stream " \
+	"WHERE priority >= coalesce(?6 + 1, -9223372036854775808)) " \
+	"UNION ALL SELECT (SELECT min(priority) FROM stream WHERE priority > lv.p) FROM lv " \
+	"WHERE lv.p IS NOT NULL AND NOT EXISTS " \
+	"(SELECT 1 FROM stream WHERE priority = lv.p AND visible_at <= ?1)) " \
+	"SELECT p FROM lv WHERE EXISTS " \
+	"(SELECT 1 FROM stream WHERE priority = lv.p AND visible_at <= ?1))"
+#define QUEUE_SQL_CLAIM \
+	QUEUE_SQL_CLAIM_SET "(SELECT min(priority) FROM stream)" QUEUE_SQL_CLAIM_TAIL
+#define QUEUE_SQL_CLAIM_ABOVE \
+	QUEUE_SQL_CLAIM_SET QUEUE_SQL_LEVEL_READY QUEUE_SQL_CLAIM_TAIL
 
-/* The next level above ?1 (NULL: above the lowest), by index seeks: what a
- * claim runs when the level it took from had fewer than it asked for. */
-#define QUEUE_SQL_CLAIM_NEXT \
-	"SELECT min(priority) FROM stream WHERE priority > coalesce(?1, " \
-	"(SELECT min(priority) FROM stream))"
-
-/* The ack: copy to done_jobs, then delete; both fenced by the token.  The
- * copy returns the kind and the reclaims the finished job stands for, which
- * the totals below add up.  ?1 id ?2 token ?3 now */
+/* The ack: copy to done_jobs, then delete; both fenced by the token.
+ * ?1 id ?2 token ?3 now */
 #define QUEUE_SQL_ACK_COPY \
 	"INSERT INTO done_jobs (job_id, kind, payload, deliveries, attempts, created_at, " \
 	"finished_at, worker) SELECT job_id, kind, payload, deliveries, attempts, created_at, " \
-	"?3, leased_by FROM stream WHERE id = ?1 AND lease_token = ?2 " \
-	"RETURNING kind, max(deliveries - 1 - attempts, 0)"
+	"?3, leased_by FROM stream WHERE id = ?1 AND lease_token = ?2"
 #define QUEUE_SQL_ACK_DELETE \
 	"DELETE FROM stream WHERE id = ?1 AND lease_token = ?2"
 
 /* The batch ack: every entry of one claim (one token) that finished, named
  * by a JSON array of ids: two statements for the whole batch instead of two
- * per job, and the totals once per kind.  The DELETE returns the ids it
- * removed; an id it did not return was leased again since (stale).
- * ?1 '[id,...]' ?2 token ?3 now */
+ * per job.  The DELETE returns the ids it removed, with the kind and the
+ * reclaims each stands for (for done_totals); an id it did not return was
+ * leased again since (stale).  ?1 '[id,...]' ?2 token ?3 now */
 #define QUEUE_SQL_ACK_MANY_COPY \
 	"INSERT INTO done_jobs (job_id, kind, payload, deliveries, attempts, created_at, " \
 	"finished_at, worker) SELECT job_id, kind, payload, deliveries, attempts, created_at, " \
 	"?3, leased_by FROM stream WHERE lease_token = ?2 AND id IN (SELECT value FROM json_each(?1)) " \
-	"ORDER BY id RETURNING kind, max(deliveries - 1 - attempts, 0)"
+	"ORDER BY id"
 #define QUEUE_SQL_ACK_MANY_DELETE \
 	"DELETE FROM stream WHERE lease_token = ?2 AND id IN (SELECT value FROM json_each(?1)) " \
-	"RETURNING id"
+	"RETURNING id, kind, max(deliveries - 1 - attempts, 0)"
 
-/* The counts an ack adds, in the ack's transaction (schema/0005_totals.sql):
- * per kind, ?1 kind ?2 jobs ?3 their reclaims; per finishing time, ?1 now
- * ?2 jobs. */
-#define QUEUE_SQL_TOTALS_DONE \
-	"INSERT INTO done_totals (kind, done, done_reclaims) VALUES (?1, ?2, ?3) " \
-	"ON CONFLICT (kind) DO UPDATE SET done = done + excluded.done, " \
+/*
+ * The counts an ack adds, in its transaction (schema/0005_totals.sql): per
+ * kind the jobs and the reclaims they stand for, per finishing time the jobs
+ * the copy inserted (its changes, ?4 at ?3).  The single ack reads its kind
+ * from the entry it copied, before the delete (?1 id ?2 token); the batch
+ * adds up what its DELETE returned, one ACK_MANY_TOTALS per kind (?1 kind
+ * ?2 jobs ?3 reclaims).  No RETURNING on the copies: SQLite pays an
+ * ephemeral table per RETURNING statement, more than these cost.
+ */
+#define QUEUE_SQL_TOTALS_UPSERT \
+	" ON CONFLICT (kind) DO UPDATE SET done = done + excluded.done, " \
 	"done_reclaims = done_reclaims + excluded.done_reclaims"
+#define QUEUE_SQL_ACK_TOTALS \
+	"INSERT INTO done_totals (kind, done, done_reclaims) " \
+	"SELECT kind, 1, max(deliveries - 1 - attempts, 0) FROM stream " \
+	"WHERE id = ?1 AND lease_token = ?2" QUEUE_SQL_TOTALS_UPSERT
+#define QUEUE_SQL_ACK_MANY_TOTALS \
+	"INSERT INTO done_totals (kind, done, done_reclaims) VALUES (?1, ?2, ?3)" \
+	QUEUE_SQL_TOTALS_UPSERT
 #define QUEUE_SQL_DONE_TIME \
-	"INSERT INTO done_times (finished_at, n) VALUES (?1, ?2) " \
+	"INSERT INTO done_times (finished_at, n) VALUES (?3, ?4) " \
 	"ON CONFLICT (finished_at) DO UPDATE SET n = n + excluded.n"
 
 #endif

@@ -5,6 +5,7 @@
  * no policies, no logging.  Its rate is the floor against which
  * `stagedoor bench queue` measures the queue's own overhead.
  *
+<<<<<<< HEAD
  *   enqueue    BEGIN IMMEDIATE; E x ENQUEUE; COMMIT  (E: --enqueue-batch,
  *              default B)
  *   claim+ack  each turn: BEGIN IMMEDIATE; ACK_MANY_COPY (+ TOTALS_DONE and
@@ -12,6 +13,14 @@
  *              previous claim; CLAIM up to B, and when that comes back short
  *              the level seek (CLAIM_NEXT) and a CLAIM per further level, as
  *              queue.c's claim_levels; COMMIT -- what
+=======
+ *   enqueue    BEGIN IMMEDIATE; B x ENQUEUE; COMMIT
+ *   claim+ack  each turn: BEGIN IMMEDIATE; ACK_MANY_COPY + DONE_TIME +
+ *              ACK_MANY_DELETE + ACK_MANY_TOTALS (the counts) for the
+ *              previous claim; CLAIM up to B, and while that comes back
+ *              short a CLAIM_ABOVE, as queue.c's claim_levels (the turn
+ *              that finds the stream empty runs one); COMMIT -- what
+>>>>>>> q13
  *              worker.c's loop does when it merges the ack flush with the
  *              next claim.  The turn whose claim comes back empty ends the
  *              run.
@@ -148,7 +157,7 @@ static int64_t enqueue_all(sqlite3 *h, sqlite3_stmt *begin, sqlite3_stmt *commit
 struct turns {
 	sqlite3 *h;
 	sqlite3_stmt *claim, *begin, *commit, *copy, *del, *copy1, *del1;
-	sqlite3_stmt *next, *totals, *times;
+	sqlite3_stmt *above, *totals, *totals1, *times;
 	int64_t *ids, *prev;		/* this claim's ids, the previous claim's */
 	char *list;			/* the previous claim's ids as a JSON array */
 	long long batch;
@@ -157,86 +166,51 @@ struct turns {
 	int64_t us;			/* [out] wall time */
 };
 
-/* Step an ack's copy to its end and add its rows to the counts, as
- * queue.c's ack_totals does (every job here is one kind, "noop"). */
-static void ack_counts(struct turns *t, sqlite3_stmt *copy, int64_t now)
+/* After an ack's copy (bound, already run): its row in done_times, as
+ * queue.c's ack_time adds it; [out] how many it copied. */
+static int64_t ack_time(struct turns *t, int64_t now)
 {
-	int64_t n = 0, reclaims = 0;
-	int rc;
+	int64_t n = sqlite3_changes(t->h);
 
-	while ((rc = sqlite3_step(copy)) == SQLITE_ROW) {
-		n++;
-		reclaims += sqlite3_column_int64(copy, 1);
-	}
-	if (rc != SQLITE_DONE)
-		die("ack copy", t->h);
-	sqlite3_reset(copy);
 	if (n == 0)
-		return;
-	sqlite3_bind_text(t->totals, 1, "noop", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(t->totals, 2, n);
-	sqlite3_bind_int64(t->totals, 3, reclaims);
-	run(t->h, t->totals, "ack totals");
-	sqlite3_bind_int64(t->times, 1, now);
-	sqlite3_bind_int64(t->times, 2, n);
+		return 0;
+	sqlite3_bind_int64(t->times, 3, now);
+	sqlite3_bind_int64(t->times, 4, n);
 	run(t->h, t->times, "ack times");
+	return n;
 }
 
-/* One level seek above `above` (NULL unless known); 0 when there is none. */
-static int seek(sqlite3 *h, sqlite3_stmt *st, int known, int64_t above, int64_t *level)
-{
-	int rc, found;
-
-	if (known)
-		sqlite3_bind_int64(st, 1, above);
-	else
-		sqlite3_bind_null(st, 1);
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW)
-		die("level seek", h);
-	found = sqlite3_column_type(st, 0) != SQLITE_NULL;
-	if (found)
-		*level = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	return found;
-}
-
-/* One claim of up to B - *got from one level (the lowest: has_level 0). */
-static void claim_level(struct turns *t, int has_level, int64_t level, int *got)
+/* One claim of up to B - *got: CLAIM (the lowest level), or CLAIM_ABOVE
+ * (the lowest level above the last one claimed, any when *got is 0). */
+static void claim_level(struct turns *t, sqlite3_stmt *st, int *got)
 {
 	int rc;
 
-	sqlite3_bind_int64(t->claim, 5, t->batch - *got);
-	if (has_level)
-		sqlite3_bind_int64(t->claim, 6, level);
-	else
-		sqlite3_bind_null(t->claim, 6);
-	while ((rc = sqlite3_step(t->claim)) == SQLITE_ROW && *got < t->batch) {
-		t->ids[*got] = sqlite3_column_int64(t->claim, 0);
-		t->prio = sqlite3_column_int64(t->claim, 4);
+	sqlite3_bind_int64(st, 5, t->batch - *got);
+	if (st == t->above && *got > 0)
+		sqlite3_bind_int64(st, 6, t->prio);
+	else if (st == t->above)
+		sqlite3_bind_null(st, 6);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && *got < t->batch) {
+		t->ids[*got] = sqlite3_column_int64(st, 0);
+		t->prio = sqlite3_column_int64(st, 4);
 		(*got)++;
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		die("claim", t->h);
-	sqlite3_reset(t->claim);
+	sqlite3_reset(st);
 }
 
 /* The claim, level by level, as queue.c's claim_levels. */
 static int claim_levels(struct turns *t)
 {
-	int64_t level = 0;
-	int got = 0, known;
+	int got = 0, before;
 
-	claim_level(t, 0, 0, &got);
-	if (got == t->batch)
-		return got;
-	known = got > 0;
-	if (known)
-		level = t->prio;
-	while (seek(t->h, t->next, known, level, &level)) {
-		known = 1;
-		claim_level(t, 1, level, &got);
-		if (got == t->batch)
+	claim_level(t, t->claim, &got);
+	while (got < t->batch) {
+		before = got;
+		claim_level(t, t->above, &got);
+		if (got == before)
 			break;
 	}
 	return got;
@@ -248,11 +222,15 @@ static void *claim_ack(void *arg)
 {
 	struct turns *t = arg;
 	sqlite3 *h = t->h;
-	int64_t t0 = clock_mono_us(), now, token, prev_token = 0;
+	int64_t t0 = clock_mono_us(), now, token, prev_token = 0, acked, reclaims;
 	int n_prev = 0, got, i, rc;
 
-	sqlite3_bind_int64(t->claim, 2, LEASE_MS);
-	sqlite3_bind_text(t->claim, 4, t->worker, -1, SQLITE_STATIC);
+	for (i = 0; i < 2; i++) {
+		sqlite3_stmt *st = i ? t->above : t->claim;
+
+		sqlite3_bind_int64(st, 2, LEASE_MS);
+		sqlite3_bind_text(st, 4, t->worker, -1, SQLITE_STATIC);
+	}
 	for (;;) {
 		now = clock_now_ms();
 		token = token_next();
@@ -262,7 +240,11 @@ static void *claim_ack(void *arg)
 			sqlite3_bind_int64(t->copy1, 1, t->prev[0]);
 			sqlite3_bind_int64(t->copy1, 2, prev_token);
 			sqlite3_bind_int64(t->copy1, 3, now);
-			ack_counts(t, t->copy1, now);
+			run(h, t->copy1, "ack copy");
+			ack_time(t, now);
+			sqlite3_bind_int64(t->totals1, 1, t->prev[0]);
+			sqlite3_bind_int64(t->totals1, 2, prev_token);
+			run(h, t->totals1, "ack totals");
 			sqlite3_bind_int64(t->del1, 1, t->prev[0]);
 			sqlite3_bind_int64(t->del1, 2, prev_token);
 			run(h, t->del1, "ack delete");
@@ -277,17 +259,29 @@ static void *claim_ack(void *arg)
 			sqlite3_bind_text(t->copy, 1, t->list, (int)(p - t->list), SQLITE_STATIC);
 			sqlite3_bind_int64(t->copy, 2, prev_token);
 			sqlite3_bind_int64(t->copy, 3, now);
-			ack_counts(t, t->copy, now);
+			run(h, t->copy, "ack copy");
+			ack_time(t, now);
 			sqlite3_bind_text(t->del, 1, t->list, (int)(p - t->list), SQLITE_STATIC);
 			sqlite3_bind_int64(t->del, 2, prev_token);
-			while ((rc = sqlite3_step(t->del)) == SQLITE_ROW)
-				;
+			/* as queue_ack_many: the rows it returns, added up per kind
+			 * (one kind here) into one ACK_MANY_TOTALS */
+			acked = reclaims = 0;
+			while ((rc = sqlite3_step(t->del)) == SQLITE_ROW) {
+				acked++;
+				reclaims += sqlite3_column_int64(t->del, 2);
+			}
 			if (rc != SQLITE_DONE)
 				die("ack delete", h);
 			sqlite3_reset(t->del);
+			sqlite3_bind_text(t->totals, 1, "noop", -1, SQLITE_STATIC);
+			sqlite3_bind_int64(t->totals, 2, acked);
+			sqlite3_bind_int64(t->totals, 3, reclaims);
+			run(h, t->totals, "ack totals");
 		}
 		sqlite3_bind_int64(t->claim, 1, now);
 		sqlite3_bind_int64(t->claim, 3, token);
+		sqlite3_bind_int64(t->above, 1, now);
+		sqlite3_bind_int64(t->above, 3, token);
 		got = claim_levels(t);
 		run(h, t->commit, "commit");
 		if (got == 0)
@@ -331,7 +325,7 @@ int main(int argc, char **argv)
 	struct db *db;
 	sqlite3 *h;
 	sqlite3_stmt *begin, *commit, *enq, *claim, *copy, *del, *copy1, *del1;
-	sqlite3_stmt *next, *totals, *times;
+	sqlite3_stmt *above, *totals, *totals1, *times;
 	int64_t *ids, *prev, t_enq, t_ca, done, left;
 	char *list;
 
@@ -382,12 +376,13 @@ int main(int argc, char **argv)
 	commit = prep(h, "COMMIT");
 	enq = prep(h, QUEUE_SQL_ENQUEUE);
 	claim = prep(h, QUEUE_SQL_CLAIM);
+	above = prep(h, QUEUE_SQL_CLAIM_ABOVE);
 	copy = prep(h, QUEUE_SQL_ACK_MANY_COPY);
 	del = prep(h, QUEUE_SQL_ACK_MANY_DELETE);
 	copy1 = prep(h, QUEUE_SQL_ACK_COPY);
 	del1 = prep(h, QUEUE_SQL_ACK_DELETE);
-	next = prep(h, QUEUE_SQL_CLAIM_NEXT);
-	totals = prep(h, QUEUE_SQL_TOTALS_DONE);
+	totals = prep(h, QUEUE_SQL_ACK_MANY_TOTALS);
+	totals1 = prep(h, QUEUE_SQL_ACK_TOTALS);
 	times = prep(h, QUEUE_SQL_DONE_TIME);
 	ids = calloc((size_t)batch, sizeof *ids);
 	prev = calloc((size_t)batch, sizeof *prev);
@@ -405,8 +400,8 @@ int main(int argc, char **argv)
 	 * and faulted in again every turn, which would make this floor lower
 	 * than the queue's) */
 	{
-		struct turns t = { h, claim, begin, commit, copy, del, copy1, del1, next,
-				   totals, times, ids, prev, list, batch, worker, 0, 0 };
+		struct turns t = { h, claim, begin, commit, copy, del, copy1, del1,
+				   above, totals, totals1, times, ids, prev, list, batch, worker, 0, 0 };
 		pthread_t th;
 
 		if (pthread_create(&th, NULL, claim_ack, &t) != 0)
@@ -422,12 +417,13 @@ int main(int argc, char **argv)
 	sqlite3_finalize(commit);
 	sqlite3_finalize(enq);
 	sqlite3_finalize(claim);
+	sqlite3_finalize(above);
 	sqlite3_finalize(copy);
 	sqlite3_finalize(del);
 	sqlite3_finalize(copy1);
 	sqlite3_finalize(del1);
-	sqlite3_finalize(next);
 	sqlite3_finalize(totals);
+	sqlite3_finalize(totals1);
 	sqlite3_finalize(times);
 	sqlite3_close(h);
 	free(ids);
