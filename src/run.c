@@ -640,6 +640,15 @@ int cli_run(int argc, char **argv)
 
 	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "run " CLI_CONFIG_USAGE)) != 0)
 		return rc;
+	/* held from the start: a stop that comes while the box opens its
+	 * database is read by the loop and ends it cleanly, not by the signal */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, &R.oldmask);
+	signal(SIGPIPE, SIG_IGN);
 	if ((rc = cli_config_load(&R.cf, &R.cfg)) != 0)
 		return rc;
 	R.argc = argc;
@@ -660,13 +669,6 @@ int cli_run(int argc, char **argv)
 		config_free(&R.cfg);
 		return rc;
 	}
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &set, &R.oldmask);
-	signal(SIGPIPE, SIG_IGN);
 	if ((R.sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
 		db_close(R.db);
 		config_free(&R.cfg);

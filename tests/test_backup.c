@@ -71,11 +71,22 @@ static void order(const struct box *b, const char *ev, int i)
 	       "--seats", "1", "--idempotency-key", key, "--db", b->db), "order add");
 }
 
+/* start_run: `run` on the box, up to its first worker (a SIGTERM before its
+ * handlers are set would end it by the signal, not by a stop) */
 static pid_t start_run(const struct box *b, const char *log)
 {
-	return tu_spawn((const char *const[]){ "run", "--db", b->db, "--workers", "1",
-					       "--mail-url", b->url, "--http-listen", "off", NULL },
-			log);
+	pid_t pid = tu_spawn((const char *const[]){ "run", "--db", b->db, "--workers", "1",
+						    "--mail-url", b->url, "--http-listen", "off",
+						    NULL },
+			     log);
+	int waited;
+
+	for (waited = 0; tu_count_in(log, "msg=\"worker started\"") == 0; waited += 20) {
+		if (waited >= 15000)
+			fail_msg("run started no worker within 15 s (see %s)", log);
+		tu_sleep_ms(20);
+	}
+	return pid;
 }
 
 static void stop_run(pid_t pid)
