@@ -403,8 +403,9 @@ struct claim_req {
 };
 
 /* claim_level: lease up to n - *got visible entries into out[*got..], *got
- * moved on: of the lowest level (above 0), else of the lowest level above
- * `level` (any level: has_level 0) that has a visible entry. */
+ * moved on: with above 0 (QUEUE_SQL_CLAIM) of the lowest level; else
+ * (QUEUE_SQL_CLAIM_ABOVE) of the lowest level above `level` (above any level
+ * when has_level is 0) that has a visible entry. */
 static enum sd_result claim_level(struct db *db, const struct claim_req *c, int above,
 				  int has_level, int64_t level, int n, struct job **out, int *got)
 {
@@ -1151,35 +1152,16 @@ static const char SQL_LEVEL_NEXT[] = "SELECT min(priority) FROM stream WHERE pri
 static const char SQL_LEVEL_NEXT_VISIBLE[] =
 	"SELECT min(visible_at) FROM stream WHERE priority = ?1";
 
-static enum sd_result one_int(struct db *db, const char *sql, int64_t *v, int64_t if_null)
-{
-	struct db_stmt *st = db_stmt(db, sql);
-	enum sd_result r;
-	int row;
-
-	if (!st)
-		return SD_DB;
-	if ((r = db_step(st, &row)) != SD_OK)
-		return r;
-	*v = (!row || db_col_is_null(st, 0)) ? if_null : db_col_int(st, 0);
-	db_reset(st);
-	return SD_OK;
-}
-
-enum sd_result queue_pending(struct db *db, int64_t *n)
-{
-	return one_int(db, SQL_PENDING, n, 0);
-}
-
-/* One int64 from a statement with ?1 bound to arg: [out] *found 0 when the
- * answer is NULL. */
-static enum sd_result level_seek(struct db *db, const char *sql, int64_t arg, int *found,
-				 int64_t *v)
+/* One int64 from sql, ?1 bound to arg (a statement without ?1 ignores it):
+ * [out] *found 0 when the answer is NULL or no row, *v left as it was. */
+static enum sd_result one_int(struct db *db, const char *sql, int64_t arg, int *found,
+			      int64_t *v)
 {
 	struct db_stmt *st = db_stmt(db, sql);
 	enum sd_result r;
 	int row = 0;
 
+	*found = 0;
 	if (!st)
 		return SD_DB;
 	db_bind_int(st, 1, arg);
@@ -1192,6 +1174,14 @@ static enum sd_result level_seek(struct db *db, const char *sql, int64_t arg, in
 	return SD_OK;
 }
 
+enum sd_result queue_pending(struct db *db, int64_t *n)
+{
+	int found;
+
+	*n = 0;
+	return one_int(db, SQL_PENDING, 0, &found, n);
+}
+
 /* Level by level, as the claim walks (claim_levels): min(visible_at) over
  * the whole stream would read every entry of stream_claim, after every
  * empty claim of a waiting worker. */
@@ -1202,16 +1192,16 @@ enum sd_result queue_next_visible(struct db *db, int64_t *at)
 	int found, any = 0;
 
 	*at = -1;
-	if ((r = level_seek(db, SQL_LEVEL_FIRST, 0, &found, &level)) != SD_OK)
+	if ((r = one_int(db, SQL_LEVEL_FIRST, 0, &found, &level)) != SD_OK)
 		return r;
 	while (found) {
-		if ((r = level_seek(db, SQL_LEVEL_NEXT_VISIBLE, level, &found, &v)) != SD_OK)
+		if ((r = one_int(db, SQL_LEVEL_NEXT_VISIBLE, level, &found, &v)) != SD_OK)
 			return r;
 		if (found && (!any || v < best)) {
 			best = v;
 			any = 1;
 		}
-		if ((r = level_seek(db, SQL_LEVEL_NEXT, level, &found, &level)) != SD_OK)
+		if ((r = one_int(db, SQL_LEVEL_NEXT, level, &found, &level)) != SD_OK)
 			return r;
 	}
 	if (any)
@@ -1230,7 +1220,10 @@ static const char SQL_RECLAIMS[] =
 
 enum sd_result queue_reclaims(struct db *db, int64_t *n)
 {
-	return one_int(db, SQL_RECLAIMS, n, 0);
+	int found;
+
+	*n = 0;
+	return one_int(db, SQL_RECLAIMS, 0, &found, n);
 }
 
 /* Bounded by the finishing times after since_ms, not by the history. */
@@ -1239,20 +1232,10 @@ static const char SQL_DONE_SINCE[] =
 
 enum sd_result queue_done_since(struct db *db, int64_t since_ms, int64_t *n)
 {
-	struct db_stmt *st = db_stmt(db, SQL_DONE_SINCE);
-	enum sd_result r;
-	int row = 0;
+	int found;
 
 	*n = 0;
-	if (!st)
-		return SD_DB;
-	db_bind_int(st, 1, since_ms);
-	if ((r = db_step(st, &row)) != SD_OK)
-		return r;
-	if (row)
-		*n = db_col_int(st, 0);
-	db_reset(st);
-	return SD_OK;
+	return one_int(db, SQL_DONE_SINCE, since_ms, &found, n);
 }
 
 /* Columns: state id job_id kind payload priority deliveries attempts
