@@ -79,13 +79,8 @@ static pid_t start_run(const struct box *b, const char *log)
 						    "--mail-url", b->url, "--http-listen", "off",
 						    NULL },
 			     log);
-	int waited;
 
-	for (waited = 0; tu_count_in(log, "msg=\"worker started\"") == 0; waited += 20) {
-		if (waited >= 15000)
-			fail_msg("run started no worker within 15 s (see %s)", log);
-		tu_sleep_ms(20);
-	}
+	tu_wait_log(log, "msg=\"worker started\"", 1, 15000);
 	return pid;
 }
 

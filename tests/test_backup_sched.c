@@ -131,40 +131,6 @@ static int listed(const char *list, const char *name)
 	return 0;
 }
 
-static int count_in(const char *path, const char *needle)
-{
-	size_t size;
-	unsigned char *text;
-	const char *p;
-	int n = 0;
-
-	if (access(path, F_OK) != 0)
-		return 0;
-	text = tu_slurp(path, &size);
-	for (p = (const char *)text; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	free(text);
-	return n;
-}
-
-static void wait_log(const char *path, const char *needle, int n, int timeout_ms)
-{
-	int waited;
-
-	for (waited = 0; waited < timeout_ms; waited += 20) {
-		if (count_in(path, needle) >= n)
-			return;
-		tu_sleep_ms(20);
-	}
-	{
-		size_t size;
-		unsigned char *text = access(path, F_OK) == 0 ? tu_slurp(path, &size) : NULL;
-
-		tu_fail_free(text, NULL, "waited %d ms for %d x '%s' in the log:\n%s", timeout_ms,
-			     n, needle, text ? (char *)text : "(no log)");
-	}
-}
-
 /* http_port: the port the HTTP child of the run logging to log listens on. */
 static int http_port(const char *log)
 {
@@ -173,7 +139,7 @@ static int http_port(const char *log)
 	const char *p;
 	int port = 0;
 
-	wait_log(log, "msg=\"http listening\"", 1, 20000);
+	tu_wait_log(log, "msg=\"http listening\"", 1, 20000);
 	text = tu_slurp(log, &size);
 	p = strstr((char *)text, "msg=\"http listening\"");
 	if (p && (p = strstr(p, " port=")))
@@ -345,8 +311,8 @@ static void test_run_takes_keeps_and_reports(void **state)
 	snprintf(dir, sizeof dir, "%s/backups", e->dir);
 	snprintf(log, sizeof log, "%s/run.log", e->dir);
 	run = start(e, dir, "2", log, &port);
-	wait_log(log, "msg=\"backup taken\"", 4, 20000);
-	assert_true(count_in(log, " pruned=1") >= 2);
+	tu_wait_log(log, "msg=\"backup taken\"", 4, 20000);
+	assert_true(tu_count_in(log, " pruned=1") >= 2);
 	assert_int_equal(http_get(port, "/healthz", body, sizeof body), 200);
 	if (!strstr(body, "\"backup\": {") && !strstr(body, "\"backup\":{"))
 		fail_msg("no backup object in /healthz: %s", body);
@@ -406,12 +372,12 @@ static void test_failed_backup_warns_and_keeps_the_last_good(void **state)
 
 	setenv("STAGEDOOR_FAILPOINTS", "backup_after_db=crash", 1);
 	run = start(e, dir, "2", log, &port);
-	wait_log(log, "level=warn msg=\"backup failed\"", 2, 20000);
-	assert_true(count_in(log, "err=\"the backup process exited with status 70\"") >= 2);
+	tu_wait_log(log, "level=warn msg=\"backup failed\"", 2, 20000);
+	assert_true(tu_count_in(log, "err=\"the backup process exited with status 70\"") >= 2);
 	/* the first crash's partial went at the second attempt: at most the
 	 * last one's is left, and it does not count */
 	assert_true(names_in(dir, ".partial-", now, sizeof now) <= 1);
-	assert_true(count_in(log, "msg=\"partial backup removed\"") >= 1);
+	assert_true(tu_count_in(log, "msg=\"partial backup removed\"") >= 1);
 	assert_int_equal(http_get(port, "/healthz", body, sizeof body), 503);
 	if (!strstr(body, "\"count\":1") || !strstr(body, "\"last_failed\":true") ||
 	    !strstr(body, "status 70"))
@@ -433,8 +399,8 @@ static void test_failed_backup_warns_and_keeps_the_last_good(void **state)
 	snprintf(bad, sizeof bad, "%s/backups", file);
 	snprintf(log, sizeof log, "%s/run2.log", e->dir);
 	run = start(e, bad, "2", log, &port);
-	wait_log(log, "level=warn msg=\"backup failed\"", 1, 20000);
-	assert_int_equal(count_in(log, "afile exists and is not a folder\""), 1);
+	tu_wait_log(log, "level=warn msg=\"backup failed\"", 1, 20000);
+	assert_int_equal(tu_count_in(log, "afile exists and is not a folder\""), 1);
 	assert_int_equal(http_get(port, "/healthz", body, sizeof body), 503);
 	if (!strstr(body, "\"count\":0") || !strstr(body, "is not a folder"))
 		fail_msg("/healthz: %s", body);
@@ -444,7 +410,7 @@ static void test_failed_backup_warns_and_keeps_the_last_good(void **state)
 	 * second good one is there, and health is back */
 	snprintf(log, sizeof log, "%s/run3.log", e->dir);
 	run = start(e, dir, "2", log, &port);
-	wait_log(log, "msg=\"backup taken\"", 1, 20000);
+	tu_wait_log(log, "msg=\"backup taken\"", 1, 20000);
 	assert_int_equal(names_in(dir, ".partial-", now, sizeof now), 0);
 	assert_int_equal(good_in(dir, now, sizeof now), 2);
 	assert_int_equal(http_get(port, "/healthz", body, sizeof body), 200);

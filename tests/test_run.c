@@ -49,24 +49,6 @@ static int teardown(void **state)
 	return tu_teardown(state);
 }
 
-/* wait_log: until the log at path holds needle at least n times. */
-static void wait_log(const char *path, const char *needle, int n, int timeout_ms)
-{
-	int waited;
-
-	for (waited = 0; waited < timeout_ms; waited += 20) {
-		if (tu_count_in(path, needle) >= n)
-			return;
-		tu_sleep_ms(20);
-	}
-	{
-		size_t size;
-		unsigned char *text = access(path, F_OK) == 0 ? tu_slurp(path, &size) : NULL;
-		fail_msg("waited %d ms for %d x '%s' in the log:\n%s", timeout_ms, n, needle,
-			 text ? (char *)text : "(no log)");
-	}
-}
-
 /* wait_sql: until the SQL's single integer equals want. */
 static void wait_sql(const char *db, int64_t want, int timeout_ms, const char *sql)
 {
@@ -154,7 +136,7 @@ static pid_t start(const struct tu_env *e, char *log, size_t size, const char *c
 		argv[n++] = *args++;
 	argv[n] = NULL;
 	pid = tu_spawn(argv, log);
-	wait_log(log, "msg=\"worker started\"", before + 1, 10000);
+	tu_wait_log(log, "msg=\"worker started\"", before + 1, 10000);
 	return pid;
 }
 
@@ -214,8 +196,8 @@ static void test_killed_worker_restarts_and_its_job_comes_back(void **state)
 	wait_sql(e->db_path, 1, 10000, "SELECT count(*) FROM stream WHERE lease_token IS NOT NULL");
 	assert_int_equal(children(run, " worker ", w, 4), 1);
 	kill(w[0], SIGKILL);
-	wait_log(log, "restarts=1", 1, 10000);
-	wait_log(log, "msg=\"worker started\"", 2, 10000);	/* exec'd, not just forked */
+	tu_wait_log(log, "restarts=1", 1, 10000);
+	tu_wait_log(log, "msg=\"worker started\"", 2, 10000);	/* exec'd, not just forked */
 	assert_int_equal(children(run, " worker ", w2, 4), 1);
 	assert_true(w2[0] != w[0]);
 	assert_true(tu_count_in(log, "signal=9") >= 1);
@@ -242,13 +224,13 @@ static void test_job_that_kills_workers_goes_dead_not_round_a_loop(void **state)
 	assert_true(tu_count_in(log, "msg=\"failpoint hit\"") >= 3);
 	assert_true(tu_count_in(log, "status=70") >= 3);
 	/* the death is said, once, as a warning */
-	wait_log(log, "level=warn msg=\"job dead\" job_id=", 1, 5000);
+	tu_wait_log(log, "level=warn msg=\"job dead\" job_id=", 1, 5000);
 	assert_int_equal(tu_count_in(log, "reason=poison"), 1);
 	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM stream"), 0);
 	/* the supervisor lives on and keeps its worker; a worker that had
 	 * started comes back at once (the job's lease paces the crashes) */
 	assert_true(alive(run));
-	wait_log(log, "restarts=3", 1, 10000);
+	tu_wait_log(log, "restarts=3", 1, 10000);
 	assert_int_equal(tu_count_in(log, "msg=\"child restarts\" child=w1 in_ms=100\n"),
 			 tu_count_in(log, "msg=\"child restarts\" child=w1 "));
 	kill(run, SIGTERM);
@@ -270,7 +252,7 @@ static void test_child_that_cannot_start_backs_off(void **state)
 	snprintf(log, sizeof log, "%s/run.log", e->dir);
 	run = tu_spawn((const char *const[]){ "run", "--db", e->db_path, "--workers", "1", NULL },
 		       log);
-	wait_log(log, "child=w1 in_ms=800", 1, 15000);
+	tu_wait_log(log, "child=w1 in_ms=800", 1, 15000);
 	assert_int_equal(tu_count_in(log, "child=w1 in_ms=100\n"), 1);
 	assert_int_equal(tu_count_in(log, "child=w1 in_ms=200\n"), 1);
 	assert_int_equal(tu_count_in(log, "child=w1 in_ms=400\n"), 1);
@@ -374,15 +356,15 @@ static void test_sighup_rereads_the_configuration(void **state)
 	snprintf(text, sizeof text, "db = %s\nworkers = 2\nlog_level = debug\n", e->db_path);
 	write_conf(conf, text);
 	kill(run, SIGHUP);
-	wait_log(log, "msg=\"configuration reloaded\" changed=workers,log_level restart_workers=no",
+	tu_wait_log(log, "msg=\"configuration reloaded\" changed=workers,log_level restart_workers=no",
 		 1, 10000);
-	wait_log(log, "msg=\"worker started\" worker=w2 ", 1, 10000);
+	tu_wait_log(log, "msg=\"worker started\" worker=w2 ", 1, 10000);
 	assert_int_equal(tu_count_in(log, "restarts=1"), 0);
 
 	/* a broken file changes nothing and says why */
 	write_conf(conf, "workers = 2\nlease_ms = later\n");
 	kill(run, SIGHUP);
-	wait_log(log, "configuration not reloaded", 1, 10000);
+	tu_wait_log(log, "configuration not reloaded", 1, 10000);
 	assert_true(alive(run));
 	assert_int_equal(children(run, " worker ", w, 8), 2);
 
@@ -391,9 +373,9 @@ static void test_sighup_rereads_the_configuration(void **state)
 		 e->db_path);
 	write_conf(conf, text);
 	kill(run, SIGHUP);
-	wait_log(log, "changed=lease_ms restart_workers=yes", 1, 10000);
-	wait_log(log, "msg=\"worker started\" worker=w1 ", 2, 15000);
-	wait_log(log, "msg=\"worker started\" worker=w2 ", 2, 15000);
+	tu_wait_log(log, "changed=lease_ms restart_workers=yes", 1, 10000);
+	tu_wait_log(log, "msg=\"worker started\" worker=w1 ", 2, 15000);
+	tu_wait_log(log, "msg=\"worker started\" worker=w2 ", 2, 15000);
 	assert_int_equal(children(run, " worker ", w, 8), 2);
 	kill(run, SIGTERM);
 	assert_int_equal(tu_reap(run, 15000, "run"), 0);
@@ -412,13 +394,13 @@ static void test_sighup_reopens_the_log_file(void **state)
 	write_conf(conf, text);
 	snprintf(log, sizeof log, "%s/run.log", e->dir);
 	run = tu_spawn((const char *const[]){ "run", "--config", conf, NULL }, log);
-	wait_log(flog, "msg=\"worker started\"", 1, 10000);
+	tu_wait_log(flog, "msg=\"worker started\"", 1, 10000);
 	/* logrotate moves the file, then signals */
 	assert_int_equal(rename(flog, moved), 0);
 	kill(run, SIGHUP);
-	wait_log(flog, "msg=\"configuration reloaded\"", 1, 10000);
+	tu_wait_log(flog, "msg=\"configuration reloaded\"", 1, 10000);
 	/* the workers reopen theirs too */
-	wait_log(flog, "pid=", 2, 10000);
+	tu_wait_log(flog, "pid=", 2, 10000);
 	kill(run, SIGTERM);
 	assert_int_equal(tu_reap(run, 15000, "run"), 0);
 	assert_true(tu_count_in(flog, "msg=\"worker stopped\"") == 1);
@@ -489,7 +471,7 @@ static void test_maintenance_prunes_and_checkpoints(void **state)
 	/* done, then pruned into the per-kind totals */
 	wait_sql(e->db_path, 5, 10000, "SELECT coalesce(sum(pruned), 0) FROM done_totals");
 	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM done_jobs"), 0);
-	wait_log(log, "msg=pruned done_jobs=", 1, 5000);
+	tu_wait_log(log, "msg=pruned done_jobs=", 1, 5000);
 	kill(run, SIGTERM);
 	assert_int_equal(tu_reap(run, 15000, "run"), 0);
 	/* the WAL was checkpointed and cut back, not left to grow */
@@ -511,7 +493,7 @@ static void test_low_disk_warns_once_and_says_when_back(void **state)
 		 "disk_warn_bytes = 1125899906842624\n", e->db_path);
 	write_conf(conf, text);
 	run = START(e, log, "--config", conf);
-	wait_log(log, "level=warn msg=\"disk space low\" db_free_bytes=", 1, 5000);
+	tu_wait_log(log, "level=warn msg=\"disk space low\" db_free_bytes=", 1, 5000);
 	assert_int_equal(tu_count_in(log, " warn_bytes=1125899906842624"), 1);
 	tu_sleep_ms(1000);	/* ten more ticks, still low: no second line */
 	assert_int_equal(tu_count_in(log, "msg=\"disk space low\""), 1);
@@ -519,7 +501,7 @@ static void test_low_disk_warns_once_and_says_when_back(void **state)
 		 "disk_warn_bytes = 1\n", e->db_path);
 	write_conf(conf, text);
 	kill(run, SIGHUP);
-	wait_log(log, "level=info msg=\"disk space back\"", 1, 10000);
+	tu_wait_log(log, "level=info msg=\"disk space back\"", 1, 10000);
 	kill(run, SIGTERM);
 	assert_int_equal(tu_reap(run, 15000, "run"), 0);
 }
@@ -541,7 +523,7 @@ static void test_state_dir_holds_the_files(void **state)
 	write_conf(conf, text);
 	snprintf(log, sizeof log, "%s/run.log", e->dir);
 	run = tu_spawn((const char *const[]){ "run", "--config", conf, NULL }, log);
-	wait_log(log, "msg=\"worker started\"", 1, 10000);
+	tu_wait_log(log, "msg=\"worker started\"", 1, 10000);
 	assert_int_equal(RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--starts-at",
 			     "2026-12-31T20:00Z", "--capacity", "10", "--db", e->db_path), 0);
 	snprintf(ev, sizeof ev, "%.20s", out);

@@ -401,6 +401,22 @@ int tu_count_in(const char *path, const char *needle)
 	return n;
 }
 
+void tu_wait_log(const char *path, const char *needle, int n, int timeout_ms)
+{
+	size_t size;
+	unsigned char *text;
+	int waited;
+
+	for (waited = 0; waited < timeout_ms; waited += 20) {
+		if (tu_count_in(path, needle) >= n)
+			return;
+		tu_sleep_ms(20);
+	}
+	text = access(path, F_OK) == 0 ? tu_slurp(path, &size) : NULL;
+	tu_fail_free(text, NULL, "waited %d ms for %d x '%s' in the log:\n%s", timeout_ms, n,
+		     needle, text ? (char *)text : "(no log)");
+}
+
 /* ---- tools/powercut ---------------------------------------------------------- */
 
 const char *tu_powercut_bin(void)

@@ -95,6 +95,10 @@ void tu_kill_spawned(void);
  * or no file). */
 int tu_count_in(const char *path, const char *needle);
 
+/* tu_wait_log: until the log at path holds needle at least n times; fails
+ * the test after timeout_ms, showing the log. */
+void tu_wait_log(const char *path, const char *needle, int n, int timeout_ms);
+
 /* ---- tools/powercut: a disk whose writes fail on command -------------------- */
 
 /* One powercut mount: BACK ("the disk") shown at MNT, commands on CTL. */
