@@ -42,6 +42,8 @@
 #include "code.h"
 #include "failpoint.h"
 #include "fsio.h"
+#include "idem.h"
+#include "queue.h"
 #include "tickets.h"
 
 #define BACKUP_DB "stagedoor.db"
@@ -447,4 +449,16 @@ enum sd_result backup_restore(const char *dest, const char *db_path, const char 
 out:
 	json_decref(m);
 	return r;
+}
+
+enum sd_result backup_take_over(struct db *db, int64_t *leases, int64_t *claims)
+{
+	enum sd_result r;
+
+	*leases = *claims = 0;
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	if ((r = queue_expire_leases(db, leases)) == SD_OK)
+		r = idem_release_unsent(db, claims);
+	return db_end(db, r);
 }

@@ -52,6 +52,17 @@ enum sd_result backup_restore(const char *dest, const char *db_path, const char 
 			      struct backup_info *info);
 
 /*
+ * backup_take_over: on the box just restored (db), what the backed-up box's
+ * processes held is given back in one transaction: its running leases end
+ * now (queue_expire_leases) and its unsent mail claims are released
+ * (idem_release_unsent), so the new box takes that work up at once instead
+ * of a lease later.  Nothing of the new box holds them; a run of the old
+ * one that still finishes writes to the old database, and the provider's
+ * key absorbs its send.  [out] *leases, *claims.
+ */
+enum sd_result backup_take_over(struct db *db, int64_t *leases, int64_t *claims);
+
+/*
  * backup_remove: the folder dir and everything in it, depth first, links
  * not followed (a link is removed, never what it names).  For a partial
  * backup left by a dead process and for a pruned one; best effort.

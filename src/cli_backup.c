@@ -134,7 +134,7 @@ int cli_restore(int argc, char **argv)
 	struct db *db;
 	enum sd_result r;
 	int npos, rc;
-	int64_t t0 = clock_mono_us();
+	int64_t t0 = clock_mono_us(), leases, claims;
 
 	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1,
 			    "restore DEST --db PATH [--state-dir DIR]")) != 0)
@@ -147,7 +147,13 @@ int cli_restore(int argc, char **argv)
 	/* the new box opens as any other: its schema is this program's */
 	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
 		return rc;
+	r = backup_take_over(db, &leases, &claims);
 	db_close(db);
+	if (r != SD_OK)
+		return cli_fail(r);
 	print_info("restored", dbp, &info, t0);
+	printf("taken over from the backed-up box: %lld lease%s ended, %lld mail claim%s "
+	       "released\n", (long long)leases, leases == 1 ? "" : "s", (long long)claims,
+	       claims == 1 ? "" : "s");
 	return 0;
 }

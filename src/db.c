@@ -696,6 +696,18 @@ enum sd_result db_run(struct db_stmt *st)
 	return SD_OK;
 }
 
+enum sd_result db_run_changes(struct db *db, struct db_stmt *st, int64_t *n)
+{
+	enum sd_result r;
+
+	*n = 0;
+	if (!st)
+		return SD_DB;
+	if ((r = db_run(st)) == SD_OK)
+		*n = db_changes(db);
+	return r;
+}
+
 void db_reset(struct db_stmt *st)
 {
 	if (st)

@@ -134,6 +134,10 @@ enum sd_result db_step(struct db_stmt *st, int *row);
 /* db_run: bind nothing more, step to the end, reset; for writes. */
 enum sd_result db_run(struct db_stmt *st);
 
+/* db_run_changes: db_run, then [out] *n the rows it changed; st NULL (a
+ * db_stmt that failed) is SD_DB. */
+enum sd_result db_run_changes(struct db *db, struct db_stmt *st, int64_t *n);
+
 void db_reset(struct db_stmt *st);
 
 int64_t db_col_int(struct db_stmt *st, int col);

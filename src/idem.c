@@ -130,6 +130,14 @@ enum sd_result idem_effect_release(struct db *db, int64_t subject_id, const char
 	return claim_update(db, SQL_RELEASE, subject_id, kind, claimed_at, NULL);
 }
 
+static const char SQL_RELEASE_ALL[] =
+	"UPDATE email_sends SET claimed_at = 0 WHERE sent_at IS NULL AND claimed_at > 0";
+
+enum sd_result idem_release_unsent(struct db *db, int64_t *n)
+{
+	return db_run_changes(db, db_stmt(db, SQL_RELEASE_ALL), n);
+}
+
 void idem_provider_key(char *buf, size_t size, const char *intent, int64_t subject_id)
 {
 	snprintf(buf, size, "%s-%lld", intent, (long long)subject_id);

@@ -60,6 +60,14 @@ enum sd_result idem_effect_done(struct db *db, int64_t subject_id, const char *k
 enum sd_result idem_effect_release(struct db *db, int64_t subject_id, const char *kind,
 				   int64_t claimed_at);
 
+/*
+ * idem_release_unsent: every claim not marked done is given up, so the next
+ * run takes it at once instead of when it goes stale.  For a box made from
+ * a backup: its claims' holders run (or ran) on another box, and the
+ * provider's key, not the claim, keeps their sends from doubling.  [out] *n.
+ */
+enum sd_result idem_release_unsent(struct db *db, int64_t *n);
+
 /* Technique 3: "<intent>-<subject_id>", the same on every attempt. */
 void idem_provider_key(char *buf, size_t size, const char *intent, int64_t subject_id);
 

@@ -818,6 +818,20 @@ enum sd_result queue_release(struct db *db, int64_t id, int64_t token)
 	return lease_update(db, SQL_UNLEASE, id, token, clock_now_ms(), "release");
 }
 
+/* Ends now the leases still running: their entries are claimable at once,
+ * and the next claim counts each as an expiry, as time would have. */
+static const char SQL_EXPIRE_LEASES[] =
+	"UPDATE stream SET visible_at = ?1 WHERE lease_token IS NOT NULL AND visible_at > ?1";
+
+enum sd_result queue_expire_leases(struct db *db, int64_t *n)
+{
+	struct db_stmt *st = db_stmt(db, SQL_EXPIRE_LEASES);
+
+	if (st)
+		db_bind_int(st, 1, clock_now_ms());
+	return db_run_changes(db, st, n);
+}
+
 static const char SQL_FAIL[] =
 	"UPDATE stream SET visible_at = ?3, lease_token = NULL, leased_by = NULL, "
 	"leased_at = NULL, attempts = ?4, last_error = ?5 WHERE id = ?1 AND lease_token = ?2";

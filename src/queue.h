@@ -131,6 +131,13 @@ enum sd_result queue_retry_later(struct db *db, int64_t id, int64_t token, int64
 enum sd_result queue_release(struct db *db, int64_t id, int64_t token);
 
 /*
+ * queue_expire_leases: every lease still running ends now, as if its time
+ * had passed (the next claim counts the expiry).  For a box made from a
+ * backup, whose leases are held by workers of another box.  [out] *n.
+ */
+enum sd_result queue_expire_leases(struct db *db, int64_t *n);
+
+/*
  * queue_fail: a failed attempt.  Transient: ready again after the kind's
  * backoff; after max_attempts, or at once when permanent, the job goes dead
  * with error as its last error.  [out] *dead (may be NULL) is 1 when it died.

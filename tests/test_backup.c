@@ -216,6 +216,67 @@ static void test_restore_drill(void **state)
 	assert_int_equal(tickets, 20);
 }
 
+/* ---- what the backed-up box held ----------------------------------------------- */
+
+static void sql_exec(const char *db, const char *sql)
+{
+	sqlite3 *h;
+	char *msg = NULL;
+
+	assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+	if (sqlite3_exec(h, sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", sql, msg ? msg : "?");
+	sqlite3_close(h);
+}
+
+/* A backup taken while workers held leases and a send was claimed: the
+ * restored box ends those leases and releases the claim at once (its
+ * workers need not wait out a lease and a stale claim, 2 minutes by
+ * default), leaves scheduled entries and sent mail alone, and changes
+ * neither the backup nor the old box. */
+static void test_restore_takes_over_leases_and_claims(void **state)
+{
+	struct tu_env *e = *state;
+	struct box b, fresh;
+	char ev[32], bk[340], sql[1024];
+	long long far = 4102444800000LL;	/* 2100: still leased, still scheduled */
+
+	box_at(e, "box", &b);
+	box_at(e, "box2", &fresh);
+	snprintf(bk, sizeof bk, "%s/b1", e->dir);
+	box_make(&b, ev, sizeof ev);
+	order(&b, ev, 1);
+	order(&b, ev, 2);
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO stream (job_id, kind, payload, visible_at, lease_token, leased_by, "
+		 "leased_at, deliveries, created_at) VALUES "
+		 "('held', 'send_tickets', '{}', %lld, 42, 'old-box/1', 1, 1, 1), "
+		 "('later', 'send_tickets', '{}', %lld, NULL, NULL, NULL, 0, 1); "
+		 "INSERT INTO email_sends (order_id, kind, claimed_at) VALUES (1, 'tickets', %lld); "
+		 "INSERT INTO email_sends (order_id, kind, claimed_at, sent_at, provider_message_id) "
+		 "VALUES (2, 'tickets', 5, 6, 'm-2');", far, far, far);
+	sql_exec(b.db, sql);
+	ok(RUN("backup", bk, "--db", b.db), "backup");
+	ok(RUN("restore", bk, "--db", fresh.db), "restore");
+	assert_non_null(strstr(out, "1 lease ended, 1 mail claim released"));
+
+	/* the lease is over, its token kept so the next claim counts the expiry */
+	assert_int_equal(tu_countf(fresh.db, "SELECT count(*) FROM stream WHERE job_id = 'held' "
+				   "AND lease_token = 42 AND visible_at < %lld", far), 1);
+	assert_int_equal(tu_countf(fresh.db, "SELECT count(*) FROM stream WHERE job_id = 'later' "
+				   "AND lease_token IS NULL AND visible_at = %lld", far), 1);
+	assert_int_equal(tu_count(fresh.db, "SELECT count(*) FROM email_sends WHERE order_id = 1 "
+				  "AND claimed_at = 0 AND sent_at IS NULL"), 1);
+	assert_int_equal(tu_count(fresh.db, "SELECT count(*) FROM email_sends WHERE order_id = 2 "
+				  "AND claimed_at = 5 AND sent_at = 6 AND provider_message_id = 'm-2'"), 1);
+	/* the old box and the backup are as they were */
+	assert_int_equal(tu_countf(b.db, "SELECT count(*) FROM stream WHERE job_id = 'held' AND "
+				   "visible_at = %lld", far), 1);
+	assert_int_equal(tu_countf(b.db, "SELECT count(*) FROM email_sends WHERE order_id = 1 AND "
+				   "claimed_at = %lld", far), 1);
+	ok(RUN("backup", "verify", bk), "verify after restore");
+}
+
 /* ---- refusals and damage --------------------------------------------------------- */
 
 static void test_backup_files_are_private_and_checked(void **state)
@@ -292,6 +353,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_restore_drill, tu_setup_real_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_restore_takes_over_leases_and_claims,
+						tu_setup_real_nodb, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_backup_files_are_private_and_checked,
 						tu_setup_real_nodb, tu_teardown),
 	};
