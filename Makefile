@@ -64,7 +64,7 @@ REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o buil
 SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS)) build/san/schema.o build/san/assets.o
 
 .PHONY: all deps deps-build deps-test deps-fuzz test check-rel check-san check-browser \
-	check-fresh bench bench-peers deps-peers demo soak powercut fuzz clean
+	check-fresh bench bench-peers bench-memory deps-peers demo soak powercut fuzz clean
 .SUFFIXES:
 
 # `make` installs the build packages, then builds; `make bin/stagedoor`
@@ -165,7 +165,7 @@ check-browser: deps-test
 check-fresh:
 	@sh tools/fresh.sh --readme
 
-build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/failpoint.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o build/rel/log.o
+build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/db_gate.o build/rel/failpoint.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o build/rel/log.o
 	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) -Isrc -o $@ $^ $(LDLIBS)
 
 # The local HTTPS mail provider the mail tests run against (tools/mailsink).
@@ -207,8 +207,15 @@ bench: deps-build
 	@sh tools/bench/run.sh $(CURDIR)/bin/stagedoor $(CURDIR)/build/sqlbench
 	bin/stagedoor bench pipeline --orders 500
 	bin/stagedoor bench api --requests 2000 --clients 4
+	bin/stagedoor bench intake --orders 400 --clients 1,16
 	bin/stagedoor bench claim --scheduled 300000 --leased 30000 --done 300000
 	bin/stagedoor bench scale --sizes 10000,100000
+
+# The PSS of run's process tree under 10 minutes of orders (tools/bench/memory.sh;
+# MEMORY_MINUTES, MEMORY_RATE orders/s).
+bench-memory: deps-build
+	@$(MAKE) --no-print-directory bin/stagedoor
+	@sh tools/bench/memory.sh $(CURDIR)/bin/stagedoor $(or $(MEMORY_MINUTES),10) $(or $(MEMORY_RATE),20)
 
 # The peers' clients (tools/bench/peer_*.c): none of src/, each on one
 # loopback connection; beanstalkd's needs no library.

@@ -48,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "args.h"
 #include "clock.h"
 #include "db.h"
@@ -55,6 +56,7 @@
 #include "pipeline.h"
 #include "progress.h"
 #include "queue.h"
+#include "tickets.h"
 #include "worker.h"
 
 #define BENCH_WORKERS_MAX 32		/* each worker holds a notify slot */
@@ -327,6 +329,57 @@ int bench_dir_make(char *dir, size_t size)
 	return 0;
 }
 
+enum sd_result bench_token(const char *path, char *token)
+{
+	char file[1200];
+	size_t n;
+	FILE *f;
+	enum sd_result r;
+
+	if ((r = api_token_path(path, NULL, file, sizeof file)) != SD_OK)
+		return r;
+	if (!(f = fopen(file, "r")))
+		return err_set(SD_IO, "cannot read %s: %s", file, strerror(errno));
+	n = fread(token, 1, API_TOKEN_HEX, f);
+	fclose(f);
+	token[n] = '\0';
+	if (n != API_TOKEN_HEX)
+		return err_set(SD_IO, "%s holds %zu characters, not a token", file, n);
+	return SD_OK;
+}
+
+enum sd_result bench_box(const char *path, const char *event_name, int64_t orders,
+			 struct db **db, char *token, int64_t *event_id)
+{
+	enum sd_result r;
+
+	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_FULL, db)) != SD_OK ||
+	    (r = tickets_files_init(path, NULL)) != SD_OK ||
+	    (r = api_token_ensure(path, NULL)) != SD_OK ||
+	    (r = bench_token(path, token)) != SD_OK)
+		return r;
+	return pipeline_sample_event(*db, event_name, orders, event_id);
+}
+
+int bench_args(int argc, char **argv, struct arg_opt *opts, const char *usage)
+{
+	char *pos[ARGS_MAX_POS];
+	enum sd_result r;
+	int npos;
+
+	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK) {
+		char why[512];
+
+		snprintf(why, sizeof why, "%s", err_msg());
+		return cli_fail(err_set(r, "%s; usage: stagedoor %s", why, usage));
+	}
+	if (npos != 0) {
+		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
+		return 2;
+	}
+	return 0;
+}
+
 void bench_deadline(struct timespec *until, int64_t ms)
 {
 	clock_gettime(CLOCK_REALTIME, until);
@@ -548,6 +601,8 @@ int cli_bench(int argc, char **argv)
 		return bench_claim_cmd(argc - 1, argv + 1);
 	if (argc >= 1 && strcmp(argv[0], "scale") == 0)
 		return bench_scale_cmd(argc - 1, argv + 1);
+	if (argc >= 1 && strcmp(argv[0], "intake") == 0)
+		return bench_intake_cmd(argc - 1, argv + 1);
 	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK)
 		return cli_fail(r);
 	if (npos != 1 || strcmp(pos[0], "queue") != 0) {
@@ -555,7 +610,9 @@ int cli_bench(int argc, char **argv)
 				"       stagedoor bench pipeline [--orders N] [--concurrency C] "
 				"[--alone K] [--keep] [--json]\n"
 				"       stagedoor bench api [--requests N] [--clients C] [--json] "
-				"[--keep]\n", usage);
+				"[--keep]\n"
+				"       stagedoor bench intake [--orders N] [--clients A,B] "
+				"[--via http,cli] [--rounds R] [--json] [--keep]\n", usage);
 		return 2;
 	}
 	if (strcmp(sync_s, "normal") == 0) {

@@ -55,6 +55,7 @@
 
 #include "api.h"
 #include "args.h"
+#include "bench_http.h"
 #include "clock.h"
 #include "db.h"
 #include "pipeline.h"
@@ -65,8 +66,6 @@
 #define BA_REQUESTS_DEFAULT 2000
 #define BA_CLIENTS_DEFAULT 4
 #define BA_CLIENTS_MAX 64
-#define BA_TIMEOUT_S 30			/* a socket read or write stuck this long fails */
-#define BA_ANSWER_MAX (1024 * 1024)	/* a longer answer is refused, not buffered */
 
 enum { BA_ORDERS, BA_REPLAYS, BA_READS, BA_STATS, BA_PHASES };
 
@@ -101,16 +100,14 @@ struct ba_client {
 	pthread_t th;
 	struct ba_run *run;
 	int idx;			/* sends requests idx, idx + clients, ... */
-	int fd;				/* -1: not connected */
-	char *buf;			/* the answer being read, NUL-terminated */
-	size_t len, cap;
+	struct bench_http conn;
 	int64_t matched;		/* replays matched by this client */
 	int64_t end_us;			/* its last answer read (clock_mono_us) */
 	int failed;
 	char err[400];
 };
 
-/* ======================== one keep-alive connection ====================== */
+/* ======================== a client's failure ============================ */
 
 static int ba_fail(struct ba_client *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -127,146 +124,6 @@ static int ba_fail(struct ba_client *c, const char *fmt, ...)
 		atomic_store(&c->run->failed, 1);
 	}
 	return -1;
-}
-
-static int ba_dial(struct ba_client *c)
-{
-	struct sockaddr_in a;
-	struct timeval tv = { BA_TIMEOUT_S, 0 };
-	int one = 1;
-
-	if ((c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		return ba_fail(c, "socket: %s", strerror(errno));
-	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-	/* a request goes out in one send: nothing for Nagle to coalesce */
-	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	memset(&a, 0, sizeof a);
-	a.sin_family = AF_INET;
-	a.sin_port = htons((uint16_t)c->run->port);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(c->fd, (struct sockaddr *)&a, sizeof a) != 0)
-		return ba_fail(c, "connect to 127.0.0.1:%d: %s", c->run->port, strerror(errno));
-	c->len = 0;
-	return 0;
-}
-
-static void ba_hang_up(struct ba_client *c)
-{
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
-	c->len = 0;
-}
-
-static int ba_send(struct ba_client *c, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return ba_fail(c, "send: %s", strerror(errno));
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-/* ba_fill: read more bytes into c->buf (kept NUL-terminated). */
-static int ba_fill(struct ba_client *c)
-{
-	ssize_t n;
-
-	if (c->len + 4096 > c->cap) {
-		size_t cap = c->cap ? 2 * c->cap : 16384;
-		char *b;
-
-		if (cap > BA_ANSWER_MAX + 16384)
-			return ba_fail(c, "an answer longer than %d bytes", BA_ANSWER_MAX);
-		if (!(b = realloc(c->buf, cap)))
-			return ba_fail(c, "out of memory");
-		c->buf = b;
-		c->cap = cap;
-	}
-	do
-		n = recv(c->fd, c->buf + c->len, c->cap - c->len - 1, 0);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return ba_fail(c, "recv: %s", strerror(errno));
-	if (n == 0)
-		return ba_fail(c, "the server closed the connection before its answer ended");
-	c->len += (size_t)n;
-	c->buf[c->len] = '\0';
-	return 0;
-}
-
-/* ba_header: the value of header name in the head [head, end) into v. */
-static int ba_header(const char *head, const char *end, const char *name, char *v, size_t size)
-{
-	size_t nl = strlen(name);
-	const char *p = head, *e;
-
-	while ((p = strstr(p, "\r\n")) && p < end) {
-		p += 2;
-		if (strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
-			p += nl + 1;
-			while (*p == ' ' || *p == '\t')
-				p++;
-			e = strstr(p, "\r\n");
-			snprintf(v, size, "%.*s", (int)(e - p), p);
-			return 1;
-		}
-	}
-	return 0;
-}
-
-/*
- * ba_call: send one request (head and body in one buffer) and read its
- * answer.  [out] *status, *body (into c->buf, NUL-terminated, valid until the
- * next call), *body_len.  The server answers with a Content-Length (http.h);
- * a "Connection: close" makes the next call dial again.
- */
-static int ba_call(struct ba_client *c, const char *req, size_t req_len, int *status,
-		   const char **body, size_t *body_len)
-{
-	char v[32];
-	char *end = NULL;
-	size_t head_len, clen;
-	int close_after;
-
-	if (c->fd < 0 && ba_dial(c) != 0)
-		return -1;
-	c->len = 0;
-	if (ba_send(c, req, req_len) != 0)
-		return -1;
-	for (;;) {
-		if (c->len && (end = strstr(c->buf, "\r\n\r\n")))
-			break;
-		if (ba_fill(c) != 0)
-			return -1;
-	}
-	head_len = (size_t)(end + 4 - c->buf);
-	if (sscanf(c->buf, "HTTP/1.1 %d", status) != 1)
-		return ba_fail(c, "not an HTTP/1.1 answer: %.60s", c->buf);
-	if (!ba_header(c->buf, end, "Content-Length", v, sizeof v))
-		return ba_fail(c, "an answer without Content-Length");
-	clen = strtoul(v, NULL, 10);
-	if (clen > BA_ANSWER_MAX)
-		return ba_fail(c, "an answer of %zu bytes", clen);
-	close_after = ba_header(c->buf, end, "Connection", v, sizeof v) &&
-		      strcasecmp(v, "close") == 0;
-	while (c->len < head_len + clen)
-		if (ba_fill(c) != 0)
-			return -1;
-	/* one request at a time: nothing may follow the answer */
-	c->buf[head_len + clen] = '\0';
-	*body = c->buf + head_len;
-	*body_len = clen;
-	if (close_after)
-		ba_hang_up(c);
-	return 0;
 }
 
 /* ======================== the clients ==================================== */
@@ -340,16 +197,20 @@ static void *ba_client_run(void *arg)
 	int64_t i;
 
 	/* a connection per phase, dialled before the first request's clock */
-	if (ba_dial(c) != 0)
+	if (bench_http_dial(&c->conn) != 0) {
+		ba_fail(c, "%s", c->conn.err);
 		goto out;
+	}
 	for (i = c->idx; i < run->n && !atomic_load(&run->failed); i += run->clients) {
 		size_t req_len = ba_request(run, i, req, sizeof req), body_len = 0;
 		const char *body = NULL;
 		int64_t t0 = clock_mono_us();
 		int status = 0;
 
-		if (ba_call(c, req, req_len, &status, &body, &body_len) != 0)
+		if (bench_http_call(&c->conn, req, req_len, &status, &body, &body_len) != 0) {
+			ba_fail(c, "%s", c->conn.err);
 			break;
+		}
 		run->us[i] = clock_mono_us() - t0;
 		if (ba_check(c, i, status, body, body_len) != 0)
 			break;
@@ -357,7 +218,7 @@ static void *ba_client_run(void *arg)
 	}
 out:
 	c->end_us = clock_mono_us();
-	ba_hang_up(c);
+	bench_http_close(&c->conn);
 	pthread_mutex_lock(&run->mu);
 	run->ended++;
 	pthread_cond_signal(&run->cv);
@@ -434,25 +295,6 @@ struct ba_result {
 	long peak_rss_kb;
 };
 
-enum sd_result bench_token(const char *path, char *token)
-{
-	char file[1200];
-	size_t n;
-	FILE *f;
-	enum sd_result r;
-
-	if ((r = api_token_path(path, NULL, file, sizeof file)) != SD_OK)
-		return r;
-	if (!(f = fopen(file, "r")))
-		return err_set(SD_IO, "cannot read %s: %s", file, strerror(errno));
-	n = fread(token, 1, API_TOKEN_HEX, f);
-	fclose(f);
-	token[n] = '\0';
-	if (n != API_TOKEN_HEX)
-		return err_set(SD_IO, "%s holds %zu characters, not a token", file, n);
-	return SD_OK;
-}
-
 /* What the command line asked for, and where the figures go. */
 struct ba_args {
 	int64_t n;
@@ -487,7 +329,7 @@ static enum sd_result ba_go(const char *dir, const char *path, void *arg)
 	for (k = 0; k < clients; k++) {
 		cl[k].run = &run;
 		cl[k].idx = k;
-		cl[k].fd = -1;
+		bench_http_init(&cl[k].conn, 0);
 	}
 	if (!(run.first = calloc((size_t)n, sizeof *run.first)) ||
 	    !(run.id = calloc((size_t)n, sizeof *run.id)) ||
@@ -495,16 +337,13 @@ static enum sd_result ba_go(const char *dir, const char *path, void *arg)
 		r = err_set(SD_NOMEM, "out of memory");
 		goto out;
 	}
-	/* what `init` makes, then the event every order is for */
-	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != SD_OK ||
-	    (r = tickets_files_init(path, NULL)) != SD_OK ||
-	    (r = api_token_ensure(path, NULL)) != SD_OK ||
-	    (r = bench_token(path, run.token)) != SD_OK ||
-	    (r = pipeline_sample_event(db, "Stagedoor Bench Night", n, &run.event_id)) != SD_OK)
+	if ((r = bench_box(path, "Stagedoor Bench Night", n, &db, run.token, &run.event_id)) != SD_OK)
 		goto out;
 	if ((r = serve_start(&(struct serve_opts){ path, NULL, "127.0.0.1:0", 0, 0, 0 }, &sv)) != SD_OK)
 		goto out;
 	run.port = serve_port(sv);
+	for (k = 0; k < clients; k++)
+		cl[k].conn.port = run.port;
 
 	for (phase = 0; phase < BA_PHASES; phase++) {
 		bench_progress("%s: %lld requests over %d keep-alive connection%s to 127.0.0.1:%d",
@@ -532,10 +371,8 @@ static enum sd_result ba_go(const char *dir, const char *path, void *arg)
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		res->peak_rss_kb = ru.ru_maxrss;
 out:
-	for (k = 0; k < clients; k++) {
-		ba_hang_up(&cl[k]);
-		free(cl[k].buf);
-	}
+	for (k = 0; k < clients; k++)
+		bench_http_close(&cl[k].conn);
 	serve_stop(sv);
 	db_close(db);
 	if (run.first)
@@ -605,22 +442,12 @@ int bench_api_cmd(int argc, char **argv)
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
 	static const char usage[] = "bench api [--requests N] [--clients C] [--json] [--keep]";
-	char *pos[ARGS_MAX_POS];
 	struct ba_result res;
 	struct ba_args a = { 0, 0, &res };
-	enum sd_result r;
-	int npos, rc;
+	int rc;
 
-	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK) {
-		char why[512];
-
-		snprintf(why, sizeof why, "%s", err_msg());
-		return cli_fail(err_set(r, "%s; usage: stagedoor %s", why, usage));
-	}
-	if (npos != 0) {
-		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
-		return 2;
-	}
+	if ((rc = bench_args(argc, argv, opts, usage)) != 0)
+		return rc;
 	a.n = requests;
 	a.clients = (int)clients;
 	if ((rc = bench_in_dir(keep, ba_go, &a)) != 0)

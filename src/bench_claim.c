@@ -366,7 +366,7 @@ static void bc_print(const struct bc_args *a, int json)
 int bench_claim_cmd(int argc, char **argv)
 {
 	struct bc_args a;
-	int json = 0, keep = 0, npos, rc;
+	int json = 0, keep = 0, rc;
 	struct arg_opt opts[] = {
 		{ "scheduled", ARG_INT, &a.scheduled, 0, 100000000, 0 },
 		{ "leased", ARG_INT, &a.leased, 0, 100000000, 0 },
@@ -378,24 +378,14 @@ int bench_claim_cmd(int argc, char **argv)
 	};
 	static const char usage[] =
 		"bench claim [--scheduled N] [--leased M] [--done K] [--reps R] [--json] [--keep]";
-	char *pos[ARGS_MAX_POS];
-	enum sd_result r;
 
 	memset(&a, 0, sizeof a);
 	a.scheduled = 1000000;
 	a.leased = 100000;
 	a.done = 1000000;
 	a.reps = 200;
-	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK) {
-		char why[512];
-
-		snprintf(why, sizeof why, "%s", err_msg());
-		return cli_fail(err_set(r, "%s; usage: stagedoor %s", why, usage));
-	}
-	if (npos != 0) {
-		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
-		return 2;
-	}
+	if ((rc = bench_args(argc, argv, opts, usage)) != 0)
+		return rc;
 	if ((rc = bench_in_dir(keep, bc_go, &a)) != 0)
 		return rc;
 	bc_print(&a, json);

@@ -733,18 +733,12 @@ int bench_pipeline_cmd(int argc, char **argv)
 	};
 	static const char usage[] = "bench pipeline [--orders N] [--concurrency C] "
 				    "[--alone K] [--keep] [--json]";
-	char *pos[ARGS_MAX_POS];
 	struct pl_result res;
 	struct pl_args a = { 0, 0, 0, &res };
-	enum sd_result r;
-	int npos, rc;
+	int rc;
 
-	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK)
-		return cli_fail(r);
-	if (npos != 0) {
-		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
-		return 2;
-	}
+	if ((rc = bench_args(argc, argv, opts, usage)) != 0)
+		return rc;
 	if (alone < 0)
 		alone = orders < PL_ALONE_DEFAULT ? orders : PL_ALONE_DEFAULT;
 

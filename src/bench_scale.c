@@ -621,7 +621,7 @@ int bench_scale_cmd(int argc, char **argv)
 	static struct bs_args a;
 	const char *sizes = "10000,100000,1000000";
 	int64_t intake = 300, backlog = 100000;
-	int json = 0, keep = 0, npos, rc;
+	int json = 0, keep = 0, rc;
 	struct arg_opt opts[] = {
 		{ "sizes", ARG_STR, &sizes, 0, 0, 0 },
 		{ "intake", ARG_INT, &intake, 3, 100000, 0 },
@@ -632,16 +632,10 @@ int bench_scale_cmd(int argc, char **argv)
 	};
 	static const char usage[] =
 		"bench scale [--sizes A,B,C] [--intake N] [--backlog N] [--json] [--keep]";
-	char *pos[ARGS_MAX_POS];
-	enum sd_result r;
 
-	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK) {
-		char why[512];
-
-		snprintf(why, sizeof why, "%s", err_msg());
-		return cli_fail(err_set(r, "%s; usage: stagedoor %s", why, usage));
-	}
-	if (npos != 0 || bs_sizes(sizes, &a) != 0) {
+	if ((rc = bench_args(argc, argv, opts, usage)) != 0)
+		return rc;
+	if (bs_sizes(sizes, &a) != 0) {
 		fprintf(stderr, "stagedoor: usage: stagedoor %s (sizes: ascending, 100 to "
 			"10000000 orders, at most %d)\n", usage, BS_SIZES_MAX);
 		return 2;

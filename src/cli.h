@@ -138,6 +138,23 @@ void bench_dir_remove(const char *dir);
 int bench_in_dir(int keep, enum sd_result (*fn)(const char *dir, const char *path, void *arg),
 		 void *arg);
 
+/*
+ * bench_box: what `init` makes at path (schema, ticket key, api.token), open
+ * at DB_SYNC_FULL in [out] *db (the caller closes it), the token in [out]
+ * token (API_TOKEN_HEX + 1 bytes), and one event named event_name with room
+ * for orders orders ([out] *event_id).
+ */
+enum sd_result bench_box(const char *path, const char *event_name, int64_t orders,
+			 struct db **db, char *token, int64_t *event_id);
+
+/*
+ * bench_args: parse a bench subcommand's options (no positional words).
+ * 0, or the exit status after saying why on stderr with the usage:
+ * 1 for a bad option value, 2 for words that are not options.
+ */
+struct arg_opt;
+int bench_args(int argc, char **argv, struct arg_opt *opts, const char *usage);
+
 /* bench_deadline: ms from now on CLOCK_REALTIME, for pthread_cond_timedwait. */
 struct timespec;
 void bench_deadline(struct timespec *until, int64_t ms);
@@ -164,6 +181,9 @@ enum sd_result bench_token(const char *path, char *token);
 
 /* bench_scale_cmd: `bench scale`, given the words after "scale". */
 int bench_scale_cmd(int argc, char **argv);
+
+/* bench_intake_cmd: `bench intake`, given the words after "intake". */
+int bench_intake_cmd(int argc, char **argv);
 int cli_event(int argc, char **argv);
 int cli_order(int argc, char **argv);
 int cli_scan(int argc, char **argv);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "db_gate.h"
 #include "failpoint.h"
 #include "fsio.h"
 #include "log.h"
@@ -39,6 +40,10 @@ struct db {
 	int depth;			/* db_begin nesting; 0 = autocommit */
 	int doomed;			/* an inner level rolled back */
 	int notify;			/* wake waiters after the commit */
+	int sync_full;			/* DB_SYNC_FULL: the WAL fsynced after each commit */
+	struct db_gate *gate;		/* this process's writers of the file (db_gate.h) */
+	int gate_held;			/* this connection holds it: from BEGIN to the
+					 * commit's release of the write lock */
 	int64_t busy_since;		/* when the current wait for a lock began (us) */
 	int64_t busy_limit_ms;		/* how long a wait may last: the busy timeout,
 					 * shorter during a blocking checkpoint */
@@ -51,6 +56,15 @@ struct db {
 };
 
 static pthread_once_t db_once = PTHREAD_ONCE_INIT;
+
+/* gate_leave: this connection's hold of its gate, if any, given up */
+static void gate_leave(struct db *db)
+{
+	if (db->gate_held) {
+		db->gate_held = 0;
+		db_gate_leave(db->gate);
+	}
+}
 
 static enum sd_result db_fail(sqlite3 *h, int rc, const char *what)
 {
@@ -357,6 +371,8 @@ enum sd_result db_open(const char *path, int flags, enum db_sync sync, struct db
 		goto fail;
 	}
 	sqlite3_extended_result_codes(db->h, 1);
+	if (stat(path, &sb) == 0)
+		db->gate = db_gate_for(sb.st_dev, sb.st_ino);
 	db->busy_rng = (uint32_t)clock_mono_us() ^ (uint32_t)(uintptr_t)db;
 	db->busy_limit_ms = atomic_load(&busy_timeout_ms);
 	sqlite3_busy_handler(db->h, db_busy, db);
@@ -398,6 +414,7 @@ void db_close(struct db *db)
 
 	if (!db)
 		return;
+	gate_leave(db);
 	for (i = 0; i < db->n_cached; i++)
 		sqlite3_finalize(db->cache[i].st);
 	sqlite3_close(db->h);
@@ -499,12 +516,55 @@ int db_schema_version(const struct db *db)
 	return db->version;
 }
 
+/*
+ * The WAL hook, which SQLite calls after each commit that wrote to the WAL,
+ * with the write lock released and before the commit's sqlite3_step
+ * returns.  It lets this process's next writer in at once, then:
+ *
+ * A commit at DB_SYNC_FULL is on disk when its step returns, as at
+ * synchronous=FULL, but its fsync is shared.  SQLite's FULL fsyncs the WAL
+ * while the commit still holds the write lock, so concurrent commits take
+ * their flushes one after another.  Here the connection commits at
+ * synchronous=NORMAL (the lock is held for the WAL write alone) and the
+ * hook fsyncs the WAL: the flushes of concurrent committers overlap, and
+ * one flush of the disk covers every commit written before it (group
+ * commit).  A failed fsync is the commit's failure: its caller never
+ * answers success for it.  Checkpoints are as at NORMAL (the WAL synced
+ * before, the database after).
+ *
+ * The hook replaces SQLite's autocheckpoint hook, so it checkpoints as that
+ * one does, at DB_AUTOCHECKPOINT_FRAMES.
+ */
+static int wal_committed(void *arg, sqlite3 *h, const char *name, int frames)
+{
+	struct db *db = arg;
+	sqlite3_file *wal = NULL;
+	int rc = SQLITE_OK;
+
+	gate_leave(db);
+	if (db->sync_full) {
+		rc = sqlite3_file_control(h, name, SQLITE_FCNTL_JOURNAL_POINTER, &wal);
+		if (rc == SQLITE_OK && (!wal || !wal->pMethods))
+			rc = SQLITE_IOERR_FSYNC;
+		if (rc == SQLITE_OK)
+			rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+	}
+	if (rc == SQLITE_OK && frames >= DB_AUTOCHECKPOINT_FRAMES)
+		sqlite3_wal_checkpoint_v2(h, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	return rc;
+}
+
 enum sd_result db_set_sync(struct db *db, enum db_sync sync)
 {
-	if (failpoint_on(FP_DB_SYNC_OFF))
-		return db_exec(db, "PRAGMA synchronous = OFF");
-	return db_exec(db, sync == DB_SYNC_FULL ? "PRAGMA synchronous = FULL"
-						: "PRAGMA synchronous = NORMAL");
+	enum sd_result r;
+	int off = failpoint_on(FP_DB_SYNC_OFF);
+
+	if ((r = db_exec(db, off ? "PRAGMA synchronous = OFF" : "PRAGMA synchronous = NORMAL")) !=
+	    SD_OK)
+		return r;
+	db->sync_full = !off && sync == DB_SYNC_FULL;
+	sqlite3_wal_hook(db->h, wal_committed, db);
+	return SD_OK;
 }
 
 /* Transaction control runs on every turn of a worker: prepared once, not
@@ -528,8 +588,12 @@ enum sd_result db_begin(struct db *db)
 		db->depth++;
 		return SD_OK;
 	}
-	if ((r = db_tx_stmt(db, SQL_BEGIN)) != SD_OK)
+	if (db->gate)
+		db->gate_held = db_gate_enter(db->gate, db->busy_limit_ms);
+	if ((r = db_tx_stmt(db, SQL_BEGIN)) != SD_OK) {
+		gate_leave(db);
 		return r;
+	}
 	db->depth = 1;
 	db->doomed = 0;
 	db->notify = 0;
@@ -546,14 +610,16 @@ enum sd_result db_commit(struct db *db)
 		return SD_OK;
 	if (db->doomed) {
 		db_tx_stmt(db, SQL_ROLLBACK);
+		gate_leave(db);
 		db->doomed = 0;
 		return err_set(SD_DB, "transaction rolled back by an inner failure");
 	}
-	if ((r = db_tx_stmt(db, SQL_COMMIT)) != SD_OK) {
-		if (!sqlite3_get_autocommit(db->h))
-			db_tx_stmt(db, SQL_ROLLBACK);
+	r = db_tx_stmt(db, SQL_COMMIT);
+	if (r != SD_OK && !sqlite3_get_autocommit(db->h))
+		db_tx_stmt(db, SQL_ROLLBACK);
+	gate_leave(db);		/* a commit that wrote nothing calls no hook */
+	if (r != SD_OK)
 		return r;
-	}
 	if (db->notify) {
 		db->notify = 0;
 		notify_broadcast();
@@ -579,6 +645,7 @@ void db_rollback(struct db *db)
 		db_tx_stmt(db, SQL_ROLLBACK);
 		err_set(SD_OK, "%s", keep);
 	}
+	gate_leave(db);
 }
 
 enum sd_result db_end(struct db *db, enum sd_result r)

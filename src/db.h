@@ -27,7 +27,9 @@ struct db_stmt;
 
 enum db_sync {
 	DB_SYNC_NORMAL,		/* queue bookkeeping: a lost ack re-runs an idempotent job */
-	DB_SYNC_FULL,		/* business writes: an accepted order survives a power cut */
+	DB_SYNC_FULL,		/* business writes: an accepted order survives a power cut;
+				 * the WAL is fsynced after each commit with the write
+				 * lock released, so concurrent commits share a flush */
 };
 
 enum db_open_flags {
@@ -94,6 +96,9 @@ int db_schema_version(const struct db *db);
 
 /* db_set_sync: change the connection's synchronous level (outside a transaction). */
 enum sd_result db_set_sync(struct db *db, enum db_sync sync);
+
+/* SQLite's default autocheckpoint, kept by DB_SYNC_FULL's own WAL hook. */
+#define DB_AUTOCHECKPOINT_FRAMES 1000
 
 enum sd_result db_begin(struct db *db);
 enum sd_result db_commit(struct db *db);

@@ -46,7 +46,8 @@ static const struct {
 			      "           bench pipeline --orders N [--json];\n"
 			      "           bench api --requests N --clients C [--json];\n"
 			      "           bench claim --scheduled N --leased M --done K [--reps R] [--json];\n"
-			      "           bench scale --sizes A,B,C [--json]" },
+			      "           bench scale --sizes A,B,C [--json];\n"
+			      "           bench intake --orders N --clients A,B --via http,cli [--json]" },
 };
 
 static void usage(FILE *f)

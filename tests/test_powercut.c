@@ -36,6 +36,8 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "db.h"
+
 #define MAXKIDS 8
 
 struct fx {
@@ -886,13 +888,35 @@ static void test_dead_after_cut(void **state)
 /* ---- SQLite through the mount */
 
 struct sqlrun {
-	const char *sync; /* FULL or NORMAL */
+	const char *sync; /* FULL or NORMAL (raw SQLite), BOX (db.c at DB_SYNC_FULL) */
 	const char *cut;
 };
 
 static int sql_exec(sqlite3 *db, const char *sql)
 {
 	return sqlite3_exec(db, sql, NULL, NULL, NULL);
+}
+
+/* each commit that returned, logged outside the mount */
+static void log_commit(int logfd, int seq)
+{
+	char line[32];
+	int n = snprintf(line, sizeof line, "%d\n", seq);
+
+	if (write(logfd, line, (size_t)n) != n)
+		_exit(4);
+}
+
+static void log_failure(const char *logpath, int code, int seq, const char *msg)
+{
+	char e[160];
+	FILE *ef;
+
+	snprintf(e, sizeof e, "%s.err", logpath);
+	if ((ef = fopen(e, "w"))) {
+		fprintf(ef, "%d after %d: %s\n", code, seq - 1, msg);
+		fclose(ef);
+	}
 }
 
 /* a writer: one row per transaction, each commit logged outside the mount */
@@ -914,28 +938,40 @@ static void sql_writer(const char *dbpath, const char *sync, int who, const char
 			       &st, NULL) != SQLITE_OK)
 		_exit(3);
 	for (seq = 1;; seq++) {
-		char line[32];
-		int n;
-
 		sqlite3_bind_int(st, 1, who);
 		sqlite3_bind_int(st, 2, seq);
 		if (sqlite3_step(st) != SQLITE_DONE) {
-			char e[160];
-			FILE *ef;
-
-			snprintf(e, sizeof e, "%s.err", logpath);
-			if ((ef = fopen(e, "w"))) {
-				fprintf(ef, "%d after %d: %s\n", sqlite3_extended_errcode(db), seq - 1,
-					sqlite3_errmsg(db));
-				fclose(ef);
-			}
+			log_failure(logpath, sqlite3_extended_errcode(db), seq, sqlite3_errmsg(db));
 			break;
 		}
 		sqlite3_reset(st);
-		n = snprintf(line, sizeof line, "%d\n", seq);
-		if (write(logfd, line, (size_t)n) != n)
-			_exit(4);
+		log_commit(logfd, seq);
 		msleep(1); /* the other writer gets the lock too */
+	}
+	_exit(0);
+}
+
+/* the box's own durable commit: a db.c connection at DB_SYNC_FULL, which
+ * commits at NORMAL and fsyncs the WAL after the lock is released */
+static void box_writer(const char *dbpath, int who, const char *logpath)
+{
+	struct db *db;
+	struct db_stmt *st;
+	int logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644), seq;
+
+	if (logfd < 0 || db_open(dbpath, 0, DB_SYNC_FULL, &db) != SD_OK)
+		_exit(2);
+	for (seq = 1;; seq++) {
+		if (!(st = db_stmt(db, "INSERT INTO t(who, seq, pad) VALUES(?1, ?2, randomblob(300))")))
+			_exit(3);
+		db_bind_int(st, 1, who);
+		db_bind_int(st, 2, seq);
+		if (db_run(st) != SD_OK) {
+			log_failure(logpath, 0, seq, err_msg());
+			break;
+		}
+		log_commit(logfd, seq);
+		msleep(1);
 	}
 	_exit(0);
 }
@@ -960,22 +996,31 @@ static int last_logged(const char *logpath)
 	return atoi(p ? p + 1 : buf);
 }
 
+static const char SQL_TABLE_T[] =
+	"CREATE TABLE t(id INTEGER PRIMARY KEY, who INT, seq INT, pad BLOB, UNIQUE(who, seq))";
+
 static void sql_scenario(struct fx *f, const struct sqlrun *run)
 {
 	char dbp[PATH_MAX], logs[2][PATH_MAX];
 	sqlite3 *db;
 	sqlite3_stmt *st;
-	int i, w;
+	int i, w, box = !strcmp(run->sync, "BOX");
 
 	M(f, dbp, "app.db");
 	for (w = 0; w < 2; w++)
 		snprintf(logs[w], sizeof logs[w], "%s/writer%d.log", f->root, w);
-	assert_int_equal(sqlite3_open(dbp, &db), SQLITE_OK);
-	assert_int_equal(sql_exec(db, "PRAGMA journal_mode=WAL"), SQLITE_OK);
-	assert_int_equal(sql_exec(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, who INT, seq INT, "
-				      "pad BLOB, UNIQUE(who, seq))"),
-			 SQLITE_OK);
-	sqlite3_close(db);
+	if (box) {	/* the box's schema, and the writers' table beside it */
+		struct db *bdb;
+
+		assert_int_equal(db_open(dbp, DB_OPEN_CREATE, DB_SYNC_FULL, &bdb), SD_OK);
+		assert_int_equal(db_exec(bdb, SQL_TABLE_T), SD_OK);
+		db_close(bdb);
+	} else {
+		assert_int_equal(sqlite3_open(dbp, &db), SQLITE_OK);
+		assert_int_equal(sql_exec(db, "PRAGMA journal_mode=WAL"), SQLITE_OK);
+		assert_int_equal(sql_exec(db, SQL_TABLE_T), SQLITE_OK);
+		sqlite3_close(db);
+	}
 	/* SQLite syncs the folder for a new WAL, not for a new database file */
 	assert_int_equal(fsync_dir(f->mnt), 0);
 
@@ -983,7 +1028,9 @@ static void sql_scenario(struct fx *f, const struct sqlrun *run)
 		pid_t kid = kid_fork();
 
 		assert_true(kid >= 0);
-		if (kid == 0)
+		if (kid == 0 && box)
+			box_writer(dbp, w, logs[w]);
+		else if (kid == 0)
 			sql_writer(dbp, run->sync, w, logs[w]);
 		f->kids[f->nkids++] = kid;
 	}
@@ -1021,7 +1068,7 @@ static void sql_scenario(struct fx *f, const struct sqlrun *run)
 		sqlite3_finalize(st);
 		/* commits are whole and in order: 1..max, no gaps */
 		assert_int_equal(cnt, mx);
-		if (!strcmp(run->sync, "FULL"))
+		if (!strcmp(run->sync, "FULL") || box)
 			assert_true(mx >= logged); /* every commit that returned */
 		fprintf(stderr, "    %s, %s: writer %d logged %d commits, %d survived\n", run->sync,
 			run->cut, w, logged, mx);
@@ -1049,6 +1096,21 @@ static void test_sqlite_normal_torn(void **state)
 	struct fx *f = started(state, NULL);
 
 	sql_scenario(f, &(struct sqlrun){"NORMAL", "cut torn 6"});
+}
+
+/* the box's FULL (db.c): the fsync after the commit, outside the lock */
+static void test_box_full_torn(void **state)
+{
+	struct fx *f = started(state, NULL);
+
+	sql_scenario(f, &(struct sqlrun){"BOX", "cut torn 7"});
+}
+
+static void test_box_full(void **state)
+{
+	struct fx *f = started(state, NULL);
+
+	sql_scenario(f, &(struct sqlrun){"BOX", "cut"});
 }
 
 /* 7. faults: every Nth write EIO, ENOSPC past a byte budget, counted */
@@ -1391,6 +1453,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sqlite_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sqlite_full_torn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sqlite_normal_torn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_box_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_box_full_torn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mmap_shared, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_posix_basics, setup, teardown),

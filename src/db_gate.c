@@ -1,0 +1,73 @@
+/*
+ * db_gate.c: the per-file writer gate of this process (db_gate.h).
+ *
+ * Invariants:
+ *  - a gate, once made, lives as long as the process: db.c keeps pointers
+ *    to it in its connections;
+ *  - owner is the thread holding the mutex, read by other threads only to
+ *    compare with themselves (a thread never waits for itself).
+ */
+#define _GNU_SOURCE
+#include "db_gate.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+struct db_gate {
+	dev_t dev;
+	ino_t ino;
+	pthread_mutex_t mu;
+	_Atomic(pthread_t) owner;
+	atomic_int held;
+};
+
+static struct db_gate gates[DB_GATES];
+static int n_gates;
+static pthread_mutex_t gates_mu = PTHREAD_MUTEX_INITIALIZER;
+
+struct db_gate *db_gate_for(dev_t dev, ino_t ino)
+{
+	struct db_gate *g = NULL;
+	int i;
+
+	pthread_mutex_lock(&gates_mu);
+	for (i = 0; i < n_gates && !g; i++)
+		if (gates[i].dev == dev && gates[i].ino == ino)
+			g = &gates[i];
+	if (!g && n_gates < DB_GATES) {
+		g = &gates[n_gates++];
+		g->dev = dev;
+		g->ino = ino;
+		pthread_mutex_init(&g->mu, NULL);
+	}
+	pthread_mutex_unlock(&gates_mu);
+	return g;
+}
+
+int db_gate_enter(struct db_gate *g, int64_t limit_ms)
+{
+	struct timespec until;
+
+	if (atomic_load(&g->held) && pthread_equal(atomic_load(&g->owner), pthread_self()))
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)(limit_ms / 1000);
+	until.tv_nsec += (long)(limit_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	if (pthread_mutex_timedlock(&g->mu, &until) != 0)
+		return 0;
+	atomic_store(&g->owner, pthread_self());
+	atomic_store(&g->held, 1);
+	return 1;
+}
+
+void db_gate_leave(struct db_gate *g)
+{
+	atomic_store(&g->held, 0);
+	pthread_mutex_unlock(&g->mu);
+}
