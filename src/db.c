@@ -796,6 +796,16 @@ int db_col_is_null(struct db_stmt *st, int col)
 	return sqlite3_column_type((sqlite3_stmt *)st, col) == SQLITE_NULL;
 }
 
+int64_t db_fullscan_steps(struct db *db)
+{
+	int64_t n = 0;
+	int i;
+
+	for (i = 0; i < db->n_cached; i++)
+		n += sqlite3_stmt_status(db->cache[i].st, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0);
+	return n;
+}
+
 int64_t db_changes(struct db *db)
 {
 	return sqlite3_changes64(db->h);

@@ -149,6 +149,11 @@ int64_t db_col_int(struct db_stmt *st, int col);
 const char *db_col_text(struct db_stmt *st, int col);	/* NULL for SQL NULL */
 int db_col_is_null(struct db_stmt *st, int col);
 
+/* db_fullscan_steps: the steps the connection's cached statements have taken
+ * through full table scans so far (SQLITE_STMTSTATUS_FULLSCAN_STEP): what a
+ * test reads to hold a lookup to its index. */
+int64_t db_fullscan_steps(struct db *db);
+
 /* db_changes: rows changed by the last write statement on this connection. */
 int64_t db_changes(struct db *db);
 

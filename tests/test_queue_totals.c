@@ -398,6 +398,57 @@ static void test_claim_levels_keep_order(void **state)
 	free_jobs(j, n);
 }
 
+/* ======================== lookups by identity ============================ */
+
+static void count_row(const struct job_row *row, void *arg)
+{
+	int *n = arg;
+
+	(void)row;
+	(*n)++;
+}
+
+/* queue_find_job (order show's lookup) walks no table: with 300 finished
+ * jobs, 100 scheduled and one dead it finds each of a job's entries by index */
+static void test_find_job_uses_indexes(void **state)
+{
+	struct db *db = ((struct tu_env *)*state)->db;
+	struct job *j[100];
+	int64_t ids[100], before;
+	unsigned char acked[100];
+	char id[32];
+	int n, i, round, found;
+
+	for (round = 0; round < 3; round++) {
+		for (i = 0; i < 100; i++) {
+			snprintf(id, sizeof id, "outbox:%d", round * 100 + i);
+			enq(db, "noop", id, 0, 0);
+		}
+		n = claim(db, 100, 60000, j);
+		assert_int_equal(n, 100);
+		for (i = 0; i < n; i++)
+			ids[i] = j[i]->id;
+		assert_int_equal(queue_ack_many(db, j[0]->lease_token, ids, n, acked), SD_OK);
+		free_jobs(j, n);
+	}
+	for (i = 0; i < 100; i++) {
+		snprintf(id, sizeof id, "later:%d", i);
+		enq(db, "noop", id, 3600000, 0);
+	}
+	enq(db, "noop", "outbox:150", 0, 0);	/* delivered twice: a second entry */
+	before = db_fullscan_steps(db);
+	found = 0;
+	assert_int_equal(queue_find_job(db, "outbox:150", count_row, &found), SD_OK);
+	assert_int_equal(found, 2);	/* done once, ready once */
+	found = 0;
+	assert_int_equal(queue_find_job(db, "later:7", count_row, &found), SD_OK);
+	assert_int_equal(found, 1);
+	found = 0;
+	assert_int_equal(queue_find_job(db, "none", count_row, &found), SD_OK);
+	assert_int_equal(found, 0);
+	assert_int_equal(db_fullscan_steps(db) - before, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -407,6 +458,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migration_seeds_totals_from_rows, tu_setup_nodb,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_claim_levels_keep_order, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_find_job_uses_indexes, tu_setup, tu_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
