@@ -526,15 +526,28 @@ int db_schema_version(const struct db *db)
  * while the commit still holds the write lock, so concurrent commits take
  * their flushes one after another.  Here the connection commits at
  * synchronous=NORMAL (the lock is held for the WAL write alone) and the
- * hook fsyncs the WAL: the flushes of concurrent committers overlap, and
- * one flush of the disk covers every commit written before it (group
- * commit).  A failed fsync is the commit's failure: its caller never
+ * hook fsyncs the WAL: one flush covers every commit written before it, so
+ * the committers of this process share one (db_gate_sync: a committer that
+ * finds a flush running waits for it or the next), and those of other
+ * processes overlap theirs (group commit).  A failed fsync is the commit's failure: its caller never
  * answers success for it.  Checkpoints are as at NORMAL (the WAL synced
  * before, the database after).
  *
  * The hook replaces SQLite's autocheckpoint hook, so it checkpoints as that
- * one does, at DB_AUTOCHECKPOINT_FRAMES.
+ * one does, at DB_AUTOCHECKPOINT_FRAMES, but one thread of the process at a
+ * time, and not again on every commit while readers hold the WAL back
+ * (db_gate_checkpoint_begin): each passive checkpoint syncs the WAL and
+ * the database, and SQLite's hook, trying one per commit once the WAL is
+ * past the mark, cost more flushes than the commits themselves.
  */
+/* wal_sync: one flush of the WAL (sqlite3_file *arg) */
+static int wal_sync(void *arg)
+{
+	sqlite3_file *wal = arg;
+
+	return wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+}
+
 static int wal_committed(void *arg, sqlite3 *h, const char *name, int frames)
 {
 	struct db *db = arg;
@@ -547,10 +560,16 @@ static int wal_committed(void *arg, sqlite3 *h, const char *name, int frames)
 		if (rc == SQLITE_OK && (!wal || !wal->pMethods))
 			rc = SQLITE_IOERR_FSYNC;
 		if (rc == SQLITE_OK)
-			rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+			rc = db->gate ? db_gate_sync(db->gate, wal_sync, wal) : wal_sync(wal);
 	}
-	if (rc == SQLITE_OK && frames >= DB_AUTOCHECKPOINT_FRAMES)
+	if (rc != SQLITE_OK || frames < DB_AUTOCHECKPOINT_FRAMES)
+		return rc;
+	if (!db->gate) {
 		sqlite3_wal_checkpoint_v2(h, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	} else if (db_gate_checkpoint_begin(db->gate, frames, DB_AUTOCHECKPOINT_FRAMES)) {
+		sqlite3_wal_checkpoint_v2(h, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		db_gate_checkpoint_end(db->gate);
+	}
 	return rc;
 }
 

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <time.h>
 
 struct db_gate {
@@ -21,6 +22,16 @@ struct db_gate {
 	pthread_mutex_t mu;
 	_Atomic(pthread_t) owner;
 	atomic_int held;
+	/* the shared flush, under sync_mu */
+	pthread_mutex_t sync_mu;
+	pthread_cond_t sync_cv;
+	uint64_t written;	/* commits written to the WAL so far */
+	uint64_t synced;	/* of which a flush has covered the first synced */
+	int syncing;		/* a flush is running */
+	int poisoned;		/* a flush failed with this error: none is trusted since */
+	/* the checkpoint on the commit path, under sync_mu */
+	int ckpt_running;
+	int ckpt_frames;	/* the WAL's frames when the last one started */
 };
 
 static struct db_gate gates[DB_GATES];
@@ -41,6 +52,8 @@ struct db_gate *db_gate_for(dev_t dev, ino_t ino)
 		g->dev = dev;
 		g->ino = ino;
 		pthread_mutex_init(&g->mu, NULL);
+		pthread_mutex_init(&g->sync_mu, NULL);
+		pthread_cond_init(&g->sync_cv, NULL);
 	}
 	pthread_mutex_unlock(&gates_mu);
 	return g;
@@ -70,4 +83,56 @@ void db_gate_leave(struct db_gate *g)
 {
 	atomic_store(&g->held, 0);
 	pthread_mutex_unlock(&g->mu);
+}
+
+int db_gate_sync(struct db_gate *g, int (*sync)(void *arg), void *arg)
+{
+	uint64_t mine, target;
+	int rc = 0;
+
+	pthread_mutex_lock(&g->sync_mu);
+	mine = ++g->written;
+	while (!g->poisoned && g->synced < mine) {
+		if (g->syncing) {
+			pthread_cond_wait(&g->sync_cv, &g->sync_mu);
+			continue;
+		}
+		/* lead: one flush for every commit written so far */
+		target = g->written;
+		g->syncing = 1;
+		pthread_mutex_unlock(&g->sync_mu);
+		rc = sync(arg);
+		pthread_mutex_lock(&g->sync_mu);
+		g->syncing = 0;
+		if (rc != 0)
+			g->poisoned = rc;
+		else
+			g->synced = target;
+		pthread_cond_broadcast(&g->sync_cv);
+	}
+	rc = g->poisoned;
+	pthread_mutex_unlock(&g->sync_mu);
+	return rc;
+}
+
+int db_gate_checkpoint_begin(struct db_gate *g, int frames, int min_frames)
+{
+	int go;
+
+	pthread_mutex_lock(&g->sync_mu);
+	go = !g->ckpt_running &&
+	     (frames < g->ckpt_frames || frames >= g->ckpt_frames + min_frames / 4);
+	if (go) {
+		g->ckpt_running = 1;
+		g->ckpt_frames = frames;
+	}
+	pthread_mutex_unlock(&g->sync_mu);
+	return go;
+}
+
+void db_gate_checkpoint_end(struct db_gate *g)
+{
+	pthread_mutex_lock(&g->sync_mu);
+	g->ckpt_running = 0;
+	pthread_mutex_unlock(&g->sync_mu);
 }

@@ -33,4 +33,29 @@ int db_gate_enter(struct db_gate *g, int64_t limit_ms);
 /* db_gate_leave: let the next writer of this process in. */
 void db_gate_leave(struct db_gate *g);
 
+/*
+ * db_gate_sync: make this thread's commit, just written to the file's WAL,
+ * durable, sharing the flush with the other committers of this process:
+ * when no flush is running, this thread runs sync(arg), which covers every
+ * commit written before it started; otherwise it waits for the running one
+ * and, if that one started before this commit was written, for the next,
+ * which one of the waiters runs for all of them.  0, or the error of the
+ * sync(arg) that covered this commit.  A failed flush poisons the gate:
+ * every later call returns its error without syncing, since after a failed
+ * fsync the kernel may report the same lost pages as clean; the process
+ * must start again to trust the disk again.
+ */
+int db_gate_sync(struct db_gate *g, int (*sync)(void *arg), void *arg);
+
+/*
+ * db_gate_checkpoint_begin: whether this committer, whose commit left
+ * frames frames in the WAL (at least the autocheckpoint's), should run the
+ * checkpoint: 1 when no other thread of the process runs one and the WAL
+ * was reset since the last one or has grown by a quarter of min_frames
+ * since (a passive checkpoint that readers held back is not tried again on
+ * every commit).  Then db_gate_checkpoint_end.
+ */
+int db_gate_checkpoint_begin(struct db_gate *g, int frames, int min_frames);
+void db_gate_checkpoint_end(struct db_gate *g);
+
 #endif
