@@ -936,7 +936,7 @@ static void test_totals_seeded_when_migrating(void **state)
 	run_pipeline(e, a);
 	run_pipeline(e, b);
 
-	/* back to the schema before 0006 */
+	/* back to the schema before 0006 (and so before 0007's indexes) */
 	assert_int_equal(sqlite3_open(e->db_path, &h), SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(h, "SELECT group_concat('DROP TRIGGER ' || name, ';') "
 					    "FROM sqlite_master WHERE type = 'trigger' AND name "
@@ -946,7 +946,8 @@ static void test_totals_seeded_when_migrating(void **state)
 	sqlite3_finalize(st);
 	assert_int_equal(sqlite3_exec(h, drops, NULL, NULL, NULL), SQLITE_OK);
 	free(drops);
-	assert_int_equal(sqlite3_exec(h, "DROP TABLE event_totals; PRAGMA user_version = 5", NULL,
+	assert_int_equal(sqlite3_exec(h, "DROP INDEX stream_job_id; DROP INDEX done_jobs_job_id; "
+				      "DROP TABLE event_totals; PRAGMA user_version = 5", NULL,
 				      NULL, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(h, "SELECT count(*) FROM sqlite_master WHERE name "
 					    "LIKE 'event_totals%'", -1, &st, NULL), SQLITE_OK);
