@@ -36,10 +36,7 @@
 #define _GNU_SOURCE
 #include "cli.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -47,9 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,7 +53,6 @@
 #include "bench_http.h"
 #include "clock.h"
 #include "db.h"
-#include "pipeline.h"
 #include "progress.h"
 #include "serve.h"
 #include "tickets.h"

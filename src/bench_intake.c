@@ -49,7 +49,6 @@
 #include "bench_http.h"
 #include "clock.h"
 #include "db.h"
-#include "pipeline.h"
 #include "serve.h"
 #include "tickets.h"
 

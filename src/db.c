@@ -516,6 +516,14 @@ int db_schema_version(const struct db *db)
 	return db->version;
 }
 
+/* wal_sync: one flush of the WAL (sqlite3_file *arg) */
+static int wal_sync(void *arg)
+{
+	sqlite3_file *wal = arg;
+
+	return wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+}
+
 /*
  * The WAL hook, which SQLite calls after each commit that wrote to the WAL,
  * with the write lock released and before the commit's sqlite3_step
@@ -529,9 +537,10 @@ int db_schema_version(const struct db *db)
  * hook fsyncs the WAL: one flush covers every commit written before it, so
  * the committers of this process share one (db_gate_sync: a committer that
  * finds a flush running waits for it or the next), and those of other
- * processes overlap theirs (group commit).  A failed fsync is the commit's failure: its caller never
- * answers success for it.  Checkpoints are as at NORMAL (the WAL synced
- * before, the database after).
+ * processes overlap theirs (group commit).  A failed fsync is the failure of
+ * every commit it covered, so none is answered as a success, and of every
+ * later FULL commit of the process (db_gate_sync's poison).  Checkpoints are
+ * as at NORMAL (the WAL synced before, the database after).
  *
  * The hook replaces SQLite's autocheckpoint hook, so it checkpoints as that
  * one does, at DB_AUTOCHECKPOINT_FRAMES, but one thread of the process at a
@@ -540,14 +549,6 @@ int db_schema_version(const struct db *db)
  * the database, and SQLite's hook, trying one per commit once the WAL is
  * past the mark, cost more flushes than the commits themselves.
  */
-/* wal_sync: one flush of the WAL (sqlite3_file *arg) */
-static int wal_sync(void *arg)
-{
-	sqlite3_file *wal = arg;
-
-	return wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
-}
-
 static int wal_committed(void *arg, sqlite3 *h, const char *name, int frames)
 {
 	struct db *db = arg;
