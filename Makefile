@@ -1,10 +1,11 @@
-# Stagedoor Box: one program, one SQLite file.
+# Stagedoor Box: one program, one SQLite file (or a PostgreSQL database).
 #
 #   make              build bin/stagedoor (installs the build packages first)
 #   make demo         the whole pipeline on a fresh ./var/demo (build packages only)
-#   make test         every test suite, each reported: a normal build (rel) and an
-#                     AddressSanitizer + UndefinedBehaviorSanitizer build (san);
-#                     installs the build and test packages first
+#   make test         every test suite, each reported: a normal build (rel), the
+#                     engine-dependent suites of it again on a throwaway PostgreSQL
+#                     cluster (pg), and an AddressSanitizer + UndefinedBehavior-
+#                     Sanitizer build (san); installs the build and test packages first
 #   make fuzz         the API's parser under libFuzzer (adds clang)
 #   make bench        the benchmarks (build packages only)
 #   make bench-peers  the queue next to Redis Streams and beanstalkd, started
@@ -18,7 +19,7 @@
 #   V=1               show each compile and link command in full
 
 CC      ?= cc
-PKGS    := sqlite3 jansson libqrencode libcurl libmicrohttpd
+PKGS    := sqlite3 libpq jansson libqrencode libcurl libmicrohttpd
 TPKGS   := cmocka
 # libharu and mbedTLS ship no pkg-config file in Debian 12: plain -l flags
 XLIBS   := -lhpdf -lmbedcrypto
@@ -31,9 +32,9 @@ XLIBS   := -lhpdf -lmbedcrypto
 #   fuzz:  clang for libFuzzer
 #   peers: the servers make bench-peers measures the queue against, and
 #          hiredis for its Redis client
-DEBS_BUILD := gcc make pkg-config libsqlite3-dev libjansson-dev libhpdf-dev \
+DEBS_BUILD := gcc make pkg-config libsqlite3-dev libpq-dev libjansson-dev libhpdf-dev \
               libqrencode-dev libmbedtls-dev libcurl4-openssl-dev libmicrohttpd-dev
-DEBS_TEST  := libcmocka-dev qpdf poppler-utils python3-aiosmtpd openssl chromium nodejs \
+DEBS_TEST  := libcmocka-dev postgresql qpdf poppler-utils python3-aiosmtpd openssl chromium nodejs \
               libfuse3-dev fuse3
 DEBS_FUZZ  := clang
 DEBS_PEERS := redis-server beanstalkd libhiredis-dev
@@ -55,15 +56,21 @@ SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fram
 
 SRCS    := $(sort $(wildcard src/*.c))
 LIBSRCS := $(filter-out src/main.c,$(SRCS))
-SCHEMA  := $(sort $(wildcard schema/*.sql))
+SCHEMA_SQLITE := $(sort $(wildcard schema/sqlite/*.sql))
+SCHEMA_PG     ?= $(sort $(wildcard schema/pg/*.sql))
+SCHEMA  := $(SCHEMA_SQLITE) $(SCHEMA_PG)
 ASSETS  := src/dashboard/index.html src/dashboard/dashboard.js src/dashboard/dashboard.css
 TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
+# The suites that depend on the engine, run a second time on PostgreSQL
+# (check-pg): the store, the queue, the outbox, the idempotency primitives,
+# the handlers and the HTTP API.
+PG_TESTS := test_db test_queue test_outbox test_idem test_orders test_api
 
 # Two builds of everything: build/rel (bin/stagedoor) and build/san.
 REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o build/rel/assets.o
 SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS)) build/san/schema.o build/san/assets.o
 
-.PHONY: all deps deps-build deps-test deps-fuzz test check-rel check-san check-browser \
+.PHONY: all deps deps-build deps-test deps-fuzz test check-rel check-pg check-san check-browser \
 	check-fresh bench bench-peers bench-memory deps-peers demo soak powercut fuzz clean
 .SUFFIXES:
 
@@ -88,7 +95,8 @@ build/embed_schema: tools/embed_schema.c
 	$(call say,CC,$<)$(CC) -O1 -o $@ $<
 
 build/schema.c: build/embed_schema $(SCHEMA)
-	$(call say,GEN,$@)build/embed_schema $@ $(SCHEMA)
+	$(call say,GEN,$@)build/embed_schema $@ db_migrations db_migration_count $(SCHEMA_SQLITE) \
+		-- db_migrations_pg db_migration_count_pg $(SCHEMA_PG)
 
 build/embed_assets: tools/embed_assets.c
 	@mkdir -p build
@@ -141,12 +149,14 @@ build/san/tests/testutil.o: tests/testutil.c tests/testutil.h src/*.h
 # build/test-output/BUILD.result, which `make test` reports.
 check-rel: bin/stagedoor build/sqlbench build/mailsink build/chaos build/powercut $(addprefix build/rel/tests/,$(TESTS))
 	@sh tools/run_tests.sh rel $(CURDIR)/bin/stagedoor $(addprefix build/rel/tests/,$(TESTS))
+check-pg: bin/stagedoor build/mailsink $(addprefix build/rel/tests/,$(PG_TESTS))
+	@sh tools/pg_tests.sh pg $(CURDIR)/bin/stagedoor $(addprefix build/rel/tests/,$(PG_TESTS))
 check-san: build/san/stagedoor build/mailsink build/chaos build/powercut $(addprefix build/san/tests/,$(TESTS))
 	@sh tools/run_tests.sh san $(CURDIR)/build/san/stagedoor $(addprefix build/san/tests/,$(TESTS))
 
 # Every suite runs, whatever an earlier one did; each is reported, and the
 # last line counts them all.  A suite whose build failed counts as a failure.
-SUITES := rel san
+SUITES := rel pg san
 test: deps-test
 	@rm -f $(SUITES:%=build/test-output/%.result)
 	@rc=0; for s in $(SUITES); do \
@@ -165,7 +175,7 @@ check-browser: deps-test
 check-fresh:
 	@sh tools/fresh.sh --readme
 
-build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/db_gate.o build/rel/failpoint.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o build/rel/log.o
+build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/db_sqlite.o build/rel/db_pg.o build/rel/db_gate.o build/rel/failpoint.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o build/rel/log.o
 	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) -Isrc -o $@ $^ $(LDLIBS)
 
 # The local HTTPS mail provider the mail tests run against (tools/mailsink).

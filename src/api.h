@@ -4,7 +4,7 @@
  * The server (http.c, libmicrohttpd) turns each request into a struct
  * api_request and sends back the struct api_response that api_handle fills;
  * this module owns routing, authentication, body checks, the JSON and the
- * client idempotency keys (table api_keys, schema/0003_api.sql), and reaches
+ * client idempotency keys (table api_keys, schema/sqlite/0003_api.sql), and reaches
  * the domain through tickets, queue and db.
  *
  * Invariants:

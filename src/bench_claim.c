@@ -252,12 +252,12 @@ static const char SQL_BC_DONE[] =
 static const char SQL_BC_DONE_TOTALS[] =
 	"INSERT INTO done_totals (kind, done, done_reclaims) SELECT kind, count(*), "
 	"sum(max(deliveries - 1 - attempts, 0)) FROM done_jobs WHERE job_id GLOB 'done-*' "
-	"GROUP BY kind ON CONFLICT (kind) DO UPDATE SET done = done + excluded.done, "
-	"done_reclaims = done_reclaims + excluded.done_reclaims";
+	"GROUP BY kind ON CONFLICT (kind) DO UPDATE SET done = done_totals.done + excluded.done, "
+	"done_reclaims = done_totals.done_reclaims + excluded.done_reclaims";
 static const char SQL_BC_DONE_TIMES[] =
 	"INSERT INTO done_times (finished_at, n) SELECT finished_at, count(*) FROM done_jobs "
 	"WHERE job_id GLOB 'done-*' GROUP BY finished_at "
-	"ON CONFLICT (finished_at) DO UPDATE SET n = n + excluded.n";
+	"ON CONFLICT (finished_at) DO UPDATE SET n = done_times.n + excluded.n";
 
 /* Run the statements sql[0..n), each bound ?1 rows ?2 now ?3 offset, in one
  * transaction (statements that name fewer parameters ignore the rest). */

@@ -152,8 +152,8 @@ static const char *const SQL_FILL[] = {
 	"INSERT INTO processed_jobs (job_id, kind, processed_at) SELECT 'outbox:' || id, kind, ?6 "
 	"FROM outbox WHERE id BETWEEN ?5 AND ?5 + 3 * ?2 - 1 AND kind = 'update_sales_counter'",
 	"INSERT INTO sales_counters (event_id, orders, seats_sold) VALUES (?3, ?2, 2 * ?2) "
-	"ON CONFLICT (event_id) DO UPDATE SET orders = orders + excluded.orders, "
-	"seats_sold = seats_sold + excluded.seats_sold",
+	"ON CONFLICT (event_id) DO UPDATE SET orders = sales_counters.orders + excluded.orders, "
+	"seats_sold = sales_counters.seats_sold + excluded.seats_sold",
 };
 static const char SQL_FILL_NEXT[] =
 	"SELECT (SELECT coalesce(max(id), 0) + 1 FROM orders), "

@@ -1,7 +1,16 @@
 /*
- * db.h: the only door to SQLite.
+ * db.h: the only door to the database, SQLite or PostgreSQL.
  *
- * A struct db is one connection, used by one thread.  Opening it sets WAL mode,
+ * db_open's target names the engine: a path is an SQLite file (the default
+ * box), a postgresql:// or postgres:// URI (any libpq connection URI) a
+ * PostgreSQL 15 database that several boxes may share.  One interface for
+ * both (statements, bindings, steps, columns, transactions); the engines sit
+ * behind it in db_sqlite.c and db_pg.c, and no other module includes either
+ * library.  SQL that both accept is written once; a statement that differs
+ * by dialect is given in both, side by side, to db_stmt_for().  Parameters
+ * are ?NNN (or ?) in both: the PostgreSQL engine numbers them $NNN.
+ *
+ * SQLite: a struct db is one connection, used by one thread.  Opening it sets WAL mode,
  * foreign keys, SQLITE_DBCONFIG_DEFENSIVE, a busy timeout and the connection's
  * synchronous level (DESIGN.md's durability policy: FULL where an order is
  * accepted, NORMAL for the queue's bookkeeping), then brings the schema up to
@@ -25,6 +34,17 @@
 struct db;
 struct db_stmt;
 
+enum db_kind {
+	DB_SQLITE,		/* one file in WAL mode: one box */
+	DB_PG,			/* PostgreSQL through libpq: one or several boxes */
+};
+
+/* db_target_is_pg: target is a PostgreSQL URI (postgresql:// or postgres://). */
+int db_target_is_pg(const char *target);
+
+/* db_kind: the engine of an open connection. */
+enum db_kind db_kind(const struct db *db);
+
 enum db_sync {
 	DB_SYNC_NORMAL,		/* queue bookkeeping: a lost ack re-runs an idempotent job */
 	DB_SYNC_FULL,		/* business writes: an accepted order survives a power cut;
@@ -36,15 +56,17 @@ enum db_open_flags {
 	DB_OPEN_CREATE = 1,	/* create the file (and its directory) when missing */
 };
 
-/* One embedded migration, generated from schema/NNNN_name.sql at build time. */
+/* One embedded migration, generated from schema/<engine>/NNNN_name.sql at build time. */
 struct db_migration {
 	int version;		/* NNNN: the PRAGMA user_version it leads to */
 	const char *name;	/* file name without .sql */
 	const char *sql;	/* the file's text */
 };
 
-extern const struct db_migration db_migrations[];
+extern const struct db_migration db_migrations[];	/* schema/sqlite */
 extern const int db_migration_count;
+extern const struct db_migration db_migrations_pg[];	/* schema/pg: the same numbers */
+extern const int db_migration_count_pg;
 
 /* Busy timeout: how long a writer waits for the lock before SD_BUSY. */
 #define DB_BUSY_TIMEOUT_MS 10000
@@ -123,6 +145,10 @@ enum sd_result db_exec(struct db *db, const char *sql);
  * when the SQL does not compile.  Call db_reset() when done with the rows.
  */
 struct db_stmt *db_stmt(struct db *db, const char *sql);
+
+/* db_stmt_for: db_stmt with the statement of the connection's dialect: the
+ * SQLite text or the PostgreSQL one (both static, as for db_stmt). */
+struct db_stmt *db_stmt_for(struct db *db, const char *sqlite_sql, const char *pg_sql);
 
 void db_bind_int(struct db_stmt *st, int idx, int64_t v);
 void db_bind_text(struct db_stmt *st, int idx, const char *s);	/* NULL binds NULL */

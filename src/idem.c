@@ -92,7 +92,7 @@ static const char SQL_DONE[] =
 static const char SQL_RELEASE[] =
 	"UPDATE email_sends SET claimed_at = 0 "
 	"WHERE order_id = ?1 AND kind = ?2 AND claimed_at = ?5 AND sent_at IS NULL "
-	"AND ?3 = ?3 AND ?4 IS ?4";
+	"AND ?3 = ?3 AND CAST(?4 AS TEXT) IS NOT DISTINCT FROM CAST(?4 AS TEXT)";
 
 static enum sd_result claim_update(struct db *db, const char *sql, int64_t subject_id,
 				   const char *kind, int64_t claimed_at, const char *provider_id)

@@ -231,12 +231,14 @@ void maint_disk(const char *db_path, const char *state_dir, int64_t warn_bytes,
 		*(slash == dir ? slash + 1 : slash) = '\0';
 	else
 		snprintf(dir, sizeof dir, ".");
-	if (fsio_free_bytes(dir, &d->db_free) != SD_OK)
+	if (db_target_is_pg(db_path))
+		d->db_free = -2;	/* the server's disk: PostgreSQL's to watch */
+	else if (fsio_free_bytes(dir, &d->db_free) != SD_OK)
 		d->db_free = -1;
 	if (tickets_state_dir(db_path, state_dir, dir, sizeof dir) != SD_OK ||
 	    fsio_free_bytes(dir, &d->state_free) != SD_OK)
 		d->state_free = -1;
-	d->low = d->db_free < d->warn_bytes || d->state_free < d->warn_bytes;
+	d->low = (d->db_free != -2 && d->db_free < d->warn_bytes) || d->state_free < d->warn_bytes;
 }
 
 enum sd_result maint_optimize(struct db *db)

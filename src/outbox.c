@@ -69,7 +69,8 @@ enum sd_result outbox_add(struct db *db, const char *kind, const char *payload,
 }
 
 static const char SQL_BATCH_HI[] =
-	"SELECT max(id) FROM (SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT ?1)";
+	"SELECT max(id) FROM (SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT ?1) "
+	"AS b";
 static const char SQL_PUBLISH[] =
 	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, created_at) "
 	"SELECT 'outbox:' || id, kind, payload, priority, ?2 + delay_ms, ?2 FROM outbox "
@@ -82,6 +83,63 @@ static const char SQL_PUBLISH_AGAIN[] =
 	"WHERE id = (SELECT min(id) FROM outbox WHERE published_at IS NULL AND id <= ?1)";
 static const char SQL_MARK[] =
 	"UPDATE outbox SET published_at = ?2 WHERE published_at IS NULL AND id <= ?1";
+/*
+ * PostgreSQL: relays of several boxes run at once, so a batch is the rows
+ * this relay locks (FOR UPDATE SKIP LOCKED: another relay's batch is
+ * skipped, not waited for), marked and published in one statement.
+ * ?1 limit ?2 now.  SQL_PG_PUBLISH_AGAIN is the failpoint's second copy of
+ * the batch's first row.
+ */
+static const char SQL_PG_PUBLISH[] =
+	"WITH b AS (SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT ?1 "
+	"FOR UPDATE SKIP LOCKED), "
+	"m AS (UPDATE outbox SET published_at = ?2 FROM b WHERE outbox.id = b.id "
+	"RETURNING outbox.id, kind, payload, priority, delay_ms) "
+	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, created_at) "
+	"SELECT 'outbox:' || id, kind, payload, priority, ?2 + delay_ms, ?2 FROM m ORDER BY id "
+	"RETURNING (SELECT min(id) FROM m)";
+static const char SQL_PG_PUBLISH_AGAIN[] =
+	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, created_at) "
+	"SELECT 'outbox:' || id, kind, payload, priority, ?2 + delay_ms, ?2 FROM outbox "
+	"WHERE id = ?1";
+
+/* relay_batch_pg: outbox_relay_batch on PostgreSQL */
+static enum sd_result relay_batch_pg(struct db *db, int limit, int64_t now, int64_t *n)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	int64_t first = 0, published = 0;
+	int row;
+
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	if (!(st = db_stmt(db, SQL_PG_PUBLISH))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_int(st, 1, limit);
+	db_bind_int(st, 2, now);
+	while ((r = db_step(st, &row)) == SD_OK && row) {
+		first = db_col_int(st, 0);
+		published++;
+	}
+	db_reset(st);
+	if (r == SD_OK && published && failpoint_on(FP_RELAY_TWICE)) {
+		if (!(st = db_stmt(db, SQL_PG_PUBLISH_AGAIN))) {
+			r = SD_DB;
+			goto out;
+		}
+		db_bind_int(st, 1, first);
+		db_bind_int(st, 2, now);
+		r = db_run(st);
+	}
+	if (r == SD_OK && published)
+		db_notify_on_commit(db);
+out:
+	if ((r = db_end(db, r)) == SD_OK)
+		*n = published;
+	return r;
+}
 
 enum sd_result outbox_relay_batch(struct db *db, int limit, int64_t *n)
 {
@@ -93,6 +151,8 @@ enum sd_result outbox_relay_batch(struct db *db, int limit, int64_t *n)
 	*n = 0;
 	if (limit < 1)
 		return err_set(SD_INVALID, "relay batch must be at least 1");
+	if (db_kind(db) == DB_PG)
+		return relay_batch_pg(db, limit, now, n);
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
 	if (!(st = db_stmt(db, SQL_BATCH_HI))) {
@@ -255,14 +315,18 @@ out:
 	return r;
 }
 
+/* Each dialect's lookup is the expression its outbox_order index holds. */
 static const char SQL_FOR_ORDER[] =
 	"SELECT id, kind, created_at, coalesce(published_at, 0) FROM outbox "
 	"WHERE json_extract(payload, '$.order_id') = ?1 ORDER BY id";
+static const char SQL_PG_FOR_ORDER[] =
+	"SELECT id, kind, created_at, coalesce(published_at, 0) FROM outbox "
+	"WHERE (payload::jsonb ->> 'order_id') = CAST(?1 AS TEXT) ORDER BY id";
 
 enum sd_result outbox_list_for_order(struct db *db, int64_t order_id,
 				     void (*fn)(const struct outbox_row *row, void *arg), void *arg)
 {
-	struct db_stmt *st = db_stmt(db, SQL_FOR_ORDER);
+	struct db_stmt *st = db_stmt_for(db, SQL_FOR_ORDER, SQL_PG_FOR_ORDER);
 	enum sd_result r;
 	int row;
 

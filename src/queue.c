@@ -40,7 +40,7 @@
  * ready entries come first and the walk stops at now.
  *
  * Counts that would otherwise walk the history are kept in the same
- * transaction as the change they count (schema/0005_totals.sql): per kind in
+ * transaction as the change they count (schema/sqlite/0005_totals.sql): per kind in
  * done_totals (done, done_reclaims at the ack and the prune; dead,
  * dead_expiries at the move to dead, the retry and the purge), per finishing
  * time in done_times (the ack, the prune).
@@ -356,8 +356,8 @@ static const char SQL_TO_DEAD[] =
  * (the copy above is fenced; this runs only when it moved a row). */
 static const char SQL_TOTALS_DEAD[] =
 	"INSERT INTO done_totals (kind, dead, dead_expiries) SELECT kind, 1, expiries FROM stream "
-	"WHERE id = ?1 ON CONFLICT (kind) DO UPDATE SET dead = dead + excluded.dead, "
-	"dead_expiries = dead_expiries + excluded.dead_expiries";
+	"WHERE id = ?1 ON CONFLICT (kind) DO UPDATE SET dead = done_totals.dead + excluded.dead, "
+	"dead_expiries = done_totals.dead_expiries + excluded.dead_expiries";
 
 /* Move a leased entry to the dead letters; SD_STALE when the token is old. */
 static enum sd_result move_to_dead(struct db *db, int64_t id, int64_t token, int64_t attempts,
@@ -409,7 +409,8 @@ struct claim_req {
 static enum sd_result claim_level(struct db *db, const struct claim_req *c, int above,
 				  int has_level, int64_t level, int n, struct job **out, int *got)
 {
-	struct db_stmt *st = db_stmt(db, above ? QUEUE_SQL_CLAIM_ABOVE : QUEUE_SQL_CLAIM);
+	struct db_stmt *st = above ? db_stmt_for(db, QUEUE_SQL_CLAIM_ABOVE, QUEUE_SQL_PG_CLAIM_ABOVE)
+				   : db_stmt_for(db, QUEUE_SQL_CLAIM, QUEUE_SQL_PG_CLAIM);
 	enum sd_result r;
 	int row;
 
@@ -736,7 +737,7 @@ enum sd_result queue_ack_many(struct db *db, int64_t token, const int64_t *ids, 
 	if ((r = db_begin(db)) != SD_OK)
 		goto out_free;
 	now = clock_now_ms();
-	if (!(st = db_stmt(db, QUEUE_SQL_ACK_MANY_COPY))) {
+	if (!(st = db_stmt_for(db, QUEUE_SQL_ACK_MANY_COPY, QUEUE_SQL_PG_ACK_MANY_COPY))) {
 		r = SD_DB;
 		goto out;
 	}
@@ -747,7 +748,7 @@ enum sd_result queue_ack_many(struct db *db, int64_t token, const int64_t *ids, 
 		goto out;	/* nothing copied: every token was stale */
 	if ((r = ack_time(db, now, copied)) != SD_OK)
 		goto out;
-	if (!(st = db_stmt(db, QUEUE_SQL_ACK_MANY_DELETE))) {
+	if (!(st = db_stmt_for(db, QUEUE_SQL_ACK_MANY_DELETE, QUEUE_SQL_PG_ACK_MANY_DELETE))) {
 		r = SD_DB;
 		goto out;
 	}
@@ -897,7 +898,7 @@ static const char SQL_DEAD_RETRY[] =
 static const char SQL_TOTALS_UNDEAD[] =
 	"INSERT INTO done_totals (kind, dead, dead_expiries) SELECT kind, -count(*), -sum(expiries) "
 	"FROM dead_jobs WHERE job_id = ?1 GROUP BY kind ON CONFLICT (kind) DO UPDATE SET "
-	"dead = dead + excluded.dead, dead_expiries = dead_expiries + excluded.dead_expiries";
+	"dead = done_totals.dead + excluded.dead, dead_expiries = done_totals.dead_expiries + excluded.dead_expiries";
 static const char SQL_DEAD_DELETE[] = "DELETE FROM dead_jobs WHERE job_id = ?1";
 
 enum sd_result queue_dead_retry(struct db *db, const char *job_id, int64_t *n)
@@ -975,13 +976,14 @@ out:
  * they take the rows out of the counts kept for done_jobs (done_reclaims,
  * done_times) and add them to `pruned`, then delete them. */
 static const char SQL_PRUNE_HI[] =
-	"SELECT max(id) FROM (SELECT id FROM done_jobs WHERE finished_at < ?1 ORDER BY id LIMIT ?2)";
+	"SELECT max(id) FROM (SELECT id FROM done_jobs WHERE finished_at < ?1 ORDER BY id LIMIT ?2) "
+	"AS p";
 static const char SQL_PRUNE_COUNT[] =
 	"INSERT INTO done_totals (kind, pruned, done_reclaims) SELECT kind, count(*), "
-	"-sum(max(deliveries - 1 - attempts, 0)) FROM done_jobs "
+	"-sum(" QUEUE_SQL_RECLAIMS ") FROM done_jobs "
 	"WHERE id <= ?2 AND finished_at < ?1 GROUP BY kind "
-	"ON CONFLICT (kind) DO UPDATE SET pruned = pruned + excluded.pruned, "
-	"done_reclaims = done_reclaims + excluded.done_reclaims";
+	"ON CONFLICT (kind) DO UPDATE SET pruned = done_totals.pruned + excluded.pruned, "
+	"done_reclaims = done_totals.done_reclaims + excluded.done_reclaims";
 static const char SQL_PRUNE_TIMES[] =
 	"UPDATE done_times SET n = n - p.c FROM (SELECT finished_at AS t, count(*) AS c "
 	"FROM done_jobs WHERE id <= ?2 AND finished_at < ?1 GROUP BY finished_at) AS p "
@@ -1040,16 +1042,17 @@ out:
 
 /* The counts of the stream are read from the stream: it is the work, and
  * it stays as small as the work is.  Dead and finished jobs are read from
- * done_totals, kept in the transactions that move them (schema/0005), so no
+ * done_totals, kept in the transactions that move them (schema/sqlite/0005), so no
  * read walks the history; a kind whose totals are all 0 is listed only while
  * it has entries in the stream, as when the totals were counts. */
 static const char SQL_STATS[] =
 	"SELECT kind, sum(r), sum(s), sum(l), sum(d), sum(f) FROM ("
-	" SELECT kind, visible_at <= ?1 AS r,"
-	"  lease_token IS NULL AND visible_at > ?1 AS s,"
-	"  lease_token IS NOT NULL AND visible_at > ?1 AS l, 0 AS d, 0 AS f FROM stream"
+	" SELECT kind, CASE WHEN visible_at <= ?1 THEN 1 ELSE 0 END AS r,"
+	"  CASE WHEN lease_token IS NULL AND visible_at > ?1 THEN 1 ELSE 0 END AS s,"
+	"  CASE WHEN lease_token IS NOT NULL AND visible_at > ?1 THEN 1 ELSE 0 END AS l,"
+	"  0 AS d, 0 AS f FROM stream"
 	" UNION ALL SELECT kind, 0, 0, 0, dead, done FROM done_totals WHERE dead != 0 OR done != 0"
-	") GROUP BY kind ORDER BY kind";
+	") AS c GROUP BY kind ORDER BY kind";
 
 enum sd_result queue_stats(struct db *db, struct queue_counts **rows, int *n,
 			   struct queue_counts *total)
@@ -1129,17 +1132,23 @@ enum sd_result queue_count_by_state(struct db *db, struct queue_counts *total)
 	return SD_OK;
 }
 
-static const char SQL_EACH_LIVE[] =
-	"SELECT job_id, CASE WHEN ?2 IS NULL THEN 0 ELSE json_extract(payload, ?2) END "
-	"FROM stream WHERE ?1 IS NULL OR kind = ?1 "
-	"UNION ALL SELECT job_id, CASE WHEN ?2 IS NULL THEN 0 ELSE json_extract(payload, ?2) END "
-	"FROM dead_jobs WHERE ?1 IS NULL OR kind = ?1";
+/* ?2 is a JSON path ('$.order_id'): json_extract in SQLite, a jsonpath in
+ * PostgreSQL */
+#define EACH_LIVE_SQL(FIELD) \
+	"SELECT job_id, CASE WHEN ?2 IS NULL THEN 0 ELSE " FIELD " END " \
+	"FROM stream WHERE ?1 IS NULL OR kind = ?1 " \
+	"UNION ALL SELECT job_id, CASE WHEN ?2 IS NULL THEN 0 ELSE " FIELD " END " \
+	"FROM dead_jobs WHERE ?1 IS NULL OR kind = ?1"
+static const char SQL_EACH_LIVE[] = EACH_LIVE_SQL("json_extract(payload, ?2)");
+static const char SQL_PG_EACH_LIVE[] = EACH_LIVE_SQL(
+	"CAST(jsonb_path_query_first(CAST(payload AS jsonb), CAST(?2 AS jsonpath)) #>> '{}' "
+	"AS BIGINT)");
 
 enum sd_result queue_each_live(struct db *db, const char *kind, const char *field,
 			       void (*fn)(const char *job_id, int64_t value, void *arg),
 			       void *arg)
 {
-	struct db_stmt *st = db_stmt(db, SQL_EACH_LIVE);
+	struct db_stmt *st = db_stmt_for(db, SQL_EACH_LIVE, SQL_PG_EACH_LIVE);
 	enum sd_result r;
 	int row = 0;
 
@@ -1261,51 +1270,66 @@ enum sd_result queue_done_since(struct db *db, int64_t since_ms, int64_t *n)
 	"ELSE 'leased' END AS state, id, job_id, kind, payload, priority, deliveries, attempts, " \
 	"visible_at, created_at, NULL, leased_by, last_error, " \
 	"CASE WHEN visible_at > ?1 AND lease_token IS NOT NULL THEN leased_at END AS leased_at"
-static const char SQL_LIST_STREAM[] =
-	"SELECT *, json_object('state', state, 'id', id, 'job_id', job_id, 'kind', kind, "
-	"'payload', json(payload), 'priority', priority, 'deliveries', deliveries, "
-	"'attempts', attempts, 'visible_at', visible_at, 'created_at', created_at, "
-	"'worker', leased_by, 'last_error', last_error, 'leased_at', leased_at) "
-	"FROM (SELECT " LIST_STREAM_COLS
-	" FROM stream WHERE (?2 IS NULL OR kind = ?2)) WHERE (?3 IS NULL OR state = ?3) "
-	"ORDER BY id LIMIT ?4";
-static const char SQL_LIST_DEAD[] =
-	"SELECT 'dead', id, job_id, kind, payload, priority, deliveries, attempts, NULL, "
-	"created_at, died_at, NULL, last_error, NULL, json_object('state', 'dead', 'id', id, "
-	"'job_id', job_id, 'kind', kind, 'payload', json(payload), 'priority', priority, "
-	"'deliveries', deliveries, 'attempts', attempts, 'created_at', created_at, "
-	"'died_at', died_at, 'last_error', last_error) FROM dead_jobs "
-	"WHERE (?2 IS NULL OR kind = ?2) AND ?1 = ?1 AND ?3 = ?3 ORDER BY id LIMIT ?4";
-static const char SQL_LIST_DONE[] =
-	"SELECT 'done', id, job_id, kind, payload, NULL, deliveries, attempts, NULL, "
-	"created_at, finished_at, worker, NULL, NULL, json_object('state', 'done', 'id', id, "
-	"'job_id', job_id, 'kind', kind, 'payload', json(payload), 'deliveries', deliveries, "
-	"'attempts', attempts, 'created_at', created_at, 'finished_at', finished_at, "
-	"'worker', worker) FROM (SELECT * FROM done_jobs WHERE (?2 IS NULL OR kind = ?2) "
-	"AND ?1 = ?1 AND ?3 = ?3 ORDER BY id DESC LIMIT ?4) ORDER BY id";
+/* The row as one JSON object: json_object(..., 'payload', json(payload)) in
+ * SQLite, json_build_object(..., CAST(payload AS json)) in PostgreSQL. */
+#define SQ_OBJ "json_object("
+#define SQ_JS(x) "json(" x ")"
+#define PG_OBJ "json_build_object("
+#define PG_JS(x) "CAST(" x " AS json)"
+#define LIST_STREAM_SQL(OBJ, JS) \
+	"SELECT *, " OBJ "'state', state, 'id', id, 'job_id', job_id, 'kind', kind, " \
+	"'payload', " JS("payload") ", 'priority', priority, 'deliveries', deliveries, " \
+	"'attempts', attempts, 'visible_at', visible_at, 'created_at', created_at, " \
+	"'worker', leased_by, 'last_error', last_error, 'leased_at', leased_at) " \
+	"FROM (SELECT " LIST_STREAM_COLS \
+	" FROM stream WHERE (?2 IS NULL OR kind = ?2)) AS s WHERE (?3 IS NULL OR state = ?3) " \
+	"ORDER BY id LIMIT ?4"
+#define LIST_DEAD_SQL(OBJ, JS) \
+	"SELECT 'dead', id, job_id, kind, payload, priority, deliveries, attempts, NULL, " \
+	"created_at, died_at, NULL, last_error, NULL, " OBJ "'state', 'dead', 'id', id, " \
+	"'job_id', job_id, 'kind', kind, 'payload', " JS("payload") ", 'priority', priority, " \
+	"'deliveries', deliveries, 'attempts', attempts, 'created_at', created_at, " \
+	"'died_at', died_at, 'last_error', last_error) FROM dead_jobs " \
+	"WHERE (?2 IS NULL OR kind = ?2) AND ?1 = ?1 AND ?3 = ?3 ORDER BY id LIMIT ?4"
+#define LIST_DONE_SQL(OBJ, JS) \
+	"SELECT 'done', id, job_id, kind, payload, NULL, deliveries, attempts, NULL, " \
+	"created_at, finished_at, worker, NULL, NULL, " OBJ "'state', 'done', 'id', id, " \
+	"'job_id', job_id, 'kind', kind, 'payload', " JS("payload") ", 'deliveries', deliveries, " \
+	"'attempts', attempts, 'created_at', created_at, 'finished_at', finished_at, " \
+	"'worker', worker) FROM (SELECT * FROM done_jobs WHERE (?2 IS NULL OR kind = ?2) " \
+	"AND ?1 = ?1 AND ?3 = ?3 ORDER BY id DESC LIMIT ?4) AS d ORDER BY id"
+static const char SQL_LIST_STREAM[] = LIST_STREAM_SQL(SQ_OBJ, SQ_JS);
+static const char SQL_LIST_DEAD[] = LIST_DEAD_SQL(SQ_OBJ, SQ_JS);
+static const char SQL_LIST_DONE[] = LIST_DONE_SQL(SQ_OBJ, SQ_JS);
+static const char SQL_PG_LIST_STREAM[] = LIST_STREAM_SQL(PG_OBJ, PG_JS);
+static const char SQL_PG_LIST_DEAD[] = LIST_DEAD_SQL(PG_OBJ, PG_JS);
+static const char SQL_PG_LIST_DONE[] = LIST_DONE_SQL(PG_OBJ, PG_JS);
 
 enum sd_result queue_list(struct db *db, const char *state, const char *kind, int limit,
 			  queue_row_fn fn, void *arg)
 {
-	const char *sql = SQL_LIST_STREAM;
+	const char *sql = SQL_LIST_STREAM, *pg_sql = SQL_PG_LIST_STREAM;
 	struct db_stmt *st;
 	enum sd_result r;
 	int row;
 
-	if (state && strcmp(state, "dead") == 0)
+	if (state && strcmp(state, "dead") == 0) {
 		sql = SQL_LIST_DEAD;
-	else if (state && strcmp(state, "done") == 0)
+		pg_sql = SQL_PG_LIST_DEAD;
+	} else if (state && strcmp(state, "done") == 0) {
 		sql = SQL_LIST_DONE;
+		pg_sql = SQL_PG_LIST_DONE;
+	}
 	else if (state && strcmp(state, "ready") && strcmp(state, "scheduled") &&
 		 strcmp(state, "leased"))
 		return err_set(SD_INVALID, "unknown state '%.40s' (ready, scheduled, leased, dead, done)",
 			       state);
-	if (!(st = db_stmt(db, sql)))
+	if (!(st = db_stmt_for(db, sql, pg_sql)))
 		return SD_DB;
 	db_bind_int(st, 1, clock_now_ms());
 	db_bind_text(st, 2, kind);
 	db_bind_text(st, 3, sql == SQL_LIST_STREAM ? state : "");
-	db_bind_int(st, 4, limit > 0 ? limit : -1);
+	db_bind_int(st, 4, limit > 0 ? limit : INT64_MAX);
 	for (;;) {
 		struct job_row jr;
 

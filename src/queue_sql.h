@@ -31,13 +31,29 @@
  * lease's age on the dashboard).
  * ?1 now ?2 lease_ms ?3 token ?4 worker ?5 n [?6 priority or NULL]
  */
+#define QUEUE_SQL_LEASE \
+	"visible_at = ?1 + ?2, lease_token = ?3, leased_by = ?4, leased_at = ?1, " \
+	"deliveries = deliveries + 1, " \
+	"expiries = expiries + CASE WHEN lease_token IS NOT NULL THEN 1 ELSE 0 END "
 #define QUEUE_SQL_CLAIM_SET \
-	"UPDATE stream SET visible_at = ?1 + ?2, lease_token = ?3, leased_by = ?4, leased_at = ?1, " \
-	"deliveries = deliveries + 1, expiries = expiries + (lease_token IS NOT NULL) " \
-	"WHERE id IN (SELECT id FROM stream WHERE priority = "
+	"UPDATE stream SET " QUEUE_SQL_LEASE "WHERE id IN (SELECT id FROM stream WHERE priority = "
 #define QUEUE_SQL_CLAIM_TAIL \
 	" AND visible_at <= ?1 ORDER BY visible_at, id LIMIT ?5) " \
 	"RETURNING id, job_id, kind, payload, priority, deliveries, expiries, attempts, created_at"
+/*
+ * PostgreSQL: the same claim with the rows picked in a CTE FOR UPDATE SKIP
+ * LOCKED, so workers of several boxes claim side by side, each skipping the
+ * rows another claim holds instead of waiting for it (and a row another
+ * claim changed since this statement's snapshot is checked again), and the
+ * planner cannot update more rows than the LIMIT.
+ */
+#define QUEUE_SQL_PG_CLAIM_SET \
+	"WITH c AS (SELECT id FROM stream WHERE priority = "
+#define QUEUE_SQL_PG_CLAIM_TAIL \
+	" AND visible_at <= ?1 ORDER BY visible_at, id LIMIT ?5 FOR UPDATE SKIP LOCKED) " \
+	"UPDATE stream SET " QUEUE_SQL_LEASE "FROM c WHERE stream.id = c.id " \
+	"RETURNING stream.id, job_id, kind, payload, priority, deliveries, expiries, attempts, " \
+	"created_at"
 #define QUEUE_SQL_LEVEL_READY \
 	"(WITH RECURSIVE lv(p) AS (" \
 	"SELECT (SELECT min(priority) FROM stream " \
@@ -51,6 +67,10 @@
 	QUEUE_SQL_CLAIM_SET "(SELECT min(priority) FROM stream)" QUEUE_SQL_CLAIM_TAIL
 #define QUEUE_SQL_CLAIM_ABOVE \
 	QUEUE_SQL_CLAIM_SET QUEUE_SQL_LEVEL_READY QUEUE_SQL_CLAIM_TAIL
+#define QUEUE_SQL_PG_CLAIM \
+	QUEUE_SQL_PG_CLAIM_SET "(SELECT min(priority) FROM stream)" QUEUE_SQL_PG_CLAIM_TAIL
+#define QUEUE_SQL_PG_CLAIM_ABOVE \
+	QUEUE_SQL_PG_CLAIM_SET QUEUE_SQL_LEVEL_READY QUEUE_SQL_PG_CLAIM_TAIL
 
 /* The ack: copy to done_jobs, then delete; both fenced by the token.
  * ?1 id ?2 token ?3 now */
@@ -61,22 +81,33 @@
 #define QUEUE_SQL_ACK_DELETE \
 	"DELETE FROM stream WHERE id = ?1 AND lease_token = ?2"
 
+/* The reclaims a finished entry stands for: deliveries beyond the first
+ * that no failed attempt explains. */
+#define QUEUE_SQL_RECLAIMS \
+	"CASE WHEN deliveries - 1 - attempts > 0 THEN deliveries - 1 - attempts ELSE 0 END"
+
 /* The batch ack: every entry of one claim (one token) that finished, named
- * by a JSON array of ids: two statements for the whole batch instead of two
- * per job.  The DELETE returns the ids it removed, with the kind and the
+ * by a JSON array of ids (QUEUE_SQL_IDS, a set in each dialect): two
+ * statements for the whole batch instead of two per job.  The DELETE returns the ids it removed, with the kind and the
  * reclaims each stands for (for done_totals); an id it did not return was
  * leased again since (stale).  ?1 '[id,...]' ?2 token ?3 now */
-#define QUEUE_SQL_ACK_MANY_COPY \
+#define QUEUE_SQL_IDS "(SELECT value FROM json_each(?1))"
+#define QUEUE_SQL_PG_IDS \
+	"(SELECT CAST(v AS BIGINT) FROM jsonb_array_elements_text(CAST(?1 AS jsonb)) AS v)"
+#define QUEUE_SQL_ACK_MANY_COPY_OF(ids) \
 	"INSERT INTO done_jobs (job_id, kind, payload, deliveries, attempts, created_at, " \
 	"finished_at, worker) SELECT job_id, kind, payload, deliveries, attempts, created_at, " \
-	"?3, leased_by FROM stream WHERE lease_token = ?2 AND id IN (SELECT value FROM json_each(?1)) " \
-	"ORDER BY id"
-#define QUEUE_SQL_ACK_MANY_DELETE \
-	"DELETE FROM stream WHERE lease_token = ?2 AND id IN (SELECT value FROM json_each(?1)) " \
-	"RETURNING id, kind, max(deliveries - 1 - attempts, 0)"
+	"?3, leased_by FROM stream WHERE lease_token = ?2 AND id IN " ids " ORDER BY id"
+#define QUEUE_SQL_ACK_MANY_DELETE_OF(ids) \
+	"DELETE FROM stream WHERE lease_token = ?2 AND id IN " ids \
+	" RETURNING id, kind, " QUEUE_SQL_RECLAIMS
+#define QUEUE_SQL_ACK_MANY_COPY QUEUE_SQL_ACK_MANY_COPY_OF(QUEUE_SQL_IDS)
+#define QUEUE_SQL_ACK_MANY_DELETE QUEUE_SQL_ACK_MANY_DELETE_OF(QUEUE_SQL_IDS)
+#define QUEUE_SQL_PG_ACK_MANY_COPY QUEUE_SQL_ACK_MANY_COPY_OF(QUEUE_SQL_PG_IDS)
+#define QUEUE_SQL_PG_ACK_MANY_DELETE QUEUE_SQL_ACK_MANY_DELETE_OF(QUEUE_SQL_PG_IDS)
 
 /*
- * The counts an ack adds, in its transaction (schema/0005_totals.sql): per
+ * The counts an ack adds, in its transaction (schema/sqlite/0005_totals.sql): per
  * kind the jobs and the reclaims they stand for, per finishing time the jobs
  * the copy inserted (its changes, ?4 at ?3).  The single ack reads its kind
  * from the entry it copied, before the delete (?1 id ?2 token); the batch
@@ -85,17 +116,17 @@
  * ephemeral table per RETURNING statement, more than these cost.
  */
 #define QUEUE_SQL_TOTALS_UPSERT \
-	" ON CONFLICT (kind) DO UPDATE SET done = done + excluded.done, " \
-	"done_reclaims = done_reclaims + excluded.done_reclaims"
+	" ON CONFLICT (kind) DO UPDATE SET done = done_totals.done + excluded.done, " \
+	"done_reclaims = done_totals.done_reclaims + excluded.done_reclaims"
 #define QUEUE_SQL_ACK_TOTALS \
 	"INSERT INTO done_totals (kind, done, done_reclaims) " \
-	"SELECT kind, 1, max(deliveries - 1 - attempts, 0) FROM stream " \
+	"SELECT kind, 1, " QUEUE_SQL_RECLAIMS " FROM stream " \
 	"WHERE id = ?1 AND lease_token = ?2" QUEUE_SQL_TOTALS_UPSERT
 #define QUEUE_SQL_ACK_MANY_TOTALS \
 	"INSERT INTO done_totals (kind, done, done_reclaims) VALUES (?1, ?2, ?3)" \
 	QUEUE_SQL_TOTALS_UPSERT
 #define QUEUE_SQL_DONE_TIME \
 	"INSERT INTO done_times (finished_at, n) VALUES (?3, ?4) " \
-	"ON CONFLICT (finished_at) DO UPDATE SET n = n + excluded.n"
+	"ON CONFLICT (finished_at) DO UPDATE SET n = done_times.n + excluded.n"
 
 #endif

@@ -53,6 +53,12 @@ static void db_dir(const char *db_path, char *buf, size_t size)
 enum sd_result tickets_state_dir(const char *db_path, const char *state_dir, char *buf,
 				 size_t size)
 {
+	if ((!state_dir || !*state_dir) && db_target_is_pg(db_path)) {
+		snprintf(buf, size, ".");
+		return err_set(SD_INVALID, "state_dir must be given with a PostgreSQL database: "
+			       "the folder for this box's own files (ticket key, maildir, "
+			       "logs)");
+	}
 	if (!state_dir || !*state_dir) {
 		db_dir(db_path, buf, size);
 		return SD_OK;
@@ -276,9 +282,19 @@ static const char SQL_ORDER_BY_KEY[] =
 static const char SQL_EVENT_SEATS[] =
 	"SELECT e.capacity, (SELECT coalesce(max(seat_no), 0) FROM tickets WHERE event_id = e.id) "
 	"FROM events e WHERE e.id = ?1";
+/* A public id that is taken returns no row (draw again); any other
+ * refusal (the idempotency key's UNIQUE) is an error, as it must be on
+ * PostgreSQL, where a failed statement ends the transaction. */
 static const char SQL_ORDER_INSERT[] =
 	"INSERT INTO orders (public_id, event_id, buyer_name, buyer_email, seats, idempotency_key, "
-	"created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id";
+	"created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (public_id) DO NOTHING "
+	"RETURNING id";
+/* PostgreSQL, where writers do not queue for one lock as in SQLite: the
+ * order's event row is locked first, so that intake for one event runs one
+ * transaction at a time (its replay check and its highest seat are then
+ * read by statements that start after the lock, and see every order
+ * committed before it). */
+static const char SQL_PG_EVENT_LOCK[] = "SELECT id FROM events WHERE id = ?1 FOR UPDATE";
 static const char SQL_TICKET_INSERT[] =
 	"INSERT INTO tickets (order_id, event_id, seat_no, seat_label) VALUES (?1, ?2, ?3, ?4)";
 
@@ -347,6 +363,15 @@ enum sd_result order_add(struct db *db, const struct order_new *o, char *public_
 		return r;
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
+	if (db_kind(db) == DB_PG) {
+		if (!(st = db_stmt(db, SQL_PG_EVENT_LOCK))) {
+			r = SD_DB;
+			goto out;
+		}
+		db_bind_int(st, 1, o->event_id);
+		if ((r = db_run(st)) != SD_OK)
+			goto out;
+	}
 	if (o->idempotency_key) {
 		if ((r = order_replay(db, o, public_id, &found)) != SD_OK)
 			goto out;
@@ -388,9 +413,11 @@ enum sd_result order_add(struct db *db, const struct order_new *o, char *public_
 		if (r == SD_OK && row)
 			order_id = db_col_int(st, 0);
 		db_reset(st);
-		if (r != SD_INVALID)	/* a public id collision is a UNIQUE refusal: draw again */
+		if (r != SD_OK || order_id)	/* no row: the public id is taken, draw again */
 			break;
 	}
+	if (r == SD_OK && !order_id)
+		r = err_set(SD_DB, "no free order id in 5 draws");
 	if (r != SD_OK)
 		goto out;
 	/* Seats follow the highest one sold, read inside this write transaction;
@@ -749,8 +776,8 @@ enum job_outcome tickets_send(struct handler_ctx *ctx, const struct job *job,
 
 static const char SQL_COUNT[] =
 	"INSERT INTO sales_counters (event_id, orders, seats_sold) VALUES (?1, 1, ?2) "
-	"ON CONFLICT (event_id) DO UPDATE SET orders = orders + 1, "
-	"seats_sold = seats_sold + excluded.seats_sold";
+	"ON CONFLICT (event_id) DO UPDATE SET orders = sales_counters.orders + 1, "
+	"seats_sold = sales_counters.seats_sold + excluded.seats_sold";
 
 /* Technique 4: the counter has no state to read; the job id is the key. */
 enum job_outcome tickets_count(struct handler_ctx *ctx, const struct job *job,
@@ -1219,7 +1246,7 @@ enum sd_result tickets_totals(struct db *db, int64_t *orders, int64_t *emails_se
 
 static const char SQL_CHECK_ORDERS[] =
 	"SELECT o.id, o.public_id, o.event_id, o.seats, count(t.id), "
-	"coalesce(sum(t.pdf_key IS NULL), 0), count(DISTINCT t.pdf_key), min(t.pdf_key), "
+	"coalesce(sum(CASE WHEN t.pdf_key IS NULL THEN 1 ELSE 0 END), 0), count(DISTINCT t.pdf_key), min(t.pdf_key), "
 	"(SELECT count(*) FROM email_sends s WHERE s.order_id = o.id AND s.kind = ?1), "
 	"(SELECT count(*) FROM email_sends s WHERE s.order_id = o.id AND s.kind = ?1 "
 	" AND s.sent_at IS NOT NULL) "
@@ -1304,7 +1331,7 @@ static const char SQL_CHECK_TOTALS[] =
 	"LEFT JOIN (SELECT event_id, count(*) AS n, count(pdf_key) AS pdf FROM tickets "
 	" GROUP BY event_id) t ON t.event_id = e.id "
 	"LEFT JOIN (SELECT event_id, count(*) AS n FROM (SELECT DISTINCT event_id, order_id, "
-	" pdf_key FROM tickets WHERE pdf_key IS NOT NULL) GROUP BY event_id) p "
+	" pdf_key FROM tickets WHERE pdf_key IS NOT NULL) AS d GROUP BY event_id) p "
 	" ON p.event_id = e.id "
 	"LEFT JOIN (SELECT o.event_id, count(*) AS n FROM email_sends es JOIN orders o "
 	" ON o.id = es.order_id WHERE es.kind = ?1 AND es.sent_at IS NOT NULL "

@@ -100,6 +100,7 @@ static void test_migrate_from_empty(void **state)
 	struct db_stmt *st;
 	int row = 0;
 
+	TU_SQLITE_ONLY();
 	/* the directory is made too */
 	snprintf(path, sizeof path, "%s/var/lib/sd.db", env->dir);
 	assert_int_equal(db_open(path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &db), SD_OK);
@@ -148,8 +149,10 @@ static void test_reopen_keeps_data(void **state)
 
 	/* "init" twice: open with create on an existing file */
 	assert_int_equal(db_open(env->db_path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &env->db), SD_OK);
-	assert_int_equal(db_schema_version(env->db), db_migration_count);
-	assert_int_equal(one_int(env->db, SQL_TABLES), 5);
+	assert_int_equal(db_schema_version(env->db), tu_pg() ? db_migration_count_pg :
+			 db_migration_count);
+	if (!tu_pg())
+		assert_int_equal(one_int(env->db, SQL_TABLES), 5);
 	assert_int_equal(queue_pending(env->db, &n), SD_OK);
 	assert_int_equal(n, 1);
 
@@ -162,7 +165,8 @@ static void test_reopen_keeps_data(void **state)
 	db_close(again);
 	assert_int_equal(tu_count(env->db_path,
 				  "SELECT count(*) FROM stream WHERE job_id = 'survivor'"), 1);
-	assert_int_equal(raw_int(env->db_path, "PRAGMA user_version"), db_migration_count);
+	if (!tu_pg())
+		assert_int_equal(raw_int(env->db_path, "PRAGMA user_version"), db_migration_count);
 }
 
 /* db_open on a file of a newer schema: SD_SCHEMA, and not one byte changed. */
@@ -202,6 +206,7 @@ static void test_newer_schema_refused_unchanged(void **state)
 	struct tu_env *env = *state;
 	char sql[64];
 
+	TU_SQLITE_ONLY();
 	/* a file of ours (WAL mode) that a newer program moved on */
 	db_close(env->db);
 	env->db = NULL;
@@ -215,6 +220,7 @@ static void test_newer_schema_not_switched_to_wal(void **state)
 	struct tu_env *env = *state;
 	char sql[200], mode[16];
 
+	TU_SQLITE_ONLY();
 	/* a rollback-journal file: opening must not even turn on WAL, which
 	 * would rewrite the header's file-format bytes */
 	snprintf(sql, sizeof sql,
@@ -240,6 +246,7 @@ static void test_foreign_sqlite_file_refused(void **state)
 	size_t nb, na;
 	char mode[16];
 
+	TU_SQLITE_ONLY();
 	raw_exec(env->db_path, "CREATE TABLE customers (name TEXT); "
 			       "INSERT INTO customers VALUES ('kept')");
 	before = tu_slurp(env->db_path, &nb);
@@ -265,6 +272,7 @@ static void test_missing_file_not_found(void **state)
 	struct db *db = NULL;
 	char path[400];
 
+	TU_SQLITE_ONLY();
 	err_clear();
 	assert_int_equal(db_open(env->db_path, 0, DB_SYNC_NORMAL, &db), SD_NOT_FOUND);
 	assert_null(db);
@@ -292,6 +300,7 @@ static void test_not_a_database(void **state)
 	FILE *f;
 	int i;
 
+	TU_SQLITE_ONLY();
 	f = fopen(env->db_path, "w");
 	assert_non_null(f);
 	for (i = 0; i < 100; i++)
@@ -410,7 +419,14 @@ static void test_stmt_cache_by_address(void **state)
 	assert_ptr_equal(db_stmt(db, SQL_ECHO_A), a);
 
 	err_clear();
-	assert_null(db_stmt(db, SQL_BAD));
+	if (tu_pg()) {
+		/* PostgreSQL prepares at the first step, typed by the bindings */
+		assert_non_null(b = db_stmt(db, SQL_BAD));
+		assert_int_equal(db_step(b, &row), SD_DB);
+		assert_int_equal(row, 0);
+	} else {
+		assert_null(db_stmt(db, SQL_BAD));
+	}
 	assert_true(strlen(err_msg()) > 0);
 	db_reset(NULL);
 }
@@ -433,6 +449,7 @@ static void test_new_database_is_private_whatever_the_umask(void **state)
 	struct db *db = NULL;
 	mode_t old = umask(0);
 
+	TU_SQLITE_ONLY();
 	snprintf(sub, sizeof sub, "%s/box", e->dir);
 	snprintf(path, sizeof path, "%s/stagedoor.db", sub);
 	snprintf(wal, sizeof wal, "%s-wal", path);
@@ -457,6 +474,7 @@ static void test_existing_database_is_tightened_with_a_log_line(void **state)
 	char *text;
 	size_t size;
 
+	TU_SQLITE_ONLY();
 	snprintf(wal, sizeof wal, "%s-wal", e->db_path);
 	snprintf(logp, sizeof logp, "%s/log", e->dir);
 	assert_int_equal(db_open(e->db_path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &db), SD_OK);
@@ -490,6 +508,145 @@ static void test_existing_database_is_tightened_with_a_log_line(void **state)
 	db_close(db);
 }
 
+/* ======================== PostgreSQL ====================================== */
+
+#define TU_PG_ONLY()                                                                       \
+	do {                                                                               \
+		if (!tu_pg())                                                              \
+			skip();                                                            \
+	} while (0)
+
+static const char SQL_PG_VERSION[] = "SELECT version FROM stagedoor_schema";
+static const char SQL_PG_VERSION_ROWS[] = "SELECT count(*) FROM stagedoor_schema";
+static const char SQL_PG_TABLES[] =
+	"SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename IN "
+	"('stream', 'done_jobs', 'dead_jobs', 'done_totals', 'outbox')";
+
+/* Both engines' migrations carry the same numbers and names. */
+static void test_engines_share_migrations(void **state)
+{
+	int i;
+
+	(void)state;
+	assert_int_equal(db_migration_count_pg, db_migration_count);
+	for (i = 0; i < db_migration_count; i++) {
+		assert_int_equal(db_migrations_pg[i].version, db_migrations[i].version);
+		assert_string_equal(db_migrations_pg[i].name, db_migrations[i].name);
+	}
+}
+
+static void test_pg_migrated_and_versioned(void **state)
+{
+	struct tu_env *env = *state;
+	struct db *again = NULL;
+
+	TU_PG_ONLY();
+	assert_int_equal(db_kind(env->db), DB_PG);
+	assert_int_equal(db_schema_version(env->db), db_migration_count_pg);
+	assert_int_equal(one_int(env->db, SQL_PG_VERSION), db_migration_count_pg);
+	assert_int_equal(one_int(env->db, SQL_PG_TABLES), 5);
+	/* a second box opening the same database migrates nothing */
+	assert_int_equal(db_open(env->db_path, 0, DB_SYNC_FULL, &again), SD_OK);
+	assert_int_equal(db_schema_version(again), db_migration_count_pg);
+	db_close(again);
+	assert_int_equal(one_int(env->db, SQL_PG_VERSION_ROWS), 1);
+}
+
+static void test_pg_newer_schema_refused(void **state)
+{
+	struct tu_env *env = *state;
+	struct db *db = NULL;
+	char sql[80], want[64];
+
+	TU_PG_ONLY();
+	snprintf(sql, sizeof sql, "UPDATE stagedoor_schema SET version = %d",
+		 db_migration_count_pg + 1);
+	assert_int_equal(db_exec(env->db, sql), SD_OK);
+	err_clear();
+	assert_int_equal(db_open(env->db_path, 0, DB_SYNC_FULL, &db), SD_SCHEMA);
+	assert_null(db);
+	snprintf(want, sizeof want, "schema version %d", db_migration_count_pg + 1);
+	assert_non_null(strstr(err_msg(), want));
+	assert_non_null(strstr(err_msg(), "nothing was changed"));
+	assert_int_equal(one_int(env->db, SQL_PG_VERSION), db_migration_count_pg + 1);
+}
+
+static void test_pg_foreign_schema_refused(void **state)
+{
+	struct tu_env *env = *state;
+	struct db *db = NULL;
+	char sql[160];
+
+	TU_PG_ONLY();
+	snprintf(sql, sizeof sql, "CREATE TABLE %s.future (x BIGINT)", env->pg_schema);
+	tu_pg_admin(sql);
+	err_clear();
+	assert_int_equal(db_open(env->db_path, DB_OPEN_CREATE, DB_SYNC_FULL, &db), SD_SCHEMA);
+	assert_non_null(strstr(err_msg(), "another program"));
+	/* nothing of ours was added */
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_tables WHERE schemaname = '%s'",
+		 env->pg_schema);
+	assert_int_equal(tu_pg_int(sql), 1);
+}
+
+static const char SQL_PG_PARAMS[] =
+	"SELECT CAST(?2 AS TEXT) || '?x' || CAST(?1 AS TEXT), ?3 + 1, ? * 2, \"?column?\" "
+	"FROM (SELECT 5 AS \"?column?\") AS q";
+
+/* ?NNN and ? become $NNN outside quotes; ints are int8, text is text. */
+static void test_pg_parameters(void **state)
+{
+	struct db *db = ((struct tu_env *)*state)->db;
+	struct db_stmt *st;
+	int row = 0;
+
+	TU_PG_ONLY();
+	assert_non_null(st = db_stmt(db, SQL_PG_PARAMS));
+	db_bind_text(st, 1, "a");
+	db_bind_text(st, 2, "b");
+	db_bind_int(st, 3, 9007199254740993LL);
+	db_bind_int(st, 4, 21);
+	assert_int_equal(db_step(st, &row), SD_OK);
+	assert_int_equal(row, 1);
+	assert_string_equal(db_col_text(st, 0), "b?xa");
+	assert_int_equal(db_col_int(st, 1), 9007199254740994LL);
+	assert_int_equal(db_col_int(st, 2), 42);
+	assert_int_equal(db_col_int(st, 3), 5);
+	assert_int_equal(db_step(st, &row), SD_OK);
+	assert_int_equal(row, 0);
+	db_reset(st);
+}
+
+static const char SQL_PG_PID[] = "SELECT pg_backend_pid()";
+
+/* A connection the server drops: the transaction at hand fails with SD_IO
+ * and stores nothing; the next one connects again by itself. */
+static void test_pg_reconnects(void **state)
+{
+	struct tu_env *env = *state;
+	struct db *db = env->db;
+	char sql[80];
+
+	TU_PG_ONLY();
+	assert_int_equal(db_begin(db), SD_OK);
+	assert_int_equal(db_exec(db, "INSERT INTO done_totals (kind, pruned) VALUES ('a', 1)"), SD_OK);
+	snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%lld)",
+		 (long long)one_int(db, SQL_PG_PID));
+	tu_pg_admin(sql);
+	tu_sleep_ms(100);
+	err_clear();
+	assert_int_equal(db_commit(db), SD_IO);
+	assert_non_null(strstr(err_msg(), "connection"));
+	assert_false(db_in_tx(db));
+	assert_int_equal(tu_count(env->db_path, "SELECT count(*) FROM done_totals"), 0);
+	/* again, through a connection of its own */
+	assert_int_equal(db_begin(db), SD_OK);
+	assert_int_equal(db_exec(db, "INSERT INTO done_totals (kind, pruned) VALUES ('b', 1)"), SD_OK);
+	assert_int_equal(db_commit(db), SD_OK);
+	assert_int_equal(tu_count(env->db_path, "SELECT count(*) FROM done_totals"), 1);
+	assert_int_equal(one_int(db, SQL_N_TOTALS), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -508,6 +665,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stmt_cache_by_address, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_new_database_is_private_whatever_the_umask,
 						tu_setup_nodb, tu_teardown),
+		cmocka_unit_test(test_engines_share_migrations),
+		cmocka_unit_test_setup_teardown(test_pg_migrated_and_versioned, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_pg_newer_schema_refused, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_pg_foreign_schema_refused, tu_setup_nodb,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_pg_parameters, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_pg_reconnects, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_existing_database_is_tightened_with_a_log_line,
 						tu_setup_nodb, tu_teardown),
 	};

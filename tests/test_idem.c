@@ -98,8 +98,8 @@ static int setup(void **state)
 	F.env = *state;
 	signal(SIGALRM, watchdog);
 	alarm(WATCHDOG_S);
-	if (tickets_files_init(F.env->db_path, NULL) != SD_OK ||
-	    tickets_env_open(F.env->db_path, NULL, NULL, NULL, NULL, &F.tenv) != SD_OK)
+	if (tickets_files_init(F.env->db_path, tu_state(F.env)) != SD_OK ||
+	    tickets_env_open(F.env->db_path, tu_state(F.env), NULL, NULL, NULL, &F.tenv) != SD_OK)
 		fail_msg("tickets env: %s", err_msg());
 	if (event_add(F.env->db, &e, &F.event_id) != SD_OK)
 		fail_msg("event_add: %s", err_msg());
@@ -512,8 +512,8 @@ static enum job_outcome naive_send(struct handler_ctx *ctx, const struct job *jo
 
 static const char SQL_NAIVE_COUNT[] =
 	"INSERT INTO sales_counters (event_id, orders, seats_sold) VALUES (?1, 1, ?2) "
-	"ON CONFLICT (event_id) DO UPDATE SET orders = orders + 1, "
-	"seats_sold = seats_sold + excluded.seats_sold";
+	"ON CONFLICT (event_id) DO UPDATE SET orders = sales_counters.orders + 1, "
+	"seats_sold = sales_counters.seats_sold + excluded.seats_sold";
 
 /* update_sales_counter without processed_jobs: the increment alone. */
 static enum job_outcome naive_count(struct handler_ctx *ctx, const struct job *job,

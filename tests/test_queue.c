@@ -89,8 +89,8 @@ static int64_t q_int(struct db *db, const char *sql, int64_t a1, const char *a2)
 
 /* ?1 is unused in these; binding a parameter a statement lacks is harmless */
 static const char SQL_N_STREAM[] = "SELECT count(*) FROM stream";
-static const char SQL_N_DONE[] = "SELECT count(*) FROM done_jobs WHERE ?2 IS NULL OR job_id = ?2";
-static const char SQL_N_DEAD[] = "SELECT count(*) FROM dead_jobs WHERE ?2 IS NULL OR job_id = ?2";
+static const char SQL_N_DONE[] = "SELECT count(*) FROM done_jobs WHERE CAST(?2 AS TEXT) IS NULL OR job_id = ?2";
+static const char SQL_N_DEAD[] = "SELECT count(*) FROM dead_jobs WHERE CAST(?2 AS TEXT) IS NULL OR job_id = ?2";
 static const char SQL_N_TOTALS[] =
 	"SELECT coalesce(sum(pruned), 0) FROM done_totals WHERE ?2 IS NULL OR kind = ?2";
 
@@ -882,9 +882,19 @@ static void test_failed_claim_changes_nothing(void **state)
 	clock_fake_advance(1000);	/* p's lease expired once: poison at the next claim */
 	assert_int_equal(enq(db, "slow", NULL, "a", 0, 0, NULL), SD_OK);
 	assert_int_equal(enq(db, "slow", NULL, "b", 0, 0, NULL), SD_OK);
-	assert_int_equal(db_exec(db, "CREATE TRIGGER test_refuse_lease BEFORE UPDATE OF visible_at "
-				 "ON stream WHEN NEW.job_id = 'b' AND NEW.lease_token IS OLD.lease_token "
-				 "BEGIN SELECT RAISE(ABORT, 'test: lease refused'); END"), SD_OK);
+	if (tu_pg())
+		assert_int_equal(db_exec(db, "CREATE FUNCTION test_refuse() RETURNS trigger "
+					 "LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION "
+					 "'test: lease refused'; END $$; "
+					 "CREATE TRIGGER test_refuse_lease BEFORE UPDATE OF visible_at "
+					 "ON stream FOR EACH ROW WHEN (NEW.job_id = 'b' AND "
+					 "NEW.lease_token IS NOT DISTINCT FROM OLD.lease_token) "
+					 "EXECUTE FUNCTION test_refuse()"), SD_OK);
+	else
+		assert_int_equal(db_exec(db, "CREATE TRIGGER test_refuse_lease BEFORE UPDATE OF "
+					 "visible_at ON stream WHEN NEW.job_id = 'b' AND "
+					 "NEW.lease_token IS OLD.lease_token "
+					 "BEGIN SELECT RAISE(ABORT, 'test: lease refused'); END"), SD_OK);
 	for (i = 0; i < 3; i++)
 		stream_row(db, i + 1, &before[i]);
 
@@ -897,7 +907,8 @@ static void test_failed_claim_changes_nothing(void **state)
 		assert_same_row(&before[i], &after[i]);
 	}
 
-	assert_int_equal(db_exec(db, "DROP TRIGGER test_refuse_lease"), SD_OK);
+	assert_int_equal(db_exec(db, tu_pg() ? "DROP TRIGGER test_refuse_lease ON stream" :
+				 "DROP TRIGGER test_refuse_lease"), SD_OK);
 	assert_int_equal(claim(db, "w", 3, 0, out), 2);
 	for (i = 0; i < 2; i++) {
 		assert_string_equal(out[i]->kind, "slow");
@@ -917,8 +928,16 @@ static void test_failed_ack_changes_nothing(void **state)
 	assert_int_equal(enq(db, "noop", NULL, "half-acked", 0, 0, NULL), SD_OK);
 	j = claim1(db, "w", 0);
 	assert_non_null(j);
-	assert_int_equal(db_exec(db, "CREATE TRIGGER test_refuse_delete BEFORE DELETE ON stream "
-				 "BEGIN SELECT RAISE(ABORT, 'test: delete refused'); END"), SD_OK);
+	if (tu_pg())
+		assert_int_equal(db_exec(db, "CREATE FUNCTION test_refuse() RETURNS trigger "
+					 "LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION "
+					 "'test: delete refused'; END $$; "
+					 "CREATE TRIGGER test_refuse_delete BEFORE DELETE ON stream "
+					 "FOR EACH ROW EXECUTE FUNCTION test_refuse()"), SD_OK);
+	else
+		assert_int_equal(db_exec(db, "CREATE TRIGGER test_refuse_delete BEFORE DELETE ON "
+					 "stream BEGIN SELECT RAISE(ABORT, 'test: delete refused'); "
+					 "END"), SD_OK);
 	stream_row(db, j->id, &before);
 	assert_int_not_equal(queue_ack(db, j->id, j->lease_token), SD_OK);
 	assert_false(db_in_tx(db));
@@ -926,7 +945,8 @@ static void test_failed_ack_changes_nothing(void **state)
 	assert_same_row(&before, &after);
 	assert_int_equal(n_done(db, NULL), 0);
 
-	assert_int_equal(db_exec(db, "DROP TRIGGER test_refuse_delete"), SD_OK);
+	assert_int_equal(db_exec(db, tu_pg() ? "DROP TRIGGER test_refuse_delete ON stream" :
+				 "DROP TRIGGER test_refuse_delete"), SD_OK);
 	assert_int_equal(queue_ack(db, j->id, j->lease_token), SD_OK);
 	assert_int_equal(n_done(db, "half-acked"), 1);
 	job_free(j);

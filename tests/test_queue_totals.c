@@ -1,6 +1,6 @@
 /*
  * test_queue_totals.c: the counts the queue keeps as it goes (done_totals,
- * done_times: schema/0005_totals.sql) against a full count of the tables,
+ * done_times: schema/sqlite/0005_totals.sql) against a full count of the tables,
  * after every kind of change, after a migration of a database that already
  * held rows; and the claim's order across priority levels, taken a level at
  * a time.

@@ -16,6 +16,7 @@
 #include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,85 @@ void tu_fail_free(void *a, void *b, const char *fmt, ...)
 	fail();
 }
 
+/* ---- the engine under test ------------------------------------------------ */
+
+const char *tu_pg_base(void)
+{
+	const char *u = getenv("STAGEDOOR_TEST_PG");
+	return u && *u ? u : NULL;
+}
+
+int tu_pg(void)
+{
+	return tu_pg_base() != NULL;
+}
+
+static void pg_quiet(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
+void tu_pg_admin(const char *sql)
+{
+	PGconn *c = PQconnectdb(tu_pg_base());
+	PGresult *res;
+
+	if (PQstatus(c) != CONNECTION_OK) {
+		print_error("cannot connect to %s: %s", tu_pg_base(), PQerrorMessage(c));
+		PQfinish(c);
+		fail();
+	}
+	PQsetNoticeProcessor(c, pg_quiet, NULL);
+	res = PQexec(c, sql);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
+		print_error("%s: %s", sql, PQerrorMessage(c));
+		PQclear(res);
+		PQfinish(c);
+		fail();
+	}
+	PQclear(res);
+	PQfinish(c);
+}
+
+const char *tu_state(const struct tu_env *e)
+{
+	return e->pg_schema[0] ? e->dir : NULL;
+}
+
+int64_t tu_pg_int(const char *sql)
+{
+	PGconn *c = PQconnectdb(tu_pg_base());
+	PGresult *res = PQexec(c, sql);
+	int64_t v = -1;
+
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) > 0)
+		v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	else
+		print_error("%s: %s", sql, PQerrorMessage(c));
+	PQclear(res);
+	PQfinish(c);
+	return v;
+}
+
+/* On PostgreSQL each test has a schema of its own (sdt_<pid>_<n>), named in
+ * the URI's search_path, made here and dropped by tu_teardown. */
+static void pg_fresh(struct tu_env *e)
+{
+	static int n;
+	const char *base = tu_pg_base();
+	char sql[200];
+
+	snprintf(e->pg_schema, sizeof e->pg_schema, "sdt_%d_%d", (int)getpid(), ++n);
+	snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s",
+		 e->pg_schema, e->pg_schema);
+	tu_pg_admin(sql);
+	snprintf(e->db_path, sizeof e->db_path, "%s%coptions=-csearch_path%%3D%s", base,
+		 strchr(base, '?') ? '&' : '?', e->pg_schema);
+	/* the commands a test runs keep their files in the test's folder */
+	setenv("STAGEDOOR_STATE_DIR", e->dir, 1);
+}
+
 static int make_env(void **state, int with_db)
 {
 	struct tu_env *e = calloc(1, sizeof *e);
@@ -90,6 +170,8 @@ static int make_env(void **state, int with_db)
 	snprintf(e->dir, sizeof e->dir, "%s/stagedoor-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	assert_non_null(mkdtemp(e->dir));
 	snprintf(e->db_path, sizeof e->db_path, "%s/stagedoor.db", e->dir);
+	if (tu_pg())
+		pg_fresh(e);
 	clock_fake_set(1000000000LL);
 	queue_policy_reset();
 	notify_stop_reset();
@@ -212,6 +294,13 @@ int tu_teardown(void **state)
 
 	tu_kill_spawned();
 	db_close(e->db);
+	if (e->pg_schema[0]) {
+		char sql[120];
+
+		snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", e->pg_schema);
+		tu_pg_admin(sql);
+		unsetenv("STAGEDOOR_STATE_DIR");
+	}
 	nftw(e->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	clock_real();
 	queue_policy_reset();

@@ -14,9 +14,31 @@
 
 struct tu_env {
 	char dir[256];		/* a fresh directory, removed after the test */
-	char db_path[300];	/* dir/stagedoor.db */
+	char db_path[300];	/* dir/stagedoor.db, or on PostgreSQL the URI of
+				 * the test's own schema */
+	char pg_schema[64];	/* PostgreSQL: that schema's name; "" on SQLite */
 	struct db *db;		/* open on db_path (NORMAL), or NULL */
 };
+
+/*
+ * The engine under test: SQLite, or PostgreSQL when STAGEDOOR_TEST_PG holds
+ * a server's URI (tools/run_tests.sh sets it for the engine-dependent suites'
+ * second run).  tu_pg: 1 on PostgreSQL.  tu_pg_base: that URI, or NULL.
+ * tu_pg_admin: run SQL on the base URI (fails the test on an error).
+ * TU_SQLITE_ONLY: skip the rest of a test that is about SQLite's file.
+ */
+int tu_pg(void);
+const char *tu_pg_base(void);
+void tu_pg_admin(const char *sql);
+int64_t tu_pg_int(const char *sql);
+/* tu_state: the state_dir a test gives: NULL on SQLite (beside the
+ * database), e->dir on PostgreSQL (which has no folder of its own) */
+const char *tu_state(const struct tu_env *e);	/* one value read on the base URI; -1: none */
+#define TU_SQLITE_ONLY()                                                                   \
+	do {                                                                               \
+		if (tu_pg())                                                               \
+			skip();                                                            \
+	} while (0)
 
 /* cmocka setup/teardown: a fresh tu_env in *state with the database made,
  * the fake clock at 1,000,000,000 ms, policies and the stop flag reset. */

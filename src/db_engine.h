@@ -1,0 +1,83 @@
+/*
+ * db_engine.h: what db.c asks of an engine (db_sqlite.c, db_pg.c).  Only the
+ * store's own files include it.
+ *
+ * db.c owns what both engines share: the nesting of db_begin levels, the
+ * statement cache, the wake-up after a commit and the migration runner's
+ * order.  An engine owns its connection, its statements and the meaning of
+ * BEGIN, COMMIT and a schema version on its side.
+ *
+ * A statement is engine-specific memory that starts with struct db_stmt, so
+ * db.c can find the engine of any statement it is handed.
+ */
+#ifndef SD_DB_ENGINE_H
+#define SD_DB_ENGINE_H
+
+#include "db.h"
+
+#define DB_STMT_CACHE 96
+
+struct db_stmt {
+	struct db *db;			/* the connection it belongs to */
+};
+
+struct db_engine {
+	enum db_kind kind;
+	const char *name;		/* "sqlite", "postgresql" */
+	/* open the connection into db->e (db->path is set); migrations are
+	 * db.c's, after this returns */
+	enum sd_result (*open)(struct db *db, int flags, enum db_sync sync);
+	void (*close)(struct db *db);
+	/* the connection's durability (db.h's enum db_sync), outside a transaction */
+	enum sd_result (*set_sync)(struct db *db, enum db_sync sync);
+	/* the engine's schema version, read inside the migration's transaction */
+	enum sd_result (*version_read)(struct db *db, int *version);
+	enum sd_result (*version_write)(struct db *db, int version);
+	/* serialise migrations between processes: called right after BEGIN */
+	enum sd_result (*migration_lock)(struct db *db);
+	enum sd_result (*tx_begin)(struct db *db);
+	enum sd_result (*tx_commit)(struct db *db);
+	void (*tx_rollback)(struct db *db);
+	enum sd_result (*exec)(struct db *db, const char *sql);
+	/* a new statement for sql (NULL and the error set when it does not
+	 * compile); persistent: the cache keeps it for the connection */
+	struct db_stmt *(*prepare)(struct db *db, const char *sql, int persistent);
+	void (*finalize)(struct db_stmt *st);
+	void (*reset)(struct db_stmt *st);	/* and clear the bindings */
+	void (*bind_int)(struct db_stmt *st, int idx, int64_t v);
+	void (*bind_text)(struct db_stmt *st, int idx, const char *s);
+	void (*bind_null)(struct db_stmt *st, int idx);
+	enum sd_result (*step)(struct db_stmt *st, int *row);
+	void (*rewind)(struct db_stmt *st);	/* reset, keeping the bindings */
+	int64_t (*col_int)(struct db_stmt *st, int col);
+	const char *(*col_text)(struct db_stmt *st, int col);
+	int (*col_is_null)(struct db_stmt *st, int col);
+	int64_t (*changes)(struct db *db);
+};
+
+struct db {
+	const struct db_engine *eng;
+	void *e;			/* the engine's connection state */
+	char *path;			/* as given to db_open (a path or a URI) */
+	int version;			/* the schema version, as read or migrated */
+	int depth;			/* db_begin nesting; 0 = autocommit */
+	int doomed;			/* an inner level rolled back */
+	int notify;			/* wake waiters after the commit */
+	int n_cached;
+	struct {
+		const char *sql;	/* cache key: the address of the SQL text */
+		struct db_stmt *st;
+	} cache[DB_STMT_CACHE];
+};
+
+extern const struct db_engine db_engine_sqlite;
+extern const struct db_engine db_engine_pg;
+
+/* db_busy_timeout_ms: the busy timeout connections open with (db.h). */
+int64_t db_busy_timeout_ms(void);
+
+/* db_newer_error: the refusal of a database whose version is newer than
+ * this program's (both engines word it the same). */
+enum sd_result db_newer_error(const char *where, int version, int ours);
+
+#endif

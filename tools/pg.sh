@@ -1,0 +1,71 @@
+#!/bin/sh
+# pg.sh: a throwaway PostgreSQL 15 cluster for tests and benchmarks.
+#
+#   tools/pg.sh start DIR [PORT]   initdb DIR/data (if new) and start it on
+#                                  127.0.0.1:PORT (default 54329), sockets in DIR;
+#                                  prints the base URI (postgresql://...)
+#   tools/pg.sh stop DIR           stop it (fast shutdown)
+#   tools/pg.sh uri DIR            the URI of a started cluster
+#
+# As root the cluster runs as the unprivileged user "postgres" (Debian's
+# postgresql package makes it): PostgreSQL refuses to run as root.  DIR is
+# made for that user.  The cluster trusts connections from this machine
+# only: it listens on loopback and on a socket in DIR, and is meant to be
+# thrown away with DIR.
+set -eu
+
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+cmd=${1:-}
+dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: pg.sh start|stop|uri DIR [PORT]" >&2; exit 2; }
+[ -x "$PGBIN/initdb" ] || { echo "pg.sh: no $PGBIN/initdb (apt-get install postgresql-15)" >&2; exit 1; }
+
+as_owner() {
+	if [ "$(id -u)" = 0 ]; then
+		runuser -u postgres -- "$@"
+	else
+		"$@"
+	fi
+}
+
+case "$cmd" in
+start)
+	port=${3:-54329}
+	mkdir -p "$dir"
+	[ "$(id -u)" = 0 ] && chown postgres "$dir"
+	chmod 0700 "$dir"
+	if [ ! -f "$dir/data/PG_VERSION" ]; then
+		as_owner "$PGBIN/initdb" -D "$dir/data" -U stagedoor --auth=trust --locale=C.UTF-8 \
+			-E UTF8 >"$dir/initdb.log" 2>&1 ||
+			{ cat "$dir/initdb.log" >&2; exit 1; }
+		cat >>"$dir/data/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$dir'
+max_connections = 200
+fsync = on
+synchronous_commit = on
+wal_level = replica
+max_wal_senders = 4
+shared_buffers = 64MB
+log_min_messages = warning
+EOF
+		echo "host replication stagedoor 127.0.0.1/32 trust" >>"$dir/data/pg_hba.conf"
+	fi
+	as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null ||
+		{ cat "$dir/server.log" >&2; exit 1; }
+	echo "$port" >"$dir/port"
+	echo "postgresql://stagedoor@127.0.0.1:$port/postgres"
+	;;
+stop)
+	[ -f "$dir/data/PG_VERSION" ] || exit 0
+	as_owner "$PGBIN/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null 2>&1 || true
+	;;
+uri)
+	echo "postgresql://stagedoor@127.0.0.1:$(cat "$dir/port")/postgres"
+	;;
+*)
+	echo "usage: pg.sh start|stop|uri DIR [PORT]" >&2
+	exit 2
+	;;
+esac
