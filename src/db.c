@@ -333,6 +333,12 @@ int db_col_is_null(struct db_stmt *st, int col)
 	return st->db->eng->col_is_null(st, col);
 }
 
+enum sd_result db_lock_try(struct db *db, enum db_lock key, int *held)
+{
+	*held = 0;
+	return db->eng->lock_try(db, (int)key, held);
+}
+
 int64_t db_changes(struct db *db)
 {
 	return db->eng->changes(db);

@@ -131,6 +131,17 @@ int db_in_tx(const struct db *db);
  * otherwise.  Returns r, or the commit's failure. */
 enum sd_result db_end(struct db *db, enum sd_result r);
 
+/*
+ * db_lock_try: take the box-wide lock `key` for this connection, without
+ * waiting: PostgreSQL's session advisory lock, held until the connection
+ * ends (a box that dies lets it go with its connection); SQLite has one
+ * box per file (the run lock), so it is always held there.  [out] *held 1
+ * when this connection holds it now.  Asking again while it is held takes
+ * it once only.
+ */
+enum db_lock { DB_LOCK_MAINT = 1 };	/* maintenance: one box at a time */
+enum sd_result db_lock_try(struct db *db, enum db_lock key, int *held);
+
 /* db_notify_on_commit: wake waiting workers and relays (this process through
  * notify, others through the WAL) when the open transaction commits. */
 void db_notify_on_commit(struct db *db);

@@ -53,6 +53,7 @@ struct db_engine {
 	const char *(*col_text)(struct db_stmt *st, int col);
 	int (*col_is_null)(struct db_stmt *st, int col);
 	int64_t (*changes)(struct db *db);
+	enum sd_result (*lock_try)(struct db *db, int key, int *held);
 };
 
 struct db {

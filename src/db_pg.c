@@ -45,6 +45,8 @@ struct pg {
 	int in_tx;			/* BEGIN sent, no COMMIT/ROLLBACK yet */
 	int sync_full;			/* DB_SYNC_FULL: the server's synchronous_commit */
 	int64_t changes;		/* rows of the last write */
+	unsigned locks_gen;		/* the generation the held locks belong to */
+	unsigned locks;			/* bit (1 << key): advisory locks held */
 };
 
 struct pg_stmt {
@@ -723,6 +725,38 @@ static int64_t pg_changes(struct db *db)
 	return PG(db)->changes;
 }
 
+/* The advisory lock keys: "StageBL" and the key's number. */
+#define PG_LOCK_BASE 0x53746167654c0000LL
+
+static enum sd_result pg_lock_try(struct db *db, int key, int *held)
+{
+	struct pg *p = PG(db);
+	char sql[96];
+	int64_t got = 0;
+	enum sd_result r;
+
+	if (key < 1 || key > 30)
+		return err_set(SD_INVALID, "no such lock %d", key);
+	if ((r = pg_ready(db)) != SD_OK)
+		return r;
+	if (p->locks_gen != p->gen) {	/* a new connection holds nothing */
+		p->locks_gen = p->gen;
+		p->locks = 0;
+	}
+	if (p->locks & (1u << key)) {
+		*held = 1;
+		return SD_OK;
+	}
+	snprintf(sql, sizeof sql, "SELECT pg_try_advisory_lock(%lld)",
+		 (long long)(PG_LOCK_BASE + key));
+	if ((r = pg_int(db, sql, 0, &got)) != SD_OK)
+		return r;
+	if (got)
+		p->locks |= 1u << key;
+	*held = got != 0;
+	return SD_OK;
+}
+
 const struct db_engine db_engine_pg = {
 	.kind = DB_PG,
 	.name = "postgresql",
@@ -748,4 +782,5 @@ const struct db_engine db_engine_pg = {
 	.col_text = pg_col_text,
 	.col_is_null = pg_col_is_null,
 	.changes = pg_changes,
+	.lock_try = pg_lock_try,
 };

@@ -66,6 +66,7 @@
 #include "config.h"
 #include "db.h"
 #include "episode.h"
+#include "fsio.h"
 #include "log.h"
 #include "maint.h"
 #include "tickets.h"
@@ -127,15 +128,28 @@ static int64_t mono_ms(void)
 
 /* ---- the lock ------------------------------------------------------------ */
 
-/* lock_take: flock "<db>-run.lock", our pid written in it.  The fd stays
- * open (close-on-exec: children do not hold it) until the process ends. */
-static int lock_take(const char *db)
+/* lock_take: flock "<db>-run.lock", our pid written in it (on PostgreSQL,
+ * where several boxes share the database, "<state_dir>/run.lock": one run
+ * per box).  The fd stays open (close-on-exec: children do not hold it)
+ * until the process ends. */
+static int lock_take(const char *db, const char *state_dir)
 {
 	char path[PATH_MAX + 16], pid[32] = "";
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof path, "%s-run.lock", db);
+	if (db_target_is_pg(db)) {
+		if (!state_dir || !*state_dir)
+			return cli_fail(err_set(SD_INVALID, "state_dir must be given with a "
+						"PostgreSQL database: the folder of this box's own "
+						"files"));
+		if (fsio_mkdirs(state_dir, 0) != SD_OK)
+			return cli_fail(SD_IO);
+		snprintf(path, sizeof path, "%s/run.lock", state_dir);
+		db = state_dir;
+	} else {
+		snprintf(path, sizeof path, "%s-run.lock", db);
+	}
 	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
 		return cli_fail(err_set(SD_IO, "cannot open the run lock %s: %s", path,
 					strerror(errno)));
@@ -466,6 +480,7 @@ static void maintain(struct run *R, int64_t now)
 {
 	struct maint_opts mo;
 	struct maint_stats ms;
+	int held = 0;
 
 	memset(&mo, 0, sizeof mo);
 	/* 0 in the config means never; 0 here means the default */
@@ -477,6 +492,13 @@ static void maintain(struct run *R, int64_t now)
 		mo.idem_retention_ms = -1;
 	mo.wal_warn_bytes = config_int(&R->cfg, CONFIG_WAL_WARN_BYTES);
 	memset(&ms, 0, sizeof ms);
+	/* several boxes on one PostgreSQL database: one of them maintains it
+	 * (the others check again each turn, so one takes over when it goes) */
+	if (db_lock_try(R->db, DB_LOCK_MAINT, &held) != SD_OK || !held) {
+		disk_watch(R, now);
+		R->next_maint = now + config_int(&R->cfg, CONFIG_MAINTENANCE_MS);
+		return;
+	}
 	/* maint_tick logs the WAL warning itself */
 	if (maint_tick(R->db, &mo, &ms) != SD_OK)	/* said once per episode (a full disk) */
 		episode_fail(&R->maint_ep, LOG_ERROR, "maintenance failed", NULL, err_msg(), 0, 0);
@@ -664,7 +686,8 @@ int cli_run(int argc, char **argv)
 		config_free(&R.cfg);
 		return cli_fail(r == SD_NOT_FOUND || r == SD_SCHEMA ? SD_DB : r);
 	}
-	if ((rc = lock_take(R.db_path)) != 0 || (rc = startup_check(&R)) != 0) {
+	if ((rc = lock_take(R.db_path, config_str(&R.cfg, CONFIG_STATE_DIR))) != 0 ||
+	    (rc = startup_check(&R)) != 0) {
 		db_close(R.db);
 		config_free(&R.cfg);
 		return rc;

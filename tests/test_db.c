@@ -617,6 +617,34 @@ static void test_pg_parameters(void **state)
 	db_reset(st);
 }
 
+/* The maintenance lock: on PostgreSQL one connection (one box) at a time,
+ * let go when that connection ends; on SQLite always this box's. */
+static void test_lock_try_one_box_at_a_time(void **state)
+{
+	struct tu_env *env = *state;
+	struct db *other = NULL;
+	int held = -1, i;
+
+	assert_int_equal(db_lock_try(env->db, DB_LOCK_MAINT, &held), SD_OK);
+	assert_int_equal(held, 1);
+	assert_int_equal(db_lock_try(env->db, DB_LOCK_MAINT, &held), SD_OK);	/* again: still */
+	assert_int_equal(held, 1);
+	assert_int_equal(db_open(env->db_path, 0, DB_SYNC_NORMAL, &other), SD_OK);
+	assert_int_equal(db_lock_try(other, DB_LOCK_MAINT, &held), SD_OK);
+	assert_int_equal(held, tu_pg() ? 0 : 1);
+	db_close(env->db);	/* the first box goes: its lock with it, once the
+				 * server has seen its connection end */
+	env->db = NULL;
+	for (i = 0; i < 200; i++) {
+		assert_int_equal(db_lock_try(other, DB_LOCK_MAINT, &held), SD_OK);
+		if (held)
+			break;
+		tu_sleep_ms(10);
+	}
+	assert_int_equal(held, 1);
+	db_close(other);
+}
+
 static const char SQL_PG_PID[] = "SELECT pg_backend_pid()";
 
 /* A connection the server drops: the transaction at hand fails with SD_IO
@@ -672,6 +700,8 @@ int main(void)
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_pg_parameters, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_pg_reconnects, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_lock_try_one_box_at_a_time, tu_setup,
+						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_existing_database_is_tightened_with_a_log_line,
 						tu_setup_nodb, tu_teardown),
 	};

@@ -1144,6 +1144,44 @@ static long long summary_value(const char *text, const char *label)
 	return -1;
 }
 
+/* stagedoor run, the whole box, on the engine under test: two orders go
+ * through it, a second run of the same box is refused while it runs, and a
+ * SIGTERM ends it with exit 0 and nothing left to do. */
+static void test_run_the_box(void **state)
+{
+	struct tu_env *e = *state;
+	char a[16], b[16], log[400];
+	int64_t ev;
+	int i, sent = 0, rc;
+	pid_t pid;
+	json_t *j;
+
+	init_db(e);
+	ev = run_event_add(e, "Run Night", "10");
+	run_order_add_ok(e, ev, "Ana Lima", "2", a);
+	run_order_add_ok(e, ev, "Bo Chen", "1", b);
+	snprintf(log, sizeof log, "%s/run.log", e->dir);
+	pid = tu_spawn((const char *const[]){ "run", "--db", e->db_path, NULL }, log);
+	for (i = 0; i < 300 && sent < 2; i++) {
+		tu_sleep_ms(50);
+		sent = 0;
+		j = show_json(e, a);
+		sent += jbool(j, "email_sent");
+		json_decref(j);
+		j = show_json(e, b);
+		sent += jbool(j, "email_sent");
+		json_decref(j);
+	}
+	assert_int_equal(sent, 2);
+	rc = RUN("run", "--db", e->db_path);
+	assert_int_not_equal(rc, 0);
+	assert_non_null(strstr(err, "already running"));
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(tu_reap(pid, 20000, "stagedoor run"), 0);
+	assert_int_equal(RUN("check", "--db", e->db_path), 0);
+	assert_int_equal(tu_count_in(log, "level=error"), 0);
+}
+
 static void test_demo_twenty_orders(void **state)
 {
 	struct tu_env *e = *state;
@@ -1280,6 +1318,7 @@ int main(void)
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_init_makes_the_key_once, tu_setup_real_nodb,
 						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_run_the_box, tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_demo_twenty_orders, tu_setup_real_nodb,
 						tu_teardown),
 	};
