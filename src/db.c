@@ -176,7 +176,11 @@ enum sd_result db_commit(struct db *db)
 		db->doomed = 0;
 		return err_set(SD_DB, "transaction rolled back by an inner failure");
 	}
-	if ((r = db->eng->tx_commit(db)) != SD_OK)
+	if (db->notify && db->eng->commit_notify)
+		r = db->eng->commit_notify(db);
+	else
+		r = db->eng->tx_commit(db);
+	if (r != SD_OK)
 		return r;
 	if (db->notify) {
 		db->notify = 0;
@@ -220,6 +224,32 @@ int db_in_tx(const struct db *db)
 void db_notify_on_commit(struct db *db)
 {
 	db->notify = 1;
+}
+
+int db_wake_fd(struct db *db)
+{
+	return db->eng->listen_fd ? db->eng->listen_fd(db) : -1;
+}
+
+int db_wake_heard(struct db *db)
+{
+	return db->eng->heard ? db->eng->heard(db) : 0;
+}
+
+static int wake_fd_of(void *db)
+{
+	return db_wake_fd(db);
+}
+
+static int wake_heard_of(void *db)
+{
+	return db_wake_heard(db);
+}
+
+void db_notify_watch(struct db *db, struct notify *n)
+{
+	if (db->eng->listen_fd)
+		notify_watch(n, wake_fd_of, wake_heard_of, db);
 }
 
 enum sd_result db_exec(struct db *db, const char *sql)

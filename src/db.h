@@ -146,6 +146,24 @@ enum sd_result db_lock_try(struct db *db, enum db_lock key, int *held);
  * notify, others through the WAL) when the open transaction commits. */
 void db_notify_on_commit(struct db *db);
 
+/*
+ * db_wake_fd: on PostgreSQL, LISTEN on this connection for the commits of
+ * every box (db_notify_on_commit sends a NOTIFY in the transaction) and
+ * return the connection's socket, for a poll loop (notify_watch); again
+ * after a reconnect.  -1 on SQLite (notify.c watches the WAL file) or
+ * while the connection is down.
+ */
+int db_wake_fd(struct db *db);
+
+/* db_wake_heard: read what arrived on db_wake_fd's socket; 1 when a
+ * wake-up did (or the connection broke: look again), else 0. */
+int db_wake_heard(struct db *db);
+
+/* db_notify_watch: make n wait on db's wake-ups too (PostgreSQL; nothing
+ * on SQLite).  db is then read by notify_wait: the same thread's. */
+struct notify;
+void db_notify_watch(struct db *db, struct notify *n);
+
 /* db_exec: run SQL text with no parameters and no result rows. */
 enum sd_result db_exec(struct db *db, const char *sql);
 

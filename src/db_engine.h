@@ -54,6 +54,14 @@ struct db_engine {
 	int (*col_is_null)(struct db_stmt *st, int col);
 	int64_t (*changes)(struct db *db);
 	enum sd_result (*lock_try)(struct db *db, int key, int *held);
+	/* wake-ups between processes sent through the database, or NULL
+	 * (SQLite: the WAL file tells, notify.c watches it): commit_notify
+	 * commits the open transaction and tells the listeners; listen_fd
+	 * starts listening and gives the socket to poll (-1: none now);
+	 * heard drains what arrived: 1 when anything did */
+	enum sd_result (*commit_notify)(struct db *db);
+	int (*listen_fd)(struct db *db);
+	int (*heard)(struct db *db);
 };
 
 struct db {

@@ -47,6 +47,8 @@ struct pg {
 	int64_t changes;		/* rows of the last write */
 	unsigned locks_gen;		/* the generation the held locks belong to */
 	unsigned locks;			/* bit (1 << key): advisory locks held */
+	char *channel;			/* the schema's wake-up channel, quoted */
+	unsigned listen_gen;		/* the generation that LISTENs; 0: none */
 };
 
 struct pg_stmt {
@@ -146,6 +148,32 @@ static void pg_notice(void *arg, const char *message)
 
 /* ======================== connections ===================================== */
 
+/*
+ * pg_channel: the wake-up channel of the connection's schema, so that two
+ * schemas in one database (test runs, two venues) do not wake each other:
+ * "stagedoor.<schema>", quoted as an identifier.
+ */
+static enum sd_result pg_channel(struct db *db)
+{
+	struct pg *p = PG(db);
+	PGresult *res = PQexec(p->c, "SELECT 'stagedoor.' || current_schema()");
+	char *q = NULL;
+	enum sd_result r = SD_OK;
+
+	if (!pg_ok(res) || PQntuples(res) < 1)
+		r = pg_fail(p, res, "schema");
+	else if (!(q = PQescapeIdentifier(p->c, PQgetvalue(res, 0, 0),
+					  strlen(PQgetvalue(res, 0, 0)))))
+		r = err_set(SD_NOMEM, "out of memory");
+	PQclear(res);
+	if (r != SD_OK)
+		return r;
+	free(p->channel);
+	p->channel = strdup(q);
+	PQfreemem(q);
+	return p->channel ? SD_OK : err_set(SD_NOMEM, "out of memory");
+}
+
 static enum sd_result pg_connect(struct db *db)
 {
 	struct pg *p = PG(db);
@@ -167,7 +195,7 @@ static enum sd_result pg_connect(struct db *db)
 		return err_set(SD_IO, "cannot connect to %s: %s", where, msg);
 	}
 	PQsetNoticeProcessor(p->c, pg_notice, NULL);
-	return SD_OK;
+	return pg_channel(db);
 }
 
 /* pg_simple: run sql (no parameters, no rows wanted) */
@@ -276,6 +304,7 @@ static void pg_close(struct db *db)
 
 	if (p->c)
 		PQfinish(p->c);
+	free(p->channel);
 	free(p);
 	db->e = NULL;
 }
@@ -383,6 +412,57 @@ static enum sd_result pg_tx_commit(struct db *db)
 	 * happened: SD_IO, and every technique makes the retry harmless */
 	p->in_tx = 0;
 	return r;
+}
+
+/* COMMIT with a NOTIFY in the same round trip: the listeners hear of it
+ * when, and only if, it commits.  A NOTIFY that fails leaves the
+ * transaction open and aborted: it is rolled back here. */
+static enum sd_result pg_commit_notify(struct db *db)
+{
+	struct pg *p = PG(db);
+	char sql[300];
+	enum sd_result r;
+
+	snprintf(sql, sizeof sql, "NOTIFY %s; COMMIT", p->channel);
+	r = pg_simple(db, sql, "commit");
+	if (r != SD_OK && !pg_gone(p) && PQtransactionStatus(p->c) != PQTRANS_IDLE)
+		pg_simple(db, "ROLLBACK", "rollback");
+	p->in_tx = 0;
+	return r;
+}
+
+/* LISTEN once per connection: a reconnect listens again */
+static int pg_listen_fd(struct db *db)
+{
+	struct pg *p = PG(db);
+	char sql[300];
+
+	if (pg_gone(p))
+		return -1;
+	if (p->listen_gen != p->gen && !p->in_tx) {
+		snprintf(sql, sizeof sql, "LISTEN %s", p->channel);
+		if (pg_simple(db, sql, "listen") != SD_OK)
+			return -1;
+		p->listen_gen = p->gen;
+	}
+	return p->listen_gen == p->gen ? PQsocket(p->c) : -1;
+}
+
+static int pg_heard(struct db *db)
+{
+	struct pg *p = PG(db);
+	PGnotify *n;
+	int hit = 0;
+
+	if (pg_gone(p) || p->listen_gen != p->gen)
+		return 0;
+	if (!PQconsumeInput(p->c))
+		return 1;	/* broken: the next statement connects again */
+	while ((n = PQnotifies(p->c))) {
+		hit = 1;
+		PQfreemem(n);
+	}
+	return hit;
 }
 
 static void pg_tx_rollback(struct db *db)
@@ -783,4 +863,7 @@ const struct db_engine db_engine_pg = {
 	.col_is_null = pg_col_is_null,
 	.changes = pg_changes,
 	.lock_try = pg_lock_try,
+	.commit_notify = pg_commit_notify,
+	.listen_fd = pg_listen_fd,
+	.heard = pg_heard,
 };

@@ -28,6 +28,9 @@ struct notify {
 	int ifd;		/* inotify on the database directory, or -1 */
 	int slot;		/* index in the registry */
 	char wal[NAME_MAX + 1];	/* "<db file name>-wal" */
+	int (*watch_fd)(void *);	/* a socket that brings wake-ups, or NULL */
+	int (*watch_heard)(void *);
+	void *watch_arg;
 };
 
 static atomic_int registry[NOTIFY_MAX];
@@ -81,7 +84,9 @@ enum sd_result notify_open(const char *db_path, struct notify **out)
 		base = db_path;
 	}
 	snprintf(n->wal, sizeof n->wal, "%s-wal", base);
-	n->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	/* a server's URI has no file to watch: its wakes come by notify_watch */
+	if (!strstr(db_path, "://"))
+		n->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (n->ifd >= 0 && inotify_add_watch(n->ifd, dir, IN_MODIFY | IN_CREATE) < 0) {
 		close(n->ifd);
 		n->ifd = -1;
@@ -158,21 +163,34 @@ static int drain_inotify(struct notify *n)
 	return hit;
 }
 
+void notify_watch(struct notify *n, int (*fd)(void *arg), int (*heard)(void *arg), void *arg)
+{
+	n->watch_fd = fd;
+	n->watch_heard = heard;
+	n->watch_arg = arg;
+}
+
 int notify_wait(struct notify *n, int timeout_ms)
 {
-	struct pollfd pf[2];
-	int nfds = 1, rc, woke = 0;
+	struct pollfd pf[3];
+	int nfds = 1, rc, woke = 0, ino = -1, sock = -1;
 	uint64_t v;
 
-	if (n->ifd < 0 && (timeout_ms < 0 || timeout_ms > NOTIFY_FALLBACK_MS))
-		timeout_ms = NOTIFY_FALLBACK_MS;
+	if (n->watch_heard && n->watch_heard(n->watch_arg))
+		return 1;	/* a wake-up that came in with an earlier answer */
 	pf[0].fd = n->efd;
 	pf[0].events = POLLIN;
 	if (n->ifd >= 0) {
-		pf[1].fd = n->ifd;
-		pf[1].events = POLLIN;
-		nfds = 2;
+		pf[nfds].fd = n->ifd;
+		pf[nfds].events = POLLIN;
+		ino = nfds++;
 	}
+	if (n->watch_fd && (pf[nfds].fd = n->watch_fd(n->watch_arg)) >= 0) {
+		pf[nfds].events = POLLIN;
+		sock = nfds++;
+	}
+	if (nfds == 1 && (timeout_ms < 0 || timeout_ms > NOTIFY_FALLBACK_MS))
+		timeout_ms = NOTIFY_FALLBACK_MS;
 	int64_t deadline = timeout_ms < 0 ? -1 : clock_mono_us() + (int64_t)timeout_ms * 1000;
 
 	for (;;) {
@@ -185,8 +203,14 @@ int notify_wait(struct notify *n, int timeout_ms)
 			if (read(n->efd, &v, sizeof v) > 0)
 				woke = 1;
 		}
-		if (nfds == 2 && (pf[1].revents & POLLIN) && drain_inotify(n))
+		if (ino > 0 && (pf[ino].revents & POLLIN) && drain_inotify(n))
 			woke = 1;
+		if (sock > 0 && pf[sock].revents) {
+			if (n->watch_heard(n->watch_arg))
+				woke = 1;
+			if (pf[sock].revents & (POLLHUP | POLLERR | POLLNVAL))
+				return 1;	/* the connection broke: the caller reconnects */
+		}
 		if (woke)
 			return 1;
 		/* events for other files in the directory: keep waiting */

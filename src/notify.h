@@ -6,7 +6,8 @@
  * inotify on the database's directory: every commit appends to the -wal file,
  * and the IN_MODIFY it raises wakes the waiter, which then checks
  * PRAGMA data_version to tell another connection's commit from its own.
- * Where inotify is unavailable the wait falls back to 25 ms naps, which still
+ * On PostgreSQL, other processes and other machines wake it through the
+ * waiter's own connection (LISTEN/NOTIFY, notify_watch).  Where neither is unavailable the wait falls back to 25 ms naps, which still
  * keeps the 50 ms promise.
  */
 #ifndef SD_NOTIFY_H
@@ -24,6 +25,14 @@ struct notify;
  * [out] *out is freed with notify_close().
  */
 enum sd_result notify_open(const char *db_path, struct notify **out);
+
+/*
+ * notify_watch: wait on a socket too (a PostgreSQL connection that LISTENs,
+ * db_wake_fd): fd(arg) gives it before each wait (-1: none now), heard(arg)
+ * reads what arrived and returns 1 for a wake-up.  Called from the thread
+ * that owns arg; then notify_wait no longer naps in 25 ms steps.
+ */
+void notify_watch(struct notify *n, int (*fd)(void *arg), int (*heard)(void *arg), void *arg);
 
 /* notify_close: unregister and free; accepts NULL. */
 void notify_close(struct notify *n);

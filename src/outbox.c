@@ -274,6 +274,7 @@ enum sd_result outbox_relay_run_opts(const char *db_path, const struct outbox_re
 	if ((r = db_open(db_path, 0, DB_SYNC_NORMAL, &db)) != SD_OK ||
 	    (r = notify_open(db_path, &nt)) != SD_OK)
 		goto out;
+	db_notify_watch(db, nt);
 	log_event(LOG_INFO, "relay started", "batch=%d db=%s", batch, db_path);
 	if (counting)
 		known = relay_total(db, 0, 0);

@@ -1093,9 +1093,9 @@ static void loop_woken(struct loop *l, const struct turn *t, int woken, int wait
 	if (woken) {
 		/* by a handler, by a commit in this process, or by a write to
 		 * the WAL: data_version tells another connection's commit from
-		 * our own */
+		 * our own (PostgreSQL has none: a NOTIFY woke us, look) */
 		int64_t dv = db_data_version(l->w->db);
-		if (dv != l->last_dv || t->busy == 0) {
+		if (dv < 0 || dv != l->last_dv || t->busy == 0) {
 			l->last_dv = dv;
 			l->more_work = 1;
 		}
@@ -1302,6 +1302,7 @@ static enum sd_result worker_open(struct loop *l, const struct worker_opts *o)
 	if ((r = db_open(o->db_path, 0, o->sync, &w->db)) != SD_OK ||
 	    (r = notify_open(o->db_path, &w->nt)) != SD_OK)
 		return r;
+	db_notify_watch(w->db, w->nt);
 	l->last_dv = db_data_version(w->db);
 	/* counters are for /metrics: a worker without them still works */
 	if (metrics_open(o->db_path, &w->metrics) != SD_OK)

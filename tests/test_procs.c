@@ -111,7 +111,8 @@ static long long cpu_ticks(pid_t pid)
 /* ========================= two workers, 10,000 jobs ======================= */
 
 #define N_JOBS 10000
-#define VISIBLE_AFTER_MS 1500
+/* on PostgreSQL each of the 10,000 enqueues is a round trip to the server */
+#define VISIBLE_AFTER_MS (tu_pg() ? 8000 : 1500)
 
 static void test_two_workers_share_10k_jobs_exactly_once(void **state)
 {
@@ -120,6 +121,8 @@ static void test_two_workers_share_10k_jobs_exactly_once(void **state)
 	int64_t t0, in_a, in_b, visible_at;
 	pid_t a, b;
 	int i, ra, rb;
+
+	t0 = clock_mono_us();
 
 	/* The jobs become visible 1.5 s after their commit, once both workers
 	 * are up and waiting for them: neither gets a head start, both claim
@@ -131,6 +134,7 @@ static void test_two_workers_share_10k_jobs_exactly_once(void **state)
 		assert_int_equal(queue_enqueue(e->db, &q, NULL), SD_OK);
 	}
 	assert_int_equal(db_commit(e->db), SD_OK);
+	print_message("    %d jobs enqueued in one transaction: %.0f ms\n", N_JOBS, ms_since(t0));
 	visible_at = tu_countf(e->db_path, "SELECT min(visible_at) FROM stream");
 	snprintf(log_a, sizeof log_a, "%s/a.log", e->dir);
 	snprintf(log_b, sizeof log_b, "%s/b.log", e->dir);
@@ -159,7 +163,7 @@ static void test_two_workers_share_10k_jobs_exactly_once(void **state)
 
 	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM done_jobs"), N_JOBS);
 	assert_int_equal(tu_countf(e->db_path, "SELECT count(DISTINCT job_id) FROM done_jobs"), N_JOBS);
-	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM done_jobs WHERE job_id GLOB 'n[0-9]*'"),
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM done_jobs WHERE job_id LIKE 'n%%'"),
 			 N_JOBS);
 	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM stream"), 0);
 	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM dead_jobs"), 0);
@@ -199,6 +203,7 @@ static void test_workers_that_waited_for_the_lock_both_get_work(void **state)
 	int round, i, starved = 0;
 	pid_t a, b;
 
+	TU_SQLITE_ONLY();	/* a PostgreSQL transaction holds no lock on the queue */
 	for (round = 0; round < LOCK_ROUNDS; round++) {
 		snprintf(log_a, sizeof log_a, "%s/a%d.log", e->dir, round);
 		snprintf(log_b, sizeof log_b, "%s/b%d.log", e->dir, round);
@@ -218,9 +223,9 @@ static void test_workers_that_waited_for_the_lock_both_get_work(void **state)
 		assert_int_equal(tu_reap(a, 30000, "worker a"), 0);
 		assert_int_equal(tu_reap(b, 30000, "worker b"), 0);
 		in_a[round] = tu_countf(e->db_path, "SELECT count(*) FROM done_jobs WHERE worker = 'a' AND "
-				    "job_id GLOB 'r%d-*'", round);
+				    "job_id LIKE 'r%d-%%'", round);
 		in_b[round] = tu_countf(e->db_path, "SELECT count(*) FROM done_jobs WHERE worker = 'b' AND "
-				    "job_id GLOB 'r%d-*'", round);
+				    "job_id LIKE 'r%d-%%'", round);
 		print_message("    round %d: a %lld, b %lld of %d jobs\n", round,
 			      (long long)in_a[round], (long long)in_b[round], LOCK_JOBS);
 		assert_int_equal(in_a[round] + in_b[round], LOCK_JOBS);
