@@ -2,7 +2,7 @@
  * api.c: the intake API without HTTP (see api.h for the endpoints and the
  * invariants).
  *
- * Sections: the token; responses; the connection pool and the
+ * Sections: responses; the connection pool and the
  * keys in flight; parsing (pure, fuzzed); the endpoints; the router.
  *
  * A request runs on the calling server thread with a connection borrowed
@@ -42,7 +42,6 @@
 
 struct api {
 	char db_path[PATH_MAX];
-	char token[API_TOKEN_HEX + 1];		/* never logged or stored */
 	unsigned char key[CODE_KEY_LEN];	/* ticket.key, for scans */
 	struct blob_store *blobs;		/* <state dir>/blobs: the PDFs */
 	int64_t idem_ttl_ms;
@@ -60,117 +59,6 @@ struct api {
 	char **inflight;			/* client keys whose request runs now */
 	int n_inflight, cap_inflight;
 };
-
-/* ======================== the token ====================================== */
-
-enum sd_result api_token_path(const char *db_path, const char *state_dir, char *buf, size_t size)
-{
-	char dir[PATH_MAX];
-	enum sd_result r;
-
-	if ((r = tickets_state_dir(db_path, state_dir, dir, sizeof dir)) != SD_OK)
-		return r;
-	if ((size_t)snprintf(buf, size, "%s/api.token", dir) >= size)
-		return err_set(SD_INVALID, "state_dir: the path is too long");
-	return SD_OK;
-}
-
-enum sd_result api_token_ensure(const char *db_path, const char *state_dir)
-{
-	static const char hexd[] = "0123456789abcdef";
-	unsigned char rnd[API_TOKEN_HEX / 2];
-	char path[PATH_MAX], head[PATH_MAX + 32], hex[API_TOKEN_HEX];
-	struct stat st;
-	enum sd_result r;
-	size_t got = 0, i;
-
-	if ((r = api_token_path(db_path, state_dir, path, sizeof path)) != SD_OK)
-		return r;
-	if (state_dir && *state_dir && (r = fsio_mkdirs(state_dir, 0)) != SD_OK)
-		return r;
-	if (stat(path, &st) == 0)
-		return SD_OK;
-	if (errno != ENOENT)
-		return err_set(SD_IO, "cannot check token file %s: %s", path, strerror(errno));
-	while (got < sizeof rnd) {
-		ssize_t k = getrandom(rnd + got, sizeof rnd - got, 0);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return err_set(SD_IO, "cannot draw random bytes: %s", strerror(errno));
-		got += (size_t)k;
-	}
-	for (i = 0; i < sizeof rnd; i++) {
-		hex[2 * i] = hexd[rnd[i] >> 4];
-		hex[2 * i + 1] = hexd[rnd[i] & 15];
-	}
-	snprintf(head, sizeof head, "%s.tmp-%ld-", path, (long)getpid());
-	/* 0600 from creation; link, not rename: two racing inits keep the first */
-	r = fsio_put(path, hex, sizeof hex, head, "", 0600, FSIO_LINK, NULL);
-	explicit_bzero(rnd, sizeof rnd);
-	explicit_bzero(hex, sizeof hex);
-	return r;
-}
-
-static enum sd_result token_load(const char *path, char token[API_TOKEN_HEX + 1])
-{
-	char buf[API_TOKEN_HEX + 2];
-	struct stat st;
-	enum sd_result r = SD_OK;
-	int fd, i;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		if (errno == ENOENT)
-			return err_set(SD_NOT_FOUND, "no API token file at %s (run init)", path);
-		return err_set(SD_IO, "cannot open token file %s: %s", path, strerror(errno));
-	}
-	if (fstat(fd, &st) != 0) {
-		r = err_set(SD_IO, "cannot check token file %s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode) || (st.st_mode & 077)) {
-		r = err_set(SD_INVALID, "token file %s must be a regular file of mode 0600", path);
-		goto out;
-	}
-	if (st.st_size != API_TOKEN_HEX && st.st_size != API_TOKEN_HEX + 1) {
-		r = err_set(SD_INVALID, "token file %s must hold %d hex digits", path,
-			    API_TOKEN_HEX);
-		goto out;
-	}
-	if ((r = fsio_read_all(fd, buf, (size_t)st.st_size, path)) != SD_OK)
-		goto out;
-	for (i = 0; i < API_TOKEN_HEX; i++)
-		if (!strchr("0123456789abcdefABCDEF", buf[i]) || !buf[i]) {
-			r = err_set(SD_INVALID, "token file %s must hold %d hex digits", path,
-				    API_TOKEN_HEX);
-			goto out;
-		}
-	memcpy(token, buf, API_TOKEN_HEX);
-	token[API_TOKEN_HEX] = '\0';
-out:
-	explicit_bzero(buf, sizeof buf);
-	close(fd);
-	return r;
-}
-
-/* "Bearer <token>", the token compared in constant time (its length is no
- * secret: every token is 64 digits). */
-static int token_ok(const struct api *a, const char *hdr)
-{
-	const char *p;
-	size_t len;
-
-	if (!hdr || strncasecmp(hdr, "Bearer ", 7) != 0)
-		return 0;
-	for (p = hdr + 7; *p == ' '; p++)
-		;
-	len = strlen(p);
-	while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
-		len--;
-	if (len != API_TOKEN_HEX)
-		return 0;
-	return code_ct_equal(a->token, p, API_TOKEN_HEX);
-}
 
 /* ======================== responses ====================================== */
 
@@ -351,7 +239,7 @@ enum sd_result api_open(const struct api_opts *o, struct api **out)
 {
 	struct api *a;
 	struct db *db = NULL;
-	char path[PATH_MAX + 16], dir[PATH_MAX];
+	char path[PATH_MAX + 16];
 	enum sd_result r;
 
 	*out = NULL;
@@ -373,16 +261,10 @@ enum sd_result api_open(const struct api_opts *o, struct api **out)
 	a->backup_interval_ms = o->backup_interval_ms > 0 ? o->backup_interval_ms
 				: BACKUP_SCHED_INTERVAL_MS_DEFAULT;
 	snprintf(a->state_dir, sizeof a->state_dir, "%s", o->state_dir ? o->state_dir : "");
-	if ((r = api_token_path(o->db_path, o->state_dir, path, sizeof path)) != SD_OK ||
-	    (r = token_load(path, a->token)) != SD_OK)
-		goto fail;
 	if ((r = code_key_path(o->db_path, o->state_dir, path, sizeof path)) != SD_OK ||
 	    (r = code_key_load(path, a->key)) != SD_OK)
 		goto fail;
-	if ((r = tickets_state_dir(o->db_path, o->state_dir, dir, sizeof dir)) != SD_OK)
-		goto fail;
-	snprintf(path, sizeof path, "%s/blobs", dir);
-	if ((r = blob_open(path, &a->blobs)) != SD_OK)
+	if ((r = tickets_blobs_open(o->db_path, o->state_dir, &a->blobs)) != SD_OK)
 		goto fail;
 	/* the first connection: the database exists and its schema is ours */
 	if ((r = pool_get(a, &db)) != SD_OK)
@@ -412,7 +294,6 @@ void api_close(struct api *a)
 	blob_close(a->blobs);
 	metrics_close(a->metrics);
 	pthread_mutex_destroy(&a->mu);
-	explicit_bzero(a->token, sizeof a->token);
 	explicit_bzero(a->key, sizeof a->key);
 	free(a);
 }
@@ -1535,6 +1416,35 @@ static int route_match(const char *pattern, const char *path, char id[SEG_MAX])
 	return *p == '\0' && *q == '\0';
 }
 
+/* the token (a recorded one, token.h), then the body's size and type;
+ * 0 with the refusal in c->res */
+static int request_admitted(struct call *c, int flags)
+{
+	const struct api_request *req = c->req;
+	enum sd_result r;
+	int ok = 0;
+
+	if (flags & R_AUTH) {
+		if ((r = token_admits(c->db, req->authorization, &ok)) != SD_OK) {
+			res_internal(c->res, req, r);
+			return 0;
+		}
+		if (!ok) {
+			res_fail(c->res, 401, "a valid Authorization: Bearer token is required", NULL);
+			return 0;
+		}
+	}
+	if (req->body_len > API_BODY_MAX) {
+		res_fail(c->res, 413, "the body is larger than 64 KiB", NULL);
+		return 0;
+	}
+	if ((flags & R_BODY) && !api_content_type_json(req->content_type)) {
+		res_fail(c->res, 415, "the body must be application/json", NULL);
+		return 0;
+	}
+	return 1;
+}
+
 void api_handle(struct api *a, const struct api_request *req, struct api_response *res)
 {
 	const struct route *rt, *hit = NULL;
@@ -1565,24 +1475,13 @@ void api_handle(struct api *a, const struct api_request *req, struct api_respons
 	/* routes are tried in order; the one that matched last filled id */
 	route_match(hit->pattern, req->path, id);
 	c.id = strchr(hit->pattern, '*') ? id : NULL;
-	if ((hit->flags & R_AUTH) && !token_ok(a, req->authorization)) {
-		res_fail(res, 401, "a valid Authorization: Bearer token is required", NULL);
-		return;
-	}
-	if (req->body_len > API_BODY_MAX) {
-		res_fail(res, 413, "the body is larger than 64 KiB", NULL);
-		return;
-	}
-	if ((hit->flags & R_BODY) && !api_content_type_json(req->content_type)) {
-		res_fail(res, 415, "the body must be application/json", NULL);
-		return;
-	}
 	err_clear();
 	if ((r = pool_get(a, &c.db)) != SD_OK && !(hit->flags & R_NODB)) {
 		res_internal(res, req, r);
 		return;
 	}
-	hit->fn(&c);
+	if (request_admitted(&c, hit->flags))
+		hit->fn(&c);
 	pool_put(a, c.db);
 }
 

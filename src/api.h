@@ -9,8 +9,8 @@
  *
  * Invariants:
  *  - every write and admin endpoint needs "Authorization: Bearer <token>",
- *    the token of <state dir>/api.token, compared in constant time; a
- *    refused request writes nothing;
+ *    a token whose SHA-256 the database records (token.h: the operator's
+ *    is <state dir>/api.token); a refused request writes nothing;
  *  - POST /v1/orders: the order, its tickets, its outbox rows and the stored
  *    answer (status, body, SHA-256 of the request body) commit in one
  *    transaction; a key is in flight in this process from before that
@@ -46,9 +46,10 @@
 #include "db.h"
 #include "result.h"
 #include "tickets.h"
+#include "token.h"
 
 #define API_BODY_MAX (64 * 1024)
-#define API_TOKEN_HEX 64			/* 32 random bytes, hex */
+#define API_TOKEN_HEX TOKEN_HEX		/* token.h */
 #define API_IDEM_TTL_MS_DEFAULT (24LL * 3600 * 1000)
 #define API_JOBS_LIMIT_DEFAULT 500		/* GET /v1/jobs rows without ?limit= */
 #define API_JOBS_LIMIT_MAX 10000
@@ -93,8 +94,9 @@ struct api_opts {
 };
 
 /*
- * api_open: the API on an existing database: loads <state dir>/api.token and
- * ticket.key (both made by init) and opens the first pooled connection.
+ * api_open: the API on an existing database: loads ticket.key (made by
+ * init) and opens the first pooled connection; requests are admitted by the
+ * tokens the database records (token.h).
  * [out] *out (api_close).
  */
 enum sd_result api_open(const struct api_opts *o, struct api **out);
@@ -107,18 +109,6 @@ void api_close(struct api *a);
  */
 void api_handle(struct api *a, const struct api_request *req, struct api_response *res);
 void api_response_free(struct api_response *res);
-
-/*
- * api_token_ensure: what `init` makes: <state dir>/api.token, 32 random
- * bytes as 64 hex digits, mode 0600 from creation, put atomically (temp
- * file, fsync, link) so two racing inits keep one token; an existing file is
- * left as it is.
- */
-enum sd_result api_token_ensure(const char *db_path, const char *state_dir);
-
-/* api_token_path: "<state dir>/api.token" into buf. */
-enum sd_result api_token_path(const char *db_path, const char *state_dir, char *buf,
-			      size_t size);
 
 /*
  * api_prune_keys: delete up to limit client keys that expired at or before

@@ -336,7 +336,7 @@ enum sd_result bench_token(const char *path, char *token)
 	FILE *f;
 	enum sd_result r;
 
-	if ((r = api_token_path(path, NULL, file, sizeof file)) != SD_OK)
+	if ((r = token_path(path, NULL, file, sizeof file)) != SD_OK)
 		return r;
 	if (!(f = fopen(file, "r")))
 		return err_set(SD_IO, "cannot read %s: %s", file, strerror(errno));
@@ -355,7 +355,7 @@ enum sd_result bench_box(const char *path, const char *event_name, int64_t order
 
 	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_FULL, db)) != SD_OK ||
 	    (r = tickets_files_init(path, NULL)) != SD_OK ||
-	    (r = api_token_ensure(path, NULL)) != SD_OK ||
+	    (r = token_ensure(path, NULL)) != SD_OK ||
 	    (r = bench_token(path, token)) != SD_OK)
 		return r;
 	return pipeline_sample_event(*db, event_name, orders, event_id);

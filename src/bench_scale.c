@@ -482,7 +482,7 @@ static enum sd_result bs_open(struct bs_run *run, const char *path)
 	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_FULL, &run->full)) != SD_OK ||
 	    (r = db_open(path, 0, DB_SYNC_NORMAL, &run->fill)) != SD_OK ||
 	    (r = tickets_files_init(path, NULL)) != SD_OK ||
-	    (r = api_token_ensure(path, NULL)) != SD_OK || (r = bench_token(path, token)) != SD_OK ||
+	    (r = token_ensure(path, NULL)) != SD_OK || (r = bench_token(path, token)) != SD_OK ||
 	    (r = api_open(&o, &run->api)) != SD_OK)
 		return r;
 	snprintf(run->auth, sizeof run->auth, "Bearer %s", token);

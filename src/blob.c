@@ -13,6 +13,12 @@
  *    (and a crash's leftovers are recognisable);
  *  - a new subfolder is synced into its parent before a file goes into it, so
  *    a put that returned is reachable after a power cut.
+ *
+ * The same store can live in the database instead (blob_store = db, the
+ * default on PostgreSQL, where several boxes share one database and no
+ * folder): the blobs table, one row a key, written by an upsert on a
+ * connection of the store's own (FULL durability: a put that returned is on
+ * disk, as a file's would be), used by one thread at a time under a mutex.
  */
 #define _GNU_SOURCE
 #include "blob.h"
@@ -20,20 +26,132 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "db.h"
 #include "fsio.h"
 #include "log.h"
 
 #define BLOB_TMP_PREFIX ".tmp-"
 
 struct blob_store {
-	char *dir;	/* the store's folder, without a trailing '/' */
+	char *dir;		/* the store's folder, without a trailing '/'; NULL: db */
+	struct db *db;		/* blob_store = db: the connection, under mu */
+	pthread_mutex_t mu;
 };
+
+/* blob_store's setting: 0 unset (by the engine), 'f' files, 'd' db */
+static char where_set;
+
+enum sd_result blob_where_set(const char *where)
+{
+	if (!where || !*where)
+		where_set = 0;
+	else if (strcmp(where, "files") == 0)
+		where_set = 'f';
+	else if (strcmp(where, "db") == 0)
+		where_set = 'd';
+	else
+		return err_set(SD_INVALID, "blob_store must be files or db");
+	return SD_OK;
+}
+
+int blob_where_db(const char *db_path)
+{
+	return where_set ? where_set == 'd' : db_target_is_pg(db_path);
+}
+
+enum sd_result blob_open_box(const char *db_path, const char *dir, struct blob_store **out)
+{
+	return blob_where_db(db_path) ? blob_open_db(db_path, out) : blob_open(dir, out);
+}
+
+enum sd_result blob_open_db(const char *db_path, struct blob_store **out)
+{
+	struct blob_store *s;
+	enum sd_result r;
+
+	*out = NULL;
+	if (!(s = calloc(1, sizeof *s)))
+		return err_set(SD_NOMEM, "out of memory opening the file store");
+	pthread_mutex_init(&s->mu, NULL);
+	if ((r = db_open(db_path, 0, DB_SYNC_FULL, &s->db)) != SD_OK) {
+		blob_close(s);
+		return r;
+	}
+	*out = s;
+	return SD_OK;
+}
+
+static const char SQL_BLOB_PUT[] =
+	"INSERT INTO blobs (key, data, bytes, created_at) VALUES (?1, ?2, ?3, ?4) "
+	"ON CONFLICT (key) DO UPDATE SET data = excluded.data, bytes = excluded.bytes";
+
+static enum sd_result db_put(struct blob_store *s, const char *key, const void *data, size_t len)
+{
+	struct db_stmt *st;
+	enum sd_result r = SD_DB;
+
+	pthread_mutex_lock(&s->mu);
+	if ((st = db_stmt(s->db, SQL_BLOB_PUT))) {
+		db_bind_text(st, 1, key);
+		db_bind_blob(st, 2, data, len);
+		db_bind_int(st, 3, (int64_t)len);
+		db_bind_int(st, 4, clock_now_ms());
+		r = db_run(st);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+static const char SQL_BLOB_GET[] = "SELECT data, bytes FROM blobs WHERE key = ?1";
+
+/* db_get: data NULL: only whether the key is there (SD_OK or SD_NOT_FOUND) */
+static enum sd_result db_get(struct blob_store *s, const char *key, unsigned char **data,
+			     size_t *len)
+{
+	struct db_stmt *st;
+	enum sd_result r = SD_DB;
+	const void *p;
+	size_t n = 0;
+	int row = 0;
+
+	pthread_mutex_lock(&s->mu);
+	if (!(st = db_stmt(s->db, SQL_BLOB_GET)))
+		goto out;
+	db_bind_text(st, 1, key);
+	if ((r = db_step(st, &row)) != SD_OK)
+		goto out;
+	if (!row) {
+		r = err_set(SD_NOT_FOUND, "no file under key '%.64s'", key);
+		goto out;
+	}
+	p = db_col_blob(st, 0, &n);
+	if (n != (size_t)db_col_int(st, 1)) {
+		r = err_set(SD_IO, "the stored file under key '%.64s' is %zu bytes, not the %lld "
+			    "it was written with", key, n, (long long)db_col_int(st, 1));
+		goto out;
+	}
+	if (data) {
+		if (!(*data = malloc(n ? n : 1))) {
+			r = err_set(SD_NOMEM, "out of memory reading key '%.64s'", key);
+			goto out;
+		}
+		if (n)
+			memcpy(*data, p, n);
+		*len = n;
+	}
+out:
+	db_reset(st);
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
 
 /* ======================== the store ===================================== */
 
@@ -53,6 +171,8 @@ enum sd_result blob_open(const char *dir, struct blob_store **out)
 	if (len + 1 + BLOB_KEY_MAX + 32 >= PATH_MAX)
 		return err_set(SD_INVALID, "file store folder path too long: %s", dir);
 	s = calloc(1, sizeof *s);
+	if (s)
+		pthread_mutex_init(&s->mu, NULL);
 	if (!s || !(s->dir = strndup(dir, len))) {
 		r = err_set(SD_NOMEM, "out of memory opening the file store");
 		goto out;
@@ -70,6 +190,8 @@ void blob_close(struct blob_store *s)
 {
 	if (!s)
 		return;
+	pthread_mutex_destroy(&s->mu);
+	db_close(s->db);
 	free(s->dir);
 	free(s);
 }
@@ -124,7 +246,8 @@ enum sd_result blob_path(struct blob_store *s, const char *key, char *buf, size_
 
 	if (blob_key_valid(key) != SD_OK)
 		return SD_INVALID;
-	n = snprintf(buf, size, "%s/%s", s->dir, key);
+	n = s->dir ? snprintf(buf, size, "%s/%s", s->dir, key)
+		   : snprintf(buf, size, "the database's blobs table, key %s", key);
 	if (n < 0 || (size_t)n >= size)
 		return err_set(SD_INVALID, "path for file key '%.64s' too long", key);
 	return SD_OK;
@@ -139,6 +262,8 @@ enum sd_result blob_put(struct blob_store *s, const char *key, const void *data,
 		return r;
 	if (len > 0 && !data)
 		return err_set(SD_INVALID, "no data for file key '%.64s'", key);
+	if (!s->dir)
+		return db_put(s, key, data, len);
 	/* the key's folder; the store's own folder exists since blob_open */
 	slash = strrchr(path, '/');
 	*slash = '\0';
@@ -165,6 +290,8 @@ enum sd_result blob_get(struct blob_store *s, const char *key, unsigned char **d
 	*len = 0;
 	if ((r = blob_path(s, key, path, sizeof path)) != SD_OK)
 		return r;
+	if (!s->dir)
+		return db_get(s, key, data, len);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
@@ -205,5 +332,7 @@ int blob_exists(struct blob_store *s, const char *key)
 
 	if (blob_path(s, key, path, sizeof path) != SD_OK)
 		return 0;
+	if (!s->dir)
+		return db_get(s, key, NULL, NULL) == SD_OK;
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }

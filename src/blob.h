@@ -1,5 +1,6 @@
 /*
- * blob.h: the file store: immutable files under fixed keys.
+ * blob.h: the file store: immutable files under fixed keys, in a folder or
+ * in the database (blob_store = db: several boxes on one database).
  *
  * blob_put writes a temp file, fsyncs it, renames it over the key and fsyncs
  * the folder, so a reader sees the old file or the new one, never a part,
@@ -23,6 +24,19 @@ struct blob_store;
 
 /* blob_open: the store rooted at dir (created when missing, mode 0700). */
 enum sd_result blob_open(const char *dir, struct blob_store **out);
+
+/* blob_open_db: the store in the blobs table of the database at db_path
+ * (a connection of its own; safe to use from several threads). */
+enum sd_result blob_open_db(const char *db_path, struct blob_store **out);
+
+/* blob_where_set: the blob_store setting, "files" or "db" (NULL or "":
+ * by the engine); SD_INVALID for anything else.  blob_where_db: 1 when the
+ * box's store is the database: "db", or unset on PostgreSQL. */
+enum sd_result blob_where_set(const char *where);
+int blob_where_db(const char *db_path);
+
+/* blob_open_box: the box's store: the database or the folder dir. */
+enum sd_result blob_open_box(const char *db_path, const char *dir, struct blob_store **out);
 void blob_close(struct blob_store *s);
 
 /* blob_key_valid: SD_INVALID, with the reason, for a key that could escape. */

@@ -97,7 +97,8 @@ static enum sd_result stream_broken(struct db *db, struct check_report *rep, con
 struct order_walk {
 	struct check_report *rep;
 	struct blob_store *blobs;	/* opened on the first order */
-	char blob_dir[PATH_MAX];
+	const char *db_path;
+	char blob_dir[PATH_MAX];	/* for messages: where the PDFs are */
 	enum sd_result r;		/* a failure that is not a broken invariant */
 };
 
@@ -137,7 +138,7 @@ static int pdf_order(const struct order_check *o, void *arg)
 		       o->public_id, (long long)o->pdf_keys);
 		return 1;
 	}
-	if (!w->blobs && (w->r = blob_open(w->blob_dir, &w->blobs)) != SD_OK)
+	if (!w->blobs && (w->r = blob_open_box(w->db_path, w->blob_dir, &w->blobs)) != SD_OK)
 		return 1;
 	r = blob_get(w->blobs, o->pdf_key, &data, &len);
 	if (r == SD_NOT_FOUND) {
@@ -234,10 +235,14 @@ enum sd_result check_db(struct db *db, const char *state_dir, struct check_repor
 	memset(&w, 0, sizeof w);
 	out->ok = 1;
 	w.rep = out;
-	if ((r = tickets_state_dir(db_path(db), state_dir, w.blob_dir, sizeof w.blob_dir - 8)) !=
-	    SD_OK)
+	w.db_path = db_path(db);
+	if (blob_where_db(w.db_path))
+		snprintf(w.blob_dir, sizeof w.blob_dir, "the database's blobs table");
+	else if ((r = tickets_state_dir(w.db_path, state_dir, w.blob_dir,
+					sizeof w.blob_dir - 8)) != SD_OK)
 		return r;
-	strcat(w.blob_dir, "/blobs");
+	else
+		strcat(w.blob_dir, "/blobs");
 
 	if ((r = db_integrity_check(db, &ok, out->problem, sizeof out->problem)) != SD_OK)
 		goto out;

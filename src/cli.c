@@ -17,7 +17,9 @@
 
 #include "api.h"
 #include "args.h"
+#include "blob.h"
 #include "clock.h"
+#include "code.h"
 #include "config.h"
 #include "db.h"
 #include "failpoint.h"
@@ -67,6 +69,25 @@ const char *cli_state_dir(const char *flag)
 	if (env && *env)
 		return env;
 	return from_file(CONFIG_STATE_DIR);
+}
+
+/* setting: key k from the environment, else the config file */
+static const char *setting(enum config_key k)
+{
+	const char *env = getenv(config_key_env(k));
+
+	return env && *env ? env : from_file(k);
+}
+
+int cli_box_apply(const struct config *cfg)
+{
+	const char *key = cfg ? cfg->value[CONFIG_TICKET_KEY_FILE] : setting(CONFIG_TICKET_KEY_FILE);
+	const char *blobs = cfg ? cfg->value[CONFIG_BLOB_STORE] : setting(CONFIG_BLOB_STORE);
+	enum sd_result r;
+
+	if ((r = code_key_file_set(key)) != SD_OK || (r = blob_where_set(blobs)) != SD_OK)
+		return cli_fail(r);
+	return 0;
 }
 
 int cli_fail(int r)
@@ -150,7 +171,7 @@ int cli_init(int argc, char **argv)
 	if ((rc = cli_open_db(dbp, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != 0)
 		return rc;
 	if ((r = tickets_files_init(db_path(db), cli_state_dir(state))) != SD_OK ||
-	    (r = api_token_ensure(db_path(db), cli_state_dir(state))) != SD_OK) {
+	    (r = token_ensure(db_path(db), cli_state_dir(state))) != SD_OK) {
 		db_close(db);
 		return cli_fail(r);
 	}
@@ -212,6 +233,10 @@ int cli_config_load(const struct cli_config_flags *f, struct config *cfg)
 
 	if (r != SD_OK)
 		return cli_fail(r);
+	if (cli_box_apply(cfg) != 0) {
+		config_free(cfg);
+		return 2;
+	}
 	if (cfg->value[CONFIG_LOG_LEVEL])
 		log_set_level((enum log_level)log_level_parse(cfg->value[CONFIG_LOG_LEVEL]));
 	if ((r = log_open_file(cfg->value[CONFIG_LOG_FILE])) != SD_OK) {

@@ -21,6 +21,12 @@ const char *cli_db_path(const char *flag);
  * file's state_dir, else NULL (the database's folder; tickets.h). */
 const char *cli_state_dir(const char *flag);
 
+/* cli_box_apply: this process's ticket_key_file and blob_store, from cfg
+ * (NULL: the environment, else the config file), before any command opens
+ * a box's files.  0, or cli_fail's exit code. */
+struct config;
+int cli_box_apply(const struct config *cfg);
+
 /* cli_fail: print "stagedoor: <err_msg()>" and return the exit status for r. */
 int cli_fail(int r);
 
@@ -54,6 +60,8 @@ struct cli_config_flags {
 	{ "config", ARG_STR, &(f)->file, 0, 0, 0 }, \
 	{ "db", ARG_STR, &(f)->value[CONFIG_DB], 0, 0, 0 }, \
 	{ "state-dir", ARG_STR, &(f)->value[CONFIG_STATE_DIR], 0, 0, 0 }, \
+	{ "ticket-key-file", ARG_STR, &(f)->value[CONFIG_TICKET_KEY_FILE], 0, 0, 0 }, \
+	{ "blob-store", ARG_STR, &(f)->value[CONFIG_BLOB_STORE], 0, 0, 0 }, \
 	{ "workers", ARG_STR, &(f)->value[CONFIG_WORKERS], 0, 0, 0 }, \
 	{ "concurrency", ARG_STR, &(f)->value[CONFIG_CONCURRENCY], 0, 0, 0 }, \
 	{ "grace-ms", ARG_STR, &(f)->value[CONFIG_GRACE_MS], 0, 0, 0 }, \

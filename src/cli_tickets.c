@@ -19,7 +19,9 @@
 #include "args.h"
 #include "clock.h"
 #include "config.h"
+#include "blob.h"
 #include "db.h"
+#include "fsio.h"
 #include "log.h"
 #include "pipeline.h"
 #include "progress.h"
@@ -151,13 +153,76 @@ static int order_show_cmd(int argc, char **argv)
 	return 0;
 }
 
+/* the order's public id: "T" and capitals or digits, so that it is a safe key */
+static enum sd_result order_id_valid(const char *id)
+{
+	size_t i, n = strlen(id);
+
+	if (n < 2 || n >= ORDER_ID_MAX || id[0] != 'T')
+		goto bad;
+	for (i = 1; i < n; i++)
+		if (!((id[i] >= 'A' && id[i] <= 'Z') || (id[i] >= '0' && id[i] <= '9')))
+			goto bad;
+	return SD_OK;
+bad:
+	return err_set(SD_INVALID, "'%.40s' is not an order id (T and 9 letters or digits, as "
+		       "order add prints)", id);
+}
+
+/* order pdf ID --out FILE: the stored PDF, from files or the database */
+static int order_pdf_cmd(int argc, char **argv)
+{
+	const char *dbp = NULL, *state = NULL, *outp = NULL;
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
+		{ "out", ARG_STR, &outp, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS], key[64], head[PATH_MAX + 16];
+	struct blob_store *bs = NULL;
+	unsigned char *pdf = NULL;
+	size_t len = 0;
+	enum sd_result r;
+	int npos, rc;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1,
+			    "order pdf ID --out FILE [--state-dir DIR]")) != 0)
+		return rc;
+	if ((r = order_id_valid(pos[0])) != SD_OK)
+		return cli_fail(r);
+	if (!outp || !*outp)
+		return cli_fail(err_set(SD_INVALID, "order pdf: give --out FILE (the PDF holds the "
+					"buyer's tickets; it is written mode 0600)"));
+	snprintf(key, sizeof key, "tickets/%s.pdf", pos[0]);
+	if ((r = tickets_blobs_open(cli_db_path(dbp), cli_state_dir(state), &bs)) != SD_OK ||
+	    (r = blob_get(bs, key, &pdf, &len)) != SD_OK) {
+		blob_close(bs);
+		if (r == SD_NOT_FOUND)
+			err_set(SD_NOT_FOUND, "order %s has no stored PDF (no such order, or its "
+				"tickets are not rendered yet: see order show %s)", pos[0], pos[0]);
+		return cli_fail(r);
+	}
+	blob_close(bs);
+	snprintf(head, sizeof head, "%s.tmp-", outp);
+	r = fsio_put(outp, pdf, len, head, "", 0600, FSIO_RENAME, NULL);
+	free(pdf);
+	if (r != SD_OK)
+		return cli_fail(r);
+	printf("%s: %zu bytes\n", outp, len);
+	return 0;
+}
+
 int cli_order(int argc, char **argv)
 {
 	if (argc >= 1 && strcmp(argv[0], "add") == 0)
 		return order_add_cmd(NULL, argc - 1, argv + 1);
 	if (argc >= 1 && strcmp(argv[0], "show") == 0)
 		return order_show_cmd(argc - 1, argv + 1);
-	fprintf(stderr, "stagedoor: usage: stagedoor order add ... | order show ID [--json]\n");
+	if (argc >= 1 && strcmp(argv[0], "pdf") == 0)
+		return order_pdf_cmd(argc - 1, argv + 1);
+	fprintf(stderr, "stagedoor: usage: stagedoor order add ... | order show ID [--json] | "
+			"order pdf ID --out FILE\n");
 	return 2;
 }
 

@@ -266,12 +266,29 @@ out:
 
 /* ======================== the key file ================================== */
 
+/* ticket_key_file: the key every box is given, when set */
+static char key_file[PATH_MAX];
+
+enum sd_result code_key_file_set(const char *path)
+{
+	if (!path || !*path) {
+		key_file[0] = '\0';
+		return SD_OK;
+	}
+	if (strlen(path) >= sizeof key_file)
+		return err_set(SD_INVALID, "ticket_key_file: the path is too long");
+	snprintf(key_file, sizeof key_file, "%s", path);
+	return SD_OK;
+}
+
 enum sd_result code_key_path(const char *db_path, const char *state_dir, char *buf, size_t size)
 {
 	const char *slash = strrchr(db_path, '/');
 	int n;
 
-	if (state_dir && *state_dir)
+	if (key_file[0])
+		n = snprintf(buf, size, "%s", key_file);
+	else if (state_dir && *state_dir)
 		n = snprintf(buf, size, "%s/ticket.key", state_dir);
 	/* dirname(3) semantics without its habit of writing into its argument */
 	else if (!slash)

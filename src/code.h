@@ -20,10 +20,16 @@
 #define CODE_KEY_LEN 32
 #define CODE_TEXT_MAX 64	/* a code's text, with its NUL */
 
-/* code_key_path: the key file in the state folder: "<state_dir>/ticket.key",
- * or beside the database ("<db dir>/ticket.key") when state_dir is NULL or "".
+/* code_key_path: the ticket_key_file setting (code_key_file_set) when set,
+ * else the key file in the state folder: "<state_dir>/ticket.key", or beside
+ * the database ("<db dir>/ticket.key") when state_dir is NULL or "".
  * buf holds size bytes. */
 enum sd_result code_key_path(const char *db_path, const char *state_dir, char *buf, size_t size);
+
+/* code_key_file_set: the ticket_key_file setting, for this process (NULL
+ * or "": the state folder's ticket.key).  Boxes that share a database are
+ * all given the same file, so that each admits the others' tickets. */
+enum sd_result code_key_file_set(const char *path);
 
 #define CODE_SHA256_HEX 64
 

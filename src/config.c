@@ -22,7 +22,7 @@
 
 /* ======================== the keys ======================================= */
 
-enum ktype { K_STR, K_PATH, K_INT, K_LEVEL, K_DURABILITY, K_ADDR, K_URL };
+enum ktype { K_STR, K_PATH, K_INT, K_LEVEL, K_DURABILITY, K_ADDR, K_URL, K_BLOB };
 
 #define DAY_MS (24LL * 3600 * 1000)
 
@@ -35,6 +35,8 @@ static const struct keydef {
 } keys[CONFIG_N_KEYS] = {
 	[CONFIG_DB] = { "db", K_PATH, 0, 0, "./var/stagedoor.db", 0 },
 	[CONFIG_STATE_DIR] = { "state_dir", K_PATH, 0, 0, NULL, 0 },
+	[CONFIG_TICKET_KEY_FILE] = { "ticket_key_file", K_PATH, 0, 0, NULL, 0 },
+	[CONFIG_BLOB_STORE] = { "blob_store", K_BLOB, 0, 0, NULL, 0 },
 	[CONFIG_WORKERS] = { "workers", K_INT, 1, 256, NULL, 1 },
 	[CONFIG_CONCURRENCY] = { "concurrency", K_INT, 1, 1024, "4", 0 },
 	[CONFIG_GRACE_MS] = { "grace_ms", K_INT, 1, 3600000, "30000", 0 },
@@ -216,6 +218,10 @@ static enum sd_result set_n(struct config *c, enum config_key k, const char *val
 		   strcmp(copy, "full") != 0) {
 		free(copy);
 		return err_set(SD_INVALID, "%s: %s must be normal or full", origin, keys[k].name);
+	} else if (keys[k].type == K_BLOB && strcmp(copy, "files") != 0 &&
+		   strcmp(copy, "db") != 0) {
+		free(copy);
+		return err_set(SD_INVALID, "%s: %s must be files or db", origin, keys[k].name);
 	} else if (keys[k].type == K_ADDR && mail_address_valid(copy) != SD_OK) {
 		free(copy);
 		return err_set(SD_INVALID, "%s: %s is not a plain address local@domain", origin,
@@ -464,7 +470,11 @@ void config_show(const struct config *c, FILE *out)
 			snprintf(v, sizeof v, "(the database's folder)");
 		else if (k == CONFIG_MAIL_URL && !s)
 			snprintf(v, sizeof v, "(maildir in the state folder)");
-		else if (keys[k].type == K_URL && s)
+		else if (k == CONFIG_TICKET_KEY_FILE && !s)
+			snprintf(v, sizeof v, "(ticket.key in the state folder)");
+		else if (k == CONFIG_BLOB_STORE && !s)
+			snprintf(v, sizeof v, "(files on SQLite, db on PostgreSQL)");
+		else if ((keys[k].type == K_URL || k == CONFIG_DB) && s && strstr(s, "://"))
 			mask_url(s, v, sizeof v);
 		else
 			snprintf(v, sizeof v, "%s", s ? s : "(unset)");

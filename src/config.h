@@ -33,6 +33,8 @@
 enum config_key {
 	CONFIG_DB,			/* the database file */
 	CONFIG_STATE_DIR,		/* ticket.key, blobs/, maildir/; default: the db's folder */
+	CONFIG_TICKET_KEY_FILE,		/* the key that signs ticket codes; default: <state>/ticket.key */
+	CONFIG_BLOB_STORE,		/* files | db: where the PDFs are; default: by the engine */
 	CONFIG_WORKERS,			/* worker processes under `run`; default: cores */
 	CONFIG_CONCURRENCY,		/* handler threads per worker */
 	CONFIG_GRACE_MS,		/* on stop: how long running handlers may finish */

@@ -308,6 +308,11 @@ void db_bind_null(struct db_stmt *st, int idx)
 	st->db->eng->bind_null(st, idx);
 }
 
+void db_bind_blob(struct db_stmt *st, int idx, const void *data, size_t len)
+{
+	st->db->eng->bind_blob(st, idx, data, len);
+}
+
 enum sd_result db_step(struct db_stmt *st, int *row)
 {
 	int got = 0;
@@ -356,6 +361,11 @@ int64_t db_col_int(struct db_stmt *st, int col)
 const char *db_col_text(struct db_stmt *st, int col)
 {
 	return st->db->eng->col_text(st, col);
+}
+
+const void *db_col_blob(struct db_stmt *st, int col, size_t *len)
+{
+	return st->db->eng->col_blob(st, col, len);
 }
 
 int db_col_is_null(struct db_stmt *st, int col)

@@ -181,6 +181,8 @@ struct db_stmt *db_stmt_for(struct db *db, const char *sqlite_sql, const char *p
 
 void db_bind_int(struct db_stmt *st, int idx, int64_t v);
 void db_bind_text(struct db_stmt *st, int idx, const char *s);	/* NULL binds NULL */
+/* db_bind_blob: bytes (a BLOB in SQLite, bytea in PostgreSQL), copied */
+void db_bind_blob(struct db_stmt *st, int idx, const void *data, size_t len);
 void db_bind_null(struct db_stmt *st, int idx);
 
 /*
@@ -202,6 +204,9 @@ void db_reset(struct db_stmt *st);
 
 int64_t db_col_int(struct db_stmt *st, int col);
 const char *db_col_text(struct db_stmt *st, int col);	/* NULL for SQL NULL */
+/* db_col_blob: a BLOB column's bytes and [out] *len, valid until the next
+ * step or reset (NULL, *len 0 for SQL NULL) */
+const void *db_col_blob(struct db_stmt *st, int col, size_t *len);
 int db_col_is_null(struct db_stmt *st, int col);
 
 /* db_fullscan_steps: the steps the connection's cached statements have taken

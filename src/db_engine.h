@@ -47,11 +47,14 @@ struct db_engine {
 	void (*bind_int)(struct db_stmt *st, int idx, int64_t v);
 	void (*bind_text)(struct db_stmt *st, int idx, const char *s);
 	void (*bind_null)(struct db_stmt *st, int idx);
+	void (*bind_blob)(struct db_stmt *st, int idx, const void *data, size_t len);
 	enum sd_result (*step)(struct db_stmt *st, int *row);
 	void (*rewind)(struct db_stmt *st);	/* reset, keeping the bindings */
 	int64_t (*col_int)(struct db_stmt *st, int col);
 	const char *(*col_text)(struct db_stmt *st, int col);
 	int (*col_is_null)(struct db_stmt *st, int col);
+	/* the bytes of a BLOB/bytea column, valid until the next step */
+	const void *(*col_blob)(struct db_stmt *st, int col, size_t *len);
 	int64_t (*changes)(struct db *db);
 	enum sd_result (*lock_try)(struct db *db, int key, int *held);
 	/* wake-ups between processes sent through the database, or NULL

@@ -58,7 +58,9 @@ struct pg_stmt {
 	unsigned gen;			/* prepared on this generation; 0: not yet */
 	char name[24];
 	char **vals;			/* bound values as text; NULL: SQL NULL */
-	char *kind;			/* per parameter: 'i' int, 't' text, 'n' NULL, 0 unbound */
+	char *kind;			/* per parameter: 'i' int, 't' text, 'b' bytea,
+					 * 'n' NULL, 0 unbound */
+	unsigned char *blob;		/* db_col_blob's bytes of the current row */
 	PGresult *res;			/* the rows of the current execution */
 	int nrows, cur;			/* rows, and the row db_col_* read (-1: none) */
 	int done;			/* every row read */
@@ -534,6 +536,9 @@ static char *pg_translate(const char *sql, int *nparams)
 
 static void pg_clear_result(struct pg_stmt *s)
 {
+	if (s->blob)
+		PQfreemem(s->blob);
+	s->blob = NULL;
 	PQclear(s->res);
 	s->res = NULL;
 	s->nrows = 0;
@@ -626,6 +631,33 @@ static void pg_bind_null(struct db_stmt *st, int idx)
 	pg_bind(PG_ST(st), idx, 'n', NULL);
 }
 
+/* bytea in its text form: \x and two hex digits a byte */
+static void pg_bind_blob(struct db_stmt *st, int idx, const void *data, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct pg_stmt *s = PG_ST(st);
+	const unsigned char *b = data;
+	char *v;
+	size_t i;
+
+	if (idx < 1 || idx > s->nparams)
+		return;
+	if (!(v = malloc(2 * len + 3))) {
+		pg_bind(s, idx, 'n', NULL);	/* the statement then fails on NOT NULL */
+		return;
+	}
+	v[0] = '\\';
+	v[1] = 'x';
+	for (i = 0; i < len; i++) {
+		v[2 + 2 * i] = hex[b[i] >> 4];
+		v[3 + 2 * i] = hex[b[i] & 15];
+	}
+	v[2 + 2 * len] = '\0';
+	free(s->vals[idx - 1]);
+	s->vals[idx - 1] = v;
+	s->kind[idx - 1] = 'b';
+}
+
 /*
  * pg_send: one command of a statement: its PREPARE (types given) or its
  * execution.  Returns 0 when libpq could not send it.
@@ -709,7 +741,7 @@ static enum sd_result pg_server_prepare(struct pg *p, struct pg_stmt *s)
 	/* a parameter the statement never binds is text: its type must be
 	 * named even when nothing uses it */
 	for (i = 0; i < s->nparams; i++)
-		types[i] = s->kind[i] == 'i' ? 20 /* int8 */ :
+		types[i] = s->kind[i] == 'i' ? 20 /* int8 */ : s->kind[i] == 'b' ? 17 /* bytea */ :
 			   s->kind[i] == 't' || !s->kind[i] ? 25 /* text */ : 0;
 	snprintf(s->name, sizeof s->name, "s%u", ++p->next_name);
 	pg_command(p, s, types, &res);
@@ -795,6 +827,20 @@ static const char *pg_col_text(struct db_stmt *st, int col)
 	return pg_value(PG_ST(st), col);
 }
 
+static const void *pg_col_blob(struct db_stmt *st, int col, size_t *len)
+{
+	struct pg_stmt *s = PG_ST(st);
+	const char *v = pg_value(s, col);
+
+	*len = 0;
+	if (s->blob)
+		PQfreemem(s->blob);
+	s->blob = NULL;
+	if (!v || !(s->blob = PQunescapeBytea((const unsigned char *)v, len)))
+		return NULL;
+	return s->blob;
+}
+
 static int pg_col_is_null(struct db_stmt *st, int col)
 {
 	return pg_value(PG_ST(st), col) == NULL;
@@ -856,6 +902,8 @@ const struct db_engine db_engine_pg = {
 	.bind_int = pg_bind_int,
 	.bind_text = pg_bind_text,
 	.bind_null = pg_bind_null,
+	.bind_blob = pg_bind_blob,
+	.col_blob = pg_col_blob,
 	.step = pg_step,
 	.rewind = pg_rewind,
 	.col_int = pg_col_int,

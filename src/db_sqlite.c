@@ -670,6 +670,11 @@ static void sq_bind_null(struct db_stmt *st, int idx)
 	sqlite3_bind_null(SQ_ST(st), idx);
 }
 
+static void sq_bind_blob(struct db_stmt *st, int idx, const void *data, size_t len)
+{
+	sqlite3_bind_blob64(SQ_ST(st), idx, len ? data : "", (sqlite3_uint64)len, SQLITE_TRANSIENT);
+}
+
 static enum sd_result sq_step(struct db_stmt *st, int *row)
 {
 	sqlite3_stmt *s = SQ_ST(st);
@@ -692,6 +697,14 @@ static int64_t sq_col_int(struct db_stmt *st, int col)
 static const char *sq_col_text(struct db_stmt *st, int col)
 {
 	return (const char *)sqlite3_column_text(SQ_ST(st), col);
+}
+
+static const void *sq_col_blob(struct db_stmt *st, int col, size_t *len)
+{
+	const void *p = sqlite3_column_blob(SQ_ST(st), col);
+
+	*len = (size_t)sqlite3_column_bytes(SQ_ST(st), col);
+	return p;
 }
 
 static int sq_col_is_null(struct db_stmt *st, int col)
@@ -921,6 +934,8 @@ const struct db_engine db_engine_sqlite = {
 	.reset = sq_reset,
 	.bind_int = sq_bind_int,
 	.bind_text = sq_bind_text,
+	.bind_blob = sq_bind_blob,
+	.col_blob = sq_col_blob,
 	.bind_null = sq_bind_null,
 	.step = sq_step,
 	.rewind = sq_rewind,

@@ -94,9 +94,16 @@ int main(int argc, char **argv)
 		printf("stagedoor %s\n", STAGEDOOR_VERSION);
 		return 0;
 	}
-	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
-			return commands[i].fn(argc - 2, argv + 2);
+	for (i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+		int rc;
+
+		if (strcmp(argv[1], commands[i].name) != 0)
+			continue;
+		/* `config` reports a broken file itself */
+		if (strcmp(argv[1], "config") != 0 && (rc = cli_box_apply(NULL)) != 0)
+			return rc;
+		return commands[i].fn(argc - 2, argv + 2);
+	}
 	fprintf(stderr, "stagedoor: unknown command '%s' (try 'stagedoor help')\n", argv[1]);
 	return 2;
 }

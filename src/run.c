@@ -547,7 +547,7 @@ static int startup_check(struct run *R)
 
 	config_mail(&R->cfg, &mc);
 	if ((r = tickets_files_init(R->db_path, sd)) != SD_OK ||
-	    (r = api_token_ensure(R->db_path, sd)) != SD_OK ||
+	    (r = token_ensure(R->db_path, sd)) != SD_OK ||
 	    (r = tickets_env_open(R->db_path, sd, config_mail_url(&R->cfg),
 				  config_mail_from(&R->cfg), &mc, &env)) != SD_OK ||
 	    (r = config_apply_leases(&R->cfg, 0, NULL)) != SD_OK) {

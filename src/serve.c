@@ -112,7 +112,7 @@ enum sd_result serve_start(const struct serve_opts *o, struct serve **out)
 	ao.backup_dir = o->backup_dir;
 	ao.backup_interval_ms = o->backup_interval_ms;
 	ao.workers_alive = o->supervised ? siblings : NULL;
-	if ((r = api_token_ensure(o->db_path, o->state_dir)) != SD_OK ||
+	if ((r = token_ensure(o->db_path, o->state_dir)) != SD_OK ||
 	    (r = api_open(&ao, &s->api)) != SD_OK ||
 	    (r = http_start(o->listen, glue, s->api, &s->srv)) != SD_OK) {
 		serve_stop(s);

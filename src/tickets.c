@@ -80,6 +80,21 @@ enum sd_result tickets_files_init(const char *db_path, const char *state_dir)
 	return code_key_ensure(path, NULL);
 }
 
+enum sd_result tickets_blobs_open(const char *db_path, const char *state_dir,
+				  struct blob_store **out)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 8];
+	enum sd_result r;
+
+	*out = NULL;
+	if (blob_where_db(db_path))
+		return blob_open_db(db_path, out);
+	if ((r = tickets_state_dir(db_path, state_dir, dir, sizeof dir)) != SD_OK)
+		return r;
+	snprintf(path, sizeof path, "%s/blobs", dir);
+	return blob_open(path, out);
+}
+
 void tickets_default_mail_url(const char *db_path, const char *state_dir, char *buf, size_t size)
 {
 	char dir[PATH_MAX];
@@ -94,7 +109,7 @@ enum sd_result tickets_env_open(const char *db_path, const char *state_dir, cons
 				const struct mail_config *mail_cfg, struct tickets_env **out)
 {
 	struct tickets_env *env;
-	char dir[PATH_MAX], path[PATH_MAX + 16], url[PATH_MAX + 16];
+	char path[PATH_MAX + 16], url[PATH_MAX + 16];
 	enum sd_result r;
 
 	*out = NULL;
@@ -105,10 +120,7 @@ enum sd_result tickets_env_open(const char *db_path, const char *state_dir, cons
 		 mail_from ? mail_from : TICKETS_MAIL_FROM_DEFAULT);
 	if ((r = mail_address_valid(env->mail_from)) != SD_OK)
 		goto fail;
-	if ((r = tickets_state_dir(db_path, state_dir, dir, sizeof dir)) != SD_OK)
-		goto fail;
-	snprintf(path, sizeof path, "%s/blobs", dir);
-	if ((r = blob_open(path, &env->blobs)) != SD_OK)
+	if ((r = tickets_blobs_open(db_path, state_dir, &env->blobs)) != SD_OK)
 		goto fail;
 	if ((r = code_key_path(db_path, state_dir, path, sizeof path)) != SD_OK ||
 	    (r = code_key_load(path, env->key)) != SD_OK)

@@ -57,6 +57,11 @@ enum sd_result tickets_state_dir(const char *db_path, const char *state_dir, cha
  * itself and the ticket key. */
 enum sd_result tickets_files_init(const char *db_path, const char *state_dir);
 
+/* tickets_blobs_open: the box's PDF store: the database (blob_store = db,
+ * the default on PostgreSQL) or <state folder>/blobs. */
+enum sd_result tickets_blobs_open(const char *db_path, const char *state_dir,
+				  struct blob_store **out);
+
 /* tickets_default_mail_url: "maildir:<state folder>/maildir". */
 void tickets_default_mail_url(const char *db_path, const char *state_dir, char *buf, size_t size);
 

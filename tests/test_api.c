@@ -60,7 +60,7 @@ static void open_api_opts(const struct api_opts *o)
 	api_close(F.api);
 	F.api = NULL;
 	assert_int_equal(api_open(o, &F.api), SD_OK);
-	assert_int_equal(api_token_path(o->db_path, o->state_dir, path, sizeof path), SD_OK);
+	assert_int_equal(token_path(o->db_path, o->state_dir, path, sizeof path), SD_OK);
 	tok = tu_slurp(path, &len);
 	assert_int_equal(len, API_TOKEN_HEX);
 	snprintf(F.auth, sizeof F.auth, "Bearer %s", tok);
@@ -85,7 +85,7 @@ static int setup(void **state)
 	F.env = *state;
 	F.alive = 2;
 	assert_int_equal(tickets_files_init(F.env->db_path, tu_state(F.env)), SD_OK);
-	assert_int_equal(api_token_ensure(F.env->db_path, tu_state(F.env)), SD_OK);
+	assert_int_equal(token_ensure(F.env->db_path, tu_state(F.env)), SD_OK);
 	open_api(0);
 	return r;
 }
@@ -201,7 +201,7 @@ static void test_token_file(void **state)
 	size_t la, lb, i;
 
 	(void)state;
-	assert_int_equal(api_token_path(F.env->db_path, tu_state(F.env), path, sizeof path), SD_OK);
+	assert_int_equal(token_path(F.env->db_path, tu_state(F.env), path, sizeof path), SD_OK);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
 	a = tu_slurp(path, &la);
@@ -209,19 +209,26 @@ static void test_token_file(void **state)
 	for (i = 0; i < la; i++)
 		assert_non_null(strchr("0123456789abcdef", a[i]));
 	/* a second init keeps the token */
-	assert_int_equal(api_token_ensure(F.env->db_path, tu_state(F.env)), SD_OK);
+	assert_int_equal(token_ensure(F.env->db_path, tu_state(F.env)), SD_OK);
 	b = tu_slurp(path, &lb);
 	assert_memory_equal(a, b, la);
+	/* the database holds the token's SHA-256, never the token */
+	{
+		char sha[CODE_SHA256_HEX + 1], tok[API_TOKEN_HEX + 1];
+
+		memcpy(tok, a, API_TOKEN_HEX);
+		tok[API_TOKEN_HEX] = '\0';
+		code_sha256_hex(tok, API_TOKEN_HEX, sha);
+		assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM api_tokens WHERE "
+					   "sha256 = '%s' AND role = 'operator'", sha), 1);
+		assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM api_tokens WHERE "
+					   "sha256 = '%s' OR name LIKE '%%%s%%'", tok, tok), 0);
+	}
+	/* a token file others may read is refused */
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(token_ensure(F.env->db_path, tu_state(F.env)), SD_INVALID);
 	free(a);
 	free(b);
-	/* a token others may read is refused */
-	assert_int_equal(chmod(path, 0644), 0);
-	{
-		struct api_opts o = { F.env->db_path, NULL, 0, NULL, NULL };
-		struct api *x = NULL;
-		assert_int_equal(api_open(&o, &x), SD_INVALID);
-		assert_null(x);
-	}
 }
 
 /* ======================== routing and auth =============================== */
@@ -271,6 +278,27 @@ static void test_auth(void **state)
 	/* health and metrics need no token */
 	expect(&(struct req){ "GET", "/healthz" }, 200, NULL);
 	expect(&(struct req){ "GET", "/metrics" }, 200, NULL);
+}
+
+/* A token another box recorded in the shared database is admitted here
+ * (no file of it on this box); one no box recorded is not. */
+static void test_token_recorded_by_another_box(void **state)
+{
+	const char *other = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	char sha[CODE_SHA256_HEX + 1], auth[100], sql[300];
+
+	(void)state;
+	snprintf(auth, sizeof auth, "Bearer %s", other);
+	expect(&(struct req){ "GET", "/v1/stats", NULL, auth }, 401, "");
+	code_sha256_hex(other, strlen(other), sha);
+	snprintf(sql, sizeof sql, "INSERT INTO api_tokens (sha256, name, created_at) VALUES "
+		 "('%s', 'api.token on box-b', 1)", sha);
+	assert_int_equal(db_exec(F.env->db, sql), SD_OK);
+	expect(&(struct req){ "GET", "/v1/stats", NULL, auth }, 200, NULL);
+	expect(&(struct req){ "GET", "/v1/stats", NULL, F.auth }, 200, NULL);
+	assert_int_equal(db_exec(F.env->db, "DELETE FROM api_tokens WHERE name = 'api.token on box-b'"),
+			 SD_OK);
+	expect(&(struct req){ "GET", "/v1/stats", NULL, auth }, 401, "");
 }
 
 /* ======================== events ========================================= */
@@ -802,7 +830,7 @@ static void test_disk_space(void **state)
 	if (system(cmd) != 0)
 		fail_msg("cannot mount a 4 MiB tmpfs on %s (the test needs root)", small);
 	assert_int_equal(tickets_files_init(F.env->db_path, small), SD_OK);
-	assert_int_equal(api_token_ensure(F.env->db_path, small), SD_OK);
+	assert_int_equal(token_ensure(F.env->db_path, small), SD_OK);
 	open_api_opts(&o);
 
 	call(&(struct req){ "GET", "/healthz" }, &res);
@@ -1466,6 +1494,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_token_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_routes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_token_recorded_by_another_box, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_auth, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_replay, setup, teardown),

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "blob.h"
 #include "testutil.h"
@@ -223,9 +224,82 @@ static void test_open_makes_the_folder(void **state)
 	blob_close(NULL);
 }
 
+/* ======================== blob_store = db ============================== */
+
+/* The same store in the database: bytes (NULs and all) round-trip, a second
+ * put of a key replaces it with the same bytes, and escaping keys are
+ * refused before the database is touched. */
+static void test_db_store_round_trip(void **state)
+{
+	struct tu_env *env = *state;
+	struct blob_store *s;
+	static unsigned char data[300000];
+	unsigned char *got;
+	char where[400];
+	size_t len, i;
+
+	for (i = 0; i < sizeof data; i++)
+		data[i] = (unsigned char)(i * 7 + 3);
+	assert_int_equal(blob_open_db(env->db_path, &s), SD_OK);
+	assert_int_equal(blob_exists(s, "tickets/T1.pdf"), 0);
+	assert_int_equal(blob_get(s, "tickets/T1.pdf", &got, &len), SD_NOT_FOUND);
+	assert_int_equal(blob_put(s, "tickets/T1.pdf", data, sizeof data), SD_OK);
+	assert_int_equal(blob_put(s, "tickets/T1.pdf", data, sizeof data), SD_OK);
+	assert_int_equal(blob_exists(s, "tickets/T1.pdf"), 1);
+	assert_int_equal(blob_get(s, "tickets/T1.pdf", &got, &len), SD_OK);
+	assert_int_equal(len, sizeof data);
+	assert_memory_equal(got, data, sizeof data);
+	free(got);
+	assert_int_equal(blob_put(s, "empty", "", 0), SD_OK);
+	assert_int_equal(blob_get(s, "empty", &got, &len), SD_OK);
+	assert_int_equal(len, 0);
+	free(got);
+	assert_int_equal(blob_put(s, "../escape", "x", 1), SD_INVALID);
+	assert_int_equal(blob_put(s, ".tmp-x", "x", 1), SD_INVALID);
+	assert_int_equal(tu_countf(env->db_path, "SELECT count(*) FROM blobs"), 2);
+	assert_int_equal(tu_countf(env->db_path, "SELECT bytes FROM blobs WHERE key = 'tickets/T1.pdf'"),
+			 (int64_t)sizeof data);
+	assert_int_equal(blob_path(s, "tickets/T1.pdf", where, sizeof where), SD_OK);
+	assert_non_null(strstr(where, "blobs table"));
+	blob_close(s);
+}
+
+/* blob_store: files on SQLite and db on PostgreSQL unless set; "db" and
+ * "files" choose; anything else is refused. */
+static void test_blob_store_setting(void **state)
+{
+	struct tu_env *env = *state;
+	struct blob_store *s;
+	char dir[300];
+
+	snprintf(dir, sizeof dir, "%s/store", env->dir);
+	assert_int_equal(blob_where_set(NULL), SD_OK);
+	assert_int_equal(blob_where_db(env->db_path), tu_pg());
+	assert_int_equal(blob_where_db("/var/lib/stagedoor/stagedoor.db"), 0);
+	assert_int_equal(blob_where_db("postgresql://box@db.venue/stagedoor"), 1);
+	assert_int_equal(blob_where_set("db"), SD_OK);
+	assert_int_equal(blob_where_db("/var/lib/stagedoor/stagedoor.db"), 1);
+	assert_int_equal(blob_open_box(env->db_path, dir, &s), SD_OK);
+	assert_int_equal(blob_put(s, "k", "v", 1), SD_OK);
+	blob_close(s);
+	assert_int_equal(tu_countf(env->db_path, "SELECT count(*) FROM blobs WHERE key = 'k'"), 1);
+	assert_int_equal(blob_where_set("files"), SD_OK);
+	assert_int_equal(blob_where_db("postgresql://box@db.venue/stagedoor"), 0);
+	assert_int_equal(blob_open_box(env->db_path, dir, &s), SD_OK);
+	assert_int_equal(blob_put(s, "k2", "v", 1), SD_OK);
+	blob_close(s);
+	assert_int_equal(tu_countf(env->db_path, "SELECT count(*) FROM blobs WHERE key = 'k2'"), 0);
+	strcat(dir, "/k2");
+	assert_int_equal(access(dir, F_OK), 0);
+	assert_int_equal(blob_where_set("disk"), SD_INVALID);
+	assert_int_equal(blob_where_set(NULL), SD_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_db_store_round_trip, tu_setup_real, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_blob_store_setting, tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_put_get_round_trip, tu_setup_nodb, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_put_again_same_bytes, tu_setup_nodb, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_escaping_keys_refused_and_nothing_created,

@@ -69,7 +69,7 @@ static void box_up(void)
 	o.db_path = F.db;
 	o.disk_warn_bytes = 1;
 	assert_int_equal(api_open(&o, &F.api), SD_OK);
-	assert_int_equal(api_token_path(F.db, NULL, path, sizeof path), SD_OK);
+	assert_int_equal(token_path(F.db, NULL, path, sizeof path), SD_OK);
 	tok = tu_slurp(path, &len);
 	snprintf(F.auth, sizeof F.auth, "Bearer %.*s", (int)len, tok);
 	free(tok);

@@ -96,8 +96,8 @@ static void stats_absorbed(const struct tu_env *e, struct absorbed *out)
 	json_t *doc;
 
 	assert_int_equal(tickets_files_init(e->db_path, NULL), SD_OK);
-	assert_int_equal(api_token_ensure(e->db_path, NULL), SD_OK);
-	assert_int_equal(api_token_path(e->db_path, NULL, path, sizeof path), SD_OK);
+	assert_int_equal(token_ensure(e->db_path, NULL), SD_OK);
+	assert_int_equal(token_path(e->db_path, NULL, path, sizeof path), SD_OK);
 	tok = tu_slurp(path, &len);
 	snprintf(auth, sizeof auth, "Bearer %.*s", (int)len, tok);
 	free(tok);

@@ -307,8 +307,11 @@ static int codes_from_pdf(const struct tu_env *e, const char *id, char codes[][C
 	size_t size;
 	int n = 0, rc;
 
-	snprintf(pdf, sizeof pdf, "%s/blobs/tickets/%s.pdf", e->dir, id);
+	/* the box's own way out of its store (files, or the database) */
+	snprintf(pdf, sizeof pdf, "%s/%s.out.pdf", e->dir, id);
 	snprintf(txt, sizeof txt, "%s/%s.txt", e->dir, id);
+	if ((rc = RUN("order", "pdf", id, "--out", pdf, "--db", e->db_path)) != 0)
+		fail_msg("order pdf %s: rc=%d stderr='%s'", id, rc, err);
 	rc = tu_exec((const char *const[]){ "pdftotext", "-enc", "UTF-8", pdf, txt, NULL }, NULL,
 			NULL, 20000);
 	if (rc != 0)
@@ -952,7 +955,7 @@ static void test_totals_seeded_when_migrating(void **state)
 	run_pipeline(e, a);
 	run_pipeline(e, b);
 
-	/* back to the schema before 0006 (and so before 0007's indexes) */
+	/* back to the schema before 0006 (and so before 0007's indexes and 0008's tables) */
 	assert_int_equal(sqlite3_open(e->db_path, &h), SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(h, "SELECT group_concat('DROP TRIGGER ' || name, ';') "
 					    "FROM sqlite_master WHERE type = 'trigger' AND name "
@@ -963,7 +966,8 @@ static void test_totals_seeded_when_migrating(void **state)
 	assert_int_equal(sqlite3_exec(h, drops, NULL, NULL, NULL), SQLITE_OK);
 	free(drops);
 	assert_int_equal(sqlite3_exec(h, "DROP INDEX stream_job_id; DROP INDEX done_jobs_job_id; "
-				      "DROP TABLE event_totals; PRAGMA user_version = 5", NULL,
+				      "DROP TABLE event_totals; DROP TABLE blobs; DROP TABLE api_tokens; "
+				      "PRAGMA user_version = 5", NULL,
 				      NULL, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(h, "SELECT count(*) FROM sqlite_master WHERE name "
 					    "LIKE 'event_totals%'", -1, &st, NULL), SQLITE_OK);
@@ -1182,6 +1186,69 @@ static void test_run_the_box(void **state)
 	assert_int_equal(tu_count_in(log, "level=error"), 0);
 }
 
+/*
+ * Two boxes on one database: each has its own state folder, both are given
+ * the same ticket_key_file, and the PDFs live in the database (blob_store =
+ * db: the default on PostgreSQL, chosen here on SQLite too).  An order taken
+ * by box A is rendered and mailed by box B's worker; A hands out its PDF and
+ * admits its tickets; each box's api.token is recorded as a hash.
+ */
+static void test_two_boxes_share_one_database(void **state)
+{
+	struct tu_env *e = *state;
+	char a_dir[400], b_dir[400], keyfile[400], path[500], id[16], codes[4][CODE_LEN + 1];
+	unsigned char *k1, *k2;
+	size_t n1, n2;
+	struct stat sb;
+	int64_t ev;
+
+	snprintf(a_dir, sizeof a_dir, "%s/box-a", e->dir);
+	snprintf(b_dir, sizeof b_dir, "%s/box-b", e->dir);
+	snprintf(keyfile, sizeof keyfile, "%s/shared-ticket.key", e->dir);
+	setenv("STAGEDOOR_TICKET_KEY_FILE", keyfile, 1);
+	setenv("STAGEDOOR_BLOB_STORE", "db", 1);
+
+	setenv("STAGEDOOR_STATE_DIR", a_dir, 1);
+	init_db(e);
+	assert_int_equal(stat(keyfile, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	k1 = tu_slurp(keyfile, &n1);
+	snprintf(path, sizeof path, "%s/ticket.key", a_dir);
+	assert_int_not_equal(access(path, F_OK), 0);	/* the given file, not a box's own */
+	ev = run_event_add(e, "Shared Night", "10");
+	run_order_add_ok(e, ev, "Ana Lima", "2", id);
+
+	setenv("STAGEDOOR_STATE_DIR", b_dir, 1);
+	init_db(e);
+	k2 = tu_slurp(keyfile, &n2);
+	assert_int_equal(n1, 32);
+	assert_int_equal(n2, 32);
+	assert_memory_equal(k1, k2, 32);	/* init keeps the key every box is given */
+	free(k1);
+	free(k2);
+	run_pipeline(e, id);			/* box B renders and mails */
+	snprintf(path, sizeof path, "%s/maildir/new", b_dir);
+	assert_int_equal(tu_count_files(path), 1);
+	snprintf(path, sizeof path, "%s/blobs", b_dir);
+	assert_int_not_equal(access(path, F_OK), 0);	/* no PDF in a box's folder */
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM blobs WHERE key = "
+				   "'tickets/%s.pdf'", id), 1);
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM api_tokens"), 2);
+
+	setenv("STAGEDOOR_STATE_DIR", a_dir, 1);	/* box A: the PDF and the door */
+	assert_int_equal(codes_from_pdf(e, id, codes, 4), 2);
+	if (RUN("scan", codes[0], "--db", e->db_path) != 0 || strncmp(out, "admitted", 8) != 0)
+		fail_msg("box A's scan of box B's ticket: stdout='%s' stderr='%s'", out, err);
+	assert_int_equal(RUN("check", "--db", e->db_path), 0);
+
+	unsetenv("STAGEDOOR_TICKET_KEY_FILE");
+	unsetenv("STAGEDOOR_BLOB_STORE");
+	if (tu_pg())
+		setenv("STAGEDOOR_STATE_DIR", e->dir, 1);
+	else
+		unsetenv("STAGEDOOR_STATE_DIR");
+}
+
 static void test_demo_twenty_orders(void **state)
 {
 	struct tu_env *e = *state;
@@ -1319,6 +1386,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_init_makes_the_key_once, tu_setup_real_nodb,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_run_the_box, tu_setup_real, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_two_boxes_share_one_database, tu_setup_real,
+						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_demo_twenty_orders, tu_setup_real_nodb,
 						tu_teardown),
 	};
