@@ -64,7 +64,7 @@ TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 # The suites that depend on the engine, run a second time on PostgreSQL
 # (check-pg): the store, the queue, the outbox, the idempotency primitives,
 # the handlers and the HTTP API.
-PG_TESTS := test_db test_queue test_outbox test_idem test_orders test_api test_procs test_blob
+PG_TESTS := test_db test_queue test_outbox test_idem test_orders test_api test_procs test_blob test_soak
 
 # Two builds of everything: build/rel (bin/stagedoor) and build/san.
 REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o build/rel/assets.o
@@ -149,7 +149,7 @@ build/san/tests/testutil.o: tests/testutil.c tests/testutil.h src/*.h
 # build/test-output/BUILD.result, which `make test` reports.
 check-rel: bin/stagedoor build/sqlbench build/mailsink build/chaos build/powercut $(addprefix build/rel/tests/,$(TESTS))
 	@sh tools/run_tests.sh rel $(CURDIR)/bin/stagedoor $(addprefix build/rel/tests/,$(TESTS))
-check-pg: bin/stagedoor build/mailsink $(addprefix build/rel/tests/,$(PG_TESTS))
+check-pg: bin/stagedoor build/mailsink build/chaos $(addprefix build/rel/tests/,$(PG_TESTS))
 	@sh tools/pg_tests.sh pg $(CURDIR)/bin/stagedoor $(addprefix build/rel/tests/,$(PG_TESTS))
 check-san: build/san/stagedoor build/mailsink build/chaos build/powercut $(addprefix build/san/tests/,$(TESTS))
 	@sh tools/run_tests.sh san $(CURDIR)/build/san/stagedoor $(addprefix build/san/tests/,$(TESTS))
@@ -183,12 +183,12 @@ build/mailsink: $(wildcard tools/mailsink/*.c) src/*.h $(REL_OBJS)
 	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) -Isrc -o $@ $(wildcard tools/mailsink/*.c) $(REL_OBJS) \
 		-lmbedtls -lmbedx509 -lmbedcrypto $(LDLIBS)
 
-# The crash soak (tools/chaos): its own SQLite and jansson, none of src/, so
+# The crash soak (tools/chaos): its own SQLite, libpq and jansson, none of src/, so
 # that its verdict does not lean on the code it judges.
 build/chaos: $(wildcard tools/chaos/*.c) $(wildcard tools/chaos/*.h)
 	@mkdir -p build
-	$(call say,CCLD,$@)$(CC) $(WARN) $(CFLAGS) $(shell pkg-config --cflags sqlite3 jansson) -o $@ \
-		$(wildcard tools/chaos/*.c) $(shell pkg-config --libs sqlite3 jansson)
+	$(call say,CCLD,$@)$(CC) $(WARN) $(CFLAGS) $(shell pkg-config --cflags sqlite3 jansson libpq) -o $@ \
+		$(wildcard tools/chaos/*.c) $(shell pkg-config --libs sqlite3 jansson libpq)
 
 # The power-cut filesystem (tools/powercut): a FUSE passthrough with a
 # volatile write cache; tests/test_powercut checks it.

@@ -24,6 +24,7 @@
 #include "db.h"
 #include "failpoint.h"
 #include "log.h"
+#include "metrics.h"
 #include "mail.h"
 #include "notify.h"
 #include "outbox.h"
@@ -83,8 +84,10 @@ int cli_box_apply(const struct config *cfg)
 {
 	const char *key = cfg ? cfg->value[CONFIG_TICKET_KEY_FILE] : setting(CONFIG_TICKET_KEY_FILE);
 	const char *blobs = cfg ? cfg->value[CONFIG_BLOB_STORE] : setting(CONFIG_BLOB_STORE);
+	const char *state = cfg ? cfg->value[CONFIG_STATE_DIR] : setting(CONFIG_STATE_DIR);
 	enum sd_result r;
 
+	metrics_home_set(state);
 	if ((r = code_key_file_set(key)) != SD_OK || (r = blob_where_set(blobs)) != SD_OK)
 		return cli_fail(r);
 	return 0;

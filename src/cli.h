@@ -21,7 +21,8 @@ const char *cli_db_path(const char *flag);
  * file's state_dir, else NULL (the database's folder; tickets.h). */
 const char *cli_state_dir(const char *flag);
 
-/* cli_box_apply: this process's ticket_key_file and blob_store, from cfg
+/* cli_box_apply: this process's ticket_key_file, blob_store and the state
+ * folder its /metrics counters live in on PostgreSQL, from cfg
  * (NULL: the environment, else the config file), before any command opens
  * a box's files.  0, or cli_fail's exit code. */
 struct config;

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "cli_backup.h"
 #include "cli_check.h"
+#include "cli_migrate.h"
 #include "failpoint.h"
 #include "result.h"
 #include "log.h"
@@ -38,6 +39,8 @@ static const struct {
 			       "           backup verify DEST; backup --scheduled (run starts it:\n"
 			       "           one periodic backup into backup_dir)" },
 	{ "restore", cli_restore, "a new box from a backup: restore DEST --db PATH" },
+	{ "migrate", cli_migrate, "move a box to PostgreSQL: migrate --from PATH --to postgresql://...\n"
+				   "           [--state-dir DIR] (an empty target; every table, the PDFs)" },
 	{ "check", cli_check, "the invariants of a drained box, first broken one named: check [--json]" },
 	{ "mail", cli_mail, "send one test message: mail test --to ADDR [--config FILE]\n"
 			   "           [--mail-url URL] [--mail-from ADDR] [--mail-user USER]\n"

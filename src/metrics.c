@@ -70,9 +70,28 @@ struct metrics {
 					 * threads sharing this one: naming takes both */
 };
 
+/* a box on a server's database keeps its counters in its state folder */
+static char home[4096];
+
+void metrics_home_set(const char *state_dir)
+{
+	snprintf(home, sizeof home, "%s", state_dir ? state_dir : "");
+}
+
+static int is_uri(const char *db_path)
+{
+	return strstr(db_path, "://") != NULL;
+}
+
 enum sd_result metrics_path(const char *db_path, char *buf, size_t size)
 {
-	int n = snprintf(buf, size, "%s-metrics", db_path);
+	int n;
+
+	if (is_uri(db_path) && !home[0])
+		return err_set(SD_INVALID, "metrics: a box on PostgreSQL keeps its counters in its "
+			       "state_dir, which is not set");
+	n = is_uri(db_path) ? snprintf(buf, size, "%s/metrics", home)
+			    : snprintf(buf, size, "%s-metrics", db_path);
 
 	if (n < 0 || (size_t)n >= size)
 		return err_set(SD_INVALID, "database path too long: %.80s", db_path);
@@ -107,8 +126,11 @@ enum sd_result metrics_open(const char *db_path, struct metrics **out)
 	*out = NULL;
 	if ((r = metrics_path(db_path, path, sizeof path)) != SD_OK)
 		return r;
-	if (stat(db_path, &db) != 0)
-		return err_set(SD_IO, "metrics: %s: %s", db_path, strerror(errno));
+	/* the file names what it counts for: the database file, or the box's
+	 * state folder */
+	if (stat(is_uri(db_path) ? home : db_path, &db) != 0)
+		return err_set(SD_IO, "metrics: %s: %s", is_uri(db_path) ? home : db_path,
+			       strerror(errno));
 	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
 		return err_set(SD_IO, "metrics: cannot open %s: %s", path, strerror(errno));
 	if (flock(fd, LOCK_EX) != 0 || fstat(fd, &st) != 0) {

@@ -55,8 +55,11 @@ extern const char *const metrics_technique_names[METRICS_TECHNIQUES];
 
 struct metrics;
 
-/* metrics_path: "<db_path>-metrics" into buf. */
+/* metrics_path: "<db_path>-metrics" into buf; for a PostgreSQL URI, where
+ * several boxes share the database, "<state dir>/metrics" (metrics_home_set:
+ * this process's state folder; SD_INVALID when it is not set). */
 enum sd_result metrics_path(const char *db_path, char *buf, size_t size);
+void metrics_home_set(const char *state_dir);
 
 /*
  * metrics_open: map the file of the database at db_path, making it (0600)

@@ -1249,6 +1249,86 @@ static void test_two_boxes_share_one_database(void **state)
 		unsetenv("STAGEDOOR_STATE_DIR");
 }
 
+/*
+ * migrate: a box's SQLite file moved to PostgreSQL with one order done and
+ * two in flight (their outbox rows unpublished).  Every table arrives with
+ * its ids; the target checks as the source did; a second migrate into the
+ * now full target is refused; on PostgreSQL the in-flight orders finish,
+ * each with one email, the first order's ticket is admitted with the box's
+ * key, and a new order gets an id after the copied ones.
+ */
+/* the emails the SQLite box sent before it moved */
+static int i_sent_on_sqlite(const char *sdir)
+{
+	char maildir[450];
+
+	snprintf(maildir, sizeof maildir, "%s/maildir/new", sdir);
+	return tu_count_files(maildir);
+}
+
+static void test_migrate_a_box_to_postgresql(void **state)
+{
+	struct tu_env *e = *state;
+	struct tu_env src = *e;
+	char ids[3][16], d[16], key[450], sdir[200], maildir[450], codes[4][CODE_LEN + 1];
+	int64_t ev;
+	int i;
+
+	if (!tu_pg())
+		skip();		/* the target is the PostgreSQL suite's database */
+	assert_true(strlen(e->dir) < 150);
+	snprintf(sdir, sizeof sdir, "%.150s/sqlite-box", e->dir);
+	snprintf(src.dir, sizeof src.dir, "%s", sdir);
+	snprintf(src.db_path, sizeof src.db_path, "%s/stagedoor.db", sdir);
+	src.pg_schema[0] = '\0';
+	setenv("STAGEDOOR_STATE_DIR", sdir, 1);
+	assert_int_equal(RUN("init", "--db", src.db_path), 0);
+	ev = run_event_add(&src, "Moving Night", "20");
+	/* the first order done on SQLite, the others' outbox rows in flight */
+	run_order_add_ok(&src, ev, "Ana Lima", "2", ids[0]);
+	run_pipeline(&src, ids[0]);
+	run_order_add_ok(&src, ev, "Bo Chen", "2", ids[1]);
+	run_order_add_ok(&src, ev, "Cy Diaz", "2", ids[2]);
+	run_order_add_ok(&src, ev, "Dee Ford", "1", d);
+	assert_int_equal(i_sent_on_sqlite(sdir), 1);
+
+	if (RUN("migrate", "--from", src.db_path, "--to", e->db_path) != 0)
+		fail_msg("migrate: stdout='%s' stderr='%s'", out, err);
+	assert_non_null(strstr(out, "row counts match"));
+	assert_non_null(strstr(out, "check of the source: outbox"));
+	assert_non_null(strstr(out, "check of the target: outbox"));
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM orders"), 4);
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM tickets"), 7);
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM outbox"),
+			 tu_countf(src.db_path, "SELECT count(*) FROM outbox"));
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM blobs"),
+			 tu_countf(src.db_path, "SELECT count(DISTINCT pdf_key) FROM tickets"));
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM api_tokens"), 1);
+	assert_int_not_equal(RUN("migrate", "--from", src.db_path, "--to", e->db_path), 0);
+	assert_non_null(strstr(err, "already holds"));
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM orders"), 4);
+
+	/* the box on PostgreSQL: its own state folder, the SQLite box's key */
+	snprintf(key, sizeof key, "%s/ticket.key", sdir);
+	setenv("STAGEDOOR_TICKET_KEY_FILE", key, 1);
+	setenv("STAGEDOOR_STATE_DIR", e->dir, 1);
+	for (i = 0; i < 3; i++)
+		run_pipeline(e, ids[i]);
+	run_pipeline(e, d);
+	assert_int_equal(RUN("check", "--db", e->db_path), 0);
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM email_sends WHERE sent_at IS "
+				   "NOT NULL"), 4);
+	snprintf(maildir, sizeof maildir, "%s/maildir/new", e->dir);
+	assert_int_equal(tu_count_files(maildir) + i_sent_on_sqlite(sdir), 4);
+	assert_int_equal(codes_from_pdf(e, ids[0], codes, 4), 2);
+	if (RUN("scan", codes[0], "--db", e->db_path) != 0 || strncmp(out, "admitted", 8) != 0)
+		fail_msg("scan of a ticket sold on SQLite: stdout='%s' stderr='%s'", out, err);
+	run_order_add_ok(e, ev, "Eve Gray", "1", d);
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM orders"), 5);
+	assert_true(tu_countf(e->db_path, "SELECT max(id) FROM tickets") > 7);
+	unsetenv("STAGEDOOR_TICKET_KEY_FILE");
+}
+
 static void test_demo_twenty_orders(void **state)
 {
 	struct tu_env *e = *state;
@@ -1387,6 +1467,8 @@ int main(void)
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_run_the_box, tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_two_boxes_share_one_database, tu_setup_real,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_a_box_to_postgresql, tu_setup_real,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_demo_twenty_orders, tu_setup_real_nodb,
 						tu_teardown),

@@ -8,7 +8,17 @@
  *   chaos [--bin PATH] [--mailsink PATH] [--dir DIR] [--orders N] [--kills K]
  *         [--workers W] [--seed S] [--keep] [--drain-timeout-s N]
  *         [--stop-max-ms N] [--certs-sh PATH] [--set KEY=VALUE ...]
+ *         [--pg URI [--boxes 2] [--failover CMD]]
  *   chaos --verify-only --db PATH --maildir DIR [--counts FILE] [--orders N]
+ *
+ * --pg URI puts the box on PostgreSQL; --boxes 2 runs two `stagedoor run`
+ * on it as two boxes (each its own state folder, both given one
+ * ticket_key_file), and the attack then kills workers of both and each
+ * whole box once.  --failover CMD runs CMD (sh -c) once half the orders
+ * are in: a script that kills the primary and promotes its standby; the
+ * boxes must find the new primary themselves (a multi-host URI with
+ * target_session_attrs=read-write) and every order acknowledged before it
+ * must be there after.  The verdict then reads PostgreSQL itself.
  *
  * The attack, while N orders go in a few CLI processes at a time:
  *   - SIGKILL a random worker (a child of `stagedoor run` whose command line
@@ -123,6 +133,7 @@ static void usage(void)
 		"             [--stop-max-ms N] [--certs-sh PATH] [--set KEY=VALUE ...]\n"
 		"             [--power-cuts N [--torn-pct P] [--up-max-ms N] [--powercut PATH]\n"
 		"              [--maildir-on-box] [--backups]]\n"
+		"             [--pg URI [--boxes 2] [--failover CMD]]\n"
 		"       chaos --verify-only --db PATH --maildir DIR [--counts FILE] [--orders N]\n");
 	exit(2);
 }
@@ -235,6 +246,12 @@ static void opts_parse(int argc, char **argv)
 			opt.sets[opt.n_sets++] = v;
 		} else if (strcmp(a, "--db") == 0)
 			opt.db = v;
+		else if (strcmp(a, "--pg") == 0)
+			opt.pg = v;
+		else if (strcmp(a, "--boxes") == 0)
+			opt.boxes = opt_num(a, v, 1);
+		else if (strcmp(a, "--failover") == 0)
+			opt.failover = v;
 		else if (strcmp(a, "--maildir") == 0)
 			opt.maildir = v;
 		else if (strcmp(a, "--counts") == 0)
@@ -248,6 +265,16 @@ static void opts_parse(int argc, char **argv)
 		usage();
 	if ((opt.box_maildir || opt.backups) && !opt.cuts) {
 		fprintf(stderr, "chaos: --maildir-on-box and --backups go with --power-cuts\n");
+		exit(2);
+	}
+	if (!opt.boxes)
+		opt.boxes = 1;
+	if ((opt.boxes > 1 || opt.failover) && !opt.pg) {
+		fprintf(stderr, "chaos: --boxes 2 and --failover need --pg URI\n");
+		exit(2);
+	}
+	if (opt.boxes > 2 || (opt.pg && opt.cuts)) {
+		fprintf(stderr, "chaos: at most 2 boxes; power cuts are SQLite's soak\n");
 		exit(2);
 	}
 	if (opt.torn_pct > 100) {
@@ -289,7 +316,19 @@ static int setup_dir(void)
 		abs_path(soak.dir, sizeof soak.dir, tmpl);
 		soak.made_dir = 1;
 	}
-	snprintf(soak.db, sizeof soak.db, "%s/stagedoor.db", soak.dir);
+	if (opt.pg)
+		snprintf(soak.db, sizeof soak.db, "%s", opt.pg);
+	else
+		snprintf(soak.db, sizeof soak.db, "%s/stagedoor.db", soak.dir);
+	snprintf(soak.conf_b, sizeof soak.conf_b, "%s/stagedoor-b.conf", soak.dir);
+	snprintf(soak.run_log_b, sizeof soak.run_log_b, "%s/run-b.log", soak.dir);
+	snprintf(soak.key_file, sizeof soak.key_file, "%s/ticket.key", soak.dir);
+	if (opt.pg) {	/* the key for init, which makes it; the config files name
+			 * it too, and each box's state folder, which the
+			 * environment must not override */
+		setenv("STAGEDOOR_TICKET_KEY_FILE", soak.key_file, 1);
+		unsetenv("STAGEDOOR_STATE_DIR");
+	}
 	snprintf(soak.conf, sizeof soak.conf, "%s/stagedoor.conf", soak.dir);
 	snprintf(soak.run_log, sizeof soak.run_log, "%s/run.log", soak.dir);
 	snprintf(soak.maildir, sizeof soak.maildir, "%s/mail", soak.dir);
@@ -362,7 +401,7 @@ static int set_by_user(const char *key)
 	return 0;
 }
 
-static int write_config(int port)
+static int write_config_box(int port, char box, const char *path)
 {
 	char text[8 * CHAOS_PATH_MAX];
 	size_t len;
@@ -374,6 +413,10 @@ static int write_config(int port)
 		 "mail_ca_file = %s/ca.pem\n"
 		 "http_listen = 127.0.0.1:0\n"
 		 "log_level = info\n", soak.db, soak.certs);
+	if (opt.pg)	/* a box of its own: its state folder; the shared key */
+		len += (size_t)snprintf(text + len, sizeof text - len,
+					"state_dir = %s/box-%c\nticket_key_file = %s\n", soak.dir,
+					box, soak.key_file);
 	if (opt.box_maildir)	/* the maildir transport, in the box's folder */
 		len += (size_t)snprintf(text + len, sizeof text - len,
 					"mail_url = maildir:%s/" CHAOS_CUTS_MOUNT "/maildir\n",
@@ -406,19 +449,38 @@ static int write_config(int port)
 		fail("setup: the config file is too long");
 		return -1;
 	}
-	return write_file(soak.conf, text);
+	return write_file(path, text);
+}
+
+static int write_config(int port)
+{
+	if (write_config_box(port, 'a', soak.conf) != 0)
+		return -1;
+	return opt.boxes > 1 ? write_config_box(port, 'b', soak.conf_b) : 0;
 }
 
 /* stagedoor init and three events with room for every order. */
 static int setup_db(void)
 {
-	char out[256];
-	const char *init[] = { opt.bin, "init", "--db", soak.db, NULL };
+	char out[256], box_a[CHAOS_PATH_MAX + 32];
+	const char *init[] = { opt.bin, "init", "--db", soak.db, opt.pg ? "--state-dir" : NULL,
+			       box_a, NULL };
 	int rc, i;
 
+	snprintf(box_a, sizeof box_a, "%s/box-a", soak.dir);
 	if ((rc = proc_run(init, out, sizeof out, 1)) != 0) {
-		fail("setup: stagedoor init: exit %d", rc);
+		fail("setup: stagedoor init: exit %d: %.200s", rc, out);
 		return -1;
+	}
+	if (opt.boxes > 1) {	/* box B's own state folder and token */
+		char box[CHAOS_PATH_MAX + 32];
+		const char *init_b[] = { opt.bin, "init", "--db", soak.db, "--state-dir", box, NULL };
+
+		snprintf(box, sizeof box, "%s/box-b", soak.dir);
+		if ((rc = proc_run(init_b, out, sizeof out, 1)) != 0) {
+			fail("setup: stagedoor init of box B: exit %d: %.200s", rc, out);
+			return -1;
+		}
 	}
 	for (i = 0; i < CHAOS_EVENTS; i++) {
 		char name[64], starts[64], cap[32];
@@ -480,9 +542,10 @@ static int workers_of(pid_t run, pid_t *out, int max, pid_t except)
  * yet released: "already running") is started again for up to 20 s.  Up
  * means: still running, with at least one worker.
  */
-int start_run(const char *const *extra_env)
+static int start_box(const char *conf, const char *log, pid_t *run,
+		     const char *const *extra_env)
 {
-	const char *argv[] = { opt.bin, "run", "--config", soak.conf, NULL };
+	const char *argv[] = { opt.bin, "run", "--config", conf, NULL };
 	int64_t give_up = now_ms() + 20000;
 	int rc = 0;
 
@@ -490,49 +553,59 @@ int start_run(const char *const *extra_env)
 		pid_t w[4];
 		int64_t until = now_ms() + 15000;
 
-		soak.run = proc_spawn(argv, soak.run_log, soak.run_log, extra_env);
-		if (soak.run < 0) {
-			soak.run = 0;
+		*run = proc_spawn(argv, log, log, extra_env);
+		if (*run < 0) {
+			*run = 0;
 			fail("appliance: cannot start %s run", opt.bin);
 			return -1;
 		}
-		while (now_ms() < until && (rc = proc_wait(soak.run, 0)) == -2) {
-			if (workers_of(soak.run, w, 4, 0) > 0)
+		while (now_ms() < until && (rc = proc_wait(*run, 0)) == -2) {
+			if (workers_of(*run, w, 4, 0) > 0)
 				return 0;
 			sleep_ms(20);
 		}
 		if (rc == -2)
 			break;	/* up, yet no worker in 15 s */
-		soak.run = 0;
+		*run = 0;
 		soak.restart_refusals++;
 		sleep_ms(250);
 	}
-	if (soak.run) {
-		fail("appliance: stagedoor run started no worker within 15 s (see %s)", soak.run_log);
+	if (*run) {
+		fail("appliance: stagedoor run started no worker within 15 s (see %s)", log);
 		return -1;
 	}
-	fail("appliance: stagedoor run would not start: last exit %d (see %s)", rc, soak.run_log);
+	fail("appliance: stagedoor run would not start: last exit %d (see %s)", rc, log);
 	return -1;
 }
 
-/* SIGKILL the run process and every descendant; wait until they are gone. */
-void kill_appliance(void)
+int start_run(const char *const *extra_env)
+{
+	return start_box(soak.conf, soak.run_log, &soak.run, extra_env);
+}
+
+static int start_run_b(const char *const *extra_env)
+{
+	return start_box(soak.conf_b, soak.run_log_b, &soak.run_b, extra_env);
+}
+
+/* SIGKILL a run process and every descendant; wait until they are gone. */
+static void kill_box(pid_t *run)
 {
 	pid_t all[CHAOS_MAX_PIDS];
 	int n, i;
 	int64_t until;
 
-	if (!soak.run)
+	if (!*run)
 		return;
-	kill(soak.run, SIGSTOP);	/* a frozen supervisor starts no new worker */
-	n = proc_descendants(soak.run, all, CHAOS_MAX_PIDS);
-	kill(soak.run, SIGKILL);
+	kill(*run, SIGSTOP);	/* a frozen supervisor starts no new worker */
+	n = proc_descendants(*run, all, CHAOS_MAX_PIDS);
+	kill(*run, SIGKILL);
 	for (i = 0; i < n; i++) {
 		kill(all[i], SIGKILL);
 		orphans_add(all[i]);
 	}
-	proc_wait(soak.run, 10000);
-	soak.run = 0;
+	proc_wait(*run, 10000);
+	*run = 0;
 	for (until = now_ms() + 10000; now_ms() < until; sleep_ms(10)) {
 		orphans_reap();
 		for (i = 0; i < n && !proc_alive(all[i]); i++)
@@ -540,6 +613,11 @@ void kill_appliance(void)
 		if (i == n)
 			break;
 	}
+}
+
+void kill_appliance(void)
+{
+	kill_box(&soak.run);
 }
 
 /* The send_tickets lease the run logged (send_tickets_lease_ms=N), or 0. */
@@ -564,10 +642,16 @@ static long logged_send_lease(void)
 /* ======================== orders ======================================== */
 
 struct placer {
-	pid_t pid;		/* 0: free */
+	pid_t pid;		/* 0: free, or waiting to try again */
 	long idx;		/* the order's number, 0.. */
 	int tries;
+	int64_t retry_at;	/* refused: the same order again from then on; 0: none */
 };
+
+/* --failover: when it started (0: not yet), whether the first order after
+ * it was accepted */
+static int64_t failover_t0;
+static int failover_seen;
 
 static const char *const failpoints[] = { CHAOS_FAILPOINTS, NULL };
 static struct placer placers[CHAOS_PLACERS];
@@ -606,20 +690,34 @@ static int orders_step(void)
 		struct placer *p = &placers[i];
 		int rc;
 
+		if (p->retry_at) {
+			if (now_ms() < p->retry_at)
+				continue;
+			p->retry_at = 0;
+			soak.order_retries++;
+			if ((p->pid = place_cli(p->idx)) < 0)
+				return -1;
+			continue;
+		}
 		if (p->pid > 0) {
 			if ((rc = proc_wait(p->pid, 0)) == -2)
 				continue;
 			p->pid = 0;
 			if (rc == 0) {
 				soak.placed++;
-			} else if (++p->tries >= CHAOS_ORDER_TRIES) {
+				if (failover_t0 && !failover_seen && soak.failover_ms) {
+					failover_seen = 1;
+					soak.failover_downtime_ms = (long)(now_ms() - failover_t0);
+				}
+			} else if (++p->tries >= (opt.failover ? 4 * CHAOS_ORDER_TRIES
+							       : CHAOS_ORDER_TRIES)) {
 				fail("orders: order %ld refused %d times, last exit %d (see %s)",
 				     p->idx, p->tries, rc, soak.orders_log);
 				return -1;
 			} else {
-				soak.order_retries++;
-				if ((p->pid = place_cli(p->idx)) < 0)
-					return -1;
+				/* the same order (its key) again in 100 ms: a busy
+				 * box, or a database between two primaries */
+				p->retry_at = now_ms() + 100;
 				continue;
 			}
 		}
@@ -638,7 +736,7 @@ static int orders_running(void)
 	int i, n = 0;
 
 	for (i = 0; i < CHAOS_PLACERS; i++)
-		n += placers[i].pid > 0;
+		n += placers[i].pid > 0 || placers[i].retry_at;
 	return n;
 }
 
@@ -649,12 +747,42 @@ static int run_watch(void)
 {
 	int rc;
 
+	if (soak.run_b && (rc = proc_wait(soak.run_b, 0)) != -2) {
+		soak.run_b = 0;
+		soak.run_exits++;
+		fail("appliance: box B's stagedoor run exited by itself (status %d; see %s)", rc,
+		     soak.run_log_b);
+		if (start_run_b(failpoints) != 0)
+			return -1;
+	}
 	if (!soak.run || (rc = proc_wait(soak.run, 0)) == -2)
 		return 0;
 	soak.run = 0;
 	soak.run_exits++;
 	fail("appliance: stagedoor run exited by itself (status %d; see %s)", rc, soak.run_log);
 	return start_run(failpoints);
+}
+
+/* --failover: the command, once; the boxes find the new primary alone */
+static int failover_run(void)
+{
+	const char *argv[] = { "/bin/sh", "-c", opt.failover, NULL };
+	char out[2048] = "";
+	int rc;
+
+	failover_t0 = now_ms();
+	soak.placed_before_failover = soak.placed;
+	say("failover: %s (%ld orders acknowledged so far)", opt.failover, soak.placed);
+	rc = proc_run(argv, out, sizeof out, 1);
+	soak.failover_ms = (long)(now_ms() - failover_t0);
+	if (soak.failover_ms == 0)
+		soak.failover_ms = 1;
+	if (rc != 0) {
+		fail("failover: the command exited %d: %.500s", rc, out);
+		return -1;
+	}
+	say("failover: done in %ld ms", soak.failover_ms);
+	return 0;
 }
 
 static int attack(void)
@@ -670,6 +798,9 @@ static int attack(void)
 		if (orders_step() != 0 || run_watch() != 0)
 			return -1;
 		orphans_reap();
+		if (opt.failover && !failover_t0 && soak.placed >= opt.orders / 2 &&
+		    failover_run() != 0)
+			return -1;
 
 		/* the SIGSTOP, once, at a quarter of the kills */
 		if (!stop_done && !stopped && soak.kills >= opt.kills / 4) {
@@ -710,12 +841,17 @@ static int attack(void)
 		app_kills_due = opt.kills == 0 ? 0 : (soak.kills >= opt.kills / 2) + (soak.kills >= opt.kills * 3 / 4);
 		if (soak.app_kills < app_kills_due && soak.app_kills < 2 && !stopped &&
 		    now >= app_kill_after) {
-			say("SIGKILL the whole appliance (run %d and its children)", (int)soak.run);
-			kill_appliance();
+			/* two boxes: B first, then A */
+			int b = opt.boxes > 1 && soak.app_kills == 0;
+			pid_t *which = b ? &soak.run_b : &soak.run;
+
+			say("SIGKILL the whole %s (run %d and its children)",
+			    b ? "box B" : opt.boxes > 1 ? "box A" : "appliance", (int)*which);
+			kill_box(which);
 			soak.app_kills++;
-			if (start_run(failpoints) != 0)
+			if ((b ? start_run_b(failpoints) : start_run(failpoints)) != 0)
 				return -1;
-			say("stagedoor run started again (pid %d)", (int)soak.run);
+			say("stagedoor run started again (pid %d)", (int)*which);
 			next_kill = now_ms() + 100 + (int64_t)rng_below(401);
 			app_kill_after = now_ms() + 1000;	/* let it get to work first */
 		}
@@ -725,9 +861,12 @@ static int attack(void)
 			pid_t w[CHAOS_MAX_PIDS];
 			int n = workers_of(soak.run, w, CHAOS_MAX_PIDS, stopped);
 
+			if (soak.run_b)
+				n += workers_of(soak.run_b, w + n, CHAOS_MAX_PIDS - n, stopped);
 			pid_t victim = n > 0 ? w[rng_below((uint64_t)n)] : 0;
 
-			if (victim > 0 && proc_parent(victim) == soak.run) {
+			if (victim > 0 && (proc_parent(victim) == soak.run ||
+					   (soak.run_b && proc_parent(victim) == soak.run_b))) {
 				kill(victim, SIGKILL);
 				soak.kills++;
 				next_kill = now + 100 + (int64_t)rng_below(401);
@@ -867,20 +1006,22 @@ static int drain(void)
 	return -1;
 }
 
-static int stop_appliance(void)
+static int stop_box(pid_t *run)
 {
 	pid_t all[CHAOS_MAX_PIDS];
 	int n, i, rc;
 
-	n = proc_descendants(soak.run, all, CHAOS_MAX_PIDS);
-	kill(soak.run, SIGTERM);
-	rc = proc_wait(soak.run, CHAOS_GRACE_MS);
+	if (!*run)
+		return 0;
+	n = proc_descendants(*run, all, CHAOS_MAX_PIDS);
+	kill(*run, SIGTERM);
+	rc = proc_wait(*run, CHAOS_GRACE_MS);
 	if (rc == -2) {
-		kill_appliance();
+		kill_box(run);
 		fail("stop: stagedoor run did not exit within %d ms of SIGTERM", CHAOS_GRACE_MS);
 		return -1;
 	}
-	soak.run = 0;
+	*run = 0;
 	/* a child the run left behind is ours now (we are its subreaper) */
 	for (i = 0; i < n; i++) {
 		if (proc_parent(all[i]) == getpid()) {
@@ -894,6 +1035,13 @@ static int stop_appliance(void)
 		return -1;
 	}
 	return 0;
+}
+
+static int stop_appliance(void)
+{
+	int rc = stop_box(&soak.run);
+
+	return stop_box(&soak.run_b) != 0 ? -1 : rc;
 }
 
 static void stop_sink(void)
@@ -921,6 +1069,7 @@ static void cleanup(void)
 		}
 	}
 	kill_appliance();
+	kill_box(&soak.run_b);
 	stop_sink();
 	if (opt.cuts)
 		cuts_cleanup();
@@ -941,14 +1090,16 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
 /* ======================== the figures =================================== */
 
 /* Count the log lines with msg="<msg>" by the value of key=. */
-static int tally_log(const char *msg, const char *key, struct tally *t, int max)
+/* tally_file: add the lines of one run log to t[0..n), returning the new n */
+static int tally_file(const char *path, const char *msg, const char *key, struct tally *t,
+		      int n, int max)
 {
-	FILE *f = fopen(soak.run_log, "r");
+	FILE *f = fopen(path, "r");
 	char line[4096], want_msg[128], want_key[64];
-	int n = 0, i;
+	int i;
 
 	if (!f)
-		return 0;
+		return n;
 	snprintf(want_msg, sizeof want_msg, "msg=\"%s\"", msg);
 	snprintf(want_key, sizeof want_key, " %s=", key);
 	while (fgets(line, sizeof line, f)) {
@@ -978,6 +1129,14 @@ static int tally_log(const char *msg, const char *key, struct tally *t, int max)
 	return n;
 }
 
+/* Both boxes' logs: box B's is there with --boxes 2. */
+static int tally_log(const char *msg, const char *key, struct tally *t, int max)
+{
+	int n = tally_file(soak.run_log, msg, key, t, 0, max);
+
+	return opt.boxes > 1 ? tally_file(soak.run_log_b, msg, key, t, n, max) : n;
+}
+
 static void print_figures(const struct verdict *v, int64_t elapsed_ms)
 {
 	struct tally fp[32], dup[32];
@@ -999,6 +1158,13 @@ static void print_figures(const struct verdict *v, int64_t elapsed_ms)
 		printf("restart_refusals %ld\n", soak.restart_refusals);
 		printf("run_exits %ld\n", soak.run_exits);
 		printf("drain_s %.1f\n", (double)soak.drain_ms / 1000.0);
+		printf("boxes %ld\n", opt.boxes);
+		if (opt.failover) {
+			printf("orders_acknowledged_before_failover %ld\n",
+			       soak.placed_before_failover);
+			printf("failover_command_ms %ld\n", soak.failover_ms);
+			printf("failover_downtime_ms %ld\n", soak.failover_downtime_ms);
+		}
 	}
 	printf("reclaimed_jobs %ld\n", v->reclaimed_jobs);
 	printf("redeliveries %ld\n", v->redeliveries);
@@ -1054,8 +1220,11 @@ static void soak_run(struct verdict *v)
 		say("seed %" PRIu64 ", dir %s, %ld orders, %ld kills, %ld workers", opt.seed,
 		    soak.dir, opt.orders, opt.kills, opt.workers);
 	if ((opt.cuts && cuts_mount() != 0) || start_sink(&port) != 0 || write_config(port) != 0 ||
-	    setup_db() != 0 || (!opt.cuts && start_run(failpoints) != 0))
+	    setup_db() != 0 || (!opt.cuts && start_run(failpoints) != 0) ||
+	    (opt.boxes > 1 && start_run_b(failpoints) != 0))
 		goto end;
+	if (opt.pg)
+		say("on PostgreSQL, %ld box%s", opt.boxes, opt.boxes > 1 ? "es" : "");
 	say("mailsink on port %d", port);
 	if ((opt.cuts ? cuts_attack() : attack()) != 0)
 		goto end;
@@ -1089,7 +1258,7 @@ end:
 		v->counts_path = NULL;
 	}
 	v->expect_orders = opt.cuts ? cuts_orders_placed() : opt.orders;
-	if (access(disk_db, F_OK) == 0) {
+	if (opt.pg || access(disk_db, F_OK) == 0) {
 		say("verifying %s", disk_db);
 		verify_run(v);
 	} else {

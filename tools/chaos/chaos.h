@@ -5,9 +5,10 @@
  *   cuts.c    the power-cut attack (--power-cuts): the box on tools/powercut
  *   procs.c   child processes: spawn, wait, the appliance's process tree
  *   verify.c  the independent verdict, from the database and the provider
+ *   vdb.c     the database it reads: the SQLite file, or PostgreSQL itself
  *
- * The harness is deliberately not built from src/: it links SQLite itself
- * and reads the tables read-only, so a bug in the appliance's own counters
+ * The harness is deliberately not built from src/: it links SQLite and libpq
+ * itself and reads the tables read-only, so a bug in the appliance's own counters
  * cannot hide a bug in the appliance.
  */
 #ifndef CHAOS_H
@@ -46,6 +47,9 @@ struct chaos_opts {
 	int keep;
 	long drain_timeout_s;
 	long stop_max_ms;
+	const char *pg;			/* --pg URI: the boxes' PostgreSQL database */
+	long boxes;			/* --boxes N: `run`s sharing it (1 or 2) */
+	const char *failover;		/* --failover CMD: run at half the orders */
 	const char *sets[32];		/* --set KEY=VALUE: more config lines */
 	int n_sets;
 	/* --verify-only */
@@ -61,6 +65,9 @@ struct chaos_state {
 	char certs[CHAOS_PATH_MAX + 32], orders_log[CHAOS_PATH_MAX + 32];
 	int made_dir;			/* ours to remove */
 	pid_t run;			/* `stagedoor run`, 0 when not running */
+	pid_t run_b;			/* --boxes 2: the second box's run */
+	char conf_b[CHAOS_PATH_MAX + 32], run_log_b[CHAOS_PATH_MAX + 32];
+	char key_file[CHAOS_PATH_MAX + 32];	/* --pg: the ticket key both are given */
 	pid_t sink;			/* mailsink */
 	pid_t orphans[CHAOS_MAX_PIDS];	/* descendants of a killed run, to reap */
 	int n_orphans;
@@ -70,6 +77,9 @@ struct chaos_state {
 	/* figures */
 	long placed, order_retries;
 	long kills, stops, app_kills, run_exits, restart_refusals;
+	long failover_ms;		/* --failover: the command's own time */
+	long failover_downtime_ms;	/* from its start to the next order accepted */
+	long placed_before_failover;
 	long stop_ms;
 	int64_t drain_ms;		/* attack over to the first passing check */
 	int scraped;			/* /metrics was read after the drain */
@@ -178,6 +188,27 @@ pid_t proc_parent(pid_t pid);
 
 /* proc_alive: 1 while pid exists and is not a zombie. */
 int proc_alive(pid_t pid);
+
+/* ---- vdb.c: the database the verdict reads ------------------------------ */
+
+#define VDB_COLS_MAX 16
+struct vdb;
+/* vdb_row_fn: one row, its columns as text (NULL: SQL NULL); non-zero stops */
+typedef int (*vdb_row_fn)(void *arg, int ncols, const char *const *vals);
+
+/* vdb_is_pg: target is a postgresql:// (or postgres://) URI. */
+int vdb_is_pg(const char *target);
+/* vdb_open: the SQLite file read-only, or a read-only PostgreSQL session;
+ * 0, or -1 with the reason in err. */
+int vdb_open(const char *target, struct vdb **out, char *err, size_t size);
+void vdb_close(struct vdb *d);
+int vdb_pg(const struct vdb *d);
+/* vdb_each: every row of sql (at most one parameter: ?1 in SQLite, $1 in
+ * PostgreSQL; param NULL for none) to fn.  0, or -1 with the reason. */
+int vdb_each(struct vdb *d, const char *sql, const char *param, vdb_row_fn fn, void *arg,
+	     char *err, size_t size);
+/* vdb_blob_to_file: PostgreSQL's blobs row key written to path. */
+int vdb_blob_to_file(struct vdb *d, const char *key, const char *path, char *err, size_t size);
 
 /* ---- verify.c ---------------------------------------------------------- */
 

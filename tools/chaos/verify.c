@@ -1,17 +1,19 @@
 /*
  * verify.c: the soak's verdict, reached without the appliance.
  *
- * It opens the database read-only with its own SQLite, reads the provider's
+ * It opens the database read-only with its own SQLite or libpq (vdb.c),
+ * PostgreSQL's answers come from the server itself; it reads the provider's
  * maildir and counts file, and runs qpdf on every stored PDF.  Nothing here
  * calls stagedoor or trusts a counter the appliance keeps about itself: the
  * sales counters are checked against the orders they should add up, and
  * "one email per order" is counted from the messages the provider stored.
  *
  * The checks, in the order the first broken one is named:
- *   integrity     PRAGMA integrity_check says ok
+ *   integrity     PRAGMA integrity_check says ok (SQLite)
  *   orders        as many orders as were placed (when known)
  *   pdfs          every ticket has a pdf_key; one key per order; the file is
- *                 under <db dir>/blobs and qpdf --check accepts it
+ *                 under <db dir>/blobs (PostgreSQL: in the blobs table) and
+ *                 qpdf --check accepts it
  *   messages      exactly one stored message per order (Message-ID
  *                 <tickets-ORDER@...>), none for a stranger; the provider's
  *                 own count per key agrees (1) and its total matches the files
@@ -30,9 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
-#include <sqlite3.h>
 
 #include "chaos.h"
 
@@ -51,36 +53,42 @@ static void broken(struct verdict *v, const char *fmt, ...)
 }
 
 /* One integer from sql (no parameters); -1 on error (named in v). */
-static long one_int(struct verdict *v, sqlite3 *db, const char *sql)
+static int int_row(void *arg, int ncols, const char *const *vals)
 {
-	sqlite3_stmt *st = NULL;
-	long n = -1;
+	*(long *)arg = ncols > 0 && vals[0] ? strtol(vals[0], NULL, 10) : -1;
+	return 1;
+}
 
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		broken(v, "database: %s: %s", sql, sqlite3_errmsg(db));
+static long one_int(struct verdict *v, struct vdb *db, const char *sql)
+{
+	char err[300];
+	long n = -2;
+
+	if (vdb_each(db, sql, NULL, int_row, &n, err, sizeof err) != 0 || n == -2) {
+		broken(v, "database: %s: %s", sql, n == -2 ? "no row" : err);
 		return -1;
 	}
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = (long)sqlite3_column_int64(st, 0);
-	else
-		broken(v, "database: %s: %s", sql, sqlite3_errmsg(db));
-	sqlite3_finalize(st);
 	return n;
 }
 
 /* ======================== the database ================================== */
 
-static void check_integrity(struct verdict *v, sqlite3 *db)
+static int text_row(void *arg, int ncols, const char *const *vals)
 {
-	sqlite3_stmt *st = NULL;
-	const char *res = NULL;
+	snprintf(arg, 256, "%s", ncols > 0 && vals[0] ? vals[0] : "(null)");
+	return 1;
+}
 
-	if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) == SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW)
-		res = (const char *)sqlite3_column_text(st, 0);
-	if (!res || strcmp(res, "ok") != 0)
-		broken(v, "integrity: PRAGMA integrity_check: %s", res ? res : sqlite3_errmsg(db));
-	sqlite3_finalize(st);
+static void check_integrity(struct verdict *v, struct vdb *db)
+{
+	char res[256] = "", err[300];
+
+	if (vdb_pg(db))
+		return;	/* the server's own business; its answers are checked below */
+	if (vdb_each(db, "PRAGMA integrity_check", NULL, text_row, res, err, sizeof err) != 0)
+		broken(v, "integrity: PRAGMA integrity_check: %s", err);
+	else if (strcmp(res, "ok") != 0)
+		broken(v, "integrity: PRAGMA integrity_check: %s", res);
 }
 
 /* The directory that holds the database file. */
@@ -96,87 +104,106 @@ static void db_dir(const char *db_path, char *buf, size_t size)
 		snprintf(buf, size, "%.*s", (int)(slash - db_path), db_path);
 }
 
-static void check_pdfs(struct verdict *v, sqlite3 *db)
-{
-	static const char sql[] =
-		"SELECT order_id, min(pdf_key), count(DISTINCT pdf_key), count(pdf_key), count(*) "
-		"FROM tickets GROUP BY order_id ORDER BY order_id";
+struct pdf_walk {
+	struct verdict *v;
+	struct vdb *db;
 	char dir[CHAOS_PATH_MAX];
-	sqlite3_stmt *st = NULL;
-	int rc;
+	char tmp[CHAOS_PATH_MAX + 32];	/* PostgreSQL: each PDF written here for qpdf */
+};
 
-	db_dir(v->db_path, dir, sizeof dir);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		broken(v, "database: %s", sqlite3_errmsg(db));
-		return;
+static int pdf_row(void *arg, int ncols, const char *const *vals)
+{
+	struct pdf_walk *w = arg;
+	struct verdict *v = w->v;
+	long long order = strtoll(vals[0], NULL, 10);
+	const char *key = vals[1];
+	long keys = strtol(vals[2], NULL, 10), with = strtol(vals[3], NULL, 10);
+	long all = strtol(vals[4], NULL, 10);
+	char path[CHAOS_PATH_MAX * 2], err[300];
+	struct stat sb;
+	int q;
+
+	(void)ncols;
+	if (with != all) {
+		broken(v, "pdfs: order %lld: %ld of %ld tickets have no PDF", order, all - with, all);
+		return 0;
 	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		long long order = sqlite3_column_int64(st, 0);
-		const char *key = (const char *)sqlite3_column_text(st, 1);
-		long keys = (long)sqlite3_column_int64(st, 2);
-		long with = (long)sqlite3_column_int64(st, 3), all = (long)sqlite3_column_int64(st, 4);
-		char path[CHAOS_PATH_MAX * 2];
-		struct stat sb;
-		int q;
-
-		if (with != all) {
-			broken(v, "pdfs: order %lld: %ld of %ld tickets have no PDF", order,
-			       all - with, all);
-			continue;
+	if (keys != 1) {
+		broken(v, "pdfs: order %lld: its tickets name %ld different PDFs", order, keys);
+		return 0;
+	}
+	if (key[0] == '/' || strstr(key, "..")) {
+		broken(v, "pdfs: order %lld: pdf_key '%s' leaves the store", order, key);
+		return 0;
+	}
+	if (vdb_pg(w->db)) {
+		snprintf(path, sizeof path, "%s", w->tmp);
+		if (vdb_blob_to_file(w->db, key, path, err, sizeof err) != 0) {
+			broken(v, "pdfs: order %lld: %s", order, err);
+			return 0;
 		}
-		if (keys != 1) {
-			broken(v, "pdfs: order %lld: its tickets name %ld different PDFs", order, keys);
-			continue;
-		}
-		if (key[0] == '/' || strstr(key, "..")) {
-			broken(v, "pdfs: order %lld: pdf_key '%s' leaves the store", order, key);
-			continue;
-		}
-		snprintf(path, sizeof path, "%s/blobs/%s", dir, key);
+	} else {
+		snprintf(path, sizeof path, "%s/blobs/%s", w->dir, key);
 		errno = 0;
 		if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0) {
 			broken(v, "pdfs: order %lld: %s: %s", order, path,
 			       errno ? strerror(errno) : "empty");
-			continue;
+			return 0;
 		}
-		{
-			const char *argv[] = { "/usr/bin/qpdf", "--check", path, NULL };
-
-			q = proc_run(argv, NULL, 0, 0);
-		}
-		if (q != 0)
-			broken(v, "pdfs: order %lld: qpdf --check %s: exit %d", order, path, q);
-		else
-			v->pdfs_checked++;
 	}
-	if (rc != SQLITE_DONE)
-		broken(v, "database: %s", sqlite3_errmsg(db));
-	sqlite3_finalize(st);
+	{
+		const char *argv[] = { "/usr/bin/qpdf", "--check", path, NULL };
+
+		q = proc_run(argv, NULL, 0, 0);
+	}
+	if (q != 0)
+		broken(v, "pdfs: order %lld: qpdf --check %s (%s): exit %d", order, path, key, q);
+	else
+		v->pdfs_checked++;
+	return 0;
 }
 
-static void check_counters(struct verdict *v, sqlite3 *db)
+static void check_pdfs(struct verdict *v, struct vdb *db)
+{
+	static const char sql[] =
+		"SELECT order_id, min(pdf_key), count(DISTINCT pdf_key), count(pdf_key), count(*) "
+		"FROM tickets GROUP BY order_id ORDER BY order_id";
+	struct pdf_walk w = { v, db, "", "" };
+	char err[300];
+
+	db_dir(v->db_path, w.dir, sizeof w.dir);
+	snprintf(w.tmp, sizeof w.tmp, "%s/verify-pdf.tmp", soak.dir[0] ? soak.dir : "/tmp");
+	if (vdb_each(db, sql, NULL, pdf_row, &w, err, sizeof err) != 0)
+		broken(v, "database: %s", err);
+	if (vdb_pg(db))
+		unlink(w.tmp);
+}
+
+static int counter_row(void *arg, int ncols, const char *const *vals)
+{
+	struct verdict *v = arg;
+	long long ev = strtoll(vals[0], NULL, 10);
+	long long c_orders = strtoll(vals[1], NULL, 10), c_seats = strtoll(vals[2], NULL, 10);
+	long long orders = strtoll(vals[3], NULL, 10), seats = strtoll(vals[4], NULL, 10);
+
+	(void)ncols;
+	if (c_orders != orders || c_seats != seats)
+		broken(v, "counters: event %lld counts %lld orders / %lld seats, its orders "
+		       "add up to %lld / %lld", ev, c_orders, c_seats, orders, seats);
+	return 0;
+}
+
+static void check_counters(struct verdict *v, struct vdb *db)
 {
 	static const char sql[] =
 		"SELECT e.id, coalesce(c.orders, 0), coalesce(c.seats_sold, 0), "
 		"  (SELECT count(*) FROM orders o WHERE o.event_id = e.id), "
 		"  (SELECT coalesce(sum(seats), 0) FROM orders o WHERE o.event_id = e.id) "
 		"FROM events e LEFT JOIN sales_counters c ON c.event_id = e.id ORDER BY e.id";
-	sqlite3_stmt *st = NULL;
+	char err[300];
 
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		broken(v, "database: %s", sqlite3_errmsg(db));
-		return;
-	}
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		long long ev = sqlite3_column_int64(st, 0);
-		long long c_orders = sqlite3_column_int64(st, 1), c_seats = sqlite3_column_int64(st, 2);
-		long long orders = sqlite3_column_int64(st, 3), seats = sqlite3_column_int64(st, 4);
-
-		if (c_orders != orders || c_seats != seats)
-			broken(v, "counters: event %lld counts %lld orders / %lld seats, its orders "
-			       "add up to %lld / %lld", ev, c_orders, c_seats, orders, seats);
-	}
-	sqlite3_finalize(st);
+	if (vdb_each(db, sql, NULL, counter_row, v, err, sizeof err) != 0)
+		broken(v, "database: %s", err);
 }
 
 /* ======================== the provider ================================== */
@@ -236,12 +263,33 @@ static void scan_maildir(struct verdict *v, long *per, long long max)
 	}
 }
 
+struct key_walk {
+	struct verdict *v;
+	json_t *keys;
+};
+
+static int key_row(void *arg, int ncols, const char *const *vals)
+{
+	struct key_walk *w = arg;
+	char key[64];
+	json_int_t n;
+
+	(void)ncols;
+	snprintf(key, sizeof key, "tickets-%s", vals[0]);
+	n = json_integer_value(json_object_get(json_object_get(w->keys, key), "messages"));
+	if (n != 1)
+		broken(w->v, "messages: the provider holds %lld messages for key %s", (long long)n,
+		       key);
+	return 0;
+}
+
 /* The provider's own counts (counts.json = GET /v1/stats). */
-static void check_provider_counts(struct verdict *v, sqlite3 *db)
+static void check_provider_counts(struct verdict *v, struct vdb *db)
 {
 	json_error_t jerr;
-	json_t *doc = json_load_file(v->counts_path, 0, &jerr), *keys;
-	sqlite3_stmt *st = NULL;
+	json_t *doc = json_load_file(v->counts_path, 0, &jerr);
+	struct key_walk w = { v, NULL };
+	char err[300];
 
 	if (!doc) {
 		broken(v, "messages: %s: %s", v->counts_path, jerr.text);
@@ -253,83 +301,82 @@ static void check_provider_counts(struct verdict *v, sqlite3 *db)
 	if (json_integer_value(json_object_get(doc, "messages")) != v->messages)
 		broken(v, "messages: the provider counts %lld messages, its maildir holds %ld",
 		       (long long)json_integer_value(json_object_get(doc, "messages")), v->messages);
-	keys = json_object_get(doc, "keys");
-	if (sqlite3_prepare_v2(db, "SELECT id FROM orders ORDER BY id", -1, &st, NULL) == SQLITE_OK) {
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			char key[64];
-			json_int_t n;
-
-			snprintf(key, sizeof key, "tickets-%lld",
-				 (long long)sqlite3_column_int64(st, 0));
-			n = json_integer_value(json_object_get(json_object_get(keys, key),
-							       "messages"));
-			if (n != 1)
-				broken(v, "messages: the provider holds %lld messages for key %s",
-				       (long long)n, key);
-		}
-	}
-	sqlite3_finalize(st);
+	w.keys = json_object_get(doc, "keys");
+	if (vdb_each(db, "SELECT id FROM orders ORDER BY id", NULL, key_row, &w, err,
+		     sizeof err) != 0)
+		broken(v, "database: %s", err);
 	json_decref(doc);
 }
 
 /* ======================== every order's work ============================ */
 
-static void check_orders_done(struct verdict *v, sqlite3 *db, const long *per, long long max)
+struct done_walk {
+	struct verdict *v;
+	const long *per;
+	long long max;
+};
+
+static int done_row(void *arg, int ncols, const char *const *vals)
+{
+	struct done_walk *w = arg;
+	struct verdict *v = w->v;
+	long long id = strtoll(vals[0], NULL, 10);
+	/* SQLite says 1 and 0, PostgreSQL t and f */
+	int rendered = vals[1][0] == '1' || vals[1][0] == 't';
+	int emailed = vals[2][0] == '1' || vals[2][0] == 't';
+	int counted = vals[3][0] == '1' || vals[3][0] == 't';
+	long got = id <= w->max ? w->per[id] : 0;
+
+	(void)ncols;
+	if (got > 1) {
+		v->duplicates += got - 1;
+		broken(v, "messages: order %lld has %ld messages at the provider", id, got);
+	}
+	if (rendered && emailed && counted && got >= 1)
+		return 0;
+	v->lost++;
+	broken(v, "lost: order %lld:%s%s%s%s", id, rendered ? "" : " no PDF",
+	       emailed ? "" : " no email_sends.sent_at", counted ? "" : " not counted",
+	       got ? "" : " no message at the provider");
+	return 0;
+}
+
+static void check_orders_done(struct verdict *v, struct vdb *db, const long *per, long long max)
 {
 	/* rendered, emailed and counted, each read from the table its handler
 	 * writes; the counter's job is found through the order's outbox row */
-	static const char sql[] =
-		"SELECT o.id, "
-		"  NOT EXISTS (SELECT 1 FROM tickets t WHERE t.order_id = o.id AND t.pdf_key IS NULL) "
-		"    AND EXISTS (SELECT 1 FROM tickets t WHERE t.order_id = o.id), "
-		"  EXISTS (SELECT 1 FROM email_sends s WHERE s.order_id = o.id AND s.kind = 'tickets' "
-		"          AND s.sent_at IS NOT NULL), "
-		"  EXISTS (SELECT 1 FROM outbox ob JOIN processed_jobs p ON p.job_id = 'outbox:' || ob.id "
-		"          WHERE ob.kind = 'update_sales_counter' "
-		"          AND json_extract(ob.payload, '$.order_id') = o.id) "
-		"FROM orders o ORDER BY o.id";
-	sqlite3_stmt *st = NULL;
+#define DONE_SQL(ORDER_OF_PAYLOAD)                                                             \
+	"SELECT o.id, "                                                                        \
+	"  NOT EXISTS (SELECT 1 FROM tickets t WHERE t.order_id = o.id AND t.pdf_key IS NULL) " \
+	"    AND EXISTS (SELECT 1 FROM tickets t WHERE t.order_id = o.id), "                   \
+	"  EXISTS (SELECT 1 FROM email_sends s WHERE s.order_id = o.id AND s.kind = 'tickets' " \
+	"          AND s.sent_at IS NOT NULL), "                                               \
+	"  EXISTS (SELECT 1 FROM outbox ob JOIN processed_jobs p ON p.job_id = 'outbox:' || ob.id " \
+	"          WHERE ob.kind = 'update_sales_counter' AND " ORDER_OF_PAYLOAD " = o.id) "   \
+	"FROM orders o ORDER BY o.id"
+	static const char lite[] = DONE_SQL("json_extract(ob.payload, '$.order_id')");
+	static const char pg[] = DONE_SQL("(ob.payload::jsonb ->> 'order_id')::bigint");
+	struct done_walk w = { v, per, max };
+	char err[300];
 
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		broken(v, "database: %s", sqlite3_errmsg(db));
-		return;
-	}
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		long long id = sqlite3_column_int64(st, 0);
-		int rendered = sqlite3_column_int(st, 1), emailed = sqlite3_column_int(st, 2);
-		int counted = sqlite3_column_int(st, 3);
-		long got = id <= max ? per[id] : 0;
-
-		if (got > 1) {
-			v->duplicates += got - 1;
-			broken(v, "messages: order %lld has %ld messages at the provider", id, got);
-		}
-		if (rendered && emailed && counted && got >= 1)
-			continue;
-		v->lost++;
-		broken(v, "lost: order %lld:%s%s%s%s", id, rendered ? "" : " no PDF",
-		       emailed ? "" : " no email_sends.sent_at", counted ? "" : " not counted",
-		       got ? "" : " no message at the provider");
-	}
-	sqlite3_finalize(st);
+	if (vdb_each(db, vdb_pg(db) ? pg : lite, NULL, done_row, &w, err, sizeof err) != 0)
+		broken(v, "database: %s", err);
 }
 
 /* ======================== all of it ===================================== */
 
 int verify_run(struct verdict *v)
 {
-	sqlite3 *db = NULL;
+	struct vdb *db = NULL;
+	char err[600];
 	long long max_id;
 	long *per = NULL;
 
 	v->broken[0] = '\0';
-	if (sqlite3_open_v2(v->db_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		broken(v, "database: cannot open %s read-only: %s", v->db_path,
-		       db ? sqlite3_errmsg(db) : "out of memory");
-		sqlite3_close(db);
+	if (vdb_open(v->db_path, &db, err, sizeof err) != 0) {
+		broken(v, "database: %s", err);
 		return 1;
 	}
-	sqlite3_busy_timeout(db, 10000);
 
 	check_integrity(v, db);
 	v->orders = one_int(v, db, "SELECT count(*) FROM orders");
@@ -375,10 +422,10 @@ int verify_run(struct verdict *v)
 	/* a relay that published a row twice: two entries, one job_id */
 	v->relay_duplicates = one_int(v, db,
 		"SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM "
-		"(SELECT job_id FROM done_jobs UNION ALL SELECT job_id FROM stream) "
-		"GROUP BY job_id HAVING n > 1)");
+		"(SELECT job_id FROM done_jobs UNION ALL SELECT job_id FROM stream) AS j "
+		"GROUP BY job_id HAVING count(*) > 1) AS d");
 out:
 	free(per);
-	sqlite3_close(db);
+	vdb_close(db);
 	return v->broken[0] ? 1 : 0;
 }
