@@ -11,6 +11,8 @@
 #   make bench-peers  the queue next to Redis Streams and beanstalkd, started
 #                     on loopback for the run (adds their Debian packages)
 #   make soak         the long crash soak
+#   make soak-pg      the long crash soak of two boxes on PostgreSQL
+#   make failover     the same, with a standby promoted half way
 #   make powercut     the long power-cut soak (root, /dev/fuse)
 #   make check-fresh  the README's two commands on a fresh Debian 12 chroot (root)
 #   make deps         the build and test packages; deps-build, deps-test,
@@ -71,7 +73,7 @@ REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o buil
 SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS)) build/san/schema.o build/san/assets.o
 
 .PHONY: all deps deps-build deps-test deps-fuzz test check-rel check-pg check-san check-browser \
-	check-fresh bench bench-peers bench-memory deps-peers demo soak powercut fuzz clean
+	check-fresh bench bench-peers bench-memory deps-peers demo soak soak-pg failover powercut fuzz clean
 .SUFFIXES:
 
 # `make` installs the build packages, then builds; `make bin/stagedoor`
@@ -201,6 +203,16 @@ soak: deps-test
 	@$(MAKE) --no-print-directory bin/stagedoor build/mailsink build/chaos
 	build/chaos --bin bin/stagedoor --mailsink build/mailsink --orders 2000 --kills 100
 
+# The crash soak of two boxes on PostgreSQL (a throwaway cluster), and with
+# a synchronous standby that takes over half way (make failover).
+soak-pg: deps-test
+	@$(MAKE) --no-print-directory bin/stagedoor build/mailsink build/chaos
+	sh tools/pg_soak.sh --bin bin/stagedoor --mailsink build/mailsink --orders 2000 --kills 100
+failover: deps-test
+	@$(MAKE) --no-print-directory bin/stagedoor build/mailsink build/chaos
+	sh tools/pg_soak.sh --failover --bin bin/stagedoor --mailsink build/mailsink --orders 2000 \
+		--kills 100
+
 # The power-cut soak: the box on tools/powercut, 200 cuts (a third torn)
 # while 3000 orders go in through the CLI and the API, mail to the HTTPS
 # provider; then 50 cuts with the maildir transport and a backup every
@@ -216,6 +228,7 @@ bench: deps-build
 	@$(MAKE) --no-print-directory bin/stagedoor build/sqlbench
 	@sh tools/bench/run.sh $(CURDIR)/bin/stagedoor $(CURDIR)/build/sqlbench
 	bin/stagedoor bench pipeline --orders 500
+	@sh tools/bench/engines.sh $(CURDIR)/bin/stagedoor
 	bin/stagedoor bench api --requests 2000 --clients 4
 	bin/stagedoor bench intake --orders 400 --clients 1,16
 	bin/stagedoor bench claim --scheduled 300000 --leased 30000 --done 300000

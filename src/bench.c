@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +53,7 @@
 #include "args.h"
 #include "clock.h"
 #include "db.h"
+#include "metrics.h"
 #include "log.h"
 #include "pipeline.h"
 #include "progress.h"
@@ -72,6 +74,9 @@ struct bench_result {
 	double p50_ms, p99_ms;		/* enqueue-to-start latency */
 	long peak_rss_kb;		/* getrusage ru_maxrss */
 };
+
+/* --boxes B (PostgreSQL): phase 2 in B processes, each a box with W workers */
+static int bench_boxes = 1;
 
 /* The latency recorder, shared by the handler threads of phase 3. */
 struct bench_lat {
@@ -121,6 +126,80 @@ static enum sd_result bench_workers_join(struct bench_worker *bw, int n, int64_t
 			r = bw[i].l.r;
 			err_set(r, "worker %s: %s", bw[i].name, bw[i].l.err);
 		}
+	}
+	return r;
+}
+
+/* ======================== other boxes in processes ======================= */
+
+struct bench_box {
+	pid_t pid;
+	int fd;				/* its pipe: the jobs it did, then EOF */
+};
+
+/*
+ * bench_boxes_fork: boxes 2..B as child processes (forked before any thread
+ * of this one starts), each running n workers of o until the stream is
+ * drained and writing how many jobs it did into its pipe.
+ */
+static enum sd_result bench_boxes_fork(struct bench_box *bx, int n_boxes, int n,
+				       const struct worker_opts *o)
+{
+	int b;
+
+	for (b = 0; b < n_boxes; b++) {
+		int fds[2];
+
+		bx[b].pid = -1;
+		if (pipe(fds) != 0)
+			return err_set(SD_IO, "pipe: %s", strerror(errno));
+		fflush(NULL);
+		if ((bx[b].pid = fork()) < 0)
+			return err_set(SD_IO, "fork: %s", strerror(errno));
+		if (bx[b].pid == 0) {
+			struct bench_worker bw[BENCH_WORKERS_MAX];
+			struct worker_opts co = *o;
+			int64_t done = 0;
+			int started;
+			enum sd_result r;
+			ssize_t w;
+
+			close(fds[0]);
+			co.on_start = NULL;
+			co.arg = NULL;
+			started = bench_workers_start(bw, n, &co, b ? "box3" : "box2");
+			r = bench_workers_join(bw, started, &done);
+			w = write(fds[1], &done, sizeof done);
+			_exit(r == SD_OK && started == n && w == (ssize_t)sizeof done ? 0 : 1);
+		}
+		close(fds[1]);
+		bx[b].fd = fds[0];
+	}
+	return SD_OK;
+}
+
+/* bench_boxes_wait: every child box's jobs added to *done; the end time of
+ * the last into *t1 (as the parent saw it) */
+static enum sd_result bench_boxes_wait(struct bench_box *bx, int n_boxes, int64_t *done,
+				       int64_t *t1)
+{
+	enum sd_result r = SD_OK;
+	int b, status;
+
+	for (b = 0; b < n_boxes; b++) {
+		int64_t got = 0;
+
+		if (bx[b].pid <= 0)
+			continue;
+		if (read(bx[b].fd, &got, sizeof got) != (ssize_t)sizeof got)
+			got = 0;
+		close(bx[b].fd);
+		waitpid(bx[b].pid, &status, 0);
+		if (clock_mono_us() > *t1)
+			*t1 = clock_mono_us();
+		*done += got;
+		if ((!WIFEXITED(status) || WEXITSTATUS(status) != 0) && r == SD_OK)
+			r = err_set(SD_IO, "box %d of the benchmark failed", b + 2);
 	}
 	return r;
 }
@@ -391,22 +470,48 @@ void bench_deadline(struct timespec *until, int64_t ms)
 	}
 }
 
+static const char *bench_pg;
+
+int bench_target_set(const char *uri)
+{
+	if (uri && *uri && !db_target_is_pg(uri))
+		return cli_fail(err_set(SD_INVALID, "bench --db takes a postgresql:// URI (SQLite "
+					"benchmarks make their own file)"));
+	bench_pg = uri && *uri ? uri : NULL;
+	return 0;
+}
+
+const char *bench_target(void)
+{
+	return bench_pg;
+}
+
 int bench_in_dir(int keep, enum sd_result (*fn)(const char *dir, const char *path, void *arg),
 		 void *arg)
 {
 	/* dir leaves room in PATH_MAX for the names made under it */
-	char dir[1024], path[1100];
+	char dir[1024], path[1100], schema[64] = "";
 	enum log_level level = log_get_level();
 	enum sd_result r;
 
 	if (bench_dir_make(dir, sizeof dir) != 0)
 		return 1;
 	snprintf(path, sizeof path, "%s/stagedoor.db", dir);
+	if (bench_pg) {
+		if ((r = db_scratch_make(bench_pg, path, sizeof path, schema, sizeof schema)) !=
+		    SD_OK) {
+			bench_dir_remove(dir);
+			return cli_fail(r);
+		}
+		metrics_home_set(dir);
+	}
 	/* info lines would interleave with the progress and cost time */
 	if (level < LOG_WARN)
 		log_set_level(LOG_WARN);
 	r = fn(dir, path, arg);
 	log_set_level(level);
+	if (schema[0] && !keep && db_scratch_drop(bench_pg, schema) != SD_OK)
+		bench_progress("could not drop the scratch schema %s: %s", schema, err_msg());
 	if (keep)
 		bench_progress("kept %s", dir);
 	else
@@ -433,6 +538,7 @@ static enum sd_result bench_queue(const char *path, int64_t jobs, int workers, i
 				  struct bench_result *res)
 {
 	struct bench_worker bw[BENCH_WORKERS_MAX];
+	struct bench_box bx[1];
 	struct worker_opts o;
 	struct enqueue e = { "noop", "{}", NULL, 0, 0 };
 	struct db *db = NULL;
@@ -482,11 +588,13 @@ static enum sd_result bench_queue(const char *path, int64_t jobs, int workers, i
 	o.handlers = NULL;
 	o.on_start = bench_count_start;
 	o.arg = &n_started;
-	bench_progress("claim+ack with %d worker%s, batch %d", workers,
-		       workers == 1 ? "" : "s", batch);
+	bench_progress("claim+ack with %d worker%s, batch %d%s", workers,
+		       workers == 1 ? "" : "s", batch, bench_boxes > 1 ? ", in each of 2 boxes" : "");
 	worker_stop_reset();
 	bar = progress_start("claim+ack", jobs, "jobs");
 	t0 = clock_mono_us();
+	if (bench_boxes > 1 && (r = bench_boxes_fork(bx, bench_boxes - 1, workers, &o)) != SD_OK)
+		goto out;
 	started = bench_workers_start(bw, workers, &o, "drain");
 	if (started < workers) {
 		char keep[512];
@@ -504,6 +612,9 @@ static enum sd_result bench_queue(const char *path, int64_t jobs, int workers, i
 	for (i = 0, t1 = t0; i < started; i++)
 		if (bw[i].l.ended_us > t1)
 			t1 = bw[i].l.ended_us;
+	if (bench_boxes > 1 && (r == SD_OK ? (r = bench_boxes_wait(bx, bench_boxes - 1, &done,
+								   &t1)) : r) != SD_OK)
+		goto out;
 	res->claim_ack_s = (double)(t1 - t0) / 1e6;
 	progress_end(bar, done);
 	bar = NULL;
@@ -543,19 +654,23 @@ static void bench_print(const struct bench_result *res, int64_t jobs, int worker
 	double r_life = (double)jobs / (res->enqueue_s + res->claim_ack_s);
 
 	if (json) {
-		printf("{\"program\":\"stagedoor\",\"jobs\":%lld,\"workers\":%d,\"batch\":%d,"
+		printf("{\"program\":\"stagedoor\",\"engine\":\"%s\",\"boxes\":%d,"
+		       "\"jobs\":%lld,\"workers\":%d,\"batch\":%d,"
 		       "\"enqueue_batch\":%d,\"sync\":\"%s\",\"enqueue_s\":%.6f,\"claim_ack_s\":%.6f,"
 		       "\"enqueue_jobs_per_s\":%.0f,\"claim_ack_jobs_per_s\":%.0f,"
 		       "\"lifecycle_jobs_per_s\":%.0f,\"latency_jobs\":%lld,"
 		       "\"latency_offered_jobs_per_s\":%.0f,\"latency_p50_ms\":%.3f,"
 		       "\"latency_p99_ms\":%.3f,\"peak_rss_kb\":%ld}\n",
+		       bench_target() ? "postgresql" : "sqlite", bench_boxes,
 		       (long long)jobs, workers, batch, ebatch, sync, res->enqueue_s, res->claim_ack_s, r_enq,
 		       r_ca, r_life, (long long)res->latency_jobs, res->latency_rate, res->p50_ms,
 		       res->p99_ms, res->peak_rss_kb);
 		return;
 	}
-	printf("stagedoor bench queue: %lld noop jobs, %d worker%s, batch %d, synchronous=%s\n",
-	       (long long)jobs, workers, workers == 1 ? "" : "s", batch, sync);
+	printf("stagedoor bench queue: %lld noop jobs, %d worker%s%s, batch %d, synchronous=%s, "
+	       "%s\n", (long long)jobs, workers, workers == 1 ? "" : "s",
+	       bench_boxes > 1 ? " in each of 2 boxes" : "", batch, sync,
+	       bench_target() ? "PostgreSQL" : "SQLite");
 	printf("  enqueue     %10.0f jobs/s  (%.3f s, %d per transaction)\n", r_enq,
 	       res->enqueue_s, ebatch);
 	printf("  claim+ack   %10.0f jobs/s  (%.3f s)\n", r_ca, res->claim_ack_s);
@@ -571,6 +686,8 @@ int cli_bench(int argc, char **argv)
 {
 	int64_t jobs = 100000, workers = 1, batch = 100, ebatch = -1, lat_jobs = -1;
 	const char *sync_s = "normal";
+	int64_t boxes = 1;
+	const char *pg = NULL;
 	int json = 0;
 	struct arg_opt opts[] = {
 		{ "jobs", ARG_INT, &jobs, 1, 100000000, 0 },
@@ -580,12 +697,15 @@ int cli_bench(int argc, char **argv)
 		{ "sync", ARG_STR, &sync_s, 0, 0, 0 },
 		{ "latency-jobs", ARG_INT, &lat_jobs, 0, 100000000, 0 },
 		{ "json", ARG_FLAG, &json, 0, 0, 0 },
+		{ "db", ARG_STR, &pg, 0, 0, 0 },
+		{ "boxes", ARG_INT, &boxes, 1, 2, 0 },
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
 	static const char usage[] =
 		"bench queue [--jobs N] [--workers W] [--batch B] [--sync normal|full] "
-		"[--enqueue-batch E] [--latency-jobs M] [--json]";
-	char *pos[ARGS_MAX_POS], dir[4096], path[4200];
+		"[--enqueue-batch E] [--latency-jobs M] [--db postgresql://... [--boxes 2]] "
+		"[--json]";
+	char *pos[ARGS_MAX_POS], dir[4096], path[4200], schema[64] = "";
 	struct bench_result res;
 	enum log_level level = log_get_level();
 	enum db_sync sync;
@@ -628,14 +748,28 @@ int cli_bench(int argc, char **argv)
 	if (ebatch < 0)
 		ebatch = batch;		/* phase 1 commits as the workers claim */
 
+	if (bench_target_set(pg) != 0)
+		return 2;
+	if (boxes > 1 && !pg) {
+		fprintf(stderr, "stagedoor: bench queue --boxes 2 shares a PostgreSQL database: "
+				"give --db postgresql://...\n");
+		return 2;
+	}
+	bench_boxes = (int)boxes;
 	if (bench_dir_make(dir, sizeof dir) != 0)
 		return 1;
 	snprintf(path, sizeof path, "%s/bench.db", dir);
+	if (pg && (r = db_scratch_make(pg, path, sizeof path, schema, sizeof schema)) != SD_OK) {
+		bench_dir_remove(dir);
+		return cli_fail(r);
+	}
 	if (level < LOG_WARN)
 		log_set_level(LOG_WARN);
 	r = bench_queue(path, jobs, (int)workers, (int)batch, (int)ebatch, sync, lat_jobs, &res);
 	log_set_level(level);
 	bench_dir_remove(dir);
+	if (schema[0])
+		db_scratch_drop(pg, schema);
 	if (r != SD_OK)
 		return cli_fail(r);
 	bench_print(&res, jobs, (int)workers, (int)batch, (int)ebatch, sync_s, json);

@@ -438,6 +438,13 @@ static enum sd_result pl_verify(struct db *db, const char *dir, struct tickets_e
 
 /* ======================== phase 4: each step alone ======================= */
 
+/* the state folder: beside an SQLite file (NULL), the bench folder on
+ * PostgreSQL */
+static const char *pl_state(const char *dir, const char *path)
+{
+	return db_target_is_pg(path) ? dir : NULL;
+}
+
 /*
  * pl_alone: render, store and mail k orders, each step timed by itself:
  * tickets_render_pdf, as tickets_render_store renders; blob_put of
@@ -469,7 +476,7 @@ static enum sd_result pl_alone(struct db *db, const char *path, const char *dir,
 	if ((r = blob_open(sub, &cblobs)) != SD_OK)
 		goto out;
 	snprintf(url, sizeof url, "maildir:%s/alone-maildir", dir);
-	if ((r = tickets_env_open(path, NULL, url, NULL, NULL, &cenv)) != SD_OK)
+	if ((r = tickets_env_open(path, pl_state(dir, path), url, NULL, NULL, &cenv)) != SD_OK)
 		goto out;
 
 	bar = progress_start("alone", n, "orders");
@@ -557,10 +564,11 @@ static enum sd_result pl_run(const char *dir, const char *path, void *arg)
 	memset(res, 0, sizeof *res);
 	res->orders = orders;
 	res->concurrency = concurrency;
-	/* the box office's connection: orders commit at FULL */
+	/* the box office's connection: orders commit at FULL; on PostgreSQL
+	 * the bench folder is the box's state folder */
 	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != SD_OK ||
-	    (r = tickets_files_init(path, NULL)) != SD_OK ||
-	    (r = tickets_env_open(path, NULL, NULL, NULL, NULL, &env)) != SD_OK)
+	    (r = tickets_files_init(path, pl_state(dir, path))) != SD_OK ||
+	    (r = tickets_env_open(path, pl_state(dir, path), NULL, NULL, NULL, &env)) != SD_OK)
 		goto out;
 	if ((r = pipeline_sample_event(db, "Stagedoor Bench Night", orders, &event_id)) != SD_OK)
 		goto out;
@@ -722,6 +730,7 @@ static void pl_print(const struct pl_result *res, int json)
 int bench_pipeline_cmd(int argc, char **argv)
 {
 	int64_t orders = PL_ORDERS_DEFAULT, concurrency = 1, alone = -1;
+	const char *pg = NULL;
 	int json = 0, keep = 0;
 	struct arg_opt opts[] = {
 		{ "orders", ARG_INT, &orders, 1, 100000, 0 },
@@ -729,15 +738,16 @@ int bench_pipeline_cmd(int argc, char **argv)
 		{ "alone", ARG_INT, &alone, 0, 100000, 0 },
 		{ "keep", ARG_FLAG, &keep, 0, 0, 0 },
 		{ "json", ARG_FLAG, &json, 0, 0, 0 },
+		{ "db", ARG_STR, &pg, 0, 0, 0 },
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
 	static const char usage[] = "bench pipeline [--orders N] [--concurrency C] "
-				    "[--alone K] [--keep] [--json]";
+				    "[--alone K] [--db postgresql://...] [--keep] [--json]";
 	struct pl_result res;
 	struct pl_args a = { 0, 0, 0, &res };
 	int rc;
 
-	if ((rc = bench_args(argc, argv, opts, usage)) != 0)
+	if ((rc = bench_args(argc, argv, opts, usage)) != 0 || (rc = bench_target_set(pg)) != 0)
 		return rc;
 	if (alone < 0)
 		alone = orders < PL_ALONE_DEFAULT ? orders : PL_ALONE_DEFAULT;

@@ -147,6 +147,13 @@ void bench_dir_remove(const char *dir);
 int bench_in_dir(int keep, enum sd_result (*fn)(const char *dir, const char *path, void *arg),
 		 void *arg);
 
+/* bench_target_set: --db URI: benchmarks then run on PostgreSQL, in a
+ * scratch schema of that database (db_scratch_make) made and dropped by
+ * bench_in_dir, with the bench folder as the box's state folder; NULL or
+ * "": SQLite in the folder.  Anything but a postgresql:// URI is refused. */
+int bench_target_set(const char *uri);
+const char *bench_target(void);
+
 /*
  * bench_box: what `init` makes at path (schema, ticket key, api.token), open
  * at DB_SYNC_FULL in [out] *db (the caller closes it), the token in [out]

@@ -42,6 +42,15 @@ enum db_kind {
 /* db_target_is_pg: target is a PostgreSQL URI (postgresql:// or postgres://). */
 int db_target_is_pg(const char *target);
 
+/*
+ * db_scratch_make: a new empty schema on the PostgreSQL server of uri, for
+ * a benchmark's fresh box: [out] out = uri with it as the search_path,
+ * name its name (db_scratch_drop removes it with all it holds).
+ */
+enum sd_result db_scratch_make(const char *uri, char *out, size_t size, char *name,
+			       size_t nsize);
+enum sd_result db_scratch_drop(const char *uri, const char *name);
+
 /* db_kind: the engine of an open connection. */
 enum db_kind db_kind(const struct db *db);
 

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -881,6 +882,69 @@ static enum sd_result pg_lock_try(struct db *db, int key, int *held)
 		p->locks |= 1u << key;
 	*held = got != 0;
 	return SD_OK;
+}
+
+/* ======================== scratch schemas (benchmarks) ==================== */
+
+/* pg_admin: one command on a connection of its own to uri */
+static enum sd_result pg_admin(const char *uri, const char *sql)
+{
+	PGconn *c = PQconnectdb(uri);
+	PGresult *res;
+	char where[300], msg[400];
+	enum sd_result r = SD_OK;
+
+	if (!c || PQstatus(c) != CONNECTION_OK) {
+		pg_redact(uri, where, sizeof where);
+		pg_message(NULL, c, msg, sizeof msg);
+		PQfinish(c);
+		return err_set(SD_IO, "cannot connect to %s: %s", where, msg);
+	}
+	PQsetNoticeProcessor(c, pg_notice, NULL);
+	res = PQexec(c, sql);
+	if (!pg_ok(res)) {
+		pg_message(res, c, msg, sizeof msg);
+		r = err_set(SD_DB, "%s", msg);
+	}
+	PQclear(res);
+	PQfinish(c);
+	return r;
+}
+
+enum sd_result db_scratch_make(const char *uri, char *out, size_t size, char *name,
+			       size_t nsize)
+{
+	static unsigned n;
+	char sql[200];
+	enum sd_result r;
+
+	if (!db_target_is_pg(uri))
+		return err_set(SD_INVALID, "a scratch schema needs a postgresql:// URI");
+	snprintf(name, nsize, "stagedoor_scratch_%ld_%u", (long)getpid(), ++n);
+	snprintf(sql, sizeof sql, "CREATE SCHEMA %s", name);
+	if ((r = pg_admin(uri, sql)) != SD_OK)
+		return r;
+	if ((size_t)snprintf(out, size, "%s%coptions=-csearch_path%%3D%s", uri,
+			     strchr(uri, '?') ? '&' : '?', name) >= size) {
+		db_scratch_drop(uri, name);
+		return err_set(SD_INVALID, "the URI is too long");
+	}
+	return SD_OK;
+}
+
+enum sd_result db_scratch_drop(const char *uri, const char *name)
+{
+	char sql[200];
+	size_t i;
+
+	/* only a name db_scratch_make made */
+	if (strncmp(name, "stagedoor_scratch_", 18) != 0)
+		return err_set(SD_INVALID, "not a scratch schema");
+	for (i = 18; name[i]; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || name[i] == '_'))
+			return err_set(SD_INVALID, "not a scratch schema");
+	snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", name);
+	return pg_admin(uri, sql);
 }
 
 const struct db_engine db_engine_pg = {

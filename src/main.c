@@ -31,7 +31,8 @@ static const struct {
 	{ "relay", cli_relay, "publish outbox rows to the stream: relay [--drain]" },
 	{ "jobs", cli_jobs, "look at and repair jobs: jobs stats|ls|dead|retry ID|purge --dead|prune" },
 	{ "event", cli_event, "add an event: event add --name N --venue V --starts-at ISO8601 --capacity N" },
-	{ "order", cli_order, "sell tickets: order add --event ID --name N --email A --seats N; order show ID" },
+	{ "order", cli_order, "sell tickets: order add --event ID --name N --email A --seats N;\n"
+			   "           order show ID [--json]; order pdf ID --out FILE" },
 	{ "scan", cli_scan, "admit a ticket at the door: scan CODE" },
 	{ "demo", cli_demo, "the whole pipeline on a fresh ./var/demo: demo [--orders N]\n"
 			   "           [--config FILE] [--mail-url URL] ..." },
@@ -61,6 +62,16 @@ static void usage(FILE *f)
 		   "       default $STAGEDOOR_DB, else %s)\n\ncommands:\n", CLI_DB_DEFAULT);
 	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+}
+
+static int has_config_flag(int argc, char **argv)
+{
+	int i;
+
+	for (i = 2; i < argc; i++)
+		if (strcmp(argv[i], "--config") == 0 || strncmp(argv[i], "--config=", 9) == 0)
+			return 1;
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -102,8 +113,10 @@ int main(int argc, char **argv)
 
 		if (strcmp(argv[1], commands[i].name) != 0)
 			continue;
-		/* `config` reports a broken file itself */
-		if (strcmp(argv[1], "config") != 0 && (rc = cli_box_apply(NULL)) != 0)
+		/* `config` reports a broken file itself, and a command given
+		 * --config applies that file's settings when it loads it */
+		if (strcmp(argv[1], "config") != 0 && !has_config_flag(argc, argv) &&
+		    (rc = cli_box_apply(NULL)) != 0)
 			return rc;
 		return commands[i].fn(argc - 2, argv + 2);
 	}

@@ -1257,6 +1257,29 @@ static void test_two_boxes_share_one_database(void **state)
  * each with one email, the first order's ticket is admitted with the box's
  * key, and a new order gets an id after the copied ones.
  */
+/* migrate's bad input: a clear line, a non-zero exit, nothing written */
+static void test_migrate_refuses_bad_input(void **state)
+{
+	struct tu_env *e = *state;
+	char src[400], dst[400];
+
+	snprintf(src, sizeof src, "%s/box.db", e->dir);
+	snprintf(dst, sizeof dst, "%s/other.db", e->dir);
+	assert_int_equal(RUN("migrate", "--from", src), 2);
+	assert_non_null(strstr(err, "--to"));
+	assert_int_not_equal(RUN("migrate", "--from", src, "--to", "postgresql://nobody@127.0.0.1:1/x"), 0);
+	assert_int_not_equal(access(src, F_OK), 0);	/* a missing source is not made */
+	assert_int_equal(RUN("init", "--db", src), 0);
+	assert_int_not_equal(RUN("migrate", "--from", src, "--to", dst), 0);
+	assert_non_null(strstr(err, "postgresql://"));
+	assert_int_not_equal(access(dst, F_OK), 0);
+	assert_int_not_equal(RUN("migrate", "--from", "postgresql://a@b/c", "--to",
+				 "postgresql://a@b/d"), 0);
+	assert_int_not_equal(RUN("migrate", "--from", src, "--to", "postgresql://nobody@127.0.0.1:1/x"),
+			     0);
+	assert_non_null(strstr(err, "cannot connect"));
+}
+
 /* the emails the SQLite box sent before it moved */
 static int i_sent_on_sqlite(const char *sdir)
 {
@@ -1469,6 +1492,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_two_boxes_share_one_database, tu_setup_real,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_a_box_to_postgresql, tu_setup_real,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_refuses_bad_input, tu_setup_real,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_demo_twenty_orders, tu_setup_real_nodb,
 						tu_teardown),

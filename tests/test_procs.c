@@ -578,6 +578,38 @@ static void test_long_job_after_short_ones_does_not_spin(void **state)
 	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM done_jobs"), 201);
 }
 
+/* ========================= bench on PostgreSQL ============================ */
+
+/* bench queue --db URI runs in a scratch schema of its own, dropped after;
+ * --boxes 2 drains the stream from two processes sharing the database; and
+ * --boxes needs a server's database. */
+static void test_bench_queue_on_postgresql_in_two_boxes(void **state)
+{
+	static char out[8192], err[8192];
+	int rc;
+
+	(void)state;
+	if (!tu_pg())
+		skip();
+	rc = tu_run(out, sizeof out, err, sizeof err,
+		    ARGV("bench", "queue", "--jobs", "600", "--workers", "2", "--batch", "20",
+			 "--latency-jobs", "60", "--db", tu_pg_base(), "--boxes", "2", "--json"));
+	if (rc != 0)
+		fail_msg("bench queue --db --boxes 2: exit %d: %s", rc, err);
+	assert_non_null(strstr(out, "\"engine\":\"postgresql\",\"boxes\":2,"));
+	assert_non_null(strstr(out, "\"jobs\":600,"));
+	assert_int_equal(tu_pg_int("SELECT count(*) FROM pg_namespace WHERE nspname LIKE "
+				   "'stagedoor_scratch_%'"), 0);
+	rc = tu_run(out, sizeof out, err, sizeof err,
+		    ARGV("bench", "queue", "--jobs", "10", "--boxes", "2"));
+	assert_int_equal(rc, 2);
+	assert_non_null(strstr(err, "--db postgresql://"));
+	rc = tu_run(out, sizeof out, err, sizeof err,
+		    ARGV("bench", "queue", "--jobs", "10", "--db", "/tmp/x.db"));
+	assert_int_not_equal(rc, 0);
+	assert_non_null(strstr(err, "postgresql:// URI"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -599,6 +631,8 @@ int main(void)
 						tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_relay_and_worker_publish_and_run_at_once, tu_setup_real,
 						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_bench_queue_on_postgresql_in_two_boxes,
+						tu_setup_real_nodb, tu_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,15 @@
 #                                  prints the base URI (postgresql://...)
 #   tools/pg.sh stop DIR           stop it (fast shutdown)
 #   tools/pg.sh uri DIR            the URI of a started cluster
+#   tools/pg.sh standby PDIR DIR PORT
+#                                  a synchronous standby of the cluster in PDIR:
+#                                  pg_basebackup into DIR/data, streaming, named
+#                                  standby1 in the primary's synchronous_standby_names
+#                                  (every commit that waits for durability waits for
+#                                  both machines); prints the two-host URI with
+#                                  target_session_attrs=read-write
+#   tools/pg.sh failover PDIR DIR  kill the primary (immediate: as a lost machine)
+#                                  and promote the standby in DIR
 #
 # As root the cluster runs as the unprivileged user "postgres" (Debian's
 # postgresql package makes it): PostgreSQL refuses to run as root.  DIR is
@@ -17,7 +26,7 @@ set -eu
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: pg.sh start|stop|uri DIR [PORT]" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: pg.sh start|stop|uri|standby|failover DIR ..." >&2; exit 2; }
 [ -x "$PGBIN/initdb" ] || { echo "pg.sh: no $PGBIN/initdb (apt-get install postgresql-15)" >&2; exit 1; }
 
 as_owner() {
@@ -63,6 +72,44 @@ stop)
 	;;
 uri)
 	echo "postgresql://stagedoor@127.0.0.1:$(cat "$dir/port")/postgres"
+	;;
+standby)
+	sdir=${3:-}
+	port=${4:-}
+	[ -n "$sdir" ] && [ -n "$port" ] || { echo "usage: pg.sh standby PDIR DIR PORT" >&2; exit 2; }
+	pport=$(cat "$dir/port")
+	mkdir -p "$sdir"
+	[ "$(id -u)" = 0 ] && chown postgres "$sdir"
+	chmod 0700 "$sdir"
+	as_owner "$PGBIN/pg_basebackup" -h 127.0.0.1 -p "$pport" -U stagedoor -D "$sdir/data" \
+		-R -X stream >"$sdir/basebackup.log" 2>&1 || { cat "$sdir/basebackup.log" >&2; exit 1; }
+	# the standby's own port and socket; it waits for no one once promoted
+	as_owner sh -c "cat >>'$sdir/data/postgresql.auto.conf'" <<CONF
+port = $port
+unix_socket_directories = '$sdir'
+synchronous_standby_names = ''
+primary_conninfo = 'host=127.0.0.1 port=$pport user=stagedoor application_name=standby1'
+CONF
+	as_owner "$PGBIN/pg_ctl" -D "$sdir/data" -l "$sdir/server.log" -w -t 60 start >/dev/null ||
+		{ cat "$sdir/server.log" >&2; exit 1; }
+	echo "$port" >"$sdir/port"
+	psql="psql -X -q -t -A -h 127.0.0.1 -p $pport -U stagedoor postgres"
+	$psql -c "ALTER SYSTEM SET synchronous_standby_names = 'standby1'" >/dev/null
+	$psql -c "SELECT pg_reload_conf()" >/dev/null
+	i=0
+	until [ "$($psql -c "SELECT count(*) FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync'")" = 1 ]; do
+		i=$((i + 1))
+		[ $i -lt 300 ] || { echo "pg.sh: the standby is not synchronous after 30 s" >&2; exit 1; }
+		sleep 0.1
+	done
+	echo "postgresql://stagedoor@127.0.0.1:$pport,127.0.0.1:$port/postgres?target_session_attrs=read-write"
+	;;
+failover)
+	sdir=${3:-}
+	[ -n "$sdir" ] || { echo "usage: pg.sh failover PDIR DIR" >&2; exit 2; }
+	as_owner "$PGBIN/pg_ctl" -D "$dir/data" -m immediate -w -t 60 stop >/dev/null 2>&1 || true
+	as_owner "$PGBIN/pg_ctl" -D "$sdir/data" -w -t 60 promote >/dev/null ||
+		{ cat "$sdir/server.log" >&2; exit 1; }
 	;;
 *)
 	echo "usage: pg.sh start|stop|uri DIR [PORT]" >&2
