@@ -13,8 +13,6 @@
 #define _GNU_SOURCE
 #include "api.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
@@ -23,8 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,7 +28,6 @@
 #include "clock.h"
 #include "code.h"
 #include "failpoint.h"
-#include "fsio.h"
 #include "log.h"
 #include "mail.h"
 #include "metrics.h"

@@ -695,7 +695,7 @@ static void test_bench_queue_progress(void **state)
 	assert_non_null(strstr(buf, "progress label=latency done=100 total=100 "));
 	assert_int_equal(count_str(buf, " final=true\n"), 3);
 	/* one JSON object, one line, nothing else */
-	assert_true(starts_with(out, "{\"program\":\"stagedoor\",\"jobs\":500,"));
+	assert_true(starts_with(out, "{\"program\":\"stagedoor\",\"engine\":\"sqlite\",\"boxes\":1,\"jobs\":500,"));
 	assert_int_equal(count_char(out, '\n'), 1);
 	assert_int_equal(out[strlen(out) - 1], '\n');
 	free(out);
