@@ -230,8 +230,9 @@ static int files_ending(const char *dir, const char *tail)
 	return n;
 }
 
-/* entries of dir whose name starts with prefix */
-static int files_starting(const char *dir, const char *prefix)
+/* entries of dir whose name starts with prefix (or, when !with, does not),
+ * counted in one pass of the folder */
+static int files_prefixed(const char *dir, const char *prefix, int with)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -241,10 +242,15 @@ static int files_starting(const char *dir, const char *prefix)
 		return 0;
 	while ((de = readdir(d)))
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
-		    strncmp(de->d_name, prefix, strlen(prefix)) == 0)
+		    (strncmp(de->d_name, prefix, strlen(prefix)) == 0) == with)
 			n++;
 	closedir(d);
 	return n;
+}
+
+static int files_starting(const char *dir, const char *prefix)
+{
+	return files_prefixed(dir, prefix, 1);
 }
 
 /* every stored PDF is whole (qpdf --check), one per order */
@@ -347,7 +353,7 @@ static void fault_then_resume(void **state, int where, const char *on, const cha
 		/* no PDF; a put that is failing right now may hold its temp
 		 * file for a moment (all_done checks none is left) */
 		snprintf(sql, sizeof sql, "%s/blobs/tickets", F.state);
-		assert_int_equal(files_ending(sql, "") - files_starting(sql, ".tmp-"), 0);
+		assert_int_equal(files_prefixed(sql, ".tmp-", 0), 0);
 	} else {
 		snprintf(sql, sizeof sql, "%s/new", F.mail);
 		assert_int_equal(files_ending(sql, ""), 0);
