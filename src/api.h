@@ -3,37 +3,48 @@
  *
  * The server (http.c, libmicrohttpd) turns each request into a struct
  * api_request and sends back the struct api_response that api_handle fills;
- * this module owns routing, authentication, body checks, the JSON and the
- * client idempotency keys (table api_keys, schema/sqlite/0003_api.sql), and reaches
- * the domain through tickets, queue and db.
+ * this module owns routing, who may call what, body checks and the JSON,
+ * and reaches the domain through tickets, queue, token, clientkey (the
+ * client Idempotency-Keys) and db.  api_int.h lists its files.
  *
  * Invariants:
- *  - every write and admin endpoint needs "Authorization: Bearer <token>",
- *    a token whose SHA-256 the database records (token.h: the operator's
- *    is <state dir>/api.token); a refused request writes nothing;
+ *  - every route names the roles it admits (the table in api.c): a request
+ *    to one needs "Authorization: Bearer <token>", a live token whose
+ *    SHA-256 the database records (token.h), of one of those roles; the
+ *    operator's is admitted everywhere; a refused request writes nothing;
+ *  - a door token bound to an event reads and scans that event alone, and
+ *    scans only from doors_open_before before it starts to
+ *    doors_close_after after;
  *  - POST /v1/orders: the order, its tickets, its outbox rows and the stored
  *    answer (status, body, SHA-256 of the request body) commit in one
  *    transaction; a key is in flight in this process from before that
  *    transaction to after it ends, and a second request with it meanwhile is
- *    409 with Retry-After;
+ *    409 with Retry-After; "the same request" is the same body bytes;
  *  - only a 201 is stored: a refused order writes nothing, so a client may
  *    fix it and send it again under the same key;
  *  - the token and the ticket key are never logged, stored in the database
  *    or put into a response.
  *
- * Endpoints (a = token needed):
- *   POST /v1/events                      a  {"name","venue","starts_at","capacity"} -> 201
- *   GET  /v1/events/{id}                 a  the event with seats sold and remaining
- *   POST /v1/orders                      a  {"event_id","name","email","seats"} + Idempotency-Key
- *   GET  /v1/orders/{id}                 a  order_show's JSON
- *   GET  /v1/orders/{id}/tickets.pdf     a  the stored PDF (404 until rendered)
- *   POST /v1/scan                        a  {"code"} -> {"result": admitted|already_scanned|invalid}
- *   GET  /v1/jobs?state=&kind=&limit=    a  {"jobs":[...]}
- *   POST /v1/jobs/{job_id}/retry         a  a dead job back (404 when not dead)
- *   GET  /v1/stats                       a  jobs by state and kind, orders, emails, events
- *   GET  /healthz                           {"ok","db","workers_alive","wal_bytes","disk",
+ * Endpoints (roles: O operator, B box_office, D door, M monitor, - public):
+ *   POST /v1/events                      O  {"name","venue","starts_at","capacity"} -> 201
+ *   GET  /v1/events                      OBM {"events":[...]}
+ *   GET  /v1/events/{id}                 OBDM the event with seats sold and remaining
+ *   POST /v1/orders                      OB {"event_id","name","email","seats"} +
+ *                                           Idempotency-Key ("abc" or abc: one key)
+ *   GET  /v1/orders?recent=N             OB the newest orders
+ *   GET  /v1/orders/{id}                 OB order_show's JSON
+ *   GET  /v1/orders/{id}/tickets.pdf     OB the stored PDF (404 until rendered)
+ *   POST /v1/scan                        OD {"code"} -> {"result": admitted|already_scanned|
+ *                                           invalid|wrong_event|doors_closed, ...}
+ *   GET  /v1/jobs?state=&kind=&limit=    O  {"jobs":[...]}
+ *   POST /v1/jobs/{job_id}/retry         O  a dead job back (404 when not dead)
+ *   GET  /v1/stats                       OM jobs by state and kind, orders, emails, events
+ *   GET  /v1/whoami                      OBDM the token's role, name and event
+ *   GET  /healthz                        -  {"ok","db","workers_alive","wal_bytes","disk",
  *                                            "backup"} or 503
- *   GET  /metrics                           Prometheus text format 0.0.4
+ *   GET  /metrics                        -  Prometheus text format 0.0.4 (OM with
+ *                                           metrics_auth = on)
+ *   GET  /ca.pem                         -  the box CA's certificate (404: none)
  * Errors are JSON {"error": "...", "field": "..."} ("field" only when one
  * input field is at fault).
  */
@@ -55,6 +66,8 @@
 #define API_JOBS_LIMIT_MAX 10000
 #define API_RETRY_AFTER_S "1"			/* a key in flight: ask again in 1 s */
 #define API_POOL_IDLE_MAX 8			/* idle connections kept for reuse */
+#define API_DOORS_OPEN_BEFORE_MS_DEFAULT (3LL * 3600 * 1000)
+#define API_DOORS_CLOSE_AFTER_MS_DEFAULT (6LL * 3600 * 1000)
 
 /* The failpoint passed inside the order transaction, after the order and
  * before its answer is stored: tests hold a request there (failpoint.h). */
@@ -91,6 +104,11 @@ struct api_opts {
 	int64_t disk_warn_bytes;	/* /healthz fails below this free; 0: 512 MiB */
 	const char *backup_dir;		/* run's periodic backups; NULL or "": none */
 	int64_t backup_interval_ms;	/* between them (backup_sched.h: when stale) */
+	int metrics_auth;		/* 1: /metrics needs a monitor (or operator) token */
+	int64_t doors_open_before_ms;	/* a bound door token scans from this long before
+					 * its event starts; 0: 3 h */
+	int64_t doors_close_after_ms;	/* until this long after; 0: 6 h */
+	const char *ca_file;		/* the box CA served at /ca.pem; NULL or "": 404 */
 };
 
 /*
@@ -110,11 +128,6 @@ void api_close(struct api *a);
 void api_handle(struct api *a, const struct api_request *req, struct api_response *res);
 void api_response_free(struct api_response *res);
 
-/*
- * api_prune_keys: delete up to limit client keys that expired at or before
- * now, oldest first (for the maintenance loop).  [out] *n deleted.
- */
-enum sd_result api_prune_keys(struct db *db, int64_t now, int limit, int64_t *n);
 
 /* ---- the pure layer: no database, no allocation kept (fuzzed) --------- */
 
@@ -154,6 +167,12 @@ void api_parse_free(void *json);
 
 /* api_key_valid: an Idempotency-Key: 1..TICKETS_KEY_MAX printable ASCII, no space. */
 int api_key_valid(const char *key);
+
+/* api_key_parse: the key an Idempotency-Key header names, as a structured
+ * field string ("abc", \" and \\ escaped) or bare (abc): both give abc.
+ * 1 with the key in key, 0 when the header is malformed or the key is not
+ * api_key_valid. */
+int api_key_parse(const char *hdr, char key[TICKETS_KEY_MAX + 1]);
 
 /* api_content_type_json: 1 for "application/json", any case, parameters allowed. */
 int api_content_type_json(const char *content_type);

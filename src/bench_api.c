@@ -2,7 +2,7 @@
  * bench_api.c: `stagedoor bench api`, the HTTP intake's benchmark: requests
  * per second and per-request latency through the real server, over TCP.
  *
- *   stagedoor bench api [--requests N] [--clients C] [--json] [--keep]
+ *   stagedoor bench api [--requests N] [--clients C] [--tls] [--json] [--keep]
  *
  * On a fresh database in a temporary directory (under $TMPDIR, else /tmp;
  * removed afterwards unless --keep), made as `init` makes one (schema, ticket
@@ -28,6 +28,24 @@
  * the answer read (nearest rank of the sorted samples); then the peak RSS of
  * the process (server and clients together) and the WAL's size at the end.
  *
+ * With --tls the run goes on to the transports, side by side: a second
+ * server in this process serves the same database over HTTPS (serve_start
+ * with tls_cert/tls_key: a throwaway box CA and server certificate for
+ * localhost and 127.0.0.1, made by cert_init in the bench folder's tls/),
+ * and the reads phase runs again over four transports, interleaved, in
+ * BA_TLS_ROUNDS rounds of N requests each:
+ *
+ *   http_keepalive   plain HTTP, C keep-alive connections (the reads phase)
+ *   http_new_conn    plain HTTP, a new TCP connection for every request
+ *   https_keepalive  TLS, C keep-alive sessions: the cost of the records
+ *   https_handshake  TLS, a new connection and a full handshake (no session
+ *                    resumption) for every request: handshakes/s
+ *
+ * The client is cert.h's (mbedTLS, TLS 1.2, the server's certificate
+ * verified against the throwaway CA for "localhost"); each figure is the
+ * median of the rounds.  A new-connection transport fails the run unless
+ * it made exactly one connection per request.
+ *
  * The clients send one request at a time and wait for its answer, so C is
  * also the most requests in the server at once.  No relay or worker runs:
  * the outbox rows the orders write stay unpublished, as in a box whose
@@ -51,6 +69,7 @@
 #include "api.h"
 #include "args.h"
 #include "bench_http.h"
+#include "cert.h"
 #include "clock.h"
 #include "db.h"
 #include "progress.h"
@@ -60,15 +79,28 @@
 #define BA_REQUESTS_DEFAULT 2000
 #define BA_CLIENTS_DEFAULT 4
 #define BA_CLIENTS_MAX 64
+#define BA_TLS_ROUNDS 3
+/* every client's connections come from 127.0.0.1: room for all of them,
+ * and for the closed ones of a new-connection transport not yet reaped */
+#define BA_PER_CLIENT_MAX (8 * BA_CLIENTS_MAX)
 
 enum { BA_ORDERS, BA_REPLAYS, BA_READS, BA_STATS, BA_PHASES };
 
 static const char *const ba_phase_name[BA_PHASES] = { "orders", "replays", "reads", "stats" };
 
+/* --tls: the reads phase over each transport */
+enum { BA_HTTP, BA_HTTP_NEW, BA_HTTPS, BA_HTTPS_NEW, BA_TRANSPORTS };
+
+static const char *const ba_transport_name[BA_TRANSPORTS] = {
+	"http_keepalive", "http_new_conn", "https_keepalive", "https_handshake"
+};
+
 /* What one phase measured. */
 struct ba_phase {
 	double wall_s;			/* first request sent to last answer read */
 	double p50_ms, p90_ms, p99_ms;	/* per-request latency */
+	double server_cpu_ms;		/* CPU time per request of all but the client
+					 * threads: the server's share */
 };
 
 /* The run, shared by the client threads of a phase. */
@@ -97,6 +129,7 @@ struct ba_client {
 	struct bench_http conn;
 	int64_t matched;		/* replays matched by this client */
 	int64_t end_us;			/* its last answer read (clock_mono_us) */
+	int64_t cpu_us;			/* CPU time the thread used in the phase */
 	int failed;
 	char err[400];
 };
@@ -183,12 +216,22 @@ static int ba_check(struct ba_client *c, int64_t i, int status, const char *body
 	return 0;
 }
 
+/* the CPU time of the calling thread (clk) or the process, in us */
+static int64_t ba_cpu_us(clockid_t clk)
+{
+	struct timespec ts;
+
+	if (clock_gettime(clk, &ts) != 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static void *ba_client_run(void *arg)
 {
 	struct ba_client *c = arg;
 	struct ba_run *run = c->run;
+	int64_t i, cpu0 = ba_cpu_us(CLOCK_THREAD_CPUTIME_ID);
 	char req[1024];
-	int64_t i;
 
 	/* a connection per phase, dialled before the first request's clock */
 	if (bench_http_dial(&c->conn) != 0) {
@@ -213,6 +256,7 @@ static void *ba_client_run(void *arg)
 out:
 	c->end_us = clock_mono_us();
 	bench_http_close(&c->conn);
+	c->cpu_us = ba_cpu_us(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 	pthread_mutex_lock(&run->mu);
 	run->ended++;
 	pthread_cond_signal(&run->cv);
@@ -230,7 +274,7 @@ static enum sd_result ba_phase_run(struct ba_run *run, struct ba_client *cl, int
 {
 	struct progress *bar;
 	enum sd_result r = SD_OK;
-	int64_t t0, end = 0;
+	int64_t t0, end = 0, cpu0, client_cpu = 0;
 	int i, started;
 
 	run->phase = phase;
@@ -239,6 +283,7 @@ static enum sd_result ba_phase_run(struct ba_run *run, struct ba_client *cl, int
 	run->ended = 0;
 	bar = progress_start(ba_phase_name[phase], run->n, "requests");
 	t0 = clock_mono_us();
+	cpu0 = ba_cpu_us(CLOCK_PROCESS_CPUTIME_ID);
 	for (started = 0; started < run->clients; started++)
 		if (pthread_create(&cl[started].th, NULL, ba_client_run, &cl[started]) != 0)
 			break;
@@ -259,8 +304,13 @@ static enum sd_result ba_phase_run(struct ba_run *run, struct ba_client *cl, int
 		pthread_join(cl[i].th, NULL);
 		if (cl[i].end_us > end)
 			end = cl[i].end_us;
+		client_cpu += cl[i].cpu_us;
 	}
 	out->wall_s = (double)(end - t0) / 1e6;
+	/* the process less the clients: the server's threads (and this one's
+	 * progress bar, which costs next to nothing) */
+	out->server_cpu_ms = (double)(ba_cpu_us(CLOCK_PROCESS_CPUTIME_ID) - cpu0 - client_cpu) /
+			     1000.0 / (double)run->n;
 	for (i = 0; i < run->clients; i++)
 		if (cl[i].failed) {
 			r = err_set(SD_IO, "%s", cl[i].err);
@@ -287,16 +337,151 @@ struct ba_result {
 	int64_t replays_matched;
 	int64_t wal_bytes;		/* <db>-wal at the end */
 	long peak_rss_kb;
+	int tls;			/* --tls: the transports below were measured */
+	struct ba_phase tr[BA_TRANSPORTS];	/* medians of BA_TLS_ROUNDS rounds */
+	char tls_version[16];		/* what the handshakes settled on */
 };
 
 /* What the command line asked for, and where the figures go. */
 struct ba_args {
 	int64_t n;
 	int clients;
+	int tls;
 	struct ba_result *res;
 };
 
-/* ba_go (bench_in_dir's fn): the box, its server and the four phases. */
+/* ======================== --tls: the transports ========================== */
+
+static int ba_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* ba_median: the median of v[0..n) (n odd; v is reordered). */
+static double ba_median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, ba_cmp_double);
+	return v[n / 2];
+}
+
+/* ba_medians: out = each figure's median over the rounds of one transport
+ * (the rate as a time for N requests, so that n / wall_s is its median). */
+static void ba_medians(const struct ba_phase *rounds, int64_t n, struct ba_phase *out)
+{
+	double rate[BA_TLS_ROUNDS], p50[BA_TLS_ROUNDS], p90[BA_TLS_ROUNDS], p99[BA_TLS_ROUNDS];
+	double cpu[BA_TLS_ROUNDS];
+	int i;
+
+	for (i = 0; i < BA_TLS_ROUNDS; i++) {
+		rate[i] = (double)n / rounds[i].wall_s;
+		p50[i] = rounds[i].p50_ms;
+		p90[i] = rounds[i].p90_ms;
+		p99[i] = rounds[i].p99_ms;
+		cpu[i] = rounds[i].server_cpu_ms;
+	}
+	out->server_cpu_ms = ba_median(cpu, BA_TLS_ROUNDS);
+	out->wall_s = (double)n / ba_median(rate, BA_TLS_ROUNDS);
+	out->p50_ms = ba_median(p50, BA_TLS_ROUNDS);
+	out->p90_ms = ba_median(p90, BA_TLS_ROUNDS);
+	out->p99_ms = ba_median(p99, BA_TLS_ROUNDS);
+}
+
+/* ba_transport: the client connections for transport t, fresh counters. */
+static void ba_transport(struct ba_client *cl, int clients, int t, int port, int tls_port,
+			 struct cert_client *tls)
+{
+	int k;
+
+	for (k = 0; k < clients; k++) {
+		bench_http_close(&cl[k].conn);
+		bench_http_init(&cl[k].conn, t >= BA_HTTPS ? tls_port : port);
+		if (t >= BA_HTTPS)
+			bench_http_use_tls(&cl[k].conn, tls, "localhost");
+		cl[k].conn.one_shot = t == BA_HTTP_NEW || t == BA_HTTPS_NEW;
+	}
+}
+
+/* ba_tls_box: the throwaway CA and server certificate in <dir>/tls, the
+ * client that trusts that CA, and the HTTPS server on the same database. */
+static enum sd_result ba_tls_box(const char *dir, const char *path, struct cert_client **tls,
+				 struct serve **sv)
+{
+	struct cert_init_report rep;
+	struct cert_names names;
+	struct cert_paths cp;
+	enum sd_result r;
+
+	memset(&names, 0, sizeof names);
+	if ((r = cert_names_add_dns(&names, "localhost")) != SD_OK ||
+	    (r = cert_names_add_ip(&names, "127.0.0.1")) != SD_OK ||
+	    (r = cert_init(dir, &names, 0, clock_now_ms(), &rep)) != SD_OK ||
+	    (r = cert_paths(dir, &cp)) != SD_OK || (r = cert_client_new(cp.ca_cert, tls)) != SD_OK)
+		return r;
+	return serve_start(&(struct serve_opts){ .db_path = path, .listen = "127.0.0.1:0",
+						 .tls_cert = cp.server_cert,
+						 .tls_key = cp.server_key,
+						 .per_client_max = BA_PER_CLIENT_MAX }, sv);
+}
+
+/*
+ * ba_transports: --tls.  The reads phase over each transport, interleaved,
+ * BA_TLS_ROUNDS rounds; [out] res->tr the medians.  The plain server is
+ * the one on run->port.
+ */
+static enum sd_result ba_transports(struct ba_run *run, struct ba_client *cl, const char *dir,
+				    const char *path, struct ba_result *res)
+{
+	struct ba_phase rounds[BA_TRANSPORTS][BA_TLS_ROUNDS];
+	struct cert_client *tls = NULL;
+	struct serve *sv = NULL;
+	enum sd_result r;
+	long long dials;
+	int round, t, k;
+
+	if ((r = ba_tls_box(dir, path, &tls, &sv)) != SD_OK)
+		goto out;
+	for (round = 0; round < BA_TLS_ROUNDS; round++)
+		for (t = 0; t < BA_TRANSPORTS; t++) {
+			bench_progress("round %d/%d: %s: %lld reads over %d client%s to 127.0.0.1:%d",
+				       round + 1, BA_TLS_ROUNDS, ba_transport_name[t],
+				       (long long)run->n, run->clients, run->clients == 1 ? "" : "s",
+				       t >= BA_HTTPS ? serve_port(sv) : run->port);
+			ba_transport(cl, run->clients, t, run->port, serve_port(sv), tls);
+			if ((r = ba_phase_run(run, cl, BA_READS, &rounds[t][round])) != SD_OK)
+				goto out;
+			for (dials = 0, k = 0; k < run->clients; k++)
+				dials += cl[k].conn.dials;
+			/* one connection per request (and one for a client that had
+			 * none), or one per client */
+			if (dials != (cl[0].conn.one_shot
+					      ? run->n + (run->clients > run->n ? run->clients - run->n : 0)
+					      : run->clients)) {
+				r = err_set(SD_IO, "%s: %lld connections for %lld requests over %d "
+					    "clients", ba_transport_name[t], dials,
+					    (long long)run->n, run->clients);
+				goto out;
+			}
+			if (t >= BA_HTTPS)
+				snprintf(res->tls_version, sizeof res->tls_version, "%s",
+					 cl[0].conn.tls_version);
+		}
+	for (t = 0; t < BA_TRANSPORTS; t++)
+		ba_medians(rounds[t], run->n, &res->tr[t]);
+	res->tls = 1;
+out:
+	for (k = 0; k < run->clients; k++) {
+		bench_http_close(&cl[k].conn);
+		bench_http_init(&cl[k].conn, run->port);
+	}
+	serve_stop(sv);
+	cert_client_free(tls);
+	return r;
+}
+
+/* ba_go (bench_in_dir's fn): the box, its server, the four phases and,
+ * with --tls, the transports. */
 static enum sd_result ba_go(const char *dir, const char *path, void *arg)
 {
 	const struct ba_args *a = arg;
@@ -312,7 +497,6 @@ static enum sd_result ba_go(const char *dir, const char *path, void *arg)
 	int64_t i, emails = 0;
 	int k, phase;
 
-	(void)dir;
 	memset(res, 0, sizeof *res);
 	memset(&run, 0, sizeof run);
 	memset(cl, 0, sizeof cl);
@@ -333,7 +517,9 @@ static enum sd_result ba_go(const char *dir, const char *path, void *arg)
 	}
 	if ((r = bench_box(path, "Stagedoor Bench Night", n, &db, run.token, &run.event_id)) != SD_OK)
 		goto out;
-	if ((r = serve_start(&(struct serve_opts){ path, NULL, "127.0.0.1:0", 0, 0, 0 }, &sv)) != SD_OK)
+	if ((r = serve_start(&(struct serve_opts){ .db_path = path, .listen = "127.0.0.1:0",
+						   .per_client_max = BA_PER_CLIENT_MAX },
+			     &sv)) != SD_OK)
 		goto out;
 	run.port = serve_port(sv);
 	for (k = 0; k < clients; k++)
@@ -356,6 +542,8 @@ static enum sd_result ba_go(const char *dir, const char *path, void *arg)
 			goto out;
 		}
 	}
+	if (a->tls && (r = ba_transports(&run, cl, dir, path, res)) != SD_OK)
+		goto out;
 	for (k = 0; k < clients; k++)
 		res->replays_matched += cl[k].matched;
 	for (i = 0; i < n; i++)
@@ -382,6 +570,57 @@ out:
 
 /* ======================== the report ===================================== */
 
+/* ba_print_tls: --tls's transports, as JSON members or lines of text. */
+static void ba_print_tls(const struct ba_result *res, int json)
+{
+	static const char *const what[BA_TRANSPORTS] = {
+		"http  keep-alive",
+		"http  new connection each",
+		"https keep-alive",
+		"https new connection each",
+	};
+	double n = (double)res->requests;
+	int i;
+
+	if (json) {
+		printf(",\"transports\":");
+		if (!res->tls) {
+			printf("null");
+			return;
+		}
+		printf("{\"request\":\"GET /v1/orders/{id}\",\"rounds\":%d,\"tls_version\":\"%s\"",
+		       BA_TLS_ROUNDS, res->tls_version);
+		for (i = 0; i < BA_TRANSPORTS; i++)
+			printf(",\"%s\":{\"requests_per_s\":%.1f,\"%s\":%.1f,\"p50_ms\":%.3f,"
+			       "\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"server_cpu_ms_per_request\":%.3f}",
+			       ba_transport_name[i], n / res->tr[i].wall_s,
+			       i == BA_HTTPS_NEW || i == BA_HTTP_NEW ? "connections_per_s"
+								     : "connections",
+			       i == BA_HTTPS_NEW || i == BA_HTTP_NEW ? n / res->tr[i].wall_s
+								     : (double)res->clients,
+			       res->tr[i].p50_ms, res->tr[i].p90_ms, res->tr[i].p99_ms,
+			       res->tr[i].server_cpu_ms);
+		printf(",\"handshakes_per_s\":%.1f", n / res->tr[BA_HTTPS_NEW].wall_s);
+		printf("}");
+		return;
+	}
+	if (!res->tls)
+		return;
+	printf("  transports: GET /v1/orders/{id}, %lld requests over %d client%s, median of %d "
+	       "rounds\n", (long long)res->requests, res->clients, res->clients == 1 ? "" : "s",
+	       BA_TLS_ROUNDS);
+	printf("  transport                  requests/s   p50 ms   p90 ms   p99 ms   server "
+	       "CPU ms/request\n");
+	for (i = 0; i < BA_TRANSPORTS; i++)
+		printf("  %-26s %10.1f %8.3f %8.3f %8.3f %8.3f%s\n", what[i], n / res->tr[i].wall_s,
+		       res->tr[i].p50_ms, res->tr[i].p90_ms, res->tr[i].p99_ms,
+		       res->tr[i].server_cpu_ms, i == BA_HTTPS_NEW ? "  (= full handshakes/s)" : "");
+	printf("  TLS         %s, ECDHE (X25519) with an ECDSA P-256 certificate: the client is "
+	       "mbedTLS,\n              a full handshake each time (no resumption), the server "
+	       "certificate verified;\n              client and server share the cores, and a "
+	       "handshake costs the client more CPU than the server\n", res->tls_version);
+}
+
 static void ba_print(const struct ba_result *res, int json)
 {
 	static const char *const what[BA_PHASES] = {
@@ -404,8 +643,10 @@ static void ba_print(const struct ba_result *res, int json)
 			       "\"p90_ms\":%.3f,\"p99_ms\":%.3f}", i ? "," : "", ba_phase_name[i],
 			       res->ph[i].wall_s, n / res->ph[i].wall_s, res->ph[i].p50_ms,
 			       res->ph[i].p90_ms, res->ph[i].p99_ms);
-		printf("},\"wal_bytes\":%lld,\"peak_rss_kb\":%ld}\n", (long long)res->wal_bytes,
+		printf("},\"wal_bytes\":%lld,\"peak_rss_kb\":%ld", (long long)res->wal_bytes,
 		       res->peak_rss_kb);
+		ba_print_tls(res, 1);
+		printf("}\n");
 		return;
 	}
 	printf("stagedoor bench api: %lld requests a phase, %d keep-alive client%s, "
@@ -416,6 +657,7 @@ static void ba_print(const struct ba_result *res, int json)
 		printf("  %-9s %12.1f %8.3f %8.3f %8.3f  %s\n", ba_phase_name[i],
 		       n / res->ph[i].wall_s, res->ph[i].p50_ms, res->ph[i].p90_ms,
 		       res->ph[i].p99_ms, what[i]);
+	ba_print_tls(res, 0);
 	printf("  orders      %lld in the database (%lld seats); %lld of %lld replays answered "
 	       "byte for byte\n", (long long)res->orders, (long long)res->seats,
 	       (long long)res->replays_matched, (long long)res->requests);
@@ -427,23 +669,26 @@ static void ba_print(const struct ba_result *res, int json)
 int bench_api_cmd(int argc, char **argv)
 {
 	int64_t requests = BA_REQUESTS_DEFAULT, clients = BA_CLIENTS_DEFAULT;
-	int json = 0, keep = 0;
+	int json = 0, keep = 0, tls = 0;
 	struct arg_opt opts[] = {
 		{ "requests", ARG_INT, &requests, 1, 100000, 0 },
 		{ "clients", ARG_INT, &clients, 1, BA_CLIENTS_MAX, 0 },
+		{ "tls", ARG_FLAG, &tls, 0, 0, 0 },
 		{ "keep", ARG_FLAG, &keep, 0, 0, 0 },
 		{ "json", ARG_FLAG, &json, 0, 0, 0 },
 		{ NULL, 0, NULL, 0, 0, 0 },
 	};
-	static const char usage[] = "bench api [--requests N] [--clients C] [--json] [--keep]";
+	static const char usage[] =
+		"bench api [--requests N] [--clients C] [--tls] [--json] [--keep]";
 	struct ba_result res;
-	struct ba_args a = { 0, 0, &res };
+	struct ba_args a = { 0, 0, 0, &res };
 	int rc;
 
 	if ((rc = bench_args(argc, argv, opts, usage)) != 0)
 		return rc;
 	a.n = requests;
 	a.clients = (int)clients;
+	a.tls = tls;
 	if ((rc = bench_in_dir(keep, ba_go, &a)) != 0)
 		return rc;
 	ba_print(&res, json);

@@ -1,5 +1,6 @@
 /*
- * bench_http.c: the benchmarks' HTTP/1.1 client connection (bench_http.h).
+ * bench_http.c: the benchmarks' HTTP/1.1 client connection (bench_http.h),
+ * plain or over cert.h's TLS client; the socket's timeouts bound both.
  */
 #define _GNU_SOURCE
 #include "bench_http.h"
@@ -17,6 +18,8 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
+
+#include "cert.h"
 
 static int fail(struct bench_http *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -37,6 +40,12 @@ void bench_http_init(struct bench_http *c, int port)
 	c->fd = -1;
 }
 
+void bench_http_use_tls(struct bench_http *c, struct cert_client *tls, const char *host)
+{
+	c->tls = tls;
+	c->tls_host = host;
+}
+
 int bench_http_dial(struct bench_http *c)
 {
 	struct sockaddr_in a;
@@ -53,14 +62,30 @@ int bench_http_dial(struct bench_http *c)
 	a.sin_family = AF_INET;
 	a.sin_port = htons((uint16_t)c->port);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(c->fd, (struct sockaddr *)&a, sizeof a) != 0)
-		return fail(c, "connect to 127.0.0.1:%d: %s", c->port, strerror(errno));
+	if (connect(c->fd, (struct sockaddr *)&a, sizeof a) != 0) {
+		fail(c, "connect to 127.0.0.1:%d: %s", c->port, strerror(errno));
+		goto failed;
+	}
 	c->len = 0;
+	c->dials++;
+	if (c->tls && cert_conn_open(c->tls, c->fd, c->tls_host, &c->conn) != SD_OK) {
+		fail(c, "127.0.0.1:%d: %s", c->port, err_msg());
+		goto failed;
+	}
+	if (c->conn)
+		snprintf(c->tls_version, sizeof c->tls_version, "%s", cert_conn_version(c->conn));
 	return 0;
+failed:
+	/* never a half-made connection: the next call dials afresh */
+	close(c->fd);
+	c->fd = -1;
+	return -1;
 }
 
 static void hang_up(struct bench_http *c)
 {
+	cert_conn_close(c->conn);
+	c->conn = NULL;
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
@@ -77,6 +102,8 @@ void bench_http_close(struct bench_http *c)
 
 static int send_all(struct bench_http *c, const char *p, size_t n)
 {
+	if (c->conn)
+		return cert_conn_write(c->conn, p, n) == SD_OK ? 0 : fail(c, "%s", err_msg());
 	while (n) {
 		ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
 
@@ -106,11 +133,19 @@ static int fill(struct bench_http *c)
 		c->buf = b;
 		c->cap = cap;
 	}
-	do
-		n = recv(c->fd, c->buf + c->len, c->cap - c->len - 1, 0);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return fail(c, "recv: %s", strerror(errno));
+	if (c->conn) {
+		size_t got = 0;
+
+		if (cert_conn_read(c->conn, c->buf + c->len, c->cap - c->len - 1, &got) != SD_OK)
+			return fail(c, "%s", err_msg());
+		n = (ssize_t)got;
+	} else {
+		do
+			n = recv(c->fd, c->buf + c->len, c->cap - c->len - 1, 0);
+		while (n < 0 && errno == EINTR);
+		if (n < 0)
+			return fail(c, "recv: %s", strerror(errno));
+	}
 	if (n == 0)
 		return fail(c, "the server closed the connection before its answer ended");
 	c->len += (size_t)n;
@@ -173,7 +208,7 @@ int bench_http_call(struct bench_http *c, const char *req, size_t req_len, int *
 	c->buf[head_len + clen] = '\0';
 	*body = c->buf + head_len;
 	*body_len = clen;
-	if (close_after)
+	if (close_after || c->one_shot)
 		hang_up(c);
 	return 0;
 }

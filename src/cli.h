@@ -93,6 +93,13 @@ struct cli_config_flags {
 	{ "backup-interval-ms", ARG_STR, &(f)->value[CONFIG_BACKUP_INTERVAL_MS], 0, 0, 0 }, \
 	{ "backup-keep", ARG_STR, &(f)->value[CONFIG_BACKUP_KEEP], 0, 0, 0 }, \
 	{ "http-listen", ARG_STR, &(f)->value[CONFIG_HTTP_LISTEN], 0, 0, 0 }, \
+	{ "http-tls-cert", ARG_STR, &(f)->value[CONFIG_HTTP_TLS_CERT], 0, 0, 0 }, \
+	{ "http-tls-key", ARG_STR, &(f)->value[CONFIG_HTTP_TLS_KEY], 0, 0, 0 }, \
+	{ "http-hosts", ARG_STR, &(f)->value[CONFIG_HTTP_HOSTS], 0, 0, 0 }, \
+	{ "http-per-client-max", ARG_STR, &(f)->value[CONFIG_HTTP_PER_CLIENT_MAX], 0, 0, 0 }, \
+	{ "metrics-auth", ARG_STR, &(f)->value[CONFIG_METRICS_AUTH], 0, 0, 0 }, \
+	{ "doors-open-before", ARG_STR, &(f)->value[CONFIG_DOORS_OPEN_BEFORE], 0, 0, 0 }, \
+	{ "doors-close-after", ARG_STR, &(f)->value[CONFIG_DOORS_CLOSE_AFTER], 0, 0, 0 }, \
 	{ "api-key-ttl-ms", ARG_STR, &(f)->value[CONFIG_API_KEY_TTL_MS], 0, 0, 0 }, \
 	{ "log-level", ARG_STR, &(f)->value[CONFIG_LOG_LEVEL], 0, 0, 0 }, \
 	{ "log-file", ARG_STR, &(f)->value[CONFIG_LOG_FILE], 0, 0, 0 }, \

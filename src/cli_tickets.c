@@ -250,7 +250,7 @@ int cli_scan(int argc, char **argv)
 		return rc;
 	if ((r = code_key_path(db_path(db), cli_state_dir(state), keypath, sizeof keypath)) != SD_OK ||
 	    (r = code_key_load(keypath, key)) != SD_OK ||
-	    (r = ticket_scan(db, key, pos[0], &res)) != SD_OK) {
+	    (r = ticket_scan(db, key, pos[0], NULL, &res)) != SD_OK) {
 		db_close(db);
 		memset(key, 0, sizeof key);
 		return cli_fail(r);

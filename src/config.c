@@ -22,7 +22,8 @@
 
 /* ======================== the keys ======================================= */
 
-enum ktype { K_STR, K_PATH, K_INT, K_LEVEL, K_DURABILITY, K_ADDR, K_URL, K_BLOB };
+enum ktype { K_STR, K_PATH, K_INT, K_LEVEL, K_DURABILITY, K_ADDR, K_URL, K_BLOB, K_DUR, K_BOOL,
+	     K_HOSTS };
 
 #define DAY_MS (24LL * 3600 * 1000)
 
@@ -77,6 +78,13 @@ static const struct keydef {
 					0 },
 	[CONFIG_BACKUP_KEEP] = { "backup_keep", K_INT, 1, 10000, "24", 0 },
 	[CONFIG_HTTP_LISTEN] = { "http_listen", K_STR, 0, 0, "127.0.0.1:8080", 0 },
+	[CONFIG_HTTP_TLS_CERT] = { "http_tls_cert", K_PATH, 0, 0, NULL, 0 },
+	[CONFIG_HTTP_TLS_KEY] = { "http_tls_key", K_PATH, 0, 0, NULL, 0 },
+	[CONFIG_HTTP_HOSTS] = { "http_hosts", K_HOSTS, 0, 0, NULL, 0 },
+	[CONFIG_HTTP_PER_CLIENT_MAX] = { "http_per_client_max", K_INT, 1, 1024, "32", 0 },
+	[CONFIG_METRICS_AUTH] = { "metrics_auth", K_BOOL, 0, 0, "off", 0 },
+	[CONFIG_DOORS_OPEN_BEFORE] = { "doors_open_before", K_DUR, 0, 7 * DAY_MS, "3h", 0 },
+	[CONFIG_DOORS_CLOSE_AFTER] = { "doors_close_after", K_DUR, 0, 7 * DAY_MS, "6h", 0 },
 	[CONFIG_API_KEY_TTL_MS] = { "api_key_ttl_ms", K_INT, 1000, 3650 * DAY_MS, "86400000", 0 },
 	[CONFIG_LOG_LEVEL] = { "log_level", K_LEVEL, 0, 0, "info", 1 },
 	[CONFIG_LOG_FILE] = { "log_file", K_PATH, 0, 0, NULL, 1 },
@@ -88,6 +96,39 @@ static const struct keydef {
 	[CONFIG_MAIL_TIMEOUT_MS] = { "mail_timeout_ms", K_INT, CONFIG_TIMEOUT_MS_MIN,
 				     CONFIG_TIMEOUT_MS_MAX, "60000", 0 },
 };
+
+/* special_parse: a duration ("3h"), a switch (on/off) or a list of host
+ * names ("box.local, 192.0.2.10") into *num (the list: its length). */
+static enum sd_result special_parse(enum config_key k, const char *v, const char *origin,
+				    int64_t *num)
+{
+	if (keys[k].type == K_DUR) {
+		if (text_duration_ms(v, num) != 0 || *num < keys[k].min || *num > keys[k].max)
+			return err_set(SD_INVALID, "%s: %s must be a duration like 90m, 3h or 2d, "
+				       "at most 7d", origin, keys[k].name);
+		return SD_OK;
+	}
+	if (keys[k].type == K_BOOL) {
+		if (strcmp(v, "on") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "true") == 0)
+			*num = 1;
+		else if (strcmp(v, "off") == 0 || strcmp(v, "no") == 0 || strcmp(v, "false") == 0)
+			*num = 0;
+		else
+			return err_set(SD_INVALID, "%s: %s must be on or off", origin, keys[k].name);
+		return SD_OK;
+	}
+	*num = 0;
+	for (; *v; (*num)++) {
+		size_t n = strcspn(v, ", ");
+
+		if (n == 0 || n > CONFIG_HOST_MAX)
+			return err_set(SD_INVALID, "%s: %s must be host names or addresses "
+				       "separated by commas", origin, keys[k].name);
+		v += n;
+		v += strspn(v, ", ");
+	}
+	return *num ? SD_OK : err_set(SD_INVALID, "%s: %s names no host", origin, keys[k].name);
+}
 
 /* The flag ("mail-url") and the variable ("STAGEDOOR_MAIL_URL"), derived
  * from the name once. */
@@ -210,6 +251,13 @@ static enum sd_result set_n(struct config *c, enum config_key k, const char *val
 		c->num[k] = num;
 		if (k == CONFIG_MAIL_TIMEOUT_MS)
 			c->mail_timeout_ms = (long)num;
+	} else if (keys[k].type == K_DUR || keys[k].type == K_BOOL || keys[k].type == K_HOSTS) {
+		enum sd_result r = special_parse(k, copy, origin, &c->num[k]);
+
+		if (r != SD_OK) {
+			free(copy);
+			return r;
+		}
 	} else if (keys[k].type == K_LEVEL && log_level_parse(copy) < 0) {
 		free(copy);
 		return err_set(SD_INVALID, "%s: %s must be debug, info, warn, error or off", origin,
@@ -432,6 +480,12 @@ int64_t config_int(const struct config *c, enum config_key k)
 		return c->num[k];
 	if (k == CONFIG_WORKERS)
 		return cores();
+	if (keys[k].def && (keys[k].type == K_DUR || keys[k].type == K_BOOL)) {
+		int64_t v = 0;
+
+		special_parse(k, keys[k].def, "default", &v);
+		return v;
+	}
 	return keys[k].def ? strtoll(keys[k].def, NULL, 10) : 0;
 }
 

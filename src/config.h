@@ -65,6 +65,15 @@ enum config_key {
 	CONFIG_BACKUP_INTERVAL_MS,	/* between two periodic backups */
 	CONFIG_BACKUP_KEEP,		/* the newest good backups kept; older ones pruned */
 	CONFIG_HTTP_LISTEN,		/* the API and dashboard under `run`; "off": none */
+	CONFIG_HTTP_TLS_CERT,		/* the listener's certificate (PEM); unset: plain HTTP */
+	CONFIG_HTTP_TLS_KEY,		/* its private key (PEM, mode 0600) */
+	CONFIG_HTTP_HOSTS,		/* the names a request's Host may carry, by commas;
+					 * default: the listener's address, localhost and
+					 * the certificate's names */
+	CONFIG_HTTP_PER_CLIENT_MAX,	/* open connections per client address */
+	CONFIG_METRICS_AUTH,		/* on: /metrics needs a monitor token */
+	CONFIG_DOORS_OPEN_BEFORE,	/* a door token scans from this long before its event */
+	CONFIG_DOORS_CLOSE_AFTER,	/* until this long after it starts */
 	CONFIG_API_KEY_TTL_MS,		/* how long a client Idempotency-Key is kept */
 	CONFIG_LOG_LEVEL,
 	CONFIG_LOG_FILE,		/* append here instead of stderr; reopened on SIGHUP */
@@ -79,6 +88,7 @@ enum config_key {
 
 #define CONFIG_FILE_DEFAULT "/etc/stagedoor/stagedoor.conf"
 #define CONFIG_LINE_MAX 4096		/* bytes in one line of the file */
+#define CONFIG_HOST_MAX 253		/* bytes of one name in http_hosts */
 #define CONFIG_TIMEOUT_MS_MIN 100L
 #define CONFIG_TIMEOUT_MS_MAX 3600000L	/* one hour */
 #define CONFIG_LEASE_MARGIN_MS 5000L	/* send_tickets lease beyond the mail timeout */

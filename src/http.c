@@ -3,47 +3,122 @@
  *
  * Threads: libmicrohttpd's internal thread pool (HTTP_THREADS threads, epoll
  * on Linux), every connection served by one of them, event-driven: a client
- * that sends half a request holds a socket until the idle timeout, never a
- * thread.  Handlers run on those threads.
+ * that sends half a request holds a socket, never a thread.  Handlers run on
+ * those threads.  One more thread of ours, the sweeper, enforces deadlines.
  *
- * One request, as libmicrohttpd drives it:
+ * One connection, as libmicrohttpd drives it, and the phase we note for it
+ * (struct track, under s->mu):
  *
- *   uri_log (raw URI)        -> struct conn allocated: the raw query kept
- *   access, first call       -> headers known: a Content-Length past
- *                               HTTP_BODY_DISCARD_MAX is refused at once (413)
- *   access, with body bytes  -> appended up to HTTP_BODY_MAX, then discarded
- *                               (counted) up to HTTP_BODY_DISCARD_MAX, then
- *                               the connection is dropped
- *   access, final call       -> 413 if anything was discarded, else the
- *                               dashboard asset or the handler's answer
- *   completed                -> struct conn freed
+ *   notify STARTED      -> track made, phase HEAD since now (before the TLS
+ *                          handshake and the request line)
+ *   uri_log (raw URI)   -> struct conn allocated: the raw query kept
+ *   access, first call  -> headers known: Host and Origin checked (421/403),
+ *                          a Content-Length past HTTP_BODY_DISCARD_MAX
+ *                          refused at once (413); phase BODY since now
+ *   access, body bytes  -> appended up to HTTP_BODY_MAX, then discarded
+ *                          (counted) up to HTTP_BODY_DISCARD_MAX, then the
+ *                          connection is dropped; the bytes counted in track
+ *   access, final call  -> phase BUSY; 413 if anything was discarded, else
+ *                          the dashboard asset or the handler's answer
+ *   completed           -> struct conn freed; phase HEAD since now (the next
+ *                          request on a kept-alive connection)
+ *   notify CLOSED       -> track unlinked and freed
+ *
+ * The sweeper wakes every HTTP_SWEEP_MS and shuts down (shutdown(2), never
+ * close: the descriptor is libmicrohttpd's) every connection past its
+ * deadline: HEAD since + header_timeout; BODY since + header_timeout +
+ * N / body_min_rate (N: the Content-Length, or for a chunked body the bytes
+ * so far); BUSY has none.  libmicrohttpd then sees the socket fail and
+ * closes the connection itself.
+ *
+ * Invariants:
+ *   - A track is on s->conns exactly from STARTED to CLOSED, and its fd is
+ *     open all that time: libmicrohttpd 0.9.75 calls NOTIFY_CLOSED before it
+ *     closes the socket (MHD_cleanup_connections, and the failure path of
+ *     new_connection_process_), and the sweeper shuts sockets down only with
+ *     s->mu held, so it never touches a descriptor that was closed (and
+ *     perhaps reused for the database).
+ *   - The sweeper never cuts a BUSY connection: a handler running or a
+ *     response being written has only the idle timeout.
+ *   - Host and Origin are checked before any asset or handler, once per
+ *     request.
+ *   - The TLS key's bytes live in this process only during
+ *     http_start_opts; they are wiped (explicit_bzero) before it returns.
  *
  * A too-large body is read and thrown away (up to a bound) rather than
  * refused mid-stream, so that the client reads the 413 instead of a reset.
+ * Deadlines use CLOCK_MONOTONIC, not the box's injectable clock: a fake
+ * clock in a test must not cut real sockets.
  */
 #define _GNU_SOURCE
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
 #include "http.h"
 #include "log.h"
 
+#define HTTP_SWEEP_MS 250		/* the sweeper's period */
+#define HTTP_PEM_MAX (1024 * 1024)	/* a certificate or key file, at most */
+#define HTTP_HOST_MAX 256		/* a name in Host, Origin or opts->hosts */
+#define HTTP_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+/* A connection's phase (struct track). */
+enum phase {
+	PH_HEAD,	/* waiting for a request's line and headers: header deadline */
+	PH_BODY,	/* headers in, the body arriving: body deadline */
+	PH_BUSY,	/* the handler runs or the response goes out: no deadline */
+};
+
+#define BODY_UNKNOWN UINT64_MAX	/* track.body_want of a chunked body */
+
+/* One open connection, from accept to close (libmicrohttpd's socket_context). */
+struct track {
+	struct track *prev, *next;	/* on s->conns, under s->mu */
+	int fd;				/* libmicrohttpd's socket: shut down, never closed here */
+	enum phase phase;		/* under s->mu */
+	int64_t since_ms;		/* the phase's start, CLOCK_MONOTONIC */
+	uint64_t body_want;		/* PH_BODY: the Content-Length, or BODY_UNKNOWN */
+	uint64_t body_got;		/* PH_BODY: body bytes received so far */
+	int cut;			/* the sweeper has shut it down */
+};
+
 struct http_server {
 	struct MHD_Daemon *daemon;
 	http_handler_fn fn;		/* the handler */
 	void *arg;			/* its argument */
 	int port;			/* the bound port */
+	int tls;			/* 1: HTTPS */
+	char **hosts;			/* the allowed names, normalized; NULL: the defaults */
+	char **extra;			/* with hosts NULL: names besides the defaults, or NULL */
+	unsigned conn_max;		/* connections at once */
+	unsigned per_client_max;	/* connections per client address */
+	int64_t header_ms;		/* header_timeout_s, in ms */
+	uint64_t body_rate;		/* body_min_rate, bytes/s */
+	pthread_mutex_t mu;		/* guards conns, every track's phase fields, stopping */
+	pthread_cond_t wake;		/* signals the sweeper to stop */
+	struct track *conns;		/* the open connections */
+	int stopping;			/* the sweeper should return */
+	int sweeper_running;		/* sweeper was started (join it) */
+	int sync_ready;			/* mu and wake are initialized */
+	pthread_t sweeper;
 };
 
 /* One request in progress (libmicrohttpd's con_cls). */
@@ -58,9 +133,11 @@ struct conn {
 
 static unsigned timeout_s;		/* 0: HTTP_TIMEOUT_S */
 
-/* The last message libmicrohttpd logged on this thread: http_start names it
- * when the daemon does not start. */
+/* The last message libmicrohttpd logged on this thread, and the last one
+ * about the certificate or key: http_start_opts names them when the daemon
+ * does not start. */
 static _Thread_local char mhd_last[256];
+static _Thread_local char mhd_tls[256];
 
 void http_set_timeout_s(unsigned seconds)
 {
@@ -70,6 +147,352 @@ void http_set_timeout_s(unsigned seconds)
 int http_port(const struct http_server *s)
 {
 	return s ? s->port : 0;
+}
+
+int http_tls(const struct http_server *s)
+{
+	return s ? s->tls : 0;
+}
+
+unsigned http_conn_max(const struct http_server *s)
+{
+	return s ? s->conn_max : 0;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---------------------------------------------------------------------------
+ * Deadlines: the open connections and the sweeper
+ * ------------------------------------------------------------------------ */
+
+static struct track *track_of(struct MHD_Connection *mc)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* track_set: move mc's connection into phase ph, since now. */
+static void track_set(struct http_server *s, struct MHD_Connection *mc, enum phase ph,
+		      uint64_t body_want)
+{
+	struct track *t = track_of(mc);
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&s->mu);
+	t->phase = ph;
+	t->since_ms = mono_ms();
+	t->body_want = body_want;
+	t->body_got = 0;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* track_body: n more body bytes arrived on mc's connection. */
+static void track_body(struct http_server *s, struct MHD_Connection *mc, size_t n)
+{
+	struct track *t = track_of(mc);
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&s->mu);
+	t->body_got += n;
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void on_notify(void *cls, struct MHD_Connection *mc, void **socket_context,
+		      enum MHD_ConnectionNotificationCode code)
+{
+	struct http_server *s = cls;
+	struct track *t;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		*socket_context = NULL;
+		if (!ci)
+			return;
+		if (!(t = calloc(1, sizeof *t))) {
+			/* untracked means no deadline: refuse it instead */
+			shutdown(ci->connect_fd, SHUT_RDWR);
+			return;
+		}
+		t->fd = ci->connect_fd;
+		t->phase = PH_HEAD;
+		t->since_ms = mono_ms();
+		pthread_mutex_lock(&s->mu);
+		t->next = s->conns;
+		if (s->conns)
+			s->conns->prev = t;
+		s->conns = t;
+		pthread_mutex_unlock(&s->mu);
+		*socket_context = t;
+		return;
+	}
+	/* MHD_CONNECTION_NOTIFY_CLOSED: the socket is still open until we return */
+	if (!(t = *socket_context))
+		return;
+	pthread_mutex_lock(&s->mu);
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		s->conns = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	pthread_mutex_unlock(&s->mu);
+	free(t);
+	*socket_context = NULL;
+}
+
+/* deadline: when t is past its time (ms, monotonic), or -1: never. */
+static int64_t deadline(const struct http_server *s, const struct track *t)
+{
+	uint64_t n;
+
+	switch (t->phase) {
+	case PH_HEAD:
+		return t->since_ms + s->header_ms;
+	case PH_BODY:
+		n = t->body_want != BODY_UNKNOWN ? t->body_want : t->body_got;
+		return t->since_ms + s->header_ms + (int64_t)(n * 1000 / s->body_rate);
+	case PH_BUSY:
+		break;
+	}
+	return -1;
+}
+
+/* sweep: shut down every connection past its deadline; s->mu held. */
+static void sweep(struct http_server *s, int64_t now)
+{
+	unsigned head = 0, body = 0;
+	struct track *t;
+
+	for (t = s->conns; t; t = t->next) {
+		int64_t d = deadline(s, t);
+
+		if (t->cut || d < 0 || now <= d)
+			continue;
+		/* the fd is open: CLOSED, which precedes its close, waits for s->mu */
+		shutdown(t->fd, SHUT_RDWR);
+		t->cut = 1;
+		if (t->phase == PH_HEAD)
+			head++;
+		else
+			body++;
+	}
+	if (head || body)
+		log_event(LOG_INFO, "http connections cut", "headers_late=%u body_slow=%u", head,
+			  body);
+}
+
+static void *sweeper_main(void *arg)
+{
+	struct http_server *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	while (!s->stopping) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += HTTP_SWEEP_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&s->wake, &s->mu, &ts);
+		if (!s->stopping)
+			sweep(s, mono_ms());
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------------
+ * Host and Origin
+ * ------------------------------------------------------------------------ */
+
+/*
+ * host_split: the name of a Host value ("box:8080", "[::1]:8080", "Box.")
+ * into out (size HTTP_HOST_MAX): lowercased, IPv6 brackets and one trailing
+ * dot off.  [in] bare6: a bare IPv6 address ("::1") is a name, not
+ * name:port (opts->hosts entries).  [out] *port: the port, -1 when none.
+ * 0, or -1 when v is no name.
+ */
+static int host_split(const char *v, char *out, int bare6, long *port)
+{
+	struct in6_addr a6;
+	const char *end, *rest;
+	int bracket = v[0] == '[';
+	size_t n, i;
+
+	*port = -1;
+	if (bracket) {
+		if (!(end = strchr(v, ']')))
+			return -1;
+		v++;
+		rest = end + 1;
+	} else if (bare6 && strchr(v, ':') != strrchr(v, ':')) {
+		end = rest = v + strlen(v);
+	} else {
+		end = rest = v + strcspn(v, ":");
+	}
+	n = (size_t)(end - v);
+	if (n == 0 || n >= HTTP_HOST_MAX)
+		return -1;
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)v[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' || ch == ':'))
+			return -1;
+		out[i] = (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+	}
+	out[n] = '\0';
+	if (n > 1 && out[n - 1] == '.')
+		out[--n] = '\0';
+	if ((bracket || strchr(out, ':')) && inet_pton(AF_INET6, out, &a6) != 1)
+		return -1;	/* brackets and ':' only for an IPv6 address */
+	if (*rest) {
+		char *e;
+
+		if (rest[0] != ':' || rest[1] < '0' || rest[1] > '9' || strlen(rest) > 6)
+			return -1;
+		*port = strtol(rest + 1, &e, 10);
+		if (*e || *port > 65535)
+			return -1;
+	}
+	return 0;
+}
+
+/* host_equal: two normalized names; IP addresses compared as addresses. */
+static int host_equal(const char *a, const char *b)
+{
+	unsigned char x[16], y[16];
+
+	if (inet_pton(AF_INET6, a, x) == 1 && inet_pton(AF_INET6, b, y) == 1)
+		return memcmp(x, y, 16) == 0;
+	if (inet_pton(AF_INET, a, x) == 1 && inet_pton(AF_INET, b, y) == 1)
+		return memcmp(x, y, 4) == 0;
+	return strcmp(a, b) == 0;
+}
+
+/* local_name: the address the connection reached, as text ("" unknown). */
+static void local_name(struct MHD_Connection *mc, char *out, size_t size)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+
+	out[0] = '\0';
+	if (!ci || getsockname(ci->connect_fd, (struct sockaddr *)&ss, &len) != 0)
+		return;
+	if (ss.ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, out, (socklen_t)size);
+	} else if (ss.ss_family == AF_INET6) {
+		const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+
+		if (IN6_IS_ADDR_V4MAPPED(a))
+			inet_ntop(AF_INET, &a->s6_addr[12], out, (socklen_t)size);
+		else
+			inet_ntop(AF_INET6, a, out, (socklen_t)size);
+	}
+}
+
+/* host_allowed: name (normalized) is one of this box's names for mc. */
+static int host_allowed(const struct http_server *s, struct MHD_Connection *mc,
+			const char *name)
+{
+	static const char *const defaults[] = { "localhost", "127.0.0.1", "::1", NULL };
+	const char *const *h = s->hosts ? (const char *const *)s->hosts : defaults;
+	char local[INET6_ADDRSTRLEN];
+
+	for (; *h; h++)
+		if (host_equal(name, *h))
+			return 1;
+	if (s->hosts)
+		return 0;
+	for (h = (const char *const *)s->extra; h && *h; h++)
+		if (host_equal(name, *h))
+			return 1;
+	local_name(mc, local, sizeof local);
+	return local[0] && host_equal(name, local);
+}
+
+/* origin_allowed: an Origin value is this box's own origin. */
+static int origin_allowed(const struct http_server *s, struct MHD_Connection *mc,
+			  const char *origin)
+{
+	const char *scheme = s->tls ? "https://" : "http://";
+	size_t sl = strlen(scheme);
+	char name[HTTP_HOST_MAX];
+	long port;
+
+	if (strncasecmp(origin, scheme, sl) != 0)
+		return 0;	/* "null", the other scheme, anything else */
+	origin += sl;
+	if (strpbrk(origin, "/?#@ ") || host_split(origin, name, 0, &port) != 0)
+		return 0;
+	if (port < 0)
+		port = s->tls ? 443 : 80;
+	return port == s->port && host_allowed(s, mc, name);
+}
+
+static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char *key,
+				  const char *value)
+{
+	(void)kind;
+	(void)value;
+	if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+		(*(int *)cls)++;
+	return MHD_YES;
+}
+
+static const char HOST_BAD[] =
+	"{\"error\":\"the Host header names no name of this box\",\"field\":\"Host\"}";
+static const char HOST_TWICE[] = "{\"error\":\"more than one Host header\",\"field\":\"Host\"}";
+static const char ORIGIN_BAD[] = "{\"error\":\"cross-origin request refused\",\"field\":\"Origin\"}";
+
+/*
+ * guard: refuse a request from elsewhere (DNS rebinding, CSRF).  0 when it
+ * may go on, else the status to answer with [out] *json.
+ */
+static int guard(const struct http_server *s, struct MHD_Connection *mc, const char *method,
+		 const char **json)
+{
+	const char *host, *origin;
+	char name[HTTP_HOST_MAX];
+	int hosts = 0;
+	long port;
+
+	MHD_get_connection_values(mc, MHD_HEADER_KIND, count_host, &hosts);
+	if (hosts > 1) {
+		*json = HOST_TWICE;
+		return 400;
+	}
+	host = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	/* no Host at all: HTTP/1.0 (libmicrohttpd refuses an HTTP/1.1 request without) */
+	if (host && (host_split(host, name, 0, &port) != 0 || !host_allowed(s, mc, name))) {
+		*json = HOST_BAD;
+		return 421;
+	}
+	if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
+	    strcmp(method, "OPTIONS") == 0)
+		return 0;
+	origin = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Origin");
+	if (origin && !origin_allowed(s, mc, origin)) {
+		*json = ORIGIN_BAD;
+		return 403;
+	}
+	return 0;
 }
 
 /* ---------------------------------------------------------------------------
@@ -86,6 +509,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	n = strlen(mhd_last);
 	while (n > 0 && (mhd_last[n - 1] == '\n' || mhd_last[n - 1] == '.'))
 		mhd_last[--n] = '\0';
+	if (strstr(mhd_last, "x509") || strstr(mhd_last, "certificate"))
+		memcpy(mhd_tls, mhd_last, sizeof mhd_tls);
 	/* Mostly clients misbehaving (resets, bad requests): debug, not noise. */
 	log_event(LOG_DEBUG, "http", "detail=%s", log_quote(q, sizeof q, mhd_last));
 }
@@ -113,10 +538,9 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
 static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
+	struct http_server *s = cls;
 	struct conn *c = *con_cls;
 
-	(void)cls;
-	(void)mc;
 	(void)toe;
 	if (c) {
 		free(c->query);
@@ -124,6 +548,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 		free(c);
 	}
 	*con_cls = NULL;
+	/* the response is out: the next request's headers are due */
+	track_set(s, mc, PH_HEAD, 0);
 }
 
 /* ---------------------------------------------------------------------------
@@ -262,6 +688,7 @@ static enum MHD_Result call_handler(struct http_server *s, struct MHD_Connection
 			   valid_seconds(res.retry_after) ? res.retry_after : NULL, 0);
 }
 
+
 /* body_append: keep up to HTTP_BODY_MAX bytes, count the rest.  0, or -1
  * when out of memory. */
 static int body_append(struct conn *c, const char *data, size_t n)
@@ -291,6 +718,30 @@ static int body_append(struct conn *c, const char *data, size_t n)
 	c->body[c->len] = '\0';
 	return 0;
 }
+/* access_first: the headers are in.  Refuse a request from elsewhere or a
+ * body too large to be worth reading (the connection closes); else start
+ * the body's deadline. */
+static enum MHD_Result access_first(struct http_server *s, struct MHD_Connection *mc,
+				    const char *url, const char *method)
+{
+	const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *json;
+	uint64_t want = cl ? strtoull(cl, NULL, 10) : BODY_UNKNOWN;
+	int status;
+
+	if ((status = guard(s, mc, method, &json)) != 0) {
+		track_set(s, mc, PH_BUSY, 0);
+		log_event(LOG_DEBUG, "http refused", "method=%s status=%d", method, status);
+		return send_error(mc, url, status, json);
+	}
+	if (cl && want > HTTP_BODY_DISCARD_MAX) {
+		track_set(s, mc, PH_BUSY, 0);
+		return send_error(mc, url, 413, TOO_LARGE);
+	}
+	track_set(s, mc, PH_BODY, want);
+	return MHD_YES;
+}
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const char *url,
 				 const char *method, const char *version,
@@ -302,18 +753,16 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
 	const struct http_asset *a;
 
 	(void)version;
-	if (!c)
+	if (!c) {
+		track_set(s, mc, PH_BUSY, 0);
 		return send_error(mc, url, 500, INTERNAL);	/* on_uri had no memory */
+	}
 	if (!c->started) {
-		const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
-							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		c->started = 1;
-		/* Too large to be worth reading: refuse now (the connection closes). */
-		if (cl && strtoull(cl, NULL, 10) > HTTP_BODY_DISCARD_MAX)
-			return send_error(mc, url, 413, TOO_LARGE);
-		return MHD_YES;
+		return access_first(s, mc, url, method);
 	}
 	if (*upload_data_size) {
+		track_body(s, mc, *upload_data_size);
 		if (body_append(c, upload_data, *upload_data_size) != 0)
 			return MHD_NO;
 		*upload_data_size = 0;
@@ -321,6 +770,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
 			return MHD_NO;	/* a stream without end: drop it */
 		return MHD_YES;
 	}
+	/* the whole request is in: from here only the idle timeout applies */
+	track_set(s, mc, PH_BUSY, 0);
 	if (c->discarded)
 		return send_error(mc, url, 413, TOO_LARGE);
 	a = asset_find(method, url);
@@ -404,56 +855,353 @@ static enum sd_result parse_listen(const char *listen, struct sockaddr_storage *
 	return SD_OK;
 }
 
-enum sd_result http_start(const char *listen, http_handler_fn fn, void *arg,
-			  struct http_server **out)
+
+/* is_loopback: 127.0.0.0/8, ::1, or ::ffff:127.0.0.0/104. */
+static int is_loopback(const struct sockaddr_storage *ss)
 {
-	struct sockaddr_storage ss;
-	struct http_server *s;
-	const union MHD_DaemonInfo *info;
-	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
-	enum sd_result r;
-	int ipv6 = 0;
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return 0;
+}
+
+/* pem_wipe: zero and free a buffer that held key bytes; accepts NULL. */
+static void pem_wipe(char *buf, size_t size)
+{
+	if (buf) {
+		explicit_bzero(buf, size);
+		free(buf);
+	}
+}
+
+/*
+ * pem_read: a certificate (key 0) or key (key 1) file, whole, NUL-terminated,
+ * read with read(2) so that no stdio buffer keeps a copy of a key.
+ * [out] *out (malloc'd; the caller wipes a key with pem_wipe), *size: the
+ * bytes allocated.  A key must be a regular file with no group or other
+ * permission bits.
+ */
+static enum sd_result pem_read(const char *path, int key, char **out, size_t *size)
+{
+	const char *what = key ? "key" : "certificate";
+	enum sd_result r = SD_OK;
+	struct stat st;
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	int fd;
 
 	*out = NULL;
-	if (!fn)
-		return err_set(SD_INVALID, "http: no handler");
-	r = parse_listen(listen, &ss, &ipv6);
-	if (r != SD_OK)
+	*size = 0;
+	/* O_NONBLOCK: a FIFO in its place must not hang the start */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0)
+		return err_set(SD_IO, "http: cannot read the TLS %s %s: %s", what, path,
+			       strerror(errno));
+	if (fstat(fd, &st) != 0) {
+		r = err_set(SD_IO, "http: cannot read the TLS %s %s: %s", what, path,
+			    strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = err_set(SD_INVALID, "http: the TLS %s %s is not a regular file", what, path);
+		goto out;
+	}
+	if (key && (st.st_mode & 077)) {
+		r = err_set(SD_INVALID,
+			    "http: the TLS key %s may be read by others (mode %04o): chmod 600 it",
+			    path, (unsigned)(st.st_mode & 07777));
+		goto out;
+	}
+	if (st.st_size <= 0 || st.st_size > HTTP_PEM_MAX) {
+		r = err_set(SD_INVALID, "http: the TLS %s %s is %s", what, path,
+			    st.st_size <= 0 ? "empty" : "too large for a PEM file");
+		goto out;
+	}
+	cap = (size_t)st.st_size + 1;
+	if (!(buf = malloc(cap))) {
+		r = err_set(SD_NOMEM, "http: out of memory");
+		goto out;
+	}
+	while (len < cap - 1) {
+		ssize_t n = read(fd, buf + len, cap - 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = err_set(SD_IO, "http: cannot read the TLS %s %s: %s", what, path,
+				    strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	if (!strstr(buf, key ? "PRIVATE KEY-----" : "-----BEGIN CERTIFICATE-----"))
+		r = err_set(SD_INVALID, "http: the TLS %s %s holds no PEM %s", what, path,
+			    key ? "private key" : "certificate");
+out:
+	close(fd);
+	if (r != SD_OK) {
+		pem_wipe(buf, cap);
 		return r;
+	}
+	*out = buf;
+	*size = cap;
+	return SD_OK;
+}
+
+/*
+ * conn_limit: raise the soft RLIMIT_NOFILE to the hard one, then the
+ * connections we may hold and still keep HTTP_FD_RESERVE descriptors for
+ * the rest of the process.  [out] *nofile: the soft limit in force.
+ */
+static unsigned conn_limit(unsigned long long *nofile)
+{
+	struct rlimit rl;
+	rlim_t soft;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+		*nofile = 0;
+		return HTTP_CONN_MAX;	/* cannot know: libmicrohttpd copes with EMFILE */
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < rl.rlim_max) {
+		struct rlimit up = { rl.rlim_max, rl.rlim_max };
+
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			rl.rlim_cur = rl.rlim_max;
+	}
+	soft = rl.rlim_cur;
+	*nofile = soft == RLIM_INFINITY ? ULLONG_MAX : (unsigned long long)soft;
+	if (soft == RLIM_INFINITY || soft >= (rlim_t)HTTP_CONN_MAX + HTTP_FD_RESERVE)
+		return HTTP_CONN_MAX;
+	if (soft > 2 * HTTP_FD_RESERVE)
+		return (unsigned)(soft - HTTP_FD_RESERVE);
+	return soft >= 2 ? (unsigned)(soft / 2) : 1;	/* a starved process: half */
+}
+
+/* names_copy: a NULL-terminated list of names, normalized, into *out
+ * (NULL stays NULL).  [in] empty_ok: an empty list is allowed. */
+static enum sd_result names_copy(const char *const *names, int empty_ok, char ***out)
+{
+	size_t n = 0, i;
+
+	if (!names)
+		return SD_OK;
+	while (names[n])
+		n++;
+	if (n == 0 && !empty_ok)
+		return err_set(SD_INVALID, "http: the list of host names is empty");
+	if (!(*out = calloc(n + 1, sizeof **out)))
+		return err_set(SD_NOMEM, "http: out of memory");
+	for (i = 0; i < n; i++) {
+		char name[HTTP_HOST_MAX];
+		long port;
+
+		if (host_split(names[i], name, 1, &port) != 0 || port >= 0)
+			return err_set(SD_INVALID,
+				       "http: host name \"%s\": want a name or an address, no port",
+				       names[i]);
+		if (!((*out)[i] = strdup(name)))
+			return err_set(SD_NOMEM, "http: out of memory");
+	}
+	return SD_OK;
+}
+
+static void names_free(char **names)
+{
+	size_t i;
+
+	for (i = 0; names && names[i]; i++)
+		free(names[i]);
+	free(names);
+}
+
+/*
+ * daemon_start: libmicrohttpd on ss with s's limits and, when s->tls, the
+ * certificate and key in memory (read at start only: the caller may wipe
+ * them when this returns).
+ */
+static enum sd_result daemon_start(struct http_server *s, const struct http_opts *o,
+				   struct sockaddr_storage *ss, int ipv6, char *cert, char *key)
+{
+	struct MHD_OptionItem tls[4];
+	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+	int n = 0;
+
 	if (ipv6)
 		flags |= MHD_USE_IPv6;
-	s = calloc(1, sizeof *s);
+	if (s->tls) {
+		flags |= MHD_USE_TLS;
+		tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, cert };
+		tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, key };
+		tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0,
+						    (void *)HTTP_TLS_PRIORITIES };
+	}
+	tls[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+	mhd_last[0] = mhd_tls[0] = '\0';
+	s->daemon = MHD_start_daemon(
+		flags, 0, NULL, NULL, on_access, s,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)ss,
+		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS,
+		MHD_OPTION_CONNECTION_TIMEOUT, timeout_s ? timeout_s : (unsigned)HTTP_TIMEOUT_S,
+		MHD_OPTION_CONNECTION_LIMIT, s->conn_max,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->per_client_max,
+		MHD_OPTION_NOTIFY_CONNECTION, on_notify, (void *)s,
+		MHD_OPTION_URI_LOG_CALLBACK, on_uri, (void *)NULL,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)s,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL,
+		MHD_OPTION_ARRAY, tls,
+		MHD_OPTION_END);
+	if (s->daemon)
+		return SD_OK;
+	if (s->tls && mhd_tls[0])
+		return err_set(SD_INVALID, "http: the TLS certificate %s with the key %s: %s",
+			       o->tls_cert, o->tls_key, mhd_tls);
+	return err_set(SD_IO, "http: cannot listen on %s: %s", o->listen,
+		       mhd_last[0] ? mhd_last : "libmicrohttpd refused to start");
+}
+
+/* server_free: stop the sweeper, then the daemon (every CLOSED runs), free.
+ * Accepts NULL and a half-made server. */
+static void server_free(struct http_server *s)
+{
 	if (!s)
+		return;
+	if (s->sweeper_running) {
+		pthread_mutex_lock(&s->mu);
+		s->stopping = 1;
+		pthread_cond_signal(&s->wake);
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->sweeper, NULL);
+	}
+	if (s->daemon)
+		MHD_stop_daemon(s->daemon);
+	if (s->sync_ready) {
+		pthread_cond_destroy(&s->wake);
+		pthread_mutex_destroy(&s->mu);
+	}
+	names_free(s->hosts);
+	names_free(s->extra);
+	free(s);
+}
+
+/* server_new: a server with o's settings and defaults, its lock made. */
+static enum sd_result server_new(const struct http_opts *o, http_handler_fn fn, void *arg,
+				 struct http_server **out)
+{
+	struct http_server *s;
+	pthread_condattr_t ca;
+
+	if (!(s = calloc(1, sizeof *s)))
 		return err_set(SD_NOMEM, "http: out of memory");
 	s->fn = fn;
 	s->arg = arg;
-	mhd_last[0] = '\0';
-	s->daemon = MHD_start_daemon(
-		flags, 0, NULL, NULL, on_access, s,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS,
-		MHD_OPTION_CONNECTION_TIMEOUT, timeout_s ? timeout_s : (unsigned)HTTP_TIMEOUT_S,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONN_MAX,
-		MHD_OPTION_URI_LOG_CALLBACK, on_uri, (void *)NULL,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)NULL,
-		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL,
-		MHD_OPTION_END);
-	if (!s->daemon) {
+	s->tls = o->tls_cert && *o->tls_cert;
+	s->per_client_max = o->per_client_max ? o->per_client_max : HTTP_PER_CLIENT_MAX;
+	s->header_ms = (int64_t)(o->header_timeout_s ? o->header_timeout_s
+						     : HTTP_HEADER_TIMEOUT_S) * 1000;
+	s->body_rate = o->body_min_rate ? o->body_min_rate : HTTP_BODY_MIN_RATE;
+	if (pthread_condattr_init(&ca) != 0) {
 		free(s);
-		return err_set(SD_IO, "http: cannot listen on %s: %s", listen,
-			       mhd_last[0] ? mhd_last : "libmicrohttpd refused to start");
+		return err_set(SD_NOMEM, "http: no condition variable");
 	}
-	info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	s->port = info ? info->port : 0;
-	log_event(LOG_INFO, "http listening", "listen=%s port=%d", listen, s->port);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (pthread_mutex_init(&s->mu, NULL) != 0) {
+		pthread_condattr_destroy(&ca);
+		free(s);
+		return err_set(SD_NOMEM, "http: no mutex");
+	}
+	if (pthread_cond_init(&s->wake, &ca) != 0) {
+		pthread_condattr_destroy(&ca);
+		pthread_mutex_destroy(&s->mu);
+		free(s);
+		return err_set(SD_NOMEM, "http: no condition variable");
+	}
+	pthread_condattr_destroy(&ca);
+	s->sync_ready = 1;
 	*out = s;
 	return SD_OK;
 }
 
+enum sd_result http_start_opts(const struct http_opts *o, http_handler_fn fn, void *arg,
+			       struct http_server **out)
+{
+	struct sockaddr_storage ss;
+	struct http_server *s = NULL;
+	const union MHD_DaemonInfo *info;
+	char *cert = NULL, *key = NULL;
+	size_t cert_size = 0, key_size = 0;
+	unsigned long long nofile = 0;
+	enum sd_result r;
+	int ipv6 = 0, tls;
+
+	*out = NULL;
+	if (!o || !fn)
+		return err_set(SD_INVALID, "http: no options or no handler");
+	if ((r = parse_listen(o->listen, &ss, &ipv6)) != SD_OK)
+		return r;
+	tls = o->tls_cert && *o->tls_cert;
+	if (tls != (o->tls_key && *o->tls_key))
+		return err_set(SD_INVALID, "http: %s %s without %s: set both http_tls_cert and "
+			       "http_tls_key, or neither", tls ? "the TLS certificate" : "the TLS key",
+			       tls ? o->tls_cert : o->tls_key, tls ? "a key" : "a certificate");
+	if (!tls && !is_loopback(&ss))
+		return err_set(SD_INVALID, "http: listening on %s needs TLS on a venue's network: "
+			       "set http_tls_cert and http_tls_key (`stagedoor tls init` makes "
+			       "them)", o->listen);
+	if ((r = server_new(o, fn, arg, &s)) != SD_OK)
+		return r;
+	if ((r = names_copy(o->hosts, 0, &s->hosts)) != SD_OK ||
+	    (!o->hosts && (r = names_copy(o->hosts_extra, 1, &s->extra)) != SD_OK))
+		goto out;
+	if (tls && ((r = pem_read(o->tls_cert, 0, &cert, &cert_size)) != SD_OK ||
+		    (r = pem_read(o->tls_key, 1, &key, &key_size)) != SD_OK))
+		goto out;
+	s->conn_max = conn_limit(&nofile);
+	/* GnuTLS has parsed the key once the daemon runs: wipe our copy now */
+	r = daemon_start(s, o, &ss, ipv6, cert, key);
+	pem_wipe(key, key_size);
+	key = NULL;
+	if (r != SD_OK)
+		goto out;
+	if (pthread_create(&s->sweeper, NULL, sweeper_main, s) != 0) {
+		r = err_set(SD_NOMEM, "http: cannot start the deadline thread");
+		goto out;
+	}
+	s->sweeper_running = 1;
+	info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	s->port = info ? info->port : 0;
+	log_event(LOG_INFO, "http listening",
+		  "listen=%s port=%d tls=%s conn_max=%u per_client_max=%u header_timeout_s=%u "
+		  "body_min_rate=%u nofile=%llu", o->listen, s->port, s->tls ? "on" : "off",
+		  s->conn_max, s->per_client_max, (unsigned)(s->header_ms / 1000),
+		  (unsigned)s->body_rate, nofile);
+out:
+	pem_wipe(key, key_size);
+	free(cert);
+	if (r != SD_OK) {
+		server_free(s);
+		return r;
+	}
+	*out = s;
+	return SD_OK;
+}
+
+enum sd_result http_start(const char *listen, http_handler_fn fn, void *arg,
+			  struct http_server **out)
+{
+	struct http_opts o;
+
+	memset(&o, 0, sizeof o);
+	o.listen = listen;
+	return http_start_opts(&o, fn, arg, out);
+}
+
 void http_stop(struct http_server *s)
 {
-	if (!s)
-		return;
-	MHD_stop_daemon(s->daemon);
-	free(s);
+	server_free(s);
 }

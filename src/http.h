@@ -11,16 +11,48 @@
  *   GET|HEAD /dashboard.css    src/dashboard/dashboard.css text/css
  *   anything else              the handler (the API: api.h)
  *
- * Invariants:
+ * It is the box's front door on a venue's LAN, where any laptop and any web
+ * page a box-office browser opens can reach it.  What it promises:
+ *
+ *   - Plain HTTP only on loopback (127.0.0.0/8, ::1).  Any other listener
+ *     needs a certificate and key (TLS 1.2 or 1.3 only, nothing older); a
+ *     plain-HTTP request on the TLS port gets no HTTP answer.  The key file
+ *     must be the box user's alone (0600); its bytes are wiped from this
+ *     process's memory once the server has started (GnuTLS keeps its parsed
+ *     copy).  No Strict-Transport-Security: browsers ignore it for an IP
+ *     address, and for a name it would turn a box certificate that lapses
+ *     or is made again into a hard lock-out with no click-through.
+ *   - DNS rebinding and CSRF are refused before the handler or an asset is
+ *     reached: a Host header must name one of the box's names (else 421
+ *     {"error":"the Host header names no name of this box","field":"Host"});
+ *     a request without Host (HTTP/1.0) passes.  A method other than GET,
+ *     HEAD or OPTIONS that carries an Origin must come from this box's
+ *     origin, scheme, allowed name and the listener's port (else 403
+ *     {"error":"cross-origin request refused","field":"Origin"}; "null" is
+ *     foreign).
+ *   - One client cannot lock out the rest:
+ *       * at most per_client_max connections per client IP address (more
+ *         are accepted and closed at once);
+ *       * at most min(HTTP_CONN_MAX, RLIMIT_NOFILE - HTTP_FD_RESERVE)
+ *         connections in all, the soft descriptor limit raised to the hard
+ *         one first, so that the database, the log and the mail keep their
+ *         descriptors and a new client is still accepted;
+ *       * a request's line and headers must arrive within header_timeout_s
+ *         of the connection's start (TLS handshake included) or of the end
+ *         of the previous response on it, however steadily they trickle;
+ *         a body of N bytes within header_timeout_s + N / body_min_rate
+ *         after the headers (chunked: it must keep up with that rate);
+ *         past either deadline the connection is cut;
+ *       * a connection idle for the idle timeout (HTTP_TIMEOUT_S) is closed;
+ *       * a slow client costs a socket, never a thread.
+ *     A handler that runs, or a response on its way out, is never cut by
+ *     the header or body deadline.
  *   - The handler is called once per request, with the whole body, and only
  *     when the body is at most HTTP_BODY_MAX bytes; a larger body gets 413
  *     and the handler never sees it.
  *   - The handler runs on the server's threads, several at once: it must be
  *     thread-safe.  It should not block long: a busy handler holds up the
  *     other connections of its thread (HTTP_THREADS threads serve them all).
- *   - No client can hold the server: a connection idle for the timeout
- *     (HTTP_TIMEOUT_S; a request sent half-way counts as idle) is closed, and
- *     a slow client costs a socket, not a thread.
  *   - Every response carries Content-Type, Content-Length and
  *     X-Content-Type-Options: nosniff; every response under /v1/ carries
  *     Cache-Control: no-store; Retry-After when the handler sets it.
@@ -36,7 +68,13 @@
 #define HTTP_BODY_DISCARD_MAX (1024 * 1024) /* past this a too-large body is not even read */
 #define HTTP_THREADS 8			/* the server's thread pool */
 #define HTTP_TIMEOUT_S 10		/* an idle connection is closed after this */
-#define HTTP_CONN_MAX 1024		/* open connections at once */
+#define HTTP_CONN_MAX 1024		/* open connections at once, at most */
+#define HTTP_FD_RESERVE 128		/* descriptors kept from the connections for the
+					 * database, the log, the mail and the threads */
+#define HTTP_PER_CLIENT_MAX 32		/* open connections per client IP address */
+#define HTTP_HEADER_TIMEOUT_S 10	/* a request line and headers arrive within this */
+#define HTTP_BODY_MIN_RATE 1024		/* bytes/s a request body must keep up, past
+					 * HTTP_HEADER_TIMEOUT_S of grace */
 
 /*
  * One request, as the handler sees it.  Every string is NUL-terminated and
@@ -79,16 +117,52 @@ typedef void (*http_handler_fn)(void *arg, const struct http_request *req,
 struct http_server;
 
 /*
- * http_start: listen on `listen` and serve until http_stop.
- * [in] listen: "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080" (numeric
- *      addresses only, no names); ":8080" is 127.0.0.1:8080 (a box exposes
- *      nothing beyond itself unless told to); port 0 picks a free port
- *      (http_port tells which).
+ * What a server is started with; zeroed fields take the defaults.  The
+ * strings are read during http_start_opts only (copied where kept).
+ */
+struct http_opts {
+	const char *listen;		/* as http_start's listen */
+	const char *tls_cert;		/* PEM file path; NULL or "": plain HTTP (loopback only) */
+	const char *tls_key;		/* PEM file path; a regular file with no group or
+					 * other permission bits (0600); NULL or "" with
+					 * tls_cert: an error */
+	const char *const *hosts;	/* the names a request's Host may carry (no port;
+					 * case-insensitive; "[::1]" or "::1" for IPv6),
+					 * NULL-terminated, at least one; NULL: the address
+					 * the connection reached (the listener's, or for a
+					 * 0.0.0.0 or [::] listener the box address the
+					 * client dialled), "localhost", "127.0.0.1", "::1" */
+	const char *const *hosts_extra;	/* with hosts NULL: names accepted besides the
+					 * defaults (serve: the certificate's names),
+					 * NULL-terminated; NULL: none; ignored when
+					 * hosts is set */
+	unsigned per_client_max;	/* open connections per client IP; 0: HTTP_PER_CLIENT_MAX */
+	unsigned header_timeout_s;	/* 0: HTTP_HEADER_TIMEOUT_S */
+	unsigned body_min_rate;		/* bytes/s; 0: HTTP_BODY_MIN_RATE */
+};
+
+/*
+ * http_start_opts: listen as o says and serve until http_stop.
+ * [in] o: see struct http_opts; o->listen: "127.0.0.1:8080", "[::1]:8080",
+ *      "0.0.0.0:8443" (numeric addresses only, no names); ":8080" is
+ *      127.0.0.1:8080 (a box exposes nothing beyond itself unless told to);
+ *      port 0 picks a free port (http_port tells which).
  * [in] fn, arg: the handler and its argument; fn is called from the server's
  *      threads until http_stop returns.
- * [out] *out: the running server (http_stop frees it).
- * SD_INVALID: a malformed listen address; SD_IO: the address cannot be
- * bound (in use, not ours), the message says which.
+ * [out] *out: the running server (http_stop frees it); NULL on failure.
+ * SD_INVALID: a malformed listen address or hosts entry; a listener beyond
+ * loopback without TLS; a key file that others may read or that is no
+ * regular file, a certificate or key that GnuTLS refuses (the message names
+ * the file).  SD_IO: a certificate or key that cannot be read, an address
+ * that cannot be bound (in use, not ours); the message says which.
+ * Side effect: the process's soft RLIMIT_NOFILE is raised to the hard one.
+ */
+enum sd_result http_start_opts(const struct http_opts *o, http_handler_fn fn, void *arg,
+			       struct http_server **out);
+
+/*
+ * http_start: http_start_opts with only o->listen set: plain HTTP (so
+ * loopback only), the default names, limits and deadlines.
  */
 enum sd_result http_start(const char *listen, http_handler_fn fn, void *arg,
 			  struct http_server **out);
@@ -99,6 +173,12 @@ void http_stop(struct http_server *s);
 
 /* http_port: the port s listens on. */
 int http_port(const struct http_server *s);
+
+/* http_tls: 1 when s serves HTTPS, else 0. */
+int http_tls(const struct http_server *s);
+
+/* http_conn_max: the connection limit s runs with (from RLIMIT_NOFILE). */
+unsigned http_conn_max(const struct http_server *s);
 
 /* http_set_timeout_s: the idle timeout for servers started after this call
  * (tests shorten it; 0: back to HTTP_TIMEOUT_S). */

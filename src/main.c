@@ -9,6 +9,8 @@
 #include "cli_backup.h"
 #include "cli_check.h"
 #include "cli_migrate.h"
+#include "cli_tls.h"
+#include "cli_token.h"
 #include "failpoint.h"
 #include "result.h"
 #include "log.h"
@@ -34,6 +36,9 @@ static const struct {
 	{ "order", cli_order, "sell tickets: order add --event ID --name N --email A --seats N;\n"
 			   "           order show ID [--json]; order pdf ID --out FILE" },
 	{ "scan", cli_scan, "admit a ticket at the door: scan CODE" },
+	{ "token", cli_token, "the API's tokens with roles: token add --role ROLE --name NAME\n"
+			   "           [--event ID] [--expires-in 12h] [--qr]; token ls [--all] [--json];\n"
+			   "           token revoke NAME" },
 	{ "demo", cli_demo, "the whole pipeline on a fresh ./var/demo: demo [--orders N]\n"
 			   "           [--config FILE] [--mail-url URL] ..." },
 	{ "backup", cli_backup, "a consistent copy of a running box: backup DEST;\n"
@@ -42,6 +47,8 @@ static const struct {
 	{ "restore", cli_restore, "a new box from a backup: restore DEST --db PATH" },
 	{ "migrate", cli_migrate, "move a box to PostgreSQL: migrate --from PATH --to postgresql://...\n"
 				   "           [--state-dir DIR] (an empty target; every table, the PDFs)" },
+	{ "tls", cli_tls, "the box CA and the HTTPS certificate in <state dir>/tls:\n"
+			 "           tls init [--name HOST]... [--ip ADDR]... [--renew]; tls show [--json]" },
 	{ "check", cli_check, "the invariants of a drained box, first broken one named: check [--json]" },
 	{ "mail", cli_mail, "send one test message: mail test --to ADDR [--config FILE]\n"
 			   "           [--mail-url URL] [--mail-from ADDR] [--mail-user USER]\n"

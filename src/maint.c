@@ -45,7 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "clientkey.h"
 #include "clock.h"
 #include "fsio.h"
 #include "idem.h"
@@ -212,7 +212,7 @@ enum sd_result maint_tick(struct db *db, const struct maint_opts *o, struct main
 		r = prune_processed(db, now - d.idem_retention_ms, d.batch, st);
 	/* client keys carry their own expiry, set when they were stored */
 	if (r == SD_OK)
-		r = api_prune_keys(db, now, d.batch, &st->api_keys_pruned);
+		r = clientkey_prune(db, now, d.batch, &st->api_keys_pruned);
 	st->idem_pruned = st->processed_pruned + st->api_keys_pruned;
 	/* the checkpoint runs whatever the prunes did: the WAL must not grow
 	 * because a prune hit a busy database */

@@ -11,18 +11,23 @@
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "api.h"
 #include "args.h"
+#include "cert.h"
 #include "cli.h"
+#include "clock.h"
 #include "config.h"
 #include "db.h"
 #include "http.h"
 #include "log.h"
 #include "serve.h"
+#include "tickets.h"
 
 static void glue(void *arg, const struct http_request *req, struct http_response *res)
 {
@@ -90,15 +95,97 @@ static int siblings(void *arg)
 	return n;
 }
 
+#define SERVE_HOSTS_MAX (2 * CERT_NAMES_MAX + 8)
+
 struct serve {
 	struct api *api;
 	struct http_server *srv;
+	char host_buf[SERVE_HOSTS_MAX][CERT_DNS_MAX];	/* the Host names allowed */
+	const char *hosts[SERVE_HOSTS_MAX + 1];		/* pointers into host_buf */
+	int n_hosts;
 };
+
+static void host_add(struct serve *s, const char *name, size_t len)
+{
+	int i;
+
+	if (!len || len >= CERT_DNS_MAX || s->n_hosts == SERVE_HOSTS_MAX)
+		return;
+	memcpy(s->host_buf[s->n_hosts], name, len);
+	s->host_buf[s->n_hosts][len] = '\0';
+	for (i = 0; i < s->n_hosts; i++)
+		if (strcasecmp(s->host_buf[i], s->host_buf[s->n_hosts]) == 0)
+			return;
+	s->hosts[s->n_hosts] = s->host_buf[s->n_hosts];
+	s->hosts[++s->n_hosts] = NULL;
+}
+
+/*
+ * hosts_make: the names a request's Host may carry: http_hosts when set;
+ * else, with a certificate, its names, localhost, the loopback addresses and
+ * the listener's own address (unless it is a wildcard); without one, NULL
+ * (http.h's default: the address the client dialled and the loopback names).
+ * The certificate's expiry is checked here too: a warning 30 days before.
+ */
+static enum sd_result hosts_make(struct serve *s, const struct serve_opts *o)
+{
+	struct cert_info ci;
+	const char *p;
+	enum sd_result r;
+	int64_t days;
+	int i;
+
+	if (o->hosts && *o->hosts) {
+		for (p = o->hosts; *p; p += strspn(p, ", ")) {
+			size_t n = strcspn(p, ", ");
+			host_add(s, p, n);
+			p += n;
+		}
+		return SD_OK;
+	}
+	if (!o->tls_cert || !*o->tls_cert)
+		return SD_OK;
+	if ((r = cert_info_load(o->tls_cert, &ci)) != SD_OK)
+		return r;
+	for (i = 0; i < ci.names.n_dns; i++)
+		host_add(s, ci.names.dns[i], strlen(ci.names.dns[i]));
+	for (i = 0; i < ci.names.n_ip; i++)
+		host_add(s, ci.names.ip[i], strlen(ci.names.ip[i]));
+	host_add(s, "localhost", 9);
+	host_add(s, "127.0.0.1", 9);
+	host_add(s, "::1", 3);
+	if (o->listen && *o->listen && o->listen[0] != ':') {
+		const char *end = o->listen[0] == '[' ? strchr(o->listen, ']') : strrchr(o->listen, ':');
+		const char *start = o->listen + (o->listen[0] == '[');
+
+		if (end && strncmp(start, "0.0.0.0", 7) != 0 && strncmp(start, "::]", 3) != 0)
+			host_add(s, start, (size_t)(end - start));
+	}
+	if (cert_days_left(o->tls_cert, clock_now_ms(), &days) == SD_OK && days < CERT_RENEW_WARN_DAYS)
+		log_event(LOG_WARN, "the HTTPS certificate expires soon; renew it with "
+			  "`stagedoor tls init --renew` and restart", "cert=%s days_left=%lld",
+			  o->tls_cert, (long long)days);
+	return SD_OK;
+}
+
+/* ca_file: the box CA beside a certificate `tls init` made, for /ca.pem */
+static void ca_file(const struct serve_opts *o, char *buf, size_t size)
+{
+	char dir[PATH_MAX];
+	struct cert_paths cp;
+
+	buf[0] = '\0';
+	if (tickets_state_dir(o->db_path, o->state_dir, dir, sizeof dir) == SD_OK &&
+	    cert_paths(dir, &cp) == SD_OK && access(cp.ca_cert, R_OK) == 0)
+		snprintf(buf, size, "%s", cp.ca_cert);
+}
 
 enum sd_result serve_start(const struct serve_opts *o, struct serve **out)
 {
 	struct serve *s;
 	struct api_opts ao;
+	struct http_opts ho;
+	char ca[PATH_MAX];
 	enum sd_result r;
 
 	*out = NULL;
@@ -112,14 +199,28 @@ enum sd_result serve_start(const struct serve_opts *o, struct serve **out)
 	ao.backup_dir = o->backup_dir;
 	ao.backup_interval_ms = o->backup_interval_ms;
 	ao.workers_alive = o->supervised ? siblings : NULL;
+	ao.metrics_auth = o->metrics_auth;
+	ao.doors_open_before_ms = o->doors_open_before_ms;
+	ao.doors_close_after_ms = o->doors_close_after_ms;
+	ca_file(o, ca, sizeof ca);
+	ao.ca_file = ca;
+	memset(&ho, 0, sizeof ho);
+	ho.listen = o->listen;
+	ho.tls_cert = o->tls_cert;
+	ho.tls_key = o->tls_key;
+	ho.per_client_max = o->per_client_max > 0 ? (unsigned)o->per_client_max : 0;
+	if ((r = hosts_make(s, o)) != SD_OK)
+		goto fail;
+	ho.hosts = s->n_hosts ? s->hosts : NULL;
 	if ((r = token_ensure(o->db_path, o->state_dir)) != SD_OK ||
 	    (r = api_open(&ao, &s->api)) != SD_OK ||
-	    (r = http_start(o->listen, glue, s->api, &s->srv)) != SD_OK) {
-		serve_stop(s);
-		return r;
-	}
+	    (r = http_start_opts(&ho, glue, s->api, &s->srv)) != SD_OK)
+		goto fail;
 	*out = s;
 	return SD_OK;
+fail:
+	serve_stop(s);
+	return r;
 }
 
 int serve_port(const struct serve *s)
@@ -177,7 +278,14 @@ int cli_serve(int argc, char **argv)
 						   config_int(&cfg, CONFIG_DISK_WARN_BYTES),
 						   supervised,
 						   config_str(&cfg, CONFIG_BACKUP_DIR),
-						   config_int(&cfg, CONFIG_BACKUP_INTERVAL_MS) },
+						   config_int(&cfg, CONFIG_BACKUP_INTERVAL_MS),
+						   config_str(&cfg, CONFIG_HTTP_TLS_CERT),
+						   config_str(&cfg, CONFIG_HTTP_TLS_KEY),
+						   config_str(&cfg, CONFIG_HTTP_HOSTS),
+						   (int)config_int(&cfg, CONFIG_HTTP_PER_CLIENT_MAX),
+						   (int)config_int(&cfg, CONFIG_METRICS_AUTH),
+						   config_int(&cfg, CONFIG_DOORS_OPEN_BEFORE),
+						   config_int(&cfg, CONFIG_DOORS_CLOSE_AFTER) },
 			     &sv)) != SD_OK) {
 		config_free(&cfg);
 		return cli_fail(r);

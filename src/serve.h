@@ -22,6 +22,14 @@ struct serve_opts {
 					 * it reports them unknown */
 	const char *backup_dir;		/* run's periodic backups; NULL: none */
 	int64_t backup_interval_ms;
+	const char *tls_cert;		/* http_tls_cert; NULL: plain HTTP (loopback only) */
+	const char *tls_key;		/* http_tls_key */
+	const char *hosts;		/* http_hosts, by commas; NULL: the listener's address,
+					 * localhost and the certificate's names */
+	int per_client_max;		/* 0: the server's default */
+	int metrics_auth;		/* 1: /metrics needs a monitor token */
+	int64_t doors_open_before_ms;	/* 0: the API's default */
+	int64_t doors_close_after_ms;
 };
 
 /*

@@ -143,3 +143,31 @@ size_t text_copy(char *dst, size_t size, const char *src)
 	dst[used] = '\0';
 	return used;
 }
+
+int text_duration_ms(const char *s, int64_t *ms)
+{
+	static const struct { const char *unit; int64_t ms; } units[] = {
+		{ "", 1 }, { "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 },
+		{ "d", 86400000 },
+	};
+	int64_t v = 0;
+	size_t i, digits = 0;
+
+	if (!s)
+		return -1;
+	for (; s[digits] >= '0' && s[digits] <= '9'; digits++) {
+		if (v > 100000000000000LL)
+			return -1;
+		v = v * 10 + (s[digits] - '0');
+	}
+	if (!digits)
+		return -1;
+	for (i = 0; i < sizeof units / sizeof units[0]; i++)
+		if (strcmp(s + digits, units[i].unit) == 0) {
+			if (v > 3155760000000LL / units[i].ms)	/* 100 years */
+				return -1;
+			*ms = v * units[i].ms;
+			return 0;
+		}
+	return -1;
+}

@@ -61,4 +61,11 @@ char *text_escape(const char *s);
  */
 size_t text_copy(char *dst, size_t size, const char *src);
 
+/*
+ * text_duration_ms: a duration as people write it: a whole number and a
+ * unit, "500ms", "45s", "90m", "12h", "7d" (a bare number is milliseconds).
+ * -1 when malformed, 0 on success with *ms set (at most 100 years).
+ */
+int text_duration_ms(const char *s, int64_t *ms);
+
 #endif

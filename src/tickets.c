@@ -1028,13 +1028,46 @@ static const char SQL_SCAN_INFO[] =
 	"SELECT t.seat_label, t.scanned_at, o.public_id FROM tickets t JOIN orders o "
 	"ON o.id = t.order_id WHERE t.id = ?1 AND t.event_id = ?2";
 
+/* door_refuses: the door's verdict on a ticket of event_id before any
+ * write: [out] *refused 1 with res filled when it is the wrong event or the
+ * doors are closed. */
+static enum sd_result door_refuses(struct db *db, const struct scan_door *door, int64_t event_id,
+				   int64_t now, struct scan_result *res, int *refused)
+{
+	struct event_view v;
+	enum sd_result r;
+
+	*refused = 0;
+	if (!door || !door->event_id)
+		return SD_OK;
+	if ((r = event_get(db, event_id != door->event_id ? event_id : door->event_id, &v)) !=
+	    SD_OK)
+		return r == SD_NOT_FOUND ? SD_OK : r;	/* no event: the ticket is invalid */
+	res->event_id = v.id;
+	res->event_starts_at = v.starts_at;
+	snprintf(res->event_name, sizeof res->event_name, "%s", v.name);
+	if (event_id != door->event_id) {
+		res->outcome = SCAN_WRONG_EVENT;
+		*refused = 1;
+		return SD_OK;
+	}
+	res->opens_at = v.starts_at - door->open_before_ms;
+	res->closes_at = v.starts_at + door->close_after_ms;
+	if (now < res->opens_at || now > res->closes_at) {
+		res->outcome = SCAN_DOORS_CLOSED;
+		*refused = 1;
+	}
+	return SD_OK;
+}
+
 enum sd_result ticket_scan(struct db *db, const unsigned char key[CODE_KEY_LEN],
-			   const char *code, struct scan_result *res)
+			   const char *code, const struct scan_door *door,
+			   struct scan_result *res)
 {
 	int64_t ticket_id, event_id, now = clock_now_ms();
 	struct db_stmt *st;
 	enum sd_result r;
-	int won = 0, row = 0;
+	int won = 0, row = 0, refused = 0;
 
 	memset(res, 0, sizeof *res);
 	res->outcome = SCAN_INVALID;
@@ -1042,6 +1075,9 @@ enum sd_result ticket_scan(struct db *db, const unsigned char key[CODE_KEY_LEN],
 		return SD_OK;	/* forged, truncated or garbage: invalid, not an error */
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
+	if ((r = door_refuses(db, door, event_id, now, res, &refused)) != SD_OK || refused)
+		goto out;
+	res->outcome = SCAN_INVALID;
 	if (!(st = db_stmt(db, SQL_SCAN))) {
 		r = SD_DB;
 		goto out;

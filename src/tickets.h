@@ -118,18 +118,37 @@ enum sd_result order_add(struct db *db, const struct order_new *o, char *public_
  * text or JSON.  [out] *out (free()). */
 enum sd_result order_show(struct db *db, const char *public_id, int json, char **out);
 
-enum scan_outcome { SCAN_ADMITTED, SCAN_ALREADY, SCAN_INVALID };
+enum scan_outcome { SCAN_ADMITTED, SCAN_ALREADY, SCAN_INVALID, SCAN_WRONG_EVENT,
+		    SCAN_DOORS_CLOSED };
+
+/* Where a scan happens: a door bound to one event, open from open_before_ms
+ * before it starts until close_after_ms after.  NULL or event_id 0: any
+ * event, any time (the operator's scans). */
+struct scan_door {
+	int64_t event_id;
+	int64_t open_before_ms, close_after_ms;
+};
 
 struct scan_result {
 	enum scan_outcome outcome;
 	int64_t scanned_at;		/* when admitted (now, or the first time) */
 	char seat_label[32];
 	char order_id[ORDER_ID_MAX];
+	/* SCAN_WRONG_EVENT: the ticket's event; SCAN_DOORS_CLOSED: the door's,
+	 * with the window */
+	int64_t event_id, event_starts_at, opens_at, closes_at;
+	char event_name[TICKETS_TEXT_MAX + 1];
 };
 
-/* ticket_scan: admit the ticket a code names, once (a conditional update). */
+/*
+ * ticket_scan: admit the ticket a code names, once (a conditional update),
+ * at door (NULL: anywhere).  A ticket of another event than the door's is
+ * SCAN_WRONG_EVENT, and any ticket outside the door's window is
+ * SCAN_DOORS_CLOSED: neither is marked scanned.
+ */
 enum sd_result ticket_scan(struct db *db, const unsigned char key[CODE_KEY_LEN],
-			   const char *code, struct scan_result *res);
+			   const char *code, const struct scan_door *door,
+			   struct scan_result *res);
 
 /* What one event's sales came to, read in one statement from the kept
  * totals (schema 0006_event_totals), whatever the number of orders. */

@@ -7,8 +7,12 @@
  *    its SHA-256 (api_tokens), so a copy of the database admits nobody;
  *  - <state dir>/api.token is the operator's copy of one token: mode 0600
  *    from creation, put atomically so that two racing inits keep one;
- *  - a request is admitted when the SHA-256 of its token is in api_tokens:
- *    every box that shares the database admits every box's token.
+ *  - a request is admitted when the SHA-256 of its token is in api_tokens,
+ *    not revoked and not expired, looked up on every request: every box
+ *    that shares the database admits every box's token, and a revocation
+ *    holds from its commit on, in every process;
+ *  - the names of live tokens are unique (an index), so `token revoke NAME`
+ *    names one.
  */
 #define _GNU_SOURCE
 #include "token.h"
@@ -28,6 +32,7 @@
 #include "code.h"
 #include "db.h"
 #include "fsio.h"
+#include "log.h"
 #include "tickets.h"
 
 
@@ -43,21 +48,13 @@ enum sd_result token_path(const char *db_path, const char *state_dir, char *buf,
 	return SD_OK;
 }
 
-static enum sd_result file_ensure(const char *path, const char *state_dir)
+/* random_hex: a new token, 32 random bytes as 64 hex digits */
+static enum sd_result random_hex(char token[TOKEN_HEX + 1])
 {
 	static const char hexd[] = "0123456789abcdef";
 	unsigned char rnd[TOKEN_HEX / 2];
-	char head[PATH_MAX + 32], hex[TOKEN_HEX];
-	struct stat st;
-	enum sd_result r;
 	size_t got = 0, i;
 
-	if (state_dir && *state_dir && (r = fsio_mkdirs(state_dir, 0)) != SD_OK)
-		return r;
-	if (stat(path, &st) == 0)
-		return SD_OK;
-	if (errno != ENOENT)
-		return err_set(SD_IO, "cannot check token file %s: %s", path, strerror(errno));
 	while (got < sizeof rnd) {
 		ssize_t k = getrandom(rnd + got, sizeof rnd - got, 0);
 		if (k < 0 && errno == EINTR)
@@ -67,13 +64,31 @@ static enum sd_result file_ensure(const char *path, const char *state_dir)
 		got += (size_t)k;
 	}
 	for (i = 0; i < sizeof rnd; i++) {
-		hex[2 * i] = hexd[rnd[i] >> 4];
-		hex[2 * i + 1] = hexd[rnd[i] & 15];
+		token[2 * i] = hexd[rnd[i] >> 4];
+		token[2 * i + 1] = hexd[rnd[i] & 15];
 	}
+	token[TOKEN_HEX] = '\0';
+	explicit_bzero(rnd, sizeof rnd);
+	return SD_OK;
+}
+
+static enum sd_result file_ensure(const char *path, const char *state_dir)
+{
+	char head[PATH_MAX + 32], hex[TOKEN_HEX + 1];
+	struct stat st;
+	enum sd_result r;
+
+	if (state_dir && *state_dir && (r = fsio_mkdirs(state_dir, 0)) != SD_OK)
+		return r;
+	if (stat(path, &st) == 0)
+		return SD_OK;
+	if (errno != ENOENT)
+		return err_set(SD_IO, "cannot check token file %s: %s", path, strerror(errno));
+	if ((r = random_hex(hex)) != SD_OK)
+		return r;
 	snprintf(head, sizeof head, "%s.tmp-%ld-", path, (long)getpid());
 	/* 0600 from creation; link, not rename: two racing inits keep the first */
-	r = fsio_put(path, hex, sizeof hex, head, "", 0600, FSIO_LINK, NULL);
-	explicit_bzero(rnd, sizeof rnd);
+	r = fsio_put(path, hex, TOKEN_HEX, head, "", 0600, FSIO_LINK, NULL);
 	explicit_bzero(hex, sizeof hex);
 	return r;
 }
@@ -121,7 +136,7 @@ out:
 
 static const char SQL_TOKEN_ADD[] =
 	"INSERT INTO api_tokens (sha256, name, role, created_at) VALUES (?1, ?2, 'operator', ?3) "
-	"ON CONFLICT (sha256) DO NOTHING";
+	"ON CONFLICT DO NOTHING";
 
 /* register: the token's SHA-256 in api_tokens, once */
 static enum sd_result token_register(const char *db_path, const char *token)
@@ -134,7 +149,8 @@ static enum sd_result token_register(const char *db_path, const char *token)
 	code_sha256_hex(token, TOKEN_HEX, sha);
 	if (gethostname(host, sizeof host - 1) != 0)
 		snprintf(host, sizeof host, "this box");
-	snprintf(name, sizeof name, "api.token on %s", host);
+	/* the digest's first digits keep two boxes on one host apart */
+	snprintf(name, sizeof name, "api.token on %.100s %.8s", host, sha);
 	if ((r = db_open(db_path, 0, DB_SYNC_FULL, &db)) != SD_OK)
 		return r;
 	if (!(st = db_stmt(db, SQL_TOKEN_ADD))) {
@@ -162,33 +178,241 @@ enum sd_result token_ensure(const char *db_path, const char *state_dir)
 	return r;
 }
 
-static const char SQL_TOKEN_FIND[] = "SELECT 1 FROM api_tokens WHERE sha256 = ?1";
+/* ======================== roles ========================================== */
 
-/* "Bearer <token>": its SHA-256 looked up, so no comparison of the token
- * itself can leak it (every token is 64 digits: its length is no secret) */
-enum sd_result token_admits(struct db *db, const char *hdr, int *ok)
+static const char *const role_names[TOKEN_ROLES] = { "operator", "box_office", "door",
+						     "monitor" };
+
+const char *token_role_name(int role)
 {
-	char sha[CODE_SHA256_HEX + 1];
-	struct db_stmt *st;
-	const char *p;
-	size_t len;
-	enum sd_result r;
+	return role >= 0 && role < TOKEN_ROLES ? role_names[role] : "";
+}
 
-	*ok = 0;
-	if (!hdr || strncasecmp(hdr, "Bearer ", 7) != 0)
-		return SD_OK;
+int token_role_parse(const char *s)
+{
+	int i;
+
+	for (i = 0; s && i < TOKEN_ROLES; i++)
+		if (strcmp(s, role_names[i]) == 0)
+			return i;
+	return TOKEN_NONE;
+}
+
+/* ======================== admitting a request ============================ */
+
+static const char SQL_TOKEN_FIND[] =
+	"SELECT name, role, event_id, expires_at, revoked_at FROM api_tokens WHERE sha256 = ?1";
+static const char SQL_TOKEN_USED[] =
+	"UPDATE api_tokens SET last_used_at = ?2 WHERE sha256 = ?1 AND "
+	"(last_used_at IS NULL OR last_used_at <= ?2 - ?3)";
+
+/* bearer_sha: the SHA-256 of the token in "Bearer <token>", so no
+ * comparison of the token itself can leak it (every token is 64 digits:
+ * its length is no secret).  TOKEN_OK, or why the header names none. */
+static int bearer_sha(const char *hdr, char sha[CODE_SHA256_HEX + 1])
+{
+	const char *p;
+	size_t len, i;
+
+	if (!hdr || !*hdr)
+		return TOKEN_MISSING;
+	if (strncasecmp(hdr, "Bearer ", 7) != 0)
+		return TOKEN_MALFORMED;
 	for (p = hdr + 7; *p == ' '; p++)
 		;
 	len = strlen(p);
 	while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
 		len--;
 	if (len != TOKEN_HEX)
-		return SD_OK;
+		return TOKEN_MALFORMED;
+	for (i = 0; i < len; i++)
+		if (!strchr("0123456789abcdef", p[i]) || !p[i])
+			return TOKEN_MALFORMED;
 	code_sha256_hex(p, len, sha);
+	return TOKEN_OK;
+}
+
+/* mark_used: last_used_at, at most every TOKEN_USED_EVERY_MS; a failure (a
+ * busy or full database) costs the record, never the request */
+static void mark_used(struct db *db, const char *sha, int64_t now)
+{
+	struct db_stmt *st = db_stmt(db, SQL_TOKEN_USED);
+
+	if (!st)
+		return;
+	db_bind_text(st, 1, sha);
+	db_bind_int(st, 2, now);
+	db_bind_int(st, 3, TOKEN_USED_EVERY_MS);
+	if (db_run(st) != SD_OK)
+		log_event(LOG_DEBUG, "token use not recorded", "err=%s", err_msg());
+}
+
+enum sd_result token_lookup(struct db *db, const char *hdr, int64_t now, struct token_grant *g,
+			    int *why)
+{
+	char sha[CODE_SHA256_HEX + 1];
+	struct db_stmt *st;
+	enum sd_result r;
+	int row = 0;
+
+	memset(g, 0, sizeof *g);
+	g->role = TOKEN_NONE;
+	if ((*why = bearer_sha(hdr, sha)) != TOKEN_OK)
+		return SD_OK;
 	if (!(st = db_stmt(db, SQL_TOKEN_FIND)))
 		return SD_DB;
 	db_bind_text(st, 1, sha);
-	r = db_step(st, ok);
+	if ((r = db_step(st, &row)) != SD_OK)
+		return r;
+	if (!row)
+		*why = TOKEN_UNKNOWN;
+	else if (!db_col_is_null(st, 4))
+		*why = TOKEN_REVOKED;
+	else if (!db_col_is_null(st, 3) && db_col_int(st, 3) <= now)
+		*why = TOKEN_EXPIRED;
+	else if ((g->role = token_role_parse(db_col_text(st, 1))) == TOKEN_NONE)
+		*why = TOKEN_UNKNOWN;	/* a role this binary does not know */
+	else {
+		snprintf(g->name, sizeof g->name, "%s", db_col_text(st, 0));
+		g->event_id = db_col_is_null(st, 2) ? 0 : db_col_int(st, 2);
+	}
 	db_reset(st);
+	if (*why != TOKEN_OK) {
+		g->role = TOKEN_NONE;
+		return SD_OK;
+	}
+	mark_used(db, sha, now);
+	return SD_OK;
+}
+
+/* ======================== token add, ls, revoke ========================== */
+
+static const char SQL_TOKEN_NEW[] =
+	"INSERT INTO api_tokens (sha256, name, role, event_id, created_at, expires_at) "
+	"VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING";
+static const char SQL_EVENT_THERE[] = "SELECT 1 FROM events WHERE id = ?1";
+static const char SQL_TOKEN_LIST[] =
+	"SELECT name, role, event_id, created_at, expires_at, last_used_at, revoked_at "
+	"FROM api_tokens WHERE ?1 = 1 OR (revoked_at IS NULL AND "
+	"(expires_at IS NULL OR expires_at > ?2)) ORDER BY name, created_at";
+static const char SQL_TOKEN_REVOKE[] =
+	"UPDATE api_tokens SET revoked_at = ?2 WHERE name = ?1 AND revoked_at IS NULL";
+
+static enum sd_result token_new_valid(const struct token_new *t, int64_t now)
+{
+	if (!t->name || !*t->name || strlen(t->name) > TOKEN_NAME_MAX)
+		return err_set(SD_INVALID, "a token's name must be 1 to %d bytes", TOKEN_NAME_MAX);
+	if (tickets_text_valid("name", t->name) != SD_OK)
+		return SD_INVALID;
+	if (t->role < 0 || t->role >= TOKEN_ROLES)
+		return err_set(SD_INVALID, "the role must be operator, box_office, door or monitor");
+	if (t->event_id < 0 || (t->event_id && t->role != TOKEN_DOOR))
+		return err_set(SD_INVALID, "only a door token is bound to an event");
+	if (t->expires_at && t->expires_at <= now)
+		return err_set(SD_INVALID, "the expiry must be in the future");
+	return SD_OK;
+}
+
+static enum sd_result event_there(struct db *db, int64_t event_id)
+{
+	struct db_stmt *st = db_stmt(db, SQL_EVENT_THERE);
+	enum sd_result r;
+	int row = 0;
+
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, event_id);
+	r = db_step(st, &row);
+	db_reset(st);
+	if (r == SD_OK && !row)
+		r = err_set(SD_NOT_FOUND, "no event %lld", (long long)event_id);
+	return r;
+}
+
+enum sd_result token_add(struct db *db, const struct token_new *t, int64_t now,
+			 char token[TOKEN_HEX + 1])
+{
+	char sha[CODE_SHA256_HEX + 1];
+	struct db_stmt *st;
+	enum sd_result r;
+
+	token[0] = '\0';
+	if ((r = token_new_valid(t, now)) != SD_OK || (r = random_hex(token)) != SD_OK)
+		return r;
+	code_sha256_hex(token, TOKEN_HEX, sha);
+	if ((r = db_begin(db)) != SD_OK)
+		goto out;
+	if (t->event_id && (r = event_there(db, t->event_id)) != SD_OK)
+		goto end;
+	if (!(st = db_stmt(db, SQL_TOKEN_NEW))) {
+		r = SD_DB;
+		goto end;
+	}
+	db_bind_text(st, 1, sha);
+	db_bind_text(st, 2, t->name);
+	db_bind_text(st, 3, token_role_name(t->role));
+	if (t->event_id)
+		db_bind_int(st, 4, t->event_id);
+	else
+		db_bind_null(st, 4);
+	db_bind_int(st, 5, now);
+	if (t->expires_at)
+		db_bind_int(st, 6, t->expires_at);
+	else
+		db_bind_null(st, 6);
+	if ((r = db_run(st)) == SD_OK && db_changes(db) != 1)
+		r = err_set(SD_INVALID, "a token named '%s' exists already (token revoke it, or "
+			    "choose another name)", t->name);
+end:
+	r = db_end(db, r);
+out:
+	if (r != SD_OK)
+		explicit_bzero(token, TOKEN_HEX + 1);
+	return r;
+}
+
+static int64_t col_or_0(struct db_stmt *st, int i)
+{
+	return db_col_is_null(st, i) ? 0 : db_col_int(st, i);
+}
+
+enum sd_result token_each(struct db *db, int all, int64_t now,
+			  void (*fn)(const struct token_row *row, void *arg), void *arg)
+{
+	struct db_stmt *st = db_stmt(db, SQL_TOKEN_LIST);
+	struct token_row t;
+	enum sd_result r;
+	int row = 0;
+
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, all ? 1 : 0);
+	db_bind_int(st, 2, now);
+	while ((r = db_step(st, &row)) == SD_OK && row) {
+		memset(&t, 0, sizeof t);
+		snprintf(t.name, sizeof t.name, "%s", db_col_text(st, 0));
+		t.role = token_role_parse(db_col_text(st, 1));
+		t.event_id = col_or_0(st, 2);
+		t.created_at = col_or_0(st, 3);
+		t.expires_at = col_or_0(st, 4);
+		t.last_used_at = col_or_0(st, 5);
+		t.revoked_at = col_or_0(st, 6);
+		fn(&t, arg);
+	}
+	db_reset(st);
+	return r;
+}
+
+enum sd_result token_revoke(struct db *db, const char *name, int64_t now)
+{
+	struct db_stmt *st = db_stmt(db, SQL_TOKEN_REVOKE);
+	enum sd_result r;
+
+	if (!st)
+		return SD_DB;
+	db_bind_text(st, 1, name);
+	db_bind_int(st, 2, now);
+	if ((r = db_run(st)) == SD_OK && db_changes(db) == 0)
+		r = err_set(SD_NOT_FOUND, "no live token is named '%s' (token ls lists them)", name);
 	return r;
 }

@@ -1,22 +1,65 @@
 /*
- * token.h: the API's bearer tokens.
+ * token.h: the API's bearer tokens and their roles.
  *
- * init makes <state dir>/api.token (the operator's token: 32 random bytes
- * as 64 hex digits, mode 0600) and records its SHA-256 in the database; a
- * request's "Authorization: Bearer <token>" is admitted when its SHA-256 is
- * recorded there.  Several boxes sharing one PostgreSQL database admit each
- * other's tokens; no token is stored, logged or compared in the clear.
+ * init makes <state dir>/api.token (the operator's bootstrap token: 32
+ * random bytes as 64 hex digits, mode 0600) and records its SHA-256 in the
+ * database; `token add` makes more, each with a role (operator, box_office,
+ * door, monitor), a unique name, an optional event (door tokens) and an
+ * optional expiry, printed once and stored only as its SHA-256.  A
+ * request's "Authorization: Bearer <token>" is looked up by SHA-256 on
+ * every request, so a revoked or expired token is refused at once by every
+ * server process and every box sharing the database; no token is stored,
+ * logged or compared in the clear.
  */
 #ifndef SD_TOKEN_H
 #define SD_TOKEN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "result.h"
 
 #define TOKEN_HEX 64			/* 32 random bytes, hex */
+#define TOKEN_NAME_MAX 200		/* bytes of a token's name */
+#define TOKEN_USED_EVERY_MS 60000	/* last_used_at is written at most this often */
 
 struct db;
+
+/* The roles; TOKEN_NONE: no token (a public route). */
+enum token_role { TOKEN_NONE = -1, TOKEN_OPERATOR, TOKEN_BOX_OFFICE, TOKEN_DOOR, TOKEN_MONITOR,
+		  TOKEN_ROLES };
+
+/* Why a token was not admitted. */
+enum token_refusal { TOKEN_OK, TOKEN_MISSING, TOKEN_MALFORMED, TOKEN_UNKNOWN, TOKEN_EXPIRED,
+		     TOKEN_REVOKED };
+
+/* What an admitted token grants. */
+struct token_grant {
+	int role;			/* enum token_role */
+	int64_t event_id;		/* a door's event; 0: every event */
+	char name[TOKEN_NAME_MAX + 1];
+};
+
+/* A token as `token ls` shows it. */
+struct token_row {
+	char name[TOKEN_NAME_MAX + 1];
+	int role;
+	int64_t event_id;		/* 0: none */
+	int64_t created_at, expires_at, last_used_at, revoked_at;	/* 0: none */
+};
+
+/* What `token add` asks for. */
+struct token_new {
+	const char *name;		/* 1..TOKEN_NAME_MAX bytes of text */
+	int role;			/* enum token_role */
+	int64_t event_id;		/* 0, or an event (door tokens only) */
+	int64_t expires_at;		/* 0: never */
+};
+
+/* token_role_name: "operator", "box_office", "door", "monitor"; "" else. */
+const char *token_role_name(int role);
+/* token_role_parse: the role named s, or TOKEN_NONE. */
+int token_role_parse(const char *s);
 
 /* token_path: "<state dir>/api.token" into buf. */
 enum sd_result token_path(const char *db_path, const char *state_dir, char *buf, size_t size);
@@ -28,9 +71,32 @@ enum sd_result token_path(const char *db_path, const char *state_dir, char *buf,
  */
 enum sd_result token_ensure(const char *db_path, const char *state_dir);
 
-/* token_admits: [out] *ok 1 when hdr ("Bearer <token>") names a recorded
- * token, 0 when not (or hdr is NULL or malformed); SD_OK unless the
- * database failed. */
-enum sd_result token_admits(struct db *db, const char *hdr, int *ok);
+/*
+ * token_lookup: the grant of the token hdr ("Bearer <token>") names.
+ * [out] *why TOKEN_OK with *g filled, or why not (no header, not a bearer
+ * token of 64 hex digits, not recorded, expired at or before now, revoked).
+ * Marks the token used (at most every TOKEN_USED_EVERY_MS; a failure to
+ * mark it is logged, not the request's).  SD_OK unless the database failed.
+ */
+enum sd_result token_lookup(struct db *db, const char *hdr, int64_t now, struct token_grant *g,
+			    int *why);
+
+/*
+ * token_add: a new token for t, recorded as its SHA-256.  [out] token: the
+ * token, 64 hex digits (shown once, never kept).  SD_INVALID for a bad
+ * name, role, event binding or expiry, and when a live token has the
+ * name already; SD_NOT_FOUND when the event does not exist.
+ */
+enum sd_result token_add(struct db *db, const struct token_new *t, int64_t now,
+			 char token[TOKEN_HEX + 1]);
+
+/* token_each: fn for every token, by name; all = 0: only the live ones (not
+ * revoked, not expired at now). */
+enum sd_result token_each(struct db *db, int all, int64_t now,
+			  void (*fn)(const struct token_row *row, void *arg), void *arg);
+
+/* token_revoke: the live token named name is refused from now on.
+ * SD_NOT_FOUND when no live token has that name. */
+enum sd_result token_revoke(struct db *db, const char *name, int64_t now);
 
 #endif

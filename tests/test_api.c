@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "clientkey.h"
 #include "maint.h"
 #include "clock.h"
 #include "code.h"
@@ -262,16 +263,16 @@ static void test_auth(void **state)
 	order_body(body, sizeof body, 1, 1);
 	expect(&(struct req){ "POST", "/v1/events", NULL, NULL, NULL, JSON,
 			      "{\"name\":\"a\",\"venue\":\"b\",\"starts_at\":\"2026-01-01T00:00Z\","
-			      "\"capacity\":5}" }, 401, "");
-	expect(&(struct req){ "POST", "/v1/events", NULL, wrong, NULL, JSON, "{}" }, 401, "");
-	expect(&(struct req){ "POST", "/v1/orders", NULL, NULL, "k1", JSON, body }, 401, "");
-	expect(&(struct req){ "POST", "/v1/orders", NULL, wrong, "k1", JSON, body }, 401, "");
-	expect(&(struct req){ "POST", "/v1/orders", NULL, "Basic abc", "k1", JSON, body }, 401, "");
-	expect(&(struct req){ "POST", "/v1/orders", NULL, F.auth + 7, "k1", JSON, body }, 401, "");
+			      "\"capacity\":5}" }, 401, "Authorization");
+	expect(&(struct req){ "POST", "/v1/events", NULL, wrong, NULL, JSON, "{}" }, 401, "Authorization");
+	expect(&(struct req){ "POST", "/v1/orders", NULL, NULL, "k1", JSON, body }, 401, "Authorization");
+	expect(&(struct req){ "POST", "/v1/orders", NULL, wrong, "k1", JSON, body }, 401, "Authorization");
+	expect(&(struct req){ "POST", "/v1/orders", NULL, "Basic abc", "k1", JSON, body }, 401, "Authorization");
+	expect(&(struct req){ "POST", "/v1/orders", NULL, F.auth + 7, "k1", JSON, body }, 401, "Authorization");
 	expect(&(struct req){ "POST", "/v1/scan", NULL, NULL, NULL, JSON, "{\"code\":\"x\"}" },
-	       401, "");
+	       401, "Authorization");
 	for (i = 0; i < sizeof paths / sizeof paths[0]; i++)
-		expect(&(struct req){ paths[i][0], paths[i][1] }, 401, "");
+		expect(&(struct req){ paths[i][0], paths[i][1] }, 401, "Authorization");
 	assert_int_equal(COUNT("SELECT count(*) FROM events"), 0);
 	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 0);
 	assert_int_equal(COUNT("SELECT count(*) FROM api_keys"), 0);
@@ -289,16 +290,16 @@ static void test_token_recorded_by_another_box(void **state)
 
 	(void)state;
 	snprintf(auth, sizeof auth, "Bearer %s", other);
-	expect(&(struct req){ "GET", "/v1/stats", NULL, auth }, 401, "");
+	expect(&(struct req){ "GET", "/v1/stats", NULL, auth }, 401, "Authorization");
 	code_sha256_hex(other, strlen(other), sha);
-	snprintf(sql, sizeof sql, "INSERT INTO api_tokens (sha256, name, created_at) VALUES "
-		 "('%s', 'api.token on box-b', 1)", sha);
+	snprintf(sql, sizeof sql, "INSERT INTO api_tokens (sha256, name, role, created_at) VALUES "
+		 "('%s', 'api.token on box-b', 'operator', 1)", sha);
 	assert_int_equal(db_exec(F.env->db, sql), SD_OK);
 	expect(&(struct req){ "GET", "/v1/stats", NULL, auth }, 200, NULL);
 	expect(&(struct req){ "GET", "/v1/stats", NULL, F.auth }, 200, NULL);
 	assert_int_equal(db_exec(F.env->db, "DELETE FROM api_tokens WHERE name = 'api.token on box-b'"),
 			 SD_OK);
-	expect(&(struct req){ "GET", "/v1/stats", NULL, auth }, 401, "");
+	expect(&(struct req){ "GET", "/v1/stats", NULL, auth }, 401, "Authorization");
 }
 
 /* ======================== events ========================================= */
@@ -603,7 +604,7 @@ static void test_key_expiry(void **state)
 	post_order("k-exp", body, &a);
 	assert_int_equal(a.status, 201);
 	api_response_free(&a);
-	assert_int_equal(api_prune_keys(F.env->db, clock_now_ms(), 100, &n), SD_OK);
+	assert_int_equal(clientkey_prune(F.env->db, clock_now_ms(), 100, &n), SD_OK);
 	assert_int_equal(n, 0);
 	clock_fake_advance(60000);
 	/* the maintenance pass prunes it */
@@ -1123,7 +1124,7 @@ static void test_dashboard_extras(void **state)
 	expect(&(struct req){ "GET", "/v1/orders", "recent=0", F.auth }, 400, "recent");
 	expect(&(struct req){ "GET", "/v1/orders", "recent=101", F.auth }, 400, "recent");
 	expect(&(struct req){ "GET", "/v1/orders", "recent=x", F.auth }, 400, "recent");
-	expect(&(struct req){ "GET", "/v1/orders", "recent=1", NULL }, 401, "");
+	expect(&(struct req){ "GET", "/v1/orders", "recent=1", NULL }, 401, "Authorization");
 
 	/* a leased job says how long its lease has left, on the server's clock */
 	assert_int_equal(queue_enqueue(F.env->db, &e1, NULL), SD_OK);

@@ -28,10 +28,12 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "token.h"
 
 #define OUT_MAX (16 * 1024)
 #define NODE_MODULES "tests/browser/node_modules/playwright-core"
 #define SCRIPT "tests/browser/dashboard.mjs"
+#define ROLES_SCRIPT "tests/browser/roles.mjs"
 #define OUT_DIR "build/test-output"
 
 /* Generous: the sanitizer build and a shared two-core machine are slow. */
@@ -160,6 +162,36 @@ static void copy_file(const char *from, const char *to)
 	free(data);
 }
 
+/* roles_in_a_browser: the page as a box office's, a door's (bound to event
+ * ev) and a monitor's token see it (tests/browser/roles.mjs). */
+static void roles_in_a_browser(const struct tu_env *e, const char *url, const char *ev,
+			       const char *log)
+{
+	static const char *const roles[] = { "box_office", "door", "monitor" };
+	char nlog[512], shot[512], token[TOKEN_HEX + 1];
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof roles / sizeof roles[0]; i++) {
+		int door = strcmp(roles[i], "door") == 0;
+
+		if (RUN("token", "add", "--role", roles[i], "--name", roles[i], "--db", e->db_path,
+			door ? "--event" : NULL, ev, NULL) != 0)
+			fail_msg("token add --role %s: %s", roles[i], err);
+		assert_true(strlen(out) > TOKEN_HEX && out[TOKEN_HEX] == '\n');
+		snprintf(token, sizeof token, "%.*s", TOKEN_HEX, out);
+		snprintf(nlog, sizeof nlog, "%s/roles-%s.log", e->dir, roles[i]);
+		snprintf(shot, sizeof shot, "%s/roles-%s.png", e->dir, roles[i]);
+		rc = node((const char *const[]){ "node", ROLES_SCRIPT, url, token, roles[i], shot,
+						 NULL }, nlog, BROWSER_MS);
+		if (rc != 0) {
+			char *text = text_of(nlog), *rlog = text_of(log);
+			tu_fail_free(text, rlog, "node %s %s exited %d:\n%s\n--- run.log:\n%s",
+				     ROLES_SCRIPT, roles[i], rc, text, rlog);
+		}
+	}
+}
+
 static void test_dashboard_in_a_browser(void **state)
 {
 	const struct tu_env *e = *state;
@@ -235,6 +267,7 @@ static void test_dashboard_in_a_browser(void **state)
 		 strstr(tu_bin(), "/san/") ? "dashboard-san.png" : "dashboard.png");
 	copy_file(shot, keep);
 
+	roles_in_a_browser(e, url, ev, log);
 	kill(run, SIGTERM);
 	assert_int_equal(tu_reap(run, 60000, "run"), 0);
 }

@@ -5,7 +5,10 @@
  * split from the path, the headers passed through, the 64 KiB body limit
  * (413 without calling the handler), the headers every response carries, a
  * client that sends half a request while others are served, and many
- * requests at once.
+ * requests at once.  The server is told its name is "box" (http_opts.hosts),
+ * the Host every request here sends.  What guards the front door on a LAN
+ * (TLS, Host and Origin, deadlines, per-client and global limits) is
+ * tests/test_frontdoor.c.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -282,12 +285,25 @@ static void check_common(const struct reply *r)
 static struct http_server *srv;
 static int port;
 
+/* The requests below name the box "box" (Host: box): the name it is given. */
+static const char *const box_hosts[] = { "box", NULL };
+
+static enum sd_result start_box(void)
+{
+	struct http_opts o;
+
+	memset(&o, 0, sizeof o);
+	o.listen = "127.0.0.1:0";
+	o.hosts = box_hosts;
+	return http_start_opts(&o, fake_handler, &seen, &srv);
+}
+
 static int setup(void **state)
 {
 	(void)state;
 	seen_reset();
-	if (http_start("127.0.0.1:0", fake_handler, &seen, &srv) != SD_OK) {
-		fprintf(stderr, "http_start: %s\n", err_msg());
+	if (start_box() != SD_OK) {
+		fprintf(stderr, "http_start_opts: %s\n", err_msg());
 		return -1;
 	}
 	port = http_port(srv);
@@ -640,7 +656,7 @@ static void test_slow_client(void **state)
 	(void)state;
 	http_stop(srv);
 	http_set_timeout_s(2);
-	assert_int_equal(http_start("127.0.0.1:0", fake_handler, &seen, &srv), SD_OK);
+	assert_int_equal(start_box(), SD_OK);
 	port = http_port(srv);
 
 	for (i = 0; i < 4; i++) {

@@ -54,7 +54,11 @@
  * #events-list tr[data-event-id] td.sold,
  * #leased-list tr[data-job-id] td.age[data-ms] (lease_age_ms as given),
  * #dead-list tr[data-job-id][data-dead-id] button.retry, #orders-list, #scan-code,
- * #scan-go, #scan-result, #status (data-refreshed counts refreshes).
+ * #scan-go, #scan-result, #status (data-refreshed counts refreshes), #role (the
+ * token's role and name), body[data-role], and the sections #queue, #scan,
+ * #events, #leases, #dead, #orders (hidden when the role may not read them).
+ *   GET /v1/whoami -> {"role":"operator|box_office|door|monitor", "name":"...",
+ *                      "event_id":N|null}
  */
 'use strict';
 
@@ -188,7 +192,10 @@
       return tr;
     }));
 
-    const events = s.events || [];
+    showEvents(s.events || []);
+  }
+
+  function showEvents(events) {
     eventNames = new Map(events.map((e) => [e.id, e.name]));
     fillRows($('events-list'), null, events.map((e) => {
       const tr = el('tr');
@@ -305,9 +312,12 @@
     out.textContent = '…';
     try {
       const r = await api('POST', '/v1/scan', { code });
-      const words = { admitted: 'ADMITTED', already_scanned: 'ALREADY SCANNED', invalid: 'INVALID' };
+      const words = { admitted: 'ADMITTED', already_scanned: 'ALREADY SCANNED', invalid: 'INVALID',
+                      wrong_event: 'WRONG EVENT', doors_closed: 'DOORS CLOSED' };
       let text = words[r.result] || String(r.result);
       if (r.result === 'already_scanned' && r.scanned_at) text += ' at ' + when(r.scanned_at);
+      if ((r.result === 'wrong_event' || r.result === 'doors_closed') && r.event)
+        text += ': ' + r.event.name + ', ' + when(r.event.starts_at_ms);
       out.textContent = text;
       out.className = 'scan-result ' + (words[r.result] ? r.result : 'error');
       $('scan-code').value = '';
@@ -332,21 +342,56 @@
     else setStatus(e.message, true);
   }
 
+  /* What each role's token may see (the API's route table says the same):
+   * a section the role cannot read is hidden, and its data never asked for. */
+  const SECTIONS = {
+    operator: ['queue', 'scan', 'events', 'leases', 'dead', 'orders'],
+    box_office: ['events', 'orders'],
+    door: ['scan', 'events'],
+    monitor: ['queue', 'events'],
+  };
+  const ALL_SECTIONS = SECTIONS.operator;
+  let me = null;   /* GET /v1/whoami for the token in use */
+
+  function showRole() {
+    const can = SECTIONS[me.role] || [];
+    for (const id of ALL_SECTIONS) $(id).hidden = !can.includes(id);
+    /* an unbound door token reads no event's counts */
+    if (me.role === 'door' && !me.event_id) $('events').hidden = true;
+    $('role').textContent = me.role.replace('_', ' ') + ': ' + me.name;
+    document.body.dataset.role = me.role;
+  }
+
+  async function load() {
+    const can = SECTIONS[me.role] || [];
+    const want = (id) => can.includes(id) && !$(id).hidden;
+    const [stats, leased, dead, orders, events] = await Promise.all([
+      want('queue') ? api('GET', '/v1/stats') : null,
+      want('leases') ? api('GET', '/v1/jobs?state=leased') : null,
+      want('dead') ? api('GET', '/v1/jobs?state=dead') : null,
+      want('orders') ? api('GET', '/v1/orders?recent=20') : null,
+      want('events') && !want('queue')
+        ? (me.event_id ? api('GET', '/v1/events/' + me.event_id).then((e) => ({ events: [e] }))
+                       : api('GET', '/v1/events'))
+        : null,
+    ]);
+    if (stats) showStats(stats);
+    if (events) showEvents(events.events || []);
+    if (leased) showLeased(leased.jobs || []);
+    if (dead) showDead(dead.jobs || []);
+    if (orders) showOrders(orders.orders || []);
+  }
+
   async function refresh() {
     clearTimeout(timer);
     timer = null;
     if (!token()) return askToken('');
     try {
-      const [stats, leased, dead, orders] = await Promise.all([
-        api('GET', '/v1/stats'),
-        api('GET', '/v1/jobs?state=leased'),
-        api('GET', '/v1/jobs?state=dead'),
-        api('GET', '/v1/orders?recent=20'),
-      ]);
-      showStats(stats || {});
-      showLeased((leased && leased.jobs) || []);
-      showDead((dead && dead.jobs) || []);
-      showOrders((orders && orders.orders) || []);
+      if (!me) {
+        me = await api('GET', '/v1/whoami');
+        showRole();
+      }
+      await load();
       refreshes++;
       $('status').dataset.refreshed = String(refreshes);
       setStatus('updated ' + new Date().toLocaleTimeString());
@@ -362,6 +407,7 @@
     clearTimeout(timer);
     timer = null;
     sessionStorage.removeItem(TOKEN_KEY);
+    me = null;
     $('main').hidden = true;
     $('token-form').hidden = false;
     $('token-msg').textContent = msg || '';

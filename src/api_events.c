@@ -1,0 +1,179 @@
+/*
+ * api_events.c: the events and the door's scans.
+ *
+ * A door token bound to an event admits that event's tickets alone, and
+ * only while its doors are open (api.h); the check and the admission are
+ * tickets.c's, in one transaction.
+ */
+#define _GNU_SOURCE
+#include "api_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tickets.h"
+
+/* The event, and the answer built before the commit: a 500 never follows a
+ * stored event, so a client that retries after one makes no second event. */
+void api_post_event(struct call *c)
+{
+	struct api_event ev;
+	struct api_error err;
+	struct event_view v;
+	enum sd_result r;
+	char *body = NULL;
+	int64_t id = 0;
+
+	if ((r = api_parse_event(c->req->body, c->req->body_len, &ev, &err)) != SD_OK) {
+		api_bad_body(c, r, &err);
+		return;
+	}
+	if ((r = db_begin(c->db)) != SD_OK) {
+		api_parse_free(ev.json);
+		api_res_internal(c->res, c->req, r);
+		return;
+	}
+	if ((r = event_add(c->db, &ev.e, &id)) == SD_OK &&
+	    (r = event_get(c->db, id, &v)) == SD_OK) {
+		if (!(body = api_json_take(api_event_json(&v))))
+			r = err_set(SD_NOMEM, "out of memory");
+	}
+	r = db_end(c->db, r);
+	api_parse_free(ev.json);
+	if (r == SD_OK) {
+		api_res_set(c->res, 201, "application/json", body, strlen(body));
+		return;
+	}
+	free(body);
+	if (r == SD_INVALID)
+		api_res_fail(c->res, 400, err_msg(), NULL);
+	else
+		api_res_internal(c->res, c->req, r);
+}
+
+/* a door token bound to an event sees that event alone */
+void api_get_event(struct call *c)
+{
+	struct event_view v;
+	enum sd_result r;
+	int64_t id;
+
+	if (!api_parse_id(c->id, &id)) {
+		api_res_fail(c->res, 404, "no such event", NULL);
+		return;
+	}
+	if (c->grant.role == TOKEN_DOOR && c->grant.event_id && c->grant.event_id != id) {
+		api_res_fail(c->res, 403, "this door token is for another event", "Authorization");
+		return;
+	}
+	if ((r = event_get(c->db, id, &v)) == SD_NOT_FOUND)
+		api_res_fail(c->res, 404, "no such event", NULL);
+	else if (r != SD_OK)
+		api_res_internal(c->res, c->req, r);
+	else
+		api_res_json(c->res, 200, api_event_json(&v));
+}
+
+struct event_list {
+	json_t *events;
+	int short_of;		/* events that could not be added (memory) */
+};
+
+static void event_row(const struct event_view *v, void *arg)
+{
+	struct event_list *l = arg;
+
+	if (json_array_append_new(l->events, api_event_json(v)) != 0)
+		l->short_of++;
+}
+
+enum sd_result api_events_list(struct db *db, json_t **out)
+{
+	struct event_list l = { json_array(), 0 };
+	enum sd_result r;
+
+	*out = NULL;
+	if ((r = tickets_each_event(db, event_row, &l)) == SD_OK && (l.short_of || !l.events))
+		r = err_set(SD_NOMEM, "out of memory");
+	if (r != SD_OK) {
+		json_decref(l.events);
+		return r;
+	}
+	*out = l.events;
+	return SD_OK;
+}
+
+/* GET /v1/events: every event with its seats, by id */
+void api_get_events(struct call *c)
+{
+	json_t *events;
+	enum sd_result r;
+
+	if ((r = api_events_list(c->db, &events)) != SD_OK) {
+		api_res_internal(c->res, c->req, r);
+		return;
+	}
+	api_res_json(c->res, 200, json_pack("{s:o}", "events", events));
+}
+
+/* ======================== the door ======================================= */
+
+static json_t *scan_event_json(const struct scan_result *sr)
+{
+	char when[32];
+
+	api_utc_text(sr->event_starts_at, when, sizeof when);
+	return json_pack("{s:I, s:o, s:s, s:I}", "id", (json_int_t)sr->event_id, "name",
+			 api_json_text(sr->event_name), "starts_at", when, "starts_at_ms",
+			 (json_int_t)sr->event_starts_at);
+}
+
+static json_t *scan_json(const struct scan_result *sr)
+{
+	char opens[32], closes[32];
+
+	switch (sr->outcome) {
+	case SCAN_ADMITTED:
+	case SCAN_ALREADY:
+		return json_pack("{s:s, s:I, s:s, s:s}", "result",
+				 sr->outcome == SCAN_ADMITTED ? "admitted" : "already_scanned",
+				 "scanned_at", (json_int_t)sr->scanned_at, "seat", sr->seat_label,
+				 "order_id", sr->order_id);
+	case SCAN_WRONG_EVENT:
+		return json_pack("{s:s, s:o}", "result", "wrong_event", "event",
+				 scan_event_json(sr));
+	case SCAN_DOORS_CLOSED:
+		api_utc_text(sr->opens_at, opens, sizeof opens);
+		api_utc_text(sr->closes_at, closes, sizeof closes);
+		return json_pack("{s:s, s:o, s:s, s:s}", "result", "doors_closed", "event",
+				 scan_event_json(sr), "doors_open_at", opens, "doors_close_at",
+				 closes);
+	case SCAN_INVALID:
+	default:
+		return json_pack("{s:s}", "result", "invalid");
+	}
+}
+
+/* POST /v1/scan: a door token bound to an event admits that event's
+ * tickets, while its doors are open; the operator's and an unbound door
+ * token's admit any event's, at any time */
+void api_post_scan(struct call *c)
+{
+	char code[CODE_TEXT_MAX];
+	struct api_error err;
+	struct scan_result sr;
+	struct scan_door door = { c->grant.event_id, c->a->doors_open_before_ms,
+				  c->a->doors_close_after_ms };
+	enum sd_result r;
+
+	if ((r = api_parse_scan(c->req->body, c->req->body_len, code, &err)) != SD_OK) {
+		api_bad_body(c, r, &err);
+		return;
+	}
+	if ((r = ticket_scan(c->db, c->a->key, code,
+			     c->grant.role == TOKEN_DOOR ? &door : NULL, &sr)) != SD_OK) {
+		api_res_internal(c->res, c->req, r);
+		return;
+	}
+	api_res_json(c->res, 200, scan_json(&sr));
+}

@@ -1,0 +1,345 @@
+/*
+ * api_parse.c: the API's pure layer: request bodies, the Idempotency-Key
+ * header, the Content-Type and query strings, checked without a database
+ * and keeping no allocation (tests/fuzz/fuzz_api.c drives it).
+ */
+#define _GNU_SOURCE
+#include "api.h"
+#include "api_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "mail.h"
+
+static enum sd_result perr(struct api_error *err, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static enum sd_result perr(struct api_error *err, const char *field, const char *fmt, ...)
+{
+	va_list ap;
+	size_t i;
+
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	va_end(ap);
+	/* a field name from the request (an unknown key) is shown as ASCII */
+	snprintf(err->field, sizeof err->field, "%s", field ? field : "");
+	for (i = 0; err->field[i]; i++)
+		if ((unsigned char)err->field[i] < 0x20 || (unsigned char)err->field[i] >= 0x7f)
+			err->field[i] = '?';
+	return SD_INVALID;
+}
+
+/* The body as a JSON object holding only the allowed keys. */
+static enum sd_result parse_object(const char *body, size_t len, const char *const *allowed,
+				   json_t **out, struct api_error *err)
+{
+	json_error_t je;
+	json_t *o;
+	const char *k;
+	json_t *v;
+	int i, ok;
+
+	*out = NULL;
+	if (!body || !len)
+		return perr(err, NULL, "the body is empty; a JSON object is expected");
+	if (!(o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je))) {
+		if (json_error_code(&je) == json_error_out_of_memory) {
+			perr(err, NULL, "out of memory");
+			return err_set(SD_NOMEM, "out of memory reading the request");
+		}
+		return perr(err, NULL, "malformed JSON at line %d column %d: %.120s", je.line,
+			    je.column, je.text);
+	}
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return perr(err, NULL, "the body must be a JSON object");
+	}
+	json_object_foreach(o, k, v) {
+		for (i = 0, ok = 0; allowed[i]; i++)
+			ok |= strcmp(k, allowed[i]) == 0;
+		if (!ok) {
+			perr(err, k, "unknown field");
+			json_decref(o);
+			return SD_INVALID;
+		}
+	}
+	*out = o;
+	return SD_OK;
+}
+
+static enum sd_result get_string(json_t *o, const char *f, const char **s, struct api_error *err)
+{
+	json_t *v = json_object_get(o, f);
+
+	if (!v)
+		return perr(err, f, "%s is missing", f);
+	if (!json_is_string(v))
+		return perr(err, f, "%s must be a string", f);
+	*s = json_string_value(v);
+	return SD_OK;
+}
+
+static enum sd_result get_int(json_t *o, const char *f, int64_t *n, struct api_error *err)
+{
+	json_t *v = json_object_get(o, f);
+
+	if (!v)
+		return perr(err, f, "%s is missing", f);
+	if (!json_is_integer(v))
+		return perr(err, f, "%s must be an integer", f);
+	*n = (int64_t)json_integer_value(v);
+	return SD_OK;
+}
+
+/* tickets_text_valid, its message moved into err. */
+static enum sd_result text_field(const char *f, const char *s, struct api_error *err)
+{
+	if (tickets_text_valid(f, s) != SD_OK)
+		return perr(err, f, "%s", err_msg());
+	return SD_OK;
+}
+
+void api_parse_free(void *json)
+{
+	json_decref(json);
+}
+
+enum sd_result api_parse_order(const char *body, size_t len, struct api_order *out,
+			       struct api_error *err)
+{
+	static const char *const allowed[] = { "event_id", "name", "email", "seats", NULL };
+	json_t *o;
+	enum sd_result r;
+
+	memset(out, 0, sizeof *out);
+	memset(err, 0, sizeof *err);
+	if ((r = parse_object(body, len, allowed, &o, err)) != SD_OK)
+		return r;
+	if ((r = get_int(o, "event_id", &out->o.event_id, err)) != SD_OK ||
+	    (r = get_string(o, "name", &out->o.name, err)) != SD_OK ||
+	    (r = get_string(o, "email", &out->o.email, err)) != SD_OK ||
+	    (r = get_int(o, "seats", &out->o.seats, err)) != SD_OK)
+		goto fail;
+	if (out->o.event_id < 1) {
+		r = perr(err, "event_id", "event_id must be a positive number");
+		goto fail;
+	}
+	if ((r = text_field("name", out->o.name, err)) != SD_OK)
+		goto fail;
+	if (strlen(out->o.email) > 254 || mail_address_valid(out->o.email) != SD_OK) {
+		r = perr(err, "email", "email must be an address like name@example.com");
+		goto fail;
+	}
+	if (out->o.seats < 1 || out->o.seats > TICKETS_SEATS_MAX) {
+		r = perr(err, "seats", "seats must be between 1 and %d", TICKETS_SEATS_MAX);
+		goto fail;
+	}
+	out->json = o;
+	return SD_OK;
+fail:
+	json_decref(o);
+	memset(&out->o, 0, sizeof out->o);
+	return r;
+}
+
+enum sd_result api_parse_event(const char *body, size_t len, struct api_event *out,
+			       struct api_error *err)
+{
+	static const char *const allowed[] = { "name", "venue", "starts_at", "capacity", NULL };
+	json_t *o, *v;
+	enum sd_result r;
+
+	memset(out, 0, sizeof *out);
+	memset(err, 0, sizeof *err);
+	if ((r = parse_object(body, len, allowed, &o, err)) != SD_OK)
+		return r;
+	if ((r = get_string(o, "name", &out->e.name, err)) != SD_OK ||
+	    (r = text_field("name", out->e.name, err)) != SD_OK ||
+	    (r = get_string(o, "venue", &out->e.venue, err)) != SD_OK ||
+	    (r = text_field("venue", out->e.venue, err)) != SD_OK)
+		goto fail;
+	v = json_object_get(o, "starts_at");
+	if (!v) {
+		r = perr(err, "starts_at", "starts_at is missing");
+		goto fail;
+	}
+	if (!json_is_string(v) || tickets_time_parse(json_string_value(v), &out->e.starts_at)) {
+		r = perr(err, "starts_at", "starts_at must be a date and time like "
+			 "\"2026-12-31T20:00Z\"");
+		goto fail;
+	}
+	if ((r = get_int(o, "capacity", &out->e.capacity, err)) != SD_OK)
+		goto fail;
+	if (out->e.capacity < 1 || out->e.capacity > 1000000) {
+		r = perr(err, "capacity", "capacity must be between 1 and 1000000");
+		goto fail;
+	}
+	out->json = o;
+	return SD_OK;
+fail:
+	json_decref(o);
+	memset(&out->e, 0, sizeof out->e);
+	return r;
+}
+
+enum sd_result api_parse_scan(const char *body, size_t len, char code[CODE_TEXT_MAX],
+			      struct api_error *err)
+{
+	static const char *const allowed[] = { "code", NULL };
+	const char *s;
+	json_t *o;
+	enum sd_result r;
+
+	code[0] = '\0';
+	memset(err, 0, sizeof *err);
+	if ((r = parse_object(body, len, allowed, &o, err)) != SD_OK)
+		return r;
+	if ((r = get_string(o, "code", &s, err)) == SD_OK && strlen(s) < CODE_TEXT_MAX)
+		memcpy(code, s, strlen(s) + 1);	/* a longer one stays "": invalid */
+	json_decref(o);
+	return r;
+}
+
+int api_key_valid(const char *key)
+{
+	size_t n = 0;
+
+	if (!key)
+		return 0;
+	for (; key[n]; n++)
+		if ((unsigned char)key[n] <= ' ' || (unsigned char)key[n] >= 127)
+			return 0;
+	return n >= 1 && n <= TICKETS_KEY_MAX;
+}
+
+/*
+ * The Idempotency-Key header is an Item Structured Header holding an
+ * sf-string (RFC 8941 3.3.3; draft-ietf-httpapi-idempotency-key-header):
+ * "abc", with \" and \\ the only escapes.  A bare value (abc) is taken as
+ * the same key, as clients have sent it before: both name key abc.
+ */
+int api_key_parse(const char *hdr, char key[TICKETS_KEY_MAX + 1])
+{
+	size_t n = 0;
+	const char *p = hdr;
+
+	key[0] = '\0';
+	if (!hdr)
+		return 0;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p != '"') {
+		size_t len = strlen(p);
+
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (len > TICKETS_KEY_MAX)
+			return 0;
+		memcpy(key, p, len);
+		key[len] = '\0';
+		return strchr(key, '"') == NULL && strchr(key, '\\') == NULL && api_key_valid(key);
+	}
+	for (p++; *p != '"'; p++) {
+		unsigned char ch = (unsigned char)*p;
+
+		if (ch == '\\') {
+			p++;
+			if (*p != '"' && *p != '\\')
+				return 0;	/* an escape of anything else, or the end */
+			ch = (unsigned char)*p;
+		} else if (ch < 0x20 || ch > 0x7e) {
+			return 0;		/* the end before the closing quote, or not ASCII */
+		}
+		if (n == TICKETS_KEY_MAX)
+			return 0;
+		key[n++] = (char)ch;
+	}
+	key[n] = '\0';
+	for (p++; *p == ' ' || *p == '\t'; p++)
+		;
+	/* a space inside the key is allowed by sf-string; the stored key is
+	 * what the client meant, but keys with spaces stay refused as before */
+	return *p == '\0' && api_key_valid(key);
+}
+
+int api_content_type_json(const char *ct)
+{
+	size_t n = strlen("application/json");
+
+	if (!ct)
+		return 0;
+	while (*ct == ' ')
+		ct++;
+	if (strncasecmp(ct, "application/json", n) != 0)
+		return 0;
+	ct += n;
+	while (*ct == ' ')
+		ct++;
+	return *ct == '\0' || *ct == ';';
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decode s[0..n) into buf; -1 when malformed, too long or it holds a NUL. */
+int api_pct_decode(const char *s, size_t n, int plus_space, char *buf, size_t size)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < n; i++) {
+		int c = (unsigned char)s[i];
+		if (c == '%') {
+			int hi, lo;
+			if (i + 2 >= n)
+				return -1;
+			hi = hexval(s[i + 1]);
+			lo = hexval(s[i + 2]);
+			if (hi < 0 || lo < 0)
+				return -1;
+			c = hi * 16 + lo;
+			i += 2;
+		} else if (c == '+' && plus_space) {
+			c = ' ';
+		}
+		if (c == 0 || o + 1 >= size)
+			return -1;
+		buf[o++] = (char)c;
+	}
+	buf[o] = '\0';
+	return 0;
+}
+
+int api_query_get(const char *query, const char *name, char *buf, size_t size)
+{
+	const char *p = query;
+	size_t nlen = strlen(name);
+
+	while (p && *p) {
+		const char *end = strchr(p, '&'), *eq;
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		eq = memchr(p, '=', len);
+		if (eq && (size_t)(eq - p) == nlen && strncmp(p, name, nlen) == 0)
+			return api_pct_decode(eq + 1, len - nlen - 1, 1, buf, size) ? -1 : 1;
+		if (!eq && len == nlen && strncmp(p, name, nlen) == 0) {
+			buf[0] = '\0';
+			return 1;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+

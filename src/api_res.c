@@ -1,0 +1,161 @@
+/*
+ * api_res.c: the API's answers: JSON bodies, errors and the helpers every
+ * endpoint shares (api_int.h).
+ *
+ * Invariants: every error is JSON {"error": "...", "field": "..."}; an
+ * internal failure is logged once here with the path alone (never a body,
+ * a token or buyer data) and answered without its detail.
+ */
+#define _GNU_SOURCE
+#include "api_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "text.h"
+
+void api_res_set(struct api_response *res, int status, const char *type, char *body,
+		    size_t len)
+{
+	free(res->body);
+	res->status = status;
+	snprintf(res->content_type, sizeof res->content_type, "%s", type);
+	res->body = body;
+	res->body_len = len;
+}
+
+/* A JSON string from text that may hold broken UTF-8 (a message that cut a
+ * name short, a row stored before text was checked): what text_check would
+ * refuse is shown escaped (text_escape), never a 500. */
+json_t *api_json_text(const char *s)
+{
+	json_t *j;
+	char *e;
+
+	if (text_utf8_valid(s) && (j = json_string(s)))
+		return j;
+	if (!(e = text_escape(s)))
+		return NULL;
+	j = json_string(e);
+	free(e);
+	return j;
+}
+
+/* json_take_text: o as compact JSON text (free()), NULL when o is NULL or
+ * memory ran out; takes o. */
+char *api_json_take(json_t *o)
+{
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+
+	json_decref(o);
+	return s;
+}
+
+/* res_json: status with o as the body; takes o. */
+void api_res_json(struct api_response *res, int status, json_t *o)
+{
+	char *s = api_json_take(o);
+
+	if (!s) {
+		if (status == 500) {	/* the fallback itself failed: a fixed body */
+			static const char fixed[] = "{\"error\":\"internal error\"}";
+			char *b = strdup(fixed);
+			api_res_set(res, 500, "application/json", b, b ? strlen(b) : 0);
+		}
+		else
+			api_res_fail(res, 500, "out of memory", NULL);
+		return;
+	}
+	api_res_set(res, status, "application/json", s, strlen(s));
+}
+
+void api_res_fail(struct api_response *res, int status, const char *msg, const char *field)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "error", api_json_text(msg));
+	if (field && *field)
+		json_object_set_new(o, "field", api_json_text(field));
+	api_res_json(res, status, o);
+}
+
+/* A failure of the database or the system: logged here once, with no buyer
+ * data (the path only), answered without the detail. */
+void api_res_internal(struct api_response *res, const struct api_request *req,
+			 enum sd_result r)
+{
+	char q[128];
+
+	log_event(LOG_ERROR, "api request failed", "path=%s result=%s",
+		  log_quote(q, sizeof q, req->path ? req->path : ""), sd_result_name(r));
+	if (r == SD_BUSY || r == SD_IO) {
+		api_res_fail(res, 503, r == SD_BUSY ? "the database is busy; try again"
+						 : "the box cannot store this now (disk full or an I/O "
+						   "error); nothing was stored; try again", NULL);
+		snprintf(res->retry_after, sizeof res->retry_after, "%s", API_RETRY_AFTER_S);
+		return;
+	}
+	api_res_fail(res, 500, "internal error", NULL);
+}
+
+void api_response_free(struct api_response *res)
+{
+	if (!res)
+		return;
+	free(res->body);
+	res->body = NULL;
+	res->body_len = 0;
+}
+
+
+/* utc_text: ms since the epoch as "2026-12-31T20:00:00Z" into buf. */
+void api_utc_text(int64_t ms, char *buf, size_t size)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+json_t *api_event_json(const struct event_view *v)
+{
+	char when[32];
+
+	api_utc_text(v->starts_at, when, sizeof when);
+	return json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "id", (json_int_t)v->id,
+			 "name", v->name, "venue", v->venue, "starts_at", when, "starts_at_ms",
+			 (json_int_t)v->starts_at, "capacity", (json_int_t)v->capacity,
+			 "orders", (json_int_t)v->orders, "seats_sold",
+			 (json_int_t)v->seats_sold, "seats_remaining",
+			 (json_int_t)(v->capacity - v->seats_sold));
+}
+
+/* A body the parser refused: 400 naming the field, or a 500 when it was
+ * memory, not the request, that failed. */
+void api_bad_body(struct call *c, enum sd_result r, const struct api_error *err)
+{
+	if (r == SD_NOMEM)
+		api_res_internal(c->res, c->req, r);
+	else
+		api_res_fail(c->res, 400, err->msg, err->field);
+}
+
+int api_parse_id(const char *s, int64_t *id)
+{
+	int64_t v = 0;
+
+	if (!s || !*s || strlen(s) > 18)
+		return 0;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return 0;
+		v = v * 10 + (*s - '0');
+	}
+	*id = v;
+	return v > 0;
+}
+

@@ -1,0 +1,245 @@
+/*
+ * cli_token.c: `stagedoor token add|ls|revoke`: the API's tokens with roles
+ * (token.h).
+ *
+ *   token add --role ROLE --name NAME [--event ID] [--expires-in DUR] [--qr]
+ *   token ls [--all] [--json]
+ *   token revoke NAME
+ *
+ * A new token is printed once, on stdout (and as a QR code when stdout is a
+ * terminal, or with --qr, for a phone's camera); only its SHA-256 is kept.
+ * Nothing here logs a token.
+ */
+#define _GNU_SOURCE
+#include "cli_token.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "cli.h"
+#include "clock.h"
+#include "db.h"
+#include "qr.h"
+#include "text.h"
+#include "tickets.h"
+#include "token.h"
+
+#define TOKEN_USAGE                                                                       \
+	"token add --role operator|box_office|door|monitor --name NAME [--event ID]\n"       \
+	"           [--expires-in DURATION (12h, 3d)] [--qr]; token ls [--all] [--json];\n" \
+	"           token revoke NAME"
+
+/* qr_print: the code as text, two modules per character cell (upper and
+ * lower half blocks), with the quiet zone of 4 modules a reader wants.  A
+ * terminal draws its text light on dark, so the light modules are the
+ * blocks and the dark ones the spaces. */
+static void qr_print(FILE *f, const struct qr *q)
+{
+	static const char *const cell[4] = { "\u2588", "\u2580", "\u2584", " " };
+	int x, y, w = q->width, quiet = 4;
+
+	for (y = -quiet; y < w + quiet; y += 2) {
+		for (x = -quiet; x < w + quiet; x++) {
+			int top = y >= 0 && y < w && x >= 0 && x < w && q->dark[y * w + x];
+			int bot = y + 1 >= 0 && y + 1 < w && x >= 0 && x < w &&
+				  q->dark[(y + 1) * w + x];
+			/* light top and bottom: full block; dark both: space */
+			fputs(cell[(top ? 2 : 0) + (bot ? 1 : 0)], f);
+		}
+		fputc('\n', f);
+	}
+}
+
+static int token_add_cmd(int argc, char **argv)
+{
+	const char *dbp = NULL, *state = NULL, *role_s = NULL, *name = NULL, *expires = NULL;
+	int64_t event_id = 0, ttl = 0, now = clock_now_ms();
+	int qr_flag = 0, npos, rc;
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
+		{ "role", ARG_STR, &role_s, 0, 0, 0 },
+		{ "name", ARG_STR, &name, 0, 0, 0 },
+		{ "event", ARG_INT, &event_id, 1, INT64_MAX, 0 },
+		{ "expires-in", ARG_STR, &expires, 0, 0, 0 },
+		{ "qr", ARG_FLAG, &qr_flag, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS], token[TOKEN_HEX + 1];
+	struct token_new t = { 0 };
+	struct db *db;
+	struct qr *q = NULL;
+	enum sd_result r;
+
+	(void)state;
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, TOKEN_USAGE)) != 0)
+		return rc;
+	if (!role_s || (t.role = token_role_parse(role_s)) == TOKEN_NONE) {
+		fprintf(stderr, "stagedoor: token add: --role must be operator, box_office, door "
+				"or monitor\n");
+		return 2;
+	}
+	if (!name) {
+		fprintf(stderr, "stagedoor: token add: --name is required (token revoke takes it)\n");
+		return 2;
+	}
+	if (expires && (text_duration_ms(expires, &ttl) != 0 || ttl <= 0)) {
+		fprintf(stderr, "stagedoor: token add: --expires-in must be a duration like 30m, "
+				"12h or 7d\n");
+		return 2;
+	}
+	t.name = name;
+	t.event_id = event_id;
+	t.expires_at = ttl ? now + ttl : 0;
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
+		return rc;
+	r = token_add(db, &t, now, token);
+	db_close(db);
+	if (r != SD_OK)
+		return cli_fail(r);
+	printf("%s\n", token);
+	if (event_id)
+		fprintf(stderr, "token '%s' (%s, event %lld) made; it is shown this once: give "
+				"it to the device now\n", name, role_s, (long long)event_id);
+	else
+		fprintf(stderr, "token '%s' (%s) made; it is shown this once: give it to the "
+				"device now\n", name, role_s);
+	if ((qr_flag || isatty(STDOUT_FILENO)) && qr_encode(token, &q) == SD_OK)
+		qr_print(stdout, q);
+	qr_free(q);
+	explicit_bzero(token, sizeof token);
+	return 0;
+}
+
+static void when_text(int64_t ms, char *buf, size_t size)
+{
+	if (ms)
+		tickets_time_format(ms, buf, size);
+	else
+		snprintf(buf, size, "-");
+}
+
+struct ls {
+	int json, n;
+	json_t *rows;
+	int64_t now;
+};
+
+static void ls_row(const struct token_row *t, void *arg)
+{
+	struct ls *l = arg;
+	char created[40], used[40], exp[40], ev[24];
+	const char *state = t->revoked_at ? "revoked" : t->expires_at && t->expires_at <= l->now
+							  ? "expired" : "live";
+
+	l->n++;
+	if (l->json) {
+		json_array_append_new(l->rows, json_pack(
+			"{s:s, s:s, s:o, s:I, s:o, s:o, s:o, s:s}", "name", t->name, "role",
+			token_role_name(t->role), "event_id",
+			t->event_id ? json_integer(t->event_id) : json_null(), "created_at",
+			(json_int_t)t->created_at, "last_used_at",
+			t->last_used_at ? json_integer(t->last_used_at) : json_null(), "expires_at",
+			t->expires_at ? json_integer(t->expires_at) : json_null(), "revoked_at",
+			t->revoked_at ? json_integer(t->revoked_at) : json_null(), "state", state));
+		return;
+	}
+	when_text(t->created_at, created, sizeof created);
+	when_text(t->last_used_at, used, sizeof used);
+	when_text(t->expires_at, exp, sizeof exp);
+	snprintf(ev, sizeof ev, "%s", "-");
+	if (t->event_id)
+		snprintf(ev, sizeof ev, "%lld", (long long)t->event_id);
+	printf("%-32s %-10s %-6s %-20s %-20s %-20s %s\n", t->name, token_role_name(t->role), ev,
+	       created, used, exp, state);
+}
+
+static int token_ls_cmd(int argc, char **argv)
+{
+	const char *dbp = NULL, *state = NULL;
+	int all = 0, json = 0, npos, rc;
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
+		{ "all", ARG_FLAG, &all, 0, 0, 0 },
+		{ "json", ARG_FLAG, &json, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS];
+	struct ls l = { 0 };
+	struct db *db;
+	enum sd_result r;
+
+	(void)state;
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, TOKEN_USAGE)) != 0)
+		return rc;
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
+		return rc;
+	l.json = json;
+	l.now = clock_now_ms();
+	l.rows = json_array();
+	if (!json)
+		printf("%-32s %-10s %-6s %-20s %-20s %-20s %s\n", "NAME", "ROLE", "EVENT", "CREATED",
+		       "LAST USED", "EXPIRES", "STATE");
+	r = token_each(db, all, l.now, ls_row, &l);
+	db_close(db);
+	if (r != SD_OK) {
+		json_decref(l.rows);
+		return cli_fail(r);
+	}
+	if (json) {
+		char *s = json_dumps(json_pack("{s:o}", "tokens", l.rows), JSON_INDENT(2));
+
+		printf("%s\n", s ? s : "{}");
+		free(s);
+	} else {
+		json_decref(l.rows);
+	}
+	return 0;
+}
+
+static int token_revoke_cmd(int argc, char **argv)
+{
+	const char *dbp = NULL, *state = NULL;
+	struct arg_opt opts[] = {
+		{ "db", ARG_STR, &dbp, 0, 0, 0 },
+		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
+		{ NULL, 0, NULL, 0, 0, 0 },
+	};
+	char *pos[ARGS_MAX_POS];
+	struct db *db;
+	enum sd_result r;
+	int npos, rc;
+
+	(void)state;
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, "token revoke NAME")) != 0)
+		return rc;
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
+		return rc;
+	r = token_revoke(db, pos[0], clock_now_ms());
+	db_close(db);
+	if (r != SD_OK)
+		return cli_fail(r);
+	printf("revoked '%s': refused from now on by every server on this database\n", pos[0]);
+	return 0;
+}
+
+int cli_token(int argc, char **argv)
+{
+	if (argc < 1) {
+		fprintf(stderr, "usage: stagedoor %s\n", TOKEN_USAGE);
+		return 2;
+	}
+	if (strcmp(argv[0], "add") == 0)
+		return token_add_cmd(argc - 1, argv + 1);
+	if (strcmp(argv[0], "ls") == 0)
+		return token_ls_cmd(argc - 1, argv + 1);
+	if (strcmp(argv[0], "revoke") == 0)
+		return token_revoke_cmd(argc - 1, argv + 1);
+	fprintf(stderr, "stagedoor: token: unknown subcommand '%s'\nusage: stagedoor %s\n",
+		argv[0], TOKEN_USAGE);
+	return 2;
+}
