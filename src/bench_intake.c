@@ -293,7 +293,8 @@ static enum sd_result bi_go(const char *dir, const char *path, void *arg)
 		goto out;
 	snprintf(run.event, sizeof run.event, "%lld", (long long)id);
 	if (a->ways[BI_HTTP]) {
-		if ((r = serve_start(&(struct serve_opts){ path, NULL, "127.0.0.1:0", 0, 0, 0 },
+		if ((r = serve_start(&(struct serve_opts){ .db_path = path, .listen = "127.0.0.1:0",
+							   .per_client_max = BI_CLIENTS_MAX + 8 },
 				     &sv)) != SD_OK)
 			goto out;
 		run.port = serve_port(sv);

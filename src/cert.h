@@ -189,9 +189,10 @@ struct cert_init_report {
  * renew is set.  [in] names: the server certificate's names; NULL or empty:
  * the old certificate's names when renewing, else cert_names_default's.
  * A kept server certificate is never changed, whatever names says
- * (rep->names_ignored).  [out] *rep.  SD_INVALID when ca.pem is there
- * without ca.key and a certificate must be signed, or a file is not what
- * it should be.
+ * (rep->names_ignored), but it must be sound: its key private and its own,
+ * and signed by ca.pem.  [out] *rep.  SD_NOT_FOUND when ca.key is missing
+ * and a certificate must be signed; SD_INVALID when a file is not what it
+ * should be (the message names it and, for server.pem, says --renew).
  */
 enum sd_result cert_init(const char *state_dir, const struct cert_names *names, int renew,
 			 int64_t now_ms, struct cert_init_report *rep);
@@ -220,7 +221,8 @@ void cert_client_free(struct cert_client *c);
  * cert_conn_open: the TLS handshake as the client on the connected socket
  * fd (which stays the caller's to close, after cert_conn_close), verifying
  * that the server's certificate chains to c's CA and names host (a DNS
- * name; sent as SNI).  Reads and writes block, and a socket timeout
+ * name, sent as SNI: mbedTLS 2.28 matches no iPAddress entry, so a client
+ * of 127.0.0.1 asks for "localhost").  Key exchange X25519, then P-256.  Reads and writes block, and a socket timeout
  * (SO_RCVTIMEO / SO_SNDTIMEO) makes them fail as SD_TIMEOUT.  [out] *out.
  * SD_IO with mbedTLS's reason (and, for a failed verification, why the
  * certificate was refused).

@@ -1,5 +1,6 @@
 /*
- * code.c: signed ticket codes and their key; the one module that uses mbedTLS.
+ * code.c: signed ticket codes and their key; with cert.c and cert_conn.c (the
+ * box's certificates, the benchmarks' TLS client) the module that uses mbedTLS.
  *
  * A code is 32 bytes written in base32 (RFC 4648, upper case, no padding):
  *

@@ -1029,7 +1029,9 @@ static enum sd_result daemon_start(struct http_server *s, const struct http_opts
 				   struct sockaddr_storage *ss, int ipv6, char *cert, char *key)
 {
 	struct MHD_OptionItem tls[4];
-	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+	/* poll, not epoll: libmicrohttpd 0.9.75 spins a core on epoll while a TLS
+	 * handshake waits for its client; poll costs nothing while it waits */
+	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
 	int n = 0;
 
 	if (ipv6)

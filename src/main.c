@@ -55,7 +55,7 @@ static const struct {
 			   "           [--mail-password-file F] [--mail-ca-file F] [--mail-timeout-ms N]" },
 	{ "bench", cli_bench, "measure: bench queue --jobs N --workers W --batch B --sync normal|full;\n"
 			      "           bench pipeline --orders N [--json];\n"
-			      "           bench api --requests N --clients C [--json];\n"
+			      "           bench api --requests N --clients C [--tls] [--json];\n"
 			      "           bench claim --scheduled N --leased M --done K [--reps R] [--json];\n"
 			      "           bench scale --sizes A,B,C [--json];\n"
 			      "           bench intake --orders N --clients A,B --via http,cli [--json]" },

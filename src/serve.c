@@ -121,20 +121,19 @@ static void host_add(struct serve *s, const char *name, size_t len)
 }
 
 /*
- * hosts_make: the names a request's Host may carry: http_hosts when set;
- * else, with a certificate, its names, localhost, the loopback addresses and
- * the listener's own address (unless it is a wildcard); without one, NULL
- * (http.h's default: the address the client dialled and the loopback names).
- * The certificate's expiry is checked here too: a warning 30 days before.
+ * hosts_make: the names a request's Host may carry: http_hosts when set (in
+ * place of http.h's defaults); else, with a certificate, its names on top of
+ * the defaults (the address the client dialled, localhost, loopback).
+ * [out] *extra: 1 when s->hosts adds to the defaults.
  */
-static enum sd_result hosts_make(struct serve *s, const struct serve_opts *o)
+static enum sd_result hosts_make(struct serve *s, const struct serve_opts *o, int *extra)
 {
 	struct cert_info ci;
 	const char *p;
 	enum sd_result r;
-	int64_t days;
 	int i;
 
+	*extra = 0;
 	if (o->hosts && *o->hosts) {
 		for (p = o->hosts; *p; p += strspn(p, ", ")) {
 			size_t n = strcspn(p, ", ");
@@ -151,21 +150,21 @@ static enum sd_result hosts_make(struct serve *s, const struct serve_opts *o)
 		host_add(s, ci.names.dns[i], strlen(ci.names.dns[i]));
 	for (i = 0; i < ci.names.n_ip; i++)
 		host_add(s, ci.names.ip[i], strlen(ci.names.ip[i]));
-	host_add(s, "localhost", 9);
-	host_add(s, "127.0.0.1", 9);
-	host_add(s, "::1", 3);
-	if (o->listen && *o->listen && o->listen[0] != ':') {
-		const char *end = o->listen[0] == '[' ? strchr(o->listen, ']') : strrchr(o->listen, ':');
-		const char *start = o->listen + (o->listen[0] == '[');
+	*extra = 1;
+	return SD_OK;
+}
 
-		if (end && strncmp(start, "0.0.0.0", 7) != 0 && strncmp(start, "::]", 3) != 0)
-			host_add(s, start, (size_t)(end - start));
-	}
-	if (cert_days_left(o->tls_cert, clock_now_ms(), &days) == SD_OK && days < CERT_RENEW_WARN_DAYS)
+/* renew_warn: a warning in the log from CERT_RENEW_WARN_DAYS before the
+ * certificate expires */
+static void renew_warn(const char *cert)
+{
+	int64_t days;
+
+	if (cert && *cert && cert_days_left(cert, clock_now_ms(), &days) == SD_OK &&
+	    days < CERT_RENEW_WARN_DAYS)
 		log_event(LOG_WARN, "the HTTPS certificate expires soon; renew it with "
 			  "`stagedoor tls init --renew` and restart", "cert=%s days_left=%lld",
-			  o->tls_cert, (long long)days);
-	return SD_OK;
+			  cert, (long long)days);
 }
 
 /* ca_file: the box CA beside a certificate `tls init` made, for /ca.pem */
@@ -187,6 +186,7 @@ enum sd_result serve_start(const struct serve_opts *o, struct serve **out)
 	struct http_opts ho;
 	char ca[PATH_MAX];
 	enum sd_result r;
+	int extra = 0;
 
 	*out = NULL;
 	if (!(s = calloc(1, sizeof *s)))
@@ -209,9 +209,15 @@ enum sd_result serve_start(const struct serve_opts *o, struct serve **out)
 	ho.tls_cert = o->tls_cert;
 	ho.tls_key = o->tls_key;
 	ho.per_client_max = o->per_client_max > 0 ? (unsigned)o->per_client_max : 0;
-	if ((r = hosts_make(s, o)) != SD_OK)
+	if ((r = hosts_make(s, o, &extra)) != SD_OK)
 		goto fail;
-	ho.hosts = s->n_hosts ? s->hosts : NULL;
+	if (s->n_hosts) {
+		if (extra)
+			ho.hosts_extra = s->hosts;
+		else
+			ho.hosts = s->hosts;
+	}
+	renew_warn(o->tls_cert);
 	if ((r = token_ensure(o->db_path, o->state_dir)) != SD_OK ||
 	    (r = api_open(&ao, &s->api)) != SD_OK ||
 	    (r = http_start_opts(&ho, glue, s->api, &s->srv)) != SD_OK)

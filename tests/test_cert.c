@@ -749,6 +749,42 @@ static void test_bench_http_tls(void **state)
 	cert_client_free(cl);
 }
 
+/* bench api --tls: the HTTPS server it starts answers over kept sessions
+ * and with a handshake per request, next to plain HTTP, in one run */
+static void test_bench_api_tls(void **state)
+{
+	static char out[OUT_MAX], err[OUT_MAX];
+	const char *tls_run[] = { "bench", "api", "--requests", "30", "--clients", "2", "--tls",
+				  "--json", NULL };
+	const char *plain[] = { "bench", "api", "--requests", "10", "--clients", "1", "--json",
+				NULL };
+	const char *text[] = { "bench", "api", "--requests", "10", "--clients", "1", "--tls",
+			       NULL };
+	static const char *const keys[] = {
+		"\"transports\":{\"request\":\"GET /v1/orders/{id}\",\"rounds\":3,"
+		"\"tls_version\":\"TLSv1.2\"",
+		"\"http_keepalive\":{\"requests_per_s\":", "\"http_new_conn\":{\"requests_per_s\":",
+		"\"https_keepalive\":{\"requests_per_s\":", "\"https_handshake\":{\"requests_per_s\":",
+		"\"connections\":2,", "\"handshakes_per_s\":", "\"server_cpu_ms_per_request\":",
+	};
+	const char *p;
+	size_t i;
+
+	(void)state;
+	if (tu_run(out, sizeof out, err, sizeof err, tls_run) != 0)
+		fail_msg("bench api --tls failed: %s", err);
+	for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (!strstr(out, keys[i]))
+			fail_msg("no %s in %s", keys[i], out);
+	assert_non_null(p = strstr(out, "\"handshakes_per_s\":"));
+	assert_true(atof(p + 19) > 0);
+	assert_int_equal(tu_run(out, sizeof out, err, sizeof err, plain), 0);
+	assert_non_null(strstr(out, "\"transports\":null}"));
+	assert_int_equal(tu_run(out, sizeof out, err, sizeof err, text), 0);
+	assert_non_null(strstr(out, "https new connection each"));
+	assert_non_null(strstr(out, "= full handshakes/s"));
+}
+
 /* ======================== the API directly =============================== */
 
 static void test_info_and_days_left(void **state)
@@ -967,6 +1003,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_handshake_curl_and_client, tu_setup_real_nodb,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_bench_http_tls, tu_setup_real_nodb, teardown),
+		cmocka_unit_test(test_bench_api_tls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
