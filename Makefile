@@ -27,16 +27,16 @@ TPKGS   := cmocka
 XLIBS   := -lhpdf -lmbedtls -lmbedx509 -lmbedcrypto
 # Every package from Debian 12 itself, one set per purpose.
 #   build: what make, make demo and make bench need (compiler, libraries)
-#   test:  what the suites run against: cmocka, real PDF tools, a real SMTP
-#          server, openssl for the throwaway CA, Debian's chromium and nodejs
-#          (npm and tests/browser's pinned playwright-core: tools/npm_deps.sh),
-#          libfuse3 for tools/powercut
+#   test:  what the suites run against: cmocka, PostgreSQL, real PDF tools,
+#          a real SMTP server, openssl for the throwaway CA, curl as a TLS
+#          client, Debian's chromium and nodejs (npm and tests/browser's
+#          pinned playwright-core: tools/npm_deps.sh), libfuse3 for tools/powercut
 #   fuzz:  clang for libFuzzer
 #   peers: the servers make bench-peers measures the queue against, and
 #          hiredis for its Redis client
 DEBS_BUILD := gcc make pkg-config libsqlite3-dev libpq-dev libjansson-dev libhpdf-dev \
               libqrencode-dev libmbedtls-dev libcurl4-openssl-dev libmicrohttpd-dev
-DEBS_TEST  := libcmocka-dev postgresql qpdf poppler-utils python3-aiosmtpd openssl chromium nodejs \
+DEBS_TEST  := libcmocka-dev postgresql qpdf poppler-utils python3-aiosmtpd openssl curl chromium nodejs \
               libfuse3-dev fuse3
 DEBS_FUZZ  := clang
 DEBS_PEERS := redis-server beanstalkd libhiredis-dev

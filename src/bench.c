@@ -736,7 +736,7 @@ int cli_bench(int argc, char **argv)
 		return 2;
 	}
 	if (strcmp(sync_s, "normal") == 0) {
-		sync = DB_SYNC_NORMAL;
+		sync = DB_SYNC_QUEUE;	/* the queue's own level */
 	} else if (strcmp(sync_s, "full") == 0) {
 		sync = DB_SYNC_FULL;
 	} else {

@@ -301,7 +301,7 @@ static enum sd_result bc_go(const char *dir, const char *path, void *arg)
 	int64_t t0, build = 0;
 
 	(void)dir;
-	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &db)) != SD_OK)
+	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_QUEUE, &db)) != SD_OK)
 		return r;
 	bench_progress("empty stream: %lld rounds of the calls and the reads", (long long)a->reps);
 	if ((r = bc_measure(db, a->reps, 0, a->empty_us)) != SD_OK ||

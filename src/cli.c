@@ -412,7 +412,7 @@ int cli_worker(int argc, char **argv)
 	o.drain = drain;
 	o.retention_ms = supervised ? 0 : config_int(&cfg, CONFIG_RETENTION_MS);
 	o.sync = strcmp(config_str(&cfg, CONFIG_DURABILITY), "full") == 0 ? DB_SYNC_FULL
-									    : DB_SYNC_NORMAL;
+									    : DB_SYNC_QUEUE;
 	if (drain) {
 		dp.p = progress_start("drain", dp.total, "jobs");
 		o.progress = worker_progress;

@@ -54,11 +54,31 @@ enum sd_result db_scratch_drop(const char *uri, const char *name);
 /* db_kind: the engine of an open connection. */
 enum db_kind db_kind(const struct db *db);
 
+/*
+ * How durable a connection's commits are.  A level is a promise about what
+ * a crash may take, and which commits may lean on a commit that was taken:
+ *   QUEUE   the queue's own bookkeeping (claims, acks, retries, the relay):
+ *           a lost commit only makes an entry claimable, published or run
+ *           again, which idempotent handlers absorb, even when commits made
+ *           after it stay.  SQLite: synchronous=NORMAL; PostgreSQL:
+ *           synchronous_commit = off.
+ *   NORMAL  everything else that need not survive a power cut on SQLite
+ *           (a handler's effects, tokens, operators' changes), but must
+ *           never be lost while commits made after it stay.  SQLite:
+ *           synchronous=NORMAL (a power cut takes the WAL's tail, and every
+ *           process that could have leaned on it); PostgreSQL: the server's
+ *           synchronous_commit (on), since a server can crash or fail over
+ *           while its clients live on.
+ *   FULL    business writes: an accepted order survives a power cut; the
+ *           WAL is fsynced after each commit with the write lock released,
+ *           so concurrent commits share a flush.  PostgreSQL: the server's
+ *           setting, and with a synchronous standby on both machines.
+ * QUEUE is 0: a zeroed worker_opts runs its loop at the queue's level.
+ */
 enum db_sync {
-	DB_SYNC_NORMAL,		/* queue bookkeeping: a lost ack re-runs an idempotent job */
-	DB_SYNC_FULL,		/* business writes: an accepted order survives a power cut;
-				 * the WAL is fsynced after each commit with the write
-				 * lock released, so concurrent commits share a flush */
+	DB_SYNC_QUEUE,
+	DB_SYNC_NORMAL,
+	DB_SYNC_FULL,
 };
 
 enum db_open_flags {

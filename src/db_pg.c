@@ -44,7 +44,7 @@ struct pg {
 	unsigned gen;			/* connection generation: bumped on reconnect */
 	unsigned next_name;		/* statement names on this connection */
 	int in_tx;			/* BEGIN sent, no COMMIT/ROLLBACK yet */
-	int sync_full;			/* DB_SYNC_FULL: the server's synchronous_commit */
+	enum db_sync sync;		/* the level asked for, kept across reconnects */
 	int64_t changes;		/* rows of the last write */
 	unsigned locks_gen;		/* the generation the held locks belong to */
 	unsigned locks;			/* bit (1 << key): advisory locks held */
@@ -313,26 +313,36 @@ static void pg_close(struct db *db)
 }
 
 /*
- * pg_session: the settings of a (new) connection.  DB_SYNC_NORMAL is the
- * queue's bookkeeping: synchronous_commit = off, as SQLite's NORMAL (a lost
- * ack after a server crash re-runs an idempotent job; the WAL keeps commit
- * order, so a durable later commit makes the earlier ones durable too).
- * DB_SYNC_FULL keeps the server's own setting: on, and with a synchronous
- * standby, on both machines before the commit returns.
+ * pg_session: the settings of a (new) connection.  DB_SYNC_QUEUE is the
+ * queue's own bookkeeping (claims, acks, the relay's batches):
+ * synchronous_commit = off, so such a commit may be lost to a server crash
+ * or a failover, and that loss is harmless even when later commits lean on
+ * it: a lost claim or publish makes the entry claimable or published again,
+ * a lost ack re-runs an idempotent job.  Every other level keeps the
+ * server's own setting: on, and with a synchronous standby, on both
+ * machines before the commit returns.
+ *
+ * Why not off for all but orders, as SQLite's NORMAL: in SQLite a commit
+ * that a crash takes away takes every later commit with it, since the
+ * processes that could lean on it die too.  A PostgreSQL server can crash
+ * (or be replaced by its standby) while its clients live on: a handler's
+ * "email sent" mark committed with off, then lost, while the worker's ack
+ * made after it on the new primary stays, leaves a job done whose effect
+ * was never recorded.  A handler's writes are effects, so they wait.
  */
 static enum sd_result pg_session(struct db *db, enum db_sync sync)
 {
 	char sql[80];
 	enum sd_result r;
 
-	PG(db)->sync_full = sync == DB_SYNC_FULL;
+	PG(db)->sync = sync;
 	/* a writer waits for a row lock as long as an SQLite writer waits for
 	 * the file's lock, then SD_BUSY (55P03) */
 	snprintf(sql, sizeof sql, "SET lock_timeout = %lld", (long long)db_busy_timeout_ms());
 	if ((r = pg_simple(db, sql, "session")) != SD_OK)
 		return r;
-	return pg_simple(db, sync == DB_SYNC_FULL ? "SET synchronous_commit = DEFAULT"
-						   : "SET synchronous_commit = off", "session");
+	return pg_simple(db, sync == DB_SYNC_QUEUE ? "SET synchronous_commit = off"
+						   : "SET synchronous_commit = DEFAULT", "session");
 }
 
 static enum sd_result pg_set_sync(struct db *db, enum db_sync sync)
@@ -355,8 +365,7 @@ static enum sd_result pg_ready(struct db *db)
 			       "(the transaction is lost)");
 	if (p->c)
 		log_event(LOG_WARN, "database connection lost: connecting again", NULL);
-	if ((r = pg_connect(db)) != SD_OK || (r = pg_session(db, p->sync_full ? DB_SYNC_FULL :
-							     DB_SYNC_NORMAL)) != SD_OK)
+	if ((r = pg_connect(db)) != SD_OK || (r = pg_session(db, p->sync)) != SD_OK)
 		return r;
 	log_event(LOG_INFO, "database connection back", NULL);
 	return SD_OK;

@@ -1,8 +1,8 @@
 /*
  * http.c: the HTTP server on libmicrohttpd (see http.h for what it promises).
  *
- * Threads: libmicrohttpd's internal thread pool (HTTP_THREADS threads, epoll
- * on Linux), every connection served by one of them, event-driven: a client
+ * Threads: libmicrohttpd's internal thread pool (HTTP_THREADS threads, each
+ * polling its sockets), every connection served by one of them, event-driven: a client
  * that sends half a request holds a socket, never a thread.  Handlers run on
  * those threads.  One more thread of ours, the sweeper, enforces deadlines.
  *

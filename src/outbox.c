@@ -271,7 +271,7 @@ enum sd_result outbox_relay_run_opts(const char *db_path, const struct outbox_re
 		o = &defaults;
 	batch = o->batch < 1 ? OUTBOX_BATCH_DEFAULT : o->batch;
 	counting = o->progress != NULL;
-	if ((r = db_open(db_path, 0, DB_SYNC_NORMAL, &db)) != SD_OK ||
+	if ((r = db_open(db_path, 0, DB_SYNC_QUEUE, &db)) != SD_OK ||
 	    (r = notify_open(db_path, &nt)) != SD_OK)
 		goto out;
 	db_notify_watch(db, nt);

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <limits.h>
@@ -155,7 +156,8 @@ static enum sd_result hosts_make(struct serve *s, const struct serve_opts *o, in
 }
 
 /* renew_warn: a warning in the log from CERT_RENEW_WARN_DAYS before the
- * certificate expires */
+ * certificate expires: at start, and every SERVE_CERT_CHECK_S after */
+#define SERVE_CERT_CHECK_S 86400
 static void renew_warn(const char *cert)
 {
 	int64_t days;
@@ -299,8 +301,14 @@ int cli_serve(int argc, char **argv)
 	/* http_start logged the address and the port */
 	cli_ready();
 	for (;;) {
-		if (sigwait(&set, &sig) != 0)
+		/* a box that runs for months passes its certificate's warning
+		 * mark while it runs: the check again once a day */
+		if ((sig = sigtimedwait(&set, NULL, &(struct timespec){ SERVE_CERT_CHECK_S, 0 })) <
+		    0) {
+			if (errno == EAGAIN)
+				renew_warn(config_str(&cfg, CONFIG_HTTP_TLS_CERT));
 			continue;
+		}
 		if (sig == SIGHUP) {
 			struct config nc;
 			if (config_resolve(&nc, cf.file, cf.value) == SD_OK) {

@@ -305,8 +305,15 @@ static const char SQL_ORDER_INSERT[] =
  * order's event row is locked first, so that intake for one event runs one
  * transaction at a time (its replay check and its highest seat are then
  * read by statements that start after the lock, and see every order
- * committed before it). */
-static const char SQL_PG_EVENT_LOCK[] = "SELECT id FROM events WHERE id = ?1 FOR UPDATE";
+ * committed before it).  NO KEY UPDATE, not UPDATE: it still queues
+ * intake behind intake, but lets the foreign-key checks of other
+ * transactions (FOR KEY SHARE of the event row) through.  A render's
+ * second update of an event_totals row in one transaction checks its key
+ * again; with FOR UPDATE here, that check waited for this intake while this
+ * intake's own totals update waited for the render: a deadlock, one in a
+ * few hundred orders on a busy event. */
+static const char SQL_PG_EVENT_LOCK[] =
+	"SELECT id FROM events WHERE id = ?1 FOR NO KEY UPDATE";
 static const char SQL_TICKET_INSERT[] =
 	"INSERT INTO tickets (order_id, event_id, seat_no, seat_label) VALUES (?1, ?2, ?3, ?4)";
 

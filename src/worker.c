@@ -331,6 +331,8 @@ void worker_stop_reset(void)
 	notify_stop_reset();
 }
 
+/* NORMAL, not the loop's QUEUE: a handler's writes are the job's effects,
+ * which the loop's ack leans on (db.h). */
 struct db *handler_db(struct handler_ctx *ctx)
 {
 	if (!ctx->db && db_open(ctx->w->o->db_path, 0, DB_SYNC_NORMAL, &ctx->db) != SD_OK)

@@ -116,7 +116,7 @@ struct worker_opts {
 	int64_t grace_ms;		/* on stop: how long running handlers may finish */
 	int64_t flush_ms;		/* longest a finished job waits for its commit */
 	int64_t retention_ms;		/* prune done jobs older than this; 0: never */
-	enum db_sync sync;		/* the loop connection's level; default NORMAL */
+	enum db_sync sync;		/* the loop connection's level; default QUEUE */
 	const struct handler *handlers;	/* NULL: the built-in table */
 	void *app;			/* handed to handlers by handler_app() */
 	/* called on the handler thread just before a handler runs (benchmarks) */

@@ -29,6 +29,7 @@
 
 #include "bench_http.h"
 #include "cert.h"
+#include "clock.h"
 #include "testutil.h"
 
 #define DAY_MS (86400LL * 1000)
@@ -647,6 +648,125 @@ static void test_handshake_curl_and_client(void **state)
 	assert_null(cl);
 }
 
+/* serve_tls: `stagedoor serve` on 127.0.0.1:port with the box's TLS files
+ * (cert: server.pem or another), its log at e->dir/serve-<port>.log; the
+ * pid, killed by tu_kill_spawned at teardown. */
+static pid_t serve_tls(const struct tu_env *e, const struct box *b, const char *cert,
+		       const char *key, int port, char *log, size_t size)
+{
+	char listen[32];
+	pid_t pid;
+
+	snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+	snprintf(log, size, "%s/serve-%d.log", e->dir, port);
+	setenv("STAGEDOOR_HTTP_TLS_CERT", cert, 1);
+	setenv("STAGEDOOR_HTTP_TLS_KEY", key, 1);
+	pid = tu_spawn((const char *const[]){ "serve", "--db", e->db_path, "--state-dir", b->state,
+					      "--http-listen", listen, NULL },
+		       log);
+	unsetenv("STAGEDOOR_HTTP_TLS_CERT");
+	unsetenv("STAGEDOOR_HTTP_TLS_KEY");
+	tu_wait_log(log, "msg=\"http listening\"", 1, 20000);
+	return pid;
+}
+
+/* Python's ssl as a client: GET url, verifying with cafile ("" for the
+ * system's trust store); prints the body's length, exits 3 when the
+ * certificate is not trusted. */
+static const char py_client[] =
+	"import ssl, sys, urllib.request\n"
+	"ctx = ssl.create_default_context(cafile=sys.argv[2] or None)\n"
+	"try:\n"
+	"    body = urllib.request.urlopen(sys.argv[1], context=ctx, timeout=20).read()\n"
+	"except urllib.error.URLError as e:\n"
+	"    if isinstance(e.reason, ssl.SSLCertVerificationError):\n"
+	"        print('untrusted:', e.reason.verify_message)\n"
+	"        sys.exit(3)\n"
+	"    raise\n"
+	"print(len(body), ctx.minimum_version)\n";
+
+/* The box's own HTTPS server, as devices meet it: curl (OpenSSL) and
+ * Python's ssl trust it through the box CA, by name and by address, and
+ * fetch /ca.pem, the very file `tls show` names; without that CA both
+ * refuse it.  A certificate with fewer than 30 days left is named in the
+ * log at start. */
+static void test_box_serves_https_to_curl_and_python(void **state)
+{
+	struct tu_env *e = *state;
+	static char out[OUT_MAX], ca[8192];
+	const char *init[] = { "init", "--name", "localhost", "--ip", "127.0.0.1", NULL };
+	char url[96], url_ip[96], script[300], log[400], short_pem[400], short_key[400], got[32];
+	struct cert_names names;
+	struct box b;
+	int port;
+	long ca_len;
+
+	box_names(&b, e, "box");
+	assert_int_equal(tls(b.state, out, NULL, init), 0);
+	assert_int_equal(tu_run(out, sizeof out, NULL, 0,
+				(const char *const[]){ "init", "--db", e->db_path, "--state-dir",
+						       b.state, NULL }), 0);
+	port = free_port();
+	serve_tls(e, &b, b.srv_pem, b.srv_key, port, log, sizeof log);
+	assert_int_equal(tu_count_in(log, "expires soon"), 0);
+	snprintf(url, sizeof url, "https://localhost:%d/ca.pem", port);
+	snprintf(url_ip, sizeof url_ip, "https://127.0.0.1:%d/ca.pem", port);
+	assert_true((ca_len = file_text(b.ca_pem, ca, sizeof ca)) > 0);
+
+	{
+		const char *argv[] = { "curl", "-sS", "--max-time", "20", "--cacert", b.ca_pem, url,
+				       NULL };
+		assert_int_equal(run(e, argv, out, sizeof out), 0);
+		assert_string_equal(out, ca);
+	}
+	{
+		const char *argv[] = { "curl", "-sS", "--max-time", "20", "--cacert", b.ca_pem,
+				       url_ip, NULL };
+		assert_int_equal(run(e, argv, out, sizeof out), 0);
+		assert_string_equal(out, ca);
+	}
+	{
+		const char *argv[] = { "curl", "-sS", "--max-time", "20", url, NULL };
+		assert_int_equal(run(e, argv, out, sizeof out), 60);
+	}
+
+	snprintf(script, sizeof script, "%s/tls_client.py", e->dir);
+	{
+		FILE *f = fopen(script, "w");
+
+		assert_non_null(f);
+		fputs(py_client, f);
+		fclose(f);
+	}
+	{
+		const char *argv[] = { "python3", script, url, b.ca_pem, NULL };
+		assert_int_equal(run(e, argv, out, sizeof out), 0);
+		snprintf(got, sizeof got, "%ld ", ca_len);
+		assert_true(strncmp(out, got, strlen(got)) == 0);
+	}
+	{
+		const char *argv[] = { "python3", script, url_ip, b.ca_pem, NULL };
+		assert_int_equal(run(e, argv, out, sizeof out), 0);
+	}
+	{
+		const char *argv[] = { "python3", script, url, "", NULL };
+		assert_int_equal(run(e, argv, out, sizeof out), 3);
+		assert_non_null(strstr(out, "untrusted"));
+	}
+
+	/* a certificate of the same CA with 10 days left: a warning at start */
+	snprintf(short_pem, sizeof short_pem, "%s/short.pem", e->dir);
+	snprintf(short_key, sizeof short_key, "%s/short.key", e->dir);
+	memset(&names, 0, sizeof names);
+	assert_int_equal(cert_names_add_dns(&names, "localhost"), SD_OK);
+	assert_int_equal(cert_server_make(b.ca_pem, b.ca_key, &names, 10, short_pem, short_key,
+					  clock_now_ms()), SD_OK);
+	port = free_port();
+	serve_tls(e, &b, short_pem, short_key, port, log, sizeof log);
+	assert_int_equal(tu_count_in(log, "the HTTPS certificate expires soon"), 1);
+	assert_int_equal(tu_count_in(log, "days_left=9"), 1);
+}
+
 /* an HTTP/1.1 keep-alive server over TLS (Python's ssl, i.e. OpenSSL) whose
  * answer is how many requests its connection has carried */
 static const char py_server[] =
@@ -1003,6 +1123,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_handshake_curl_and_client, tu_setup_real_nodb,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_bench_http_tls, tu_setup_real_nodb, teardown),
+		cmocka_unit_test_setup_teardown(test_box_serves_https_to_curl_and_python,
+						tu_setup_real_nodb, teardown),
 		cmocka_unit_test(test_bench_api_tls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,6 +21,7 @@
 
 #include "queue.h"
 #include "testutil.h"
+#include "worker.h"
 
 /* ======================== helpers ======================================== */
 
@@ -675,6 +676,57 @@ static void test_pg_reconnects(void **state)
 	assert_int_equal(one_int(db, SQL_N_TOTALS), 1);
 }
 
+/* The server's synchronous_commit of a connection, as text. */
+static void sync_setting(struct db *db, char *buf, size_t size)
+{
+	struct db_stmt *st = db_stmt(db, "SELECT current_setting('synchronous_commit')");
+	int row = 0;
+
+	assert_non_null(st);
+	assert_int_equal(db_step(st, &row), SD_OK);
+	assert_int_equal(row, 1);
+	snprintf(buf, size, "%s", db_col_text(st, 0));
+	db_reset(st);
+}
+
+/* PostgreSQL: only the queue's own bookkeeping commits without waiting for
+ * the server's flush (and the standby's); a handler's connection, whose
+ * writes the worker's ack leans on, waits.  A connection made again after
+ * the server dropped it keeps its level. */
+static void test_pg_sync_levels(void **state)
+{
+	struct tu_env *env = *state;
+	static const struct {
+		enum db_sync level;
+		const char *want;
+	} levels[] = { { DB_SYNC_QUEUE, "off" }, { DB_SYNC_NORMAL, "on" }, { DB_SYNC_FULL, "on" } };
+	struct handler_ctx *ctx;
+	char got[16], sql[80];
+	struct db *db;
+	size_t i;
+
+	TU_PG_ONLY();
+	for (i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+		assert_int_equal(db_open(env->db_path, 0, levels[i].level, &db), SD_OK);
+		sync_setting(db, got, sizeof got);
+		assert_string_equal(got, levels[i].want);
+		snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%lld)",
+			 (long long)one_int(db, SQL_PG_PID));
+		tu_pg_admin(sql);
+		tu_sleep_ms(100);
+		assert_int_equal(db_begin(db), SD_OK);	/* connects again */
+		sync_setting(db, got, sizeof got);
+		assert_int_equal(db_commit(db), SD_OK);
+		assert_string_equal(got, levels[i].want);
+		db_close(db);
+	}
+	assert_non_null(ctx = worker_ctx_new(env->db_path, NULL));
+	assert_non_null(db = handler_db(ctx));
+	sync_setting(db, got, sizeof got);
+	assert_string_equal(got, "on");
+	worker_ctx_free(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -700,6 +752,7 @@ int main(void)
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_pg_parameters, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_pg_reconnects, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_pg_sync_levels, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_lock_try_one_box_at_a_time, tu_setup,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_existing_database_is_tightened_with_a_log_line,

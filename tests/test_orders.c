@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <signal.h>
 #include <spawn.h>
@@ -35,6 +36,7 @@
 
 #include "db.h"
 #include "testutil.h"
+#include "tickets.h"
 
 extern char **environ;
 
@@ -622,6 +624,97 @@ static void test_capacity_holds_under_concurrent_orders(void **state)
 	assert_int_equal(tu_countf(p, "SELECT count(DISTINCT %s) FROM outbox "
 				   "WHERE %s IN (SELECT id FROM orders)", jf("order_id"), jf("order_id")),
 			 RACE_CAPACITY);
+}
+
+/*
+ * PostgreSQL: order intake and a render of the same event at once.  The
+ * render's transaction sets the PDF key of an order's tickets one row at a
+ * time; each row's trigger updates the event's totals row, and the second
+ * update of a row this transaction already changed checks its foreign key
+ * again (FOR KEY SHARE of the event).  Intake locks that event first, then
+ * updates the same totals row.  Intake's lock must let the key check
+ * through, or each waits for the other: a deadlock, and one of the two fails.
+ * Here the render's two rows are two statements, so that intake can start
+ * between them: the render holds the totals row, intake holds the event and
+ * waits for the totals, then the render checks the event's key.
+ */
+struct intake_arg {
+	const char *db_path;
+	int64_t event_id;
+	enum sd_result r;
+	char msg[300];
+};
+
+static void *intake_thread(void *p)
+{
+	struct intake_arg *a = p;
+	struct order_new o = { .event_id = a->event_id, .name = "Late Buyer",
+			       .email = "late@example.com", .seats = 1 };
+	char public_id[ORDER_ID_MAX];
+	struct db *db = NULL;
+	int replayed = 0;
+
+	if ((a->r = db_open(a->db_path, 0, DB_SYNC_FULL, &db)) == SD_OK)
+		a->r = order_add(db, &o, public_id, &replayed);
+	if (a->r != SD_OK)
+		snprintf(a->msg, sizeof a->msg, "%s", err_msg());
+	db_close(db);
+	return NULL;
+}
+
+static void set_pdf_key(struct db *db, int64_t ticket_id)
+{
+	struct db_stmt *st = db_stmt(db, "UPDATE tickets SET pdf_key = 'tickets/x.pdf' "
+					 "WHERE id = ?1");
+
+	assert_non_null(st);
+	db_bind_int(st, 1, ticket_id);
+	if (db_run(st) != SD_OK)
+		fail_msg("the render's update of ticket %lld: %s", (long long)ticket_id,
+			 err_msg());
+}
+
+static void test_intake_and_render_of_one_event_do_not_deadlock(void **state)
+{
+	struct tu_env *e = *state;
+	struct event_new ev = { "Busy Night", "Hall", 1900000000000LL, 10 };
+	struct order_new o = { .name = "Ana Lima", .email = "ana@example.com", .seats = 2 };
+	struct intake_arg a = { 0 };
+	char public_id[ORDER_ID_MAX];
+	struct db *render = NULL;
+	int64_t t1, t2;
+	pthread_t th;
+	int replayed = 0, i;
+
+	if (!tu_pg())
+		skip();	/* SQLite has one writer at a time: no such interleaving */
+	assert_int_equal(event_add(e->db, &ev, &o.event_id), SD_OK);
+	assert_int_equal(order_add(e->db, &o, public_id, &replayed), SD_OK);
+	t1 = tu_countf(e->db_path, "SELECT min(id) FROM tickets");
+	t2 = tu_countf(e->db_path, "SELECT max(id) FROM tickets");
+	assert_true(t1 < t2);
+
+	assert_int_equal(db_open(e->db_path, 0, DB_SYNC_NORMAL, &render), SD_OK);
+	assert_int_equal(db_begin(render), SD_OK);
+	set_pdf_key(render, t1);		/* holds the event's totals row */
+
+	a.db_path = e->db_path;
+	a.event_id = o.event_id;
+	assert_int_equal(pthread_create(&th, NULL, intake_thread, &a), 0);
+	/* intake holds the event's row and waits for the totals row */
+	for (i = 0; i < 1000 && tu_pg_int("SELECT count(*) FROM pg_stat_activity WHERE "
+					  "wait_event_type = 'Lock' AND query LIKE "
+					  "'INSERT INTO orders%'") < 1; i++)
+		tu_sleep_ms(10);
+	assert_true(i < 1000);
+	set_pdf_key(render, t2);		/* checks the event's key */
+	assert_int_equal(db_commit(render), SD_OK);
+	db_close(render);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	if (a.r != SD_OK)
+		fail_msg("intake beside the render: %s", a.msg);
+	assert_int_equal(tu_countf(e->db_path, "SELECT count(*) FROM orders"), 2);
+	assert_int_equal(tu_countf(e->db_path, "SELECT tickets_pdf FROM event_totals"), 2);
 }
 
 /* ========================= bad input ====================================== */
@@ -1474,6 +1567,8 @@ int main(void)
 						tu_setup_real_nodb, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_capacity_holds_under_concurrent_orders,
 						tu_setup_real_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_intake_and_render_of_one_event_do_not_deadlock,
+						tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_order_bad_input_refused, tu_setup_real_nodb,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_errors_echo_input_on_one_line,

@@ -22,6 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "db.h"
+#include "queue.h"
 #include "testutil.h"
 
 #define OUT_MAX (16 * 1024)
@@ -153,6 +155,7 @@ static void test_second_run_refused_plain_worker_welcome(void **state)
 {
 	const struct tu_env *e = *state;
 	char log[512], wlog[600];
+	struct db *db;
 	pid_t run, w;
 	int i;
 
@@ -163,10 +166,18 @@ static void test_second_run_refused_plain_worker_welcome(void **state)
 	/* nothing of it started: still one relay and one worker under the first */
 	assert_int_equal(tu_count_in(log, "msg=\"child started\""), 2);
 
-	/* 4 s of work for the first run's one worker: time enough for a plain
-	 * worker to start and take its share, even on a loaded machine */
+	/* 4 s of work for the first run's one worker, visible at once (one
+	 * transaction): time enough for a plain worker to start and take its
+	 * share, even on a loaded machine where 40 `enqueue` processes one by
+	 * one would be slower than the worker */
+	assert_int_equal(db_open(e->db_path, 0, DB_SYNC_NORMAL, &db), SD_OK);
+	assert_int_equal(db_begin(db), SD_OK);
 	for (i = 0; i < 40; i++)
-		enqueue(e, "sleep", "{\"ms\":100}");
+		assert_int_equal(queue_enqueue(db, &(struct enqueue){ .kind = "sleep",
+								   .payload = "{\"ms\":100}" },
+					       NULL), SD_OK);
+	assert_int_equal(db_commit(db), SD_OK);
+	db_close(db);
 	snprintf(wlog, sizeof wlog, "%s/worker.log", e->dir);
 	w = tu_spawn((const char *const[]){ "worker", "--db", e->db_path, "--name", "outsider",
 					    "--concurrency", "1", "--drain", NULL }, wlog);

@@ -314,6 +314,7 @@ struct done_walk {
 	struct verdict *v;
 	const long *per;
 	long long max;
+	long long first_lost;	/* the first lost order's id, traced after the walk */
 };
 
 static int done_row(void *arg, int ncols, const char *const *vals)
@@ -335,10 +336,66 @@ static int done_row(void *arg, int ncols, const char *const *vals)
 	if (rendered && emailed && counted && got >= 1)
 		return 0;
 	v->lost++;
+	if (!w->first_lost)
+		w->first_lost = id;
 	broken(v, "lost: order %lld:%s%s%s%s", id, rendered ? "" : " no PDF",
 	       emailed ? "" : " no email_sends.sent_at", counted ? "" : " not counted",
 	       got ? "" : " no message at the provider");
 	return 0;
+}
+
+/* A lost order's trail, for whoever reads a failed soak: its outbox rows,
+ * each one's job in the stream, done or dead, and its email_sends row. */
+static int trace_row(void *arg, int ncols, const char *const *vals)
+{
+	char line[900];
+	size_t n = 0;
+	int i;
+
+	n += (size_t)snprintf(line, sizeof line, "chaos: trace: %s:", (const char *)arg);
+	for (i = 0; i < ncols && n < sizeof line; i++)
+		n += (size_t)snprintf(line + n, sizeof line - n, " %s", vals[i] ? vals[i] : "NULL");
+	fprintf(stderr, "%s\n", line);
+	return 0;
+}
+
+static void trace_order(struct vdb *db, long long id)
+{
+#define TRACE_OUTBOX(ORDER_OF_PAYLOAD, P)                                                      \
+	"SELECT 'outbox:' || id, kind, published_at FROM outbox WHERE " ORDER_OF_PAYLOAD " = " P \
+	" ORDER BY id"
+#define TRACE_JOBS(ORDER_OF_PAYLOAD, P)                                                        \
+	"SELECT 'stream', j.id, j.job_id, j.kind, j.deliveries, j.visible_at, "                \
+	"CAST(j.lease_token AS TEXT) "   \
+	"FROM stream j JOIN outbox ob ON j.job_id = 'outbox:' || ob.id WHERE "                 \
+	ORDER_OF_PAYLOAD " = " P " UNION ALL "                                                  \
+	"SELECT 'done', j.id, j.job_id, j.kind, j.deliveries, j.finished_at, j.worker "         \
+	"FROM done_jobs j JOIN outbox ob ON j.job_id = 'outbox:' || ob.id WHERE "              \
+	ORDER_OF_PAYLOAD " = " P " UNION ALL "                                                  \
+	"SELECT 'dead', j.id, j.job_id, j.kind, j.deliveries, CAST(j.attempts AS BIGINT), "     \
+	"j.last_error "        \
+	"FROM dead_jobs j JOIN outbox ob ON j.job_id = 'outbox:' || ob.id WHERE "              \
+	ORDER_OF_PAYLOAD " = " P
+	static const char *const lite[] = {
+		TRACE_OUTBOX("json_extract(payload, '$.order_id')", "CAST(?1 AS INTEGER)"),
+		TRACE_JOBS("json_extract(ob.payload, '$.order_id')", "CAST(?1 AS INTEGER)"),
+		"SELECT kind, claimed_at, sent_at FROM email_sends WHERE order_id = ?1",
+	};
+	static const char *const pg[] = {
+		TRACE_OUTBOX("(payload::jsonb ->> 'order_id')::bigint", "$1::bigint"),
+		TRACE_JOBS("(ob.payload::jsonb ->> 'order_id')::bigint", "$1::bigint"),
+		"SELECT kind, claimed_at, sent_at FROM email_sends WHERE order_id = $1::bigint",
+	};
+	static const char *const what[] = { "outbox", "job", "email_sends" };
+	const char *const *sql = vdb_pg(db) ? pg : lite;
+	char param[24], err[300];
+	size_t i;
+
+	snprintf(param, sizeof param, "%lld", id);
+	fprintf(stderr, "chaos: trace: order %lld\n", id);
+	for (i = 0; i < 3; i++)
+		if (vdb_each(db, sql[i], param, trace_row, (void *)what[i], err, sizeof err) != 0)
+			fprintf(stderr, "chaos: trace: %s: %s\n", what[i], err);
 }
 
 static void check_orders_done(struct verdict *v, struct vdb *db, const long *per, long long max)
@@ -356,11 +413,13 @@ static void check_orders_done(struct verdict *v, struct vdb *db, const long *per
 	"FROM orders o ORDER BY o.id"
 	static const char lite[] = DONE_SQL("json_extract(ob.payload, '$.order_id')");
 	static const char pg[] = DONE_SQL("(ob.payload::jsonb ->> 'order_id')::bigint");
-	struct done_walk w = { v, per, max };
+	struct done_walk w = { v, per, max, 0 };
 	char err[300];
 
 	if (vdb_each(db, vdb_pg(db) ? pg : lite, NULL, done_row, &w, err, sizeof err) != 0)
 		broken(v, "database: %s", err);
+	if (w.first_lost)
+		trace_order(db, w.first_lost);
 }
 
 /* ======================== all of it ===================================== */
