@@ -128,6 +128,7 @@ void api_close(struct api *a)
 enum route_flags {
 	R_BODY = 1,	/* takes a JSON body */
 	R_NODB = 2,	/* a failing database is this handler's answer, not a 500 */
+	R_OPT_BODY = 4,	/* takes a JSON body, or none */
 };
 
 struct route {
@@ -153,14 +154,20 @@ static const struct route routes[] = {
 	{ "POST", "/v1/events", OP, R_BODY, api_post_event },
 	{ "GET", "/v1/events", OP | BO | MON, 0, api_get_events },
 	{ "GET", "/v1/events/*", OP | BO | DOOR | MON, 0, api_get_event },
+	{ "GET", "/v1/events/*/sales", OP | BO, 0, api_get_event_sales },
+	{ "GET", "/v1/events/*/scans", OP | BO | DOOR, 0, api_get_event_scans },
 	{ "POST", "/v1/orders", OP | BO, R_BODY, api_post_order },
 	{ "GET", "/v1/orders", OP | BO, 0, api_get_orders },
 	{ "GET", "/v1/orders/*", OP | BO, 0, api_get_order },
+	{ "PATCH", "/v1/orders/*", OP | BO, R_BODY, api_patch_order },
 	{ "GET", "/v1/orders/*/tickets.pdf", OP | BO, 0, api_get_order_pdf },
+	{ "POST", "/v1/orders/*/resend", OP | BO, R_OPT_BODY, api_post_resend },
+	{ "POST", "/v1/orders/*/cancel", OP | BO, R_OPT_BODY, api_post_cancel },
 	{ "POST", "/v1/scan", OP | DOOR, R_BODY, api_post_scan },
 	{ "GET", "/v1/jobs", OP, 0, api_get_jobs },
 	{ "POST", "/v1/jobs/*/retry", OP, 0, api_post_retry },
 	{ "GET", "/v1/stats", OP | MON, 0, api_get_stats },
+	{ "GET", "/v1/stats/history", OP | MON, 0, api_get_history },
 	{ NULL, NULL, 0, 0, NULL },
 };
 
@@ -209,7 +216,8 @@ static int request_admitted(struct call *c, const struct route *rt)
 		api_res_fail(c->res, 413, "the body is larger than 64 KiB", NULL);
 		return 0;
 	}
-	if ((rt->flags & R_BODY) && !api_content_type_json(req->content_type)) {
+	if (((rt->flags & R_BODY) || ((rt->flags & R_OPT_BODY) && req->body_len)) &&
+	    !api_content_type_json(req->content_type)) {
 		api_res_fail(c->res, 415, "the body must be application/json", NULL);
 		return 0;
 	}

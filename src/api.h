@@ -4,8 +4,9 @@
  * The server (http.c, libmicrohttpd) turns each request into a struct
  * api_request and sends back the struct api_response that api_handle fills;
  * this module owns routing, who may call what, body checks and the JSON,
- * and reaches the domain through tickets, queue, token, clientkey (the
- * client Idempotency-Keys) and db.  api_int.h lists its files.
+ * and reaches the domain through events, orders, scans, queue, token,
+ * clientkey (the client Idempotency-Keys) and db.  api_int.h lists its
+ * files.
  *
  * Invariants:
  *  - every route names the roles it admits (the table in api.c): a request
@@ -28,17 +29,27 @@
  * Endpoints (roles: O operator, B box_office, D door, M monitor, - public):
  *   POST /v1/events                      O  {"name","venue","starts_at","capacity"} -> 201
  *   GET  /v1/events                      OBM {"events":[...]}
- *   GET  /v1/events/{id}                 OBDM the event with seats sold and remaining
+ *   GET  /v1/events/{id}                 OBDM the event with seats sold and remaining,
+ *                                           admitted, to come, cancelled
+ *   GET  /v1/events/{id}/sales           OB  seats sold hour by hour, and the capacity
+ *   GET  /v1/events/{id}/scans           OBD admissions per minute and per door
  *   POST /v1/orders                      OB {"event_id","name","email","seats"} +
  *                                           Idempotency-Key ("abc" or abc: one key)
- *   GET  /v1/orders?recent=N             OB the newest orders
- *   GET  /v1/orders/{id}                 OB order_show's JSON
+ *   GET  /v1/orders?recent=N | ?q=TEXT   OB the newest orders, or those an id, an
+ *                                           address or a part of a name finds
+ *   GET  /v1/orders/{id}                 OB the order: tickets, emails, changes, jobs
+ *   PATCH /v1/orders/{id}                OB {"email"}: the buyer's address from now on
+ *   POST /v1/orders/{id}/resend          OB the tickets again (Idempotency-Key optional)
+ *   POST /v1/orders/{id}/cancel          OB {"reason"}: cancelled once; 409 when a
+ *                                           ticket was admitted
  *   GET  /v1/orders/{id}/tickets.pdf     OB the stored PDF (404 until rendered)
- *   POST /v1/scan                        OD {"code"} -> {"result": admitted|already_scanned|
- *                                           invalid|wrong_event|doors_closed, ...}
+ *   POST /v1/scan                        OD {"code","nonce"} -> {"result": admitted|
+ *                                           already_scanned|invalid|wrong_event|
+ *                                           doors_closed|cancelled, ...}
  *   GET  /v1/jobs?state=&kind=&limit=    O  {"jobs":[...]}
  *   POST /v1/jobs/{job_id}/retry         O  a dead job back (404 when not dead)
  *   GET  /v1/stats                       OM jobs by state and kind, orders, emails, events
+ *   GET  /v1/stats/history               OM the queue's last hour, a row a minute
  *   GET  /v1/whoami                      OBDM the token's role, name and event
  *   GET  /healthz                        -  {"ok","db","workers_alive","wal_bytes","disk",
  *                                            "backup"} or 503
@@ -55,7 +66,10 @@
 #include <stdint.h>
 
 #include "db.h"
+#include "events.h"
+#include "orders.h"
 #include "result.h"
+#include "scans.h"
 #include "tickets.h"
 #include "token.h"
 
@@ -128,6 +142,10 @@ void api_close(struct api *a);
 void api_handle(struct api *a, const struct api_request *req, struct api_response *res);
 void api_response_free(struct api_response *res);
 
+/* api_order_json_text: the order as GET /v1/orders/{id} answers it, indented
+ * (`order show --json` prints the same).  [out] malloc'd; NULL: no memory. */
+char *api_order_json_text(const struct order_detail *d);
+
 
 /* ---- the pure layer: no database, no allocation kept (fuzzed) --------- */
 
@@ -149,20 +167,34 @@ struct api_event {
 	void *json;
 };
 
+/* A scan as parsed: the code ("" when too long: it scans as invalid) and
+ * the door's nonce ("" when none). */
+struct api_scan {
+	char code[CODE_TEXT_MAX];
+	char nonce[SCAN_NONCE_MAX + 1];
+};
+
 /*
  * api_parse_order / api_parse_event / api_parse_scan: check a request body
  * (len bytes, need not be NUL-terminated) field by field as order_add,
  * event_add and ticket_scan would, without a database.  SD_INVALID with err
  * naming the field (SD_NOMEM when memory ran out); on success release
  * out->json with api_parse_free.
- * api_parse_scan copies the code into code (CODE_TEXT_MAX bytes).
+ * api_parse_scan copies the code and the nonce ("" when none) into out.
  */
 enum sd_result api_parse_order(const char *body, size_t len, struct api_order *out,
 			       struct api_error *err);
 enum sd_result api_parse_event(const char *body, size_t len, struct api_event *out,
 			       struct api_error *err);
-enum sd_result api_parse_scan(const char *body, size_t len, char code[CODE_TEXT_MAX],
+enum sd_result api_parse_scan(const char *body, size_t len, struct api_scan *out,
 			      struct api_error *err);
+/* api_parse_email: PATCH /v1/orders/{id}'s {"email"}, an address. */
+enum sd_result api_parse_email(const char *body, size_t len, char email[256],
+			       struct api_error *err);
+/* api_parse_cancel: {"reason"} (optional, and so is the body) into reason
+ * ("" when none). */
+enum sd_result api_parse_cancel(const char *body, size_t len,
+				char reason[ORDER_REASON_MAX + 1], struct api_error *err);
 void api_parse_free(void *json);
 
 /* api_key_valid: an Idempotency-Key: 1..TICKETS_KEY_MAX printable ASCII, no space. */

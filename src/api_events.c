@@ -1,9 +1,10 @@
 /*
- * api_events.c: the events and the door's scans.
+ * api_events.c: the events, their sales by the hour, and the door: its
+ * scans and what the night looked like at it.
  *
- * A door token bound to an event admits that event's tickets alone, and
- * only while its doors are open (api.h); the check and the admission are
- * tickets.c's, in one transaction.
+ * A door token bound to an event reads and admits that event alone, and
+ * admits only while its doors are open (api.h); the check, the admission
+ * and the scan's log row are scans.c's, in one transaction.
  */
 #define _GNU_SOURCE
 #include "api_int.h"
@@ -11,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tickets.h"
+#include "clock.h"
+#include "events.h"
+#include "scans.h"
 
 /* The event, and the answer built before the commit: a 500 never follows a
  * stored event, so a client that retries after one makes no second event. */
@@ -51,6 +54,21 @@ void api_post_event(struct call *c)
 		api_res_internal(c->res, c->req, r);
 }
 
+/* the {id} of an event route: 1 with *id, 0 with the refusal in c->res
+ * (404 no such id, 403 a door token bound to another event) */
+static int event_of_call(struct call *c, int64_t *id)
+{
+	if (!api_parse_id(c->id, id)) {
+		api_res_fail(c->res, 404, "no such event", NULL);
+		return 0;
+	}
+	if (c->grant.role == TOKEN_DOOR && c->grant.event_id && c->grant.event_id != *id) {
+		api_res_fail(c->res, 403, "this door token is for another event", "Authorization");
+		return 0;
+	}
+	return 1;
+}
+
 /* a door token bound to an event sees that event alone */
 void api_get_event(struct call *c)
 {
@@ -58,14 +76,8 @@ void api_get_event(struct call *c)
 	enum sd_result r;
 	int64_t id;
 
-	if (!api_parse_id(c->id, &id)) {
-		api_res_fail(c->res, 404, "no such event", NULL);
+	if (!event_of_call(c, &id))
 		return;
-	}
-	if (c->grant.role == TOKEN_DOOR && c->grant.event_id && c->grant.event_id != id) {
-		api_res_fail(c->res, 403, "this door token is for another event", "Authorization");
-		return;
-	}
 	if ((r = event_get(c->db, id, &v)) == SD_NOT_FOUND)
 		api_res_fail(c->res, 404, "no such event", NULL);
 	else if (r != SD_OK)
@@ -93,7 +105,7 @@ enum sd_result api_events_list(struct db *db, json_t **out)
 	enum sd_result r;
 
 	*out = NULL;
-	if ((r = tickets_each_event(db, event_row, &l)) == SD_OK && (l.short_of || !l.events))
+	if ((r = event_each(db, event_row, &l)) == SD_OK && (l.short_of || !l.events))
 		r = err_set(SD_NOMEM, "out of memory");
 	if (r != SD_OK) {
 		json_decref(l.events);
@@ -135,9 +147,11 @@ static json_t *scan_json(const struct scan_result *sr)
 	switch (sr->outcome) {
 	case SCAN_ADMITTED:
 	case SCAN_ALREADY:
-		return json_pack("{s:s, s:I, s:s, s:s}", "result",
-				 sr->outcome == SCAN_ADMITTED ? "admitted" : "already_scanned",
+		return json_pack("{s:s, s:I, s:s, s:s, s:o}", "result", scan_outcome_name(sr->outcome),
 				 "scanned_at", (json_int_t)sr->scanned_at, "seat", sr->seat_label,
+				 "order_id", sr->order_id, "scanned_by", api_json_text(sr->scanned_by));
+	case SCAN_CANCELLED:
+		return json_pack("{s:s, s:s, s:s}", "result", "cancelled", "seat", sr->seat_label,
 				 "order_id", sr->order_id);
 	case SCAN_WRONG_EVENT:
 		return json_pack("{s:s, s:o}", "result", "wrong_event", "event",
@@ -156,24 +170,108 @@ static json_t *scan_json(const struct scan_result *sr)
 
 /* POST /v1/scan: a door token bound to an event admits that event's
  * tickets, while its doors are open; the operator's and an unbound door
- * token's admit any event's, at any time */
+ * token's admit any event's, at any time.  The token's name is the door in
+ * the scan log; the same nonce from it again gets the first answer. */
 void api_post_scan(struct call *c)
 {
-	char code[CODE_TEXT_MAX];
+	struct api_scan in;
 	struct api_error err;
 	struct scan_result sr;
 	struct scan_door door = { c->grant.event_id, c->a->doors_open_before_ms,
 				  c->a->doors_close_after_ms };
 	enum sd_result r;
 
-	if ((r = api_parse_scan(c->req->body, c->req->body_len, code, &err)) != SD_OK) {
+	if ((r = api_parse_scan(c->req->body, c->req->body_len, &in, &err)) != SD_OK) {
 		api_bad_body(c, r, &err);
 		return;
 	}
-	if ((r = ticket_scan(c->db, c->a->key, code,
-			     c->grant.role == TOKEN_DOOR ? &door : NULL, &sr)) != SD_OK) {
+	if ((r = scan_ticket(c->db, c->a->key, in.code,
+			     c->grant.role == TOKEN_DOOR ? &door : NULL, c->grant.name,
+			     in.nonce[0] ? in.nonce : NULL, &sr)) != SD_OK) {
 		api_res_internal(c->res, c->req, r);
 		return;
 	}
 	api_res_json(c->res, 200, scan_json(&sr));
+}
+
+/* GET /v1/events/{id}/scans: the door's night, the last six hours by the
+ * minute and every door's counts */
+void api_get_event_scans(struct call *c)
+{
+	struct scan_stats *st;
+	struct event_view v;
+	json_t *minutes, *doors;
+	enum sd_result r;
+	int64_t id;
+	int i;
+
+	if (!event_of_call(c, &id))
+		return;
+	if (!(st = malloc(sizeof *st))) {
+		api_res_internal(c->res, c->req, err_set(SD_NOMEM, "out of memory"));
+		return;
+	}
+	if ((r = event_get(c->db, id, &v)) != SD_OK ||
+	    (r = scan_stats_get(c->db, id, clock_now_ms() - SCAN_MINUTES_MAX * 60000LL, st)) !=
+		    SD_OK) {
+		free(st);
+		if (r == SD_NOT_FOUND)
+			api_res_fail(c->res, 404, "no such event", NULL);
+		else
+			api_res_internal(c->res, c->req, r);
+		return;
+	}
+	minutes = json_array();
+	doors = json_array();
+	for (i = 0; i < st->n_minutes; i++)
+		json_array_append_new(minutes, json_pack("{s:I, s:I, s:I}", "minute",
+				(json_int_t)st->minutes[i].minute, "admitted",
+				(json_int_t)st->minutes[i].admitted, "refused",
+				(json_int_t)st->minutes[i].refused));
+	for (i = 0; i < st->n_doors; i++)
+		json_array_append_new(doors, json_pack("{s:o, s:I, s:I, s:I}", "door",
+				api_json_text(st->doors[i].door), "admitted",
+				(json_int_t)st->doors[i].admitted, "refused",
+				(json_int_t)st->doors[i].refused, "last_at",
+				(json_int_t)st->doors[i].last_at));
+	free(st);
+	api_res_json(c->res, 200, json_pack("{s:I, s:I, s:I, s:o, s:o}", "event_id", (json_int_t)id,
+					    "admitted", (json_int_t)v.admitted, "to_come",
+					    (json_int_t)(v.seats_sold - v.admitted), "per_minute",
+					    minutes, "per_door", doors));
+}
+
+/* GET /v1/events/{id}/sales: what the event sold, hour by hour */
+void api_get_event_sales(struct call *c)
+{
+	struct event_hour *h;
+	struct event_view v;
+	json_t *hours;
+	enum sd_result r;
+	int64_t id;
+	int n = 0, i;
+
+	if (!event_of_call(c, &id))
+		return;
+	if (!(h = malloc(sizeof *h * EVENT_HOURS_MAX))) {
+		api_res_internal(c->res, c->req, err_set(SD_NOMEM, "out of memory"));
+		return;
+	}
+	if ((r = event_get(c->db, id, &v)) != SD_OK || (r = event_sales(c->db, id, h, &n)) != SD_OK) {
+		free(h);
+		if (r == SD_NOT_FOUND)
+			api_res_fail(c->res, 404, "no such event", NULL);
+		else
+			api_res_internal(c->res, c->req, r);
+		return;
+	}
+	hours = json_array();
+	for (i = 0; i < n; i++)
+		json_array_append_new(hours, json_pack("{s:I, s:I, s:I}", "hour",
+				(json_int_t)h[i].hour, "orders", (json_int_t)h[i].orders, "seats",
+				(json_int_t)h[i].seats));
+	free(h);
+	api_res_json(c->res, 200, json_pack("{s:I, s:I, s:I, s:o}", "event_id", (json_int_t)id,
+					    "capacity", (json_int_t)v.capacity, "sold",
+					    (json_int_t)v.seats_sold, "hours", hours));
 }

@@ -9,8 +9,10 @@
  *   api_parse.c   the pure layer: bodies, headers, queries (fuzzed)
  *   api_auth.c    who is asking: the bearer token's grant, the roles a
  *                 route admits, the door's event
- *   api_events.c  events and the door's scans
- *   api_orders.c  orders (the client Idempotency-Key, clientkey.h) and PDFs
+ *   api_events.c  events, their sales by the hour, the door's scans
+ *   api_orders.c  orders (the client Idempotency-Key, clientkey.h), the lists,
+ *                 the search, an order's detail and its PDF
+ *   api_changes.c an order's changes: resend, a new address, cancel
  *   api_jobs.c    the stream's jobs and the dead letters
  *   api_status.c  /v1/stats, /healthz, /metrics, /ca.pem
  */
@@ -119,6 +121,41 @@ void api_get_healthz(struct call *c);
 void api_get_metrics(struct call *c);
 void api_get_ca(struct call *c);
 void api_get_whoami(struct call *c);
+void api_get_event_scans(struct call *c);
+void api_get_event_sales(struct call *c);
+void api_post_resend(struct call *c);
+void api_patch_order(struct call *c);
+void api_post_cancel(struct call *c);
+void api_get_history(struct call *c);
+
+/*
+ * A write made once per client key: api_keyed_write checks the
+ * Idempotency-Key (required or not), holds it in flight in this process,
+ * and in one transaction looks up the answer stored under it (a replay, or
+ * 422 for another body), else runs write and stores its 2xx answer under
+ * the key.  write fills *status and *body (malloc'd JSON); refused turns a
+ * failure into the answer.  body_only: "the same request" is the same body
+ * (POST /v1/orders); else the same method, path and body.
+ */
+struct api_keyed {
+	enum sd_result (*write)(struct call *c, void *arg, int *status, char **body);
+	void *arg;
+	void (*refused)(struct call *c, enum sd_result r);
+	int key_required;
+	int body_only;
+};
+
+void api_keyed_write(struct call *c, const struct api_keyed *k);
+
+/* api_order_json: the order as GET /v1/orders/{id} answers it. */
+json_t *api_order_json(const struct order_detail *d);
+
+/* api_order_id_valid: an {id} that can be an order's public id. */
+int api_order_id_valid(const char *s);
+
+/* api_order_of_call: the order the route's {id} names: 1 with *d
+ * (order_detail_free), 0 with the answer (404, 500) in c->res. */
+int api_order_of_call(struct call *c, struct order_detail **d);
 
 /* api_events_list: [out] *out, every event's api_event_json, by id. */
 enum sd_result api_events_list(struct db *db, json_t **out);

@@ -18,6 +18,7 @@
 #include "clientkey.h"
 #include "clock.h"
 #include "failpoint.h"
+#include "orders.h"
 #include "tickets.h"
 
 /* ======================== the keys in flight ============================= */
@@ -69,21 +70,7 @@ static void inflight_remove(struct api *a, const char *key)
 	pthread_mutex_unlock(&a->mu);
 }
 
-/* ======================== orders ========================================= */
-
-/* order_add's refusal as an answer: no event 404, no seats left 422, other
- * input 400; a failure of the database is not the client's. */
-static void order_refused(struct call *c, enum sd_result r)
-{
-	if (r == SD_NOT_FOUND)
-		api_res_fail(c->res, 404, err_msg(), "event_id");
-	else if (r == SD_INVALID && (strstr(err_msg(), "sold out") || strstr(err_msg(), "left")))
-		api_res_fail(c->res, 422, err_msg(), "seats");
-	else if (r == SD_INVALID)
-		api_res_fail(c->res, 400, err_msg(), NULL);
-	else
-		api_res_internal(c->res, c->req, r);
-}
+/* ======================== writes under a client key ====================== */
 
 /* the answer stored under the key, or the 422 of a key used with another
  * body, into c->res */
@@ -114,92 +101,160 @@ static int key_hold(struct call *c, const char *key)
 	return held > 0;
 }
 
-/* the order, its stored answer and the client's key in one transaction */
-void api_post_order(struct call *c)
+void api_keyed_write(struct call *c, const struct api_keyed *k)
 {
 	struct clientkey_hit hit = { 0 };
-	struct api_order po;
-	struct api_error err;
-	char hash[CODE_SHA256_HEX + 1], public_id[ORDER_ID_MAX], key[TICKETS_KEY_MAX + 1];
+	char hash[CODE_SHA256_HEX + 1], key[TICKETS_KEY_MAX + 1];
+	const char *hdr = c->req->idempotency_key;
 	char *body = NULL;
 	enum sd_result r;
-	int64_t now;
-	int replayed = 0;
+	int64_t now = clock_now_ms();
+	int status = 0, keyed = hdr && *hdr;
 
-	if (!c->req->idempotency_key || !*c->req->idempotency_key) {
+	if (!keyed && k->key_required) {
 		api_res_fail(c->res, 400, "the Idempotency-Key header is required", "Idempotency-Key");
 		return;
 	}
-	if (!api_key_parse(c->req->idempotency_key, key)) {
+	if (keyed && !api_key_parse(hdr, key)) {
 		api_res_fail(c->res, 400, "the Idempotency-Key must be a string of 1 to 200 "
 			     "printable ASCII characters, quoted (\"abc\") or bare (abc) without "
 			     "spaces", "Idempotency-Key");
+		return;
+	}
+	if (keyed) {
+		/* "the same request": the same body bytes, and for any route but
+		 * POST /v1/orders (whose stored keys hash the body alone) the same
+		 * method and path */
+		if (k->body_only) {
+			code_sha256_hex(c->req->body, c->req->body_len, hash);
+		} else {
+			char *all = NULL;
+			int n = asprintf(&all, "%s %s\n%.*s", c->req->method, c->req->path,
+					 (int)c->req->body_len, c->req->body ? c->req->body : "");
+			if (n < 0) {
+				api_res_internal(c->res, c->req, err_set(SD_NOMEM, "out of memory"));
+				return;
+			}
+			code_sha256_hex(all, (size_t)n, hash);
+			free(all);
+		}
+		if (!key_hold(c, key))
+			return;
+	}
+	if ((r = db_begin(c->db)) != SD_OK)
+		goto out;
+	if (keyed && ((r = clientkey_lookup(c->db, key, hash, now, &hit)) != SD_OK || hit.found))
+		goto end;	/* a replay or a 422: nothing to write */
+	if ((r = k->write(c, k->arg, &status, &body)) != SD_OK)
+		goto end;
+	if (!body)
+		r = err_set(SD_NOMEM, "out of memory");
+	else if (keyed && status >= 200 && status < 300)
+		r = clientkey_put(c->db, key, hash, status, body, now, c->a->idem_ttl_ms);
+end:
+	r = db_end(c->db, r);
+out:
+	if (keyed)
+		inflight_remove(c->a, key);
+	if (r != SD_OK) {
+		free(body);
+		free(hit.body);
+		k->refused(c, r);
+		return;
+	}
+	if (hit.found)
+		key_answer(c, &hit);
+	else		/* committed: the answer just stored */
+		api_res_set(c->res, status, "application/json", body, strlen(body));
+	free(hit.body);
+}
+
+/* ======================== orders ========================================= */
+
+/* order_add's refusal as an answer: no event 404, no seats left 422, other
+ * input 400; a failure of the database is not the client's. */
+static void order_refused(struct call *c, enum sd_result r)
+{
+	if (r == SD_NOT_FOUND)
+		api_res_fail(c->res, 404, err_msg(), "event_id");
+	else if (r == SD_SOLD_OUT)
+		api_res_fail(c->res, 422, err_msg(), "seats");
+	else if (r == SD_INVALID)
+		api_res_fail(c->res, 400, err_msg(), NULL);
+	else
+		api_res_internal(c->res, c->req, r);
+}
+
+/* the order and its answer, inside api_keyed_write's transaction */
+static enum sd_result order_write(struct call *c, void *arg, int *status, char **body)
+{
+	struct api_order *po = arg;
+	char public_id[ORDER_ID_MAX];
+	enum sd_result r;
+	int replayed = 0;
+
+	/* the client key lives in api_keys (it expires); orders.idempotency_key
+	 * stays the CLI's */
+	if ((r = order_add(c->db, &po->o, public_id, &replayed)) != SD_OK)
+		return r;
+	failpoint(FP_API_ORDER_TX);
+	*status = 201;
+	*body = api_json_take(json_pack("{s:s, s:I, s:s, s:s, s:I, s:I}", "id", public_id,
+					 "event_id", (json_int_t)po->o.event_id, "name", po->o.name,
+					 "email", po->o.email, "seats", (json_int_t)po->o.seats,
+					 "created_at", (json_int_t)clock_now_ms()));
+	return SD_OK;
+}
+
+/* the order, its stored answer and the client's key in one transaction */
+void api_post_order(struct call *c)
+{
+	struct api_order po;
+	struct api_error err;
+	struct api_keyed k = { order_write, &po, order_refused, 1, 1 };
+	enum sd_result r;
+
+	if (!c->req->idempotency_key || !*c->req->idempotency_key) {
+		api_res_fail(c->res, 400, "the Idempotency-Key header is required", "Idempotency-Key");
 		return;
 	}
 	if ((r = api_parse_order(c->req->body, c->req->body_len, &po, &err)) != SD_OK) {
 		api_bad_body(c, r, &err);
 		return;
 	}
-	code_sha256_hex(c->req->body, c->req->body_len, hash);
-	if (!key_hold(c, key)) {
-		api_parse_free(po.json);
-		return;
-	}
-	now = clock_now_ms();
-	if ((r = db_begin(c->db)) != SD_OK)
-		goto out;
-	if ((r = clientkey_lookup(c->db, key, hash, now, &hit)) != SD_OK || hit.found)
-		goto end;	/* a replay or a 422: nothing to write */
-	/* the client key lives in api_keys (it expires); orders.idempotency_key
-	 * stays the CLI's */
-	if ((r = order_add(c->db, &po.o, public_id, &replayed)) != SD_OK)
-		goto end;
-	failpoint(FP_API_ORDER_TX);
-	body = api_json_take(json_pack("{s:s, s:I, s:s, s:s, s:I, s:I}", "id", public_id,
-					"event_id", (json_int_t)po.o.event_id, "name", po.o.name,
-					"email", po.o.email, "seats", (json_int_t)po.o.seats,
-					"created_at", (json_int_t)now));
-	if (!body) {
-		r = err_set(SD_NOMEM, "out of memory");
-		goto end;
-	}
-	r = clientkey_put(c->db, key, hash, 201, body, now, c->a->idem_ttl_ms);
-end:
-	r = db_end(c->db, r);
-out:
-	inflight_remove(c->a, key);
+	api_keyed_write(c, &k);
 	api_parse_free(po.json);
-	if (r != SD_OK) {
-		free(body);
-		free(hit.body);
-		order_refused(c, r);
-		return;
-	}
-	if (hit.found)
-		key_answer(c, &hit);
-	else if (body)		/* committed: the answer just stored */
-		api_res_set(c->res, 201, "application/json", body, strlen(body));
-	free(hit.body);
 }
+
+/* ======================== lists and the search =========================== */
 
 static void order_recent_row(const struct order_recent *o, void *arg)
 {
-	json_array_append_new(arg, json_pack("{s:s, s:I, s:I, s:b, s:s, s:I}", "id", o->id,
-					     "event_id", (json_int_t)o->event_id, "seats",
+	json_array_append_new(arg, json_pack("{s:s, s:I, s:I, s:b, s:s, s:I, s:o, s:o, s:b}", "id",
+					     o->id, "event_id", (json_int_t)o->event_id, "seats",
 					     (json_int_t)o->seats, "pdf", o->pdf_stored, "email",
-					     o->email, "created_at", (json_int_t)o->created_at));
+					     o->email, "created_at", (json_int_t)o->created_at,
+					     "name", api_json_text(o->name), "email_address",
+					     api_json_text(o->email_address), "cancelled",
+					     o->cancelled));
 }
 
-/* GET /v1/orders?recent=N (1..100, default 20): the newest orders. */
+/* GET /v1/orders?recent=N (1..100, default 20): the newest orders;
+ * ?q=TEXT: the orders an id, an address or a part of a name finds. */
 void api_get_orders(struct call *c)
 {
-	char buf[16];
+	char buf[ORDER_QUERY_MAX * 3 + 1];
 	long n = 20;
-	int has;
+	int has, q;
 	json_t *orders;
 	enum sd_result r;
 
-	if ((has = api_query_get(c->req->query, "recent", buf, sizeof buf)) != 0) {
+	if ((q = api_query_get(c->req->query, "q", buf, sizeof buf)) != 0) {
+		if (q < 0 || !*buf) {
+			api_res_fail(c->res, 400, "q must be 1 to 200 bytes of text", "q");
+			return;
+		}
+	} else if ((has = api_query_get(c->req->query, "recent", buf, sizeof buf)) != 0) {
 		char *end = NULL;
 		n = has > 0 ? strtol(buf, &end, 10) : 0;
 		if (has < 0 || !end || *end || end == buf || n < 1 || n > 100) {
@@ -208,15 +263,22 @@ void api_get_orders(struct call *c)
 		}
 	}
 	orders = json_array();
-	if ((r = tickets_recent_orders(c->db, (int)n, order_recent_row, orders)) != SD_OK) {
+	r = q ? order_search(c->db, buf, order_recent_row, orders)
+	      : order_recent(c->db, (int)n, order_recent_row, orders);
+	if (r != SD_OK) {
 		json_decref(orders);
-		api_res_internal(c->res, c->req, r);
+		if (r == SD_INVALID)
+			api_res_fail(c->res, 400, err_msg(), "q");
+		else
+			api_res_internal(c->res, c->req, r);
 		return;
 	}
 	api_res_json(c->res, 200, json_pack("{s:o}", "orders", orders));
 }
 
-static int order_id_valid(const char *s)
+/* ======================== one order ====================================== */
+
+int api_order_id_valid(const char *s)
 {
 	size_t n = 0;
 
@@ -229,54 +291,137 @@ static int order_id_valid(const char *s)
 	return n >= 1 && n < ORDER_ID_MAX;
 }
 
-void api_get_order(struct call *c)
+static const char *const ticket_states[] = { "valid", "admitted", "cancelled" };
+
+static json_t *ms_or_null(int64_t ms)
 {
-	char *out = NULL;
+	return ms ? json_integer(ms) : json_null();
+}
+
+static json_t *order_jobs_json(const struct order_detail *d)
+{
+	json_t *jobs = json_array(), *entries;
+	const struct order_job *j;
+	int i, k;
+
+	for (i = 0; i < d->n_jobs; i++) {
+		j = &d->jobs[i];
+		entries = json_array();
+		for (k = 0; k < j->n_entries; k++)
+			json_array_append_new(entries, json_pack("{s:s, s:I, s:I, s:o}", "state",
+					j->entries[k].state, "deliveries",
+					(json_int_t)j->entries[k].deliveries, "attempts",
+					(json_int_t)j->entries[k].attempts, "last_error",
+					j->entries[k].last_error[0] ?
+						api_json_text(j->entries[k].last_error) : json_null()));
+		json_array_append_new(jobs, json_pack("{s:s, s:s, s:b, s:o}", "job_id", j->job_id,
+						      "kind", j->kind, "published", j->published,
+						      "entries", entries));
+	}
+	return jobs;
+}
+
+json_t *api_order_json(const struct order_detail *d)
+{
+	const struct order_view *v = &d->v;
+	json_t *o, *tickets = json_array(), *emails = json_array(), *changes = json_array();
+	const struct order_email *tk = NULL;
+	char when[32];
+	int i;
+
+	for (i = 0; i < v->n_tickets; i++)
+		json_array_append_new(tickets, json_pack("{s:I, s:s, s:s, s:o, s:o, s:b}", "id",
+				(json_int_t)v->tickets[i].id, "seat", v->tickets[i].seat_label,
+				"state", ticket_states[d->tickets[i].state], "scanned_at",
+				ms_or_null(d->tickets[i].scanned_at), "scanned_by",
+				d->tickets[i].scanned_by[0] ? api_json_text(d->tickets[i].scanned_by)
+							    : json_null(),
+				"pdf_stored", d->tickets[i].pdf_stored));
+	for (i = 0; i < d->n_emails; i++) {
+		if (strcmp(d->emails[i].kind, "tickets") == 0)
+			tk = &d->emails[i];
+		json_array_append_new(emails, json_pack("{s:s, s:s, s:o}", "kind", d->emails[i].kind,
+				"state", order_email_state(&d->emails[i]), "sent_at",
+				ms_or_null(d->emails[i].sent_at)));
+	}
+	for (i = 0; i < d->n_changes; i++)
+		json_array_append_new(changes, json_pack("{s:I, s:s, s:o, s:o}", "at",
+				(json_int_t)d->changes[i].at, "kind", d->changes[i].kind, "by",
+				api_json_text(d->changes[i].actor), "detail",
+				d->changes[i].detail[0] ? api_json_text(d->changes[i].detail)
+							: json_null()));
+	api_utc_text(v->starts_at, when, sizeof when);
+	o = json_pack("{s:s, s:I, s:o, s:o, s:s, s:o, s:o, s:I, s:I, s:b, s:o}", "id", v->public_id,
+		      "event_id", (json_int_t)v->event_id, "event", api_json_text(v->event_name),
+		      "venue", api_json_text(v->venue), "starts_at", when, "name",
+		      api_json_text(v->buyer_name), "email", api_json_text(v->buyer_email), "seats",
+		      (json_int_t)v->seats, "created_at", (json_int_t)d->created_at, "pdf_stored",
+		      v->pdf_stored, "pdf_key",
+		      d->pdf_tickets ? json_string(d->pdf_key) : json_null());
+	json_object_set_new(o, "cancelled_at", ms_or_null(v->cancelled_at));
+	json_object_set_new(o, "resends", json_integer(v->resends));
+	/* the first email's state, as before the emails list */
+	json_object_set_new(o, "email_claimed_at", tk && tk->claimed_at ?
+						   json_integer(tk->claimed_at) : json_null());
+	json_object_set_new(o, "email_sent", json_boolean(tk && tk->sent_at));
+	json_object_set_new(o, "email_sent_at", ms_or_null(tk ? tk->sent_at : 0));
+	json_object_set_new(o, "email_message_id", tk && tk->message_id[0] ?
+						   api_json_text(tk->message_id) : json_null());
+	json_object_set_new(o, "tickets", tickets);
+	json_object_set_new(o, "emails", emails);
+	json_object_set_new(o, "changes", changes);
+	json_object_set_new(o, "jobs", order_jobs_json(d));
+	return o;
+}
+
+char *api_order_json_text(const struct order_detail *d)
+{
+	json_t *o = api_order_json(d);
+	char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+
+	json_decref(o);
+	return s;
+}
+
+/* the order an {id} names: 1 with *d (order_detail_free), 0 with the
+ * answer (404 or 500) in c->res */
+int api_order_of_call(struct call *c, struct order_detail **d)
+{
 	enum sd_result r;
 
-	if (!order_id_valid(c->id)) {
+	*d = NULL;
+	if (!api_order_id_valid(c->id)) {
 		api_res_fail(c->res, 404, "no such order", NULL);
-		return;
+		return 0;
 	}
-	if ((r = order_show(c->db, c->id, 1, &out)) == SD_NOT_FOUND)
+	if ((r = order_detail_get(c->db, c->id, d)) == SD_NOT_FOUND)
 		api_res_fail(c->res, 404, "no such order", NULL);
 	else if (r != SD_OK)
 		api_res_internal(c->res, c->req, r);
-	else
-		api_res_set(c->res, 200, "application/json", out, strlen(out));
+	return r == SD_OK;
+}
+
+void api_get_order(struct call *c)
+{
+	struct order_detail *d;
+
+	if (!api_order_of_call(c, &d))
+		return;
+	api_res_json(c->res, 200, api_order_json(d));
+	order_detail_free(d);
 }
 
 void api_get_order_pdf(struct call *c)
 {
-	char *out = NULL;
+	struct order_detail *d;
 	unsigned char *pdf = NULL, *p;
 	size_t len = 0;
-	json_t *o;
-	const char *key;
 	enum sd_result r;
 
-	if (!order_id_valid(c->id)) {
-		api_res_fail(c->res, 404, "no such order", NULL);
+	if (!api_order_of_call(c, &d))
 		return;
-	}
-	if ((r = order_show(c->db, c->id, 1, &out)) == SD_NOT_FOUND) {
-		api_res_fail(c->res, 404, "no such order", NULL);
-		return;
-	}
-	if (r != SD_OK) {
-		api_res_internal(c->res, c->req, r);
-		return;
-	}
-	o = json_loads(out, 0, NULL);
-	free(out);
-	key = json_string_value(json_object_get(o, "pdf_key"));
-	if (!json_is_true(json_object_get(o, "pdf_stored")) || !key) {
-		json_decref(o);
-		api_res_fail(c->res, 404, "the tickets are not rendered yet", NULL);
-		return;
-	}
-	r = blob_get(c->a->blobs, key, &pdf, &len);
-	json_decref(o);
+	r = d->v.pdf_stored ? blob_get(c->a->blobs, d->pdf_key, &pdf, &len) : SD_NOT_FOUND;
+	order_detail_free(d);
 	if (r == SD_NOT_FOUND) {
 		api_res_fail(c->res, 404, "the tickets are not rendered yet", NULL);
 		return;
@@ -293,4 +438,3 @@ void api_get_order_pdf(struct call *c)
 	p[len] = '\0';
 	api_res_set(c->res, 200, "application/pdf", (char *)p, len);
 }
-

@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "mail.h"
+#include "scans.h"
 
 static enum sd_result perr(struct api_error *err, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -187,20 +188,90 @@ fail:
 	return r;
 }
 
-enum sd_result api_parse_scan(const char *body, size_t len, char code[CODE_TEXT_MAX],
+/* an optional string field: *s NULL when absent or null */
+static enum sd_result get_opt_string(json_t *o, const char *f, const char **s,
+				     struct api_error *err)
+{
+	json_t *v = json_object_get(o, f);
+
+	*s = NULL;
+	if (!v || json_is_null(v))
+		return SD_OK;
+	return get_string(o, f, s, err);
+}
+
+enum sd_result api_parse_scan(const char *body, size_t len, struct api_scan *out,
 			      struct api_error *err)
 {
-	static const char *const allowed[] = { "code", NULL };
-	const char *s;
+	static const char *const allowed[] = { "code", "nonce", NULL };
+	const char *s, *nonce = NULL;
+	const unsigned char *p;
 	json_t *o;
 	enum sd_result r;
 
-	code[0] = '\0';
+	memset(out, 0, sizeof *out);
 	memset(err, 0, sizeof *err);
 	if ((r = parse_object(body, len, allowed, &o, err)) != SD_OK)
 		return r;
 	if ((r = get_string(o, "code", &s, err)) == SD_OK && strlen(s) < CODE_TEXT_MAX)
-		memcpy(code, s, strlen(s) + 1);	/* a longer one stays "": invalid */
+		memcpy(out->code, s, strlen(s) + 1);	/* a longer one stays "": invalid */
+	if (r == SD_OK && (r = get_opt_string(o, "nonce", &nonce, err)) == SD_OK && nonce) {
+		for (p = (const unsigned char *)nonce; *p; p++)
+			if (*p <= ' ' || *p >= 127)
+				break;
+		if (!*nonce || *p || strlen(nonce) > SCAN_NONCE_MAX)
+			r = perr(err, "nonce", "nonce must be 1 to %d printable ASCII characters "
+				 "without spaces", SCAN_NONCE_MAX);
+		else
+			memcpy(out->nonce, nonce, strlen(nonce) + 1);
+	}
+	json_decref(o);
+	return r;
+}
+
+enum sd_result api_parse_email(const char *body, size_t len, char email[256],
+			       struct api_error *err)
+{
+	static const char *const allowed[] = { "email", NULL };
+	const char *s;
+	json_t *o;
+	enum sd_result r;
+
+	email[0] = '\0';
+	memset(err, 0, sizeof *err);
+	if ((r = parse_object(body, len, allowed, &o, err)) != SD_OK)
+		return r;
+	if ((r = get_string(o, "email", &s, err)) == SD_OK) {
+		if (strlen(s) >= 256 || mail_address_valid(s) != SD_OK)
+			r = perr(err, "email", "email is not an address like name@example.com");
+		else
+			memcpy(email, s, strlen(s) + 1);
+	}
+	json_decref(o);
+	return r;
+}
+
+enum sd_result api_parse_cancel(const char *body, size_t len,
+				char reason[ORDER_REASON_MAX + 1], struct api_error *err)
+{
+	static const char *const allowed[] = { "reason", NULL };
+	const char *s = NULL;
+	json_t *o;
+	enum sd_result r;
+
+	reason[0] = '\0';
+	memset(err, 0, sizeof *err);
+	if (!body || !len)	/* no body: no reason */
+		return SD_OK;
+	if ((r = parse_object(body, len, allowed, &o, err)) != SD_OK)
+		return r;
+	if ((r = get_opt_string(o, "reason", &s, err)) == SD_OK && s && *s &&
+	    (r = text_field("reason", s, err)) == SD_OK) {
+		if (strlen(s) > ORDER_REASON_MAX)
+			r = perr(err, "reason", "reason must be at most %d bytes", ORDER_REASON_MAX);
+		else
+			memcpy(reason, s, strlen(s) + 1);
+	}
 	json_decref(o);
 	return r;
 }

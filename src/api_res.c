@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "events.h"
 #include "log.h"
 #include "text.h"
 
@@ -126,12 +127,14 @@ json_t *api_event_json(const struct event_view *v)
 	char when[32];
 
 	api_utc_text(v->starts_at, when, sizeof when);
-	return json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "id", (json_int_t)v->id,
-			 "name", v->name, "venue", v->venue, "starts_at", when, "starts_at_ms",
-			 (json_int_t)v->starts_at, "capacity", (json_int_t)v->capacity,
-			 "orders", (json_int_t)v->orders, "seats_sold",
+	return json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
+			 (json_int_t)v->id, "name", v->name, "venue", v->venue, "starts_at", when,
+			 "starts_at_ms", (json_int_t)v->starts_at, "capacity",
+			 (json_int_t)v->capacity, "orders", (json_int_t)v->orders, "seats_sold",
 			 (json_int_t)v->seats_sold, "seats_remaining",
-			 (json_int_t)(v->capacity - v->seats_sold));
+			 (json_int_t)(v->capacity - v->seats_sold), "admitted",
+			 (json_int_t)v->admitted, "to_come", (json_int_t)(v->seats_sold - v->admitted),
+			 "cancelled", (json_int_t)v->cancelled);
 }
 
 /* A body the parser refused: 400 naming the field, or a 500 when it was

@@ -14,7 +14,9 @@
 #include "clock.h"
 #include "maint.h"
 #include "metrics.h"
+#include "events.h"
 #include "queue.h"
+#include "queue_history.h"
 #include "tickets.h"
 
 static json_t *counts_json(const struct queue_counts *q)
@@ -88,6 +90,28 @@ static json_t *backup_json(const struct api *a, int *ok)
 	return o;
 }
 
+/* GET /v1/stats/history: the queue's last hour, a row a minute */
+void api_get_history(struct call *c)
+{
+	struct queue_minute m[QUEUE_HISTORY_MINUTES];
+	json_t *minutes;
+	enum sd_result r;
+	int n = 0, i;
+
+	if ((r = queue_history_read(c->db, clock_now_ms(), m, &n)) != SD_OK) {
+		api_res_internal(c->res, c->req, r);
+		return;
+	}
+	minutes = json_array();
+	for (i = 0; i < n; i++)
+		json_array_append_new(minutes, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+				"minute", (json_int_t)m[i].minute, "ready", (json_int_t)m[i].ready,
+				"scheduled", (json_int_t)m[i].scheduled, "leased",
+				(json_int_t)m[i].leased, "dead", (json_int_t)m[i].dead, "done",
+				(json_int_t)m[i].done, "failed", (json_int_t)m[i].failed));
+	api_res_json(c->res, 200, json_pack("{s:o}", "minutes", minutes));
+}
+
 void api_get_stats(struct call *c)
 {
 	struct maint_disk disk;
@@ -98,7 +122,7 @@ void api_get_stats(struct call *c)
 	int n = 0, i, short_of = 0, backup_ok;
 
 	if ((r = queue_stats(c->db, &rows, &n, &total)) != SD_OK ||
-	    (r = tickets_totals(c->db, &orders, &emails)) != SD_OK ||
+	    (r = event_box_totals(c->db, &orders, &emails)) != SD_OK ||
 	    (r = queue_done_since(c->db, clock_now_ms() - 60000, &per_min)) != SD_OK) {
 		free(rows);
 		api_res_internal(c->res, c->req, r);
@@ -195,7 +219,7 @@ void api_get_metrics(struct call *c)
 	FILE *f;
 
 	if ((r = queue_stats(c->db, &rows, &n, &total)) != SD_OK ||
-	    (r = tickets_totals(c->db, &orders, &emails)) != SD_OK ||
+	    (r = event_box_totals(c->db, &orders, &emails)) != SD_OK ||
 	    (r = queue_reclaims(c->db, &reclaims)) != SD_OK ||
 	    (r = db_wal_bytes(c->db, &wal)) != SD_OK) {
 		free(rows);

@@ -72,6 +72,7 @@
 #include "cert.h"
 #include "clock.h"
 #include "db.h"
+#include "events.h"
 #include "progress.h"
 #include "serve.h"
 #include "tickets.h"
@@ -534,7 +535,7 @@ static enum sd_result ba_go(const char *dir, const char *path, void *arg)
 		if (phase != BA_REPLAYS)
 			continue;
 		/* a replay writes nothing: still one order per key */
-		if ((r = tickets_totals(db, &res->orders, &emails)) != SD_OK)
+		if ((r = event_box_totals(db, &res->orders, &emails)) != SD_OK)
 			goto out;
 		if (res->orders != n) {
 			r = err_set(SD_DB, "replays: %lld orders in the database after %lld "

@@ -49,6 +49,7 @@
 #include "bench_http.h"
 #include "clock.h"
 #include "db.h"
+#include "events.h"
 #include "serve.h"
 #include "tickets.h"
 
@@ -301,7 +302,7 @@ static enum sd_result bi_go(const char *dir, const char *path, void *arg)
 	}
 	if ((r = bi_rounds(a, &run)) != SD_OK)
 		goto out;
-	if ((r = tickets_totals(db, &a->stored, &emails)) == SD_OK && a->stored != a->answered)
+	if ((r = event_box_totals(db, &a->stored, &emails)) == SD_OK && a->stored != a->answered)
 		r = err_set(SD_DB, "%lld orders answered, %lld in the database",
 			    (long long)a->answered, (long long)a->stored);
 out:

@@ -16,8 +16,8 @@
  *                 through pipeline_run as `demo` runs them, until every
  *                 handler has finished its jobs and one snapshot shows the
  *                 stream and the outbox empty.
- *                 The worker's handler table wraps tickets_render,
- *                 tickets_send and tickets_count unchanged and times each run;
+ *                 The worker's handler table wraps ticket_job_render,
+ *                 ticket_job_send and ticket_job_count unchanged and times each run;
  *   3. verify     every order has its PDF, one maildir message each, the
  *                 sales counter equals the seats sold, nothing is dead:
  *                 otherwise the command fails and reports no figure;
@@ -40,7 +40,7 @@
  *                   relay's publishing, the worker's claims and acks, runs
  *                   that did not finish (retries), and any wait in between
  *
- * tickets_render renders and stores in one call and the handler is not to
+ * ticket_job_render renders and stores in one call and the handler is not to
  * be changed for a benchmark, so render vs store inside the run is the CPU
  * vs waiting split above; phase 4 gives each step's cost alone.  Phase 4
  * runs later, under other disk conditions (the run's dirty pages are still
@@ -78,9 +78,12 @@
 #include "blob.h"
 #include "clock.h"
 #include "db.h"
+#include "events.h"
+#include "jobkinds.h"
 #include "pipeline.h"
 #include "progress.h"
 #include "queue.h"
+#include "ticket_jobs.h"
 #include "tickets.h"
 #include "worker.h"
 
@@ -93,8 +96,8 @@
 
 enum { PL_RENDER, PL_SEND, PL_COUNT, PL_KINDS };
 
-static const char *const pl_kind_name[PL_KINDS] = { "render_tickets", "send_tickets",
-						    "update_sales_counter" };
+static const char *const pl_kind_name[PL_KINDS] = { JOB_KIND_RENDER, JOB_KIND_SEND,
+						    JOB_KIND_COUNT };
 
 /* What the wrappers saw of one kind. */
 struct pl_kind {
@@ -169,26 +172,26 @@ static enum job_outcome pl_timed(int kind, handler_fn fn, struct handler_ctx *ct
 static enum job_outcome pl_render(struct handler_ctx *ctx, const struct job *job,
 				  struct job_result *res)
 {
-	return pl_timed(PL_RENDER, tickets_render, ctx, job, res);
+	return pl_timed(PL_RENDER, ticket_job_render, ctx, job, res);
 }
 
 static enum job_outcome pl_send(struct handler_ctx *ctx, const struct job *job,
 				struct job_result *res)
 {
-	return pl_timed(PL_SEND, tickets_send, ctx, job, res);
+	return pl_timed(PL_SEND, ticket_job_send, ctx, job, res);
 }
 
 static enum job_outcome pl_count(struct handler_ctx *ctx, const struct job *job,
 				 struct job_result *res)
 {
-	return pl_timed(PL_COUNT, tickets_count, ctx, job, res);
+	return pl_timed(PL_COUNT, ticket_job_count, ctx, job, res);
 }
 
-/* tickets_handlers, each entry timed. */
+/* ticket_handlers, each entry timed. */
 static const struct handler pl_handlers[] = {
-	{ "render_tickets", pl_render },
-	{ "send_tickets", pl_send },
-	{ "update_sales_counter", pl_count },
+	{ JOB_KIND_RENDER, pl_render },
+	{ JOB_KIND_SEND, pl_send },
+	{ JOB_KIND_COUNT, pl_count },
 	{ NULL, NULL },
 };
 
@@ -398,7 +401,7 @@ static enum sd_result pl_verify(struct db *db, const char *dir, struct tickets_e
 	char path[PATH_MAX];
 	int n, msgs;
 
-	if ((r = tickets_event_summary(db, env->blobs, event_id, &es)) != SD_OK)
+	if ((r = event_summary(db, env->blobs, event_id, &es)) != SD_OK)
 		return r;
 	v[0] = es.orders;
 	v[1] = es.tickets;
@@ -503,7 +506,8 @@ static enum sd_result pl_alone(struct db *db, const char *path, const char *dir,
 			goto out;
 
 		t0 = clock_mono_us();
-		r = tickets_send_mail(cenv, v, &mr);
+		r = tickets_send_mail(cenv, v, &(struct tickets_intent){ TICKETS_MAIL_TICKETS, 0 },
+				      &mr);
 		t_mail += clock_mono_us() - t0;
 		if (r != SD_OK)
 			goto out;
@@ -691,13 +695,13 @@ static void pl_print(const struct pl_result *res, int json)
 #define SUB(name, v, what) printf("    %-19s %8.3f          %s\n", name, v, what)
 	pl_row("intake", intake, total, 1, "order_add: order, tickets, 2 outbox rows, one FULL "
 	       "commit");
-	ROW("render_tickets", h[PL_RENDER], "load, render, store the PDF, mark, queue the email");
+	ROW(JOB_KIND_RENDER, h[PL_RENDER], "load, render, store the PDF, mark, queue the email");
 	SUB("on CPU", c[PL_RENDER], "mostly rendering: codes, pages, QR");
 	SUB("waiting", h[PL_RENDER] - c[PL_RENDER], "mostly the PDF's fsyncs (file, folder)");
-	ROW("send_tickets", h[PL_SEND], "load, claim, read the PDF, write the message, mark");
+	ROW(JOB_KIND_SEND, h[PL_SEND], "load, claim, read the PDF, write the message, mark");
 	SUB("on CPU", c[PL_SEND], "formatting the message (base64 PDF), SQL");
 	SUB("waiting", h[PL_SEND] - c[PL_SEND], "mostly the maildir's fsyncs (message, key)");
-	ROW("update_sales_counter", h[PL_COUNT], "one transaction");
+	ROW(JOB_KIND_COUNT, h[PL_COUNT], "one transaction");
 	if (serial)
 		ROW("queue", queue, "relay, claims, acks, retries, waits: wall - handler runs");
 	else

@@ -46,6 +46,8 @@
 #include "args.h"
 #include "clock.h"
 #include "db.h"
+#include "events.h"
+#include "orders.h"
 #include "outbox.h"
 #include "progress.h"
 #include "queue.h"
@@ -366,7 +368,7 @@ static enum sd_result bs_show(struct bs_run *run, struct bs_step *s)
 	struct db_stmt *st;
 	enum sd_result r;
 	int64_t t0, spent = 0, order_id;
-	char *out;
+	struct order_detail *d;
 	int i, n = 0, row = 0;
 
 	for (i = 0; i < BS_SHOWS && (n < 3 || spent < BS_READ_BUDGET_US); i++) {
@@ -379,9 +381,9 @@ static enum sd_result bs_show(struct bs_run *run, struct bs_step *s)
 		order_id = row ? db_col_int(st, 1) : 0;
 		db_reset(st);
 		t0 = clock_mono_us();
-		if ((r = order_show(run->full, id, 1, &out)) != SD_OK)
+		if ((r = order_detail_get(run->full, id, &d)) != SD_OK)
 			return r;
-		free(out);
+		order_detail_free(d);
 		v[n] = (double)(clock_mono_us() - t0) / 1000.0;
 		spent += clock_mono_us() - t0;
 		if ((r = bs_find(run, order_id, &f[n])) != SD_OK)
@@ -440,9 +442,9 @@ static enum sd_result bs_read_once(struct bs_run *run, int which)
 		free(rows);
 		return r;
 	default:
-		if ((r = tickets_totals(run->full, &orders, &emails)) != SD_OK)
+		if ((r = event_box_totals(run->full, &orders, &emails)) != SD_OK)
 			return r;
-		return tickets_each_event(run->full, no_event, NULL);
+		return event_each(run->full, no_event, NULL);
 	}
 }
 

@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "blob.h"
+#include "events.h"
+#include "orders.h"
 #include "outbox.h"
 #include "queue.h"
 #include "tickets.h"
@@ -127,6 +129,14 @@ static int pdf_order(const struct order_check *o, void *arg)
 
 	rep->orders++;
 	rep->tickets += o->tickets;
+	if (o->tickets_cancelled != (o->cancelled ? o->tickets : 0)) {
+		broken(rep, CHECK_PDFS, "order %s is %scancelled and has %lld of %lld ticket%s "
+		       "cancelled", o->public_id, o->cancelled ? "" : "not ",
+		       (long long)o->tickets_cancelled, (long long)o->tickets, plural(o->tickets));
+		return 1;
+	}
+	if (o->cancelled && !o->pdf_key)	/* cancelled before its render: no PDF needed */
+		return 0;
 	if (o->tickets == 0 || o->tickets_without_pdf > 0 || !o->pdf_key) {
 		broken(rep, CHECK_PDFS, "order %s has no stored PDF (%lld of %lld ticket%s "
 		       "without pdf_key)", o->public_id, (long long)o->tickets_without_pdf,
@@ -163,18 +173,30 @@ static int pdf_order(const struct order_check *o, void *arg)
 	return 0;
 }
 
+/* Every intent's email once: a standing order's tickets and each resend; a
+ * cancelled order's cancellation (its tickets' emails may or may not have
+ * gone before it was cancelled). */
 static int email_order(const struct order_check *o, void *arg)
 {
 	struct order_walk *w = arg;
 	struct check_report *rep = w->rep;
 
-	if (o->emails == 0) {
-		broken(rep, CHECK_EMAILS, "order %s has no ticket email recorded", o->public_id);
-		return 1;
-	}
-	if (o->emails != 1) {	/* the primary key forbids it; say so if it happens */
+	if (o->emails > 1) {	/* the primary key forbids it; say so if it happens */
 		broken(rep, CHECK_EMAILS, "order %s has %lld ticket email rows", o->public_id,
 		       (long long)o->emails);
+		return 1;
+	}
+	if (o->cancelled) {
+		if (o->cancel_sent != 1) {
+			broken(rep, CHECK_EMAILS, "order %s is cancelled and its cancellation "
+			       "email is not sent", o->public_id);
+			return 1;
+		}
+		rep->emails_sent += o->emails_sent + o->resends_sent + o->cancel_sent;
+		return 0;
+	}
+	if (o->emails == 0) {
+		broken(rep, CHECK_EMAILS, "order %s has no ticket email recorded", o->public_id);
 		return 1;
 	}
 	if (o->emails_sent != 1) {
@@ -182,7 +204,13 @@ static int email_order(const struct order_check *o, void *arg)
 		       o->public_id);
 		return 1;
 	}
-	rep->emails_sent++;
+	if (o->resends_sent != o->resends) {
+		broken(rep, CHECK_EMAILS, "order %s has %lld resend%s queued and %lld sent",
+		       o->public_id, (long long)o->resends, plural(o->resends),
+		       (long long)o->resends_sent);
+		return 1;
+	}
+	rep->emails_sent += 1 + o->resends_sent;
 	return 0;
 }
 
@@ -281,14 +309,14 @@ enum sd_result check_db(struct db *db, const char *state_dir, struct check_repor
 		goto out;
 	}
 	/* two walks, so every PDF is judged before any email */
-	if ((r = tickets_check_orders(db, pdf_order, &w)) != SD_OK || (r = w.r) != SD_OK ||
+	if ((r = order_check_each(db, pdf_order, &w)) != SD_OK || (r = w.r) != SD_OK ||
 	    !out->ok)
 		goto out;
-	if ((r = tickets_check_orders(db, email_order, &w)) != SD_OK || !out->ok)
+	if ((r = order_check_each(db, email_order, &w)) != SD_OK || !out->ok)
 		goto out;
-	if ((r = tickets_check_counters(db, counter_event, out)) != SD_OK || !out->ok)
+	if ((r = event_check_counters(db, counter_event, out)) != SD_OK || !out->ok)
 		goto out;
-	r = tickets_check_totals(db, totals_event, out);
+	r = event_check_totals(db, totals_event, out);
 out:
 	blob_close(w.blobs);
 	return r;

@@ -6,16 +6,23 @@
  *  2. foreign_keys   PRAGMA foreign_key_check finds nothing
  *  3. outbox         no outbox row waits for the relay
  *  4. stream         no ready, leased or dead job (scheduled ones may wait)
- *  5. pdfs           every ticket of every order has its pdf_key, and the file
- *                    under <db dir>/blobs is a PDF ("%PDF-" ... "%%EOF")
- *  6. emails         every order has one email_sends row of kind tickets with
- *                    sent_at set
- *  7. counters       every event's sales_counters row equals what its orders
- *                    add up to (orders and seats), and its event_totals row
- *                    what its orders, tickets and emails count
+ *  5. pdfs           a cancelled order has every ticket cancelled, a standing
+ *                    one none; every ticket of every order has its pdf_key
+ *                    (a cancelled order may have none, when it was cancelled
+ *                    before its render), and the file in the store is a PDF
+ *                    ("%PDF-" ... "%%EOF")
+ *  6. emails         every intent's email is sent, once: a standing order's
+ *                    tickets (one email_sends row of kind tickets with
+ *                    sent_at set) and each of its resends ("tickets-r<n>"), a
+ *                    cancelled order's cancellation ("cancel")
+ *  7. counters       every event's sales_counters row equals what its live
+ *                    orders add up to (orders and seats), and its
+ *                    event_totals row what its orders, tickets, emails,
+ *                    admissions and cancellations count
  *
  * The SQL stays with the modules that own the tables (db, outbox, queue,
- * tickets); this module only judges their answers and reads the files.
+ * events, orders); this module only judges their answers and reads the
+ * files.
  */
 #ifndef SD_CHECK_H
 #define SD_CHECK_H
@@ -45,7 +52,7 @@ struct check_report {
 	int64_t orders;			/* orders looked at */
 	int64_t tickets;		/* their tickets */
 	int64_t pdfs;			/* PDF files read and found valid */
-	int64_t emails_sent;		/* orders with the ticket email sent */
+	int64_t emails_sent;		/* emails sent: tickets, resends, cancellations */
 	int64_t events;			/* events whose counters were compared */
 	int64_t scheduled;		/* stream entries waiting for a later time */
 };

@@ -30,6 +30,7 @@
 #include "outbox.h"
 #include "progress.h"
 #include "queue.h"
+#include "ticket_jobs.h"
 #include "tickets.h"
 #include "worker.h"
 
@@ -112,7 +113,7 @@ int cli_fail(int r)
 	}
 	line[o] = '\0';
 	fprintf(stderr, "stagedoor: %s\n", line);
-	return r == SD_INVALID ? 2 : 1;
+	return r == SD_INVALID || r == SD_SOLD_OUT ? 2 : r == SD_CONFLICT ? 3 : 1;
 }
 
 static void on_stop_signal(int sig)
@@ -402,7 +403,7 @@ int cli_worker(int argc, char **argv)
 		  (long long)env->claim_stale_ms);
 	memset(&o, 0, sizeof o);
 	o.db_path = dbp;
-	o.handlers = tickets_handlers;
+	o.handlers = ticket_handlers;
 	o.app = env;
 	o.name = name;
 	o.concurrency = (int)config_int(&cfg, CONFIG_CONCURRENCY);

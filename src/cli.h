@@ -208,7 +208,7 @@ int bench_scale_cmd(int argc, char **argv);
 /* bench_intake_cmd: `bench intake`, given the words after "intake". */
 int bench_intake_cmd(int argc, char **argv);
 int cli_event(int argc, char **argv);
-int cli_order(int argc, char **argv);
+int cli_order(int argc, char **argv);	/* cli_orders.c */
 int cli_scan(int argc, char **argv);
 int cli_demo(int argc, char **argv);
 int cli_mail(int argc, char **argv);

@@ -1,6 +1,7 @@
 /*
- * cli_tickets.c: event, order, scan and demo: the ticket pipeline's command
- * line.  Parsing and printing only; the work is in tickets.
+ * cli_tickets.c: event, scan and demo: the ticket pipeline's command line
+ * (orders have cli_orders.c).  Parsing and printing only; the work is in
+ * events, scans and the pipeline.
  */
 #define _GNU_SOURCE
 #include "cli.h"
@@ -21,12 +22,17 @@
 #include "config.h"
 #include "blob.h"
 #include "db.h"
+#include "events.h"
 #include "fsio.h"
+#include "jobkinds.h"
 #include "log.h"
+#include "orders.h"
 #include "pipeline.h"
 #include "progress.h"
 #include "queue.h"
+#include "scans.h"
 #include "serve.h"
+#include "ticket_jobs.h"
 #include "tickets.h"
 #include "worker.h"
 
@@ -75,157 +81,6 @@ int cli_event(int argc, char **argv)
 	return 0;
 }
 
-/* ---- order add / show ------------------------------------------------ */
-
-static int order_add_cmd(const char *dbp, int argc, char **argv)
-{
-	const char *name = NULL, *email = NULL, *key = NULL, *dbflag = NULL;
-	int64_t event = 0, seats = 0;
-	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbflag, 0, 0, 0 },
-		{ "event", ARG_INT, &event, 1, INT64_MAX, 0 },
-		{ "name", ARG_STR, &name, 0, 0, 0 },
-		{ "email", ARG_STR, &email, 0, 0, 0 },
-		{ "seats", ARG_INT, &seats, 1, TICKETS_SEATS_MAX, 0 },
-		{ "idempotency-key", ARG_STR, &key, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
-	};
-	static const char usage[] = "order add --event ID --name NAME --email ADDR --seats N "
-				    "[--idempotency-key KEY]";
-	char *pos[ARGS_MAX_POS], public_id[ORDER_ID_MAX];
-	struct order_new o;
-	struct db *db;
-	enum sd_result r;
-	int npos, rc, replayed = 0;
-
-	(void)dbp;
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, usage)) != 0)
-		return rc;
-	if (!opts[1].seen || !name || !email || !opts[4].seen) {
-		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
-		return 2;
-	}
-	o.event_id = event;
-	o.name = name;
-	o.email = email;
-	o.seats = seats;
-	o.idempotency_key = key;
-	/* the order is money taken: FULL durability for its transaction */
-	if ((rc = cli_open_db(dbflag, 0, DB_SYNC_FULL, &db)) != 0)
-		return rc;
-	r = order_add(db, &o, public_id, &replayed);
-	db_close(db);
-	if (r != SD_OK)
-		return cli_fail(r);
-	printf("%s\n", public_id);
-	if (replayed)
-		fprintf(stderr, "stagedoor: idempotency key seen before: this is the first order, "
-				"nothing new was written\n");
-	return 0;
-}
-
-static int order_show_cmd(int argc, char **argv)
-{
-	const char *dbp = NULL;
-	int json = 0;
-	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "json", ARG_FLAG, &json, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
-	};
-	char *pos[ARGS_MAX_POS], *out = NULL;
-	struct db *db;
-	enum sd_result r;
-	int npos, rc;
-
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, "order show ID [--json]")) != 0)
-		return rc;
-	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
-		return rc;
-	r = order_show(db, pos[0], json, &out);
-	db_close(db);
-	if (r != SD_OK)
-		return cli_fail(r);
-	fputs(out, stdout);
-	if (json)
-		fputc('\n', stdout);
-	free(out);
-	return 0;
-}
-
-/* the order's public id: "T" and capitals or digits, so that it is a safe key */
-static enum sd_result order_id_valid(const char *id)
-{
-	size_t i, n = strlen(id);
-
-	if (n < 2 || n >= ORDER_ID_MAX || id[0] != 'T')
-		goto bad;
-	for (i = 1; i < n; i++)
-		if (!((id[i] >= 'A' && id[i] <= 'Z') || (id[i] >= '0' && id[i] <= '9')))
-			goto bad;
-	return SD_OK;
-bad:
-	return err_set(SD_INVALID, "'%.40s' is not an order id (T and 9 letters or digits, as "
-		       "order add prints)", id);
-}
-
-/* order pdf ID --out FILE: the stored PDF, from files or the database */
-static int order_pdf_cmd(int argc, char **argv)
-{
-	const char *dbp = NULL, *state = NULL, *outp = NULL;
-	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
-		{ "out", ARG_STR, &outp, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
-	};
-	char *pos[ARGS_MAX_POS], key[64], head[PATH_MAX + 16];
-	struct blob_store *bs = NULL;
-	unsigned char *pdf = NULL;
-	size_t len = 0;
-	enum sd_result r;
-	int npos, rc;
-
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1,
-			    "order pdf ID --out FILE [--state-dir DIR]")) != 0)
-		return rc;
-	if ((r = order_id_valid(pos[0])) != SD_OK)
-		return cli_fail(r);
-	if (!outp || !*outp)
-		return cli_fail(err_set(SD_INVALID, "order pdf: give --out FILE (the PDF holds the "
-					"buyer's tickets; it is written mode 0600)"));
-	snprintf(key, sizeof key, "tickets/%s.pdf", pos[0]);
-	if ((r = tickets_blobs_open(cli_db_path(dbp), cli_state_dir(state), &bs)) != SD_OK ||
-	    (r = blob_get(bs, key, &pdf, &len)) != SD_OK) {
-		blob_close(bs);
-		if (r == SD_NOT_FOUND)
-			err_set(SD_NOT_FOUND, "order %s has no stored PDF (no such order, or its "
-				"tickets are not rendered yet: see order show %s)", pos[0], pos[0]);
-		return cli_fail(r);
-	}
-	blob_close(bs);
-	snprintf(head, sizeof head, "%s.tmp-", outp);
-	r = fsio_put(outp, pdf, len, head, "", 0600, FSIO_RENAME, NULL);
-	free(pdf);
-	if (r != SD_OK)
-		return cli_fail(r);
-	printf("%s: %zu bytes\n", outp, len);
-	return 0;
-}
-
-int cli_order(int argc, char **argv)
-{
-	if (argc >= 1 && strcmp(argv[0], "add") == 0)
-		return order_add_cmd(NULL, argc - 1, argv + 1);
-	if (argc >= 1 && strcmp(argv[0], "show") == 0)
-		return order_show_cmd(argc - 1, argv + 1);
-	if (argc >= 1 && strcmp(argv[0], "pdf") == 0)
-		return order_pdf_cmd(argc - 1, argv + 1);
-	fprintf(stderr, "stagedoor: usage: stagedoor order add ... | order show ID [--json] | "
-			"order pdf ID --out FILE\n");
-	return 2;
-}
-
 /* ---- scan ------------------------------------------------------------ */
 
 int cli_scan(int argc, char **argv)
@@ -250,7 +105,7 @@ int cli_scan(int argc, char **argv)
 		return rc;
 	if ((r = code_key_path(db_path(db), cli_state_dir(state), keypath, sizeof keypath)) != SD_OK ||
 	    (r = code_key_load(keypath, key)) != SD_OK ||
-	    (r = ticket_scan(db, key, pos[0], NULL, &res)) != SD_OK) {
+	    (r = scan_ticket(db, key, pos[0], NULL, "cli", NULL, &res)) != SD_OK) {
 		db_close(db);
 		memset(key, 0, sizeof key);
 		return cli_fail(r);
@@ -263,9 +118,12 @@ int cli_scan(int argc, char **argv)
 		return 0;
 	case SCAN_ALREADY:
 		tickets_time_format(res.scanned_at, when, sizeof when);
-		printf("already scanned at %s: seat %s, order %s\n", when, res.seat_label,
-		       res.order_id);
+		printf("already scanned at %s%s%s: seat %s, order %s\n", when,
+		       res.scanned_by[0] ? " at " : "", res.scanned_by, res.seat_label, res.order_id);
 		return 3;
+	case SCAN_CANCELLED:
+		printf("cancelled: seat %s, order %s\n", res.seat_label, res.order_id);
+		return 5;
 	case SCAN_INVALID:
 	default:
 		printf("invalid\n");
@@ -297,8 +155,8 @@ static int64_t demo_count(struct db *db, const char *kind, const char *state)
 
 /* The three jobs every order makes: render_tickets, send_tickets (added by
  * the render), update_sales_counter. */
-static const char *const demo_kinds[] = { "render_tickets", "send_tickets",
-					  "update_sales_counter" };
+static const char *const demo_kinds[] = { JOB_KIND_RENDER, JOB_KIND_SEND,
+					  JOB_KIND_COUNT };
 #define DEMO_JOBS_PER_ORDER 3
 
 /* demo_jobs_done: the finished jobs of the three kinds, in one queue_stats
@@ -468,7 +326,7 @@ int cli_demo(int argc, char **argv)
 	po.worker.db_path = DEMO_DB;
 	po.worker.name = "demo-worker";
 	po.worker.concurrency = 4;
-	po.worker.handlers = tickets_handlers;
+	po.worker.handlers = ticket_handlers;
 	po.worker.app = env;
 	po.poll_ms = 200;
 	po.progress = demo_progress;
@@ -490,7 +348,7 @@ int cli_demo(int argc, char **argv)
 	{
 		struct event_summary es;
 
-		if ((r = tickets_event_summary(db, env->blobs, event_id, &es)) != SD_OK)
+		if ((r = event_summary(db, env->blobs, event_id, &es)) != SD_OK)
 			goto fail;
 		printf("orders           %lld\n", (long long)es.orders);
 		printf("tickets          %lld\n", (long long)es.tickets);
@@ -505,9 +363,9 @@ int cli_demo(int argc, char **argv)
 			       (int)strcspn(config_mail_url(&cfg), "?#"), config_mail_url(&cfg));
 		printf("sales counter    %lld orders, %lld seats (sold %lld seats)\n",
 		       (long long)es.counted_orders, (long long)es.counted_seats, (long long)sold);
-		printf("dead jobs        %lld\n", (long long)(demo_count(db, "render_tickets", "dead") +
-							  demo_count(db, "send_tickets", "dead") +
-							  demo_count(db, "update_sales_counter", "dead")));
+		printf("dead jobs        %lld\n", (long long)(demo_count(db, JOB_KIND_RENDER, "dead") +
+							  demo_count(db, JOB_KIND_SEND, "dead") +
+							  demo_count(db, JOB_KIND_COUNT, "dead")));
 	}
 	printf("\ntry: %s order show %s --db %s\n", demo_self(), first, DEMO_DB);
 	tickets_env_close(env);

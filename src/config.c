@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "jobkinds.h"
 #include "log.h"
 #include "queue.h"
 #include "text.h"
@@ -548,14 +549,16 @@ int64_t config_send_lease_ms(const struct config *c, int64_t base_lease_ms)
 }
 
 /* The kinds with keys of their own, and their first key (lease_ms; then
- * max_attempts, backoff_base_ms, backoff_cap_ms follow in that order). */
+ * max_attempts, backoff_base_ms, backoff_cap_ms follow in that order).
+ * cancel_order sends an email too: it takes send_tickets' keys and lease. */
 static const struct {
 	const char *kind;
 	enum config_key first;
 } kind_keys[] = {
-	{ "render_tickets", CONFIG_RENDER_LEASE_MS },
-	{ "send_tickets", CONFIG_SEND_LEASE_MS },
-	{ "update_sales_counter", CONFIG_COUNT_LEASE_MS },
+	{ JOB_KIND_RENDER, CONFIG_RENDER_LEASE_MS },
+	{ JOB_KIND_SEND, CONFIG_SEND_LEASE_MS },
+	{ JOB_KIND_COUNT, CONFIG_COUNT_LEASE_MS },
+	{ JOB_KIND_CANCEL, CONFIG_SEND_LEASE_MS },
 };
 
 enum sd_result config_apply_leases(const struct config *c, int64_t base_lease_ms,

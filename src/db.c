@@ -163,6 +163,24 @@ enum sd_result db_begin(struct db *db)
 	return SD_OK;
 }
 
+enum sd_result db_begin_snapshot(struct db *db)
+{
+	enum sd_result r;
+
+	if (db->depth > 0) {	/* joined: the outer level chose its kind */
+		db->depth++;
+		return SD_OK;
+	}
+	if (!db->eng->tx_begin_snapshot)
+		return db_begin(db);
+	if ((r = db->eng->tx_begin_snapshot(db)) != SD_OK)
+		return r;
+	db->depth = 1;
+	db->doomed = 0;
+	db->notify = 0;
+	return SD_OK;
+}
+
 enum sd_result db_commit(struct db *db)
 {
 	enum sd_result r;

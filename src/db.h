@@ -152,6 +152,15 @@ enum sd_result db_set_sync(struct db *db, enum db_sync sync);
 #define DB_AUTOCHECKPOINT_FRAMES 1000
 
 enum sd_result db_begin(struct db *db);
+
+/*
+ * db_begin_snapshot: a transaction whose statements all read one snapshot
+ * (PostgreSQL: REPEATABLE READ; an SQLite transaction always does), for
+ * counts read together that must agree.  Called inside a transaction it
+ * joins it, whatever that one is.  Writes in it may fail with SD_BUSY on
+ * PostgreSQL when another commit changed their rows: read only.
+ */
+enum sd_result db_begin_snapshot(struct db *db);
 enum sd_result db_commit(struct db *db);
 void db_rollback(struct db *db);
 int db_in_tx(const struct db *db);

@@ -36,6 +36,9 @@ struct db_engine {
 	/* serialise migrations between processes: called right after BEGIN */
 	enum sd_result (*migration_lock)(struct db *db);
 	enum sd_result (*tx_begin)(struct db *db);
+	/* a transaction whose reads all see one snapshot; NULL: tx_begin's
+	 * already do (SQLite) */
+	enum sd_result (*tx_begin_snapshot)(struct db *db);
 	enum sd_result (*tx_commit)(struct db *db);
 	void (*tx_rollback)(struct db *db);
 	enum sd_result (*exec)(struct db *db, const char *sql);

@@ -116,6 +116,8 @@ static enum sd_result pg_fail(struct pg *p, const PGresult *res, const char *wha
 	if (pg_gone(p) || !state || strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0)
 		return err_set(SD_IO, "the PostgreSQL connection failed: nothing was stored "
 			       "(%s): %s", what, msg);
+	if (strcmp(state, "P0001") == 0)	/* a trigger's RAISE EXCEPTION 'the rule' */
+		return err_set(SD_REFUSED, "%s", PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY));
 	if (strncmp(state, "23", 2) == 0 || strcmp(state, "22P02") == 0 ||
 	    strcmp(state, "22003") == 0 || strcmp(state, "22001") == 0 ||
 	    strcmp(state, "22021") == 0)
@@ -400,19 +402,31 @@ static enum sd_result pg_migration_lock(struct db *db)
 
 /* A BEGIN that finds the connection gone (the server restarted, a standby
  * took over) connects again and begins once more: nothing was lost yet. */
-static enum sd_result pg_tx_begin(struct db *db)
+static enum sd_result pg_begin_as(struct db *db, const char *sql)
 {
 	enum sd_result r;
 
 	if ((r = pg_ready(db)) != SD_OK)
 		return r;
-	if ((r = pg_simple(db, "BEGIN", "begin")) != SD_OK && pg_gone(PG(db)) &&
+	if ((r = pg_simple(db, sql, "begin")) != SD_OK && pg_gone(PG(db)) &&
 	    (r = pg_ready(db)) == SD_OK)
-		r = pg_simple(db, "BEGIN", "begin");
+		r = pg_simple(db, sql, "begin");
 	if (r != SD_OK)
 		return r;
 	PG(db)->in_tx = 1;
 	return SD_OK;
+}
+
+/* READ COMMITTED: each statement sees what was committed when it began */
+static enum sd_result pg_tx_begin(struct db *db)
+{
+	return pg_begin_as(db, "BEGIN");
+}
+
+/* one snapshot for every statement, as an SQLite read transaction has */
+static enum sd_result pg_tx_begin_snapshot(struct db *db)
+{
+	return pg_begin_as(db, "BEGIN ISOLATION LEVEL REPEATABLE READ");
 }
 
 static enum sd_result pg_tx_commit(struct db *db)
@@ -966,6 +980,7 @@ const struct db_engine db_engine_pg = {
 	.version_write = pg_version_write,
 	.migration_lock = pg_migration_lock,
 	.tx_begin = pg_tx_begin,
+	.tx_begin_snapshot = pg_tx_begin_snapshot,
 	.tx_commit = pg_tx_commit,
 	.tx_rollback = pg_tx_rollback,
 	.exec = pg_exec,

@@ -33,6 +33,7 @@
 #include "fsio.h"
 #include "log.h"
 #include "notify.h"
+#include "scans.h"
 
 /* The engine's state of one connection (struct db's e). */
 struct sq {
@@ -78,6 +79,8 @@ static enum sd_result db_fail(sqlite3 *h, int rc, const char *what)
 
 	if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED)
 		return err_set(SD_BUSY, "database is locked (%s): %s", what, sqlite3_errmsg(h));
+	if (rc == SQLITE_CONSTRAINT_TRIGGER)	/* RAISE(ABORT, 'the rule') */
+		return err_set(SD_REFUSED, "%s", sqlite3_errmsg(h));
 	if (prim == SQLITE_CONSTRAINT)
 		return err_set(SD_INVALID, "refused by the database (%s): %s", what, sqlite3_errmsg(h));
 	if (prim == SQLITE_NOMEM)

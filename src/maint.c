@@ -24,6 +24,9 @@
  *    requires (every order has one sent row).  It is one small row per
  *    order, so it is kept as long as the order is.
  *
+ *  - queue_history: a ring of 60 rows, one a minute, overwritten (the
+ *    dashboard's last hour); nothing to forget.
+ *
  * The liveness set is read and the rows deleted in one BEGIN IMMEDIATE
  * transaction, so no entry can be added between the look and the delete.
  *
@@ -51,6 +54,7 @@
 #include "idem.h"
 #include "log.h"
 #include "queue.h"
+#include "queue_history.h"
 #include "tickets.h"
 
 void maint_opts_default(struct maint_opts *o)
@@ -214,6 +218,9 @@ enum sd_result maint_tick(struct db *db, const struct maint_opts *o, struct main
 	if (r == SD_OK)
 		r = clientkey_prune(db, now, d.batch, &st->api_keys_pruned);
 	st->idem_pruned = st->processed_pruned + st->api_keys_pruned;
+	/* the minute's row of the queue's last hour (once a minute at most) */
+	if (r == SD_OK)
+		r = queue_history_record(db, now, NULL);
 	/* the checkpoint runs whatever the prunes did: the WAL must not grow
 	 * because a prune hit a busy database */
 	c = checkpoint(db, d.wal_warn_bytes, st);

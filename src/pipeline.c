@@ -4,9 +4,12 @@
  *
  * Invariants:
  *  - "drained" is read from one snapshot: queue_pending and
- *    outbox_unpublished inside one read transaction.  The relay publishes a
- *    row and marks it in one transaction, so a job is always counted on one
- *    side or the other, never on neither;
+ *    outbox_unpublished inside one db_begin_snapshot transaction.  The relay
+ *    publishes a row and marks it in one transaction, so a job is always
+ *    counted on one side or the other, never on neither.  (On PostgreSQL a
+ *    plain transaction reads each statement at its own moment, and a row
+ *    the relay moved between the two counts was on neither: a drain seen
+ *    before the work was done.);
  *  - the caller's connection serves only those snapshots (and whatever the
  *    caller's own callbacks do with it); the loops open their own;
  *  - every thread started is joined before pipeline_run returns, after one
@@ -20,7 +23,9 @@
 #include <time.h>
 
 #include "clock.h"
+#include "events.h"
 #include "notify.h"
+#include "orders.h"
 #include "outbox.h"
 #include "queue.h"
 #include "tickets.h"
@@ -84,7 +89,7 @@ static enum sd_result pipeline_snapshot(struct db *db, struct pipeline_counts *c
 	enum sd_result r;
 
 	c->pending = c->unpublished = 1;
-	if ((r = db_begin(db)) != SD_OK)
+	if ((r = db_begin_snapshot(db)) != SD_OK)
 		return r;
 	if ((r = queue_pending(db, &c->pending)) != SD_OK ||
 	    (r = outbox_unpublished(db, &c->unpublished)) != SD_OK) {

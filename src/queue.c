@@ -843,6 +843,22 @@ enum sd_result queue_fail(struct db *db, const struct job *j, const char *error,
 	return queue_fail_after(db, j, error, permanent, 0, dead);
 }
 
+/* a failed attempt counted for its kind (done_totals.failed), in the
+ * transaction that records it: the dashboard's failures per minute */
+static const char SQL_FAILED_COUNT[] =
+	"INSERT INTO done_totals (kind, failed) VALUES (?1, 1) "
+	"ON CONFLICT (kind) DO UPDATE SET failed = done_totals.failed + 1";
+
+static enum sd_result count_failure(struct db *db, const char *kind)
+{
+	struct db_stmt *st = db_stmt(db, SQL_FAILED_COUNT);
+
+	if (!st)
+		return SD_DB;
+	db_bind_text(st, 1, kind);
+	return db_run(st);
+}
+
 enum sd_result queue_fail_after(struct db *db, const struct job *j, const char *error,
 				int permanent, int64_t min_delay_ms, int *dead)
 {
@@ -855,6 +871,8 @@ enum sd_result queue_fail_after(struct db *db, const struct job *j, const char *
 	if (dead)
 		*dead = 0;
 	snprintf(err, sizeof err, "%s", error && *error ? error : "failed");
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
 	if (permanent || attempts >= p->max_attempts) {
 		char msg[QUEUE_ERROR_MAX + 1];
 
@@ -863,17 +881,19 @@ enum sd_result queue_fail_after(struct db *db, const struct job *j, const char *
 		else
 			snprintf(msg, sizeof msg, "%.900s (after %lld attempts)", err,
 				 (long long)attempts);
-		if ((r = db_begin(db)) != SD_OK)
-			return r;
 		r = move_to_dead(db, j->id, j->lease_token, attempts, msg);
 		if (r == SD_STALE)
 			err_set(r, "entry %lld: fail with a stale lease token", (long long)j->id);
 		if (r == SD_OK && dead)
 			*dead = 1;
+		if (r == SD_OK)
+			r = count_failure(db, j->kind);
 		return tx_end(db, r);
 	}
-	if (!(st = db_stmt(db, SQL_FAIL)))
-		return SD_DB;
+	if (!(st = db_stmt(db, SQL_FAIL))) {
+		r = SD_DB;
+		goto out;
+	}
 	db_bind_int(st, 1, j->id);
 	db_bind_int(st, 2, j->lease_token);
 	delay = queue_backoff_ms(p, attempts);
@@ -883,10 +903,13 @@ enum sd_result queue_fail_after(struct db *db, const struct job *j, const char *
 	db_bind_int(st, 4, attempts);
 	db_bind_text(st, 5, err);
 	if ((r = db_run(st)) != SD_OK)
-		return r;
+		goto out;
 	if (db_changes(db) == 0)
-		return err_set(SD_STALE, "entry %lld: fail with a stale lease token", (long long)j->id);
-	return SD_OK;
+		r = err_set(SD_STALE, "entry %lld: fail with a stale lease token", (long long)j->id);
+	else
+		r = count_failure(db, j->kind);
+out:
+	return tx_end(db, r);
 }
 
 /* ======================== dead letters, pruning ========================== */
@@ -1130,6 +1153,26 @@ enum sd_result queue_count_by_state(struct db *db, struct queue_counts *total)
 	}
 	db_reset(st);
 	return SD_OK;
+}
+
+static const char SQL_TOTALS_SUM[] =
+	"SELECT coalesce(sum(done), 0), coalesce(sum(failed), 0) FROM done_totals";
+
+enum sd_result queue_totals_sum(struct db *db, int64_t *done, int64_t *failed)
+{
+	struct db_stmt *st = db_stmt(db, SQL_TOTALS_SUM);
+	enum sd_result r;
+	int row = 0;
+
+	*done = *failed = 0;
+	if (!st)
+		return SD_DB;
+	if ((r = db_step(st, &row)) == SD_OK && row) {
+		*done = db_col_int(st, 0);
+		*failed = db_col_int(st, 1);
+	}
+	db_reset(st);
+	return r;
 }
 
 /* ?2 is a JSON path ('$.order_id'): json_extract in SQLite, a jsonpath in

@@ -188,6 +188,10 @@ enum sd_result queue_stats(struct db *db, struct queue_counts **rows, int *n,
  */
 enum sd_result queue_count_by_state(struct db *db, struct queue_counts *total);
 
+/* queue_totals_sum: [out] jobs done so far (kept and pruned) and failed
+ * attempts so far, over every kind (done_totals: one row per kind). */
+enum sd_result queue_totals_sum(struct db *db, int64_t *done, int64_t *failed);
+
 /*
  * queue_each_live: call fn for every entry that can still run: in the stream
  * (ready, scheduled or leased) or in the dead letters (an operator may retry

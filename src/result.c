@@ -22,6 +22,9 @@ const char *sd_result_name(enum sd_result r)
 	case SD_IO: return "i/o error";
 	case SD_NOMEM: return "out of memory";
 	case SD_TIMEOUT: return "timeout";
+	case SD_REFUSED: return "refused";
+	case SD_SOLD_OUT: return "sold out";
+	case SD_CONFLICT: return "conflict";
 	}
 	return "unknown";
 }

@@ -19,6 +19,11 @@ enum sd_result {
 	SD_IO,		/* a file or system call failed */
 	SD_NOMEM,	/* an allocation failed */
 	SD_TIMEOUT,	/* a wait ran out of time */
+	SD_REFUSED,	/* a rule of the database (a trigger) refused the write; the
+			 * message is the rule's own */
+	SD_SOLD_OUT,	/* an order asks for more seats than its event has left */
+	SD_CONFLICT,	/* the change contradicts the state it would change (an order
+			 * with an admitted ticket cancelled) */
 };
 
 /* sd_result_name: a short stable name for a code ("stale", "invalid"). */

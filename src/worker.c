@@ -119,85 +119,6 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* ======================== results and payload fields ===================== */
-
-enum job_outcome job_failf(struct job_result *res, int permanent, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(res->error, sizeof res->error, fmt, ap);
-	va_end(ap);
-	return permanent ? JOB_FAIL_PERMANENT : JOB_FAIL;
-}
-
-enum job_outcome job_retry_io(struct job_result *res, const struct job *job, const char *fmt,
-			      ...)
-{
-	struct kind_policy p = *queue_policy(job->kind);
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(res->error, sizeof res->error, fmt, ap);
-	va_end(ap);
-	if (p.backoff_cap_ms > WORKER_IO_RETRY_CAP_MS)
-		p.backoff_cap_ms = WORKER_IO_RETRY_CAP_MS;
-	if (p.backoff_base_ms > p.backoff_cap_ms)
-		p.backoff_base_ms = p.backoff_cap_ms;
-	/* deliveries, not attempts: every try is a claim, none a failure */
-	res->delay_ms = queue_backoff_ms(&p, job->deliveries);
-	res->io = 1;
-	return JOB_RETRY_LATER;
-}
-
-static enum sd_result job_arg(const struct job *job, const char *key, json_t **root,
-			      json_t **v)
-{
-	json_error_t e;
-
-	*root = json_loads(job->payload, JSON_REJECT_DUPLICATES, &e);
-	if (!*root)
-		return err_set(SD_INVALID, "payload is not valid JSON: %s", e.text);
-	*v = json_object_get(*root, key);
-	if (!*v) {
-		json_decref(*root);
-		return err_set(SD_NOT_FOUND, "payload has no \"%s\"", key);
-	}
-	return SD_OK;
-}
-
-enum sd_result job_arg_int(const struct job *job, const char *key, int64_t *out)
-{
-	json_t *root, *v;
-	enum sd_result r = job_arg(job, key, &root, &v);
-
-	if (r != SD_OK)
-		return r;
-	if (!json_is_integer(v))
-		r = err_set(SD_INVALID, "payload field \"%s\" must be an integer", key);
-	else
-		*out = (int64_t)json_integer_value(v);
-	json_decref(root);
-	return r;
-}
-
-enum sd_result job_arg_str(const struct job *job, const char *key, char *buf, size_t size)
-{
-	json_t *root, *v;
-	enum sd_result r = job_arg(job, key, &root, &v);
-
-	if (r != SD_OK)
-		return r;
-	if (!json_is_string(v))
-		r = err_set(SD_INVALID, "payload field \"%s\" must be a string", key);
-	else if (json_string_length(v) >= size)
-		r = err_set(SD_INVALID, "payload field \"%s\" is too long", key);
-	else
-		memcpy(buf, json_string_value(v), json_string_length(v) + 1);
-	json_decref(root);
-	return r;
-}
-
 /* ======================== built-in handlers ============================== */
 
 static enum job_outcome h_noop(struct handler_ctx *ctx, const struct job *job,
@@ -246,14 +167,6 @@ const struct handler worker_builtin_handlers[] = {
 	{ NULL, NULL },
 };
 
-const struct handler *worker_handler_find(const struct handler *table, const char *kind)
-{
-	for (; table && table->kind; table++)
-		if (strcmp(table->kind, kind) == 0)
-			return table;
-	return NULL;
-}
-
 /* ======================== the worker ===================================== */
 
 enum slot_state { SLOT_FREE, SLOT_QUEUED, SLOT_RUNNING, SLOT_FINISHED };
@@ -270,9 +183,10 @@ struct slot {
 	struct job_result res;
 };
 
-struct handler_ctx {
+/* A handler thread's context: the one handlers see, and its worker. */
+struct thread_ctx {
+	struct handler_ctx h;		/* first: what the handler gets */
 	struct worker *w;
-	struct db *db;			/* lazily opened, this thread only */
 };
 
 struct worker {
@@ -331,65 +245,6 @@ void worker_stop_reset(void)
 	notify_stop_reset();
 }
 
-/* NORMAL, not the loop's QUEUE: a handler's writes are the job's effects,
- * which the loop's ack leans on (db.h). */
-struct db *handler_db(struct handler_ctx *ctx)
-{
-	if (!ctx->db && db_open(ctx->w->o->db_path, 0, DB_SYNC_NORMAL, &ctx->db) != SD_OK)
-		return NULL;
-	return ctx->db;
-}
-
-const char *handler_worker_name(const struct handler_ctx *ctx)
-{
-	return ctx->w->name;
-}
-
-void *handler_app(const struct handler_ctx *ctx)
-{
-	return ctx->w->o->app;
-}
-
-struct metrics *handler_metrics(const struct handler_ctx *ctx)
-{
-	return ctx->w->metrics;
-}
-
-/* A standalone context carries a worker of its own that only handler_db,
- * handler_app and handler_worker_name read: the options and the name. */
-struct standalone_ctx {
-	struct handler_ctx ctx;		/* first: the pointer handed out */
-	struct worker w;		/* only o and name are set */
-	struct worker_opts o;		/* only db_path and app are set */
-	char db_path[];			/* the copy o.db_path points to */
-};
-
-struct handler_ctx *worker_ctx_new(const char *db_path, void *app)
-{
-	size_t n = strlen(db_path) + 1;
-	struct standalone_ctx *sc = calloc(1, sizeof *sc + n);
-
-	if (!sc) {
-		err_set(SD_NOMEM, "out of memory");
-		return NULL;
-	}
-	memcpy(sc->db_path, db_path, n);
-	sc->o.db_path = sc->db_path;
-	sc->o.app = app;
-	snprintf(sc->w.name, sizeof sc->w.name, "standalone");
-	sc->w.o = &sc->o;
-	sc->ctx.w = &sc->w;
-	return &sc->ctx;
-}
-
-void worker_ctx_free(struct handler_ctx *ctx)
-{
-	if (!ctx)
-		return;
-	db_close(ctx->db);
-	free((struct standalone_ctx *)ctx);
-}
-
 static enum metrics_outcome outcome_metric(enum job_outcome o)
 {
 	switch (o) {
@@ -405,13 +260,13 @@ static enum metrics_outcome outcome_metric(enum job_outcome o)
 	}
 }
 
-static void run_one(struct handler_ctx *ctx, struct slot *s)
+static void run_one(struct thread_ctx *ctx, struct slot *s)
 {
 	struct worker *w = ctx->w;
-	const struct handler *h = worker_handler_find(w->table, s->job->kind);
+	const struct handler *h = handler_find(w->table, s->job->kind);
 
 	if (!h)	/* the built-in kinds are always there */
-		h = worker_handler_find(worker_builtin_handlers, s->job->kind);
+		h = handler_find(worker_builtin_handlers, s->job->kind);
 
 	s->res.delay_ms = 0;
 	s->res.error[0] = '\0';
@@ -422,7 +277,7 @@ static void run_one(struct handler_ctx *ctx, struct slot *s)
 	if (!h)
 		s->outcome = job_failf(&s->res, 1, "no handler for kind '%s'", s->job->kind);
 	else
-		s->outcome = h->fn(ctx, s->job, &s->res);
+		s->outcome = h->fn(&ctx->h, s->job, &s->res);
 	s->duration_us = clock_mono_us() - s->started_us;
 	metrics_run(w->metrics, s->job->kind, outcome_metric(s->outcome), s->duration_us);
 	failpoint(FAILPOINT_JOB_DONE);	/* the work is done; the ack is not */
@@ -430,8 +285,10 @@ static void run_one(struct handler_ctx *ctx, struct slot *s)
 
 static void *handler_thread(void *arg)
 {
-	struct handler_ctx ctx = { .w = arg, .db = NULL };
-	struct worker *w = ctx.w;
+	struct worker *w = arg;
+	struct thread_ctx ctx = { .h = { .db_path = w->o->db_path, .worker = w->name,
+					 .app = w->o->app, .metrics = w->metrics },
+				  .w = w };
 
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
@@ -489,7 +346,7 @@ static void *handler_thread(void *arg)
 		}
 	}
 	pthread_mutex_unlock(&w->mu);
-	db_close(ctx.db);
+	handler_ctx_close(&ctx.h);
 	return NULL;
 }
 

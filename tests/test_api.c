@@ -26,6 +26,7 @@
 
 #include "api.h"
 #include "clientkey.h"
+#include "events.h"
 #include "maint.h"
 #include "clock.h"
 #include "code.h"
@@ -34,6 +35,7 @@
 #include "outbox.h"
 #include "queue.h"
 #include "testutil.h"
+#include "ticket_jobs.h"
 #include "tickets.h"
 #include "worker.h"
 
@@ -644,7 +646,7 @@ static enum job_outcome run_job(enum job_outcome (*fn)(struct handler_ctx *, con
 	enum job_outcome out;
 
 	assert_int_equal(tickets_env_open(F.env->db_path, tu_state(F.env), NULL, NULL, NULL, &tenv), SD_OK);
-	ctx = worker_ctx_new(F.env->db_path, tenv);
+	ctx = handler_ctx_new(F.env->db_path, tenv);
 	snprintf(payload, sizeof payload, "{\"order_id\":%lld}",
 		 (long long)COUNT("SELECT id FROM orders"));
 	snprintf(job_id, sizeof job_id, "outbox:%lld", (long long)n);
@@ -660,7 +662,7 @@ static enum job_outcome run_job(enum job_outcome (*fn)(struct handler_ctx *, con
 	out = fn(ctx, &job, &jr);
 	if (out != JOB_DONE)
 		fail_msg("%s: outcome %d: %s", kind_name, (int)out, jr.error);
-	worker_ctx_free(ctx);
+	handler_ctx_free(ctx);
 	tickets_env_close(tenv);
 	return out;
 }
@@ -698,7 +700,7 @@ static void test_order_show_pdf_scan(void **state)
 	snprintf(path, sizeof path, "/v1/orders/%s/tickets.pdf", id);
 	expect(&(struct req){ "GET", path, NULL, F.auth }, 404, "");
 	/* render it as render_tickets does */
-	run_job(tickets_render, "render_tickets", 1);
+	run_job(ticket_job_render, "render_tickets", 1);
 	call(&(struct req){ "GET", path, NULL, F.auth }, &res);
 	assert_int_equal(res.status, 200);
 	assert_string_equal(res.content_type, "application/pdf");
@@ -790,9 +792,9 @@ static void test_stored_bad_text_is_shown_escaped(void **state)
 	api_response_free(&res);
 
 	/* the order still completes: its PDF renders and its email goes out */
-	run_job(tickets_render, "render_tickets", 1);
+	run_job(ticket_job_render, "render_tickets", 1);
 	assert_int_equal(COUNT("SELECT count(*) FROM tickets WHERE pdf_key IS NULL"), 0);
-	run_job(tickets_send, "send_tickets", 2);
+	run_job(ticket_job_send, "send_tickets", 2);
 	assert_int_equal(COUNT("SELECT count(*) FROM email_sends WHERE sent_at IS NOT NULL"), 1);
 
 	/* and the same text is refused when it comes in now */
@@ -1000,7 +1002,7 @@ static void assert_totals_exact(int want_events)
 	json_t *o, *ev;
 	size_t i;
 
-	assert_int_equal(tickets_check_totals(F.env->db, totals_equal, &events), SD_OK);
+	assert_int_equal(event_check_totals(F.env->db, totals_equal, &events), SD_OK);
 	assert_int_equal(events, want_events);
 	call(&(struct req){ "GET", "/v1/stats", NULL, F.auth }, &res);
 	assert_int_equal(res.status, 200);
@@ -1070,9 +1072,9 @@ static void test_totals_follow_api_orders_and_handlers(void **state)
 	/* the first order's render and send, each run twice: the second run
 	 * changes nothing (the counter's job is test_orders' pipeline) */
 	for (i = 0; i < 2; i++) {
-		run_job(tickets_render, "render_tickets", 1);
+		run_job(ticket_job_render, "render_tickets", 1);
 		assert_totals_exact(2);
-		run_job(tickets_send, "send_tickets", 3);
+		run_job(ticket_job_send, "send_tickets", 3);
 		assert_totals_exact(2);
 	}
 	assert_int_equal(COUNT("SELECT tickets_pdf * 100 + pdfs * 10 + emails_sent FROM "

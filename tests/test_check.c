@@ -21,11 +21,14 @@
 
 #include "check.h"
 #include "clock.h"
+#include "events.h"
 #include "log.h"
+#include "orders.h"
 #include "outbox.h"
 #include "pipeline.h"
 #include "queue.h"
 #include "testutil.h"
+#include "ticket_jobs.h"
 #include "tickets.h"
 
 #define N_ORDERS 3
@@ -117,7 +120,7 @@ static int setup(void **state)
 	po.worker.db_path = F.env->db_path;
 	po.worker.name = "check-test";
 	po.worker.concurrency = 2;
-	po.worker.handlers = tickets_handlers;
+	po.worker.handlers = ticket_handlers;
 	po.worker.app = tenv;
 	po.poll_ms = 20;
 	if (pipeline_run(F.env->db, &po, NULL) != SD_OK)

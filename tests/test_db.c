@@ -676,6 +676,38 @@ static void test_pg_reconnects(void **state)
 	assert_int_equal(one_int(db, SQL_N_TOTALS), 1);
 }
 
+/* One snapshot: inside db_begin_snapshot a count does not move while
+ * another connection commits; inside db_begin on PostgreSQL (READ
+ * COMMITTED) it does, which is why counts that must agree use the first. */
+static void test_snapshot_reads_one_moment(void **state)
+{
+	struct tu_env *env = *state;
+	struct db *other;
+
+	/* nested in an open transaction it joins it (either engine) */
+	assert_int_equal(db_begin(env->db), SD_OK);
+	assert_int_equal(db_begin_snapshot(env->db), SD_OK);
+	assert_int_equal(db_commit(env->db), SD_OK);
+	assert_true(db_in_tx(env->db));
+	assert_int_equal(db_commit(env->db), SD_OK);
+	TU_PG_ONLY();	/* an SQLite transaction reads one snapshot by itself */
+	assert_int_equal(db_open(env->db_path, 0, DB_SYNC_NORMAL, &other), SD_OK);
+	assert_int_equal(db_begin_snapshot(env->db), SD_OK);
+	assert_int_equal(one_int(env->db, SQL_N_TOTALS), 0);
+	assert_int_equal(db_exec(other, "INSERT INTO done_totals (kind, pruned) VALUES ('a', 1)"),
+			 SD_OK);
+	assert_int_equal(one_int(env->db, SQL_N_TOTALS), 0);
+	assert_int_equal(db_commit(env->db), SD_OK);
+	/* READ COMMITTED: the second read sees the second commit */
+	assert_int_equal(db_begin(env->db), SD_OK);
+	assert_int_equal(one_int(env->db, SQL_N_TOTALS), 1);
+	assert_int_equal(db_exec(other, "INSERT INTO done_totals (kind, pruned) VALUES ('b', 1)"),
+			 SD_OK);
+	assert_int_equal(one_int(env->db, SQL_N_TOTALS), 2);
+	assert_int_equal(db_commit(env->db), SD_OK);
+	db_close(other);
+}
+
 /* The server's synchronous_commit of a connection, as text. */
 static void sync_setting(struct db *db, char *buf, size_t size)
 {
@@ -720,11 +752,11 @@ static void test_pg_sync_levels(void **state)
 		assert_string_equal(got, levels[i].want);
 		db_close(db);
 	}
-	assert_non_null(ctx = worker_ctx_new(env->db_path, NULL));
+	assert_non_null(ctx = handler_ctx_new(env->db_path, NULL));
 	assert_non_null(db = handler_db(ctx));
 	sync_setting(db, got, sizeof got);
 	assert_string_equal(got, "on");
-	worker_ctx_free(ctx);
+	handler_ctx_free(ctx);
 }
 
 int main(void)
@@ -753,6 +785,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pg_parameters, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_pg_reconnects, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_pg_sync_levels, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_snapshot_reads_one_moment, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_lock_try_one_box_at_a_time, tu_setup,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_existing_database_is_tightened_with_a_log_line,

@@ -44,15 +44,22 @@
 
 #include "blob.h"
 #include "clock.h"
+#include "events.h"
 #include "failpoint.h"
 #include "idem.h"
 #include "log.h"
 #include "mail.h"
+#include "orders.h"
 #include "outbox.h"
 #include "queue.h"
 #include "testutil.h"
+
+#include "ticket_jobs.h"
 #include "tickets.h"
 #include "worker.h"
+
+/* the first ticket email of an order: kind "tickets", key "tickets-<id>" */
+static const struct tickets_intent FIRST_TICKETS = { TICKETS_MAIL_TICKETS, 0 };
 
 #define SEATS 3			/* the fixture's order */
 #define WATCHDOG_S 120		/* a test that takes longer is stuck on a barrier */
@@ -109,8 +116,8 @@ static int setup(void **state)
 	assert_int_equal(replayed, 0);
 	F.order_id = q_int(SQL_ORDER_ID, 0, F.public_id);
 	assert_true(F.order_id > 0);
-	F.ctx[0] = worker_ctx_new(F.env->db_path, F.tenv);
-	F.ctx[1] = worker_ctx_new(F.env->db_path, F.tenv);
+	F.ctx[0] = handler_ctx_new(F.env->db_path, F.tenv);
+	F.ctx[1] = handler_ctx_new(F.env->db_path, F.tenv);
 	assert_non_null(F.ctx[0]);
 	assert_non_null(F.ctx[1]);
 	return 0;
@@ -120,8 +127,8 @@ static int teardown(void **state)
 {
 	failpoint_set_hook(NULL, NULL);
 	alarm(0);
-	worker_ctx_free(F.ctx[0]);
-	worker_ctx_free(F.ctx[1]);
+	handler_ctx_free(F.ctx[0]);
+	handler_ctx_free(F.ctx[1]);
 	tickets_env_close(F.tenv);
 	memset(&F, 0, sizeof F);
 	return tu_teardown(state);
@@ -410,7 +417,7 @@ static const char SQL_NAIVE_SET_PDF[] = "UPDATE tickets SET pdf_key = ?1 WHERE o
 static enum job_outcome naive_render(struct handler_ctx *ctx, const struct job *job,
 				     struct job_result *res)
 {
-	struct tickets_env *env = handler_app(ctx);
+	struct tickets_env *env = ctx->app;
 	struct db *db = handler_db(ctx);
 	struct order_view v;
 	struct db_stmt *st;
@@ -493,7 +500,7 @@ static const char SQL_NAIVE_MARK[] =
 static enum job_outcome naive_send(struct handler_ctx *ctx, const struct job *job,
 				   struct job_result *res)
 {
-	struct tickets_env *env = handler_app(ctx);
+	struct tickets_env *env = ctx->app;
 	struct db *db = handler_db(ctx);
 	struct mail_result mr;
 	struct order_view v;
@@ -759,7 +766,7 @@ static void test_render_race_queues_one_send(void **state)
 	char key[BLOB_KEY_MAX], name[64];
 
 	(void)state;
-	assert_int_equal(render_race(tickets_render, runs), 1);
+	assert_int_equal(render_race(ticket_job_render, runs), 1);
 	/* one file under the order's fixed key, nothing else left behind */
 	snprintf(name, sizeof name, "%s.pdf", F.public_id);
 	assert_int_equal(n_pdfs(), 1);
@@ -772,7 +779,7 @@ static void test_render_race_queues_one_send(void **state)
 	 * (never passes the null check) nor adds anything */
 	render_job(&c, 3);
 	failpoint_set_hook(count_hook, &passes);
-	run_expect(tickets_render, F.ctx[0], &c.job, JOB_DONE);
+	run_expect(ticket_job_render, F.ctx[0], &c.job, JOB_DONE);
 	failpoint_set_hook(NULL, NULL);
 	assert_int_equal(atomic_load(&passes.n), 0);
 	assert_int_equal(q_int(SQL_N_OUTBOX_KIND, 0, "send_tickets"), 1);
@@ -798,7 +805,7 @@ static void render_first(void)
 	struct jobbuf r;
 
 	render_job(&r, 1);
-	run_expect(tickets_render, F.ctx[0], &r.job, JOB_DONE);
+	run_expect(ticket_job_render, F.ctx[0], &r.job, JOB_DONE);
 	assert_int_equal(q_int(SQL_N_OUTBOX_KIND, 0, "send_tickets"), 1);
 	assert_int_equal(n_messages(), 0);
 }
@@ -844,7 +851,7 @@ static void test_send_race_claim_stale_from_env(void **state)
 
 	(void)state;
 	F.tenv->claim_stale_ms = 7000;
-	assert_int_equal(send_race(tickets_send, runs), 1);
+	assert_int_equal(send_race(ticket_job_send, runs), 1);
 	owner = runs[0].passed ? 0 : 1;
 	expect_run(&runs[owner], JOB_DONE);
 	expect_run(&runs[!owner], JOB_RETRY_LATER);
@@ -860,7 +867,7 @@ static void test_send_race_one_message(void **state)
 	int owner;
 
 	(void)state;
-	assert_int_equal(send_race(tickets_send, runs), 1);
+	assert_int_equal(send_race(ticket_job_send, runs), 1);
 	/* exactly one run owned the claim; the other found it fresh and held */
 	assert_int_equal(runs[0].passed + runs[1].passed, 1);
 	owner = runs[0].passed ? 0 : 1;
@@ -874,7 +881,7 @@ static void test_send_race_one_message(void **state)
 	/* the snoozed run comes back: the row says sent */
 	clock_fake_advance(IDEM_STALE_MS);
 	send_job(&c, 3);
-	run_expect(tickets_send, F.ctx[1], &c.job, JOB_DONE);
+	run_expect(ticket_job_send, F.ctx[1], &c.job, JOB_DONE);
 	assert_sent_once();
 }
 
@@ -943,7 +950,7 @@ static void test_send_stale_claim_taken_over_once(void **state)
 	assert_int_equal(pthread_barrier_init(&p.resume, NULL, 2), 0);
 	failpoint_set_hook(pause_hook, &p);
 	memset(&ra, 0, sizeof ra);
-	ra.fn = tickets_send;
+	ra.fn = ticket_job_send;
 	ra.ctx = F.ctx[0];
 	ra.job = &a.job;
 	assert_int_equal(pthread_create(&t, NULL, send_thread, &ra), 0);
@@ -951,14 +958,14 @@ static void test_send_stale_claim_taken_over_once(void **state)
 	t_claim = q_int(SQL_CLAIMED_AT, F.order_id, NULL);
 	assert_int_equal(t_claim, clock_now_ms());
 
-	res = run_expect(tickets_send, F.ctx[1], &b1.job, JOB_RETRY_LATER);
+	res = run_expect(ticket_job_send, F.ctx[1], &b1.job, JOB_RETRY_LATER);
 	assert_int_equal(res.delay_ms, 120001);
 	clock_fake_advance(IDEM_STALE_MS);	/* exactly 2 minutes: still fresh */
-	res = run_expect(tickets_send, F.ctx[1], &b1.job, JOB_RETRY_LATER);
+	res = run_expect(ticket_job_send, F.ctx[1], &b1.job, JOB_RETRY_LATER);
 	assert_int_equal(n_messages(), 0);
 
 	clock_fake_advance(1);			/* older than 2 minutes: B takes over */
-	run_expect(tickets_send, F.ctx[1], &b2.job, JOB_DONE);
+	run_expect(ticket_job_send, F.ctx[1], &b2.job, JOB_DONE);
 	assert_int_equal(q_int(SQL_CLAIMED_AT, F.order_id, NULL), t_claim + IDEM_STALE_MS + 1);
 	assert_sent_once();
 
@@ -988,7 +995,7 @@ static int send_die_then_retry(handler_fn fn, int with_claim)
 		assert_int_equal(idem_effect_claim(F.env->db, F.order_id, "tickets",
 						   IDEM_STALE_MS, &c, NULL), SD_OK);
 		assert_int_equal(c, IDEM_CLAIMED);
-		assert_int_equal(tickets_send_mail(F.tenv, &v, &mr), SD_OK);
+		assert_int_equal(tickets_send_mail(F.tenv, &v, &FIRST_TICKETS, &mr), SD_OK);
 	} else {
 		assert_int_equal(q_int(SQL_N_SENDS, F.order_id, NULL), 0);
 		assert_int_equal(naive_mail(F.tenv, &v, 1, &mr), SD_OK);
@@ -1007,7 +1014,7 @@ static int send_die_then_retry(handler_fn fn, int with_claim)
 static void test_send_retry_after_death_same_key(void **state)
 {
 	(void)state;
-	assert_int_equal(send_die_then_retry(tickets_send, 1), 1);
+	assert_int_equal(send_die_then_retry(ticket_job_send, 1), 1);
 	/* the retry re-claimed the stale row, sent with the same key (the
 	 * provider answered with the first message's id) and marked it */
 	assert_sent_once();
@@ -1106,7 +1113,7 @@ static void test_count_delivered_twice_counts_once(void **state)
 	char job_id[QUEUE_JOB_ID_MAX + 1];
 
 	(void)state;
-	assert_int_equal(count_twice(tickets_count), 1);
+	assert_int_equal(count_twice(ticket_job_count), 1);
 	assert_counter(1, SEATS);
 	snprintf(job_id, sizeof job_id, "outbox:%lld",
 		 (long long)q_int(SQL_OUTBOX_ID, 0, "update_sales_counter"));
@@ -1116,14 +1123,14 @@ static void test_count_delivered_twice_counts_once(void **state)
 static void test_count_race_counts_once(void **state)
 {
 	(void)state;
-	assert_int_equal(count_race(tickets_count), 1);
+	assert_int_equal(count_race(ticket_job_count), 1);
 	assert_counter(1, SEATS);
 }
 
 static void test_count_relay_duplicate_counts_once(void **state)
 {
 	(void)state;
-	assert_int_equal(count_relay_duplicate(tickets_count), 1);
+	assert_int_equal(count_relay_duplicate(ticket_job_count), 1);
 	assert_counter(1, SEATS);
 }
 
@@ -1165,7 +1172,7 @@ static void test_failed_send_releases_claim(void **state)
 	snprintf(hidden, sizeof hidden, "%s.away", mdir);
 	assert_int_equal(rename(mdir, hidden), 0);	/* the transport cannot write */
 	/* the maildir's disk failed: the job waits, no attempt counted */
-	res = run_expect(tickets_send, F.ctx[0], &a.job, JOB_RETRY_LATER);
+	res = run_expect(ticket_job_send, F.ctx[0], &a.job, JOB_RETRY_LATER);
 	assert_true(res.io && res.delay_ms > 0);
 	assert_int_equal(n_messages(), 0);
 	assert_int_equal(q_int(SQL_CLAIMED_AT, F.order_id, NULL), 0);
@@ -1179,7 +1186,7 @@ static void test_failed_send_releases_claim(void **state)
 
 	assert_int_equal(rename(hidden, mdir), 0);
 	send_job(&b, 2);
-	run_expect(tickets_send, F.ctx[1], &b.job, JOB_DONE);
+	run_expect(ticket_job_send, F.ctx[1], &b.job, JOB_DONE);
 	assert_int_equal(n_messages(), 1);
 }
 
@@ -1266,13 +1273,13 @@ static void test_log_render_duplicate_once(void **state)
 	render_job(&a, 1);
 	render_job(&b, 2);
 	capture_start(&c);
-	run_expect(tickets_render, F.ctx[0], &a.job, JOB_DONE);
+	run_expect(ticket_job_render, F.ctx[0], &a.job, JOB_DONE);
 	text = capture_end(&c);
 	assert_int_equal(n_lines_with(text, "duplicate absorbed", ""), 0);
 	free(text);
 
 	capture_start(&c);
-	run_expect(tickets_render, F.ctx[1], &b.job, JOB_DONE);
+	run_expect(ticket_job_render, F.ctx[1], &b.job, JOB_DONE);
 	text = capture_end(&c);
 	assert_int_equal(n_absorbed(text, "check_state"), 1);
 	assert_int_equal(n_lines_with(text, "duplicate absorbed", ""), 1);
@@ -1296,7 +1303,7 @@ static void lose_hook(const char *name, void *arg)
 		return;
 	inside = 1;
 	memset(&res, 0, sizeof res);
-	if (tickets_render(F.ctx[1], winner, &res) != JOB_DONE)
+	if (ticket_job_render(F.ctx[1], winner, &res) != JOB_DONE)
 		fail_msg("the winning render failed: %s", res.error);
 	inside = 0;
 }
@@ -1312,7 +1319,7 @@ static void test_log_render_lost_update_once(void **state)
 	render_job(&b, 2);
 	capture_start(&c);
 	failpoint_set_hook(lose_hook, &b.job);
-	run_expect(tickets_render, F.ctx[0], &a.job, JOB_DONE);
+	run_expect(ticket_job_render, F.ctx[0], &a.job, JOB_DONE);
 	failpoint_set_hook(NULL, NULL);
 	text = capture_end(&c);
 	assert_int_equal(q_int(SQL_N_OUTBOX_KIND, 0, "send_tickets"), 1);
@@ -1334,13 +1341,13 @@ static void test_log_send_duplicate_once(void **state)
 	send_job(&a, 1);
 	send_job(&b, 2);
 	capture_start(&c);
-	run_expect(tickets_send, F.ctx[0], &a.job, JOB_DONE);
+	run_expect(ticket_job_send, F.ctx[0], &a.job, JOB_DONE);
 	text = capture_end(&c);
 	assert_int_equal(n_lines_with(text, "duplicate absorbed", ""), 0);
 	free(text);
 
 	capture_start(&c);
-	run_expect(tickets_send, F.ctx[1], &b.job, JOB_DONE);
+	run_expect(ticket_job_send, F.ctx[1], &b.job, JOB_DONE);
 	text = capture_end(&c);
 	assert_int_equal(n_messages(), 1);
 	assert_int_equal(n_absorbed(text, "unique_claim"), 1);
@@ -1367,7 +1374,7 @@ static void test_log_send_held_once(void **state)
 	assert_int_equal(claim, IDEM_CLAIMED);
 	send_job(&b, 2);
 	capture_start(&c);
-	run_expect(tickets_send, F.ctx[1], &b.job, JOB_RETRY_LATER);
+	run_expect(ticket_job_send, F.ctx[1], &b.job, JOB_RETRY_LATER);
 	text = capture_end(&c);
 	assert_int_equal(n_messages(), 0);
 	assert_int_equal(n_absorbed(text, "unique_claim"), 1);
@@ -1386,13 +1393,13 @@ static void test_log_count_duplicate_once(void **state)
 	count_job(&a, 1);
 	count_job(&b, 2);
 	capture_start(&c);
-	run_expect(tickets_count, F.ctx[0], &a.job, JOB_DONE);
+	run_expect(ticket_job_count, F.ctx[0], &a.job, JOB_DONE);
 	text = capture_end(&c);
 	assert_int_equal(n_lines_with(text, "duplicate absorbed", ""), 0);
 	free(text);
 
 	capture_start(&c);
-	run_expect(tickets_count, F.ctx[1], &b.job, JOB_DONE);
+	run_expect(ticket_job_count, F.ctx[1], &b.job, JOB_DONE);
 	text = capture_end(&c);
 	assert_counter(1, SEATS);
 	assert_int_equal(n_absorbed(text, "processed_jobs"), 1);

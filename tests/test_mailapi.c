@@ -1,13 +1,13 @@
 /*
  * test_mailapi.c: the HTTPS mail API transport (mail_open_opts with an
  * https:// URL) against the local provider tools/mailsink, over real TLS
- * with verification on, and the real send_tickets handler (tickets_send)
+ * with verification on, and the real send_tickets handler (ticket_job_send)
  * on top of it.
  *
  * Each test makes throwaway certificates with tools/certs.sh in its temp
  * directory, starts build/mailsink ($MAILSINK_BIN) on a free loopback port
  * with the faults it needs, places and renders one order, and runs
- * tickets_send through a standalone handler context on the fake clock.  What
+ * ticket_job_send through a standalone handler context on the fake clock.  What
  * is checked is the promise of the idempotency key: whatever the provider's
  * faults and our retries, exactly one message per order at the provider
  * (its own count, GET /v1/stats), and the attachment byte for byte the
@@ -35,12 +35,19 @@
 #include "blob.h"
 #include "clock.h"
 #include "code.h"
+#include "events.h"
 #include "idem.h"
 #include "mail.h"
+#include "orders.h"
 #include "queue.h"
 #include "testutil.h"
+
+#include "ticket_jobs.h"
 #include "tickets.h"
 #include "worker.h"
+
+/* the first ticket email of an order: kind "tickets", key "tickets-<id>" */
+static const struct tickets_intent FIRST_TICKETS = { TICKETS_MAIL_TICKETS, 0 };
 
 extern char **environ;
 
@@ -199,7 +206,7 @@ static int setup(void **state)
 	F.order_id = tu_countf(F.env->db_path, SQL_ORDER_ID, F.public_id);
 	assert_true(F.order_id > 0);
 	idem_provider_key(F.key, sizeof F.key, "tickets", F.order_id);
-	F.ctx = worker_ctx_new(F.env->db_path, F.tenv);
+	F.ctx = handler_ctx_new(F.env->db_path, F.tenv);
 	assert_non_null(F.ctx);
 
 	/* render and store the PDF, as render_tickets does before a send */
@@ -212,7 +219,7 @@ static int setup(void **state)
 	job.kind = kind;
 	job.payload = payload;
 	memset(&res, 0, sizeof res);
-	if (tickets_render(F.ctx, &job, &res) != JOB_DONE)
+	if (ticket_job_render(F.ctx, &job, &res) != JOB_DONE)
 		fail_msg("render: %s", res.error);
 	return 0;
 }
@@ -223,7 +230,7 @@ static int teardown(void **state)
 		kill(F.pid, SIGKILL);
 		tu_wait(F.pid, 5000);
 	}
-	worker_ctx_free(F.ctx);
+	handler_ctx_free(F.ctx);
 	tickets_env_close(F.tenv);
 	memset(&F, 0, sizeof F);
 	return tu_teardown(state);
@@ -389,7 +396,7 @@ static enum job_outcome send_once(struct job_result *out)
 	job.kind = kind;
 	job.payload = payload;
 	memset(&res, 0, sizeof res);
-	o = tickets_send(F.ctx, &job, &res);
+	o = ticket_job_send(F.ctx, &job, &res);
 	if (out)
 		*out = res;
 	return o;
@@ -596,7 +603,7 @@ static void test_killed_after_answer_same_key(void **state)
 	assert_int_equal(idem_effect_claim(F.env->db, F.order_id, "tickets", IDEM_STALE_MS, &c,
 					   NULL), SD_OK);
 	assert_int_equal(c, IDEM_CLAIMED);
-	assert_int_equal(tickets_send_mail(F.tenv, &v, &mr), SD_OK);
+	assert_int_equal(tickets_send_mail(F.tenv, &v, &FIRST_TICKETS, &mr), SD_OK);
 	assert_int_equal(strncmp(mr.message_id, "ms-", 3), 0);
 	assert_int_equal(mr.duplicate, 0);	/* the first send of this key */
 	/* ... and the process dies here: no idem_effect_done */
@@ -613,7 +620,7 @@ static void test_killed_after_answer_same_key(void **state)
 	/* one more send with the key: the provider marks its answer a replay
 	 * ("Idempotent-Replayed: true"), which the handler counts as absorbed */
 	memset(&again, 0, sizeof again);
-	assert_int_equal(tickets_send_mail(F.tenv, &v, &again), SD_OK);
+	assert_int_equal(tickets_send_mail(F.tenv, &v, &FIRST_TICKETS, &again), SD_OK);
 	assert_int_equal(again.duplicate, 1);
 	assert_string_equal(again.message_id, mr.message_id);
 	assert_int_equal(stats_messages(F.key, &requests), 1);

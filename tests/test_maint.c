@@ -22,9 +22,11 @@
 #include <string.h>
 
 #include "clock.h"
+#include "events.h"
 #include "idem.h"
 #include "log.h"
 #include "maint.h"
+#include "orders.h"
 #include "queue.h"
 #include "testutil.h"
 #include "tickets.h"

@@ -24,9 +24,11 @@
 
 #include "api.h"
 #include "clock.h"
+#include "events.h"
 #include "metrics.h"
 #include "queue.h"
 #include "testutil.h"
+#include "ticket_jobs.h"
 #include "tickets.h"
 #include "worker.h"
 
@@ -401,7 +403,7 @@ static void test_worker_counts_runs_and_absorbed_duplicates(void **state)
 	o.db_path = e->db_path;
 	o.drain = 1;
 	o.concurrency = 1;
-	o.handlers = tickets_handlers;
+	o.handlers = ticket_handlers;
 	assert_int_equal(worker_run(&o, &st), SD_OK);
 
 	snap(e, &s);

@@ -32,6 +32,8 @@
 #include "clock.h"
 #include "code.h"
 #include "db.h"
+#include "events.h"
+#include "orders.h"
 #include "testutil.h"
 #include "tickets.h"
 #include "token.h"

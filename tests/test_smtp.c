@@ -13,7 +13,7 @@
  * transcript of command verbs.
  *
  * The job-level tests (at the end) place and render one order as
- * test_mailapi.c does and run the real send_tickets handler (tickets_send)
+ * test_mailapi.c does and run the real send_tickets handler (ticket_job_send)
  * through a standalone handler context on the fake clock, its mailer
  * pointed at the sink.
  */
@@ -41,9 +41,12 @@
 
 #include "blob.h"
 #include "code.h"
+#include "events.h"
 #include "idem.h"
 #include "mail.h"
+#include "orders.h"
 #include "testutil.h"
+#include "ticket_jobs.h"
 #include "tickets.h"
 #include "worker.h"
 
@@ -855,11 +858,11 @@ static int job_setup(void **state)
 	assert_int_equal(order_add(env->db, &o, J.public_id, &replayed), SD_OK);
 	J.order_id = tu_countf(env->db_path, SQL_J_ORDER_ID, J.public_id);
 	assert_true(J.order_id > 0);
-	J.ctx = worker_ctx_new(env->db_path, J.tenv);
+	J.ctx = handler_ctx_new(env->db_path, J.tenv);
 	assert_non_null(J.ctx);
 	job = job_for(kind, job_id, payload, sizeof payload, 1, 1);
 	memset(&res, 0, sizeof res);
-	if (tickets_render(J.ctx, &job, &res) != JOB_DONE)
+	if (ticket_job_render(J.ctx, &job, &res) != JOB_DONE)
 		fail_msg("render: %s", res.error);
 	return 0;
 }
@@ -867,7 +870,7 @@ static int job_setup(void **state)
 static int job_teardown(void **state)
 {
 	sink_stop();
-	worker_ctx_free(J.ctx);
+	handler_ctx_free(J.ctx);
 	tickets_env_close(J.tenv);
 	memset(&J, 0, sizeof J);
 	return tu_teardown(state);
@@ -897,7 +900,7 @@ static void job_send(enum job_outcome want, struct job_result *out)
 
 	job = job_for(kind, job_id, payload, sizeof payload, 2, ++delivery);
 	memset(&res, 0, sizeof res);
-	got = tickets_send(J.ctx, &job, &res);
+	got = ticket_job_send(J.ctx, &job, &res);
 	if (got != want)
 		fail_msg("send_tickets: outcome %d, expected %d (%s)", (int)got, (int)want,
 			 res.error);

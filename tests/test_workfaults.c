@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "orders.h"
 #include "testutil.h"
 #include "tickets.h"
 

@@ -1,0 +1,16 @@
+/*
+ * jobkinds.h: the job kinds an order's life queues, by name, in one place.
+ * A kind names an intent ("order N's tickets are rendered and queued to
+ * send"); the handler that reaches it and the technique that makes its
+ * second run harmless are in ticket_jobs.c.  The names are stored in the
+ * outbox, the stream and the done history: never rename one.
+ */
+#ifndef SD_JOBKINDS_H
+#define SD_JOBKINDS_H
+
+#define JOB_KIND_RENDER "render_tickets"	/* check state: tickets.pdf_key */
+#define JOB_KIND_SEND "send_tickets"		/* unique claim + provider key */
+#define JOB_KIND_COUNT "update_sales_counter"	/* processed_jobs */
+#define JOB_KIND_CANCEL "cancel_order"		/* processed_jobs + unique claim + key */
+
+#endif

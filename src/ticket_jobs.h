@@ -1,0 +1,40 @@
+/*
+ * ticket_jobs.h: the handlers that follow an order, each the intent it
+ * reaches and the technique that makes its second run harmless (idem.h;
+ * the seed's "At-Least-Once and Idempotent Jobs"):
+ *
+ *   render_tickets        "order N's tickets are rendered and queued to send":
+ *                         check state first (tickets.pdf_key), then a
+ *                         conditional update that one run wins; only the
+ *                         winner queues send_tickets
+ *   send_tickets          "order N's ticket email (or its nth resend) is sent":
+ *                         a unique row per email (email_sends) claimed with a
+ *                         stale-claim takeover, and the provider key of the
+ *                         intent ("tickets-<id>", "tickets-<id>-r<n>")
+ *   update_sales_counter  "order N is counted": the job's identity in
+ *                         processed_jobs, in the counter's transaction
+ *   cancel_order          "order N's cancellation is counted and announced":
+ *                         processed_jobs with the counter moved back, then
+ *                         its own email row and key ("cancel-<id>")
+ *
+ * A cancelled order needs no tickets: render and send reach their state by
+ * doing nothing.  Handlers get a struct tickets_env as handler_ctx.app.
+ */
+#ifndef SD_TICKET_JOBS_H
+#define SD_TICKET_JOBS_H
+
+#include "handler.h"
+
+/* The four handlers, by kind (jobkinds.h); the worker adds its built-ins. */
+extern const struct handler ticket_handlers[];
+
+enum job_outcome ticket_job_render(struct handler_ctx *ctx, const struct job *job,
+				   struct job_result *res);
+enum job_outcome ticket_job_send(struct handler_ctx *ctx, const struct job *job,
+				 struct job_result *res);
+enum job_outcome ticket_job_count(struct handler_ctx *ctx, const struct job *job,
+				  struct job_result *res);
+enum job_outcome ticket_job_cancel(struct handler_ctx *ctx, const struct job *job,
+				   struct job_result *res);
+
+#endif
