@@ -30,14 +30,15 @@ XLIBS   := -lhpdf -lmbedtls -lmbedx509 -lmbedcrypto
 #   test:  what the suites run against: cmocka, PostgreSQL, real PDF tools,
 #          a real SMTP server, openssl for the throwaway CA, curl as a TLS
 #          client, Debian's chromium and nodejs (npm and tests/browser's
-#          pinned playwright-core: tools/npm_deps.sh), libfuse3 for tools/powercut
+#          pinned playwright-core: tools/npm_deps.sh), ffmpeg to turn a ticket
+#          into the door test's fake camera, libfuse3 for tools/powercut
 #   fuzz:  clang for libFuzzer
 #   peers: the servers make bench-peers measures the queue against, and
 #          hiredis for its Redis client
 DEBS_BUILD := gcc make pkg-config libsqlite3-dev libpq-dev libjansson-dev libhpdf-dev \
               libqrencode-dev libmbedtls-dev libcurl4-openssl-dev libmicrohttpd-dev
 DEBS_TEST  := libcmocka-dev postgresql qpdf poppler-utils python3-aiosmtpd openssl curl chromium nodejs \
-              libfuse3-dev fuse3
+              ffmpeg libfuse3-dev fuse3
 DEBS_FUZZ  := clang
 DEBS_PEERS := redis-server beanstalkd libhiredis-dev
 
@@ -61,7 +62,11 @@ LIBSRCS := $(filter-out src/main.c,$(SRCS))
 SCHEMA_SQLITE := $(sort $(wildcard schema/sqlite/*.sql))
 SCHEMA_PG     ?= $(sort $(wildcard schema/pg/*.sql))
 SCHEMA  := $(SCHEMA_SQLITE) $(SCHEMA_PG)
-ASSETS  := src/dashboard/index.html src/dashboard/dashboard.js src/dashboard/dashboard.css
+# The pages the binary serves (tools/embed_assets): the dashboard at /, the
+# door page at /door with its QR decoder, jsQR, vendored byte for byte from
+# the npm package src/door/package-lock.json pins (make check-vendor).
+ASSETS  := src/dashboard/index.html src/dashboard/dashboard.js src/dashboard/dashboard.css \
+           src/door/door.html src/door/door.js src/door/door.css src/door/vendor/jsQR.js
 TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 # The suites that depend on the engine, run a second time on PostgreSQL
 # (check-pg): the store, the queue, the outbox, the idempotency primitives,
@@ -73,7 +78,7 @@ REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o buil
 SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS)) build/san/schema.o build/san/assets.o
 
 .PHONY: all deps deps-build deps-test deps-fuzz test check-rel check-pg check-san check-browser \
-	check-fresh bench bench-peers bench-memory deps-peers demo soak soak-pg failover powercut fuzz clean
+	check-door check-vendor check-fresh bench bench-peers bench-memory deps-peers demo soak soak-pg failover powercut fuzz clean
 .SUFFIXES:
 
 # `make` installs the build packages, then builds; `make bin/stagedoor`
@@ -171,6 +176,16 @@ test: deps-test
 # tests/browser/package-lock.json) against tests/browser/fake_box.mjs.
 check-browser: deps-test
 	sh tests/browser/run_fake.sh $(CURDIR)/build/dashboard.png
+
+# The door page in headless Debian chromium with a fake camera that shows a
+# ticket this build renders, against tests/browser/fake_door.mjs.
+check-door: deps-test bin/stagedoor
+	sh tests/browser/run_door_fake.sh $(CURDIR)/build/door.png
+
+# src/door/vendor/jsQR.js is byte for byte the jsQR that src/door's lock file
+# pins (npm ci in a temp folder; the build itself never runs npm).
+check-vendor:
+	@sh tools/check_vendor.sh
 
 # The README's two commands in a fresh minbase Debian 12 chroot (tools/fresh.sh,
 # as root): what .ci/run runs.

@@ -610,7 +610,10 @@ static enum MHD_Result send_answer(struct MHD_Connection *mc, const char *path, 
 	if (retry_after && *retry_after)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, retry_after);
 	if (dashboard) {
-		/* The page talks to this box only, and nothing frames it. */
+		/* The page talks to this box only, and nothing frames it.  The
+		 * door page's camera needs no more: a MediaStream set as a
+		 * video's srcObject is no fetch, so media-src (default-src
+		 * 'none') does not apply to it. */
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
 		MHD_add_response_header(r, "Content-Security-Policy",
 					"default-src 'none'; script-src 'self'; style-src 'self'; "

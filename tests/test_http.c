@@ -324,8 +324,9 @@ static int teardown(void **state)
  * The tests
  * ------------------------------------------------------------------------ */
 
-/* The dashboard's three files come from the binary, byte for byte the
- * files in src/dashboard/, with their types; the handler never sees them. */
+/* The pages' files come from the binary, byte for byte the files in
+ * src/dashboard/ and src/door/, with their types; the handler never sees
+ * them. */
 static void test_dashboard_served(void **state)
 {
 	static const struct {
@@ -334,6 +335,10 @@ static void test_dashboard_served(void **state)
 		{ "/", "src/dashboard/index.html", "text/html; charset=utf-8" },
 		{ "/dashboard.js", "src/dashboard/dashboard.js", "text/javascript; charset=utf-8" },
 		{ "/dashboard.css", "src/dashboard/dashboard.css", "text/css; charset=utf-8" },
+		{ "/door", "src/door/door.html", "text/html; charset=utf-8" },
+		{ "/door.js", "src/door/door.js", "text/javascript; charset=utf-8" },
+		{ "/door.css", "src/door/door.css", "text/css; charset=utf-8" },
+		{ "/jsQR.js", "src/door/vendor/jsQR.js", "text/javascript; charset=utf-8" },
 	};
 	struct reply r;
 	char v[512];
@@ -368,10 +373,18 @@ static void test_dashboard_served(void **state)
 	assert_non_null(strstr(r.body, "src=\"/dashboard.js\""));
 	assert_non_null(strstr(r.body, "href=\"/dashboard.css\""));
 	reply_free(&r);
+	get(port, "GET", "/door", &r);
+	assert_non_null(strstr(r.body, "src=\"/door.js\""));
+	assert_non_null(strstr(r.body, "href=\"/door.css\""));
+	reply_free(&r);
 	assert_int_equal(seen_calls(), 0);
+	get(port, "GET", "/door.html", &r);	/* the page is /door: this is the handler's */
+	assert_int_equal(seen_calls(), 1);
+	assert_string_equal(seen.path, "/door.html");
+	reply_free(&r);
 }
 
-/* Everything but GET/HEAD of the three files goes to the handler. */
+/* Everything but GET/HEAD of the pages' files goes to the handler. */
 static void test_routing(void **state)
 {
 	struct reply r;
