@@ -61,7 +61,8 @@ LIBSRCS := $(filter-out src/main.c,$(SRCS))
 SCHEMA_SQLITE := $(sort $(wildcard schema/sqlite/*.sql))
 SCHEMA_PG     ?= $(sort $(wildcard schema/pg/*.sql))
 SCHEMA  := $(SCHEMA_SQLITE) $(SCHEMA_PG)
-ASSETS  := src/dashboard/index.html src/dashboard/dashboard.js src/dashboard/dashboard.css
+ASSETS  := src/dashboard/index.html src/dashboard/dashboard.js src/dashboard/charts.js \
+           src/dashboard/boxoffice.js src/dashboard/dashboard.css
 TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 # The suites that depend on the engine, run a second time on PostgreSQL
 # (check-pg): the store, the queue, the outbox, the idempotency primitives,

@@ -324,8 +324,8 @@ static int teardown(void **state)
  * The tests
  * ------------------------------------------------------------------------ */
 
-/* The dashboard's three files come from the binary, byte for byte the
- * files in src/dashboard/, with their types; the handler never sees them. */
+/* The dashboard's files come from the binary, byte for byte the files in
+ * src/dashboard/, with their types; the handler never sees them. */
 static void test_dashboard_served(void **state)
 {
 	static const struct {
@@ -333,6 +333,8 @@ static void test_dashboard_served(void **state)
 	} want[] = {
 		{ "/", "src/dashboard/index.html", "text/html; charset=utf-8" },
 		{ "/dashboard.js", "src/dashboard/dashboard.js", "text/javascript; charset=utf-8" },
+		{ "/charts.js", "src/dashboard/charts.js", "text/javascript; charset=utf-8" },
+		{ "/boxoffice.js", "src/dashboard/boxoffice.js", "text/javascript; charset=utf-8" },
 		{ "/dashboard.css", "src/dashboard/dashboard.css", "text/css; charset=utf-8" },
 	};
 	struct reply r;
@@ -366,6 +368,8 @@ static void test_dashboard_served(void **state)
 	/* The page names its script and style by the paths served above. */
 	get(port, "GET", "/", &r);
 	assert_non_null(strstr(r.body, "src=\"/dashboard.js\""));
+	assert_non_null(strstr(r.body, "src=\"/charts.js\""));
+	assert_non_null(strstr(r.body, "src=\"/boxoffice.js\""));
 	assert_non_null(strstr(r.body, "href=\"/dashboard.css\""));
 	reply_free(&r);
 	assert_int_equal(seen_calls(), 0);
