@@ -65,7 +65,8 @@ SCHEMA  := $(SCHEMA_SQLITE) $(SCHEMA_PG)
 # The pages the binary serves (tools/embed_assets): the dashboard at /, the
 # door page at /door with its QR decoder, jsQR, vendored byte for byte from
 # the npm package src/door/package-lock.json pins (make check-vendor).
-ASSETS  := src/dashboard/index.html src/dashboard/dashboard.js src/dashboard/dashboard.css \
+ASSETS  := src/dashboard/index.html src/dashboard/dashboard.js src/dashboard/charts.js \
+           src/dashboard/boxoffice.js src/dashboard/dashboard.css \
            src/door/door.html src/door/door.js src/door/door.css src/door/vendor/jsQR.js
 TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 # The suites that depend on the engine, run a second time on PostgreSQL

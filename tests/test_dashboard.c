@@ -4,11 +4,13 @@
  * through and one dead job, then tests/browser/dashboard.mjs drives the page
  * in headless chromium (playwright-core from tests/browser/node_modules):
  * token, numbers against /v1/stats, lists against /v1/jobs and /v1/orders,
- * door scan, retry, phone width, screenshot.
+ * door scan, retry, the charts against their endpoints, the box office
+ * (search, detail, resend, cancel), phone width, screenshots.
  *
  * The test runs from the repository root (make runs tools/run_tests.sh
- * there).  It keeps the screenshot as build/test-output/dashboard.png
- * (dashboard-san.png under the sanitizer build's binary).
+ * there).  It keeps the screenshots as build/test-output/dashboard.png and
+ * dashboard-phone.png (dashboard-san*.png under the sanitizer build's
+ * binary).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -195,7 +197,8 @@ static void roles_in_a_browser(const struct tu_env *e, const char *url, const ch
 static void test_dashboard_in_a_browser(void **state)
 {
 	const struct tu_env *e = *state;
-	char log[512], nlog[512], shot[512], tokpath[512], url[64], line[256], ev[32], keep[128];
+	char log[512], nlog[512], shot[512], phone[512], tokpath[512], url[64], line[256], ev[32];
+	char keep[128];
 	char token[128];
 	const char *p;
 	unsigned char *png, *tok;
@@ -209,6 +212,7 @@ static void test_dashboard_in_a_browser(void **state)
 	snprintf(log, sizeof log, "%s/run.log", e->dir);
 	snprintf(nlog, sizeof nlog, "%s/browser.log", e->dir);
 	snprintf(shot, sizeof shot, "%s/dashboard.png", e->dir);
+	snprintf(phone, sizeof phone, "%s/dashboard-phone.png", e->dir);
 	snprintf(tokpath, sizeof tokpath, "%s/api.token", e->dir);
 
 	/* a box with an event, three orders and a job that dies */
@@ -266,6 +270,9 @@ static void test_dashboard_in_a_browser(void **state)
 	snprintf(keep, sizeof keep, "%s/%s", OUT_DIR,
 		 strstr(tu_bin(), "/san/") ? "dashboard-san.png" : "dashboard.png");
 	copy_file(shot, keep);
+	snprintf(keep, sizeof keep, "%s/%s", OUT_DIR,
+		 strstr(tu_bin(), "/san/") ? "dashboard-san-phone.png" : "dashboard-phone.png");
+	copy_file(phone, keep);
 
 	roles_in_a_browser(e, url, ev, log);
 	kill(run, SIGTERM);

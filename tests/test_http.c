@@ -334,6 +334,8 @@ static void test_dashboard_served(void **state)
 	} want[] = {
 		{ "/", "src/dashboard/index.html", "text/html; charset=utf-8" },
 		{ "/dashboard.js", "src/dashboard/dashboard.js", "text/javascript; charset=utf-8" },
+		{ "/charts.js", "src/dashboard/charts.js", "text/javascript; charset=utf-8" },
+		{ "/boxoffice.js", "src/dashboard/boxoffice.js", "text/javascript; charset=utf-8" },
 		{ "/dashboard.css", "src/dashboard/dashboard.css", "text/css; charset=utf-8" },
 		{ "/door", "src/door/door.html", "text/html; charset=utf-8" },
 		{ "/door.js", "src/door/door.js", "text/javascript; charset=utf-8" },
@@ -371,6 +373,8 @@ static void test_dashboard_served(void **state)
 	/* The page names its script and style by the paths served above. */
 	get(port, "GET", "/", &r);
 	assert_non_null(strstr(r.body, "src=\"/dashboard.js\""));
+	assert_non_null(strstr(r.body, "src=\"/charts.js\""));
+	assert_non_null(strstr(r.body, "src=\"/boxoffice.js\""));
 	assert_non_null(strstr(r.body, "href=\"/dashboard.css\""));
 	reply_free(&r);
 	get(port, "GET", "/door", &r);

@@ -45,7 +45,31 @@
  *   POST /v1/scan {"code":"..."} ->
  *     {"result":"invalid"} or
  *     {"result":"admitted|already_scanned", "scanned_at":MS, "seat":"...", "order_id":"T..."}
+ *   GET /v1/events -> {"events": [...as in /v1/stats...]}   (box_office: its events list)
+ *   GET /v1/events/{id} -> {"id":N, "name":"...", ...as in /v1/stats..., "admitted":N,
+ *                           "to_come":N, "cancelled":N}     (a door token: its own event)
+ *   Every CHARTS_MS (15 s; at once when the event chosen changes), for the
+ *   pictures of the night, drawn by charts.js (its header: what it draws):
+ *   GET /v1/events/{id}/sales ->
+ *     {"event_id":N, "capacity":N, "sold":N,
+ *      "hours": [{"hour":MS, "seats":N, "orders":N}]}   (start of the hour; oldest first,
+ *                                                       hours with no sale left out)
+ *   GET /v1/events/{id}/scans ->
+ *     {"event_id":N, "admitted":N, "to_come":N,
+ *      "per_minute": [{"minute":MS, "admitted":N, "refused":N}],  (oldest first, at most
+ *                                                  6 h, minutes with no scan left out)
+ *      "per_door": [{"door":"North door", "admitted":N, "refused":N, "last_at":MS}]}
+ *   GET /v1/stats/history ->
+ *     {"minutes": [{"minute":MS, "ready":N, "scheduled":N, "leased":N, "dead":N,
+ *                   "done":N, "failed":N}]}         (the last hour, oldest first)
+ *   The box office (boxoffice.js; its header has the JSON): GET /v1/orders?q=TEXT,
+ *   GET /v1/orders/{id}, POST /v1/orders/{id}/resend, PATCH /v1/orders/{id}
+ *   {"email"}, POST /v1/orders/{id}/cancel {"reason"}.
  *   Errors: any non-2xx status, body {"error":"..."} when JSON.
+ *
+ * The scripts load in order, all deferred: charts.js (draws SVG from JSON,
+ * no fetch), boxoffice.js (the order search and actions, given this file's
+ * helpers), then this file (token, roles, the refresh loop).
  *
  * Element ids the browser test (tests/browser/dashboard.mjs) relies on:
  * #token, #token-save, #state-<state>, #orders-total, #emails-sent,
@@ -56,7 +80,27 @@
  * #dead-list tr[data-job-id][data-dead-id] button.retry, #orders-list, #scan-code,
  * #scan-go, #scan-result, #status (data-refreshed counts refreshes), #role (the
  * token's role and name), body[data-role], and the sections #queue, #scan,
- * #events, #leases, #dead, #orders (hidden when the role may not read them).
+ * #events, #leases, #dead, #orders, #charts, #box-office (hidden when the
+ * role may not read them).
+ * The pictures, in #charts (data-refreshed counts the chart loads):
+ * #chart-sales, #chart-scans, #chart-jobs, #chart-depth (figures, hidden
+ * when the role may not read them: operator all four, box_office sales and
+ * scans, door the scans of its own event, monitor jobs and depth), each
+ * with one <svg data-points="N"> (the entries drawn: the hours, per_minute
+ * or minutes of its JSON) and a .note; #chart-sales and #chart-scans carry
+ * data-event-id (the event drawn), chosen in #chart-event (a select;
+ * #chart-event-pick hidden for a door token); #door-table tbody
+ * tr[data-door] (the scans' per_door).
+ * The box office, in #box-office: #order-search (input), #order-search-go,
+ * #order-results tbody tr[data-order-id] (a click opens the order;
+ * #order-results-empty when none), #order-detail[data-order-id]
+ * [data-cancelled] (class cancelled) with #order-title, #order-badge,
+ * #order-facts, #order-tickets tr[data-ticket-id][data-state],
+ * #order-emails tr[data-kind], #order-changes tr[data-kind] (newest first),
+ * #order-resend, #order-email + #order-email-save, #order-cancel-reason,
+ * #order-cancel then #order-cancel-confirm / #order-cancel-keep,
+ * #order-pdf, #order-close, and #order-message (class ok, error or
+ * pending).  A click on a #orders-list row opens that order too.
  *   GET /v1/whoami -> {"role":"operator|box_office|door|monitor", "name":"...",
  *                      "event_id":N|null}
  */
@@ -64,6 +108,7 @@
 
 (function () {
   const REFRESH_MS = 3000;
+  const CHARTS_MS = 15000;   /* the charts and an open order refresh less often */
   const TOKEN_KEY = 'stagedoor.token';
   const STATES = ['ready', 'scheduled', 'leased', 'dead', 'done'];
   const TECHNIQUES = ['check_state', 'unique_claim', 'provider_key', 'processed_jobs'];
@@ -72,12 +117,25 @@
   let timer = null;
   let refreshes = 0;
   let eventNames = new Map();
+  let boxOffice = null;      /* boxoffice.js, attached in start() */
 
   function token() { return sessionStorage.getItem(TOKEN_KEY) || ''; }
 
   class AuthError extends Error {}
 
-  /* api: one /v1 call; the parsed JSON, or throws (AuthError on 401). */
+  /* ApiError: a non-2xx answer; status, and why: the server's own words
+   * (its "error"), which the box office shows as they are. */
+  class ApiError extends Error {
+    constructor(message, status, why, data) {
+      super(message);
+      this.status = status;
+      this.why = why;
+      this.data = data;
+    }
+  }
+
+  /* api: one /v1 call; the parsed JSON, or throws (AuthError on 401,
+   * ApiError on any other non-2xx). */
   async function api(method, path, body) {
     const headers = { 'Authorization': 'Bearer ' + token() };
     const init = { method, headers, cache: 'no-store', credentials: 'omit' };
@@ -92,7 +150,7 @@
     if (type.startsWith('application/json')) data = await r.json();
     if (!r.ok) {
       const why = data && data.error ? (typeof data.error === 'string' ? data.error : JSON.stringify(data.error)) : r.statusText;
-      throw new Error(method + ' ' + path + ': ' + r.status + ' ' + why);
+      throw new ApiError(method + ' ' + path + ': ' + r.status + ' ' + why, r.status, why, data);
     }
     return data;
   }
@@ -197,6 +255,7 @@
 
   function showEvents(events) {
     eventNames = new Map(events.map((e) => [e.id, e.name]));
+    showEventChoice(events);
     fillRows($('events-list'), null, events.map((e) => {
       const tr = el('tr');
       tr.dataset.eventId = e.id;
@@ -263,8 +322,99 @@
       tr.append(el('td', o.id, 'id'), el('td', eventNames.get(o.event_id) || ('#' + o.event_id)),
                 el('td', num(o.seats), 'num'), tdPdf, el('td', o.email || '–', 'state-' + (o.email || '')),
                 el('td', when(o.created_at)));
+      /* a click on the row (not its PDF link) opens the order in the box office */
+      tr.addEventListener('click', (ev) => {
+        if (!ev.target.closest('a') && !$('box-office').hidden) boxOffice.open(o.id);
+      });
       return tr;
     }));
+  }
+
+  /* ---- pictures of the night (drawn by charts.js) ---- */
+
+  /* Which charts each role's token may read (the API's route table again);
+   * a door token sees its own event's scans, and only when bound to one. */
+  const CHARTS = {
+    operator: ['sales', 'scans', 'jobs', 'depth'],
+    box_office: ['sales', 'scans'],
+    door: ['scans'],
+    monitor: ['jobs', 'depth'],
+  };
+  const ALL_CHARTS = CHARTS.operator;
+  let chartsAt = 0;          /* when the charts were last asked for (this browser's clock) */
+  let chartSeq = 0;          /* the newest chart load; older answers are dropped */
+  let chartEventId = null;   /* the event the sales and scans charts show */
+
+  function chartShown(c) { return !$('charts').hidden && !$('chart-' + c).hidden; }
+
+  /* pickEvent: tonight's event: the first to start after six hours ago,
+   * else the last to have started */
+  function pickEvent(events) {
+    if (!events.length) return null;
+    const byStart = events.slice().sort((a, b) => (a.starts_at_ms || 0) - (b.starts_at_ms || 0));
+    const next = byStart.find((e) => (e.starts_at_ms || 0) >= Date.now() - 6 * 3600000);
+    return (next || byStart[byStart.length - 1]).id;
+  }
+
+  /* showEventChoice: the event selector of the sales and scans charts; the
+   * event chosen stays chosen while it is in the list */
+  function showEventChoice(events) {
+    const sel = $('chart-event');
+    const ids = events.map((e) => String(e.id));
+    if (ids.join() !== Array.from(sel.options, (o) => o.value).join())
+      sel.replaceChildren(...events.map((e) => { const o = el('option', e.name); o.value = String(e.id); return o; }));
+    else
+      events.forEach((e, i) => { sel.options[i].textContent = e.name; });
+    if (me && me.role === 'door') chartEventId = me.event_id;
+    else if (!ids.includes(String(chartEventId))) chartEventId = pickEvent(events);
+    sel.value = chartEventId === null ? '' : String(chartEventId);
+  }
+
+  /* drawChart: one chart from its answer ({data} or {error}); a failed
+   * fetch leaves the last picture and says why in the chart's note */
+  function drawChart(name, got, draw, ev) {
+    const fig = $('chart-' + name);
+    if (!chartShown(name)) return;
+    if (!got) {   /* no event to show */
+      fig.dataset.eventId = '';
+      draw(fig, {});
+      fig.querySelector('.note').textContent = 'no event yet';
+      return;
+    }
+    fig.classList.toggle('error', !!got.error);
+    if (got.error) {
+      fig.querySelector('.note').textContent = got.error.why || got.error.message;
+      return;
+    }
+    fig.dataset.eventId = ev === null || ev === undefined ? '' : String(ev);
+    draw(fig, got.data || {});
+  }
+
+  /* loadCharts: the charts' JSON, every CHARTS_MS (and at once when the
+   * event chosen changes); #charts[data-refreshed] counts the loads */
+  async function loadCharts() {
+    const C = window.StagedoorCharts;
+    const seq = ++chartSeq;
+    chartsAt = Date.now();
+    const ev = me.role === 'door' ? me.event_id : chartEventId;
+    const evPath = '/v1/events/' + encodeURIComponent(ev);
+    const soft = (p) => p.then((data) => ({ data }), (e) => {
+      if (e instanceof AuthError) throw e;
+      return { error: e };
+    });
+    const [sales, scans, history] = await Promise.all([
+      chartShown('sales') && ev ? soft(api('GET', evPath + '/sales')) : null,
+      chartShown('scans') && ev ? soft(api('GET', evPath + '/scans')) : null,
+      chartShown('jobs') || chartShown('depth') ? soft(api('GET', '/v1/stats/history')) : null,
+    ]);
+    if (seq !== chartSeq) return;
+    drawChart('sales', sales, C.sales, ev);
+    drawChart('scans', scans, C.scans, ev);
+    if (history) {
+      drawChart('jobs', history, C.jobs, null);
+      drawChart('depth', history, C.depth, null);
+    }
+    $('charts').dataset.refreshed = String(Number($('charts').dataset.refreshed || 0) + 1);
   }
 
   /* ---- actions ---- */
@@ -345,10 +495,10 @@
   /* What each role's token may see (the API's route table says the same):
    * a section the role cannot read is hidden, and its data never asked for. */
   const SECTIONS = {
-    operator: ['queue', 'scan', 'events', 'leases', 'dead', 'orders'],
-    box_office: ['events', 'orders'],
-    door: ['scan', 'events'],
-    monitor: ['queue', 'events'],
+    operator: ['queue', 'scan', 'events', 'leases', 'dead', 'orders', 'charts', 'box-office'],
+    box_office: ['events', 'orders', 'charts', 'box-office'],
+    door: ['scan', 'events', 'charts'],
+    monitor: ['queue', 'events', 'charts'],
   };
   const ALL_SECTIONS = SECTIONS.operator;
   let me = null;   /* GET /v1/whoami for the token in use */
@@ -358,6 +508,12 @@
     for (const id of ALL_SECTIONS) $(id).hidden = !can.includes(id);
     /* an unbound door token reads no event's counts */
     if (me.role === 'door' && !me.event_id) $('events').hidden = true;
+    const charts = me.role === 'door' && !me.event_id ? [] : (CHARTS[me.role] || []);
+    for (const c of ALL_CHARTS) $('chart-' + c).hidden = !charts.includes(c);
+    if (!charts.length) $('charts').hidden = true;
+    /* the door's event is its token's; the others choose */
+    $('chart-event-pick').hidden = me.role === 'door' || !charts.some((c) => c === 'sales' || c === 'scans');
+    if (me.role === 'door') chartEventId = me.event_id;
     $('role').textContent = me.role.replace('_', ' ') + ': ' + me.name;
     document.body.dataset.role = me.role;
   }
@@ -392,10 +548,15 @@
         showRole();
       }
       await load();
+      if (Date.now() - chartsAt >= CHARTS_MS) {
+        await loadCharts();
+        boxOffice.tick();
+      }
       refreshes++;
       $('status').dataset.refreshed = String(refreshes);
       setStatus('updated ' + new Date().toLocaleTimeString());
       $('main').hidden = false;
+      window.StagedoorCharts.fit();   /* drawn while hidden: now the real width */
     } catch (e) {
       fail(e);
       if (e instanceof AuthError) return;
@@ -408,6 +569,7 @@
     timer = null;
     sessionStorage.removeItem(TOKEN_KEY);
     me = null;
+    chartsAt = 0;
     $('main').hidden = true;
     $('token-form').hidden = false;
     $('token-msg').textContent = msg || '';
@@ -427,6 +589,14 @@
       refresh();
     });
     $('scan-form').addEventListener('submit', scan);
+    $('chart-event').addEventListener('change', () => {
+      chartEventId = Number($('chart-event').value);
+      loadCharts().catch(fail);
+    });
+    boxOffice = window.StagedoorBoxOffice.attach({
+      api, el, when, num, fillRows, fail, openPdf, AuthError,
+      eventName: (id) => eventNames.get(id) || ('#' + id),
+    });
     $('forget-token').addEventListener('click', () => askToken(''));
     document.addEventListener('visibilitychange', () => {
       if (!document.hidden && token()) refresh();

@@ -12,9 +12,23 @@
 //      (and checks the API no longer holds that dead letter: on a real box a
 //      job that fails every time may die again, as a new dead letter), then
 //      that the page's dead list settles on the API's;
-//   6. checks that the page fits a phone screen (no sideways scrolling), that
+//   6. checks the pictures of the night: each chart's <svg> drew as many
+//      points (data-points) as its endpoint returned (GET /v1/events/{id}/sales
+//      and /scans for the event the page shows, /v1/stats/history), the
+//      sales' "sold N of C", and the doors' table against per_door;
+//   7. the box office: finds the newest order by its id, opens it and checks
+//      its tickets against GET /v1/orders/{id}, sends its tickets again (a
+//      success message, and the resend in the page's history and the API's);
+//      finds the next order by its buyer's email in capitals, cancels it
+//      (with a reason, through the confirmation step) and checks that it
+//      shows as cancelled with only Resend left enabled;
+//   8. checks that the page fits a phone screen (no sideways scrolling), that
 //      it asked nothing of any other origin, and threw no script error;
-//   7. saves a full-page screenshot.
+//   9. saves full-page screenshots: SCREENSHOT at 1280 px, and at 390x844
+//      the same name with "-phone" before ".png".
+//
+// The box under test needs a dead job, two orders, and an event (it may
+// have no sale, scan or history yet: an empty chart draws 0 points).
 //
 // usage: node dashboard.mjs URL TOKEN SCREENSHOT.png
 // DASHBOARD_TIMEOUT_MS (default 15000): each wait; raise it for a slow box.
@@ -100,6 +114,130 @@ function compare(s, p) {
 
 async function rowIds(page, table) {
   return page.$$eval(`#${table} tbody tr`, (rows) => rows.map((r) => r.dataset.jobId));
+}
+
+const cssq = (v) => String(v).replace(/["\\]/g, '\\$&');
+
+/* pictures: each chart's data-points against its endpoint's count; the
+ * charts refresh every 15 s, so a difference waits for their next load */
+async function pictures(page) {
+  await page.waitForFunction(() => Number(document.getElementById('charts').dataset.refreshed || 0) >= 1);
+  let diffs = ['never compared'];
+  for (const t0 = Date.now(); Date.now() - t0 < TIMEOUT + 20000;) {
+    const before = await page.$eval('#charts', (c) => c.dataset.refreshed);
+    const p = await page.evaluate(() => {
+      const one = (id) => {
+        const fig = document.getElementById(id);
+        const svg = fig.querySelector('.plot svg');
+        return { shown: !fig.hidden, svg: !!svg, points: svg ? svg.getAttribute('data-points') : null,
+                 ev: fig.dataset.eventId || '', note: fig.querySelector('.note').textContent };
+      };
+      return { sales: one('chart-sales'), scans: one('chart-scans'), jobs: one('chart-jobs'),
+               depth: one('chart-depth'),
+               doors: Array.from(document.querySelectorAll('#door-table tbody tr'), (tr) => tr.dataset.door) };
+    });
+    diffs = [];
+    for (const c of ['sales', 'scans', 'jobs', 'depth']) {
+      if (!p[c].shown) diffs.push(`#chart-${c} is hidden from an operator`);
+      else if (!p[c].svg) diffs.push(`#chart-${c} has no svg`);
+    }
+    const history = await api('/v1/stats/history');
+    for (const c of ['jobs', 'depth'])
+      if (Number(p[c].points) !== history.minutes.length)
+        diffs.push(`#chart-${c}: ${p[c].points} points drawn, /v1/stats/history has ${history.minutes.length} minutes`);
+    const ev = p.sales.ev;
+    if (!ev) {
+      if (p.sales.points !== '0') diffs.push(`#chart-sales: ${p.sales.points} points and no event`);
+    } else {
+      const sales = await api(`/v1/events/${encodeURIComponent(ev)}/sales`);
+      if (Number(p.sales.points) !== sales.hours.length)
+        diffs.push(`#chart-sales: ${p.sales.points} points drawn, event ${ev}'s sales have ${sales.hours.length} hours`);
+      const want = `sold ${sales.sold.toLocaleString('en-US')} of ${sales.capacity.toLocaleString('en-US')}`;
+      if (!p.sales.note.startsWith(want)) diffs.push(`#chart-sales says "${p.sales.note}", not "${want}"`);
+      if (p.scans.ev !== ev) diffs.push(`#chart-scans shows event ${p.scans.ev}, the sales ${ev}`);
+      const scans = await api(`/v1/events/${encodeURIComponent(ev)}/scans`);
+      if (Number(p.scans.points) !== scans.per_minute.length)
+        diffs.push(`#chart-scans: ${p.scans.points} points drawn, event ${ev}'s scans have ${scans.per_minute.length} minutes`);
+      const doors = scans.per_door.map((d) => d.door).sort();
+      if (JSON.stringify(doors) !== JSON.stringify(p.doors.slice().sort()))
+        diffs.push(`#door-table: [${p.doors}], per_door [${doors}]`);
+    }
+    if (!diffs.length) return;
+    await page.waitForFunction((b) => document.getElementById('charts').dataset.refreshed !== b, before,
+                               { timeout: TIMEOUT + 20000 }).catch(() => {});
+  }
+  check(!diffs.length, 'the charts disagree with the API: ' + diffs.join('; '));
+}
+
+/* message: #order-message once the action in flight has its outcome */
+async function message(page) {
+  await page.waitForFunction(() => /\b(ok|error)\b/.test(document.getElementById('order-message').className));
+  return page.$eval('#order-message', (m) => ({ ok: m.classList.contains('ok'), text: m.textContent }));
+}
+
+/* openOrder: search for q, expect the order id among the results, open it */
+async function openOrder(page, q, id) {
+  await page.fill('#order-search', q);
+  await page.click('#order-search-go');
+  const row = `#order-results tbody tr[data-order-id="${cssq(id)}"]`;
+  await page.waitForSelector(row).catch(async () => {
+    const got = await page.$$eval('#order-results tbody tr', (l) => l.map((tr) => tr.dataset.orderId));
+    throw new Fail(`searching "${q}" does not list order ${id} (it lists [${got}])`);
+  });
+  await page.click(row);
+  await page.waitForFunction((oid) => {
+    const d = document.getElementById('order-detail');
+    return !d.hidden && d.dataset.orderId === oid && document.querySelector('#order-tickets tbody tr');
+  }, id);
+}
+
+async function boxOffice(page) {
+  const recent = (await api('/v1/orders?recent=20')).orders;
+  check(recent.length >= 2, 'the box under test needs two orders for the box office');
+
+  // the newest order, by its id: its tickets, then a resend
+  const first = recent[0];
+  await openOrder(page, first.id, first.id);
+  const detail = await api('/v1/orders/' + encodeURIComponent(first.id));
+  check(detail.tickets.length > 0, `order ${first.id} has no tickets in the API`);
+  const seats = await page.$$eval('#order-tickets tbody tr', (l) => l.map((tr) => tr.firstElementChild.textContent));
+  check(JSON.stringify(seats.sort()) === JSON.stringify(detail.tickets.map((t) => t.seat).sort()),
+        `order ${first.id}'s tickets: page [${seats}], api [${detail.tickets.map((t) => t.seat)}]`);
+  const resends = (o) => (o.changes || []).filter((c) => c.kind === 'resend').length;
+  const before = resends(detail);
+  await page.click('#order-resend');
+  const sent = await message(page);
+  check(sent.ok && sent.text, `resend of ${first.id}: "${sent.text}"`);
+  await page.waitForFunction((n) => document.querySelectorAll('#order-changes tbody tr[data-kind="resend"]').length === n,
+                             before + 1).catch(() => { throw new Fail(`the resend of ${first.id} is not in the page's history`); });
+  check(resends(await api('/v1/orders/' + encodeURIComponent(first.id))) === before + 1,
+        `the resend of ${first.id} is not in the API's changes`);
+
+  // the next one, by its buyer's email in capitals: cancel it
+  const second = recent[1];
+  const email = (await api('/v1/orders/' + encodeURIComponent(second.id))).email;
+  await openOrder(page, email.toUpperCase(), second.id);
+  await page.fill('#order-cancel-reason', 'browser test: the buyer cannot come');
+  await page.click('#order-cancel');
+  await page.locator('#order-cancel-confirm').waitFor({ state: 'visible' });
+  check(await page.evaluate(() => document.getElementById('order-detail').dataset.cancelled) === 'false',
+        `order ${second.id} is cancelled before the confirmation`);
+  await page.click('#order-cancel-confirm');
+  const cancelled = await message(page);
+  check(cancelled.ok, `cancel of ${second.id}: "${cancelled.text}"`);
+  await page.waitForSelector('#order-detail.cancelled[data-cancelled="true"]');
+  const after = await api('/v1/orders/' + encodeURIComponent(second.id));
+  check(after.cancelled_at !== null && after.cancelled_at !== undefined, `order ${second.id} is not cancelled in the API`);
+  const states = await page.$$eval('#order-tickets tbody tr', (l) => l.map((tr) => tr.dataset.state));
+  check(JSON.stringify(states.sort()) === JSON.stringify(after.tickets.map((t) => t.state).sort()),
+        `order ${second.id}'s tickets: page [${states}], api [${after.tickets.map((t) => t.state)}]`);
+  const enabled = await page.evaluate(() => Object.fromEntries(
+    ['order-resend', 'order-email', 'order-email-save', 'order-cancel', 'order-cancel-reason']
+      .map((id) => [id, !document.getElementById(id).disabled])));
+  check(enabled['order-resend'] && !enabled['order-email'] && !enabled['order-email-save'] &&
+        !enabled['order-cancel'] && !enabled['order-cancel-reason'],
+        `a cancelled order's actions: ${JSON.stringify(enabled)}`);
+  await page.waitForSelector('#order-changes tbody tr[data-kind="cancel"]');
 }
 
 async function main() {
@@ -216,14 +354,30 @@ async function main() {
     }
     check(settled, 'after the retry the dead list does not settle: ' + last);
 
-    // 6. a phone screen: no sideways scrolling
+    // 6. the pictures of the night, against their endpoints
+    await pictures(page);
+
+    // 7. the box office
+    await boxOffice(page);
+
+    // 8. a phone screen: no sideways scrolling
     await page.setViewportSize({ width: 390, height: 844 });
-    await sleep(200);
+    /* the charts draw again for the new width (their labels stay 11 px) */
+    const drawnFor = () => Array.from(document.querySelectorAll('#charts svg'),
+                                      (svg) => Number(svg.getAttribute('viewBox').split(' ')[2]));
+    await page.waitForFunction(() => Array.from(document.querySelectorAll('#charts svg'))
+      .every((svg) => Number(svg.getAttribute('viewBox').split(' ')[2]) <= window.innerWidth)).catch(async () => {
+      throw new Fail(`on a 390 px screen the charts are drawn ${await page.evaluate(drawnFor)} wide`);
+    });
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     check(overflow <= 1, `on a 390 px screen the page is ${overflow} px too wide`);
+    await page.screenshot({ path: shot.replace(/(\.png)?$/i, '-phone.png'), fullPage: true });
     await page.setViewportSize({ width: 1280, height: 900 });
+    /* (the picture only: the charts drawn for the desktop again) */
+    await page.waitForFunction(() => Array.from(document.querySelectorAll('#charts svg'))
+      .every((svg) => Number(svg.getAttribute('viewBox').split(' ')[2]) > 390), null, { timeout: 5000 }).catch(() => {});
 
-    // 7. the picture
+    // 9. the picture
     await page.screenshot({ path: shot, fullPage: true });
     check(!problems.length, problems.join('; '));
     console.log(`dashboard: ok (${deadShown.length} dead before, retried ${victim}; screenshot ${shot})`);

@@ -1,9 +1,17 @@
 // fake_box.mjs: a stand-in for `stagedoor run`'s HTTP side, for the browser
-// test until the real API lands.  It serves the dashboard's files from
-// src/dashboard/ (the binary embeds the same files) and the /v1 JSON shapes
-// documented at the top of src/dashboard/dashboard.js, from a little state
-// that moves like the box: a dead job retried leaves the dead list and shows
-// up as ready.  Every /v1 call needs "Authorization: Bearer <token>".
+// test without a box.  It serves the dashboard's files from src/dashboard/
+// (the binary embeds the same files) and the /v1 JSON shapes documented at
+// the top of src/dashboard/dashboard.js (and of charts.js, boxoffice.js),
+// from a little state that moves like the box: a dead job retried leaves the
+// dead list and shows up as ready; tonight's event keeps selling, its doors
+// keep scanning, the queue's history rolls by the minute; orders can be
+// found, sent again, given a new email address and cancelled (refused, 409,
+// when a seat was admitted).
+//
+// Every /v1 call needs "Authorization: Bearer <token>": --token T is an
+// operator's; T-box_office, T-door (bound to event 1) and T-monitor are the
+// other roles', and each route answers 403 to a role the real box refuses
+// (the route table of src/api.c, and the contract's new routes).
 //
 // usage: node fake_box.mjs [--port N] [--token T]
 // prints "listening http://127.0.0.1:PORT/" on stdout once it accepts.
@@ -25,23 +33,43 @@ const token = arg('token', 'test-token');
 const assets = {
   '/': ['index.html', 'text/html; charset=utf-8'],
   '/dashboard.js': ['dashboard.js', 'text/javascript; charset=utf-8'],
+  '/charts.js': ['charts.js', 'text/javascript; charset=utf-8'],
+  '/boxoffice.js': ['boxoffice.js', 'text/javascript; charset=utf-8'],
   '/dashboard.css': ['dashboard.css', 'text/css; charset=utf-8'],
 };
 
+/* the tokens: the operator's, and one per other role */
+const OP = 1, BO = 2, DOOR = 4, MON = 8;
+const tokens = new Map([
+  [token, { role: 'operator', bit: OP, name: 'Operator laptop', event_id: null }],
+  [token + '-box_office', { role: 'box_office', bit: BO, name: 'Box office laptop', event_id: null }],
+  [token + '-door', { role: 'door', bit: DOOR, name: 'North door', event_id: 1 }],
+  [token + '-monitor', { role: 'monitor', bit: MON, name: 'Wall screen', event_id: null }],
+]);
+
+const MIN = 60000, HOUR = 3600000;
 const t0 = Date.now();
+const hourOf = (ms) => Math.floor(ms / HOUR) * HOUR;
+const minuteOf = (ms) => Math.floor(ms / MIN) * MIN;
+/* noise: a repeatable number in [0, 1) for an integer (a minute, an hour) */
+function noise(n, salt = 0) {
+  let x = (Math.floor(n / 1000) ^ (salt * 0x9e3779b1)) >>> 0;
+  x = Math.imul(x ^ (x >>> 16), 0x45d9f3b) >>> 0;
+  x = Math.imul(x ^ (x >>> 16), 0x45d9f3b) >>> 0;
+  return ((x ^ (x >>> 16)) >>> 0) / 4294967296;
+}
+
+/* tonight's event started an hour ago (its doors scanning since); the
+ * other one, sold out, is next month */
+const tonight = hourOf(t0) - HOUR;
 const state = {
   events: [
-    { id: 1, name: 'Midnight Quartet', venue: 'Hall', starts_at: '2026-12-31T20:00:00Z', starts_at_ms: 1798747200000, capacity: 200, orders: 20, seats_sold: 37, seats_remaining: 163 },
-    { id: 2, name: 'Stagedoor <Revue> & "Friends"', venue: 'Cellar', starts_at: '2027-01-02T19:30:00Z', starts_at_ms: 1798918200000, capacity: 80, orders: 30, seats_sold: 80, seats_remaining: 0 },
+    { id: 1, name: 'Midnight Quartet', venue: 'Hall', starts_at: new Date(tonight).toISOString(), starts_at_ms: tonight, capacity: 200, orders: 20, seats_sold: 0, seats_remaining: 200 },
+    { id: 2, name: 'Stagedoor <Revue> & "Friends"', venue: 'Cellar', starts_at: '2027-01-02T19:30:00Z', starts_at_ms: 1798918200000, capacity: 80, orders: 30, seats_sold: 0, seats_remaining: 80 },
   ],
-  orders: Array.from({ length: 12 }, (_, i) => ({
-    id: 'T' + String(1000 + i),
-    event_id: i % 3 === 0 ? 2 : 1,
-    seats: 1 + (i % 4),
-    pdf: i !== 0,
-    email: i === 0 ? 'pending' : i === 1 ? 'sending' : 'sent',
-    created_at: t0 - i * 61000,
-  })),
+  sales: new Map(),   /* event id -> [{hour, seats, orders}], oldest first */
+  freed: new Map(),   /* event id -> seats freed by cancellations */
+  orders: [],
   leased: [
     { state: 'leased', id: 41, job_id: 'outbox:41', kind: 'render_tickets', payload: { order_id: 41 }, priority: 0, deliveries: 1, attempts: 0, visible_at: t0 + 28800, created_at: t0 - 1500, leased_at: t0 - 200000, worker: 'w1', last_error: null },
     { state: 'leased', id: 42, job_id: 'outbox:42', kind: 'send_tickets', payload: { order_id: 40 }, priority: 0, deliveries: 2, attempts: 1, visible_at: t0 + 15000, created_at: t0 - 60000, leased_at: t0 - 45000, worker: 'w2', last_error: null },
@@ -52,8 +80,173 @@ const state = {
   ],
   ready: 3, scheduled: 1, done: 421, emails_sent: 10,
   scanned: new Map(),
+  scans: [],          /* live scans: {at, event_id, door, admitted} */
   retried: [],
 };
+
+/* ---- sales: hours with sales, the running total as seats_sold ---- */
+
+function addSale(eventId, at, seats) {
+  const list = state.sales.get(eventId) || [];
+  const h = hourOf(at);
+  let e = list.find((x) => x.hour === h);
+  if (!e) list.push(e = { hour: h, seats: 0, orders: 0 });
+  e.seats += seats;
+  e.orders += 1;
+  list.sort((a, b) => a.hour - b.hour);
+  state.sales.set(eventId, list);
+  syncEvent(eventId);
+}
+
+function syncEvent(eventId) {
+  const ev = state.events.find((e) => e.id === eventId);
+  const sold = (state.sales.get(eventId) || []).reduce((a, h) => a + h.seats, 0) - (state.freed.get(eventId) || 0);
+  ev.seats_sold = sold;
+  ev.seats_remaining = Math.max(0, ev.capacity - sold);
+}
+
+/* event 1: 150 seats over the two days before tonight; event 2: 80, sold
+ * out over a week, in bursts */
+for (const [id, seats, hours, salt, quiet] of [[1, 150, 48, 1, 0.5], [2, 80, 24 * 7, 2, 0.85]]) {
+  const at = [], weight = [];
+  for (let i = hours; i >= 1; i--) {
+    const h = hourOf(t0) - i * HOUR;
+    if (noise(h, salt) < quiet) continue;
+    at.push(h + MIN);
+    weight.push(0.2 + noise(h, salt + 7));
+  }
+  const sum = weight.reduce((a, w) => a + w, 0);
+  let left = seats;
+  at.forEach((t, i) => {
+    const n = i === at.length - 1 ? left : Math.min(left, Math.round((seats * weight[i]) / sum));
+    if (n > 0) addSale(id, t, n);
+    left -= n;
+  });
+}
+
+/* ---- orders: buyers, tickets, emails, changes ---- */
+
+const buyers = ['Ada Lovelace', 'Grace Hopper', 'Alan Turing', 'Edsger Dijkstra', 'Barbara Liskov', 'Ken Thompson',
+                'Margaret Hamilton', 'Dennis Ritchie', 'Frances Allen', 'Donald Knuth', 'Radia Perlman',
+                'Zoë <b>O\'Brien</b> & "Co"'];
+const nextSeat = new Map();
+for (let i = 0; i < 12; i++) {
+  const event_id = i % 3 === 0 ? 2 : 1, seats = 1 + (i % 4);
+  const name = buyers[i];
+  const email = name.toLowerCase().normalize('NFD').replace(/[^a-z ]/g, '').trim().replace(/ +/g, '.') + '@example.org';
+  const created_at = t0 - i * 61000;
+  const tickets = Array.from({ length: seats }, (_, k) => {
+    const n = (nextSeat.get(event_id) || 0) + 1;
+    nextSeat.set(event_id, n);
+    return { id: 100 * (i + 1) + k, seat: (event_id === 1 ? 'A-' : 'C-') + n, state: 'valid',
+             scanned_at: null, scanned_by: null, pdf_stored: i !== 0 };
+  });
+  state.orders.push({
+    id: 'T' + String(1000 + i), event_id, seats, pdf: i !== 0,
+    email: i === 0 ? 'pending' : i === 1 ? 'sending' : 'sent',
+    created_at, name, email_address: email, cancelled_at: null, resends: 0, tickets,
+    emails: [{ kind: 'tickets', state: i === 0 ? 'pending' : i === 1 ? 'sending' : 'sent',
+               sent_at: i > 1 ? created_at + 4000 : null }],
+    changes: [],
+  });
+}
+/* T1004: one of its seats is in (a cancel is refused); T1007: cancelled */
+{
+  const o = state.orders[4];
+  Object.assign(o.tickets[0], { state: 'admitted', scanned_at: t0 - 20 * MIN, scanned_by: 'North door' });
+  const c = state.orders[7];
+  c.cancelled_at = t0 - 5 * MIN;
+  for (const t of c.tickets) t.state = 'cancelled';
+  c.emails.push({ kind: 'cancel', state: 'sent', sent_at: t0 - 5 * MIN + 3000 });
+  c.changes.push({ at: t0 - 5 * MIN, kind: 'cancel', by: 'Box office laptop', detail: 'buyer is ill; 4 seats freed' });
+  state.freed.set(1, c.seats);
+  syncEvent(1);
+}
+
+function orderJson(o) {
+  const ev = state.events.find((e) => e.id === o.event_id);
+  return {
+    id: o.id, event_id: o.event_id, event: ev.name, venue: ev.venue, starts_at: ev.starts_at,
+    name: o.name, email: o.email_address, seats: o.seats, created_at: o.created_at,
+    pdf_stored: o.pdf, pdf_key: o.pdf ? 'tickets/' + o.id + '.pdf' : null,
+    cancelled_at: o.cancelled_at, resends: o.resends,
+    tickets: o.tickets, emails: o.emails, changes: o.changes, jobs: [],
+  };
+}
+
+function orderRow(o) {
+  return { id: o.id, event_id: o.event_id, seats: o.seats, pdf: o.pdf, email: o.email, created_at: o.created_at,
+           name: o.name, email_address: o.email_address, cancelled: o.cancelled_at !== null };
+}
+
+/* an email goes out a moment later */
+function sendLater(o, mail) {
+  setTimeout(() => {
+    mail.state = 'sent';
+    mail.sent_at = Date.now();
+    state.emails_sent++;
+  }, 1500);
+}
+
+/* ---- the queue's last hour, a minute at a time ---- */
+
+function history(now) {
+  const minutes = [];
+  const last = minuteOf(now) - MIN;
+  for (let m = last - 59 * MIN; m <= last; m += MIN) {
+    if (noise(m, 5) < 0.04) continue;    /* a minute the maintenance pass missed */
+    const wave = Math.sin(m / (9 * MIN)), r = noise(m, 3);
+    minutes.push({
+      minute: m,
+      ready: Math.max(0, Math.round(6 + 5 * wave + 4 * r)),
+      scheduled: Math.round(2 + 2 * noise(m, 4)),
+      leased: Math.round(1 + 3 * noise(m, 6)),
+      dead: state.dead.length,
+      done: Math.max(0, Math.round(70 + 35 * wave + 20 * r)),
+      failed: noise(m, 8) < 0.2 ? 1 + Math.floor(noise(m, 9) * 4) : 0,
+    });
+  }
+  return { minutes };
+}
+
+/* ---- the doors: scans per minute since the doors opened ---- */
+
+const DOORS = ['North door', 'South door'];
+function scans(eventId, now) {
+  const ev = state.events.find((e) => e.id === eventId);
+  const per = new Map(), doors = new Map(DOORS.map((d) => [d, { door: d, admitted: 0, refused: 0, last_at: null }]));
+  const add = (m, at, door, admitted) => {
+    const e = per.get(m) || { minute: m, admitted: 0, refused: 0 };
+    e[admitted ? 'admitted' : 'refused']++;
+    per.set(m, e);
+    const d = doors.get(door) || { door, admitted: 0, refused: 0, last_at: null };
+    d[admitted ? 'admitted' : 'refused']++;
+    d.last_at = Math.max(d.last_at || 0, at);
+    doors.set(door, d);
+  };
+  if (eventId === 1) {
+    /* the doors opened 90 minutes ago: a rush before the start, then a trickle */
+    const open = minuteOf(now) - 90 * MIN;
+    for (let m = open; m < minuteOf(now); m += MIN) {
+      const toStart = (tonight - m) / MIN;
+      const rush = Math.max(0, 1 - Math.abs(toStart - 10) / 40);
+      const n = Math.round(rush * 6 * noise(m, 11) + (noise(m, 12) < 0.3 ? 1 : 0));
+      for (let k = 0; k < n; k++) add(m, m + k * 7000, DOORS[(m / MIN + k) % 2], noise(m + k * 1000, 13) > 0.07);
+    }
+  }
+  for (const s of state.scans) if (s.event_id === eventId) add(minuteOf(s.at), s.at, s.door, s.admitted);
+  const minutes = [...per.values()].sort((a, b) => a.minute - b.minute).slice(-360);
+  const admitted = minutes.reduce((a, m) => a + m.admitted, 0);
+  return { event_id: eventId, admitted, to_come: Math.max(0, ev.seats_sold - admitted), per_minute: minutes,
+           per_door: [...doors.values()].filter((d) => d.last_at !== null) };
+}
+
+/* tonight keeps selling: a seat or two every 20 s, up to the capacity */
+setInterval(() => {
+  const ev = state.events[0];
+  if (ev.seats_sold < ev.capacity) addSale(1, Date.now(), 1 + (Date.now() % 2));
+  state.done += 3;
+}, 20000).unref();
 
 function stats() {
   const kinds = ['render_tickets', 'send_tickets', 'update_sales_counter'];
@@ -104,6 +297,36 @@ async function readBody(req) {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+async function readJson(req) {
+  const text = await readBody(req);
+  if (!text) return {};
+  try {
+    const v = JSON.parse(text);
+    return v && typeof v === 'object' && !Array.isArray(v) ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+/* the route table: method, path pattern, the roles that may call it */
+const ROUTES = [
+  ['GET', /^\/v1\/whoami$/, OP | BO | DOOR | MON],
+  ['GET', /^\/v1\/stats$/, OP | MON],
+  ['GET', /^\/v1\/stats\/history$/, OP | MON],
+  ['GET', /^\/v1\/events$/, OP | BO | MON],
+  ['GET', /^\/v1\/events\/[^/]+$/, OP | BO | DOOR | MON],
+  ['GET', /^\/v1\/events\/[^/]+\/sales$/, OP | BO],
+  ['GET', /^\/v1\/events\/[^/]+\/scans$/, OP | BO | DOOR],
+  ['GET', /^\/v1\/jobs$/, OP],
+  ['POST', /^\/v1\/jobs\/[^/]+\/retry$/, OP],
+  ['GET', /^\/v1\/orders$/, OP | BO],
+  ['GET', /^\/v1\/orders\/[^/]+$/, OP | BO],
+  ['PATCH', /^\/v1\/orders\/[^/]+$/, OP | BO],
+  ['POST', /^\/v1\/orders\/[^/]+\/(resend|cancel)$/, OP | BO],
+  ['GET', /^\/v1\/orders\/[^/]+\/tickets\.pdf$/, OP | BO],
+  ['POST', /^\/v1\/scan$/, OP | DOOR],
+];
+
 const server = http.createServer(async (req, res) => {
   const url = new URL(req.url, 'http://box');
   const p = url.pathname;
@@ -117,17 +340,39 @@ const server = http.createServer(async (req, res) => {
     return res.end(req.method === 'HEAD' ? undefined : data);
   }
   if (!p.startsWith('/v1/')) return send(res, 404, { error: 'not found' });
-  if (req.headers.authorization !== 'Bearer ' + token) return send(res, 401, { error: 'unauthorized' });
+  const auth = req.headers.authorization || '';
+  const who = auth.startsWith('Bearer ') ? tokens.get(auth.slice(7)) : undefined;
+  if (!who) return send(res, 401, { error: 'unauthorized' });
+  const route = ROUTES.find(([m, re]) => m === req.method && re.test(p));
+  if (!route) return send(res, 404, { error: 'not found' });
+  if (!(route[2] & who.bit)) return send(res, 403, { error: 'the ' + who.role + ' role may not call this' });
 
   const now = Date.now();
-  if (req.method === 'GET' && p === '/v1/stats') return send(res, 200, stats());
+  const eventOf = (id) => state.events.find((e) => String(e.id) === id);
+  if (p === '/v1/whoami') return send(res, 200, { role: who.role, name: who.name, event_id: who.event_id });
+  if (p === '/v1/stats') return send(res, 200, stats());
+  if (p === '/v1/stats/history') return send(res, 200, history(now));
+  if (p === '/v1/events') return send(res, 200, { events: state.events });
+  let m = p.match(/^\/v1\/events\/([^/]+)(?:\/(sales|scans))?$/);
+  if (m) {
+    const ev = eventOf(decodeURIComponent(m[1]));
+    if (!ev) return send(res, 404, { error: 'no event ' + m[1], field: 'id' });
+    if (who.event_id !== null && ev.id !== who.event_id) return send(res, 403, { error: 'this door reads its own event only' });
+    if (m[2] === 'sales')
+      return send(res, 200, { event_id: ev.id, capacity: ev.capacity, sold: ev.seats_sold, hours: state.sales.get(ev.id) || [] });
+    if (m[2] === 'scans') return send(res, 200, scans(ev.id, now));
+    const s = scans(ev.id, now);
+    const cancelled = state.orders.filter((o) => o.event_id === ev.id && o.cancelled_at !== null)
+      .reduce((a, o) => a + o.seats, 0);
+    return send(res, 200, { ...ev, admitted: s.admitted, to_come: s.to_come, cancelled });
+  }
   if (req.method === 'GET' && p === '/v1/jobs') {
     const st = url.searchParams.get('state');
     if (st === 'leased') return send(res, 200, { jobs: state.leased.map((j) => ({ ...j, lease_age_ms: now - j.leased_at, lease_expires_in_ms: j.visible_at - now })) });
     if (st === 'dead') return send(res, 200, { jobs: state.dead });
     return send(res, 400, { error: 'state must be leased or dead' });
   }
-  let m = p.match(/^\/v1\/jobs\/([^/]+)\/retry$/);
+  m = p.match(/^\/v1\/jobs\/([^/]+)\/retry$/);
   if (req.method === 'POST' && m) {
     const id = decodeURIComponent(m[1]);
     const i = state.dead.findIndex((j) => j.job_id === id);
@@ -136,9 +381,18 @@ const server = http.createServer(async (req, res) => {
     return send(res, 200, { job_id: id, retried: 1 });
   }
   if (req.method === 'GET' && p === '/v1/orders') {
+    const q = url.searchParams.get('q');
+    if (q !== null) {
+      /* an id's prefix or an email, any case; a part of the name */
+      const t = q.trim().toLowerCase();
+      if (!t) return send(res, 400, { error: 'q is empty', field: 'q' });
+      const found = state.orders.filter((o) => o.id.toLowerCase().startsWith(t) ||
+        o.email_address.toLowerCase() === t || o.name.toLowerCase().includes(t));
+      return send(res, 200, { orders: found.sort((a, b) => b.created_at - a.created_at).slice(0, 20).map(orderRow) });
+    }
     const n = Number(url.searchParams.get('recent') || 20);
     if (!Number.isInteger(n) || n < 1 || n > 100) return send(res, 400, { error: 'recent must be between 1 and 100', field: 'recent' });
-    return send(res, 200, { orders: state.orders.slice(0, n) });
+    return send(res, 200, { orders: state.orders.slice(0, n).map(orderRow) });
   }
   m = p.match(/^\/v1\/orders\/([^/]+)\/tickets\.pdf$/);
   if (req.method === 'GET' && m) {
@@ -146,13 +400,68 @@ const server = http.createServer(async (req, res) => {
     if (!o || !o.pdf) return send(res, 404, { error: 'no tickets yet' });
     return send(res, 200, '%PDF-1.4\n% fake\n%%EOF\n', 'application/pdf');
   }
+  m = p.match(/^\/v1\/orders\/([^/]+)(?:\/(resend|cancel))?$/);
+  if (m) {
+    const o = state.orders.find((x) => x.id === decodeURIComponent(m[1]));
+    if (!o) return send(res, 404, { error: 'no order ' + decodeURIComponent(m[1]), field: 'id' });
+    if (req.method === 'GET') return send(res, 200, orderJson(o));
+    const body = await readJson(req);
+    if (body === null) return send(res, 400, { error: 'the body is not a JSON object' });
+    if (m[2] === 'resend') {
+      o.resends++;
+      const mail = { kind: 'tickets-r' + o.resends, state: 'pending', sent_at: null };
+      o.emails.push(mail);
+      o.changes.push({ at: now, kind: 'resend', by: who.name, detail: 'tickets to ' + o.email_address });
+      sendLater(o, mail);
+      return send(res, 202, { id: o.id, resend: o.resends, email: o.email_address });
+    }
+    if (m[2] === 'cancel') {
+      const reason = body.reason === undefined ? '' : body.reason;
+      if (typeof reason !== 'string' || reason.length > 200)
+        return send(res, 400, { error: 'reason must be a string of at most 200 characters', field: 'reason' });
+      if (o.cancelled_at !== null) return send(res, 200, { id: o.id, cancelled: true, already: true, seats_freed: 0 });
+      const admitted = o.tickets.filter((t) => t.state === 'admitted')
+        .map((t) => ({ seat: t.seat, scanned_at: t.scanned_at, scanned_by: t.scanned_by }));
+      if (admitted.length) {
+        const a = admitted[0];
+        return send(res, 409, { error: `seat ${a.seat} was admitted at ${new Date(a.scanned_at).toISOString()} by ${a.scanned_by}: the order is not cancelled`,
+                                field: 'id', admitted });
+      }
+      o.cancelled_at = now;
+      for (const t of o.tickets) t.state = 'cancelled';
+      state.freed.set(o.event_id, (state.freed.get(o.event_id) || 0) + o.seats);
+      syncEvent(o.event_id);
+      const mail = { kind: 'cancel', state: 'pending', sent_at: null };
+      o.emails.push(mail);
+      sendLater(o, mail);
+      o.changes.push({ at: now, kind: 'cancel', by: who.name, detail: (reason ? reason + '; ' : '') + o.seats + ' seats freed' });
+      return send(res, 200, { id: o.id, cancelled: true, already: false, seats_freed: o.seats });
+    }
+    /* PATCH {"email"} */
+    if (typeof body.email !== 'string' || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(body.email) || body.email.length > 254)
+      return send(res, 400, { error: 'email must be an email address', field: 'email' });
+    if (o.cancelled_at !== null) return send(res, 409, { error: 'the order is cancelled', field: 'id' });
+    if (body.email !== o.email_address) {
+      o.changes.push({ at: now, kind: 'email', by: who.name, detail: o.email_address + ' -> ' + body.email });
+      o.email_address = body.email;
+    }
+    return send(res, 200, orderJson(o));
+  }
   if (req.method === 'POST' && p === '/v1/scan') {
     let code = '';
     try { code = JSON.parse(await readBody(req)).code || ''; } catch { return send(res, 400, { error: 'bad JSON' }); }
-    if (!/^SD[A-Z0-9]{6,}$/.test(code)) return send(res, 200, { result: 'invalid' });
-    if (state.scanned.has(code)) return send(res, 200, { result: 'already_scanned', scanned_at: state.scanned.get(code), seat: 'A1', order_id: 'T1000' });
+    const door = who.role === 'door' ? who.name : 'South door';
+    if (!/^SD[A-Z0-9]{6,}$/.test(code)) {
+      state.scans.push({ at: now, event_id: 1, door, admitted: false });
+      return send(res, 200, { result: 'invalid' });
+    }
+    if (state.scanned.has(code)) {
+      state.scans.push({ at: now, event_id: 1, door, admitted: false });
+      return send(res, 200, { result: 'already_scanned', scanned_at: state.scanned.get(code), seat: 'A1', order_id: 'T1000', scanned_by: door });
+    }
     state.scanned.set(code, now);
-    return send(res, 200, { result: 'admitted', scanned_at: now, seat: 'A1', order_id: 'T1000' });
+    state.scans.push({ at: now, event_id: 1, door, admitted: true });
+    return send(res, 200, { result: 'admitted', scanned_at: now, seat: 'A1', order_id: 'T1000', scanned_by: door });
   }
   return send(res, 404, { error: 'not found' });
 });

@@ -3,8 +3,11 @@
 // page, waits for the first refresh, and checks that:
 //   - the page names the role (body[data-role], #role);
 //   - exactly the sections that role may read are shown (the API's route
-//     table: box_office reads events and orders, door scans and reads its
-//     event, monitor reads the queue and events);
+//     table: box_office reads events and orders and works the box office,
+//     door scans and reads its event, monitor reads the queue and events),
+//     and exactly the charts it may read (box_office: sales and scans; door:
+//     its event's scans; monitor: jobs and queue depth), each drawn (an
+//     <svg> with data-points);
 //   - the page asked the API for nothing the role is refused (no 401 or 403);
 //   - with a door token, a bogus code scans as INVALID;
 //   - it threw no script error.
@@ -19,12 +22,18 @@ if (!url || !token || !role || !shot) {
   process.exit(2);
 }
 const SHOWN = {
-  operator: ['queue', 'scan', 'events', 'leases', 'dead', 'orders'],
-  box_office: ['events', 'orders'],
-  door: ['scan', 'events'],
-  monitor: ['queue', 'events'],
+  operator: ['queue', 'scan', 'events', 'leases', 'dead', 'orders', 'charts', 'box-office'],
+  box_office: ['events', 'orders', 'charts', 'box-office'],
+  door: ['scan', 'events', 'charts'],
+  monitor: ['queue', 'events', 'charts'],
 };
 const ALL = SHOWN.operator;
+const CHARTS = {
+  operator: ['sales', 'scans', 'jobs', 'depth'],
+  box_office: ['sales', 'scans'],
+  door: ['scans'],
+  monitor: ['jobs', 'depth'],
+};
 const TIMEOUT = Number(process.env.DASHBOARD_TIMEOUT_MS) > 0 ? Number(process.env.DASHBOARD_TIMEOUT_MS) : 15000;
 
 class Fail extends Error {}
@@ -54,6 +63,14 @@ async function main() {
       const visible = await page.locator('#' + id).isVisible();
       check(visible === SHOWN[role].includes(id),
             `section #${id} is ${visible ? 'shown' : 'hidden'} to a ${role} token`);
+    }
+    await page.waitForFunction(() => Number(document.getElementById('charts').dataset.refreshed || 0) >= 1);
+    for (const c of CHARTS.operator) {
+      const fig = page.locator('#chart-' + c);
+      const visible = await fig.isVisible();
+      check(visible === CHARTS[role].includes(c), `chart #chart-${c} is ${visible ? 'shown' : 'hidden'} to a ${role} token`);
+      if (visible)
+        check(await page.locator(`#chart-${c} .plot svg[data-points]`).count() === 1, `chart #chart-${c} is not drawn`);
     }
     if (SHOWN[role].includes('events')) {
       await page.waitForFunction(() => document.querySelectorAll('#events-list tbody tr').length > 0);

@@ -1,6 +1,9 @@
 #!/bin/sh
 # run_fake.sh [SCREENSHOT]: the browser test against fake_box.mjs (no box
-# needed).  Installs playwright-core from the lock file when missing.
+# needed): dashboard.mjs with the operator's token (SCREENSHOT, and
+# SCREENSHOT with -phone), then roles.mjs with each other role's token
+# (SCREENSHOT with -box_office, -door, -monitor).  Installs playwright-core
+# from the lock file when missing.
 set -eu
 cd "$(dirname "$0")"
 shot=${1:-/tmp/stagedoor-dashboard.png}
@@ -17,3 +20,7 @@ while ! grep -q listening "$out"; do
 done
 url=$(sed -n 's/^listening //p' "$out")
 node dashboard.mjs "$url" fake-token "$shot"
+for role in box_office door monitor; do
+	node roles.mjs "$url" "fake-token-$role" $role "${shot%.png}-$role.png"
+	echo "roles: ok ($role)"
+done
