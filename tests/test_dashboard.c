@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -36,6 +37,8 @@
 #define NODE_MODULES "tests/browser/node_modules/playwright-core"
 #define SCRIPT "tests/browser/dashboard.mjs"
 #define ROLES_SCRIPT "tests/browser/roles.mjs"
+#define DOOR_SCRIPT "tests/browser/door.mjs"
+#define CAMERA_SCRIPT "tests/browser/make_camera.sh"
 #define OUT_DIR "build/test-output"
 
 /* Generous: the sanitizer build and a shared two-core machine are slow. */
@@ -279,10 +282,102 @@ static void test_dashboard_in_a_browser(void **state)
 	assert_int_equal(tu_reap(run, 60000, "run"), 0);
 }
 
+/*
+ * The door page on the real box: a phone's camera (chromium's fake capture
+ * playing a video made from the order's own PDF) reads the ticket's QR code
+ * and the page shows ADMITTED, then ALREADY SCANNED with the door's name
+ * (tests/browser/door.mjs, which also retries a scan whose answer was lost,
+ * with its nonce).  The box's scan log holds every scan by the door token's
+ * name, and the ticket was admitted once.
+ */
+static void test_door_with_a_fake_camera(void **state)
+{
+	const struct tu_env *e = *state;
+	char log[512], nlog[512], shot[512], idle[512], pdf[512], cam[512], url[64], line[256];
+	char ev[32], id[32], starts[32], token[TOKEN_HEX + 1], keep[128];
+	const char *p;
+	time_t t = time(NULL) + 3600;	/* tonight: the doors are open */
+	struct tm tm;
+	pid_t run;
+	int port = 0, rc;
+
+	if (access(NODE_MODULES, F_OK) != 0)
+		fail_msg("%s is missing: run `make deps` first", NODE_MODULES);
+	snprintf(log, sizeof log, "%s/run.log", e->dir);
+	snprintf(nlog, sizeof nlog, "%s/door.log", e->dir);
+	snprintf(shot, sizeof shot, "%s/door.png", e->dir);
+	snprintf(idle, sizeof idle, "%s/door-idle.png", e->dir);
+	snprintf(pdf, sizeof pdf, "%s/ticket.pdf", e->dir);
+	snprintf(cam, sizeof cam, "%s/camera.y4m", e->dir);
+	gmtime_r(&t, &tm);
+	strftime(starts, sizeof starts, "%Y-%m-%dT%H:%MZ", &tm);
+
+	assert_int_equal(RUN("init", "--db", e->db_path), 0);
+	assert_int_equal(RUN("event", "add", "--name", "Door Night", "--venue", "Club",
+			     "--starts-at", starts, "--capacity", "10", "--db", e->db_path), 0);
+	snprintf(ev, sizeof ev, "%.*s", (int)strcspn(out, "\n"), out);
+	if (RUN("order", "add", "--event", ev, "--name", "Ada Lovelace", "--email",
+		"ada@example.org", "--seats", "1", "--db", e->db_path) != 0)
+		fail_msg("order add: %s", err);
+	snprintf(id, sizeof id, "%.*s", (int)strcspn(out, "\n"), out);
+	run = tu_spawn((const char *const[]){ "run", "--db", e->db_path, "--workers", "1",
+					      "--http-listen", "127.0.0.1:0", NULL }, log);
+	wait_log(log, "msg=\"http listening\" listen=", START_MS, line, sizeof line);
+	if (!(p = strstr(line, " port=")) || (port = atoi(p + 6)) <= 0)
+		fail_msg("no port in: %s", line);
+	wait_sql(e->db_path, 3, JOBS_MS, "SELECT count(DISTINCT job_id) FROM done_jobs");
+
+	/* the video a phone's camera would see, from the order's own PDF */
+	if (RUN("order", "pdf", id, "--out", pdf, "--db", e->db_path) != 0)
+		fail_msg("order pdf: %s", err);
+	{
+		const char *argv[] = { "sh", CAMERA_SCRIPT, pdf, cam, NULL };
+		char mlog[600];
+
+		snprintf(mlog, sizeof mlog, "%s/camera.log", e->dir);
+		if (tu_exec(argv, mlog, mlog, 120000) != 0) {
+			char *text = text_of(mlog);
+			tu_fail_free(text, NULL, "make_camera.sh failed:\n%s", text);
+		}
+	}
+	if (RUN("token", "add", "--role", "door", "--name", "North door", "--event", ev, "--db",
+		e->db_path) != 0)
+		fail_msg("token add: %s", err);
+	snprintf(token, sizeof token, "%.*s", TOKEN_HEX, out);
+
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/", port);
+	rc = node((const char *const[]){ "node", DOOR_SCRIPT, url, token, cam, shot, NULL }, nlog,
+		  BROWSER_MS);
+	if (rc != 0) {
+		char *text = text_of(nlog), *rlog = text_of(log);
+		tu_fail_free(text, rlog, "node %s exited %d:\n%s\n--- run.log:\n%s", DOOR_SCRIPT, rc,
+			     text, rlog);
+	}
+	/* what the box recorded: one admission, by the door's name, and the
+	 * refusals after it */
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM tickets WHERE scanned_at IS NOT "
+				  "NULL AND scanned_by = 'North door'"), 1);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM scans WHERE outcome = "
+				  "'admitted' AND device = 'North door'"), 1);
+	assert_true(tu_count(e->db_path, "SELECT count(*) FROM scans WHERE outcome = "
+			     "'already_scanned' AND device = 'North door'") >= 2);
+	if (mkdir(OUT_DIR, 0755) != 0 && errno != EEXIST)
+		fail_msg("mkdir %s: %s", OUT_DIR, strerror(errno));
+	snprintf(keep, sizeof keep, "%s/%s", OUT_DIR,
+		 strstr(tu_bin(), "/san/") ? "door-san.png" : "door.png");
+	copy_file(shot, keep);
+	snprintf(keep, sizeof keep, "%s/%s", OUT_DIR,
+		 strstr(tu_bin(), "/san/") ? "door-san-idle.png" : "door-idle.png");
+	copy_file(idle, keep);
+	kill(run, SIGTERM);
+	assert_int_equal(tu_reap(run, 60000, "run"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_dashboard_in_a_browser, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_door_with_a_fake_camera, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

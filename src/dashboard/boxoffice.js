@@ -25,8 +25,8 @@
  *
  * Every action shows its outcome in #order-message (class ok or error; on
  * failure the server's own words), then reloads the detail.  A cancelled
- * order's panel has class cancelled and data-cancelled="true", and only
- * Resend (and the PDF) stay enabled.  Cancel asks once more before it acts
+ * order's panel has class cancelled and data-cancelled="true", and none of
+ * its actions stays enabled (the PDF link does).  Cancel asks once more before it acts
  * (#order-cancel, then #order-cancel-confirm or #order-cancel-keep).
  */
 'use strict';
@@ -205,11 +205,11 @@
     }
 
     /* enable: what may be pressed now (nothing twice at once; a cancelled
-     * order only takes a resend) */
+     * order takes no change: the box refuses to send its tickets again) */
     function enable() {
       const cancelled = !!shown && shown.cancelled_at !== null && shown.cancelled_at !== undefined;
-      $('order-resend').disabled = busy || !shown;
-      for (const id of ['order-email', 'order-email-save', 'order-cancel-reason', 'order-cancel'])
+      for (const id of ['order-resend', 'order-email', 'order-email-save', 'order-cancel-reason',
+                        'order-cancel'])
         $(id).disabled = busy || !shown || cancelled;
       $('order-cancel-confirm').disabled = busy || cancelled;
       $('order-cancel-keep').disabled = busy;

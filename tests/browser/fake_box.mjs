@@ -408,12 +408,14 @@ const server = http.createServer(async (req, res) => {
     const body = await readJson(req);
     if (body === null) return send(res, 400, { error: 'the body is not a JSON object' });
     if (m[2] === 'resend') {
+      if (o.cancelled_at !== null)
+        return send(res, 409, { error: `order ${o.id} is cancelled: its tickets are not sent again`, field: 'id' });
       o.resends++;
       const mail = { kind: 'tickets-r' + o.resends, state: 'pending', sent_at: null };
       o.emails.push(mail);
       o.changes.push({ at: now, kind: 'resend', by: who.name, detail: 'tickets to ' + o.email_address });
       sendLater(o, mail);
-      return send(res, 202, { id: o.id, resend: o.resends, email: o.email_address });
+      return send(res, 202, { id: o.id, resend: o.resends });
     }
     if (m[2] === 'cancel') {
       const reason = body.reason === undefined ? '' : body.reason;
