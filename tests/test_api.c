@@ -736,6 +736,193 @@ static void test_order_show_pdf_scan(void **state)
 	       400, "code");
 }
 
+/* a field of the JSON answer to q, as an integer (q must answer want) */
+static int64_t answer_int(const struct req *q, int want, const char *field)
+{
+	struct api_response res;
+	json_t *o;
+	int64_t v;
+
+	call(q, &res);
+	if (res.status != want)
+		fail_msg("%s %s: want %d, got %d: %s", q->method, q->path, want, res.status,
+			 res.body);
+	o = body_json(&res);
+	v = json_integer_value(json_object_get(o, field));
+	json_decref(o);
+	api_response_free(&res);
+	return v;
+}
+
+/*
+ * The box office over HTTP: a resend (202; with an Idempotency-Key a retry
+ * replays the first answer), a new address (PATCH), a cancellation (twice:
+ * already; with an admitted ticket: 409 naming it), the search, the sales by
+ * the hour, the door's counts and its log, the scan's nonce, the queue's
+ * history; bad input a 4xx with a JSON error, and nothing written.
+ */
+static void test_orders_that_change(void **state)
+{
+	struct api_response res;
+	char body[256], id[ORDER_ID_MAX], id2[ORDER_ID_MAX], path[128], evpath[64], scan[200];
+	char code[CODE_TEXT_MAX], kp[400], q[64];
+	unsigned char key[CODE_KEY_LEN];
+	int64_t ev, tid;
+	json_t *o, *a;
+
+	(void)state;
+	ev = add_event(3);
+	order_body(body, sizeof body, ev, 2);
+	post_order("k-change-1", body, &res);
+	o = body_json(&res);
+	snprintf(id, sizeof id, "%s", json_string_value(json_object_get(o, "id")));
+	json_decref(o);
+	api_response_free(&res);
+	order_body(body, sizeof body, ev, 1);
+	post_order("k-change-2", body, &res);
+	o = body_json(&res);
+	snprintf(id2, sizeof id2, "%s", json_string_value(json_object_get(o, "id")));
+	json_decref(o);
+	api_response_free(&res);
+
+	/* resend: a new intent each time; a retry with its key is the first */
+	snprintf(path, sizeof path, "/v1/orders/%s/resend", id);
+	assert_int_equal(answer_int(&(struct req){ "POST", path, NULL, F.auth }, 202, "resend"), 1);
+	assert_int_equal(answer_int(&(struct req){ "POST", path, NULL, F.auth, "r-1" }, 202,
+				    "resend"), 2);
+	assert_int_equal(answer_int(&(struct req){ "POST", path, NULL, F.auth, "r-1" }, 202,
+				    "resend"), 2);
+	assert_int_equal(COUNT("SELECT resends FROM orders WHERE id = 1"), 2);
+	assert_int_equal(COUNT("SELECT count(*) FROM outbox WHERE kind = 'send_tickets'"), 2);
+	expect(&(struct req){ "POST", "/v1/orders/TNOSUCH22/resend", NULL, F.auth }, 404, "");
+
+	/* a new address */
+	snprintf(path, sizeof path, "/v1/orders/%s", id);
+	call(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON, "{\"email\":\"new@example.org\"}" },
+	     &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "email")), "new@example.org");
+	a = json_object_get(o, "changes");
+	assert_int_equal(json_array_size(a), 3);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(a, 2), "kind")), "email");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(a, 2), "detail")),
+			    "ada@example.com");
+	json_decref(o);
+	api_response_free(&res);
+	expect(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON, "{\"email\":\"nope\"}" }, 400,
+	       "email");
+	expect(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON, "{\"name\":\"x\"}" }, 400,
+	       "name");
+	expect(&(struct req){ "PATCH", path, NULL, F.auth, NULL, "text/plain", "x" }, 415, NULL);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders WHERE buyer_email = 'new@example.org'"), 1);
+
+	/* the search: an id, an address in capitals, a part of a name */
+	snprintf(q, sizeof q, "q=%.5s", id);
+	call(&(struct req){ "GET", "/v1/orders", q, F.auth }, &res);
+	o = body_json(&res);
+	assert_true(json_array_size(json_object_get(o, "orders")) >= 1);
+	json_decref(o);
+	api_response_free(&res);
+	call(&(struct req){ "GET", "/v1/orders", "q=NEW%40EXAMPLE.ORG", F.auth }, &res);
+	o = body_json(&res);
+	assert_int_equal(json_array_size(json_object_get(o, "orders")), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o,
+				"orders"), 0), "id")), id);
+	json_decref(o);
+	api_response_free(&res);
+	call(&(struct req){ "GET", "/v1/orders", "q=lovel", F.auth }, &res);
+	o = body_json(&res);
+	assert_int_equal(json_array_size(json_object_get(o, "orders")), 2);
+	json_decref(o);
+	api_response_free(&res);
+	expect(&(struct req){ "GET", "/v1/orders", "q=", F.auth }, 400, "q");
+
+	/* the door admits the second order's ticket, with a nonce */
+	assert_int_equal(code_key_path(F.env->db_path, tu_state(F.env), kp, sizeof kp), SD_OK);
+	assert_int_equal(code_key_load(kp, key), SD_OK);
+	tid = COUNT("SELECT max(id) FROM tickets");
+	code_make(key, tid, ev, code);
+	snprintf(scan, sizeof scan, "{\"code\":\"%s\",\"nonce\":\"n-7\"}", code);
+	call(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON, scan }, &res);
+	o = body_json(&res);
+	assert_string_equal(json_string_value(json_object_get(o, "result")), "admitted");
+	json_decref(o);
+	{
+		struct api_response again;
+
+		clock_fake_advance(1000);
+		call(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON, scan }, &again);
+		assert_int_equal(again.body_len, res.body_len);	/* the first answer, byte for byte */
+		assert_memory_equal(again.body, res.body, res.body_len);
+		api_response_free(&again);
+	}
+	api_response_free(&res);
+	expect(&(struct req){ "POST", "/v1/scan", NULL, F.auth, NULL, JSON,
+			      "{\"code\":\"x\",\"nonce\":\"a b\"}" }, 400, "nonce");
+	assert_int_equal(COUNT("SELECT count(*) FROM scans"), 1);
+
+	/* cancel: the admitted ticket's order is refused, the other cancelled once */
+	snprintf(path, sizeof path, "/v1/orders/%s/cancel", id2);
+	call(&(struct req){ "POST", path, NULL, F.auth, NULL, JSON, "{\"reason\":\"late\"}" }, &res);
+	assert_int_equal(res.status, 409);
+	o = body_json(&res);
+	assert_int_equal(json_array_size(json_object_get(o, "admitted")), 1);
+	assert_non_null(strstr(json_string_value(json_object_get(o, "error")), "admitted"));
+	json_decref(o);
+	api_response_free(&res);
+	snprintf(path, sizeof path, "/v1/orders/%s/cancel", id);
+	expect(&(struct req){ "POST", path, NULL, F.auth, NULL, JSON, "{\"reason\":5}" }, 400,
+	       "reason");
+	assert_int_equal(answer_int(&(struct req){ "POST", path, NULL, F.auth, NULL, JSON,
+						   "{\"reason\":\"double booking\"}" }, 200,
+				    "seats_freed"), 2);
+	call(&(struct req){ "POST", path, NULL, F.auth }, &res);	/* no body: no reason */
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_true(json_is_true(json_object_get(o, "already")));
+	json_decref(o);
+	api_response_free(&res);
+	snprintf(path, sizeof path, "/v1/orders/%s/resend", id);
+	expect(&(struct req){ "POST", path, NULL, F.auth }, 409, "id");
+	assert_int_equal(COUNT("SELECT count(*) FROM outbox WHERE kind = 'cancel_order'"), 1);
+
+	/* the event's counts, sales and scans; the queue's history */
+	snprintf(evpath, sizeof evpath, "/v1/events/%lld", (long long)ev);
+	assert_int_equal(answer_int(&(struct req){ "GET", evpath, NULL, F.auth }, 200, "seats_sold"),
+			 1);
+	assert_int_equal(answer_int(&(struct req){ "GET", evpath, NULL, F.auth }, 200, "admitted"),
+			 1);
+	assert_int_equal(answer_int(&(struct req){ "GET", evpath, NULL, F.auth }, 200, "cancelled"),
+			 2);
+	assert_int_equal(answer_int(&(struct req){ "GET", evpath, NULL, F.auth }, 200, "to_come"), 0);
+	snprintf(evpath, sizeof evpath, "/v1/events/%lld/sales", (long long)ev);
+	call(&(struct req){ "GET", evpath, NULL, F.auth }, &res);
+	o = body_json(&res);
+	a = json_object_get(o, "hours");
+	assert_int_equal(json_array_size(a), 1);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(a, 0), "seats")), 3);
+	assert_int_equal(json_integer_value(json_object_get(o, "capacity")), 3);
+	json_decref(o);
+	api_response_free(&res);
+	snprintf(evpath, sizeof evpath, "/v1/events/%lld/scans", (long long)ev);
+	call(&(struct req){ "GET", evpath, NULL, F.auth }, &res);
+	o = body_json(&res);
+	assert_int_equal(json_integer_value(json_object_get(o, "admitted")), 1);
+	a = json_object_get(o, "per_door");
+	assert_int_equal(json_array_size(a), 1);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(a, 0), "admitted")), 1);
+	json_decref(o);
+	api_response_free(&res);
+	expect(&(struct req){ "GET", "/v1/events/999/scans", NULL, F.auth }, 404, "");
+	call(&(struct req){ "GET", "/v1/stats/history", NULL, F.auth }, &res);
+	assert_int_equal(res.status, 200);
+	o = body_json(&res);
+	assert_true(json_is_array(json_object_get(o, "minutes")));
+	json_decref(o);
+	api_response_free(&res);
+}
+
 /*
  * A row stored before text was checked strictly (a surrogate, an overlong
  * form, a code point past U+10FFFF, a bidi override) is shown escaped by
@@ -1506,6 +1693,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_order_busy_503, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_show_pdf_scan, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_orders_that_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_bad_text_is_shown_escaped, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_disk_space, setup, teardown),

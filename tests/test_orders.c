@@ -738,6 +738,84 @@ static void test_intake_and_render_of_one_event_do_not_deadlock(void **state)
 	" WHEN NEW.seat_no > (SELECT capacity FROM events WHERE id = NEW.event_id) "           \
 	" BEGIN SELECT RAISE(ABORT, 'sold out'); END; "
 
+/* relay and worker until the stream and the outbox are empty */
+static void drain_all(const struct tu_env *e)
+{
+	int round;
+
+	for (round = 0; round < 5; round++) {
+		relay_drain(e);
+		worker_drain(e);
+		if (tu_count(e->db_path, "SELECT count(*) FROM outbox WHERE published_at IS NULL") ==
+			    0 &&
+		    tu_count(e->db_path, "SELECT count(*) FROM stream") == 0)
+			return;
+	}
+	fail_msg("the pipeline did not drain");
+}
+
+/*
+ * The box office's commands: order resend, set-email, cancel and find, as a
+ * person types them: what each prints, its exit status on bad input and
+ * on a state that forbids it, and order show's account of it all.
+ */
+static void test_order_changes_from_the_cli(void **state)
+{
+	struct tu_env *e = *state;
+	char a[ORDER_ID_MAX], b[ORDER_ID_MAX], c[ORDER_ID_MAX];
+	int64_t ev;
+
+	init_db(e);
+	ev = run_event_add(e, "Changes Night", "3");
+	run_order_add_ok(e, ev, "Ana Lima", "2", a);
+	run_order_add_ok(e, ev, "Bo Chen", "1", b);
+	assert_int_equal(run_order_add(e, ev, "Cy Diaz", "cy@example.com", "1", NULL, c), 2);
+	assert_non_null(strstr(err, "sold out"));
+	drain_all(e);
+
+	assert_int_equal(RUN("order", "resend", a, "--db", e->db_path), 0);
+	assert_non_null(strstr(out, "resend 1 queued"));
+	assert_int_equal(RUN("order", "set-email", a, "ana.new@example.com", "--db", e->db_path), 0);
+	assert_non_null(strstr(out, "changed"));
+	assert_int_equal(RUN("order", "set-email", a, "ana.new@example.com", "--db", e->db_path), 0);
+	assert_non_null(strstr(out, "nothing changed"));
+	assert_one_line_error(RUN("order", "set-email", a, "nope", "--db", e->db_path),
+			      "set-email to a non-address");
+	assert_one_line_error(RUN("order", "resend", "TNOSUCH22", "--db", e->db_path),
+			      "resend of an unknown order");
+	assert_one_line_error(RUN("order", "resend", "x y", "--db", e->db_path),
+			      "resend of a malformed id");
+	drain_all(e);
+
+	assert_int_equal(RUN("order", "cancel", b, "--reason", "double booking", "--db",
+			     e->db_path), 0);
+	assert_non_null(strstr(out, "1 seat back on sale"));
+	assert_int_equal(RUN("order", "cancel", b, "--db", e->db_path), 0);
+	assert_non_null(strstr(out, "nothing changed"));
+	assert_int_equal(RUN("order", "resend", b, "--db", e->db_path), 3);
+	assert_non_null(strstr(err, "cancelled"));
+	run_order_add_ok(e, ev, "Cy Diaz", "1", c);	/* the seat Bo gave back */
+	drain_all(e);
+
+	assert_int_equal(RUN("order", "show", a, "--db", e->db_path), 0);
+	assert_non_null(strstr(out, "buyer    Ana Lima <ana.new@example.com>"));
+	assert_non_null(strstr(out, "resend r1 sent"));
+	assert_non_null(strstr(out, "email  by cli ("));
+	assert_non_null(strstr(out, ": buyer@example.com"));
+	assert_int_equal(RUN("order", "show", b, "--db", e->db_path), 0);
+	assert_non_null(strstr(out, "(cancelled)"));
+	assert_non_null(strstr(out, "cancel   sent"));
+	assert_non_null(strstr(out, "cancelled\n"));
+	assert_non_null(strstr(out, ": double booking"));
+
+	assert_int_equal(RUN("order", "find", "ANA.NEW@EXAMPLE.COM", "--db", e->db_path), 0);
+	assert_non_null(strstr(out, a));
+	assert_int_equal(RUN("order", "find", "chen", "--db", e->db_path), 0);
+	assert_non_null(strstr(out, "cancelled"));
+	assert_int_equal(RUN("order", "find", "nobody-at-all", "--db", e->db_path), 1);
+	assert_int_equal(RUN("check", "--db", e->db_path), 0);
+}
+
 /* ========================= bad input ====================================== */
 
 static void test_order_bad_input_refused(void **state)
@@ -1588,6 +1666,8 @@ int main(void)
 						tu_setup_real_nodb, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_capacity_holds_under_concurrent_orders,
 						tu_setup_real_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_order_changes_from_the_cli, tu_setup_real_nodb,
+						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_intake_and_render_of_one_event_do_not_deadlock,
 						tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_order_bad_input_refused, tu_setup_real_nodb,

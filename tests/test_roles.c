@@ -170,6 +170,7 @@ static void test_role_table(void **state)
 		{ "GET", "/v1/orders", 1, 1, 0, 0 },
 		{ "GET", "/v1/jobs", 1, 0, 0, 0 },
 		{ "GET", "/v1/stats", 1, 0, 0, 1 },
+		{ "GET", "/v1/stats/history", 1, 0, 0, 1 },
 		{ "GET", "/v1/whoami", 1, 1, 1, 1 },
 	};
 	const char *auth[4] = { F.op, F.bo, F.door, F.mon };
@@ -206,6 +207,26 @@ static void test_role_table(void **state)
 	assert_int_equal(call(F.api, "GET", path, F.anydoor, NULL, NULL, NULL), 200);
 	snprintf(path, sizeof path, "/v1/events/%lld", (long long)F.ev2);
 	refused(F.api, "GET", path, F.door, 403, "another event");
+	/* its own event's scans, not another's, and no sales; the box office
+	 * reads both */
+	snprintf(path, sizeof path, "/v1/events/%lld/scans", (long long)F.ev1);
+	assert_int_equal(call(F.api, "GET", path, F.door, NULL, NULL, NULL), 200);
+	assert_int_equal(call(F.api, "GET", path, F.bo, NULL, NULL, NULL), 200);
+	refused(F.api, "GET", path, F.mon, 403, "token may not do this");
+	snprintf(path, sizeof path, "/v1/events/%lld/scans", (long long)F.ev2);
+	refused(F.api, "GET", path, F.door, 403, "another event");
+	snprintf(path, sizeof path, "/v1/events/%lld/sales", (long long)F.ev1);
+	assert_int_equal(call(F.api, "GET", path, F.bo, NULL, NULL, NULL), 200);
+	refused(F.api, "GET", path, F.door, 403, "token may not do this");
+	/* an order's changes are the box office's: a door or a monitor may not
+	 * (refused before the order is even looked for) */
+	refused(F.api, "POST", "/v1/orders/TNOSUCH22/resend", F.door, 403, "token may not do this");
+	refused(F.api, "POST", "/v1/orders/TNOSUCH22/cancel", F.mon, 403, "token may not do this");
+	refused(F.api, "PATCH", "/v1/orders/TNOSUCH22", F.door, 403, "token may not do this");
+	assert_int_equal(call(F.api, "POST", "/v1/orders/TNOSUCH22/resend", F.bo, NULL, NULL, NULL),
+			 404);
+	assert_int_equal(call(F.api, "POST", "/v1/orders/TNOSUCH22/cancel", F.bo, NULL, NULL, NULL),
+			 404);
 	/* no token, and a token nobody made */
 	refused(F.api, "GET", "/v1/events", NULL, 401, "Bearer token is required");
 	refused(F.api, "GET", "/v1/events", "Bearer 0123456789abcdef0123456789abcdef0123456789abcdef"

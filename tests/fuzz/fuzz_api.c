@@ -1,6 +1,7 @@
 /*
  * fuzz_api.c: libFuzzer target for the API's pure layer (no database):
- * api_parse_order, api_parse_event, api_parse_scan, api_query_get,
+ * api_parse_order, api_parse_event, api_parse_scan, api_parse_email,
+ * api_parse_cancel, api_query_get,
  * api_key_valid, api_content_type_json and code_sha256_hex.
  *
  * Framing of one input: lines up to the first empty line are
@@ -27,7 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *line[LINES] = { NULL };
 	const uint8_t *p = data, *end = data + size;
-	char *body, *query, code[CODE_TEXT_MAX], buf[64], hash[CODE_SHA256_HEX + 1];
+	char *body, *query, buf[64], hash[CODE_SHA256_HEX + 1], email[256];
+	char reason[ORDER_REASON_MAX + 1];
+	struct api_scan scan;
 	size_t body_len;
 	struct api_order o;
 	struct api_event e;
@@ -81,8 +84,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	if (!line[1] || strstr(line[1], "scan")) {
-		if (api_parse_scan(body, body_len, code, &err) == SD_OK &&
-		    strlen(code) >= CODE_TEXT_MAX)
+		if (api_parse_scan(body, body_len, &scan, &err) == SD_OK &&
+		    (strlen(scan.code) >= CODE_TEXT_MAX || strlen(scan.nonce) > SCAN_NONCE_MAX))
+			abort();
+	}
+	if (!line[1] || strstr(line[1], "orders")) {
+		if (api_parse_email(body, body_len, email, &err) == SD_OK && !strchr(email, '@'))
+			abort();
+		if (api_parse_cancel(body, body_len, reason, &err) == SD_OK &&
+		    strlen(reason) > ORDER_REASON_MAX)
 			abort();
 	}
 	for (i = 0; i < n; i++)
