@@ -19,7 +19,11 @@
  *                answer had, byte for byte (the stored answer), and the
  *                database still holds N orders afterwards;
  *   3. reads     GET /v1/orders/{id} for each id phase 1 returned; 200 each;
- *   4. stats     GET /v1/stats; 200 each.
+ *   4. stats     GET /v1/stats; 200 each;
+ *   5. scans     POST /v1/scan of the first N tickets' codes (made with the
+ *                box's ticket key, as the PDFs print them), each with a
+ *                nonce of its own: each admitted, a conditional update and
+ *                a row of the scan log in one FULL commit.
  *
  * An answer other than the one expected fails the command (with the request
  * and the answer named), and no figure is reported.  Each phase reports
@@ -40,6 +44,10 @@
  *   https_keepalive  TLS, C keep-alive sessions: the cost of the records
  *   https_handshake  TLS, a new connection and a full handshake (no session
  *                    resumption) for every request: handshakes/s
+ *
+ * Then the door's scans, side by side over plain HTTP and HTTPS keep-alive,
+ * interleaved, BA_TLS_ROUNDS rounds of N: the same tickets again, so each
+ * answers already_scanned, still a FULL commit of its log row.
  *
  * The client is cert.h's (mbedTLS, TLS 1.2, the server's certificate
  * verified against the throwaway CA for "localhost"); each figure is the
@@ -71,6 +79,7 @@
 #include "bench_http.h"
 #include "cert.h"
 #include "clock.h"
+#include "code.h"
 #include "db.h"
 #include "events.h"
 #include "progress.h"
@@ -85,9 +94,10 @@
  * and for the closed ones of a new-connection transport not yet reaped */
 #define BA_PER_CLIENT_MAX (8 * BA_CLIENTS_MAX)
 
-enum { BA_ORDERS, BA_REPLAYS, BA_READS, BA_STATS, BA_PHASES };
+enum { BA_ORDERS, BA_REPLAYS, BA_READS, BA_STATS, BA_SCANS, BA_PHASES };
 
-static const char *const ba_phase_name[BA_PHASES] = { "orders", "replays", "reads", "stats" };
+static const char *const ba_phase_name[BA_PHASES] = { "orders", "replays", "reads", "stats",
+						      "scans" };
 
 /* --tls: the reads phase over each transport */
 enum { BA_HTTP, BA_HTTP_NEW, BA_HTTPS, BA_HTTPS_NEW, BA_TRANSPORTS };
@@ -114,6 +124,8 @@ struct ba_run {
 	int phase;			/* BA_*: what the clients send now */
 	char **first;			/* [n] phase 1's answers, NUL-terminated */
 	char (*id)[ORDER_ID_MAX];	/* [n] the order ids phase 1 returned */
+	char (*code)[CODE_TEXT_MAX];	/* [n] ticket i + 1's code, for the scans */
+	int scan_round;			/* 0: the scans admit; then: already scanned */
 	int64_t *us;			/* [n] this phase's latencies */
 	atomic_llong done;		/* requests answered this phase (progress) */
 	pthread_mutex_t mu;
@@ -169,6 +181,13 @@ static size_t ba_request(const struct ba_run *run, int64_t i, char *buf, size_t 
 	if (run->phase == BA_STATS)
 		return (size_t)snprintf(buf, size, "GET /v1/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 					"Authorization: Bearer %s\r\n\r\n", run->token);
+	if (run->phase == BA_SCANS) {
+		n = snprintf(body, sizeof body, "{\"code\":\"%s\",\"nonce\":\"bench-%d-%lld\"}",
+			     run->code[i], run->scan_round, (long long)i);
+		return (size_t)snprintf(buf, size, "POST /v1/scan HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+					"Authorization: Bearer %s\r\nContent-Type: application/json"
+					"\r\nContent-Length: %d\r\n\r\n%s", run->token, n, body);
+	}
 	/* orders and replays: the same bytes for the same i, as a replay must be */
 	n = snprintf(body, sizeof body, "{\"event_id\":%lld,\"name\":\"Bench Buyer %lld\","
 		     "\"email\":\"buyer%lld@example.com\",\"seats\":%d}", (long long)run->event_id,
@@ -210,6 +229,11 @@ static int ba_check(struct ba_client *c, int64_t i, int status, const char *body
 		if (!strstr(body, run->id[i]))
 			return ba_fail(c, "reads: GET /v1/orders/%s answered %.200s", run->id[i],
 				       body);
+		break;
+	case BA_SCANS:
+		if (!strstr(body, run->scan_round ? "\"result\":\"already_scanned\""
+						  : "\"result\":\"admitted\""))
+			return ba_fail(c, "scans: ticket %lld answered %.200s", (long long)i + 1, body);
 		break;
 	default:
 		break;
@@ -340,6 +364,7 @@ struct ba_result {
 	long peak_rss_kb;
 	int tls;			/* --tls: the transports below were measured */
 	struct ba_phase tr[BA_TRANSPORTS];	/* medians of BA_TLS_ROUNDS rounds */
+	struct ba_phase scan_tr[2];		/* scans: http and https keep-alive */
 	char tls_version[16];		/* what the handshakes settled on */
 };
 
@@ -470,6 +495,19 @@ static enum sd_result ba_transports(struct ba_run *run, struct ba_client *cl, co
 		}
 	for (t = 0; t < BA_TRANSPORTS; t++)
 		ba_medians(rounds[t], run->n, &res->tr[t]);
+	/* the door's scans, keep-alive, plain and TLS interleaved */
+	for (round = 0; round < BA_TLS_ROUNDS; round++)
+		for (k = 0; k < 2; k++) {
+			t = k ? BA_HTTPS : BA_HTTP;
+			run->scan_round++;
+			bench_progress("round %d/%d: %s: %lld scans", round + 1, BA_TLS_ROUNDS,
+				       ba_transport_name[t], (long long)run->n);
+			ba_transport(cl, run->clients, t, run->port, serve_port(sv), tls);
+			if ((r = ba_phase_run(run, cl, BA_SCANS, &rounds[k][round])) != SD_OK)
+				goto out;
+		}
+	for (k = 0; k < 2; k++)
+		ba_medians(rounds[k], run->n, &res->scan_tr[k]);
 	res->tls = 1;
 out:
 	for (k = 0; k < run->clients; k++) {
@@ -481,7 +519,25 @@ out:
 	return r;
 }
 
-/* ba_go (bench_in_dir's fn): the box, its server, the four phases and,
+/* ba_codes: the codes of tickets 1..N, as their PDFs carry them (the box
+ * is new: its tickets are numbered from 1, N orders hold at least N) */
+static enum sd_result ba_codes(const char *path, struct ba_run *run)
+{
+	unsigned char key[CODE_KEY_LEN];
+	char kp[PATH_MAX];
+	enum sd_result r;
+	int64_t i;
+
+	if ((r = code_key_path(path, NULL, kp, sizeof kp)) != SD_OK ||
+	    (r = code_key_load(kp, key)) != SD_OK)
+		return r;
+	for (i = 0; i < run->n; i++)
+		code_make(key, i + 1, run->event_id, run->code[i]);
+	memset(key, 0, sizeof key);
+	return SD_OK;
+}
+
+/* ba_go (bench_in_dir's fn): the box, its server, the five phases and,
  * with --tls, the transports. */
 static enum sd_result ba_go(const char *dir, const char *path, void *arg)
 {
@@ -512,6 +568,7 @@ static enum sd_result ba_go(const char *dir, const char *path, void *arg)
 	}
 	if (!(run.first = calloc((size_t)n, sizeof *run.first)) ||
 	    !(run.id = calloc((size_t)n, sizeof *run.id)) ||
+	    !(run.code = calloc((size_t)n, sizeof *run.code)) ||
 	    !(run.us = calloc((size_t)n, sizeof *run.us))) {
 		r = err_set(SD_NOMEM, "out of memory");
 		goto out;
@@ -525,6 +582,8 @@ static enum sd_result ba_go(const char *dir, const char *path, void *arg)
 	run.port = serve_port(sv);
 	for (k = 0; k < clients; k++)
 		cl[k].conn.port = run.port;
+	if ((r = ba_codes(path, &run)) != SD_OK)
+		goto out;
 
 	for (phase = 0; phase < BA_PHASES; phase++) {
 		bench_progress("%s: %lld requests over %d keep-alive connection%s to 127.0.0.1:%d",
@@ -563,6 +622,7 @@ out:
 			free(run.first[i]);
 	free(run.first);
 	free(run.id);
+	free(run.code);
 	free(run.us);
 	pthread_cond_destroy(&run.cv);
 	pthread_mutex_destroy(&run.mu);
@@ -603,7 +663,14 @@ static void ba_print_tls(const struct ba_result *res, int json)
 			       res->tr[i].p90_ms, res->tr[i].p99_ms, res->tr[i].server_cpu_ms);
 		}
 		printf(",\"handshakes_per_s\":%.1f", n / res->tr[BA_HTTPS_NEW].wall_s);
-		printf("}");
+		printf(",\"scans\":{\"request\":\"POST /v1/scan\"");
+		for (i = 0; i < 2; i++)
+			printf(",\"%s\":{\"scans_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
+			       "\"server_cpu_ms_per_request\":%.3f}", ba_transport_name[i ? BA_HTTPS :
+												   BA_HTTP],
+			       n / res->scan_tr[i].wall_s, res->scan_tr[i].p50_ms, res->scan_tr[i].p99_ms,
+			       res->scan_tr[i].server_cpu_ms);
+		printf("}}");
 		return;
 	}
 	if (!res->tls)
@@ -617,6 +684,12 @@ static void ba_print_tls(const struct ba_result *res, int json)
 		printf("  %-26s %10.1f %8.3f %8.3f %8.3f %8.3f%s\n", what[i], n / res->tr[i].wall_s,
 		       res->tr[i].p50_ms, res->tr[i].p90_ms, res->tr[i].p99_ms,
 		       res->tr[i].server_cpu_ms, i == BA_HTTPS_NEW ? "  (= full handshakes/s)" : "");
+	printf("  door scans  POST /v1/scan (already scanned: a log row, a FULL commit each), "
+	       "keep-alive\n");
+	for (i = 0; i < 2; i++)
+		printf("  %-26s %10.1f %8.3f %8s %8.3f %8.3f\n", i ? "https keep-alive" :
+		       "http  keep-alive", n / res->scan_tr[i].wall_s, res->scan_tr[i].p50_ms, "",
+		       res->scan_tr[i].p99_ms, res->scan_tr[i].server_cpu_ms);
 	printf("  TLS         %s, ECDHE with an ECDSA P-256 certificate, verified; a full handshake "
 	       "each\n              time (no resumption); the client (mbedTLS) shares the cores "
 	       "with the server,\n              whose own cost is the CPU column\n",
@@ -630,6 +703,7 @@ static void ba_print(const struct ba_result *res, int json)
 		"POST /v1/orders again: the stored answer, nothing written",
 		"GET /v1/orders/{id}",
 		"GET /v1/stats",
+		"POST /v1/scan: admitted, its log row, one FULL commit",
 	};
 	double n = (double)res->requests;
 	int i;

@@ -78,7 +78,7 @@ static void the_folder(const struct tu_env *e, char *path, size_t size)
  * counts are exact and whose figures are ordered; the folder is gone. */
 static void test_json_run(void **state)
 {
-	static const char *const phases[] = { "orders", "replays", "reads", "stats" };
+	static const char *const phases[] = { "orders", "replays", "reads", "stats", "scans" };
 	struct tu_env *e = *state;
 	json_error_t je;
 	json_t *j, *ph;
@@ -158,6 +158,7 @@ static void test_keep_and_report(void **state)
 	assert_non_null(strstr(out, "\n  replays "));
 	assert_non_null(strstr(out, "\n  reads "));
 	assert_non_null(strstr(out, "\n  stats "));
+	assert_non_null(strstr(out, "\n  scans "));
 	assert_non_null(strstr(out, "7 in the database (13 seats); 7 of 7 replays answered"));
 }
 

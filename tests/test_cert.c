@@ -886,6 +886,8 @@ static void test_bench_api_tls(void **state)
 		"\"http_keepalive\":{\"requests_per_s\":", "\"http_new_conn\":{\"requests_per_s\":",
 		"\"https_keepalive\":{\"requests_per_s\":", "\"https_handshake\":{\"requests_per_s\":",
 		"\"connections\":2,", "\"handshakes_per_s\":", "\"server_cpu_ms_per_request\":",
+		"\"scans\":{\"request\":\"POST /v1/scan\",\"http_keepalive\":{\"scans_per_s\":",
+		"\"https_keepalive\":{\"scans_per_s\":",
 	};
 	const char *p;
 	size_t i;
