@@ -373,11 +373,28 @@ static void test_door_with_a_fake_camera(void **state)
 	assert_int_equal(tu_reap(run, 60000, "run"), 0);
 }
 
+/* The QR decoder the door page embeds (src/door/vendor/jsQR.js) is, byte
+ * for byte, the one src/door/package-lock.json pins: tools/check_vendor.sh
+ * fetches that package with npm ci and compares. */
+static void test_qr_decoder_is_the_pinned_one(void **state)
+{
+	const struct tu_env *e = *state;
+	const char *argv[] = { "sh", "tools/check_vendor.sh", NULL };
+	char log[512];
+
+	snprintf(log, sizeof log, "%s/check_vendor.log", e->dir);
+	if (tu_exec(argv, log, log, 300000) != 0) {
+		char *text = text_of(log);
+		tu_fail_free(text, NULL, "tools/check_vendor.sh failed:\n%s", text);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_dashboard_in_a_browser, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_door_with_a_fake_camera, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_qr_decoder_is_the_pinned_one, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
