@@ -34,8 +34,11 @@ static const struct {
 	{ "jobs", cli_jobs, "look at and repair jobs: jobs stats|ls|dead|retry ID|purge --dead|prune" },
 	{ "event", cli_event, "add an event: event add --name N --venue V --starts-at ISO8601 --capacity N" },
 	{ "order", cli_order, "sell tickets: order add --event ID --name N --email A --seats N;\n"
-			   "           order show ID [--json]; order pdf ID --out FILE" },
-	{ "scan", cli_scan, "admit a ticket at the door: scan CODE" },
+			   "           order show ID [--json]; order find TEXT; order pdf ID --out FILE;\n"
+			   "           order resend ID; order set-email ID ADDRESS;\n"
+			   "           order cancel ID [--reason TEXT]" },
+	{ "scan", cli_scan, "admit a ticket at the door: scan CODE (exit 0 admitted, 3 already\n"
+			   "           scanned, 4 invalid, 5 cancelled)" },
 	{ "token", cli_token, "the API's tokens with roles: token add --role ROLE --name NAME\n"
 			   "           [--event ID] [--expires-in 12h] [--qr]; token ls [--all] [--json];\n"
 			   "           token revoke NAME" },
