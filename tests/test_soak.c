@@ -4,12 +4,21 @@
  * The verifier is tested on a database the demo made (20 orders, maildir
  * transport): it passes a clean one and names what is broken when the
  * test breaks it (a second message, a miscounted sale, a bad PDF, a job
- * left in the stream).
+ * left in the stream).  Then on the demo after the box office changed it
+ * (`order resend`, `set-email` and a resend, `cancel` twice, an order that
+ * buys the seats given back; the jobs run by `relay --drain` and `worker
+ * --drain`) with a log of those changes as the soak writes one: it passes,
+ * and it catches a resend delivered twice, a resend never made, a resend
+ * that went to the old address, a cancellation counted back twice, and a
+ * resend the log says was made that the box does not hold.
  *
  * The short soak (200 orders, 20 worker kills, 4 workers, `make soak` runs
  * 2000 and 100) runs the real appliance through build/chaos and reads the
- * figures it prints: every kind of attack happened, nothing was delivered
- * twice, nothing was lost, and the harness's own verdict is ok.
+ * figures it prints: every kind of attack happened, the box office resent,
+ * re-addressed and cancelled orders by both doors while it did, the small
+ * event sold out and sold its given-back seats again, one email per intent
+ * (tickets, each resend, each cancellation), none delivered twice, none to
+ * an old address, nothing lost, and the harness's own verdict is ok.
  *
  * The short power-cut soak (150 orders, 12 cuts, half of them torn; `make
  * powercut` runs 3000 and 200) runs the box on tools/powercut and cuts its
@@ -134,8 +143,12 @@ struct demo {
 	struct tu_env *env;
 	char db[400];
 	char maildir[400];
-	char out[8192];
-	char err[8192];
+	char actions[400];	/* demo_changes: the log of its changes */
+	char ids[4][16];	/* demo_changes: orders 1 to 3, and the one that bought
+				 * order 3's seats again */
+	long seats3;		/* order 3's seats */
+	char out[16384];
+	char err[16384];
 };
 
 static int demo_setup(void **state)
@@ -169,6 +182,15 @@ static int verify(struct demo *d)
 {
 	const char *args[] = { "--verify-only", "--db", d->db, "--maildir", d->maildir,
 			       "--orders", "20", NULL };
+
+	return chaos(d->env, args, d->out, sizeof d->out, d->err, sizeof d->err);
+}
+
+/* the verifier with the log of the changes (demo_changes) */
+static int verify_changes(struct demo *d)
+{
+	const char *args[] = { "--verify-only", "--db", d->db, "--maildir", d->maildir,
+			       "--orders", "21", "--actions", d->actions, NULL };
 
 	return chaos(d->env, args, d->out, sizeof d->out, d->err, sizeof d->err);
 }
@@ -293,18 +315,294 @@ static void test_verify_job_left(void **state)
 	assert_non_null(strstr(d->err, "broken: stream: 1 entries left"));
 }
 
+/* ---- the verifier on the demo after the box office changed it ----------- */
+
+/* `stagedoor ARGS` in the test's directory with --db; exit 0 wanted, its
+ * stdout (first line) into out when out is not NULL */
+static void demo_cli(struct demo *d, char *out, size_t size, const char *args)
+{
+	char cmd[PATH_MAX + 2400], bin[PATH_MAX], path[600];
+	unsigned char *text;
+	size_t n;
+
+	assert_non_null(realpath(tu_bin(), bin));
+	snprintf(path, sizeof path, "%s/cli.out", d->env->dir);
+	snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s --db '%s' >'%s' 2>>cli.err", d->env->dir,
+		 bin, args, d->db, path);
+	if (system(cmd) != 0)
+		fail_msg("stagedoor %s failed (see %s/cli.err)", args, d->env->dir);
+	if (out) {
+		text = tu_slurp(path, &n);
+		snprintf(out, size, "%.*s", (int)strcspn((char *)text, "\n"), (char *)text);
+		free(text);
+	}
+}
+
+static int log_order_row(void *arg, int ncols, char **vals, char **names)
+{
+	FILE *f = arg;
+
+	(void)ncols;
+	(void)names;
+	fprintf(f, "placed idx=%ld order=%s event=%s seats=%s email=%s via=cli t0=0 t1=0\n",
+		atol(vals[0]) - 1, vals[1], vals[2], vals[3], vals[4]);
+	return 0;
+}
+
+/*
+ * The box office at work on the demo, as the soak would log it: order 1
+ * resent, order 2 given a new address and resent, order 3 cancelled twice,
+ * a new order that buys order 3's seats again; then the relay and a worker
+ * drain the jobs into the demo's maildir.
+ */
+static void demo_changes(struct demo *d)
+{
+	char line[600], sqlt[200];
+	sqlite3 *db;
+	FILE *f;
+	int i;
+
+	snprintf(d->actions, sizeof d->actions, "%s/actions.log", d->env->dir);
+	assert_non_null(f = fopen(d->actions, "w"));
+	assert_int_equal(sqlite3_open(d->db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "SELECT id, public_id, event_id, seats, buyer_email FROM "
+				      "orders ORDER BY id", log_order_row, f, NULL), SQLITE_OK);
+	for (i = 0; i < 3; i++) {
+		sqlite3_stmt *st;
+
+		snprintf(sqlt, sizeof sqlt, "SELECT public_id, seats FROM orders WHERE id = %d", i + 1);
+		assert_int_equal(sqlite3_prepare_v2(db, sqlt, -1, &st, NULL), SQLITE_OK);
+		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+		snprintf(d->ids[i], sizeof d->ids[i], "%s", (const char *)sqlite3_column_text(st, 0));
+		if (i == 2)
+			d->seats3 = sqlite3_column_int(st, 1);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+
+	snprintf(line, sizeof line, "order resend %s", d->ids[0]);
+	demo_cli(d, NULL, 0, line);
+	fprintf(f, "resend order=%s via=cli n=1 key=- t0=1 t1=2\n", d->ids[0]);
+	snprintf(line, sizeof line, "order set-email %s new2@example.org", d->ids[1]);
+	demo_cli(d, NULL, 0, line);
+	fprintf(f, "email order=%s via=cli to=new2@example.org t0=3 t1=4\n", d->ids[1]);
+	snprintf(line, sizeof line, "order resend %s", d->ids[1]);
+	demo_cli(d, NULL, 0, line);
+	fprintf(f, "resend order=%s via=cli n=1 key=- t0=5 t1=6\n", d->ids[1]);
+	snprintf(line, sizeof line, "order cancel %s", d->ids[2]);
+	demo_cli(d, NULL, 0, line);
+	fprintf(f, "cancel order=%s via=cli already=0 seats=%ld again=0 t0=7 t1=8\n", d->ids[2],
+		d->seats3);
+	demo_cli(d, NULL, 0, line);
+	fprintf(f, "cancel order=%s via=cli already=1 seats=0 again=1 t0=9 t1=10\n", d->ids[2]);
+	demo_cli(d, d->ids[3], sizeof d->ids[3], "order add --event 1 --name Resale --email "
+		 "resale@example.org --seats 2");
+	fprintf(f, "placed idx=20 order=%s event=1 seats=2 email=resale@example.org via=cli "
+		"t0=11 t1=12\n", d->ids[3]);
+	assert_int_equal(fclose(f), 0);
+
+	/* twice: the new order's render queues its send through the outbox */
+	snprintf(line, sizeof line, "worker --drain --mail-url maildir:%s", d->maildir);
+	for (i = 0; i < 2; i++) {
+		demo_cli(d, NULL, 0, "relay --drain");
+		demo_cli(d, NULL, 0, line);
+	}
+}
+
+static void test_verify_changes_clean(void **state)
+{
+	struct demo *d = *state;
+
+	demo_changes(d);
+	if (verify_changes(d) != 0)
+		fail_msg("the changed demo did not verify:\n%s%s", d->out, d->err);
+	assert_int_equal(figure(d->out, "orders"), 21);
+	assert_int_equal(figure(d->out, "intents.tickets"), 21);
+	assert_int_equal(figure(d->out, "intents.resend"), 2);
+	assert_int_equal(figure(d->out, "messages.resend"), 2);
+	assert_int_equal(figure(d->out, "intents.cancel"), 1);
+	assert_int_equal(figure(d->out, "messages.cancel"), 1);
+	assert_int_equal(figure(d->out, "messages"), 21 + 2 + 1);
+	assert_int_equal(figure(d->out, "orders_cancelled"), 1);
+	assert_int_equal(figure(d->out, "tickets_cancelled"), d->seats3);
+	assert_int_equal(figure(d->out, "seats_resold"), d->seats3 < 2 ? d->seats3 : 2);
+	assert_int_equal(figure(d->out, "changes.resend_cli"), 2);
+	assert_int_equal(figure(d->out, "changes.readdress_cli"), 1);
+	assert_int_equal(figure(d->out, "changes.resent_after_readdress"), 1);
+	assert_int_equal(figure(d->out, "changes.cancel_cli"), 1);
+	assert_int_equal(figure(d->out, "changes.cancel_again"), 1);
+	assert_int_equal(figure(d->out, "duplicates_delivered"), 0);
+	assert_int_equal(figure(d->out, "messages_to_wrong_address"), 0);
+	assert_int_equal(figure(d->out, "lost"), 0);
+	assert_non_null(strstr(d->out, "\nresult ok\n"));
+}
+
+/* the box sent order 1's resend twice */
+static void test_verify_resend_delivered_twice(void **state)
+{
+	struct demo *d = *state;
+	char cmd[1200];
+
+	demo_changes(d);
+	snprintf(cmd, sizeof cmd, "cp '%s/new/tickets-1-r1.eml' '%s/cur/again.eml'", d->maildir,
+		 d->maildir);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(verify_changes(d), 1);
+	assert_int_equal(figure(d->out, "duplicates.resend"), 1);
+	assert_int_equal(figure(d->out, "duplicates_delivered"), 1);
+	assert_non_null(strstr(d->err, "broken: messages: order 1 ("));
+	assert_non_null(strstr(d->err, "has 2 messages for tickets-1-r1"));
+}
+
+/* a message for a resend nobody asked for: order 1's second */
+static void test_verify_resend_never_made(void **state)
+{
+	struct demo *d = *state;
+	char cmd[1200];
+
+	demo_changes(d);
+	snprintf(cmd, sizeof cmd, "sed 's/<tickets-1-r1@/<tickets-1-r2@/' '%s/new/tickets-1-r1.eml' "
+		 ">'%s/new/tickets-1-r2.eml'", d->maildir, d->maildir);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(verify_changes(d), 1);
+	assert_int_equal(figure(d->out, "messages_for_unmade_intents"), 1);
+	assert_non_null(strstr(d->err, "broken: messages: order 1 ("));
+	assert_non_null(strstr(d->err, "tickets-1-r2, an intent never made"));
+}
+
+/* order 2's resend, asked after its new address, went to the old one */
+static void test_verify_resend_to_old_address(void **state)
+{
+	struct demo *d = *state;
+	char cmd[1200], old[200] = "";
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	demo_changes(d);
+	assert_int_equal(sqlite3_open(d->db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT detail FROM order_changes WHERE order_id = 2 "
+					    "AND kind = 'email'", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	snprintf(old, sizeof old, "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	snprintf(cmd, sizeof cmd, "sed -i 's/<new2@example.org>/<%s>/' '%s/new/tickets-2-r1.eml'",
+		 old, d->maildir);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(verify_changes(d), 1);
+	assert_int_equal(figure(d->out, "messages_to_wrong_address"), 1);
+	assert_non_null(strstr(d->err, "broken: address: tickets-2-r1 (order "));
+	assert_non_null(strstr(d->err, "an old address: it was asked after the address became "
+			       "new2@example.org"));
+}
+
+/* the cancellation of order 3 counted back twice */
+static void test_verify_cancel_counted_twice(void **state)
+{
+	struct demo *d = *state;
+	char text[200];
+
+	demo_changes(d);
+	snprintf(text, sizeof text, "UPDATE sales_counters SET orders = orders - 1, "
+		 "seats_sold = seats_sold - %ld WHERE event_id = 1", d->seats3);
+	sql(d, text);
+	assert_int_equal(verify_changes(d), 1);
+	assert_non_null(strstr(d->err, "broken: counters: event 1 counts"));
+}
+
+/* the soak was told of a resend of order 4 that the box does not hold */
+static void test_verify_resend_acknowledged_not_made(void **state)
+{
+	struct demo *d = *state;
+	char pub[16] = "";
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	FILE *f;
+
+	demo_changes(d);
+	assert_int_equal(sqlite3_open(d->db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT public_id FROM orders WHERE id = 4", -1,
+					    &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	snprintf(pub, sizeof pub, "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	assert_non_null(f = fopen(d->actions, "a"));
+	fprintf(f, "resend order=%s via=api n=1 key=k1 t0=13 t1=14\n", pub);
+	fclose(f);
+	assert_int_equal(verify_changes(d), 1);
+	assert_non_null(strstr(d->err, "broken: changes: order "));
+	assert_non_null(strstr(d->err, "the soak was told of resend r1, the order has made 0"));
+}
+
 /* ---- the soaks ----------------------------------------------------------- */
 
-/* The verdict of a soak that held: n orders, each with its PDF and one
- * message, none lost, none delivered twice. */
+/* The verdict of a soak that held: n orders, each standing one with its PDF;
+ * one message per intent (its tickets, each resend, each cancellation),
+ * but for those a cancellation overtook; none lost, none delivered twice,
+ * none for an intent never made, none to an old address. */
 static void assert_verdict_clean(const char *out, long n)
 {
+	static const char *const kinds[] = { "tickets", "resend", "cancel", NULL };
+	long cancelled = figure(out, "orders_cancelled");
+	char name[64];
+	int i;
+
 	assert_int_equal(figure(out, "orders"), n);
-	assert_int_equal(figure(out, "pdfs_checked"), n);
-	assert_int_equal(figure(out, "messages"), n);
+	assert_true(figure(out, "pdfs_checked") >= n - cancelled);
+	assert_true(figure(out, "pdfs_checked") <= n);
+	for (i = 0; kinds[i]; i++) {
+		snprintf(name, sizeof name, "duplicates.%s", kinds[i]);
+		assert_int_equal(figure(out, name), 0);
+		snprintf(name, sizeof name, "lost.%s", kinds[i]);
+		assert_int_equal(figure(out, name), 0);
+	}
+	assert_int_equal(figure(out, "intents.tickets"), n);
+	assert_int_equal(figure(out, "messages.tickets") + figure(out, "messages.resend") +
+			 figure(out, "intents_not_owed_after_cancel"),
+			 figure(out, "intents.tickets") + figure(out, "intents.resend"));
+	assert_int_equal(figure(out, "messages.cancel"), cancelled);
+	assert_int_equal(figure(out, "intents.cancel"), cancelled);
+	assert_int_equal(figure(out, "messages"), figure(out, "messages.tickets") +
+			 figure(out, "messages.resend") + figure(out, "messages.cancel"));
+	assert_int_equal(figure(out, "messages_for_unmade_intents"), 0);
+	assert_int_equal(figure(out, "messages_to_wrong_address"), 0);
 	assert_int_equal(figure(out, "duplicates_delivered"), 0);
 	assert_int_equal(figure(out, "lost"), 0);
 	assert_non_null(strstr(out, "\nresult ok\n"));
+}
+
+/* A kill soak's changes (its default shares: 10% resent, 5% re-addressed,
+ * 5% cancelled; the doors take turns): each made by both doors, API resends
+ * sent twice with one key without a second resend, resends after a new
+ * address (their messages went to it: assert_verdict_clean), cancellations
+ * (every third twice) whose seats were sold again, and the small event
+ * sold out. */
+static void assert_changes_made(const char *out, long n)
+{
+	long resends = n / 10, readdresses = n / 20, cancels = n / 20;
+
+	assert_int_equal(figure(out, "changes_planned"), resends + readdresses + cancels);
+	assert_int_equal(figure(out, "changes_dropped"), 0);
+	assert_true(figure(out, "changes.resend_cli") > 0);
+	assert_true(figure(out, "changes.resend_api") > 0);
+	assert_int_equal(figure(out, "changes.resend_cli") + figure(out, "changes.resend_api"),
+			 resends + readdresses);
+	assert_true(figure(out, "changes.resend_api_same_key_again") > 0);
+	assert_int_equal(figure(out, "changes.readdress_cli"), (readdresses + 1) / 2);
+	assert_int_equal(figure(out, "changes.readdress_api"), readdresses / 2);
+	assert_true(figure(out, "changes.resent_after_readdress") >= readdresses);
+	assert_int_equal(figure(out, "changes.cancel_cli"), (cancels + 1) / 2);
+	assert_int_equal(figure(out, "changes.cancel_api"), cancels / 2);
+	assert_int_equal(figure(out, "changes.cancel_again"), (cancels + 2) / 3);
+	assert_int_equal(figure(out, "orders_cancelled"), cancels);
+	assert_true(figure(out, "intents.resend") >= resends + readdresses);
+	assert_true(figure(out, "messages.resend") > 0);
+	assert_true(figure(out, "log.sold_out_refusals") > 0);
+	assert_int_equal(figure(out, "log.orders_placed"), n);
+	assert_true(figure(out, "seats_resold") > 0);
+	assert_int_equal(figure(out, "tickets_live"),
+			 figure(out, "log.seats_sold") - figure(out, "log.seats_cancelled"));
 }
 
 static void test_short_soak(void **state)
@@ -345,13 +643,22 @@ static void test_short_soak(void **state)
 				 figure(out, name));
 	}
 	assert_true(figure(out, "metrics.handler_runs") >= 3 * 200);	/* 3 jobs per order */
+	assert_changes_made(out, 200);
 	assert_verdict_clean(out, 200);
+	print_message("    one email per intent: tickets %ld of %ld orders, resends %ld of %ld, "
+		      "cancellations %ld of %ld; %ld seats sold again\n",
+		      figure(out, "messages.tickets"), figure(out, "intents.tickets"),
+		      figure(out, "messages.resend"), figure(out, "intents.resend"),
+		      figure(out, "messages.cancel"), figure(out, "intents.cancel"),
+		      figure(out, "seats_resold"));
 }
 
 /*
  * Two boxes on one PostgreSQL database (the suite's schema): workers of
- * both killed, each whole box killed once, and the verdict read from
- * PostgreSQL itself: every order, its PDF and one email, counters exact.
+ * both killed, each whole box killed once, orders resent, re-addressed and
+ * cancelled through either box's API and the CLI meanwhile, and the verdict
+ * read from PostgreSQL itself: every order, its PDF and one email per
+ * intent, counters exact, given-back seats sold again once.
  */
 static void test_two_box_soak_on_postgresql(void **state)
 {
@@ -370,6 +677,7 @@ static void test_two_box_soak_on_postgresql(void **state)
 	assert_true(figure(out, "failpoint.after_work_before_ack") > 0);
 	assert_true(figure(out, "reclaimed_jobs") > 0);
 	assert_true(figure(out, "metrics.handler_runs") > 0);
+	assert_changes_made(out, 200);
 	assert_verdict_clean(out, 200);
 }
 
@@ -414,8 +722,8 @@ static int pair_teardown(void **state)
  * here: pg_basebackup, synchronous_standby_names); once half the orders are
  * acknowledged the primary is killed and the standby promoted.  The boxes
  * reach the new primary by themselves (two hosts in the URI,
- * target_session_attrs=read-write) and drain: every acknowledged order is
- * there, none is lost, no email went twice.
+ * target_session_attrs=read-write) and drain: every acknowledged order and
+ * change is there, none is lost, no email went twice.
  */
 static void test_standby_takes_over_during_a_soak(void **state)
 {
@@ -455,6 +763,7 @@ static void test_standby_takes_over_during_a_soak(void **state)
 	assert_true(figure(out, "orders_acknowledged_before_failover") >= 120);
 	assert_true(figure(out, "failover_downtime_ms") > 0);
 	assert_int_equal(figure(out, "boxes"), 2);
+	assert_changes_made(out, 240);
 	assert_verdict_clean(out, 240);
 }
 
@@ -563,6 +872,17 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_verify_counter_off, demo_setup, demo_teardown),
 		cmocka_unit_test_setup_teardown(test_verify_bad_pdf, demo_setup, demo_teardown),
 		cmocka_unit_test_setup_teardown(test_verify_job_left, demo_setup, demo_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_changes_clean, demo_setup, demo_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_resend_delivered_twice, demo_setup,
+						demo_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_resend_never_made, demo_setup,
+						demo_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_resend_to_old_address, demo_setup,
+						demo_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_cancel_counted_twice, demo_setup,
+						demo_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_resend_acknowledged_not_made, demo_setup,
+						demo_teardown),
 		cmocka_unit_test_setup_teardown(test_short_soak, tu_setup_real_nodb, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_short_power_cut_soak, tu_setup_real_nodb,
 						tu_teardown),

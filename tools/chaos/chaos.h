@@ -2,6 +2,7 @@
  * chaos.h: what the crash soak's three files share.
  *
  *   chaos.c   options, set-up, the kill attack, drain, the figures
+ *   changes.c the kill attack's changes to orders: resend, new address, cancel
  *   cuts.c    the power-cut attack (--power-cuts): the box on tools/powercut
  *   procs.c   child processes: spawn, wait, the appliance's process tree
  *   verify.c  the independent verdict, from the database and the provider
@@ -26,6 +27,7 @@
 #define CHAOS_CUTS_MOUNT "box"	/* ... and <dir>/box, its mount, the box's folder */
 #define CHAOS_CUTS_BACKUPS "backups"	/* --backups: <dir>/box/backups */
 #define CHAOS_ORDER_TRIES 30	/* one order, refused (busy) this often: give up */
+#define CHAOS_ACTIONS_LOG "actions.log"	/* the kill soak's own record, in its folder */
 
 /* ---- chaos.c: the options and the run's state ------------------------------ */
 
@@ -50,12 +52,17 @@ struct chaos_opts {
 	const char *pg;			/* --pg URI: the boxes' PostgreSQL database */
 	long boxes;			/* --boxes N: `run`s sharing it (1 or 2) */
 	const char *failover;		/* --failover CMD: run at half the orders */
+	long resend_pct;		/* --resend-pct: orders resent (kill soak) */
+	long readdress_pct;		/* --readdress-pct: given a new address, then resent */
+	long cancel_pct;		/* --cancel-pct: cancelled; a small event sells out */
+	int changes_given;		/* one of the three was given */
 	const char *sets[32];		/* --set KEY=VALUE: more config lines */
 	int n_sets;
 	/* --verify-only */
 	int verify_only;
 	int orders_given;		/* --verify-only checks the number only then */
 	const char *db, *maildir, *counts;
+	const char *actions;		/* --actions FILE: the soak's log to judge by */
 };
 
 struct chaos_state {
@@ -63,6 +70,8 @@ struct chaos_state {
 	char db[CHAOS_PATH_MAX + 32], conf[CHAOS_PATH_MAX + 32], run_log[CHAOS_PATH_MAX + 32];
 	char maildir[CHAOS_PATH_MAX + 32], counts[CHAOS_PATH_MAX + 32];
 	char certs[CHAOS_PATH_MAX + 32], orders_log[CHAOS_PATH_MAX + 32];
+	char actions_log[CHAOS_PATH_MAX + 32];	/* what the kill soak did, and when */
+	long run_log_from, run_log_b_from;	/* each log's size at its box's last start */
 	int made_dir;			/* ours to remove */
 	pid_t run;			/* `stagedoor run`, 0 when not running */
 	pid_t run_b;			/* --boxes 2: the second box's run */
@@ -72,10 +81,14 @@ struct chaos_state {
 	pid_t orphans[CHAOS_MAX_PIDS];	/* descendants of a killed run, to reap */
 	int n_orphans;
 	long event_ids[CHAOS_EVENTS];
+	long small_event;		/* --cancel-pct: the event that sells out, 0: none */
+	long small_capacity;
+	int small_full;			/* an order found it sold out */
 	int64_t t0;
 
 	/* figures */
 	long placed, order_retries;
+	long sold_out_moved;		/* orders the small event refused, placed elsewhere */
 	long kills, stops, app_kills, run_exits, restart_refusals;
 	long failover_ms;		/* --failover: the command's own time */
 	long failover_downtime_ms;	/* from its start to the next order accepted */
@@ -109,16 +122,49 @@ void orphans_reap(void);
  * log at or after byte offset from, 0 when there is none yet. */
 int http_port_since(long from);
 
+/* box_http_port: the API's port of box b (0: A, 1: B) since its last start,
+ * 0 while it has none yet.  box_token_path: its api.token. */
+int box_http_port(int b);
+void box_token_path(int b, char *buf, size_t size);
+
 /* order_fields: order idx's event, buyer and seats, a function of the seed and
- * idx, so that a retry (same idempotency key) sends the very same order. */
+ * idx, so that a retry (same idempotency key) sends the very same order.
+ * order_fields_moved: the same order placed elsewhere after the small event
+ * refused it (sold out): a big event and a key of its own. */
 struct order_fields {
 	char event[32], name[64], email[96], seats[8], key[96];
 };
 void order_fields(long idx, struct order_fields *f);
+void order_fields_moved(long idx, int moved, struct order_fields *f);
 
 /* place_cli: `stagedoor order add` for order idx, its stderr to the orders
  * log; the pid, or -1. */
 pid_t place_cli(long idx);
+
+/* ---- changes.c: orders that change while the kill soak runs ------------ */
+
+/* The log (soak.actions_log): one line per thing done and acknowledged,
+ * "VERB key=value ... t0=MS t1=MS" (ms since the soak started: asked,
+ * answered).  VERBs: placed (idx order event seats email via), soldout
+ * (idx event), resend (order via n key), replay (order via n first key),
+ * resend-unknown (order via rc: an attempt whose outcome is not known),
+ * email (order via to), cancel (order via already seats again).  One order
+ * has one action at a time, so its lines are in the order of its changes. */
+void actions_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* changes_init: the plan (opt.*_pct of the orders, spread over the orders'
+ * progress).  changes_placed: order idx acknowledged (logged; a target from
+ * then on).  changes_step: reap finished changes and start due ones; -1 when
+ * the box refused one it must not have.  changes_pending: changes planned or
+ * running.  changes_cleanup: stop what runs.  changes_print_figures: the
+ * attack's own figures. */
+int changes_init(void);
+void changes_placed(long idx, const char *public_id, const struct order_fields *f,
+		    int64_t t0);
+int changes_step(void);
+int changes_pending(void);
+void changes_cleanup(void);
+void changes_print_figures(void);
 
 /* ---- cuts.c ------------------------------------------------------------------ */
 
@@ -212,11 +258,15 @@ int vdb_blob_to_file(struct vdb *d, const char *key, const char *path, char *err
 
 /* ---- verify.c ---------------------------------------------------------- */
 
+/* The intents a message can carry (its Message-ID's left part). */
+enum intent { INTENT_TICKETS, INTENT_RESEND, INTENT_CANCEL, INTENT_KINDS };
+
 struct verdict {
 	/* inputs */
 	const char *db_path;		/* the appliance's database */
 	const char *maildir;		/* the provider's maildir (holds new/) */
 	const char *counts_path;	/* the provider's counts.json, or NULL */
+	const char *actions_path;	/* the soak's log (actions.log), or NULL */
 	long expect_orders;		/* -1: do not check the number */
 
 	/* figures */
@@ -233,6 +283,23 @@ struct verdict {
 	long provider_failed_500;
 	long provider_dropped;
 	long stream_left, dead, outbox_unpublished;
+
+	/* per intent: made (in the database), messages, beyond one, missing */
+	long intents[INTENT_KINDS], msgs[INTENT_KINDS], dups[INTENT_KINDS];
+	long missing[INTENT_KINDS];
+	long unmade;			/* messages for an intent never made */
+	long wrong_address;		/* messages to an address the intent forbids */
+	long orders_cancelled, tickets_cancelled, live_tickets, seats_resold;
+	long cancelled_mailed;		/* cancelled orders whose tickets email went */
+	long excused;			/* intents made, then cancelled before they went */
+	/* from the soak's log */
+	int logged;			/* the log was read */
+	long placed_logged, sold_out_logged;
+	long resend_cli, resend_api, resend_same_key, resend_unknown;
+	long resends_unacknowledged;	/* resends in the database beyond the acknowledged */
+	long readdress_cli, readdress_api, resent_after_readdress;
+	long cancel_cli, cancel_api, cancel_again;
+	long seats_sold_logged, seats_cancelled_logged;
 
 	/* the first broken check, "" when every one holds */
 	char broken[512];

@@ -3,25 +3,53 @@
  *
  * It opens the database read-only with its own SQLite or libpq (vdb.c),
  * PostgreSQL's answers come from the server itself; it reads the provider's
- * maildir and counts file, and runs qpdf on every stored PDF.  Nothing here
- * calls stagedoor or trusts a counter the appliance keeps about itself: the
- * sales counters are checked against the orders they should add up, and
- * "one email per order" is counted from the messages the provider stored.
+ * maildir and counts file, the soak's own log of what it did (actions.log,
+ * when given), and runs qpdf on every stored PDF.  Nothing here calls
+ * stagedoor or trusts a counter the appliance keeps about itself: the sales
+ * counters are checked against the orders they should add up, and "one
+ * email per intent" is counted from the messages the provider stored.
+ *
+ * An intent is one email an order owes: its tickets (Message-ID
+ * <tickets-ORDER@...>), its nth resend (<tickets-ORDER-rN@...>, N up to
+ * orders.resends) and its cancellation (<cancel-ORDER@...>).  A standing
+ * order owes its tickets and every resend; a cancelled one its cancellation,
+ * and whatever it was marked sent before (email_sends.sent_at): the rest
+ * may have gone or not.
  *
  * The checks, in the order the first broken one is named:
  *   integrity     PRAGMA integrity_check says ok (SQLite)
  *   orders        as many orders as were placed (when known)
- *   pdfs          every ticket has a pdf_key; one key per order; the file is
- *                 under <db dir>/blobs (PostgreSQL: in the blobs table) and
- *                 qpdf --check accepts it
- *   messages      exactly one stored message per order (Message-ID
- *                 <tickets-ORDER@...>), none for a stranger; the provider's
- *                 own count per key agrees (1) and its total matches the files
- *   counters      each event's sales_counters row = its orders' count and seats
+ *   pdfs          every ticket of a standing order has a pdf_key (a
+ *                 cancelled order has all or none); one key per order; the
+ *                 file is under <db dir>/blobs (PostgreSQL: in the blobs
+ *                 table) and qpdf --check accepts it
+ *   messages      at most one message per intent, none for an intent never
+ *                 made (a resend past orders.resends, a cancellation of a
+ *                 standing order) or for no order of ours; the provider's
+ *                 own count per key agrees with the files, and its total
+ *   counters      each event's sales_counters row = its live (not
+ *                 cancelled) orders' count and seats
+ *   tickets       a standing order's tickets all live, a cancelled one's all
+ *                 cancelled and none admitted; live tickets = live seats per
+ *                 event, their seat numbers distinct and within 1..capacity;
+ *                 one count job per order, one cancel job per cancellation
+ *   address       every message goes to an address its order has had; with
+ *                 the log, a resend or cancellation asked after a change of
+ *                 address goes to the new one (the log's order is the
+ *                 soak's own: one change at a time per order)
+ *   changes       (the log) every acknowledged order is there as placed;
+ *                 every acknowledged resend is one of the order's (and the
+ *                 order has no more than the soak asked for); an order is
+ *                 cancelled exactly when the soak cancelled it; its address is
+ *                 the last one set; the live tickets of each event are the
+ *                 seats the soak sold minus those it cancelled, and an event
+ *                 sold past its capacity sold the difference again
  *   stream        no entry left in the stream (ready, scheduled or leased),
  *                 no dead job, no unpublished outbox row
- *   lost          every order rendered, emailed (email_sends.sent_at), counted
- *                 (processed_jobs holds its update_sales_counter job)
+ *   lost          every intent owed has its message, its email_sends row
+ *                 sent; every order rendered (if standing) and counted
+ *                 (processed_jobs holds its update_sales_counter job), every
+ *                 cancellation counted back (its cancel_order job)
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -31,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,11 +148,14 @@ static int pdf_row(void *arg, int ncols, const char *const *vals)
 	const char *key = vals[1];
 	long keys = strtol(vals[2], NULL, 10), with = strtol(vals[3], NULL, 10);
 	long all = strtol(vals[4], NULL, 10);
+	int cancelled = vals[5][0] == '1';
 	char path[CHAOS_PATH_MAX * 2], err[300];
 	struct stat sb;
 	int q;
 
 	(void)ncols;
+	if (cancelled && with == 0)
+		return 0;	/* cancelled before its render: no PDF, none needed */
 	if (with != all) {
 		broken(v, "pdfs: order %lld: %ld of %ld tickets have no PDF", order, all - with, all);
 		return 0;
@@ -166,8 +198,10 @@ static int pdf_row(void *arg, int ncols, const char *const *vals)
 static void check_pdfs(struct verdict *v, struct vdb *db)
 {
 	static const char sql[] =
-		"SELECT order_id, min(pdf_key), count(DISTINCT pdf_key), count(pdf_key), count(*) "
-		"FROM tickets GROUP BY order_id ORDER BY order_id";
+		"SELECT t.order_id, min(t.pdf_key), count(DISTINCT t.pdf_key), count(t.pdf_key), "
+		"count(*), max(CASE WHEN o.cancelled_at IS NULL THEN 0 ELSE 1 END) "
+		"FROM tickets t JOIN orders o ON o.id = t.order_id GROUP BY t.order_id "
+		"ORDER BY t.order_id";
 	struct pdf_walk w = { v, db, "", "" };
 	char err[300];
 
@@ -177,171 +211,6 @@ static void check_pdfs(struct verdict *v, struct vdb *db)
 		broken(v, "database: %s", err);
 	if (vdb_pg(db))
 		unlink(w.tmp);
-}
-
-static int counter_row(void *arg, int ncols, const char *const *vals)
-{
-	struct verdict *v = arg;
-	long long ev = strtoll(vals[0], NULL, 10);
-	long long c_orders = strtoll(vals[1], NULL, 10), c_seats = strtoll(vals[2], NULL, 10);
-	long long orders = strtoll(vals[3], NULL, 10), seats = strtoll(vals[4], NULL, 10);
-
-	(void)ncols;
-	if (c_orders != orders || c_seats != seats)
-		broken(v, "counters: event %lld counts %lld orders / %lld seats, its orders "
-		       "add up to %lld / %lld", ev, c_orders, c_seats, orders, seats);
-	return 0;
-}
-
-static void check_counters(struct verdict *v, struct vdb *db)
-{
-	static const char sql[] =
-		"SELECT e.id, coalesce(c.orders, 0), coalesce(c.seats_sold, 0), "
-		"  (SELECT count(*) FROM orders o WHERE o.event_id = e.id), "
-		"  (SELECT coalesce(sum(seats), 0) FROM orders o WHERE o.event_id = e.id) "
-		"FROM events e LEFT JOIN sales_counters c ON c.event_id = e.id ORDER BY e.id";
-	char err[300];
-
-	if (vdb_each(db, sql, NULL, counter_row, v, err, sizeof err) != 0)
-		broken(v, "database: %s", err);
-}
-
-/* ======================== the provider ================================== */
-
-/* The order id in a stored message's Message-ID <tickets-N@...>; -1 when
- * it names none. */
-static long long message_order(const char *path)
-{
-	char head[8192], *p;
-	size_t n;
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return -1;
-	n = fread(head, 1, sizeof head - 1, f);
-	fclose(f);
-	head[n] = '\0';
-	p = strstr(head, "\nMessage-ID: <tickets-");
-	if (!p)
-		return -1;
-	p += strlen("\nMessage-ID: <tickets-");
-	if (*p < '0' || *p > '9')
-		return -1;
-	return strtoll(p, NULL, 10);
-}
-
-/* Count the messages per order in maildir/new and cur into per[0..max]. */
-static void scan_maildir(struct verdict *v, long *per, long long max)
-{
-	static const char *subs[] = { "new", "cur" };
-	size_t i;
-
-	for (i = 0; i < 2; i++) {
-		char dir[CHAOS_PATH_MAX + 8];
-		struct dirent *d;
-		DIR *dp;
-
-		snprintf(dir, sizeof dir, "%s/%s", v->maildir, subs[i]);
-		dp = opendir(dir);
-		if (!dp)
-			continue;
-		while ((d = readdir(dp))) {
-			char path[CHAOS_PATH_MAX * 2];
-			long long id;
-
-			if (d->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof path, "%s/%s", dir, d->d_name);
-			v->messages++;
-			id = message_order(path);
-			if (id < 1 || id > max)
-				v->strangers++;
-			else
-				per[id]++;
-		}
-		closedir(dp);
-	}
-}
-
-struct key_walk {
-	struct verdict *v;
-	json_t *keys;
-};
-
-static int key_row(void *arg, int ncols, const char *const *vals)
-{
-	struct key_walk *w = arg;
-	char key[64];
-	json_int_t n;
-
-	(void)ncols;
-	snprintf(key, sizeof key, "tickets-%s", vals[0]);
-	n = json_integer_value(json_object_get(json_object_get(w->keys, key), "messages"));
-	if (n != 1)
-		broken(w->v, "messages: the provider holds %lld messages for key %s", (long long)n,
-		       key);
-	return 0;
-}
-
-/* The provider's own counts (counts.json = GET /v1/stats). */
-static void check_provider_counts(struct verdict *v, struct vdb *db)
-{
-	json_error_t jerr;
-	json_t *doc = json_load_file(v->counts_path, 0, &jerr);
-	struct key_walk w = { v, NULL };
-	char err[300];
-
-	if (!doc) {
-		broken(v, "messages: %s: %s", v->counts_path, jerr.text);
-		return;
-	}
-	v->provider_replays = (long)json_integer_value(json_object_get(doc, "replays"));
-	v->provider_failed_500 = (long)json_integer_value(json_object_get(doc, "failed_500"));
-	v->provider_dropped = (long)json_integer_value(json_object_get(doc, "dropped"));
-	if (json_integer_value(json_object_get(doc, "messages")) != v->messages)
-		broken(v, "messages: the provider counts %lld messages, its maildir holds %ld",
-		       (long long)json_integer_value(json_object_get(doc, "messages")), v->messages);
-	w.keys = json_object_get(doc, "keys");
-	if (vdb_each(db, "SELECT id FROM orders ORDER BY id", NULL, key_row, &w, err,
-		     sizeof err) != 0)
-		broken(v, "database: %s", err);
-	json_decref(doc);
-}
-
-/* ======================== every order's work ============================ */
-
-struct done_walk {
-	struct verdict *v;
-	const long *per;
-	long long max;
-	long long first_lost;	/* the first lost order's id, traced after the walk */
-};
-
-static int done_row(void *arg, int ncols, const char *const *vals)
-{
-	struct done_walk *w = arg;
-	struct verdict *v = w->v;
-	long long id = strtoll(vals[0], NULL, 10);
-	/* SQLite says 1 and 0, PostgreSQL t and f */
-	int rendered = vals[1][0] == '1' || vals[1][0] == 't';
-	int emailed = vals[2][0] == '1' || vals[2][0] == 't';
-	int counted = vals[3][0] == '1' || vals[3][0] == 't';
-	long got = id <= w->max ? w->per[id] : 0;
-
-	(void)ncols;
-	if (got > 1) {
-		v->duplicates += got - 1;
-		broken(v, "messages: order %lld has %ld messages at the provider", id, got);
-	}
-	if (rendered && emailed && counted && got >= 1)
-		return 0;
-	v->lost++;
-	if (!w->first_lost)
-		w->first_lost = id;
-	broken(v, "lost: order %lld:%s%s%s%s", id, rendered ? "" : " no PDF",
-	       emailed ? "" : " no email_sends.sent_at", counted ? "" : " not counted",
-	       got ? "" : " no message at the provider");
-	return 0;
 }
 
 /* A lost order's trail, for whoever reads a failed soak: its outbox rows,
@@ -398,39 +267,1020 @@ static void trace_order(struct vdb *db, long long id)
 			fprintf(stderr, "chaos: trace: %s: %s\n", what[i], err);
 }
 
-static void check_orders_done(struct verdict *v, struct vdb *db, const long *per, long long max)
+/* ======================== what the verdict gathers ====================== */
+
+#define V_ADDR_MAX 128
+#define V_KEY_MAX 96
+
+/* A resend the soak was told was made: the address in force when it was
+ * asked is the order's log_addrs[from]; it may go to that one or to one set
+ * after it (the address is read when the email goes), never to an older one. */
+struct vreq {
+	long long n;
+	int from;
+};
+
+/* One order: its rows, its messages, and what the log says of it. */
+struct vord {
+	int exists;
+	char pub[24];
+	long long event, seats, resends;
+	int cancelled;
+	char email[V_ADDR_MAX];		/* its address now */
+	long tickets, t_cancelled, t_admitted;
+	/* email_sends sent, by intent; resends 1..resends */
+	int sent_tickets, sent_cancel;
+	unsigned char *sent_r;
+	/* messages at the provider, by intent */
+	long m_tickets, m_cancel, *m_r;
+	/* its jobs: outbox rows, and of those done (processed_jobs) */
+	long count_jobs, count_done, cancel_jobs, cancel_done;
+	long changes_resend;		/* order_changes rows of kind resend */
+	/* every address it has had: the database's (order_changes keeps the
+	 * one before each change), or the log's */
+	char (*addrs)[V_ADDR_MAX];
+	int n_addrs;
+	/* the log */
+	int placed;
+	long log_event, log_seats;
+	char cur[V_ADDR_MAX];		/* in force, as the log is read */
+	char (*log_addrs)[V_ADDR_MAX];
+	int n_log_addrs;
+	struct vreq *rq;		/* acknowledged resends */
+	int n_rq;
+	long unknown;			/* resend attempts with no known outcome */
+	int cancel_logged;
+	int cancel_from;		/* as vreq.from, for its cancellation */
+};
+
+struct vmsg {
+	char key[V_KEY_MAX];
+	long long order;		/* 0: no order of ours */
+	enum intent kind;
+	long long n;			/* a resend's n */
+	char to[V_ADDR_MAX];
+};
+
+/* An event: its capacity, live tickets, seats resold, and the log's seats. */
+struct vevent {
+	long long id, capacity, live;
+	long long resold;		/* tickets on a seat a cancelled one held before */
+	long long sold_logged, cancelled_logged;
+};
+
+struct vstate {
+	struct vord *ord;		/* by order id, 0..max_id */
+	long long max_id;
+	struct vmsg *msg;
+	long n_msg, cap_msg;
+	struct vevent *ev;
+	long n_ev;
+	long long first_lost;
+};
+
+static struct vord *vord_of(struct vstate *s, long long id)
 {
-	/* rendered, emailed and counted, each read from the table its handler
-	 * writes; the counter's job is found through the order's outbox row */
-#define DONE_SQL(ORDER_OF_PAYLOAD)                                                             \
-	"SELECT o.id, "                                                                        \
-	"  NOT EXISTS (SELECT 1 FROM tickets t WHERE t.order_id = o.id AND t.pdf_key IS NULL) " \
-	"    AND EXISTS (SELECT 1 FROM tickets t WHERE t.order_id = o.id), "                   \
-	"  EXISTS (SELECT 1 FROM email_sends s WHERE s.order_id = o.id AND s.kind = 'tickets' " \
-	"          AND s.sent_at IS NOT NULL), "                                               \
-	"  EXISTS (SELECT 1 FROM outbox ob JOIN processed_jobs p ON p.job_id = 'outbox:' || ob.id " \
-	"          WHERE ob.kind = 'update_sales_counter' AND " ORDER_OF_PAYLOAD " = o.id) "   \
-	"FROM orders o ORDER BY o.id"
-	static const char lite[] = DONE_SQL("json_extract(ob.payload, '$.order_id')");
-	static const char pg[] = DONE_SQL("(ob.payload::jsonb ->> 'order_id')::bigint");
-	struct done_walk w = { v, per, max, 0 };
+	return id >= 1 && id <= s->max_id && s->ord[id].exists ? &s->ord[id] : NULL;
+}
+
+static struct vevent *vevent_of(struct vstate *s, long long id)
+{
+	long i;
+
+	for (i = 0; i < s->n_ev; i++)
+		if (s->ev[i].id == id)
+			return &s->ev[i];
+	return NULL;
+}
+
+static int addr_add(char (**list)[V_ADDR_MAX], int *n, const char *addr)
+{
+	char (*l)[V_ADDR_MAX];
+	int i;
+
+	for (i = 0; i < *n; i++)
+		if (strcasecmp((*list)[i], addr) == 0)
+			return 0;
+	if (!(l = realloc(*list, (size_t)(*n + 1) * sizeof *l)))
+		return -1;
+	snprintf(l[*n], V_ADDR_MAX, "%s", addr);
+	*list = l;
+	(*n)++;
+	return 0;
+}
+
+static int addr_in(char (*list)[V_ADDR_MAX], int n, const char *addr)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (strcasecmp(list[i], addr) == 0)
+			return 1;
+	return 0;
+}
+
+static int is_true(const char *v)
+{
+	/* SQLite says 1 and 0, PostgreSQL t and f */
+	return v && (v[0] == '1' || v[0] == 't');
+}
+
+/* ======================== the database, order by order ================== */
+
+static int order_row(void *arg, int ncols, const char *const *vals)
+{
+	struct vstate *s = arg;
+	long long id = strtoll(vals[0], NULL, 10);
+	struct vord *o;
+
+	(void)ncols;
+	if (id < 1 || id > s->max_id)
+		return 0;
+	o = &s->ord[id];
+	o->exists = 1;
+	snprintf(o->pub, sizeof o->pub, "%s", vals[1]);
+	o->event = strtoll(vals[2], NULL, 10);
+	o->seats = strtoll(vals[3], NULL, 10);
+	o->cancelled = is_true(vals[4]);
+	o->resends = strtoll(vals[5], NULL, 10);
+	snprintf(o->email, sizeof o->email, "%s", vals[6] ? vals[6] : "");
+	o->tickets = strtol(vals[7], NULL, 10);
+	o->t_cancelled = strtol(vals[8], NULL, 10);
+	o->t_admitted = strtol(vals[9], NULL, 10);
+	if (o->resends < 0 || o->resends > 100000)
+		o->resends = 0;
+	o->sent_r = calloc((size_t)o->resends + 1, 1);
+	o->m_r = calloc((size_t)o->resends + 1, sizeof *o->m_r);
+	if (!o->sent_r || !o->m_r || addr_add(&o->addrs, &o->n_addrs, o->email) != 0)
+		return 1;
+	return 0;
+}
+
+struct row_walk {
+	struct verdict *v;
+	struct vstate *s;
+};
+
+static int send_row(void *arg, int ncols, const char *const *vals)
+{
+	struct row_walk *w = arg;
+	struct vord *o = vord_of(w->s, strtoll(vals[0], NULL, 10));
+	const char *kind = vals[1];
+	int sent = is_true(vals[2]);
+	long long n;
+	char *end;
+
+	(void)ncols;
+	if (!o) {
+		broken(w->v, "messages: email_sends names order %s, which does not exist", vals[0]);
+		return 0;
+	}
+	if (strcmp(kind, "tickets") == 0) {
+		o->sent_tickets = sent;
+	} else if (strcmp(kind, "cancel") == 0) {
+		o->sent_cancel = sent;
+		if (!o->cancelled)
+			broken(w->v, "messages: order %s is not cancelled and has a cancellation "
+			       "email row", o->pub);
+	} else if (strncmp(kind, "tickets-r", 9) == 0 &&
+		   (n = strtoll(kind + 9, &end, 10)) >= 1 && !*end && n <= o->resends) {
+		o->sent_r[n] = (unsigned char)sent;
+	} else {
+		broken(w->v, "messages: order %s has an email_sends row '%s' for no intent it made "
+		       "(%lld resends)", o->pub, kind, o->resends);
+	}
+	return 0;
+}
+
+static int job_row(void *arg, int ncols, const char *const *vals)
+{
+	struct row_walk *w = arg;
+	struct vord *o = vals[0] ? vord_of(w->s, strtoll(vals[0], NULL, 10)) : NULL;
+	long rows = strtol(vals[2], NULL, 10), done = strtol(vals[3], NULL, 10);
+
+	(void)ncols;
+	if (!o)
+		return 0;	/* the outbox's other jobs */
+	if (strcmp(vals[1], "update_sales_counter") == 0) {
+		o->count_jobs = rows;
+		o->count_done = done;
+	} else {
+		o->cancel_jobs = rows;
+		o->cancel_done = done;
+	}
+	return 0;
+}
+
+static int change_row(void *arg, int ncols, const char *const *vals)
+{
+	struct row_walk *w = arg;
+	struct vord *o = vord_of(w->s, strtoll(vals[0], NULL, 10));
+
+	(void)ncols;
+	if (!o)
+		return 0;
+	if (strcmp(vals[1], "email") == 0 && vals[2] && vals[2][0])
+		addr_add(&o->addrs, &o->n_addrs, vals[2]);	/* the address before it */
+	else if (strcmp(vals[1], "resend") == 0)
+		o->changes_resend++;
+	return 0;
+}
+
+static int event_row(void *arg, int ncols, const char *const *vals)
+{
+	struct vstate *s = arg;
+	struct vevent *e = &s->ev[s->n_ev];
+
+	(void)ncols;
+	if (s->n_ev >= 1024)
+		return 1;
+	memset(e, 0, sizeof *e);
+	e->id = strtoll(vals[0], NULL, 10);
+	e->capacity = strtoll(vals[1], NULL, 10);
+	s->n_ev++;
+	return 0;
+}
+
+static void load(struct verdict *v, struct vdb *db, struct vstate *s)
+{
+	static const char orders[] =
+		"SELECT o.id, o.public_id, o.event_id, o.seats, o.cancelled_at IS NOT NULL, "
+		"o.resends, o.buyer_email, "
+		"(SELECT count(*) FROM tickets t WHERE t.order_id = o.id), "
+		"(SELECT count(*) FROM tickets t WHERE t.order_id = o.id AND t.cancelled_at IS NOT NULL), "
+		"(SELECT count(*) FROM tickets t WHERE t.order_id = o.id AND t.scanned_at IS NOT NULL) "
+		"FROM orders o ORDER BY o.id";
+	static const char sends[] =
+		"SELECT order_id, kind, sent_at IS NOT NULL FROM email_sends ORDER BY order_id, kind";
+	/* an order's count and cancel jobs, and which of them are done */
+#define JOBS_SQL(ORDER_OF_PAYLOAD)                                                             \
+	"SELECT " ORDER_OF_PAYLOAD ", ob.kind, count(*), count(p.job_id) FROM outbox ob "       \
+	"LEFT JOIN processed_jobs p ON p.job_id = 'outbox:' || ob.id "                          \
+	"WHERE ob.kind IN ('update_sales_counter', 'cancel_order') GROUP BY 1, 2"
+	static const char jobs_lite[] = JOBS_SQL("json_extract(ob.payload, '$.order_id')");
+	static const char jobs_pg[] = JOBS_SQL("(ob.payload::jsonb ->> 'order_id')::bigint");
+	static const char changes[] =
+		"SELECT order_id, kind, detail FROM order_changes ORDER BY id";
+	static const char events[] = "SELECT id, capacity FROM events ORDER BY id";
+	struct row_walk w = { v, s };
 	char err[300];
 
-	if (vdb_each(db, vdb_pg(db) ? pg : lite, NULL, done_row, &w, err, sizeof err) != 0)
+	if (!(s->ord = calloc((size_t)s->max_id + 1, sizeof *s->ord)) ||
+	    !(s->ev = calloc(1024, sizeof *s->ev))) {
+		broken(v, "out of memory");
+		return;
+	}
+	if (vdb_each(db, orders, NULL, order_row, s, err, sizeof err) != 0 ||
+	    vdb_each(db, sends, NULL, send_row, &w, err, sizeof err) != 0 ||
+	    vdb_each(db, vdb_pg(db) ? jobs_pg : jobs_lite, NULL, job_row, &w, err, sizeof err) != 0 ||
+	    vdb_each(db, changes, NULL, change_row, &w, err, sizeof err) != 0 ||
+	    vdb_each(db, events, NULL, event_row, s, err, sizeof err) != 0)
 		broken(v, "database: %s", err);
-	if (w.first_lost)
-		trace_order(db, w.first_lost);
+}
+
+/* ======================== the provider ================================== */
+
+/* A header's value (unfolded) from a message's head, "" when absent. */
+static void header(const char *head, const char *name, char *buf, size_t size)
+{
+	size_t nlen = strlen(name), n = 0;
+	const char *p = head;
+
+	buf[0] = '\0';
+	for (;;) {
+		if (strncasecmp(p, name, nlen) == 0 && p[nlen] == ':') {
+			p += nlen + 1;
+			for (;;) {	/* the value, and its continuation lines */
+				size_t len = strcspn(p, "\r\n");
+
+				if (n + len >= size)
+					len = size - n - 1;
+				memcpy(buf + n, p, len);
+				n += len;
+				buf[n] = '\0';
+				p += strcspn(p, "\n");
+				if (*p == '\n' && (p[1] == ' ' || p[1] == '\t'))
+					p++;
+				else
+					return;
+			}
+		}
+		p = strchr(p, '\n');
+		if (!p || p[1] == '\r' || p[1] == '\n' || !p[1])
+			return;	/* the head ended */
+		p++;
+	}
+}
+
+/* The address in a To value: between the last <> if any, else the value. */
+static void address_of(const char *to, char *buf, size_t size)
+{
+	const char *lt = strrchr(to, '<'), *gt;
+
+	while (*to == ' ' || *to == '\t')
+		to++;
+	if (lt && (gt = strchr(lt, '>')))
+		snprintf(buf, size, "%.*s", (int)(gt - lt - 1), lt + 1);
+	else
+		snprintf(buf, size, "%.*s", (int)strcspn(to, " \t\r\n"), to);
+}
+
+/* The message's intent from its Message-ID <KEY@...>: order 0 for none. */
+static void intent_of(struct vmsg *m)
+{
+	const char *k = m->key;
+	char *end;
+	long long id;
+
+	m->order = 0;
+	m->n = 0;
+	if (strncmp(k, "tickets-", 8) == 0) {
+		id = strtoll(k + 8, &end, 10);
+		if (end == k + 8 || id < 1)
+			return;
+		if (!*end) {
+			m->kind = INTENT_TICKETS;
+		} else if (strncmp(end, "-r", 2) == 0 && end[2] >= '1' && end[2] <= '9') {
+			m->n = strtoll(end + 2, &end, 10);
+			if (*end)
+				return;
+			m->kind = INTENT_RESEND;
+		} else {
+			return;
+		}
+		m->order = id;
+	} else if (strncmp(k, "cancel-", 7) == 0) {
+		id = strtoll(k + 7, &end, 10);
+		if (end == k + 7 || *end || id < 1)
+			return;
+		m->kind = INTENT_CANCEL;
+		m->order = id;
+	}
+}
+
+static int read_message(const char *path, struct vmsg *m)
+{
+	char head[8192], mid[256], to[512];
+	size_t n;
+	FILE *f = fopen(path, "r");
+
+	memset(m, 0, sizeof *m);
+	if (!f)
+		return -1;
+	n = fread(head, 1, sizeof head - 1, f);
+	fclose(f);
+	head[n] = '\0';
+	header(head, "Message-ID", mid, sizeof mid);
+	header(head, "To", to, sizeof to);
+	address_of(to, m->to, sizeof m->to);
+	{
+		const char *lt = strchr(mid, '<'), *at = lt ? strchr(lt, '@') : NULL;
+
+		if (lt && at && at - lt - 1 < V_KEY_MAX)
+			snprintf(m->key, sizeof m->key, "%.*s", (int)(at - lt - 1), lt + 1);
+	}
+	intent_of(m);
+	return 0;
+}
+
+/* Every message in maildir/new and cur, with its intent and address. */
+static void scan_maildir(struct verdict *v, struct vstate *s)
+{
+	static const char *subs[] = { "new", "cur" };
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		char dir[CHAOS_PATH_MAX + 8];
+		struct dirent *d;
+		DIR *dp;
+
+		snprintf(dir, sizeof dir, "%s/%s", v->maildir, subs[i]);
+		dp = opendir(dir);
+		if (!dp)
+			continue;
+		while ((d = readdir(dp))) {
+			char path[CHAOS_PATH_MAX * 2];
+
+			if (d->d_name[0] == '.')
+				continue;
+			if (s->n_msg == s->cap_msg) {
+				long cap = s->cap_msg ? s->cap_msg * 2 : 1024;
+				struct vmsg *m = realloc(s->msg, (size_t)cap * sizeof *m);
+
+				if (!m) {
+					broken(v, "out of memory");
+					break;
+				}
+				s->msg = m;
+				s->cap_msg = cap;
+			}
+			snprintf(path, sizeof path, "%s/%s", dir, d->d_name);
+			v->messages++;
+			if (read_message(path, &s->msg[s->n_msg]) == 0)
+				s->n_msg++;
+			else
+				v->strangers++;
+		}
+		closedir(dp);
+	}
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct vmsg *)a)->key, ((const struct vmsg *)b)->key);
+}
+
+/* Count each message against its order's intent: a stranger (no order of
+ * ours), an intent never made, or one more for an intent made. */
+static void count_messages(struct verdict *v, struct vstate *s)
+{
+	long i;
+
+	for (i = 0; i < s->n_msg; i++) {
+		struct vmsg *m = &s->msg[i];
+		struct vord *o = vord_of(s, m->order);
+
+		if (!o) {
+			v->strangers++;
+			broken(v, "messages: a message at the provider (Message-ID key '%s') names no "
+			       "order of ours", m->key);
+			continue;
+		}
+		v->msgs[m->kind]++;
+		if (m->kind == INTENT_TICKETS) {
+			o->m_tickets++;
+		} else if (m->kind == INTENT_CANCEL && o->cancelled) {
+			o->m_cancel++;
+		} else if (m->kind == INTENT_RESEND && m->n <= o->resends) {
+			o->m_r[m->n]++;
+		} else {
+			v->unmade++;
+			if (m->kind == INTENT_CANCEL)
+				broken(v, "messages: order %lld (%s) is not cancelled, and the provider "
+				       "holds its cancellation (%s)", m->order, o->pub, m->key);
+			else
+				broken(v, "messages: order %lld (%s) made %lld resends, and the provider "
+				       "holds %s, an intent never made", m->order, o->pub, o->resends,
+				       m->key);
+		}
+	}
+}
+
+/* One intent's messages: beyond one is a duplicate. */
+static void one_intent(struct verdict *v, const struct vord *o, long long id, enum intent kind,
+		       long got, const char *key)
+{
+	if (got <= 1)
+		return;
+	v->dups[kind] += got - 1;
+	v->duplicates += got - 1;
+	broken(v, "messages: order %lld (%s) has %ld messages for %s at the provider", id, o->pub,
+	       got, key);
+}
+
+static void check_duplicates(struct verdict *v, struct vstate *s)
+{
+	char key[V_KEY_MAX];
+	long long id, n;
+
+	for (id = 1; id <= s->max_id; id++) {
+		const struct vord *o = vord_of(s, id);
+
+		if (!o)
+			continue;
+		snprintf(key, sizeof key, "tickets-%lld", id);
+		one_intent(v, o, id, INTENT_TICKETS, o->m_tickets, key);
+		for (n = 1; n <= o->resends; n++) {
+			snprintf(key, sizeof key, "tickets-%lld-r%lld", id, n);
+			one_intent(v, o, id, INTENT_RESEND, o->m_r[n], key);
+		}
+		snprintf(key, sizeof key, "cancel-%lld", id);
+		one_intent(v, o, id, INTENT_CANCEL, o->m_cancel, key);
+	}
+}
+
+/* The provider's own counts (counts.json = GET /v1/stats): its total is the
+ * files', and each key's count is its files'. */
+static void check_provider_counts(struct verdict *v, struct vstate *s)
+{
+	json_error_t jerr;
+	json_t *doc = json_load_file(v->counts_path, 0, &jerr), *keys, *val;
+	const char *k;
+	long i, j;
+
+	if (!doc) {
+		broken(v, "messages: %s: %s", v->counts_path, jerr.text);
+		return;
+	}
+	v->provider_replays = (long)json_integer_value(json_object_get(doc, "replays"));
+	v->provider_failed_500 = (long)json_integer_value(json_object_get(doc, "failed_500"));
+	v->provider_dropped = (long)json_integer_value(json_object_get(doc, "dropped"));
+	if (json_integer_value(json_object_get(doc, "messages")) != v->messages)
+		broken(v, "messages: the provider counts %lld messages, its maildir holds %ld",
+		       (long long)json_integer_value(json_object_get(doc, "messages")), v->messages);
+	keys = json_object_get(doc, "keys");
+	qsort(s->msg, (size_t)s->n_msg, sizeof *s->msg, key_cmp);
+	for (i = 0; i < s->n_msg; i = j) {
+		json_int_t n;
+
+		for (j = i; j < s->n_msg && strcmp(s->msg[j].key, s->msg[i].key) == 0; j++)
+			;
+		n = json_integer_value(json_object_get(json_object_get(keys, s->msg[i].key),
+						       "messages"));
+		if (n != j - i)
+			broken(v, "messages: the provider counts %lld messages for key %s, its "
+			       "maildir holds %ld", (long long)n, s->msg[i].key, j - i);
+	}
+	json_object_foreach(keys, k, val) {
+		json_int_t n = json_integer_value(json_object_get(val, "messages"));
+		struct vmsg want;
+
+		snprintf(want.key, sizeof want.key, "%s", k);
+		if (n > 0 && !bsearch(&want, s->msg, (size_t)s->n_msg, sizeof *s->msg, key_cmp))
+			broken(v, "messages: the provider counts %lld messages for key %s, its "
+			       "maildir holds none", (long long)n, k);
+	}
+	json_decref(doc);
+}
+
+/* ======================== counters, tickets, seats ====================== */
+
+static int counter_row(void *arg, int ncols, const char *const *vals)
+{
+	struct row_walk *w = arg;
+	struct verdict *v = w->v;
+	long long ev = strtoll(vals[0], NULL, 10);
+	long long c_orders = strtoll(vals[1], NULL, 10), c_seats = strtoll(vals[2], NULL, 10);
+	long long orders = strtoll(vals[3], NULL, 10), seats = strtoll(vals[4], NULL, 10);
+	long long live = strtoll(vals[5], NULL, 10);
+	struct vevent *e = vevent_of(w->s, ev);
+
+	(void)ncols;
+	if (c_orders != orders || c_seats != seats)
+		broken(v, "counters: event %lld counts %lld orders / %lld seats, its live orders "
+		       "add up to %lld / %lld", ev, c_orders, c_seats, orders, seats);
+	if (live != seats)
+		broken(v, "tickets: event %lld has %lld live tickets, its live orders %lld seats", ev,
+		       live, seats);
+	if (e)
+		e->live = live;
+	return 0;
+}
+
+static int seats_row(void *arg, int ncols, const char *const *vals)
+{
+	struct row_walk *w = arg;
+	long long ev = strtoll(vals[0], NULL, 10), cap = strtoll(vals[1], NULL, 10);
+	long long live = strtoll(vals[2], NULL, 10), distinct = strtoll(vals[3], NULL, 10);
+	long long lo = strtoll(vals[4], NULL, 10), hi = strtoll(vals[5], NULL, 10);
+
+	(void)ncols;
+	if (live != distinct)
+		broken(w->v, "tickets: event %lld: %lld live tickets hold only %lld seat numbers: a "
+		       "seat sold twice", ev, live, distinct);
+	if (live && (lo < 1 || hi > cap))
+		broken(w->v, "tickets: event %lld: live seats %lld..%lld, its capacity %lld", ev, lo,
+		       hi, cap);
+	return 0;
+}
+
+static int resold_row(void *arg, int ncols, const char *const *vals)
+{
+	struct row_walk *w = arg;
+	long long ev = strtoll(vals[0], NULL, 10), all = strtoll(vals[1], NULL, 10);
+	long long seats = strtoll(vals[2], NULL, 10), again = strtoll(vals[3], NULL, 10);
+	struct vevent *e = vevent_of(w->s, ev);
+
+	(void)ncols;
+	/* each seat number's first ticket is a sale, every later one a sale
+	 * again, after a cancellation gave it back */
+	if (all - seats != again)
+		broken(w->v, "tickets: event %lld: %lld tickets on %lld seat numbers, of which only "
+		       "%lld were sold again after a cancellation: a seat sold twice", ev, all,
+		       seats, again);
+	if (e)
+		e->resold = again;
+	w->v->seats_resold += (long)again;
+	return 0;
+}
+
+static void check_counters(struct verdict *v, struct vdb *db, struct vstate *s)
+{
+	static const char counters[] =
+		"SELECT e.id, coalesce(c.orders, 0), coalesce(c.seats_sold, 0), "
+		"  (SELECT count(*) FROM orders o WHERE o.event_id = e.id AND o.cancelled_at IS NULL), "
+		"  (SELECT coalesce(sum(seats), 0) FROM orders o WHERE o.event_id = e.id "
+		"     AND o.cancelled_at IS NULL), "
+		"  (SELECT count(*) FROM tickets t WHERE t.event_id = e.id AND t.cancelled_at IS NULL) "
+		"FROM events e LEFT JOIN sales_counters c ON c.event_id = e.id ORDER BY e.id";
+	static const char seats[] =
+		"SELECT t.event_id, e.capacity, count(*), count(DISTINCT t.seat_no), "
+		"min(t.seat_no), max(t.seat_no) FROM tickets t JOIN events e ON e.id = t.event_id "
+		"WHERE t.cancelled_at IS NULL GROUP BY t.event_id, e.capacity ORDER BY t.event_id";
+	/* every ticket, live or not: how many, on how many seat numbers, and
+	 * how many on a seat a cancelled ticket held before it (sold again) */
+	static const char resold[] =
+		"SELECT t.event_id, count(*), count(DISTINCT t.seat_no), "
+		"sum(CASE WHEN EXISTS (SELECT 1 FROM tickets c WHERE c.event_id = t.event_id "
+		"AND c.seat_no = t.seat_no AND c.cancelled_at IS NOT NULL AND c.id < t.id) "
+		"THEN 1 ELSE 0 END) FROM tickets t GROUP BY t.event_id ORDER BY t.event_id";
+	struct row_walk w = { v, s };
+	char err[300];
+	long beyond;
+
+	if (vdb_each(db, counters, NULL, counter_row, &w, err, sizeof err) != 0 ||
+	    vdb_each(db, seats, NULL, seats_row, &w, err, sizeof err) != 0 ||
+	    vdb_each(db, resold, NULL, resold_row, &w, err, sizeof err) != 0)
+		broken(v, "database: %s", err);
+	beyond = one_int(v, db, "SELECT count(*) FROM tickets t JOIN events e ON e.id = t.event_id "
+			 "WHERE t.seat_no < 1 OR t.seat_no > e.capacity");
+	if (beyond > 0)
+		broken(v, "tickets: %ld tickets hold a seat beyond their event's capacity", beyond);
+	v->live_tickets = one_int(v, db, "SELECT count(*) FROM tickets WHERE cancelled_at IS NULL");
+	v->tickets_cancelled = one_int(v, db, "SELECT count(*) FROM tickets "
+				       "WHERE cancelled_at IS NOT NULL");
+}
+
+/* Each order's tickets and jobs as its state says. */
+static void check_orders_state(struct verdict *v, struct vstate *s)
+{
+	long long id;
+
+	for (id = 1; id <= s->max_id; id++) {
+		const struct vord *o = vord_of(s, id);
+
+		if (!o)
+			continue;
+		if (o->tickets != o->seats)
+			broken(v, "tickets: order %s has %ld tickets for %lld seats", o->pub,
+			       o->tickets, o->seats);
+		if (o->cancelled && (o->t_cancelled != o->tickets || o->t_admitted))
+			broken(v, "tickets: order %s is cancelled; of its %ld tickets %ld are "
+			       "cancelled and %ld admitted", o->pub, o->tickets, o->t_cancelled,
+			       o->t_admitted);
+		if (!o->cancelled && o->t_cancelled)
+			broken(v, "tickets: order %s is not cancelled and has %ld cancelled tickets",
+			       o->pub, o->t_cancelled);
+		if (o->count_jobs != 1)
+			broken(v, "tickets: order %s has %ld update_sales_counter jobs, not 1", o->pub,
+			       o->count_jobs);
+		if (o->cancel_jobs != (o->cancelled ? 1 : 0))
+			broken(v, "tickets: order %s is %scancelled and has %ld cancel_order jobs: "
+			       "its cancellation %s", o->pub, o->cancelled ? "" : "not ",
+			       o->cancel_jobs, o->cancel_jobs > 1 ? "queued more than once"
+			       : "counted back wrongly");
+		if (o->changes_resend != o->resends)
+			broken(v, "tickets: order %s counts %lld resends and has %ld resend changes",
+			       o->pub, o->resends, o->changes_resend);
+		v->orders_cancelled += o->cancelled;
+	}
+}
+
+/* ======================== the soak's log ================================ */
+
+static int pub_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct vord *const *)a)[0]->pub, ((const struct vord *const *)b)[0]->pub);
+}
+
+/* key=VALUE of a log line into buf ("" when absent). */
+static void field(const char *line, const char *key, char *buf, size_t size)
+{
+	char want[40];
+	const char *p = line;
+	size_t n = strlen(key);
+
+	snprintf(want, sizeof want, " %s=", key);
+	buf[0] = '\0';
+	if ((p = strstr(line, want)))
+		snprintf(buf, size, "%.*s", (int)strcspn(p + n + 2, " \n"), p + n + 2);
+}
+
+static long long field_num(const char *line, const char *key)
+{
+	char buf[32];
+
+	field(line, key, buf, sizeof buf);
+	return buf[0] ? strtoll(buf, NULL, 10) : -1;
+}
+
+/* Read the log in order: what the soak was told, order by order. */
+static void read_log(struct verdict *v, struct vstate *s)
+{
+	FILE *f = fopen(v->actions_path, "r");
+	struct vord **by_pub = NULL, key, *kp = &key, **hit;
+	char line[1024], pub[24], via[8], to[V_ADDR_MAX];
+	long long id, n_by = 0, lineno = 0;
+
+	if (!f) {
+		broken(v, "changes: cannot read the soak's log %s: %s", v->actions_path,
+		       strerror(errno));
+		return;
+	}
+	v->logged = 1;
+	if (!(by_pub = calloc((size_t)s->max_id + 1, sizeof *by_pub))) {
+		fclose(f);
+		broken(v, "out of memory");
+		return;
+	}
+	for (id = 1; id <= s->max_id; id++)
+		if (s->ord[id].exists)
+			by_pub[n_by++] = &s->ord[id];
+	qsort(by_pub, (size_t)n_by, sizeof *by_pub, pub_cmp);
+	while (fgets(line, sizeof line, f)) {
+		char verb[24];
+		struct vord *o;
+		struct vevent *e;
+
+		lineno++;
+		if (line[0] == '#' || sscanf(line, "%23s", verb) != 1)
+			continue;
+		if (strcmp(verb, "soldout") == 0) {
+			v->sold_out_logged++;
+			continue;
+		}
+		field(line, "order", pub, sizeof pub);
+		field(line, "via", via, sizeof via);
+		snprintf(key.pub, sizeof key.pub, "%s", pub);
+		hit = bsearch(&kp, by_pub, (size_t)n_by, sizeof *by_pub, pub_cmp);
+		o = hit ? *hit : NULL;
+		if (!o) {
+			broken(v, "changes: the log's line %lld names order '%s', which is not in the "
+			       "database", lineno, pub);
+			continue;
+		}
+		if (strcmp(verb, "placed") == 0) {
+			if (o->placed)
+				broken(v, "changes: order %s was acknowledged twice, for two orders of "
+				       "the soak (idx %lld and another)", o->pub, field_num(line, "idx"));
+			o->placed = 1;
+			o->log_event = (long)field_num(line, "event");
+			o->log_seats = (long)field_num(line, "seats");
+			field(line, "email", o->cur, sizeof o->cur);
+			addr_add(&o->log_addrs, &o->n_log_addrs, o->cur);
+			if (o->log_event != o->event || o->log_seats != o->seats)
+				broken(v, "changes: order %s was placed for event %ld, %ld seats, and is "
+				       "in the database for event %lld, %lld seats", o->pub,
+				       o->log_event, o->log_seats, o->event, o->seats);
+			v->placed_logged++;
+			v->seats_sold_logged += o->log_seats;
+			if ((e = vevent_of(s, o->log_event)))
+				e->sold_logged += o->log_seats;
+			continue;
+		}
+		if (!o->placed) {
+			broken(v, "changes: the log's line %lld changes order %s before it was placed",
+			       lineno, o->pub);
+			continue;
+		}
+		if (strcmp(verb, "resend") == 0) {
+			struct vreq *rq = realloc(o->rq, (size_t)(o->n_rq + 1) * sizeof *rq);
+
+			if (!rq)
+				break;
+			o->rq = rq;
+			rq[o->n_rq].n = field_num(line, "n");
+			rq[o->n_rq].from = o->n_log_addrs - 1;
+			o->n_rq++;
+			*(strcmp(via, "api") == 0 ? &v->resend_api : &v->resend_cli) += 1;
+			if (o->n_log_addrs > 1)
+				v->resent_after_readdress++;
+		} else if (strcmp(verb, "replay") == 0) {
+			v->resend_same_key++;
+			if (field_num(line, "n") != field_num(line, "first"))
+				broken(v, "changes: order %s: one Idempotency-Key answered resend %lld, "
+				       "then %lld", o->pub, field_num(line, "first"),
+				       field_num(line, "n"));
+		} else if (strcmp(verb, "resend-unknown") == 0) {
+			o->unknown++;
+			v->resend_unknown++;
+		} else if (strcmp(verb, "email") == 0) {
+			field(line, "to", to, sizeof to);
+			snprintf(o->cur, sizeof o->cur, "%s", to);
+			addr_add(&o->log_addrs, &o->n_log_addrs, to);
+			*(strcmp(via, "api") == 0 ? &v->readdress_api : &v->readdress_cli) += 1;
+		} else if (strcmp(verb, "cancel") == 0) {
+			if (field_num(line, "again") > 0) {
+				v->cancel_again++;
+				continue;
+			}
+			if (o->cancel_logged)
+				continue;
+			o->cancel_logged = 1;
+			o->cancel_from = o->n_log_addrs - 1;
+			*(strcmp(via, "api") == 0 ? &v->cancel_api : &v->cancel_cli) += 1;
+			v->seats_cancelled_logged += o->log_seats;
+			if ((e = vevent_of(s, o->log_event)))
+				e->cancelled_logged += o->log_seats;
+		} else {
+			broken(v, "changes: the log's line %lld: unknown '%s'", lineno, verb);
+		}
+	}
+	fclose(f);
+	free(by_pub);
+}
+
+/* The database against the log, order by order and event by event. */
+static void check_log(struct verdict *v, struct vstate *s)
+{
+	long long id;
+	long i;
+	int j, k;
+
+	if (v->placed_logged != v->orders)
+		broken(v, "changes: the log holds %ld acknowledged orders, the database %ld",
+		       v->placed_logged, v->orders);
+	for (id = 1; id <= s->max_id; id++) {
+		struct vord *o = vord_of(s, id);
+
+		if (!o || !o->placed)
+			continue;
+		if (o->cancelled != o->cancel_logged)
+			broken(v, "changes: order %s is %scancelled, and the soak %s", o->pub,
+			       o->cancelled ? "" : "not ",
+			       o->cancelled ? "never cancelled it" : "was told it cancelled it");
+		for (j = 0; j < o->n_rq; j++) {
+			if (o->rq[j].n < 1 || o->rq[j].n > o->resends)
+				broken(v, "changes: order %s: the soak was told of resend r%lld, the "
+				       "order has made %lld", o->pub, o->rq[j].n, o->resends);
+			for (k = 0; k < j; k++)
+				if (o->rq[k].n == o->rq[j].n)
+					broken(v, "changes: order %s: two resends were answered r%lld",
+					       o->pub, o->rq[j].n);
+		}
+		if (o->resends > o->n_rq + o->unknown)
+			broken(v, "changes: order %s made %lld resends; the soak asked for %d (and %ld "
+			       "it had no answer for)", o->pub, o->resends, o->n_rq, o->unknown);
+		if (o->resends > o->n_rq)
+			v->resends_unacknowledged += o->resends - o->n_rq;
+		if (strcasecmp(o->email, o->cur) != 0)
+			broken(v, "changes: order %s's address is %s; the soak last set %s", o->pub,
+			       o->email, o->cur);
+	}
+	for (i = 0; i < s->n_ev; i++) {
+		const struct vevent *e = &s->ev[i];
+
+		if (e->live != e->sold_logged - e->cancelled_logged)
+			broken(v, "changes: event %lld has %lld live tickets; the soak sold %lld seats "
+			       "and cancelled %lld", e->id, e->live, e->sold_logged,
+			       e->cancelled_logged);
+		if (e->sold_logged - e->capacity > e->resold)
+			broken(v, "changes: event %lld (capacity %lld) sold %lld seats and sold only "
+			       "%lld of them again", e->id, e->capacity, e->sold_logged, e->resold);
+	}
+}
+
+/* Every message goes to an address its order has had.  With the log, a
+ * resend or a cancellation goes to the address in force when it was asked
+ * or to one set after it: never to one the order had before (the soak
+ * gives each new address once, so the log's list is in the order set). */
+static void check_addresses(struct verdict *v, struct vstate *s)
+{
+	long i;
+	int j, from;
+
+	for (i = 0; i < s->n_msg; i++) {
+		const struct vmsg *m = &s->msg[i];
+		const struct vord *o = vord_of(s, m->order);
+
+		if (!o)
+			continue;
+		if (!(v->logged && o->placed)) {
+			if (!addr_in(o->addrs, o->n_addrs, m->to)) {
+				v->wrong_address++;
+				broken(v, "address: %s (order %s) went to %s, never its address",
+				       m->key, o->pub, m->to);
+			}
+			continue;
+		}
+		from = 0;
+		if (m->kind == INTENT_CANCEL && o->cancel_logged)
+			from = o->cancel_from;
+		for (j = 0; m->kind == INTENT_RESEND && j < o->n_rq; j++)
+			if (o->rq[j].n == m->n)
+				from = o->rq[j].from;
+		if (addr_in(o->log_addrs + from, o->n_log_addrs - from, m->to))
+			continue;
+		v->wrong_address++;
+		if (addr_in(o->log_addrs, from, m->to))
+			broken(v, "address: %s (order %s) went to %s, an old address: it was asked "
+			       "after the address became %s", m->key, o->pub, m->to,
+			       o->log_addrs[from]);
+		else
+			broken(v, "address: %s (order %s) went to %s, never its address", m->key,
+			       o->pub, m->to);
+	}
+}
+
+/* ======================== every intent's work =========================== */
+
+/* What an order still owes: each intent owed has its message and its
+ * email_sends mark; it is rendered (if standing) and counted (and counted
+ * back, if cancelled).  An order with anything missing is lost. */
+static void check_orders_done(struct verdict *v, struct vdb *db, struct vstate *s)
+{
+	char why[400];
+	long long id, n;
+
+	for (id = 1; id <= s->max_id; id++) {
+		const struct vord *o = vord_of(s, id);
+		size_t len = 0;
+		long missing = 0;
+
+		if (!o)
+			continue;
+#define WHY(...) (len += (size_t)snprintf(why + len, len < sizeof why ? sizeof why - len : 0, \
+					  __VA_ARGS__))
+		why[0] = '\0';
+		v->intents[INTENT_TICKETS]++;
+		v->intents[INTENT_RESEND] += o->resends;
+		if (o->cancelled)
+			v->intents[INTENT_CANCEL]++;
+		/* the tickets: owed by a standing order, or once marked sent */
+		if (!o->cancelled || o->sent_tickets) {
+			if (!o->sent_tickets)
+				WHY(" no email_sends.sent_at");
+			if (!o->m_tickets) {
+				WHY(" no message at the provider");
+				v->missing[INTENT_TICKETS]++;
+			}
+		} else if (!o->m_tickets) {
+			v->excused++;
+		}
+		if (o->cancelled && o->m_tickets)
+			v->cancelled_mailed++;
+		for (n = 1; n <= o->resends; n++) {
+			if (o->cancelled && !o->sent_r[n]) {
+				v->excused += !o->m_r[n];
+				continue;
+			}
+			if (!o->sent_r[n])
+				WHY(" resend r%lld not marked sent", n);
+			if (!o->m_r[n]) {
+				WHY(" no message for resend r%lld at the provider", n);
+				v->missing[INTENT_RESEND]++;
+			}
+		}
+		if (o->cancelled) {
+			if (!o->cancel_done)
+				WHY(" cancellation not counted back");
+			if (!o->sent_cancel)
+				WHY(" cancellation email not marked sent");
+			if (!o->m_cancel) {
+				WHY(" no cancellation message at the provider");
+				v->missing[INTENT_CANCEL]++;
+			}
+		}
+		if (!o->count_done)
+			WHY(" not counted");
+#undef WHY
+		missing = why[0] != '\0';
+		if (!missing)
+			continue;
+		v->lost++;
+		if (!s->first_lost)
+			s->first_lost = id;
+		broken(v, "lost: order %lld (%s%s):%s", id, o->pub, o->cancelled ? ", cancelled" : "",
+		       why);
+	}
+	/* rendered: every ticket of a standing order has its PDF */
+	{
+		long unrendered = one_int(v, db, "SELECT count(*) FROM tickets t JOIN orders o ON "
+					  "o.id = t.order_id WHERE o.cancelled_at IS NULL AND "
+					  "t.pdf_key IS NULL");
+
+		if (unrendered > 0)
+			broken(v, "lost: %ld tickets of standing orders have no PDF", unrendered);
+	}
+	if (s->first_lost)
+		trace_order(db, s->first_lost);
+}
+
+static void vstate_free(struct vstate *s)
+{
+	long long id;
+
+	for (id = 0; s->ord && id <= s->max_id; id++) {
+		free(s->ord[id].sent_r);
+		free(s->ord[id].m_r);
+		free(s->ord[id].addrs);
+		free(s->ord[id].log_addrs);
+		free(s->ord[id].rq);
+	}
+	free(s->ord);
+	free(s->msg);
+	free(s->ev);
 }
 
 /* ======================== all of it ===================================== */
 
 int verify_run(struct verdict *v)
 {
+	struct vstate s;
 	struct vdb *db = NULL;
 	char err[600];
-	long long max_id;
-	long *per = NULL;
 
+	memset(&s, 0, sizeof s);
 	v->broken[0] = '\0';
 	if (vdb_open(v->db_path, &db, err, sizeof err) != 0) {
 		broken(v, "database: %s", err);
@@ -447,19 +1297,25 @@ int verify_run(struct verdict *v)
 
 	check_pdfs(v, db);
 
-	max_id = one_int(v, db, "SELECT coalesce(max(id), 0) FROM orders");
-	per = calloc((size_t)(max_id > 0 ? max_id : 0) + 1, sizeof *per);
-	if (!per) {
-		broken(v, "out of memory");
+	s.max_id = one_int(v, db, "SELECT coalesce(max(id), 0) FROM orders");
+	if (s.max_id < 0)
 		goto out;
-	}
-	scan_maildir(v, per, max_id);
-	if (v->strangers > 0)
-		broken(v, "messages: %ld messages at the provider name no order", v->strangers);
+	load(v, db, &s);
+	if (!s.ord)
+		goto out;
+	scan_maildir(v, &s);
+	count_messages(v, &s);
+	check_duplicates(v, &s);
 	if (v->counts_path)
-		check_provider_counts(v, db);
+		check_provider_counts(v, &s);
 
-	check_counters(v, db);
+	check_counters(v, db, &s);
+	check_orders_state(v, &s);
+	if (v->actions_path)
+		read_log(v, &s);
+	check_addresses(v, &s);
+	if (v->logged)
+		check_log(v, &s);
 
 	v->stream_left = one_int(v, db, "SELECT count(*) FROM stream");
 	v->dead = one_int(v, db, "SELECT count(*) FROM dead_jobs");
@@ -472,8 +1328,8 @@ int verify_run(struct verdict *v)
 	if (v->outbox_unpublished > 0)
 		broken(v, "stream: %ld outbox rows never published", v->outbox_unpublished);
 
-	check_orders_done(v, db, per, max_id);
-	v->duplicates += v->strangers;
+	check_orders_done(v, db, &s);
+	v->duplicates += v->strangers + v->unmade;
 
 	v->reclaimed_jobs = one_int(v, db, "SELECT count(*) FROM done_jobs WHERE deliveries > 1");
 	v->redeliveries = one_int(v, db, "SELECT coalesce(sum(deliveries - 1), 0) FROM done_jobs "
@@ -484,7 +1340,7 @@ int verify_run(struct verdict *v)
 		"(SELECT job_id FROM done_jobs UNION ALL SELECT job_id FROM stream) AS j "
 		"GROUP BY job_id HAVING count(*) > 1) AS d");
 out:
-	free(per);
+	vstate_free(&s);
 	vdb_close(db);
 	return v->broken[0] ? 1 : 0;
 }
