@@ -340,9 +340,10 @@ json_t *api_order_json(const struct order_detail *d)
 	for (i = 0; i < d->n_emails; i++) {
 		if (strcmp(d->emails[i].kind, "tickets") == 0)
 			tk = &d->emails[i];
-		json_array_append_new(emails, json_pack("{s:s, s:s, s:o}", "kind", d->emails[i].kind,
-				"state", order_email_state(&d->emails[i]), "sent_at",
-				ms_or_null(d->emails[i].sent_at)));
+		json_array_append_new(emails, json_pack("{s:s, s:s, s:o, s:o}", "kind",
+				d->emails[i].kind, "state", order_email_state(&d->emails[i]),
+				"sent_at", ms_or_null(d->emails[i].sent_at), "to",
+				d->emails[i].to[0] ? api_json_text(d->emails[i].to) : json_null()));
 	}
 	for (i = 0; i < d->n_changes; i++)
 		json_array_append_new(changes, json_pack("{s:I, s:s, s:o, s:o}", "at",

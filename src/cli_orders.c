@@ -116,8 +116,9 @@ static void show_emails(const struct order_detail *d)
 			snprintf(label, sizeof label, "%-8s", e->kind);
 		show_when(e->sent_at, when, sizeof when);
 		if (e->sent_at)
-			printf("%s sent %s%s%s%s\n", label, when, e->message_id[0] ? " (" : "",
-			       e->message_id, e->message_id[0] ? ")" : "");
+			printf("%s sent %s%s%s%s%s%s\n", label, when, e->to[0] ? " to " : "", e->to,
+			       e->message_id[0] ? " (" : "", e->message_id,
+			       e->message_id[0] ? ")" : "");
 		else
 			printf("%s %s\n", label, e->claimed_at ?
 			       "being sent (claimed, not yet confirmed)" : "not sent yet");

@@ -84,6 +84,38 @@ out:
 	return db_end(db, r);
 }
 
+static const char SQL_TARGET[] =
+	"UPDATE email_sends SET target = coalesce(target, ?3) WHERE order_id = ?1 AND kind = ?2 "
+	"RETURNING target";
+
+enum sd_result idem_effect_target(struct db *db, int64_t subject_id, const char *kind,
+				  const char *target, char *out, size_t size)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	int row = 0;
+
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	if (!(st = db_stmt(db, SQL_TARGET))) {
+		r = SD_DB;
+		goto out;
+	}
+	db_bind_int(st, 1, subject_id);
+	db_bind_text(st, 2, kind);
+	db_bind_text(st, 3, target);
+	if ((r = db_step(st, &row)) == SD_OK) {
+		if (row && (size_t)snprintf(out, size, "%s", db_col_text(st, 0)) >= size)
+			r = err_set(SD_DB, "an effect's target is longer than %zu bytes", size - 1);
+		else if (!row)
+			r = err_set(SD_NOT_FOUND, "no effect row %lld %s to give a target",
+				    (long long)subject_id, kind);
+	}
+	db_reset(st);
+out:
+	return db_end(db, r);
+}
+
 /* Both writes name the claim by its time: a run whose claim was taken
  * over matches nothing. */
 static const char SQL_DONE[] =

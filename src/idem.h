@@ -48,6 +48,16 @@ enum sd_result idem_effect_claim(struct db *db, int64_t subject_id, const char *
 				 int64_t stale_ms, enum idem_claim *claim, int64_t *claimed_at);
 
 /*
+ * idem_effect_target: where the claimed effect (subject_id, kind) goes,
+ * fixed by the first run that asks: target is stored when the row has none
+ * yet, and [out] out (size bytes) gets the stored one, in one statement.
+ * A provider's key dedupes only the same request: a retry whose first
+ * attempt may have reached it must go where that one went.
+ */
+enum sd_result idem_effect_target(struct db *db, int64_t subject_id, const char *kind,
+				  const char *target, char *out, size_t size);
+
+/*
  * idem_effect_done: record the effect as done, with the provider's id for
  * it, if this run's claim (claimed_at) still holds the row.  A run whose
  * claim was taken over changes nothing: the owner records it.

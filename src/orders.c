@@ -538,8 +538,8 @@ static const char SQL_DETAIL_TICKETS[] =
 	"coalesce(cancelled_at, 0) FROM tickets WHERE order_id = ?1 ORDER BY seat_no";
 /* the tickets first, then the resends in their order, the cancellation last */
 static const char SQL_DETAIL_EMAILS[] =
-	"SELECT kind, claimed_at, coalesce(sent_at, 0), coalesce(provider_message_id, '') "
-	"FROM email_sends WHERE order_id = ?1 ORDER BY CASE WHEN kind = 'tickets' THEN 0 "
+	"SELECT kind, claimed_at, coalesce(sent_at, 0), coalesce(provider_message_id, ''), "
+	"coalesce(target, '') FROM email_sends WHERE order_id = ?1 ORDER BY CASE WHEN kind = 'tickets' THEN 0 "
 	"WHEN kind = 'cancel' THEN 2 ELSE 1 END, length(kind), kind";
 static const char SQL_DETAIL_CHANGES[] =
 	"SELECT at, kind, actor, coalesce(detail, '') FROM order_changes WHERE order_id = ?1 "
@@ -589,6 +589,7 @@ static enum sd_result detail_emails(struct db *db, struct order_detail *d)
 		e->claimed_at = db_col_int(st, 1);
 		e->sent_at = db_col_int(st, 2);
 		text_copy(e->message_id, sizeof e->message_id, db_col_text(st, 3));
+		text_copy(e->to, sizeof e->to, db_col_text(st, 4));
 	}
 	db_reset(st);
 	return r;

@@ -104,6 +104,7 @@ struct order_email {
 	int64_t claimed_at;		/* 0: unclaimed (released) */
 	int64_t sent_at;		/* 0: not sent yet */
 	char message_id[128];		/* the provider's, "" when none */
+	char to[256];			/* the address its first attempt used; "" none yet */
 };
 
 struct order_change {

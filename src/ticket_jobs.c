@@ -146,6 +146,7 @@ static enum job_outcome send_intent(struct handler_ctx *ctx, const struct job *j
 	enum sd_result r;
 	char kind[TICKETS_KIND_MAX];
 	int64_t claimed_at = 0;
+	struct order_view to = *v;	/* the order, to the intent's address */
 	int64_t stale_ms = env->claim_stale_ms > 0 ? env->claim_stale_ms : IDEM_STALE_MS;
 
 	tickets_intent_kind(in, kind, sizeof kind);
@@ -162,9 +163,15 @@ static enum job_outcome send_intent(struct handler_ctx *ctx, const struct job *j
 		res->delay_ms = stale_ms + 1;
 		return JOB_RETRY_LATER;
 	}
+	/* the address this email goes to is the one its first attempt used: a
+	 * retry after an address change resends that request, which the
+	 * provider's key turns into the first one's answer */
+	if ((r = idem_effect_target(db, v->id, kind, v->buyer_email, to.buyer_email,
+				    sizeof to.buyer_email)) != SD_OK)
+		return db_failure(res, job, r, "address");
 	failpoint(FP_SEND_CLAIMED);
 	memset(&mr, 0, sizeof mr);
-	if ((r = tickets_send_mail(env, v, in, &mr)) != SD_OK) {
+	if ((r = tickets_send_mail(env, &to, in, &mr)) != SD_OK) {
 		/* the send may or may not have left; the retry follows the
 		 * backoff, not the 2-minute claim, and carries the same key */
 		enum sd_result rr = idem_effect_release(db, v->id, kind, claimed_at);

@@ -30,6 +30,7 @@
 #include "code.h"
 #include "db.h"
 #include "events.h"
+#include "idem.h"
 #include "jobkinds.h"
 #include "log.h"
 #include "orders.h"
@@ -282,6 +283,54 @@ static void test_new_address_gets_what_is_not_sent_yet(void **state)
 	expect_checks_hold();
 }
 
+/*
+ * An email's first attempt reached the provider but its answer was lost
+ * (the box gave its claim back, as a failed send does), then the address
+ * changed: the retry goes where the first attempt went, the same request
+ * under the same key (a provider refuses a key with another body), and the
+ * new address gets the emails first attempted after the change.
+ */
+static void test_retry_after_a_new_address_goes_where_the_first_went(void **state)
+{
+	char id[ORDER_ID_MAX], to[256];
+	struct order_detail *d;
+	struct jobbuf j;
+	int64_t oid, at = 0, n = 0;
+	enum idem_claim claim;
+	int changed = 0;
+
+	(void)state;
+	order("Nia Ness", "nia@example.org", 1, id);
+	oid = order_key(id);
+	/* render, then the first attempt of the tickets email, cut short */
+	outbox_job(&j, JOB_KIND_RENDER, oid);
+	run_done(ticket_job_render, &j.job);
+	assert_int_equal(idem_effect_claim(F.env->db, oid, "tickets", IDEM_STALE_MS, &claim, &at),
+			 SD_OK);
+	assert_int_equal(claim, IDEM_CLAIMED);
+	assert_int_equal(idem_effect_target(F.env->db, oid, "tickets", "nia@example.org", to,
+					    sizeof to), SD_OK);
+	assert_string_equal(to, "nia@example.org");
+	assert_int_equal(idem_effect_release(F.env->db, oid, "tickets", at), SD_OK);
+
+	assert_int_equal(order_set_email(F.full, id, "nia.new@example.org", "cli (ops)", &changed),
+			 SD_OK);
+	outbox_job(&j, JOB_KIND_SEND, oid);
+	run_done(ticket_job_send, &j.job);
+	assert_int_equal(messages_with("To: \"Nia Ness\" <nia@example.org>", NULL), 1);
+	assert_int_equal(messages_with("nia.new@example.org", NULL), 0);
+	/* a resend after the change is a new email: the new address */
+	assert_int_equal(order_resend(F.full, id, "cli (ops)", &n), SD_OK);
+	drain();
+	assert_int_equal(messages_with("To: \"Nia Ness\" <nia.new@example.org>", NULL), 1);
+	assert_int_equal(order_detail_get(F.env->db, id, &d), SD_OK);
+	assert_int_equal(d->n_emails, 2);
+	assert_string_equal(d->emails[0].to, "nia@example.org");
+	assert_string_equal(d->emails[1].to, "nia.new@example.org");
+	order_detail_free(d);
+	expect_checks_hold();
+}
+
 /* ======================== cancel ========================================= */
 
 static void test_cancel_frees_seats_counts_back_and_mails_once(void **state)
@@ -507,6 +556,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_new_address_gets_what_is_not_sent_yet, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_retry_after_a_new_address_goes_where_the_first_went, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_frees_seats_counts_back_and_mails_once,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_and_the_door, setup, teardown),

@@ -725,7 +725,7 @@ static void test_intake_and_render_of_one_event_do_not_deadlock(void **state)
 	"DROP TABLE order_changes; DROP TABLE scans; DROP TABLE queue_history; "             \
 	"DROP INDEX orders_event_time; DROP INDEX orders_email; "                            \
 	"ALTER TABLE orders DROP COLUMN resends; ALTER TABLE orders DROP COLUMN cancelled_at; " \
-	"ALTER TABLE done_totals DROP COLUMN failed; "                                       \
+	"ALTER TABLE done_totals DROP COLUMN failed; ALTER TABLE email_sends DROP COLUMN target; " \
 	"CREATE TABLE tickets_5 (id INTEGER PRIMARY KEY, order_id INTEGER NOT NULL "          \
 	" REFERENCES orders (id), event_id INTEGER NOT NULL REFERENCES events (id), "         \
 	" seat_no INTEGER NOT NULL CHECK (seat_no >= 1), seat_label TEXT NOT NULL, "           \

@@ -165,6 +165,14 @@ CREATE TABLE scans (
 CREATE UNIQUE INDEX scans_nonce ON scans (device, nonce) WHERE nonce IS NOT NULL;
 CREATE INDEX scans_event ON scans (event_id, at);
 
+-- Where an effect goes, fixed by its first attempt: an email's address.  A
+-- retry of that email (its first attempt may have reached the provider,
+-- unknown to the box) must send the same request under the same key, or the
+-- provider refuses it; an address changed meanwhile reaches the emails
+-- attempted after the change.  NULL for rows made before: the order's
+-- address then.
+ALTER TABLE email_sends ADD COLUMN target TEXT;
+
 ALTER TABLE done_totals ADD COLUMN failed INTEGER NOT NULL DEFAULT 0;
 
 CREATE TABLE queue_history (
