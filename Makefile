@@ -50,9 +50,10 @@ else
 say     = @printf '  %-4s %s\n' '$(1)' '$(2)';
 endif
 
+VERSION := $(shell cat VERSION)
 WARN    := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
 CFLAGS  ?= -O2 -g
-ALL_CFLAGS = $(WARN) $(CFLAGS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -pthread
+ALL_CFLAGS = $(WARN) -DSTAGEDOOR_VERSION='"$(VERSION)"' $(CFLAGS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -pthread
 LDLIBS  = $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(XLIBS) -pthread
 TLIBS   = $(shell pkg-config --libs $(TPKGS) 2>/dev/null)
 SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer

@@ -26,6 +26,37 @@ enum sd_result args_int(const char *s, int64_t min, int64_t max, const char *wha
 	return SD_OK;
 }
 
+/* find: the option named a[0..len) in opts, or NULL */
+static const struct arg_opt *find(const struct arg_opt *opts, const char *a, size_t len)
+{
+	for (; opts->name; opts++)
+		if (strlen(opts->name) == len && strncmp(opts->name, a, len) == 0)
+			return opts;
+	return NULL;
+}
+
+int args_wants_help(int argc, char **argv, const struct arg_opt *opts)
+{
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		const struct arg_opt *o;
+		size_t len;
+
+		if (strcmp(a, "--") == 0)
+			return 0;
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+			return 1;
+		if (strncmp(a, "--", 2) != 0 || strchr(a, '='))
+			continue;
+		len = strlen(a + 2);
+		if ((o = find(opts, a + 2, len)) && o->type != ARG_FLAG)
+			i++;	/* its value, whatever it looks like */
+	}
+	return 0;
+}
+
 enum sd_result args_parse(int argc, char **argv, struct arg_opt *opts, char **pos, int *npos)
 {
 	int i;
@@ -53,10 +84,7 @@ enum sd_result args_parse(int argc, char **argv, struct arg_opt *opts, char **po
 		a += 2;
 		eq = strchr(a, '=');
 		len = eq ? (size_t)(eq - a) : strlen(a);
-		for (o = opts; o->name; o++)
-			if (strlen(o->name) == len && strncmp(o->name, a, len) == 0)
-				break;
-		if (!o->name)
+		if (!(o = (struct arg_opt *)find(opts, a, len)))
 			return err_set(SD_INVALID, "unknown option --%.*s", (int)len, a);
 		if (o->type == ARG_FLAG) {
 			if (eq)

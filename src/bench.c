@@ -53,6 +53,7 @@
 #include "args.h"
 #include "clock.h"
 #include "db.h"
+#include "help.h"
 #include "metrics.h"
 #include "log.h"
 #include "pipeline.h"
@@ -446,6 +447,8 @@ int bench_args(int argc, char **argv, struct arg_opt *opts, const char *usage)
 	enum sd_result r;
 	int npos;
 
+	if (args_wants_help(argc, argv, opts))
+		return help_leaf(usage, opts);
 	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK) {
 		char why[512];
 
@@ -682,7 +685,7 @@ static void bench_print(const struct bench_result *res, int64_t jobs, int worker
 	printf("  peak RSS    %.1f MiB\n", (double)res->peak_rss_kb / 1024.0);
 }
 
-int cli_bench(int argc, char **argv)
+static int bench_queue_cmd(int argc, char **argv)
 {
 	int64_t jobs = 100000, workers = 1, batch = 100, ebatch = -1, lat_jobs = -1;
 	const char *sync_s = "normal";
@@ -690,51 +693,39 @@ int cli_bench(int argc, char **argv)
 	const char *pg = NULL;
 	int json = 0;
 	struct arg_opt opts[] = {
-		{ "jobs", ARG_INT, &jobs, 1, 100000000, 0 },
-		{ "workers", ARG_INT, &workers, 1, BENCH_WORKERS_MAX, 0 },
-		{ "batch", ARG_INT, &batch, 1, 10000, 0 },
-		{ "enqueue-batch", ARG_INT, &ebatch, 1, 10000, 0 },
-		{ "sync", ARG_STR, &sync_s, 0, 0, 0 },
-		{ "latency-jobs", ARG_INT, &lat_jobs, 0, 100000000, 0 },
-		{ "json", ARG_FLAG, &json, 0, 0, 0 },
-		{ "db", ARG_STR, &pg, 0, 0, 0 },
-		{ "boxes", ARG_INT, &boxes, 1, 2, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		{ "jobs", ARG_INT, &jobs, 1, 100000000, 0, NULL,
+		  "noop jobs to enqueue, then claim and acknowledge (100000)", 0 },
+		{ "workers", ARG_INT, &workers, 1, BENCH_WORKERS_MAX, 0, NULL,
+		  "worker threads, each with its own connection (1)", 0 },
+		{ "batch", ARG_INT, &batch, 1, 10000, 0, NULL,
+		  "jobs claimed and acknowledged per transaction (100)", 0 },
+		{ "enqueue-batch", ARG_INT, &ebatch, 1, 10000, 0, NULL,
+		  "jobs enqueued per transaction (default: --batch)", 0 },
+		{ "sync", ARG_STR, &sync_s, 0, 0, 0, "normal|full",
+		  "the queue's commit level: normal (the queue's own) or full (fsync each commit)", 0 },
+		{ "latency-jobs", ARG_INT, &lat_jobs, 0, 100000000, 0, NULL,
+		  "jobs offered at a steady rate to measure enqueue-to-start latency (0: none)", 0 },
+		ARG_JSON(&json),
+		{ "db", ARG_STR, &pg, 0, 0, 0, "URI",
+		  "run on PostgreSQL, in a scratch schema of this postgresql:// database (default: "
+		  "SQLite in a temp folder)", 0 },
+		{ "boxes", ARG_INT, &boxes, 1, 2, 0, NULL,
+		  "with --db: 2 runs the workers as two boxes sharing the database", 0 },
+		ARG_END,
 	};
 	static const char usage[] =
 		"bench queue [--jobs N] [--workers W] [--batch B] [--sync normal|full] "
 		"[--enqueue-batch E] [--latency-jobs M] [--db postgresql://... [--boxes 2]] "
 		"[--json]";
-	char *pos[ARGS_MAX_POS], dir[4096], path[4200], schema[64] = "";
+	char dir[4096], path[4200], schema[64] = "";
 	struct bench_result res;
 	enum log_level level = log_get_level();
 	enum db_sync sync;
 	enum sd_result r;
-	int npos;
+	int rc;
 
-	/* each benchmark has its own options: the word comes first */
-	if (argc >= 1 && strcmp(argv[0], "pipeline") == 0)
-		return bench_pipeline_cmd(argc - 1, argv + 1);
-	if (argc >= 1 && strcmp(argv[0], "api") == 0)
-		return bench_api_cmd(argc - 1, argv + 1);
-	if (argc >= 1 && strcmp(argv[0], "claim") == 0)
-		return bench_claim_cmd(argc - 1, argv + 1);
-	if (argc >= 1 && strcmp(argv[0], "scale") == 0)
-		return bench_scale_cmd(argc - 1, argv + 1);
-	if (argc >= 1 && strcmp(argv[0], "intake") == 0)
-		return bench_intake_cmd(argc - 1, argv + 1);
-	if ((r = args_parse(argc, argv, opts, pos, &npos)) != SD_OK)
-		return cli_fail(r);
-	if (npos != 1 || strcmp(pos[0], "queue") != 0) {
-		fprintf(stderr, "stagedoor: usage: stagedoor %s\n"
-				"       stagedoor bench pipeline [--orders N] [--concurrency C] "
-				"[--alone K] [--keep] [--json]\n"
-				"       stagedoor bench api [--requests N] [--clients C] [--json] "
-				"[--keep]\n"
-				"       stagedoor bench intake [--orders N] [--clients A,B] "
-				"[--via http,cli] [--rounds R] [--json] [--keep]\n", usage);
-		return 2;
-	}
+	if ((rc = bench_args(argc, argv, opts, usage)) != 0)
+		return rc;
 	if (strcmp(sync_s, "normal") == 0) {
 		sync = DB_SYNC_QUEUE;	/* the queue's own level */
 	} else if (strcmp(sync_s, "full") == 0) {
@@ -775,3 +766,18 @@ int cli_bench(int argc, char **argv)
 	bench_print(&res, jobs, (int)workers, (int)batch, (int)ebatch, sync_s, json);
 	return 0;
 }
+
+const struct cli_cmd cli_bench_subs[] = {
+	{ "queue", bench_queue_cmd, "the stream alone: enqueue, then claim and acknowledge noop "
+				   "jobs; jobs/s and latency", NULL, 0 },
+	{ "pipeline", bench_pipeline_cmd, "orders through render, send and count on a real box: "
+					  "orders/s and each stage", NULL, 0 },
+	{ "api", bench_api_cmd, "the HTTP API through the real server: orders, replays, reads and "
+				"scans per second (--tls: HTTP and HTTPS side by side)", NULL, 0 },
+	{ "claim", bench_claim_cmd, "a claim's cost on a stream with a long history", NULL, 0 },
+	{ "scale", bench_scale_cmd, "the costs that must not grow with history, at several sizes",
+	  NULL, 0 },
+	{ "intake", bench_intake_cmd, "order intake by many clients over HTTP and the command "
+				      "line", NULL, 0 },
+	{ NULL, NULL, NULL, NULL, 0 },
+};

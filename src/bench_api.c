@@ -747,12 +747,16 @@ int bench_api_cmd(int argc, char **argv)
 	int64_t requests = BA_REQUESTS_DEFAULT, clients = BA_CLIENTS_DEFAULT;
 	int json = 0, keep = 0, tls = 0;
 	struct arg_opt opts[] = {
-		{ "requests", ARG_INT, &requests, 1, 100000, 0 },
-		{ "clients", ARG_INT, &clients, 1, BA_CLIENTS_MAX, 0 },
-		{ "tls", ARG_FLAG, &tls, 0, 0, 0 },
-		{ "keep", ARG_FLAG, &keep, 0, 0, 0 },
-		{ "json", ARG_FLAG, &json, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		{ "requests", ARG_INT, &requests, 1, 100000, 0, NULL,
+		  "requests per phase (2000)", 0 },
+		{ "clients", ARG_INT, &clients, 1, BA_CLIENTS_MAX, 0, NULL,
+		  "client threads, each on its own keep-alive connection", 0 },
+		{ "tls", ARG_FLAG, &tls, 0, 0, 0, NULL,
+		  "also over HTTPS, side by side with HTTP, with a throwaway CA", 0 },
+		{ "keep", ARG_FLAG, &keep, 0, 0, 0, NULL,
+		  "keep the bench folder and say where it is", 0 },
+		ARG_JSON(&json),
+		ARG_END,
 	};
 	static const char usage[] =
 		"bench api [--requests N] [--clients C] [--tls] [--json] [--keep]";

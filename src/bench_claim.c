@@ -368,13 +368,18 @@ int bench_claim_cmd(int argc, char **argv)
 	struct bc_args a;
 	int json = 0, keep = 0, rc;
 	struct arg_opt opts[] = {
-		{ "scheduled", ARG_INT, &a.scheduled, 0, 100000000, 0 },
-		{ "leased", ARG_INT, &a.leased, 0, 100000000, 0 },
-		{ "done", ARG_INT, &a.done, 0, 100000000, 0 },
-		{ "reps", ARG_INT, &a.reps, 1, 1000000, 0 },
-		{ "keep", ARG_FLAG, &keep, 0, 0, 0 },
-		{ "json", ARG_FLAG, &json, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		{ "scheduled", ARG_INT, &a.scheduled, 0, 100000000, 0, NULL,
+		  "jobs scheduled for later in the stream", 0 },
+		{ "leased", ARG_INT, &a.leased, 0, 100000000, 0, NULL,
+		  "jobs leased by others", 0 },
+		{ "done", ARG_INT, &a.done, 0, 100000000, 0, NULL,
+		  "finished jobs in the history", 0 },
+		{ "reps", ARG_INT, &a.reps, 1, 1000000, 0, NULL,
+		  "claims timed", 0 },
+		{ "keep", ARG_FLAG, &keep, 0, 0, 0, NULL,
+		  "keep the bench folder and say where it is", 0 },
+		ARG_JSON(&json),
+		ARG_END,
 	};
 	static const char usage[] =
 		"bench claim [--scheduled N] [--leased M] [--done K] [--reps R] [--json] [--keep]";

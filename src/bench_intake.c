@@ -411,13 +411,18 @@ int bench_intake_cmd(int argc, char **argv)
 	int64_t orders = 400, rounds = 3;
 	int json = 0, keep = 0, rc;
 	struct arg_opt opts[] = {
-		{ "orders", ARG_INT, &orders, 16, 100000, 0 },
-		{ "clients", ARG_STR, &counts, 0, 0, 0 },
-		{ "via", ARG_STR, &ways, 0, 0, 0 },
-		{ "rounds", ARG_INT, &rounds, 1, BI_ROUNDS_MAX, 0 },
-		{ "keep", ARG_FLAG, &keep, 0, 0, 0 },
-		{ "json", ARG_FLAG, &json, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		{ "orders", ARG_INT, &orders, 16, 100000, 0, NULL,
+		  "orders per round", 0 },
+		{ "clients", ARG_STR, &counts, 0, 0, 0, "A,B",
+		  "the client counts to measure, comma-separated", 0 },
+		{ "via", ARG_STR, &ways, 0, 0, 0, "http,cli",
+		  "the ways in: http, cli or both", 0 },
+		{ "rounds", ARG_INT, &rounds, 1, BI_ROUNDS_MAX, 0, NULL,
+		  "rounds per setting; the median is reported", 0 },
+		{ "keep", ARG_FLAG, &keep, 0, 0, 0, NULL,
+		  "keep the bench folder and say where it is", 0 },
+		ARG_JSON(&json),
+		ARG_END,
 	};
 	static const char usage[] = "bench intake [--orders N] [--clients A,B] [--via http,cli] "
 				    "[--rounds R] [--json] [--keep]";

@@ -737,13 +737,18 @@ int bench_pipeline_cmd(int argc, char **argv)
 	const char *pg = NULL;
 	int json = 0, keep = 0;
 	struct arg_opt opts[] = {
-		{ "orders", ARG_INT, &orders, 1, 100000, 0 },
-		{ "concurrency", ARG_INT, &concurrency, 1, PL_CONCURRENCY_MAX, 0 },
-		{ "alone", ARG_INT, &alone, 0, 100000, 0 },
-		{ "keep", ARG_FLAG, &keep, 0, 0, 0 },
-		{ "json", ARG_FLAG, &json, 0, 0, 0 },
-		{ "db", ARG_STR, &pg, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		{ "orders", ARG_INT, &orders, 1, 100000, 0, NULL,
+		  "orders sold, rendered, emailed and counted", 0 },
+		{ "concurrency", ARG_INT, &concurrency, 1, PL_CONCURRENCY_MAX, 0, NULL,
+		  "handler threads", 0 },
+		{ "alone", ARG_INT, &alone, 0, 100000, 0, NULL,
+		  "also time K orders through each stage alone", 0 },
+		{ "keep", ARG_FLAG, &keep, 0, 0, 0, NULL,
+		  "keep the bench folder and say where it is", 0 },
+		ARG_JSON(&json),
+		{ "db", ARG_STR, &pg, 0, 0, 0, "URI",
+		  "run on PostgreSQL, in a scratch schema of this postgresql:// database", 0 },
+		ARG_END,
 	};
 	static const char usage[] = "bench pipeline [--orders N] [--concurrency C] "
 				    "[--alone K] [--db postgresql://...] [--keep] [--json]";

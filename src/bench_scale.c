@@ -625,12 +625,16 @@ int bench_scale_cmd(int argc, char **argv)
 	int64_t intake = 300, backlog = 100000;
 	int json = 0, keep = 0, rc;
 	struct arg_opt opts[] = {
-		{ "sizes", ARG_STR, &sizes, 0, 0, 0 },
-		{ "intake", ARG_INT, &intake, 3, 100000, 0 },
-		{ "backlog", ARG_INT, &backlog, 0, 10000000, 0 },
-		{ "keep", ARG_FLAG, &keep, 0, 0, 0 },
-		{ "json", ARG_FLAG, &json, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		{ "sizes", ARG_STR, &sizes, 0, 0, 0, "A,B,C",
+		  "history sizes in finished orders, comma-separated", 0 },
+		{ "intake", ARG_INT, &intake, 3, 100000, 0, NULL,
+		  "orders timed at each size", 0 },
+		{ "backlog", ARG_INT, &backlog, 0, 10000000, 0, NULL,
+		  "jobs waiting in the stream at each size", 0 },
+		{ "keep", ARG_FLAG, &keep, 0, 0, 0, NULL,
+		  "keep the bench folder and say where it is", 0 },
+		ARG_JSON(&json),
+		ARG_END,
 	};
 	static const char usage[] =
 		"bench scale [--sizes A,B,C] [--intake N] [--backlog N] [--json] [--keep]";

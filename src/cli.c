@@ -23,6 +23,7 @@
 #include "config.h"
 #include "db.h"
 #include "failpoint.h"
+#include "help.h"
 #include "log.h"
 #include "metrics.h"
 #include "mail.h"
@@ -137,9 +138,11 @@ void cli_install_signals(void)
 int cli_parse(int argc, char **argv, struct arg_opt *opts, char **pos, int *npos,
 		 int min_pos, int max_pos, const char *usage)
 {
-	enum sd_result r = args_parse(argc, argv, opts, pos, npos);
+	enum sd_result r;
 
-	if (r != SD_OK)
+	if (args_wants_help(argc, argv, opts))
+		return help_leaf(usage, opts);
+	if ((r = args_parse(argc, argv, opts, pos, npos)) != SD_OK)
 		return cli_fail(r);
 	if (*npos < min_pos || *npos > max_pos) {
 		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
@@ -161,9 +164,9 @@ int cli_init(int argc, char **argv)
 {
 	const char *dbp = NULL, *state = NULL;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		ARG_STATE_DIR(&state),
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS];
 	struct db *db;
@@ -191,11 +194,14 @@ int cli_enqueue(int argc, char **argv)
 	const char *dbp = NULL, *job_id = NULL;
 	int64_t delay = 0, prio = 0;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "job-id", ARG_STR, &job_id, 0, 0, 0 },
-		{ "delay-ms", ARG_INT, &delay, 0, 366LL * 24 * 3600 * 1000, 0 },
-		{ "priority", ARG_INT, &prio, -1000000, 1000000, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		{ "job-id", ARG_STR, &job_id, 0, 0, 0, "ID",
+		  "the job's id (default: a new one); the same id twice is one job", 0 },
+		{ "delay-ms", ARG_INT, &delay, 0, 366LL * 24 * 3600 * 1000, 0, NULL,
+		  "run no sooner than this many ms from now", 0 },
+		{ "priority", ARG_INT, &prio, -1000000, 1000000, 0, NULL,
+		  "higher runs first (-1000000..1000000)", 0 },
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], out[QUEUE_JOB_ID_MAX + 1];
 	struct enqueue e;
@@ -350,13 +356,17 @@ int cli_worker(int argc, char **argv)
 	int drain = 0, supervised = 0;
 	struct cli_config_flags cf = { 0 };
 	struct arg_opt opts[] = {
-		{ "name", ARG_STR, &name, 0, 0, 0 },
-		{ "batch", ARG_INT, &batch, 1, 10000, 0 },
-		{ "drain", ARG_FLAG, &drain, 0, 0, 0 },
+		{ "name", ARG_STR, &name, 0, 0, 0, "NAME",
+		  "this worker's name in logs and leases", 0 },
+		{ "batch", ARG_INT, &batch, 1, 10000, 0, NULL,
+		  "rows per transaction", 0 },
+		{ "drain", ARG_FLAG, &drain, 0, 0, 0, NULL,
+		  "stop when nothing is left to do", 0 },
 		/* started by `run`: its maintenance loop prunes, not each worker */
-		{ "supervised", ARG_FLAG, &supervised, 0, 0, 0 },
+		{ "supervised", ARG_FLAG, &supervised, 0, 0, 0, NULL,
+		  "started by run (it reports ready through a pipe)", 0 },
 		CLI_CONFIG_OPTS(&cf),
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS];
 	const char *dbp;
@@ -447,10 +457,12 @@ int cli_relay(int argc, char **argv)
 	int drain = 0;
 	struct cli_config_flags cf = { 0 };
 	struct arg_opt opts[] = {
-		{ "batch", ARG_INT, &batch, 1, 100000, 0 },
-		{ "drain", ARG_FLAG, &drain, 0, 0, 0 },
+		{ "batch", ARG_INT, &batch, 1, 100000, 0, NULL,
+		  "rows per transaction", 0 },
+		{ "drain", ARG_FLAG, &drain, 0, 0, 0, NULL,
+		  "stop when nothing is left to do", 0 },
 		CLI_CONFIG_OPTS(&cf),
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS];
 	struct outbox_relay_opts ro = { 0 };
@@ -497,12 +509,12 @@ int cli_relay(int argc, char **argv)
 
 /* ---- config show ---------------------------------------------------- */
 
-int cli_config(int argc, char **argv)
+static int config_show_cmd(int argc, char **argv)
 {
 	struct cli_config_flags cf = { 0 };
 	struct arg_opt opts[] = {
 		CLI_CONFIG_OPTS(&cf),
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_END,
 	};
 	static const char usage[] = "config show " CLI_CONFIG_USAGE;
 	char *pos[ARGS_MAX_POS];
@@ -510,12 +522,8 @@ int cli_config(int argc, char **argv)
 	enum sd_result r;
 	int npos, rc;
 
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, usage)) != 0)
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, usage)) != 0)
 		return rc;
-	if (strcmp(pos[0], "show") != 0) {
-		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
-		return 2;
-	}
 	if ((r = config_resolve(&cfg, cf.file, cf.value)) != SD_OK)
 		return cli_fail(r);
 	config_show(&cfg, stdout);
@@ -612,43 +620,40 @@ static int jobs_stats(struct db *db, int json)
 	return 0;
 }
 
-int cli_jobs(int argc, char **argv)
+/* jobs_cmd: `jobs SUB`, the words after SUB; one table for them all */
+static int jobs_cmd(const char *sub, int argc, char **argv)
 {
 	const char *dbp = NULL, *state = NULL, *kind = NULL;
 	int64_t limit = 1000, older = QUEUE_RETENTION_MS_DEFAULT;
 	int json = 0, dead = 0;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "state", ARG_STR, &state, 0, 0, 0 },
-		{ "kind", ARG_STR, &kind, 0, 0, 0 },
-		{ "limit", ARG_INT, &limit, 1, 1000000, 0 },
-		{ "older-than-ms", ARG_INT, &older, 0, 3650LL * 24 * 3600 * 1000, 0 },
-		{ "json", ARG_FLAG, &json, 0, 0, 0 },
-		{ "dead", ARG_FLAG, &dead, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		{ "state", ARG_STR, &state, 0, 0, 0, "STATE",
+		  "ready, scheduled, leased, dead or done", 0 },
+		{ "kind", ARG_STR, &kind, 0, 0, 0, "KIND",
+		  "only jobs of this kind", 0 },
+		{ "limit", ARG_INT, &limit, 1, 1000000, 0, NULL,
+		  "at most this many rows", 0 },
+		{ "older-than-ms", ARG_INT, &older, 0, 3650LL * 24 * 3600 * 1000, 0, NULL,
+		  "prune: finished jobs older than this (default 7 days)", 0 },
+		ARG_JSON(&json),
+		{ "dead", ARG_FLAG, &dead, 0, 0, 0, NULL,
+		  "purge: the dead letters (say it to mean it)", 0 },
+		ARG_END,
 	};
-	static const char usage[] =
-		"jobs stats|ls|dead|retry JOB_ID|purge --dead|prune [--state S] [--kind K] [--json]";
+	char usage[160];
 	char *pos[ARGS_MAX_POS];
-	const char *sub;
 	struct db *db;
 	enum sd_result r;
 	int64_t n = 0;
-	int npos, rc;
+	int npos, rc, want = strcmp(sub, "retry") == 0;
 
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 2, usage)) != 0)
+	snprintf(usage, sizeof usage, "jobs %s%s [--kind K] [--limit N] [--json]%s", sub,
+		 want ? " JOB_ID" : "", strcmp(sub, "ls") == 0 ? " [--state S]" :
+		 strcmp(sub, "purge") == 0 ? " --dead" : strcmp(sub, "prune") == 0 ?
+		 " [--older-than-ms N]" : "");
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, want, want, usage)) != 0)
 		return rc;
-	sub = pos[0];
-	if (strcmp(sub, "retry") == 0 ? npos != 2 : npos != 1) {
-		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
-		return 2;
-	}
-	if (strcmp(sub, "stats") && strcmp(sub, "ls") && strcmp(sub, "dead") &&
-	    strcmp(sub, "retry") && strcmp(sub, "purge") && strcmp(sub, "prune")) {
-		fprintf(stderr, "stagedoor: unknown jobs command '%s'; usage: stagedoor %s\n", sub,
-			usage);
-		return 2;
-	}
 	if (strcmp(sub, "purge") == 0 && !dead) {
 		fprintf(stderr, "stagedoor: 'jobs purge' deletes dead jobs only: say --dead\n");
 		return 2;
@@ -664,7 +669,7 @@ int cli_jobs(int argc, char **argv)
 	} else if (strcmp(sub, "dead") == 0) {
 		rc = jobs_list(db, "dead", kind, limit, json);
 	} else if (strcmp(sub, "retry") == 0) {
-		r = queue_dead_retry(db, pos[1], &n);
+		r = queue_dead_retry(db, pos[0], &n);
 		rc = r == SD_OK ? (printf("retried %lld\n", (long long)n), 0) : cli_fail(r);
 	} else if (strcmp(sub, "purge") == 0) {
 		r = queue_dead_purge(db, &n);
@@ -680,6 +685,54 @@ int cli_jobs(int argc, char **argv)
 	db_close(db);
 	return rc;
 }
+
+static int jobs_stats_cmd(int argc, char **argv)
+{
+	return jobs_cmd("stats", argc, argv);
+}
+
+static int jobs_ls_cmd(int argc, char **argv)
+{
+	return jobs_cmd("ls", argc, argv);
+}
+
+static int jobs_dead_cmd(int argc, char **argv)
+{
+	return jobs_cmd("dead", argc, argv);
+}
+
+static int jobs_retry_cmd(int argc, char **argv)
+{
+	return jobs_cmd("retry", argc, argv);
+}
+
+static int jobs_purge_cmd(int argc, char **argv)
+{
+	return jobs_cmd("purge", argc, argv);
+}
+
+static int jobs_prune_cmd(int argc, char **argv)
+{
+	return jobs_cmd("prune", argc, argv);
+}
+
+const struct cli_cmd cli_jobs_subs[] = {
+	{ "stats", jobs_stats_cmd, "jobs per kind: ready, scheduled, leased, dead and done", NULL,
+	  0 },
+	{ "ls", jobs_ls_cmd, "the jobs, newest first", NULL, 0 },
+	{ "dead", jobs_dead_cmd, "the dead letters and why each died", NULL, 0 },
+	{ "retry", jobs_retry_cmd, "a dead job back on the stream (its attempts start again)", NULL,
+	  0 },
+	{ "purge", jobs_purge_cmd, "delete the dead letters", NULL, 0 },
+	{ "prune", jobs_prune_cmd, "delete finished jobs older than the retention", NULL, 0 },
+	{ NULL, NULL, NULL, NULL, 0 },
+};
+
+const struct cli_cmd cli_config_subs[] = {
+	{ "show", config_show_cmd, "every setting in force and where it came from (flag, "
+				   "environment, file or default)", NULL, 0 },
+	{ NULL, NULL, NULL, NULL, 0 },
+};
 
 /* ---- mail test ------------------------------------------------------- */
 
@@ -743,14 +796,15 @@ static int mail_fail(const char *transport, enum sd_result r)
 	return 1;
 }
 
-int cli_mail(int argc, char **argv)
+static int mail_test_cmd(int argc, char **argv)
 {
 	const char *to = NULL, *from;
 	struct cli_config_flags cf = { 0 };
 	struct arg_opt opts[] = {
-		{ "to", ARG_STR, &to, 0, 0, 0 },
+		{ "to", ARG_STR, &to, 0, 0, 0, "ADDR",
+		  "the address the test message goes to", 0 },
 		CLI_CONFIG_OPTS(&cf),
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_END,
 	};
 	static const char usage[] = "mail test --to ADDR " CLI_CONFIG_USAGE;
 	char *pos[ARGS_MAX_POS], url[PATH_MAX + 16], transport[256], key[64], text[512];
@@ -762,9 +816,9 @@ int cli_mail(int argc, char **argv)
 	enum sd_result r;
 	int npos, rc;
 
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, usage)) != 0)
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, usage)) != 0)
 		return rc;
-	if (strcmp(pos[0], "test") != 0 || !to) {
+	if (!to) {
 		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
 		return 2;
 	}
@@ -809,3 +863,9 @@ out:
 	config_free(&cfg);
 	return rc;
 }
+
+const struct cli_cmd cli_mail_subs[] = {
+	{ "test", mail_test_cmd, "send one test message through the configured transport", NULL,
+	  0 },
+	{ NULL, NULL, NULL, NULL, 0 },
+};

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "help.h"
 #include "result.h"
 
 #define CLI_DB_DEFAULT "./var/stagedoor.db"
@@ -57,60 +58,64 @@ struct cli_config_flags {
 	const char *value[CONFIG_N_KEYS];	/* by enum config_key; NULL: not given */
 };
 
+#define CLI_KEY(f, k) { config_key_flag(k), ARG_STR, &(f)->value[k], 0, 0, 0, \
+			config_key_metavar(k), config_key_doc(k), 1 }
 #define CLI_CONFIG_OPTS(f) \
-	{ "config", ARG_STR, &(f)->file, 0, 0, 0 }, \
-	{ "db", ARG_STR, &(f)->value[CONFIG_DB], 0, 0, 0 }, \
-	{ "state-dir", ARG_STR, &(f)->value[CONFIG_STATE_DIR], 0, 0, 0 }, \
-	{ "ticket-key-file", ARG_STR, &(f)->value[CONFIG_TICKET_KEY_FILE], 0, 0, 0 }, \
-	{ "blob-store", ARG_STR, &(f)->value[CONFIG_BLOB_STORE], 0, 0, 0 }, \
-	{ "workers", ARG_STR, &(f)->value[CONFIG_WORKERS], 0, 0, 0 }, \
-	{ "concurrency", ARG_STR, &(f)->value[CONFIG_CONCURRENCY], 0, 0, 0 }, \
-	{ "grace-ms", ARG_STR, &(f)->value[CONFIG_GRACE_MS], 0, 0, 0 }, \
-	{ "durability", ARG_STR, &(f)->value[CONFIG_DURABILITY], 0, 0, 0 }, \
-	{ "lease-ms", ARG_STR, &(f)->value[CONFIG_LEASE_MS], 0, 0, 0 }, \
-	{ "max-attempts", ARG_STR, &(f)->value[CONFIG_MAX_ATTEMPTS], 0, 0, 0 }, \
-	{ "max-deliveries", ARG_STR, &(f)->value[CONFIG_MAX_DELIVERIES], 0, 0, 0 }, \
-	{ "backoff-base-ms", ARG_STR, &(f)->value[CONFIG_BACKOFF_BASE_MS], 0, 0, 0 }, \
-	{ "backoff-cap-ms", ARG_STR, &(f)->value[CONFIG_BACKOFF_CAP_MS], 0, 0, 0 }, \
-	{ "render-tickets-lease-ms", ARG_STR, &(f)->value[CONFIG_RENDER_LEASE_MS], 0, 0, 0 }, \
-	{ "render-tickets-max-attempts", ARG_STR, &(f)->value[CONFIG_RENDER_MAX_ATTEMPTS], 0, 0, 0 }, \
-	{ "render-tickets-backoff-base-ms", ARG_STR, &(f)->value[CONFIG_RENDER_BACKOFF_BASE_MS], 0, 0, 0 }, \
-	{ "render-tickets-backoff-cap-ms", ARG_STR, &(f)->value[CONFIG_RENDER_BACKOFF_CAP_MS], 0, 0, 0 }, \
-	{ "send-tickets-lease-ms", ARG_STR, &(f)->value[CONFIG_SEND_LEASE_MS], 0, 0, 0 }, \
-	{ "send-tickets-max-attempts", ARG_STR, &(f)->value[CONFIG_SEND_MAX_ATTEMPTS], 0, 0, 0 }, \
-	{ "send-tickets-backoff-base-ms", ARG_STR, &(f)->value[CONFIG_SEND_BACKOFF_BASE_MS], 0, 0, 0 }, \
-	{ "send-tickets-backoff-cap-ms", ARG_STR, &(f)->value[CONFIG_SEND_BACKOFF_CAP_MS], 0, 0, 0 }, \
-	{ "update-sales-counter-lease-ms", ARG_STR, &(f)->value[CONFIG_COUNT_LEASE_MS], 0, 0, 0 }, \
-	{ "update-sales-counter-max-attempts", ARG_STR, &(f)->value[CONFIG_COUNT_MAX_ATTEMPTS], 0, 0, 0 }, \
-	{ "update-sales-counter-backoff-base-ms", ARG_STR, &(f)->value[CONFIG_COUNT_BACKOFF_BASE_MS], 0, 0, 0 }, \
-	{ "update-sales-counter-backoff-cap-ms", ARG_STR, &(f)->value[CONFIG_COUNT_BACKOFF_CAP_MS], 0, 0, 0 }, \
-	{ "retention-ms", ARG_STR, &(f)->value[CONFIG_RETENTION_MS], 0, 0, 0 }, \
-	{ "idem-retention-ms", ARG_STR, &(f)->value[CONFIG_IDEM_RETENTION_MS], 0, 0, 0 }, \
-	{ "maintenance-ms", ARG_STR, &(f)->value[CONFIG_MAINTENANCE_MS], 0, 0, 0 }, \
-	{ "wal-warn-bytes", ARG_STR, &(f)->value[CONFIG_WAL_WARN_BYTES], 0, 0, 0 }, \
-	{ "disk-warn-bytes", ARG_STR, &(f)->value[CONFIG_DISK_WARN_BYTES], 0, 0, 0 }, \
-	{ "backup-dir", ARG_STR, &(f)->value[CONFIG_BACKUP_DIR], 0, 0, 0 }, \
-	{ "backup-interval-ms", ARG_STR, &(f)->value[CONFIG_BACKUP_INTERVAL_MS], 0, 0, 0 }, \
-	{ "backup-keep", ARG_STR, &(f)->value[CONFIG_BACKUP_KEEP], 0, 0, 0 }, \
-	{ "http-listen", ARG_STR, &(f)->value[CONFIG_HTTP_LISTEN], 0, 0, 0 }, \
-	{ "http-tls-cert", ARG_STR, &(f)->value[CONFIG_HTTP_TLS_CERT], 0, 0, 0 }, \
-	{ "http-tls-key", ARG_STR, &(f)->value[CONFIG_HTTP_TLS_KEY], 0, 0, 0 }, \
-	{ "http-hosts", ARG_STR, &(f)->value[CONFIG_HTTP_HOSTS], 0, 0, 0 }, \
-	{ "http-per-client-max", ARG_STR, &(f)->value[CONFIG_HTTP_PER_CLIENT_MAX], 0, 0, 0 }, \
-	{ "metrics-auth", ARG_STR, &(f)->value[CONFIG_METRICS_AUTH], 0, 0, 0 }, \
-	{ "doors-open-before", ARG_STR, &(f)->value[CONFIG_DOORS_OPEN_BEFORE], 0, 0, 0 }, \
-	{ "doors-close-after", ARG_STR, &(f)->value[CONFIG_DOORS_CLOSE_AFTER], 0, 0, 0 }, \
-	{ "api-key-ttl-ms", ARG_STR, &(f)->value[CONFIG_API_KEY_TTL_MS], 0, 0, 0 }, \
-	{ "log-level", ARG_STR, &(f)->value[CONFIG_LOG_LEVEL], 0, 0, 0 }, \
-	{ "log-file", ARG_STR, &(f)->value[CONFIG_LOG_FILE], 0, 0, 0 }, \
-	{ "mail-url", ARG_STR, &(f)->value[CONFIG_MAIL_URL], 0, 0, 0 }, \
-	{ "mail-from", ARG_STR, &(f)->value[CONFIG_MAIL_FROM], 0, 0, 0 }, \
-	{ "mail-user", ARG_STR, &(f)->value[CONFIG_MAIL_USER], 0, 0, 0 }, \
-	{ "mail-password-file", ARG_STR, &(f)->value[CONFIG_MAIL_PASSWORD_FILE], 0, 0, 0 }, \
-	{ "mail-ca-file", ARG_STR, &(f)->value[CONFIG_MAIL_CA_FILE], 0, 0, 0 }, \
-	{ "mail-timeout-ms", ARG_STR, &(f)->value[CONFIG_MAIL_TIMEOUT_MS], 0, 0, 0 }
+	{ "config", ARG_STR, &(f)->file, 0, 0, 0, "FILE", \
+	  "the configuration file (default $STAGEDOOR_CONFIG, else /etc/stagedoor/stagedoor.conf " \
+	  "when it exists)", 0 }, \
+	CLI_KEY(f, CONFIG_DB), \
+	CLI_KEY(f, CONFIG_STATE_DIR), \
+	CLI_KEY(f, CONFIG_TICKET_KEY_FILE), \
+	CLI_KEY(f, CONFIG_BLOB_STORE), \
+	CLI_KEY(f, CONFIG_WORKERS), \
+	CLI_KEY(f, CONFIG_CONCURRENCY), \
+	CLI_KEY(f, CONFIG_GRACE_MS), \
+	CLI_KEY(f, CONFIG_DURABILITY), \
+	CLI_KEY(f, CONFIG_LEASE_MS), \
+	CLI_KEY(f, CONFIG_MAX_ATTEMPTS), \
+	CLI_KEY(f, CONFIG_MAX_DELIVERIES), \
+	CLI_KEY(f, CONFIG_BACKOFF_BASE_MS), \
+	CLI_KEY(f, CONFIG_BACKOFF_CAP_MS), \
+	CLI_KEY(f, CONFIG_RENDER_LEASE_MS), \
+	CLI_KEY(f, CONFIG_RENDER_MAX_ATTEMPTS), \
+	CLI_KEY(f, CONFIG_RENDER_BACKOFF_BASE_MS), \
+	CLI_KEY(f, CONFIG_RENDER_BACKOFF_CAP_MS), \
+	CLI_KEY(f, CONFIG_SEND_LEASE_MS), \
+	CLI_KEY(f, CONFIG_SEND_MAX_ATTEMPTS), \
+	CLI_KEY(f, CONFIG_SEND_BACKOFF_BASE_MS), \
+	CLI_KEY(f, CONFIG_SEND_BACKOFF_CAP_MS), \
+	CLI_KEY(f, CONFIG_COUNT_LEASE_MS), \
+	CLI_KEY(f, CONFIG_COUNT_MAX_ATTEMPTS), \
+	CLI_KEY(f, CONFIG_COUNT_BACKOFF_BASE_MS), \
+	CLI_KEY(f, CONFIG_COUNT_BACKOFF_CAP_MS), \
+	CLI_KEY(f, CONFIG_RETENTION_MS), \
+	CLI_KEY(f, CONFIG_IDEM_RETENTION_MS), \
+	CLI_KEY(f, CONFIG_MAINTENANCE_MS), \
+	CLI_KEY(f, CONFIG_WAL_WARN_BYTES), \
+	CLI_KEY(f, CONFIG_DISK_WARN_BYTES), \
+	CLI_KEY(f, CONFIG_BACKUP_DIR), \
+	CLI_KEY(f, CONFIG_BACKUP_INTERVAL_MS), \
+	CLI_KEY(f, CONFIG_BACKUP_KEEP), \
+	CLI_KEY(f, CONFIG_HTTP_LISTEN), \
+	CLI_KEY(f, CONFIG_HTTP_TLS_CERT), \
+	CLI_KEY(f, CONFIG_HTTP_TLS_KEY), \
+	CLI_KEY(f, CONFIG_HTTP_HOSTS), \
+	CLI_KEY(f, CONFIG_HTTP_PER_CLIENT_MAX), \
+	CLI_KEY(f, CONFIG_METRICS_AUTH), \
+	CLI_KEY(f, CONFIG_DOORS_OPEN_BEFORE), \
+	CLI_KEY(f, CONFIG_DOORS_CLOSE_AFTER), \
+	CLI_KEY(f, CONFIG_API_KEY_TTL_MS), \
+	CLI_KEY(f, CONFIG_LOG_LEVEL), \
+	CLI_KEY(f, CONFIG_LOG_FILE), \
+	CLI_KEY(f, CONFIG_MAIL_URL), \
+	CLI_KEY(f, CONFIG_MAIL_FROM), \
+	CLI_KEY(f, CONFIG_MAIL_USER), \
+	CLI_KEY(f, CONFIG_MAIL_PASSWORD_FILE), \
+	CLI_KEY(f, CONFIG_MAIL_CA_FILE), \
+	CLI_KEY(f, CONFIG_MAIL_TIMEOUT_MS)
 
-#define CLI_CONFIG_USAGE "[--config FILE] [--KEY VALUE ...]   (stagedoor config show)"
+#define CLI_CONFIG_USAGE "[--config FILE] [--KEY VALUE ...]"
 
 /* cli_config_load: resolve f into *cfg (config_free after) and apply its
  * log settings (log_level, log_file); 0 or the exit status (printed). */
@@ -126,14 +131,18 @@ void cli_hup_start(const struct cli_config_flags *cf);
 void cli_ready(void);
 
 int cli_init(int argc, char **argv);
-int cli_config(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);
 int cli_enqueue(int argc, char **argv);
 int cli_worker(int argc, char **argv);
 int cli_relay(int argc, char **argv);
-int cli_jobs(int argc, char **argv);
-int cli_bench(int argc, char **argv);
+/* Subcommand tables (help.h), each in the file of its commands. */
+extern const struct cli_cmd cli_bench_subs[];	/* bench.c */
+extern const struct cli_cmd cli_order_subs[];	/* cli_orders.c */
+extern const struct cli_cmd cli_event_subs[];	/* cli_tickets.c */
+extern const struct cli_cmd cli_jobs_subs[];	/* cli.c */
+extern const struct cli_cmd cli_config_subs[];	/* cli.c */
+extern const struct cli_cmd cli_mail_subs[];	/* cli.c */
 
 /* bench_progress: one "bench: ..." progress line on stderr. */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -207,10 +216,7 @@ int bench_scale_cmd(int argc, char **argv);
 
 /* bench_intake_cmd: `bench intake`, given the words after "intake". */
 int bench_intake_cmd(int argc, char **argv);
-int cli_event(int argc, char **argv);
-int cli_order(int argc, char **argv);	/* cli_orders.c */
 int cli_scan(int argc, char **argv);
 int cli_demo(int argc, char **argv);
-int cli_mail(int argc, char **argv);
 
 #endif

@@ -22,7 +22,7 @@
 #include "db.h"
 #include "log.h"
 
-#define BACKUP_USAGE "backup DEST [--db PATH] [--state-dir DIR] | backup verify DEST"
+#define BACKUP_USAGE "backup DEST [--db PATH] [--state-dir DIR]"
 
 static void print_info(const char *what, const char *dest, const struct backup_info *in,
 		       int64_t t0)
@@ -45,7 +45,7 @@ static int scheduled(int argc, char **argv)
 	struct cli_config_flags cf = { 0 };
 	struct arg_opt opts[] = {
 		CLI_CONFIG_OPTS(&cf),
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], name[BACKUP_SCHED_NAME_MAX], why[512], qwhy[1100], qdir[1100];
 	const char *dir, *dbp;
@@ -83,10 +83,14 @@ static int scheduled(int argc, char **argv)
 int cli_backup(int argc, char **argv)
 {
 	const char *dbp = NULL, *state = NULL;
+	int sched = 0;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		/* taken before the rest: the scheduled backup parses run's words */
+		{ "scheduled", ARG_FLAG, &sched, 0, 0, 0, NULL,
+		  "one periodic backup into backup_dir, with run's settings (run starts it)", 0 },
+		ARG_DB(&dbp),
+		ARG_STATE_DIR(&state),
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS];
 	struct backup_info info;
@@ -97,20 +101,8 @@ int cli_backup(int argc, char **argv)
 
 	if (argc > 0 && strcmp(argv[0], "--scheduled") == 0)
 		return scheduled(argc - 1, argv + 1);
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 2, BACKUP_USAGE)) != 0)
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, BACKUP_USAGE)) != 0)
 		return rc;
-	if (strcmp(pos[0], "verify") == 0) {
-		if (npos != 2)
-			return cli_fail(err_set(SD_INVALID, "usage: stagedoor " BACKUP_USAGE));
-		if ((r = backup_verify(pos[1], &info)) != SD_OK) {
-			fprintf(stderr, "stagedoor: backup verify failed: %s\n", err_msg());
-			return 1;
-		}
-		print_info("ok: backup", pos[1], &info, t0);
-		return 0;
-	}
-	if (npos != 1)
-		return cli_fail(err_set(SD_INVALID, "usage: stagedoor " BACKUP_USAGE));
 	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
 		return rc;
 	r = backup_make(db, db_path(db), cli_state_dir(state), pos[0], &info);
@@ -121,13 +113,37 @@ int cli_backup(int argc, char **argv)
 	return 0;
 }
 
+static int backup_verify_cmd(int argc, char **argv)
+{
+	struct arg_opt opts[] = { ARG_END };
+	char *pos[ARGS_MAX_POS];
+	struct backup_info info;
+	int npos, rc;
+	int64_t t0 = clock_mono_us();
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, "backup verify DEST")) != 0)
+		return rc;
+	if (backup_verify(pos[0], &info) != SD_OK) {
+		fprintf(stderr, "stagedoor: backup verify failed: %s\n", err_msg());
+		return 1;
+	}
+	print_info("ok: backup", pos[0], &info, t0);
+	return 0;
+}
+
+const struct cli_cmd cli_backup_subs[] = {
+	{ "verify", backup_verify_cmd, "check a backup: its manifest, every file's SHA-256, the "
+				       "database's integrity", NULL, 0 },
+	{ NULL, NULL, NULL, NULL, 0 },
+};
+
 int cli_restore(int argc, char **argv)
 {
 	const char *dbp = NULL, *state = NULL;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		ARG_STATE_DIR(&state),
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS];
 	struct backup_info info;

@@ -9,4 +9,8 @@
 int cli_backup(int argc, char **argv);
 int cli_restore(int argc, char **argv);
 
+/* cli_backup_subs: backup verify (help.h); `backup DEST` is cli_backup. */
+#include "help.h"
+extern const struct cli_cmd cli_backup_subs[];
+
 #endif

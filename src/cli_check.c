@@ -54,10 +54,10 @@ int cli_check(int argc, char **argv)
 	const char *dbp = NULL, *state = NULL;
 	int json = 0;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
-		{ "json", ARG_FLAG, &json, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		ARG_STATE_DIR(&state),
+		ARG_JSON(&json),
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS];
 	struct check_report rep;

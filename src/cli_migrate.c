@@ -24,10 +24,12 @@ int cli_migrate(int argc, char **argv)
 {
 	const char *from = NULL, *to = NULL, *state = NULL;
 	struct arg_opt opts[] = {
-		{ "from", ARG_STR, &from, 0, 0, 0 },
-		{ "to", ARG_STR, &to, 0, 0, 0 },
-		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		{ "from", ARG_STR, &from, 0, 0, 0, "PATH",
+		  "the SQLite box to copy", 0 },
+		{ "to", ARG_STR, &to, 0, 0, 0, "URI",
+		  "the empty PostgreSQL database, postgresql://...", 0 },
+		ARG_STATE_DIR(&state),
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], before[CHECK_PROBLEM_MAX + 64], after[CHECK_PROBLEM_MAX + 64];
 	struct check_report src_rep, dst_rep;

@@ -29,13 +29,18 @@ static int order_add_cmd(const char *dbp, int argc, char **argv)
 	const char *name = NULL, *email = NULL, *key = NULL, *dbflag = NULL;
 	int64_t event = 0, seats = 0;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbflag, 0, 0, 0 },
-		{ "event", ARG_INT, &event, 1, INT64_MAX, 0 },
-		{ "name", ARG_STR, &name, 0, 0, 0 },
-		{ "email", ARG_STR, &email, 0, 0, 0 },
-		{ "seats", ARG_INT, &seats, 1, TICKETS_SEATS_MAX, 0 },
-		{ "idempotency-key", ARG_STR, &key, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbflag),
+		{ "event", ARG_INT, &event, 1, INT64_MAX, 0, "ID",
+		  "the event's id (event add printed it)", 0 },
+		{ "name", ARG_STR, &name, 0, 0, 0, "NAME",
+		  "the buyer's name", 0 },
+		{ "email", ARG_STR, &email, 0, 0, 0, "ADDR",
+		  "the buyer's address", 0 },
+		{ "seats", ARG_INT, &seats, 1, TICKETS_SEATS_MAX, 0, NULL,
+		  "seats in the order", 0 },
+		{ "idempotency-key", ARG_STR, &key, 0, 0, 0, "KEY",
+		  "the same key again returns the first order and writes nothing", 0 },
+		ARG_END,
 	};
 	static const char usage[] = "order add --event ID --name NAME --email ADDR --seats N "
 				    "[--idempotency-key KEY]";
@@ -176,9 +181,9 @@ static int order_show_cmd(int argc, char **argv)
 	const char *dbp = NULL;
 	int json = 0;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "json", ARG_FLAG, &json, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		ARG_JSON(&json),
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], *out;
 	struct order_detail *d;
@@ -227,8 +232,8 @@ static int order_find_cmd(int argc, char **argv)
 {
 	const char *dbp = NULL;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS];
 	struct db *db;
@@ -255,10 +260,11 @@ static int order_pdf_cmd(int argc, char **argv)
 {
 	const char *dbp = NULL, *state = NULL, *outp = NULL;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
-		{ "out", ARG_STR, &outp, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		ARG_STATE_DIR(&state),
+		{ "out", ARG_STR, &outp, 0, 0, 0, "FILE",
+		  "where the PDF goes (made 0600)", 0 },
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], key[64], head[PATH_MAX + 16];
 	struct blob_store *bs = NULL;
@@ -326,8 +332,8 @@ static int order_resend_cmd(int argc, char **argv)
 {
 	const char *dbp = NULL;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], actor[ORDER_ACTOR_MAX];
 	struct db *db;
@@ -352,8 +358,8 @@ static int order_set_email_cmd(int argc, char **argv)
 {
 	const char *dbp = NULL;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], actor[ORDER_ACTOR_MAX];
 	struct db *db;
@@ -379,9 +385,10 @@ static int order_cancel_cmd(int argc, char **argv)
 {
 	const char *dbp = NULL, *reason = NULL;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "reason", ARG_STR, &reason, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		{ "reason", ARG_STR, &reason, 0, 0, 0, "TEXT",
+		  "why, kept with the change", 0 },
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], actor[ORDER_ACTOR_MAX];
 	struct order_cancel_result res;
@@ -406,25 +413,22 @@ static int order_cancel_cmd(int argc, char **argv)
 	return 0;
 }
 
-int cli_order(int argc, char **argv)
+static int order_add_word(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*fn)(int argc, char **argv);
-	} subs[] = {
-		{ "show", order_show_cmd },	    { "find", order_find_cmd },
-		{ "pdf", order_pdf_cmd },	    { "resend", order_resend_cmd },
-		{ "set-email", order_set_email_cmd }, { "cancel", order_cancel_cmd },
-	};
-	size_t i;
-
-	if (argc >= 1 && strcmp(argv[0], "add") == 0)
-		return order_add_cmd(NULL, argc - 1, argv + 1);
-	for (i = 0; argc >= 1 && i < sizeof subs / sizeof subs[0]; i++)
-		if (strcmp(argv[0], subs[i].name) == 0)
-			return subs[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "stagedoor: usage: stagedoor order add ... | order show ID [--json] | "
-			"order find TEXT | order pdf ID --out FILE | order resend ID | "
-			"order set-email ID ADDRESS | order cancel ID [--reason TEXT]\n");
-	return 2;
+	return order_add_cmd(NULL, argc, argv);
 }
+
+const struct cli_cmd cli_order_subs[] = {
+	{ "add", order_add_word, "sell an order: its tickets, its PDF and its email follow "
+				 "(prints the order id; exit 2 when sold out)", NULL, 0 },
+	{ "show", order_show_cmd, "an order: tickets, emails, changes and its jobs", NULL, 0 },
+	{ "find", order_find_cmd, "orders by an id's first characters, an address or a part of "
+				  "a name", NULL, 0 },
+	{ "pdf", order_pdf_cmd, "write an order's tickets PDF to a file", NULL, 0 },
+	{ "resend", order_resend_cmd, "send the tickets again (a new email, sent once)", NULL, 0 },
+	{ "set-email", order_set_email_cmd, "the buyer's address from now on", NULL, 0 },
+	{ "cancel", order_cancel_cmd, "cancel: seats back on sale, tickets refused at the door, "
+				      "one cancellation email (exit 3 if a ticket was admitted)",
+	  NULL, 0 },
+	{ NULL, NULL, NULL, NULL, 0 },
+};

@@ -38,17 +38,21 @@
 
 /* ---- event add ------------------------------------------------------- */
 
-int cli_event(int argc, char **argv)
+static int event_add_cmd(int argc, char **argv)
 {
 	const char *dbp = NULL, *name = NULL, *venue = NULL, *starts = NULL;
 	int64_t capacity = 0, id = 0;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "name", ARG_STR, &name, 0, 0, 0 },
-		{ "venue", ARG_STR, &venue, 0, 0, 0 },
-		{ "starts-at", ARG_STR, &starts, 0, 0, 0 },
-		{ "capacity", ARG_INT, &capacity, 1, 1000000, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		{ "name", ARG_STR, &name, 0, 0, 0, "NAME",
+		  "the event's name (1 to 200 bytes of UTF-8)", 0 },
+		{ "venue", ARG_STR, &venue, 0, 0, 0, "VENUE",
+		  "where it is", 0 },
+		{ "starts-at", ARG_STR, &starts, 0, 0, 0, "TIME",
+		  "when it starts, ISO 8601 with a zone (2026-12-31T20:00Z)", 0 },
+		{ "capacity", ARG_INT, &capacity, 1, 1000000, 0, NULL,
+		  "seats on sale (1..1000000)", 0 },
+		ARG_END,
 	};
 	static const char usage[] =
 		"event add --name NAME --venue VENUE --starts-at ISO8601 --capacity N";
@@ -58,9 +62,9 @@ int cli_event(int argc, char **argv)
 	enum sd_result r;
 	int npos, rc;
 
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, usage)) != 0)
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, usage)) != 0)
 		return rc;
-	if (strcmp(pos[0], "add") != 0 || !name || !venue || !starts || !opts[4].seen) {
+	if (!name || !venue || !starts || !opts[4].seen) {
 		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
 		return 2;
 	}
@@ -81,6 +85,11 @@ int cli_event(int argc, char **argv)
 	return 0;
 }
 
+const struct cli_cmd cli_event_subs[] = {
+	{ "add", event_add_cmd, "add an event on sale (prints its id)", NULL, 0 },
+	{ NULL, NULL, NULL, NULL, 0 },
+};
+
 /* ---- scan ------------------------------------------------------------ */
 
 int cli_scan(int argc, char **argv)
@@ -88,9 +97,9 @@ int cli_scan(int argc, char **argv)
 	const char *dbp = NULL;
 	const char *state = NULL;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		ARG_STATE_DIR(&state),
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], keypath[PATH_MAX], when[64];
 	unsigned char key[CODE_KEY_LEN];
@@ -276,9 +285,10 @@ int cli_demo(int argc, char **argv)
 	int64_t orders = 200, event_id = 0, t0, sold = 0;
 	struct cli_config_flags cf = { 0 };
 	struct arg_opt opts[] = {
-		{ "orders", ARG_INT, &orders, 1, 10000, 0 },
+		{ "orders", ARG_INT, &orders, 1, 10000, 0, NULL,
+		  "orders the demo sells (200)", 0 },
 		CLI_CONFIG_OPTS(&cf),
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], first[ORDER_ID_MAX] = "";
 	struct demo_progress prog;

@@ -24,9 +24,9 @@
 #include "clock.h"
 #include "tickets.h"
 
-static const char tls_usage[] =
-	"tls init [--name HOST]... [--ip ADDR]... [--renew] [--state-dir DIR] [--db PATH]"
-	" | tls show [--state-dir DIR] [--db PATH] [--json]";
+static const char tls_init_usage[] =
+	"tls init [--name HOST]... [--ip ADDR]... [--renew] [--state-dir DIR] [--db PATH]";
+static const char tls_show_usage[] = "tls show [--state-dir DIR] [--db PATH] [--json]";
 
 /* ======================== shared ========================================= */
 
@@ -157,13 +157,19 @@ static int tls_init_print(const struct cert_paths *p, const struct cert_init_rep
 
 static int tls_init(int argc, char **argv)
 {
-	const char *dbp = NULL, *state = NULL;
+	const char *dbp = NULL, *state = NULL, *split = NULL;
 	int renew = 0, given = 0, npos, nrest, rc;
 	struct arg_opt opts[] = {
-		{ "renew", ARG_FLAG, &renew, 0, 0, 0 },
-		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		/* --name and --ip repeat: tls_split takes them before the rest is parsed */
+		{ "name", ARG_STR, &split, 0, 0, 0, "HOST",
+		  "a name of the box the certificate is for (repeat for more)", 0 },
+		{ "ip", ARG_STR, &split, 0, 0, 0, "ADDR",
+		  "an address of the box the certificate is for (repeat for more)", 0 },
+		{ "renew", ARG_FLAG, &renew, 0, 0, 0, NULL,
+		  "issue a new server certificate under the same CA", 0 },
+		ARG_STATE_DIR(&state),
+		ARG_DB(&dbp),
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], **rest, dir[PATH_MAX];
 	struct cert_names names;
@@ -176,7 +182,7 @@ static int tls_init(int argc, char **argv)
 		return cli_fail(err_set(SD_NOMEM, "out of memory"));
 	rc = tls_split(argc, argv, &names, &given, rest, &nrest);
 	if (rc == 0)
-		rc = cli_parse(nrest, rest, opts, pos, &npos, 0, 0, tls_usage);
+		rc = cli_parse(nrest, rest, opts, pos, &npos, 0, 0, tls_init_usage);
 	free(rest);
 	if (rc != 0 || (rc = tls_where(dbp, state, dir, &p)) != 0)
 		return rc;
@@ -252,10 +258,10 @@ static int tls_show(int argc, char **argv)
 	const char *dbp = NULL, *state = NULL;
 	int json = 0, npos, rc, have_srv;
 	struct arg_opt opts[] = {
-		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "json", ARG_FLAG, &json, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_STATE_DIR(&state),
+		ARG_DB(&dbp),
+		ARG_JSON(&json),
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], a[PATH_MAX], dir[PATH_MAX];
 	struct cert_info ca, srv;
@@ -263,7 +269,7 @@ static int tls_show(int argc, char **argv)
 	int64_t now = clock_now_ms(), ca_days = 0, srv_days = 0;
 	enum sd_result r, key = SD_OK;
 
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, tls_usage)) != 0 ||
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, tls_show_usage)) != 0 ||
 	    (rc = tls_where(dbp, state, dir, &p)) != 0)
 		return rc;
 	if ((r = cert_info_load(p.ca_cert, &ca)) == SD_NOT_FOUND) {
@@ -313,12 +319,11 @@ static int tls_show(int argc, char **argv)
 
 /* ======================== dispatch ======================================= */
 
-int cli_tls(int argc, char **argv)
-{
-	if (argc >= 1 && strcmp(argv[0], "init") == 0)
-		return tls_init(argc - 1, argv + 1);
-	if (argc >= 1 && strcmp(argv[0], "show") == 0)
-		return tls_show(argc - 1, argv + 1);
-	fprintf(stderr, "stagedoor: usage: stagedoor %s\n", tls_usage);
-	return 2;
-}
+const struct cli_cmd cli_tls_subs[] = {
+	{ "init", tls_init, "make the box CA and a server certificate for the box's names and "
+			    "addresses in <state dir>/tls (kept if there; --renew: a new one)",
+	  NULL, 0 },
+	{ "show", tls_show, "the CA's SHA-256 fingerprint, where ca.pem is, the names and the days "
+			    "left", NULL, 0 },
+	{ NULL, NULL, NULL, NULL, 0 },
+};

@@ -12,7 +12,8 @@
 #ifndef SD_CLI_TLS_H
 #define SD_CLI_TLS_H
 
-/* cli_tls: the words after "tls"; the exit status. */
-int cli_tls(int argc, char **argv);
+/* cli_tls_subs: init and show (help.h). */
+#include "help.h"
+extern const struct cli_cmd cli_tls_subs[];
 
 #endif

@@ -27,10 +27,9 @@
 #include "tickets.h"
 #include "token.h"
 
-#define TOKEN_USAGE                                                                       \
-	"token add --role operator|box_office|door|monitor --name NAME [--event ID]\n"       \
-	"           [--expires-in DURATION (12h, 3d)] [--qr]; token ls [--all] [--json];\n" \
-	"           token revoke NAME"
+#define TOKEN_ADD_USAGE "token add --role operator|box_office|door|monitor --name NAME " \
+			"[--event ID] [--expires-in DURATION] [--qr]"
+#define TOKEN_LS_USAGE "token ls [--all] [--json]"
 
 /* qr_print: the code as text, two modules per character cell (upper and
  * lower half blocks), with the quiet zone of 4 modules a reader wants.  A
@@ -59,14 +58,19 @@ static int token_add_cmd(int argc, char **argv)
 	int64_t event_id = 0, ttl = 0, now = clock_now_ms();
 	int qr_flag = 0, npos, rc;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
-		{ "role", ARG_STR, &role_s, 0, 0, 0 },
-		{ "name", ARG_STR, &name, 0, 0, 0 },
-		{ "event", ARG_INT, &event_id, 1, INT64_MAX, 0 },
-		{ "expires-in", ARG_STR, &expires, 0, 0, 0 },
-		{ "qr", ARG_FLAG, &qr_flag, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		ARG_STATE_DIR(&state),
+		{ "role", ARG_STR, &role_s, 0, 0, 0, "ROLE",
+		  "operator, box_office, door or monitor", 0 },
+		{ "name", ARG_STR, &name, 0, 0, 0, "NAME",
+		  "the token's name, unique (e.g. \"North door\")", 0 },
+		{ "event", ARG_INT, &event_id, 1, INT64_MAX, 0, "ID",
+		  "a door token: the one event it admits", 0 },
+		{ "expires-in", ARG_STR, &expires, 0, 0, 0, "DURATION",
+		  "it stops working after this long (12h, 3d)", 0 },
+		{ "qr", ARG_FLAG, &qr_flag, 0, 0, 0, NULL,
+		  "also print the token as a QR code, for a phone to read", 0 },
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], token[TOKEN_HEX + 1];
 	struct token_new t = { 0 };
@@ -75,7 +79,7 @@ static int token_add_cmd(int argc, char **argv)
 	enum sd_result r;
 
 	(void)state;
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, TOKEN_USAGE)) != 0)
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, TOKEN_ADD_USAGE)) != 0)
 		return rc;
 	if (!role_s || (t.role = token_role_parse(role_s)) == TOKEN_NONE) {
 		fprintf(stderr, "stagedoor: token add: --role must be operator, box_office, door "
@@ -162,11 +166,12 @@ static int token_ls_cmd(int argc, char **argv)
 	const char *dbp = NULL, *state = NULL;
 	int all = 0, json = 0, npos, rc;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
-		{ "all", ARG_FLAG, &all, 0, 0, 0 },
-		{ "json", ARG_FLAG, &json, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		ARG_STATE_DIR(&state),
+		{ "all", ARG_FLAG, &all, 0, 0, 0, NULL,
+		  "also revoked and expired tokens", 0 },
+		ARG_JSON(&json),
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS];
 	struct ls l = { 0 };
@@ -174,7 +179,7 @@ static int token_ls_cmd(int argc, char **argv)
 	enum sd_result r;
 
 	(void)state;
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, TOKEN_USAGE)) != 0)
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, TOKEN_LS_USAGE)) != 0)
 		return rc;
 	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
 		return rc;
@@ -205,9 +210,9 @@ static int token_revoke_cmd(int argc, char **argv)
 {
 	const char *dbp = NULL, *state = NULL;
 	struct arg_opt opts[] = {
-		{ "db", ARG_STR, &dbp, 0, 0, 0 },
-		{ "state-dir", ARG_STR, &state, 0, 0, 0 },
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_DB(&dbp),
+		ARG_STATE_DIR(&state),
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS];
 	struct db *db;
@@ -227,19 +232,12 @@ static int token_revoke_cmd(int argc, char **argv)
 	return 0;
 }
 
-int cli_token(int argc, char **argv)
-{
-	if (argc < 1) {
-		fprintf(stderr, "usage: stagedoor %s\n", TOKEN_USAGE);
-		return 2;
-	}
-	if (strcmp(argv[0], "add") == 0)
-		return token_add_cmd(argc - 1, argv + 1);
-	if (strcmp(argv[0], "ls") == 0)
-		return token_ls_cmd(argc - 1, argv + 1);
-	if (strcmp(argv[0], "revoke") == 0)
-		return token_revoke_cmd(argc - 1, argv + 1);
-	fprintf(stderr, "stagedoor: token: unknown subcommand '%s'\nusage: stagedoor %s\n",
-		argv[0], TOKEN_USAGE);
-	return 2;
-}
+const struct cli_cmd cli_token_subs[] = {
+	{ "add", token_add_cmd, "a token for a device or a person, with a role; printed once "
+				"(only its SHA-256 is kept)", NULL, 0 },
+	{ "ls", token_ls_cmd, "the tokens: name, role, event, created, last used, expiry", NULL,
+	  0 },
+	{ "revoke", token_revoke_cmd, "refuse a token from now on, in every server on this "
+				      "database", NULL, 0 },
+	{ NULL, NULL, NULL, NULL, 0 },
+};

@@ -4,6 +4,7 @@
 #ifndef SD_CLI_TOKEN_H
 #define SD_CLI_TOKEN_H
 
-int cli_token(int argc, char **argv);
+#include "help.h"
+extern const struct cli_cmd cli_token_subs[];
 
 #endif

@@ -37,6 +37,7 @@
 #include <mbedtls/entropy.h>
 #include <mbedtls/md.h>
 #include <mbedtls/platform_util.h>
+#include <mbedtls/version.h>
 
 #include "fsio.h"
 
@@ -398,4 +399,12 @@ out:
 		mbedtls_platform_zeroize(key, CODE_KEY_LEN);
 	close(fd);
 	return r;
+}
+
+void code_lib_version(char *buf, size_t size)
+{
+	char v[18];
+
+	mbedtls_version_get_string(v);
+	snprintf(buf, size, "%s", v);
 }

@@ -69,4 +69,7 @@ void code_make(const unsigned char key[CODE_KEY_LEN], int64_t ticket_id, int64_t
 enum sd_result code_verify(const unsigned char key[CODE_KEY_LEN], const char *text,
 			   int64_t *ticket_id, int64_t *event_id);
 
+/* code_lib_version: mbedTLS's version as linked ("2.28.3"), into buf. */
+void code_lib_version(char *buf, size_t size);
+
 #endif

@@ -34,68 +34,133 @@ static const struct keydef {
 	int64_t min, max;	/* K_INT */
 	const char *def;	/* the default as text; NULL: none (the module's own) */
 	int live;		/* SIGHUP applies it without a restart */
+	const char *doc;	/* one line for stagedoor.conf(5) and the flags' help */
 } keys[CONFIG_N_KEYS] = {
-	[CONFIG_DB] = { "db", K_PATH, 0, 0, "./var/stagedoor.db", 0 },
-	[CONFIG_STATE_DIR] = { "state_dir", K_PATH, 0, 0, NULL, 0 },
-	[CONFIG_TICKET_KEY_FILE] = { "ticket_key_file", K_PATH, 0, 0, NULL, 0 },
-	[CONFIG_BLOB_STORE] = { "blob_store", K_BLOB, 0, 0, NULL, 0 },
-	[CONFIG_WORKERS] = { "workers", K_INT, 1, 256, NULL, 1 },
-	[CONFIG_CONCURRENCY] = { "concurrency", K_INT, 1, 1024, "4", 0 },
-	[CONFIG_GRACE_MS] = { "grace_ms", K_INT, 1, 3600000, "30000", 0 },
-	[CONFIG_DURABILITY] = { "durability", K_DURABILITY, 0, 0, "normal", 0 },
-	[CONFIG_LEASE_MS] = { "lease_ms", K_INT, 100, 7 * DAY_MS, "60000", 0 },
-	[CONFIG_MAX_ATTEMPTS] = { "max_attempts", K_INT, 1, 1000, "10", 0 },
-	[CONFIG_MAX_DELIVERIES] = { "max_deliveries", K_INT, 1, 1000, "5", 0 },
-	[CONFIG_BACKOFF_BASE_MS] = { "backoff_base_ms", K_INT, 1, DAY_MS, "1000", 0 },
-	[CONFIG_BACKOFF_CAP_MS] = { "backoff_cap_ms", K_INT, 1, 7 * DAY_MS, "600000", 0 },
-	[CONFIG_RENDER_LEASE_MS] = { "render_tickets_lease_ms", K_INT, 100, 7 * DAY_MS, NULL, 0 },
-	[CONFIG_RENDER_MAX_ATTEMPTS] = { "render_tickets_max_attempts", K_INT, 1, 1000, NULL, 0 },
+	[CONFIG_DB] = { "db", K_PATH, 0, 0, "./var/stagedoor.db", 0,
+		"the database: a file path (SQLite, WAL mode) or a postgresql:// URI" },
+	[CONFIG_STATE_DIR] = { "state_dir", K_PATH, 0, 0, NULL, 0,
+		"the box's own files: ticket.key, api.token, blobs/ (PDFs), maildir/, tls/ "
+		  "(default: the database's folder; required with PostgreSQL)" },
+	[CONFIG_TICKET_KEY_FILE] = { "ticket_key_file", K_PATH, 0, 0, NULL, 0,
+		"the key that signs ticket codes (default: <state_dir>/ticket.key); boxes "
+		  "sharing one PostgreSQL database need the same file" },
+	[CONFIG_BLOB_STORE] = { "blob_store", K_BLOB, 0, 0, NULL, 0,
+		"where ticket PDFs live: files (in state_dir) or db (in the database); default "
+		  "files on SQLite, db on PostgreSQL" },
+	[CONFIG_WORKERS] = { "workers", K_INT, 1, 256, NULL, 1,
+		"worker processes run starts (default: the number of cores)" },
+	[CONFIG_CONCURRENCY] = { "concurrency", K_INT, 1, 1024, "4", 0,
+		"handler threads in each worker" },
+	[CONFIG_GRACE_MS] = { "grace_ms", K_INT, 1, 3600000, "30000", 0,
+		"on stop, how long running jobs may finish before the rest are handed back" },
+	[CONFIG_DURABILITY] = { "durability", K_DURABILITY, 0, 0, "normal", 0,
+		"normal, or full to fsync every queue commit (orders are always committed in "
+		  "full)" },
+	[CONFIG_LEASE_MS] = { "lease_ms", K_INT, 100, 7 * DAY_MS, "60000", 0,
+		"a job's lease: a job not acknowledged in this time is claimed again" },
+	[CONFIG_MAX_ATTEMPTS] = { "max_attempts", K_INT, 1, 1000, "10", 0,
+		"failed attempts before a job goes to the dead letters" },
+	[CONFIG_MAX_DELIVERIES] = { "max_deliveries", K_INT, 1, 1000, "5", 0,
+		"lease expiries before a job is poison (dead letters)" },
+	[CONFIG_BACKOFF_BASE_MS] = { "backoff_base_ms", K_INT, 1, DAY_MS, "1000", 0,
+		"the first retry's delay; it doubles each attempt, with jitter" },
+	[CONFIG_BACKOFF_CAP_MS] = { "backoff_cap_ms", K_INT, 1, 7 * DAY_MS, "600000", 0,
+		"the longest retry delay" },
+	[CONFIG_RENDER_LEASE_MS] = { "render_tickets_lease_ms", K_INT, 100, 7 * DAY_MS, NULL, 0,
+		"render_tickets jobs' lease (default: lease_ms)" },
+	[CONFIG_RENDER_MAX_ATTEMPTS] = { "render_tickets_max_attempts", K_INT, 1, 1000, NULL, 0,
+		"render_tickets jobs' attempts (default: max_attempts)" },
 	[CONFIG_RENDER_BACKOFF_BASE_MS] = { "render_tickets_backoff_base_ms", K_INT, 1, DAY_MS,
-					     NULL, 0 },
+					     NULL, 0,
+		"render_tickets jobs' first retry delay (default: backoff_base_ms)" },
 	[CONFIG_RENDER_BACKOFF_CAP_MS] = { "render_tickets_backoff_cap_ms", K_INT, 1, 7 * DAY_MS,
-					    NULL, 0 },
-	[CONFIG_SEND_LEASE_MS] = { "send_tickets_lease_ms", K_INT, 100, 7 * DAY_MS, NULL, 0 },
-	[CONFIG_SEND_MAX_ATTEMPTS] = { "send_tickets_max_attempts", K_INT, 1, 1000, NULL, 0 },
+					    NULL, 0,
+		"render_tickets jobs' longest retry delay (default: backoff_cap_ms)" },
+	[CONFIG_SEND_LEASE_MS] = { "send_tickets_lease_ms", K_INT, 100, 7 * DAY_MS, NULL, 0,
+		"send_tickets jobs' lease (default: lease_ms, and at least the mail timeout and "
+		  "a margin)" },
+	[CONFIG_SEND_MAX_ATTEMPTS] = { "send_tickets_max_attempts", K_INT, 1, 1000, NULL, 0,
+		"send_tickets jobs' attempts (default: max_attempts)" },
 	[CONFIG_SEND_BACKOFF_BASE_MS] = { "send_tickets_backoff_base_ms", K_INT, 1, DAY_MS, NULL,
-					   0 },
+					   0,
+		"send_tickets jobs' first retry delay (default: backoff_base_ms)" },
 	[CONFIG_SEND_BACKOFF_CAP_MS] = { "send_tickets_backoff_cap_ms", K_INT, 1, 7 * DAY_MS,
-					  NULL, 0 },
+					  NULL, 0,
+		"send_tickets jobs' longest retry delay (default: backoff_cap_ms)" },
 	[CONFIG_COUNT_LEASE_MS] = { "update_sales_counter_lease_ms", K_INT, 100, 7 * DAY_MS, NULL,
-				    0 },
+				    0,
+		"update_sales_counter jobs' lease (default: lease_ms)" },
 	[CONFIG_COUNT_MAX_ATTEMPTS] = { "update_sales_counter_max_attempts", K_INT, 1, 1000, NULL,
-					0 },
+					0,
+		"update_sales_counter jobs' attempts (default: max_attempts)" },
 	[CONFIG_COUNT_BACKOFF_BASE_MS] = { "update_sales_counter_backoff_base_ms", K_INT, 1,
-					   DAY_MS, NULL, 0 },
+					   DAY_MS, NULL, 0,
+		"update_sales_counter jobs' first retry delay (default: backoff_base_ms)" },
 	[CONFIG_COUNT_BACKOFF_CAP_MS] = { "update_sales_counter_backoff_cap_ms", K_INT, 1,
-					  7 * DAY_MS, NULL, 0 },
-	[CONFIG_RETENTION_MS] = { "retention_ms", K_INT, 0, 3650 * DAY_MS, "604800000", 1 },
+					  7 * DAY_MS, NULL, 0,
+		"update_sales_counter jobs' longest retry delay (default: backoff_cap_ms)" },
+	[CONFIG_RETENTION_MS] = { "retention_ms", K_INT, 0, 3650 * DAY_MS, "604800000", 1,
+		"how long finished jobs are kept before maintenance prunes them" },
 	[CONFIG_IDEM_RETENTION_MS] = { "idem_retention_ms", K_INT, 0, 3650 * DAY_MS,
-				       "2592000000", 1 },
-	[CONFIG_MAINTENANCE_MS] = { "maintenance_ms", K_INT, 50, 3600000, "1000", 1 },
-	[CONFIG_WAL_WARN_BYTES] = { "wal_warn_bytes", K_INT, 65536, 1LL << 40, "67108864", 1 },
-	[CONFIG_DISK_WARN_BYTES] = { "disk_warn_bytes", K_INT, 1, 1LL << 50, "536870912", 0 },
-	[CONFIG_BACKUP_DIR] = { "backup_dir", K_PATH, 0, 0, NULL, 0 },
+				       "2592000000", 1,
+		"how long the handlers' idempotency records are kept" },
+	[CONFIG_MAINTENANCE_MS] = { "maintenance_ms", K_INT, 50, 3600000, "1000", 1,
+		"how often run's maintenance pass runs (checkpoints, pruning, statistics)" },
+	[CONFIG_WAL_WARN_BYTES] = { "wal_warn_bytes", K_INT, 65536, 1LL << 40, "67108864", 1,
+		"a WAL file larger than this is logged as a warning" },
+	[CONFIG_DISK_WARN_BYTES] = { "disk_warn_bytes", K_INT, 1, 1LL << 50, "536870912", 0,
+		"free space below which the box warns and /healthz answers 503" },
+	[CONFIG_BACKUP_DIR] = { "backup_dir", K_PATH, 0, 0, NULL, 0,
+		"run's periodic backups go here (unset: none)" },
 	[CONFIG_BACKUP_INTERVAL_MS] = { "backup_interval_ms", K_INT, 1000, 30 * DAY_MS, "3600000",
-					0 },
-	[CONFIG_BACKUP_KEEP] = { "backup_keep", K_INT, 1, 10000, "24", 0 },
-	[CONFIG_HTTP_LISTEN] = { "http_listen", K_STR, 0, 0, "127.0.0.1:8080", 0 },
-	[CONFIG_HTTP_TLS_CERT] = { "http_tls_cert", K_PATH, 0, 0, NULL, 0 },
-	[CONFIG_HTTP_TLS_KEY] = { "http_tls_key", K_PATH, 0, 0, NULL, 0 },
-	[CONFIG_HTTP_HOSTS] = { "http_hosts", K_HOSTS, 0, 0, NULL, 0 },
-	[CONFIG_HTTP_PER_CLIENT_MAX] = { "http_per_client_max", K_INT, 1, 1024, "32", 0 },
-	[CONFIG_METRICS_AUTH] = { "metrics_auth", K_BOOL, 0, 0, "off", 0 },
-	[CONFIG_DOORS_OPEN_BEFORE] = { "doors_open_before", K_DUR, 0, 7 * DAY_MS, "3h", 0 },
-	[CONFIG_DOORS_CLOSE_AFTER] = { "doors_close_after", K_DUR, 0, 7 * DAY_MS, "6h", 0 },
-	[CONFIG_API_KEY_TTL_MS] = { "api_key_ttl_ms", K_INT, 1000, 3650 * DAY_MS, "86400000", 0 },
-	[CONFIG_LOG_LEVEL] = { "log_level", K_LEVEL, 0, 0, "info", 1 },
-	[CONFIG_LOG_FILE] = { "log_file", K_PATH, 0, 0, NULL, 1 },
-	[CONFIG_MAIL_URL] = { "mail_url", K_URL, 0, 0, NULL, 0 },
-	[CONFIG_MAIL_FROM] = { "mail_from", K_ADDR, 0, 0, NULL, 0 },
-	[CONFIG_MAIL_USER] = { "mail_user", K_STR, 0, 0, NULL, 0 },
-	[CONFIG_MAIL_PASSWORD_FILE] = { "mail_password_file", K_PATH, 0, 0, NULL, 0 },
-	[CONFIG_MAIL_CA_FILE] = { "mail_ca_file", K_PATH, 0, 0, NULL, 0 },
+					0,
+		"time between periodic backups" },
+	[CONFIG_BACKUP_KEEP] = { "backup_keep", K_INT, 1, 10000, "24", 0,
+		"the newest good backups kept" },
+	[CONFIG_HTTP_LISTEN] = { "http_listen", K_STR, 0, 0, "127.0.0.1:8080", 0,
+		"ADDRESS:PORT of the HTTP API, dashboard and door page, or off; anything but "
+		  "loopback needs http_tls_cert and http_tls_key" },
+	[CONFIG_HTTP_TLS_CERT] = { "http_tls_cert", K_PATH, 0, 0, NULL, 0,
+		"the server certificate (PEM) that makes the listener speak HTTPS only "
+		  "(stagedoor tls init makes one)" },
+	[CONFIG_HTTP_TLS_KEY] = { "http_tls_key", K_PATH, 0, 0, NULL, 0,
+		"its private key (PEM, mode 0600); also read from "
+		  "$CREDENTIALS_DIRECTORY/http_tls_key" },
+	[CONFIG_HTTP_HOSTS] = { "http_hosts", K_HOSTS, 0, 0, NULL, 0,
+		"the Host names accepted, comma-separated (default: the listener's address, "
+		  "localhost and the certificate's names)" },
+	[CONFIG_HTTP_PER_CLIENT_MAX] = { "http_per_client_max", K_INT, 1, 1024, "32", 0,
+		"open connections one client address may hold" },
+	[CONFIG_METRICS_AUTH] = { "metrics_auth", K_BOOL, 0, 0, "off", 0,
+		"on: /metrics needs a monitor token" },
+	[CONFIG_DOORS_OPEN_BEFORE] = { "doors_open_before", K_DUR, 0, 7 * DAY_MS, "3h", 0,
+		"a door token bound to an event scans from this long before it starts (90m, 3h, "
+		  "2d)" },
+	[CONFIG_DOORS_CLOSE_AFTER] = { "doors_close_after", K_DUR, 0, 7 * DAY_MS, "6h", 0,
+		"until this long after it starts" },
+	[CONFIG_API_KEY_TTL_MS] = { "api_key_ttl_ms", K_INT, 1000, 3650 * DAY_MS, "86400000", 0,
+		"how long clients' Idempotency-Keys are kept" },
+	[CONFIG_LOG_LEVEL] = { "log_level", K_LEVEL, 0, 0, "info", 1,
+		"debug, info, warn, error or off" },
+	[CONFIG_LOG_FILE] = { "log_file", K_PATH, 0, 0, NULL, 1,
+		"the log's file (default: stderr, which systemd sends to the journal); reopened "
+		  "on SIGHUP" },
+	[CONFIG_MAIL_URL] = { "mail_url", K_URL, 0, 0, NULL, 0,
+		"where ticket emails go: smtp://, smtps://, an https:// mail API, or maildir:DIR "
+		  "(default: <state_dir>/maildir)" },
+	[CONFIG_MAIL_FROM] = { "mail_from", K_ADDR, 0, 0, NULL, 0,
+		"the sender's address" },
+	[CONFIG_MAIL_USER] = { "mail_user", K_STR, 0, 0, NULL, 0,
+		"the SMTP AUTH user" },
+	[CONFIG_MAIL_PASSWORD_FILE] = { "mail_password_file", K_PATH, 0, 0, NULL, 0,
+		"a file holding the SMTP password (mode 0600; or "
+		  "$CREDENTIALS_DIRECTORY/mail_password)" },
+	[CONFIG_MAIL_CA_FILE] = { "mail_ca_file", K_PATH, 0, 0, NULL, 0,
+		"the CA certificates the mail server's certificate is checked against (default: "
+		  "the system's)" },
 	[CONFIG_MAIL_TIMEOUT_MS] = { "mail_timeout_ms", K_INT, CONFIG_TIMEOUT_MS_MIN,
-				     CONFIG_TIMEOUT_MS_MAX, "60000", 0 },
+				     CONFIG_TIMEOUT_MS_MAX, "60000", 0,
+		"one mail attempt's time limit" },
 };
 
 /* special_parse: a duration ("3h"), a switch (on/off) or a list of host
@@ -173,6 +238,34 @@ const char *config_key_env(enum config_key k)
 int config_key_live(enum config_key k)
 {
 	return keys[k].live;
+}
+
+const char *config_key_doc(enum config_key k)
+{
+	return keys[k].doc;
+}
+
+const char *config_key_default(enum config_key k)
+{
+	return keys[k].def;
+}
+
+const char *config_key_metavar(enum config_key k)
+{
+	switch (keys[k].type) {
+	case K_INT: return "N";
+	case K_PATH: return k == CONFIG_DB ? "PATH|URI" : k == CONFIG_STATE_DIR ||
+					    k == CONFIG_BACKUP_DIR ? "DIR" : "FILE";
+	case K_URL: return "URL";
+	case K_ADDR: return "ADDR";
+	case K_DUR: return "DURATION";
+	case K_BOOL: return "on|off";
+	case K_LEVEL: return "LEVEL";
+	case K_DURABILITY: return "normal|full";
+	case K_BLOB: return "files|db";
+	case K_HOSTS: return "HOSTS";
+	default: return "VALUE";
+	}
 }
 
 void config_init(struct config *c)

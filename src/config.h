@@ -113,6 +113,14 @@ const char *config_key_env(enum config_key k);
  * restarting anything; 0 when the workers must restart to take it. */
 int config_key_live(enum config_key k);
 
+/* config_key_doc: one line on what the key does (stagedoor.conf(5), the
+ * flags' help); config_key_default: its default as text, NULL when the
+ * module decides (the cores, the database's folder); config_key_metavar:
+ * the value's name in help ("N", "FILE", "on|off"). */
+const char *config_key_doc(enum config_key k);
+const char *config_key_default(enum config_key k);
+const char *config_key_metavar(enum config_key k);
+
 /* config_init: every key unset.  config_free: the strings (accepts a
  * zeroed struct); the struct itself is the caller's. */
 void config_init(struct config *c);

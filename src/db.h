@@ -306,4 +306,11 @@ enum sd_result db_wal_bytes(struct db *db, int64_t *bytes);
  * PRAGMA optimize); minutes apart, not on every turn. */
 enum sd_result db_optimize(struct db *db);
 
+/* The engines' client libraries as linked: SQLite's "3.40.1", libpq's
+ * number (150018: 15.18); for --version. */
+const char *db_sqlite_lib_version(void);
+int db_pg_lib_version(void);
+
+
+
 #endif

@@ -1003,3 +1003,8 @@ const struct db_engine db_engine_pg = {
 	.listen_fd = pg_listen_fd,
 	.heard = pg_heard,
 };
+
+int db_pg_lib_version(void)
+{
+	return PQlibVersion();
+}

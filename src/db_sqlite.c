@@ -948,3 +948,8 @@ const struct db_engine db_engine_sqlite = {
 	.changes = sq_changes,
 	.lock_try = sq_lock_try,
 };
+
+const char *db_sqlite_lib_version(void)
+{
+	return sqlite3_libversion();
+}

@@ -148,3 +148,8 @@ enum sd_result job_arg_str(const struct job *job, const char *key, char *buf, si
 	json_decref(root);
 	return r;
 }
+
+const char *handler_json_lib_version(void)
+{
+	return jansson_version_str();
+}

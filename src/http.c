@@ -1210,3 +1210,8 @@ void http_stop(struct http_server *s)
 {
 	server_free(s);
 }
+
+const char *http_lib_version(void)
+{
+	return MHD_get_version();
+}

@@ -203,4 +203,7 @@ struct http_asset {
 extern const struct http_asset http_assets[];
 extern const int http_asset_count;
 
+/* http_lib_version: libmicrohttpd's version as linked ("0.9.75"). */
+const char *http_lib_version(void);
+
 #endif

@@ -670,3 +670,8 @@ out:
 	free(a.p);
 	return r;
 }
+
+const char *mail_curl_lib_version(void)
+{
+	return curl_version_info(CURLVERSION_NOW)->version;
+}

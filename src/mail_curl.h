@@ -54,4 +54,7 @@ int mail_curl_is_api(const struct mail_curl *c);
 enum sd_result mail_curl_post(struct mail_curl *c, const char *key, const char *body,
 			      size_t len, struct mail_result *res);
 
+/* mail_curl_lib_version: libcurl's version as linked ("7.88.1"). */
+const char *mail_curl_lib_version(void);
+
 #endif

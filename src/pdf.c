@@ -530,3 +530,8 @@ out:
 	page_text_free(&t);
 	return r;
 }
+
+const char *pdf_lib_version(void)
+{
+	return HPDF_GetVersion();
+}

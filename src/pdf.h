@@ -41,4 +41,7 @@ struct pdf_order {
  */
 enum sd_result pdf_render(const struct pdf_order *o, unsigned char **buf, size_t *len);
 
+/* pdf_lib_version: libharu's version as linked ("2.4.3"). */
+const char *pdf_lib_version(void);
+
 #endif

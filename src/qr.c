@@ -67,3 +67,8 @@ void qr_free(struct qr *q)
 	free(q->dark);
 	free(q);
 }
+
+const char *qr_lib_version(void)
+{
+	return QRcode_APIVersionString();
+}

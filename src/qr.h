@@ -16,4 +16,7 @@ enum sd_result qr_encode(const char *text, struct qr **out);
 
 void qr_free(struct qr *q);
 
+/* qr_lib_version: libqrencode's version as linked ("4.1.1"). */
+const char *qr_lib_version(void);
+
 #endif

@@ -652,7 +652,7 @@ int cli_run(int argc, char **argv)
 	static struct run R;
 	struct arg_opt opts[] = {
 		CLI_CONFIG_OPTS(&R.cf),
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS];
 	sigset_t set;

@@ -250,9 +250,10 @@ int cli_serve(int argc, char **argv)
 	int supervised = 0;
 	struct cli_config_flags cf = { 0 };
 	struct arg_opt opts[] = {
-		{ "supervised", ARG_FLAG, &supervised, 0, 0, 0 },
+		{ "supervised", ARG_FLAG, &supervised, 0, 0, 0, NULL,
+		  "started by run (it reports ready through a pipe)", 0 },
 		CLI_CONFIG_OPTS(&cf),
-		{ NULL, 0, NULL, 0, 0, 0 },
+		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS];
 	struct serve *sv = NULL;

@@ -79,12 +79,38 @@ static void test_double_dash_ends_options(void **state)
 	assert_string_equal(pos[0], "--drain");
 }
 
+/* --help is asked for where an option may stand, not as another option's
+ * value or after "--" */
+static void test_help_is_asked_where_an_option_stands(void **state)
+{
+	const char *name = NULL;
+	int json = 0;
+	struct arg_opt opts[] = {
+		{ "name", ARG_STR, &name, 0, 0, 0, "NAME", "a name", 0 },
+		{ "json", ARG_FLAG, &json, 0, 0, 0, NULL, "JSON", 0 },
+		ARG_END,
+	};
+	char *a1[] = { "add", "--help" }, *a2[] = { "-h" }, *a3[] = { "--name", "--help" };
+	char *a4[] = { "--", "--help" }, *a5[] = { "--json", "--help" };
+	char *a6[] = { "--name=--help", "x" }, *a7[] = { "--helper" };
+
+	(void)state;
+	assert_int_equal(args_wants_help(2, a1, opts), 1);
+	assert_int_equal(args_wants_help(1, a2, opts), 1);
+	assert_int_equal(args_wants_help(2, a3, opts), 0);	/* the name is "--help" */
+	assert_int_equal(args_wants_help(2, a4, opts), 0);
+	assert_int_equal(args_wants_help(2, a5, opts), 1);	/* a flag takes no value */
+	assert_int_equal(args_wants_help(2, a6, opts), 0);
+	assert_int_equal(args_wants_help(1, a7, opts), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_values_flags_and_positionals),
 		cmocka_unit_test(test_bad_numbers_and_unknown_options),
 		cmocka_unit_test(test_double_dash_ends_options),
+		cmocka_unit_test(test_help_is_asked_where_an_option_stands),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
