@@ -38,7 +38,7 @@ XLIBS   := -lhpdf -lmbedtls -lmbedx509 -lmbedcrypto
 DEBS_BUILD := gcc make pkg-config libsqlite3-dev libpq-dev libjansson-dev libhpdf-dev \
               libqrencode-dev libmbedtls-dev libcurl4-openssl-dev libmicrohttpd-dev
 DEBS_TEST  := libcmocka-dev postgresql qpdf poppler-utils python3-aiosmtpd openssl curl chromium nodejs \
-              ffmpeg libfuse3-dev fuse3
+              ffmpeg libfuse3-dev fuse3 groff-base
 DEBS_FUZZ  := clang
 DEBS_PEERS := redis-server beanstalkd libhiredis-dev
 

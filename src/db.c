@@ -53,6 +53,23 @@ enum sd_result db_newer_error(const char *where, int version, int ours)
 		       "use a newer stagedoor; nothing was changed", where, version, ours);
 }
 
+static db_migrate_guard migrate_guard;
+
+void db_migrate_guard_set(db_migrate_guard guard)
+{
+	migrate_guard = guard;
+}
+
+enum sd_result db_migrate_guard_call(const char *path, int from, int to)
+{
+	return migrate_guard ? migrate_guard(path, from, to) : SD_OK;
+}
+
+enum sd_result db_box_lock_hold(struct db *db)
+{
+	return db->eng->box_lock_hold ? db->eng->box_lock_hold(db) : SD_OK;
+}
+
 static enum sd_result db_migrate(struct db *db)
 {
 	const struct db_migration *ms = db->eng->kind == DB_PG ? db_migrations_pg : db_migrations;
@@ -77,6 +94,9 @@ static enum sd_result db_migrate(struct db *db)
 			db_rollback(db);
 			continue;
 		}
+		/* a database in use is migrated only when no box runs on it */
+		if (v > 0 && (r = db->eng->migration_guard(db, v, count)) != SD_OK)
+			goto fail;
 		if ((r = db_exec(db, m->sql)) != SD_OK) {
 			err_set(r, "migration %s failed: %s", m->name, err_msg());
 			goto fail;

@@ -313,4 +313,15 @@ int db_pg_lib_version(void);
 
 
 
+/*
+ * Migrations under a running box.  An existing database is migrated only
+ * when no box runs on it: on SQLite the guard set here decides (runlock.h:
+ * the run lock is held by another process), on PostgreSQL the store refuses
+ * while any box holds the shared box lock that db_box_lock_hold takes (a
+ * no-op on SQLite).  Either refusal is SD_BUSY, and nothing was changed.
+ */
+typedef enum sd_result (*db_migrate_guard)(const char *path, int from, int to);
+void db_migrate_guard_set(db_migrate_guard guard);
+enum sd_result db_box_lock_hold(struct db *db);
+
 #endif

@@ -35,6 +35,11 @@ struct db_engine {
 	enum sd_result (*version_write)(struct db *db, int version);
 	/* serialise migrations between processes: called right after BEGIN */
 	enum sd_result (*migration_lock)(struct db *db);
+	/* no box runs on the database at version `from` that is about to be
+	 * migrated to `to` (inside the migration's transaction) */
+	enum sd_result (*migration_guard)(struct db *db, int from, int to);
+	/* a running box's mark on the database for its life; NULL: none */
+	enum sd_result (*box_lock_hold)(struct db *db);
 	enum sd_result (*tx_begin)(struct db *db);
 	/* a transaction whose reads all see one snapshot; NULL: tx_begin's
 	 * already do (SQLite) */
@@ -93,6 +98,9 @@ int64_t db_busy_timeout_ms(void);
 
 /* db_newer_error: the refusal of a database whose version is newer than
  * this program's (both engines word it the same). */
+/* db_migrate_guard_call: the guard db_migrate_guard_set registered (the
+ * SQLite engine's migration_guard asks it); SD_OK when none. */
+enum sd_result db_migrate_guard_call(const char *path, int from, int to);
 enum sd_result db_newer_error(const char *where, int version, int ours);
 
 #endif

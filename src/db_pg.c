@@ -27,6 +27,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
 #include "db_engine.h"
+#include "version.h"
 
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -907,6 +908,38 @@ static enum sd_result pg_lock_try(struct db *db, int key, int *held)
 	return SD_OK;
 }
 
+/* The boxes' lock: every `run` holds it shared for its life; a migration
+ * takes it exclusive for its transaction, or refuses. */
+#define PG_LOCK_BOXES (PG_LOCK_BASE + 31)
+
+static enum sd_result pg_box_lock_hold(struct db *db)
+{
+	char sql[96];
+
+	snprintf(sql, sizeof sql, "SELECT pg_advisory_lock_shared(%lld)",
+		 (long long)PG_LOCK_BOXES);
+	return pg_simple(db, sql, "box lock");
+}
+
+static enum sd_result pg_migration_guard(struct db *db, int from, int to)
+{
+	char sql[96];
+	int64_t got = 0;
+	enum sd_result r;
+
+	snprintf(sql, sizeof sql, "SELECT pg_try_advisory_xact_lock(%lld)",
+		 (long long)PG_LOCK_BOXES);
+	if ((r = pg_int(db, sql, 0, &got)) != SD_OK)
+		return r;
+	if (!got)
+		return err_set(SD_BUSY, "the database is at schema version %d and this stagedoor "
+			       "(%s) migrates it to %d, but boxes are running on it: stop every "
+			       "box on this database first (systemctl stop stagedoor), then start "
+			       "them with this version (run migrates at its start); nothing was "
+			       "changed", from, STAGEDOOR_VERSION, to);
+	return SD_OK;
+}
+
 /* ======================== scratch schemas (benchmarks) ==================== */
 
 /* pg_admin: one command on a connection of its own to uri */
@@ -979,6 +1012,8 @@ const struct db_engine db_engine_pg = {
 	.version_read = pg_version_read,
 	.version_write = pg_version_write,
 	.migration_lock = pg_migration_lock,
+	.migration_guard = pg_migration_guard,
+	.box_lock_hold = pg_box_lock_hold,
 	.tx_begin = pg_tx_begin,
 	.tx_begin_snapshot = pg_tx_begin_snapshot,
 	.tx_commit = pg_tx_commit,

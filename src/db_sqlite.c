@@ -402,6 +402,11 @@ static enum sd_result sq_migration_lock(struct db *db)
 	return SD_OK;
 }
 
+static enum sd_result sq_migration_guard(struct db *db, int from, int to)
+{
+	return db_migrate_guard_call(db->path, from, to);
+}
+
 /* ======================== backups ========================================== */
 
 /* check_handle: integrity_check and user_version on an open handle. */
@@ -928,6 +933,7 @@ const struct db_engine db_engine_sqlite = {
 	.version_read = sq_version_read,
 	.version_write = sq_version_write,
 	.migration_lock = sq_migration_lock,
+	.migration_guard = sq_migration_guard,
 	.tx_begin = sq_tx_begin,
 	.tx_commit = sq_tx_commit,
 	.tx_rollback = sq_tx_rollback,

@@ -7,10 +7,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "db.h"
 #include "failpoint.h"
 #include "help.h"
 #include "log.h"
 #include "result.h"
+#include "runlock.h"
 #include "version.h"
 
 static int has_config_flag(int argc, char **argv)
@@ -60,6 +62,7 @@ int main(int argc, char **argv)
 	if (argc >= 2 && !help_wanted(argc - 1, argv + 1) && strcmp(argv[1], "config") != 0 &&
 	    !has_config_flag(argc, argv) && (rc = cli_box_apply(NULL)) != 0)
 		return rc;
+	db_migrate_guard_set(runlock_guard);
 	rc = help_dispatch(&cli_root, argc - 1, argv + 1);
 	return rc == CLI_HELPED ? 0 : rc;
 }

@@ -11,7 +11,9 @@
  *    +- stagedoor backup --scheduled  now and then, one at a time, when
  *                                  backup_dir is set (backup_sched.h)
  *
- * Children are this same program, exec'd with run's own arguments, so they
+ * Children are this same program (the file run started from, held open, so
+ * that a package upgrade replacing the path does not mix versions), exec'd
+ * with run's own arguments, so they
  * read the same configuration; each has its own connections.  Each says it
  * is ready (its start-up checks passed: configuration, database, key, mail
  * transport) by writing a byte into a pipe ($STAGEDOOR_READY_FD).  A child
@@ -69,6 +71,7 @@
 #include "fsio.h"
 #include "log.h"
 #include "maint.h"
+#include "runlock.h"
 #include "tickets.h"
 
 #define RUN_MAX_WORKERS 256
@@ -97,7 +100,10 @@ struct child {
 };
 
 struct run {
-	char exe[PATH_MAX];
+	char exe[PATH_MAX];		/* this program's path, for the log */
+	int exe_fd;			/* this program's own file, opened at start:
+					 * children run this very binary even after
+					 * a package upgrade replaced the path */
 	int argc;			/* run's own arguments, handed to every child */
 	char **argv;
 	struct cli_config_flags cf;
@@ -124,48 +130,6 @@ static int64_t mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ---- the lock ------------------------------------------------------------ */
-
-/* lock_take: flock "<db>-run.lock", our pid written in it (on PostgreSQL,
- * where several boxes share the database, "<state_dir>/run.lock": one run
- * per box).  The fd stays open (close-on-exec: children do not hold it)
- * until the process ends. */
-static int lock_take(const char *db, const char *state_dir)
-{
-	char path[PATH_MAX + 16], pid[32] = "";
-	ssize_t n;
-	int fd;
-
-	if (db_target_is_pg(db)) {
-		if (!state_dir || !*state_dir)
-			return cli_fail(err_set(SD_INVALID, "state_dir must be given with a "
-						"PostgreSQL database: the folder of this box's own "
-						"files"));
-		if (fsio_mkdirs(state_dir, 0) != SD_OK)
-			return cli_fail(SD_IO);
-		snprintf(path, sizeof path, "%s/run.lock", state_dir);
-		db = state_dir;
-	} else {
-		snprintf(path, sizeof path, "%s-run.lock", db);
-	}
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
-		return cli_fail(err_set(SD_IO, "cannot open the run lock %s: %s", path,
-					strerror(errno)));
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		if ((n = pread(fd, pid, sizeof pid - 1, 0)) > 0)
-			pid[n] = '\0';
-		pid[strcspn(pid, "\n")] = '\0';
-		close(fd);
-		return cli_fail(err_set(SD_BUSY, "stagedoor run is already running on %s%s%s%s; "
-					"stop it first (plain 'stagedoor worker's may join it)",
-					db, pid[0] ? " (pid " : "", pid, pid[0] ? ")" : ""));
-	}
-	n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-	if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
-		log_event(LOG_WARN, "could not write the pid into the run lock", NULL);
-	return 0;
 }
 
 /* ---- children ------------------------------------------------------------- */
@@ -203,7 +167,7 @@ static void child_exec(struct run *R, struct child *c, pid_t parent, int ready_w
 	for (i = 0; i < R->argc && n < (int)(sizeof av / sizeof av[0]) - 1; i++)
 		av[n++] = R->argv[i];
 	av[n] = NULL;
-	execv(R->exe, av);
+	fexecve(R->exe_fd, av, environ);
 	_exit(127);
 }
 
@@ -681,13 +645,27 @@ int cli_run(int argc, char **argv)
 		return cli_fail(err_set(SD_IO, "cannot find this program's own path"));
 	}
 	R.exe[n] = '\0';
-	/* the folder first, so that the lock can live beside the database */
+	if ((R.exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)) < 0) {
+		config_free(&R.cfg);
+		return cli_fail(err_set(SD_IO, "cannot open this program's own file: %s",
+					strerror(errno)));
+	}
+	/* the lock before the database: run's own migration runs while no
+	 * other run writes, and under a box's lock no other version migrates */
+	if ((r = runlock_take(R.db_path, config_str(&R.cfg, CONFIG_STATE_DIR))) != SD_OK) {
+		config_free(&R.cfg);
+		return cli_fail(r);
+	}
 	if ((r = db_open(R.db_path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &R.db)) != SD_OK) {
 		config_free(&R.cfg);
 		return cli_fail(r == SD_NOT_FOUND || r == SD_SCHEMA ? SD_DB : r);
 	}
-	if ((rc = lock_take(R.db_path, config_str(&R.cfg, CONFIG_STATE_DIR))) != 0 ||
-	    (rc = startup_check(&R)) != 0) {
+	if ((r = db_box_lock_hold(R.db)) != SD_OK) {
+		db_close(R.db);
+		config_free(&R.cfg);
+		return cli_fail(r);
+	}
+	if ((rc = startup_check(&R)) != 0) {
 		db_close(R.db);
 		config_free(&R.cfg);
 		return rc;
