@@ -21,7 +21,7 @@
 #   V=1               show each compile and link command in full
 
 CC      ?= cc
-PKGS    := sqlite3 libpq jansson libqrencode libcurl libmicrohttpd
+PKGS    := sqlite3 libpq jansson libqrencode libcurl libmicrohttpd libsystemd
 TPKGS   := cmocka
 # libharu and mbedTLS ship no pkg-config file in Debian 12: plain -l flags
 XLIBS   := -lhpdf -lmbedtls -lmbedx509 -lmbedcrypto
@@ -31,14 +31,15 @@ XLIBS   := -lhpdf -lmbedtls -lmbedx509 -lmbedcrypto
 #          a real SMTP server, openssl for the throwaway CA, curl as a TLS
 #          client, Debian's chromium and nodejs (npm and tests/browser's
 #          pinned playwright-core: tools/npm_deps.sh), ffmpeg to turn a ticket
-#          into the door test's fake camera, libfuse3 for tools/powercut
+#          into the door test's fake camera, libfuse3 for tools/powercut,
+#          systemd-analyze (and /bin/kill) to check dist/stagedoor.service
 #   fuzz:  clang for libFuzzer
 #   peers: the servers make bench-peers measures the queue against, and
 #          hiredis for its Redis client
 DEBS_BUILD := gcc make pkg-config libsqlite3-dev libpq-dev libjansson-dev libhpdf-dev \
-              libqrencode-dev libmbedtls-dev libcurl4-openssl-dev libmicrohttpd-dev
+              libqrencode-dev libmbedtls-dev libcurl4-openssl-dev libmicrohttpd-dev libsystemd-dev
 DEBS_TEST  := libcmocka-dev postgresql qpdf poppler-utils python3-aiosmtpd openssl curl chromium nodejs \
-              ffmpeg libfuse3-dev fuse3 groff-base
+              ffmpeg libfuse3-dev fuse3 groff-base systemd procps
 DEBS_FUZZ  := clang
 DEBS_PEERS := redis-server beanstalkd libhiredis-dev
 

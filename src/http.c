@@ -72,6 +72,7 @@
 
 #include <microhttpd.h>
 
+#include "cred.h"
 #include "http.h"
 #include "log.h"
 
@@ -912,7 +913,7 @@ static enum sd_result pem_read(const char *path, int key, char **out, size_t *si
 		r = err_set(SD_INVALID, "http: the TLS %s %s is not a regular file", what, path);
 		goto out;
 	}
-	if (key && (st.st_mode & 077)) {
+	if (key && !cred_mode_ok(path, &st)) {
 		r = err_set(SD_INVALID,
 			    "http: the TLS key %s may be read by others (mode %04o): chmod 600 it",
 			    path, (unsigned)(st.st_mode & 07777));

@@ -77,7 +77,8 @@ struct mail_config {
 	const char *user;		/* SMTP AUTH user; NULL or "": no AUTH */
 	const char *password_file;	/* the password, one line, in a file no group or
 					 * other may read (0600/0400; others refused);
-					 * NULL: $CREDENTIALS_DIRECTORY/mail_password */
+					 * NULL: $CREDENTIALS_DIRECTORY/mail_password
+					 * (systemd's 0440 accepted there: cred.h) */
 	long connect_timeout_ms;	/* 0: MAIL_CONNECT_TIMEOUT_MS */
 	long timeout_ms;		/* the whole send; 0: MAIL_TIMEOUT_MS */
 };

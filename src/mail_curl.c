@@ -50,6 +50,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cred.h"
+
 #define MAIL_CURL_HOST_MAX 255
 #define MAIL_CURL_PASSWORD_MAX 1024
 #define MAIL_CURL_CRED_NAME "mail_password"
@@ -197,7 +199,7 @@ static enum sd_result mail_curl_password(const char *path, char **out)
 		r = err_set(SD_INVALID, "mail password file %s is not a regular file", path);
 		goto out;
 	}
-	if (st.st_mode & 077) {
+	if (!cred_mode_ok(path, &st)) {
 		r = err_set(SD_INVALID, "mail password file %s has mode %04o: others may read "
 			    "it; refused (chmod 600 it)", path, (unsigned)(st.st_mode & 07777));
 		goto out;

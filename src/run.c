@@ -72,6 +72,7 @@
 #include "log.h"
 #include "maint.h"
 #include "runlock.h"
+#include "sdnotify.h"
 #include "tickets.h"
 
 #define RUN_MAX_WORKERS 256
@@ -97,6 +98,8 @@ struct child {
 	int ready_fd;			/* the read end of its ready pipe; -1: none */
 	int ready;			/* it said it started */
 	int stopping;			/* we sent it SIGTERM */
+	int64_t down_since;		/* not ready since then (started, or exited);
+					 * 0: ready */
 };
 
 struct run {
@@ -122,6 +125,10 @@ struct run {
 	int disk_low;			/* the last look found free space low */
 	int64_t disk_warned_at;		/* when that was last logged */
 	struct episode maint_ep;	/* maintenance failing (a full or failing disk) */
+	int announced;			/* READY=1 sent: every child was ready once */
+	int64_t watchdog_ms;		/* WatchdogSec; 0: no watchdog to feed */
+	int64_t next_feed;		/* when the watchdog is fed next */
+	char status[160];		/* the last STATUS= sent */
 };
 
 static int64_t mono_ms(void)
@@ -198,6 +205,8 @@ static void child_start(struct run *R, struct child *c)
 	c->ready = 0;
 	c->pid = pid;
 	c->started_ms = mono_ms();
+	if (!c->down_since)
+		c->down_since = c->started_ms;
 	c->stopping = 0;
 	log_event(LOG_INFO, "child started", "child=%s role=%s pid=%ld restarts=%d", c->name,
 		  c->role == ROLE_RELAY ? "relay" : c->role == ROLE_HTTP ? "http"
@@ -224,8 +233,10 @@ static void ready_read(struct child *c)
 	if (c->ready_fd < 0)
 		return;
 	n = read(c->ready_fd, &b, 1);
-	if (n == 1)
+	if (n == 1) {
 		c->ready = 1;
+		c->down_since = 0;
+	}
 	if (n == 1 || n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		close(c->ready_fd);
 		c->ready_fd = -1;
@@ -261,6 +272,8 @@ static void reap(struct run *R)
 			close(c->ready_fd);
 			c->ready_fd = -1;
 		}
+		if (!c->down_since)
+			c->down_since = now;
 		if (c->role == ROLE_BACKUP) {
 			/* it logged its own outcome; backup_sched logs a death */
 			backup_sched_ended(&R->backups, R->db_path, pid, st,
@@ -522,6 +535,123 @@ static int startup_check(struct run *R)
 	return 0;
 }
 
+/* ---- the service manager ---------------------------------------------------- */
+
+/*
+ * Under systemd (Type=notify, sdnotify.h): READY=1 once every wanted child
+ * (relay, workers, HTTP) has said it started, a STATUS= line whenever which
+ * of them are up changes, RELOADING=1 and READY=1 around a SIGHUP, and
+ * STOPPING=1 at a stop.  The watchdog is fed from this loop, whose poll
+ * never sleeps past a second, every half of WatchdogSec, while the children
+ * are healthy: no feed once the relay, the HTTP listener or every worker has
+ * been down (exited, or started and not ready) for longer than WatchdogSec.
+ * Such a child cannot come back by itself (each try fails before ready, the
+ * backoff grows to 30 s), so systemd restarts the whole box; one worker down
+ * while others run keeps the box fed, and the status says so.  A child that
+ * comes back ready within WatchdogSec, as one killed mid-job does in 100 ms,
+ * never stops the feeding.
+ */
+
+/* service_status: "relay, 2 workers, http ready", or what is up and what
+ * is down ("relay, 1 of 2 workers ready; down: http"). */
+static void service_status(const struct run *R, char *buf, size_t size)
+{
+	char down[64] = "";
+	int i, workers = 0, up = 0, relay = 0, http = -1;
+	size_t o;
+
+	for (i = 0; i < R->nkids; i++) {
+		const struct child *c = &R->kids[i];
+		int ok = c->pid > 0 && c->ready;
+
+		if (!c->wanted || c->role == ROLE_BACKUP)
+			continue;
+		if (c->role == ROLE_WORKER) {
+			workers++;
+			up += ok;
+		} else if (c->role == ROLE_RELAY) {
+			relay = ok;
+		} else {
+			http = ok;
+		}
+	}
+	o = (size_t)snprintf(buf, size, "%s", relay ? "relay, " : "");
+	if (up == workers)
+		o += (size_t)snprintf(buf + o, size - o, "%d worker%s", up, up == 1 ? "" : "s");
+	else
+		o += (size_t)snprintf(buf + o, size - o, "%d of %d workers", up, workers);
+	snprintf(down, sizeof down, "%s%s%s", !relay ? "relay" : "",
+		 !relay && http == 0 ? ", " : "", http == 0 ? "http" : "");
+	snprintf(buf + o, size - o, "%s ready%s%s", http == 1 ? ", http" : "",
+		 down[0] ? "; down: " : "", down);
+}
+
+/* service_healthy: may the watchdog be fed (see above)? */
+static int service_healthy(const struct run *R, int64_t now)
+{
+	int i, workers = 0, workers_down = 0;
+
+	for (i = 0; i < R->nkids; i++) {
+		const struct child *c = &R->kids[i];
+		int down;
+
+		if (!c->wanted || c->role == ROLE_BACKUP)
+			continue;
+		down = c->down_since && now - c->down_since > R->watchdog_ms;
+		if (c->role != ROLE_WORKER) {
+			if (down)
+				return 0;
+			continue;
+		}
+		workers++;
+		workers_down += down;
+	}
+	return workers == 0 || workers_down < workers;
+}
+
+/* service_feed: the watchdog, when due and fed is 1.  [in,out] *wake:
+ * moved earlier to the next feed. */
+static void service_feed(struct run *R, int64_t now, int64_t *wake, int fed)
+{
+	if (!R->watchdog_ms)
+		return;
+	if (now >= R->next_feed && fed) {
+		sdnotify_watchdog();
+		R->next_feed = now + (R->watchdog_ms / 2 > 0 ? R->watchdog_ms / 2 : 1);
+	}
+	if (R->next_feed > now && R->next_feed < *wake)
+		*wake = R->next_feed;
+}
+
+/* service_tick: READY=1 when every child first is, STATUS= on a change,
+ * the watchdog while the children are healthy.  [in,out] *wake: as
+ * service_feed's. */
+static void service_tick(struct run *R, int64_t now, int64_t *wake)
+{
+	char status[sizeof R->status];
+	int i;
+
+	if (!R->announced) {
+		for (i = 0; i < R->nkids; i++) {
+			const struct child *c = &R->kids[i];
+
+			if (c->wanted && c->role != ROLE_BACKUP && !(c->pid > 0 && c->ready))
+				return;
+		}
+		service_status(R, R->status, sizeof R->status);
+		sdnotify_ready(R->status);
+		R->announced = 1;
+		log_event(LOG_INFO, "run ready", "status=\"%s\" watchdog_ms=%lld", R->status,
+			  (long long)R->watchdog_ms);
+	}
+	service_status(R, status, sizeof status);
+	if (strcmp(status, R->status) != 0) {
+		memcpy(R->status, status, sizeof status);
+		sdnotify_status(status);
+	}
+	service_feed(R, now, wake, service_healthy(R, now));
+}
+
 /* ---- the loop ------------------------------------------------------------------ */
 
 static void begin_stop(struct run *R, int sig)
@@ -534,12 +664,14 @@ static void begin_stop(struct run *R, int sig)
 	R->stop_deadline = mono_ms() + config_int(&R->cfg, CONFIG_GRACE_MS) + STOP_MARGIN_MS;
 	log_event(LOG_INFO, "run stopping", "signal=%d children=%d grace_ms=%lld", sig, alive(R),
 		  (long long)config_int(&R->cfg, CONFIG_GRACE_MS));
+	sdnotify_stopping("stopping: running jobs finish, the rest is handed back");
 	for (i = 0; i < R->nkids; i++)
 		child_signal(&R->kids[i], SIGTERM);
 }
 
 static int loop(struct run *R)
 {
+	R->watchdog_ms = sdnotify_watchdog_ms();
 	for (;;) {
 		int64_t now = mono_ms(), wake = now + 1000;
 		struct signalfd_siginfo si;
@@ -563,6 +695,7 @@ static int loop(struct run *R)
 				maintain(R, now);
 			if (R->next_maint < wake)
 				wake = R->next_maint;
+			service_tick(R, mono_ms(), &wake);
 		} else {
 			if (!alive(R))
 				return 0;
@@ -575,6 +708,8 @@ static int loop(struct run *R)
 				R->stop_deadline = now + 5000;
 			}
 			wake = R->stop_deadline;
+			/* a stop takes up to grace_ms: the loop is alive */
+			service_feed(R, now, &wake, 1);
 		}
 		pfd[0].fd = R->sfd;
 		pfd[0].events = POLLIN;
@@ -600,8 +735,13 @@ static int loop(struct run *R)
 				begin_stop(R, (int)si.ssi_signo);
 				break;
 			case SIGHUP:
-				if (!R->stopping)
-					reload(R);
+				if (R->stopping)
+					break;
+				if (R->announced)
+					sdnotify_reloading();
+				reload(R);
+				if (R->announced)
+					sdnotify_ready(NULL);
 				break;
 			default:
 				break;

@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "config.h"
+#include "cred.h"
 #include "db.h"
 #include "http.h"
 #include "log.h"
@@ -186,7 +187,7 @@ enum sd_result serve_start(const struct serve_opts *o, struct serve **out)
 	struct serve *s;
 	struct api_opts ao;
 	struct http_opts ho;
-	char ca[PATH_MAX];
+	char ca[PATH_MAX], key[PATH_MAX];
 	enum sd_result r;
 	int extra = 0;
 
@@ -210,6 +211,12 @@ enum sd_result serve_start(const struct serve_opts *o, struct serve **out)
 	ho.listen = o->listen;
 	ho.tls_cert = o->tls_cert;
 	ho.tls_key = o->tls_key;
+	/* systemd's LoadCredential=http_tls_key, when the file names none */
+	if (o->tls_cert && *o->tls_cert && (!o->tls_key || !*o->tls_key) &&
+	    cred_find("http_tls_key", key, sizeof key)) {
+		ho.tls_key = key;
+		log_event(LOG_INFO, "http TLS key from the service's credentials", "path=%s", key);
+	}
 	ho.per_client_max = o->per_client_max > 0 ? (unsigned)o->per_client_max : 0;
 	if ((r = hosts_make(s, o, &extra)) != SD_OK)
 		goto fail;
