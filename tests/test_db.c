@@ -572,6 +572,39 @@ static void test_pg_newer_schema_refused(void **state)
 	assert_int_equal(one_int(env->db, SQL_PG_VERSION), db_migration_count_pg + 1);
 }
 
+/* A box holds the shared box lock (run does, for its life): an open that
+ * would migrate the database refuses, says why and changes nothing; once
+ * the box is gone the guard lets it through. */
+static void test_pg_no_migration_under_a_running_box(void **state)
+{
+	struct tu_env *env = *state;
+	struct db *box = NULL, *db = NULL;
+	char sql[80];
+
+	TU_PG_ONLY();
+	assert_int_equal(db_open(env->db_path, 0, DB_SYNC_FULL, &box), SD_OK);
+	assert_int_equal(db_box_lock_hold(box), SD_OK);
+	/* the database as the version before the last migration left it */
+	snprintf(sql, sizeof sql, "UPDATE stagedoor_schema SET version = %d",
+		 db_migration_count_pg - 1);
+	assert_int_equal(db_exec(env->db, sql), SD_OK);
+	err_clear();
+	assert_int_equal(db_open(env->db_path, 0, DB_SYNC_FULL, &db), SD_BUSY);
+	assert_null(db);
+	assert_non_null(strstr(err_msg(), "boxes are running on it"));
+	assert_non_null(strstr(err_msg(), "nothing was changed"));
+	assert_int_equal(one_int(env->db, SQL_PG_VERSION), db_migration_count_pg - 1);
+	db_close(box);
+	/* no box now: the guard passes (the migration itself then finds its
+	 * objects there, since only the version was turned back) */
+	err_clear();
+	assert_int_not_equal(db_open(env->db_path, 0, DB_SYNC_FULL, &db), SD_BUSY);
+	db_close(db);
+	snprintf(sql, sizeof sql, "UPDATE stagedoor_schema SET version = %d",
+		 db_migration_count_pg);
+	assert_int_equal(db_exec(env->db, sql), SD_OK);
+}
+
 static void test_pg_foreign_schema_refused(void **state)
 {
 	struct tu_env *env = *state;
@@ -780,6 +813,8 @@ int main(void)
 		cmocka_unit_test(test_engines_share_migrations),
 		cmocka_unit_test_setup_teardown(test_pg_migrated_and_versioned, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_pg_newer_schema_refused, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_pg_no_migration_under_a_running_box, tu_setup,
+						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_pg_foreign_schema_refused, tu_setup_nodb,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_pg_parameters, tu_setup, tu_teardown),
