@@ -37,6 +37,10 @@
 
 #include "log.h"
 
+/* The advisory lock keys (db_lock_try's and the boxes'): "StageBL" and the
+ * key's number. */
+#define PG_LOCK_BASE 0x53746167654c0000LL
+
 /* The advisory lock key of migrations (any fixed 64-bit number). */
 #define PG_LOCK_MIGRATE 0x5374616765444d31LL	/* "StageDM1" */
 
@@ -51,6 +55,8 @@ struct pg {
 	unsigned locks;			/* bit (1 << key): advisory locks held */
 	char *channel;			/* the schema's wake-up channel, quoted */
 	unsigned listen_gen;		/* the generation that LISTENs; 0: none */
+	int box_lock;			/* run's shared box lock: taken again on a
+					 * new connection (a failover) */
 };
 
 struct pg_stmt {
@@ -353,6 +359,20 @@ static enum sd_result pg_set_sync(struct db *db, enum db_sync sync)
 	return pg_session(db, sync);
 }
 
+/* The boxes' lock: every `run` holds it shared for its life (taken again
+ * on each new connection); a migration takes it exclusive for its
+ * transaction, or refuses. */
+#define PG_LOCK_BOXES (PG_LOCK_BASE + 31)
+
+static enum sd_result pg_box_lock_take(struct db *db)
+{
+	char sql[96];
+
+	snprintf(sql, sizeof sql, "SELECT pg_advisory_lock_shared(%lld)",
+		 (long long)PG_LOCK_BOXES);
+	return pg_simple(db, sql, "box lock");
+}
+
 /* pg_ready: connected, or connected again when the last connection broke
  * outside a transaction (inside one, the transaction is lost: its caller
  * sees the failure and begins again) */
@@ -368,7 +388,8 @@ static enum sd_result pg_ready(struct db *db)
 			       "(the transaction is lost)");
 	if (p->c)
 		log_event(LOG_WARN, "database connection lost: connecting again", NULL);
-	if ((r = pg_connect(db)) != SD_OK || (r = pg_session(db, p->sync)) != SD_OK)
+	if ((r = pg_connect(db)) != SD_OK || (r = pg_session(db, p->sync)) != SD_OK ||
+	    (p->box_lock && (r = pg_box_lock_take(db)) != SD_OK))
 		return r;
 	log_event(LOG_INFO, "database connection back", NULL);
 	return SD_OK;
@@ -876,8 +897,6 @@ static int64_t pg_changes(struct db *db)
 	return PG(db)->changes;
 }
 
-/* The advisory lock keys: "StageBL" and the key's number. */
-#define PG_LOCK_BASE 0x53746167654c0000LL
 
 static enum sd_result pg_lock_try(struct db *db, int key, int *held)
 {
@@ -908,17 +927,13 @@ static enum sd_result pg_lock_try(struct db *db, int key, int *held)
 	return SD_OK;
 }
 
-/* The boxes' lock: every `run` holds it shared for its life; a migration
- * takes it exclusive for its transaction, or refuses. */
-#define PG_LOCK_BOXES (PG_LOCK_BASE + 31)
-
 static enum sd_result pg_box_lock_hold(struct db *db)
 {
-	char sql[96];
+	enum sd_result r = pg_box_lock_take(db);
 
-	snprintf(sql, sizeof sql, "SELECT pg_advisory_lock_shared(%lld)",
-		 (long long)PG_LOCK_BOXES);
-	return pg_simple(db, sql, "box lock");
+	if (r == SD_OK)
+		PG(db)->box_lock = 1;
+	return r;
 }
 
 static enum sd_result pg_migration_guard(struct db *db, int from, int to)
