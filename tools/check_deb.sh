@@ -9,7 +9,8 @@
 #    package carries the man pages and completion given here (this build's).
 # 2. A fresh install of NEW.deb with apt-get (its Depends from the mirror):
 #    every file where the package says, the stagedoor user, /var/lib/stagedoor
-#    0700 and filled by init, nothing started.  `stagedoor run` from the
+#    0700 and filled by init, nothing started, a log rotated by its logrotate
+#    entry.  `stagedoor run` from the
 #    installed files as the stagedoor user (no systemd in a chroot: started as
 #    the unit would, with the installed configuration, a maildir and an HTTP
 #    port on loopback), an order placed over HTTP with the api.token, its
@@ -246,8 +247,8 @@ nothing_left() {
 
 # ---- 2. a fresh install -------------------------------------------------------
 apt_get "update -qq"
-apt_get "install --no-install-recommends curl"
-say "curl installed in the chroot (the test's HTTP client)"
+apt_get "install --no-install-recommends curl logrotate"
+say "curl (the test's HTTP client) and logrotate installed in the chroot"
 apt_get "install --no-install-recommends ./tmp/debs/$new_name"
 grep -q 'stagedoor: installed, not started' "$work/apt.out" ||
 	die "the postinst did not say it installed without starting: $(cat "$work/apt.out")"
@@ -268,9 +269,14 @@ for p in $(in_root_pids); do
 	*/stagedoor) die "the install started stagedoor (pid $p)" ;;
 	esac
 done
+# the logrotate entry rotates a log of the box's, as the stagedoor user
+q "runuser -u stagedoor -- sh -c 'echo line >>/var/log/stagedoor/stagedoor.log' &&
+	logrotate -f /etc/logrotate.d/stagedoor &&
+	test \"\$(stat -c '%a %U' /var/log/stagedoor/stagedoor.log)\" = '640 stagedoor' &&
+	test \"\$(stat -c '%U' /var/log/stagedoor/stagedoor.log.1)\" = stagedoor"
 binver=$(in_chroot "stagedoor --version" | awk 'NR == 1 { print $2 }')
 [ "$binver" = "$new_ver" ] || say "note: the installed binary says version $binver, the package $new_ver"
-say "the files are where the package says; user, 0700 state folder and database made; nothing started"
+say "the files are where the package says; user, 0700 state folder and database made; nothing started; logrotate rotates its log"
 
 as_box "/usr/bin/stagedoor event add --name 'Fresh night' --venue Hall --starts-at 2027-06-01T20:00Z --capacity 500" \
 	>"$work/event.out" 2>"$work/event.err" || die "event add: $(cat "$work/event.err")"
