@@ -15,6 +15,12 @@
 #   make failover     the same, with a standby promoted half way
 #   make powercut     the long power-cut soak (root, /dev/fuse)
 #   make check-fresh  the README's two commands on a fresh Debian 12 chroot (root)
+#   make deb          build/stagedoor_<VERSION>_<arch>.deb, lintian-clean (adds dpkg-dev,
+#                     lintian, debootstrap: the deb set)
+#   make check-deb    the package installed, run, upgraded from v0.1.0 and purged in a
+#                     fresh Debian 12 chroot (root)
+#   make install      the binary, man pages, completion and unit under PREFIX (/usr/local),
+#   make uninstall    DESTDIR for a staged tree; uninstall removes what install put
 #   make deps         the build and test packages; deps-build, deps-test,
 #                     deps-fuzz and deps-peers install one set each
 #   make clean
@@ -51,6 +57,7 @@ else
 say     = @printf '  %-4s %s\n' '$(1)' '$(2)';
 endif
 
+# VERSION: the one source of the version (the binary's --version, the package's)
 VERSION := $(shell cat VERSION)
 WARN    := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
 CFLAGS  ?= -O2 -g
@@ -79,6 +86,9 @@ PG_TESTS := test_db test_queue test_outbox test_idem test_orders test_changes te
 # Two builds of everything: build/rel (bin/stagedoor) and build/san.
 REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o build/rel/assets.o
 SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS)) build/san/schema.o build/san/assets.o
+# the objects that print the version are made again when it changes
+build/rel/version.o build/san/version.o build/rel/help_gen.o build/san/help_gen.o: VERSION
+build/rel/db_pg.o build/san/db_pg.o build/rel/runlock.o build/san/runlock.o: VERSION
 
 .PHONY: all deps deps-build deps-test deps-fuzz test check-rel check-pg check-san check-browser \
 	check-door check-vendor check-fresh bench bench-peers bench-memory deps-peers demo soak soak-pg failover powercut fuzz clean \
@@ -322,7 +332,6 @@ fuzz: deps-fuzz
 # another build's pages.
 #   deb: dpkg-shlibdeps (dpkg-dev) for Depends, lintian, debootstrap for check-deb
 DEBS_DEB       := dpkg-dev lintian debootstrap
-VERSION        := $(shell cat VERSION)
 DEB_ARCH        = $(shell dpkg --print-architecture)
 DEB_FILE        = build/stagedoor_$(VERSION)_$(DEB_ARCH).deb
 DOC_MAN1       ?= build/man/stagedoor.1

@@ -275,7 +275,7 @@ q "runuser -u stagedoor -- sh -c 'echo line >>/var/log/stagedoor/stagedoor.log' 
 	test \"\$(stat -c '%a %U' /var/log/stagedoor/stagedoor.log)\" = '640 stagedoor' &&
 	test \"\$(stat -c '%U' /var/log/stagedoor/stagedoor.log.1)\" = stagedoor"
 binver=$(in_chroot "stagedoor --version" | awk 'NR == 1 { print $2 }')
-[ "$binver" = "$new_ver" ] || say "note: the installed binary says version $binver, the package $new_ver"
+[ "$binver" = "$new_ver" ] || die "the installed binary says version $binver, the package $new_ver"
 say "the files are where the package says; user, 0700 state folder and database made; nothing started; logrotate rotates its log"
 
 as_box "/usr/bin/stagedoor event add --name 'Fresh night' --venue Hall --starts-at 2027-06-01T20:00Z --capacity 500" \

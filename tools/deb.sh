@@ -77,11 +77,11 @@ root=$work/root
 deb=$out/stagedoor_${version}_$arch.deb
 umask 022
 
-# The binary names its own version; until it takes it from VERSION the two
-# may differ, which is worth a line but not a refusal.
+# The binary names its own version (the VERSION file it was built with):
+# a package must not say another.
 binver=$("$bin" --version 2>/dev/null | awk 'NR == 1 { print $2 }') || binver=""
 [ "$binver" = "$version" ] ||
-	say "note: $bin says version '${binver:-?}', the package is $version"
+	die "$bin says version '${binver:-?}', but the package would be $version: build it again"
 
 rm -rf "$work"
 mkdir -p "$root/DEBIAN"
