@@ -72,6 +72,12 @@ rm -rf "$work/old-src" "$work/debs" "$work"/*.log
 mkdir -p "$work/debs"
 
 # ---- 1. the previous release's package --------------------------------------
+# A clone that did not fetch the release tags still has the releases' commits.
+if ! git -C "$src" rev-parse --verify --quiet "$old_rev^{commit}" >/dev/null; then
+	case $old_rev in
+	v0.1.0) old_rev=d213cd7b930b82b3df161aead42f3ff59929b02f ;;
+	esac
+fi
 git -C "$src" rev-parse --verify --quiet "$old_rev^{commit}" >/dev/null ||
 	die "no revision $old_rev in $src (git tag v0.1.0 d213cd7)"
 mkdir -p "$work/old-src"
