@@ -635,24 +635,46 @@ static int jobs_cmd(const char *sub, int argc, char **argv)
 		{ "limit", ARG_INT, &limit, 1, 1000000, 0, NULL,
 		  "at most this many rows", 0 },
 		{ "older-than-ms", ARG_INT, &older, 0, 3650LL * 24 * 3600 * 1000, 0, NULL,
-		  "prune: finished jobs older than this (default 7 days)", 0 },
+		  "finished jobs older than this are deleted (default 7 days)", 0 },
 		ARG_JSON(&json),
 		{ "dead", ARG_FLAG, &dead, 0, 0, 0, NULL,
-		  "purge: the dead letters (say it to mean it)", 0 },
+		  "the dead letters: say it to mean it", 0 },
 		ARG_END,
 	};
-	char usage[160];
-	char *pos[ARGS_MAX_POS];
+	/* each subcommand's own options, from the one table */
+	static const struct { const char *sub, *takes; } subs[] = {
+		{ "stats", " db json " },	{ "ls", " db state kind limit json " },
+		{ "dead", " db kind limit json " }, { "retry", " db " },
+		{ "purge", " db dead " },	{ "prune", " db older-than-ms " },
+	};
+	struct arg_opt mine[sizeof opts / sizeof opts[0]];
+	char usage[256], *pos[ARGS_MAX_POS];
 	struct db *db;
 	enum sd_result r;
 	int64_t n = 0;
-	int npos, rc, want = strcmp(sub, "retry") == 0;
+	int npos, rc, want = strcmp(sub, "retry") == 0, k = 0, o = 0;
+	size_t i, j;
 
-	snprintf(usage, sizeof usage, "jobs %s%s [--kind K] [--limit N] [--json]%s", sub,
-		 want ? " JOB_ID" : "", strcmp(sub, "ls") == 0 ? " [--state S]" :
-		 strcmp(sub, "purge") == 0 ? " --dead" : strcmp(sub, "prune") == 0 ?
-		 " [--older-than-ms N]" : "");
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, want, want, usage)) != 0)
+	for (j = 0; j < sizeof subs / sizeof subs[0] && strcmp(subs[j].sub, sub) != 0; j++)
+		;
+	o = snprintf(usage, sizeof usage, "jobs %s%s", sub, want ? " JOB_ID" : "");
+	for (i = 0; opts[i].name; i++) {
+		char word[32];
+
+		snprintf(word, sizeof word, " %s ", opts[i].name);
+		if (j == sizeof subs / sizeof subs[0] || !strstr(subs[j].takes, word))
+			continue;
+		mine[k++] = opts[i];
+		if (strcmp(opts[i].name, "db") != 0 && o < (int)sizeof usage)
+			o += snprintf(usage + o, sizeof usage - (size_t)o, " %s--%s%s%s%s",
+				      strcmp(opts[i].name, "dead") ? "[" : "", opts[i].name,
+				      opts[i].metavar || opts[i].type == ARG_INT ? " " : "",
+				      opts[i].metavar ? opts[i].metavar
+				      : opts[i].type == ARG_INT ? "N" : "",
+				      strcmp(opts[i].name, "dead") ? "]" : "");
+	}
+	mine[k] = opts[i];	/* the end */
+	if ((rc = cli_parse(argc, argv, mine, pos, &npos, want, want, usage)) != 0)
 		return rc;
 	if (strcmp(sub, "purge") == 0 && !dead) {
 		fprintf(stderr, "stagedoor: 'jobs purge' deletes dead jobs only: say --dead\n");

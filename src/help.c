@@ -211,9 +211,16 @@ int help_dispatch(const struct cli_cmd *c, int argc, char **argv)
 	if (argc >= 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0))
 		return dispatch_help(c, stdout);
 	if (argc >= 1) {
-		fprintf(stderr, "stagedoor: unknown command '");
+		/* an option before the command, or a word that is none */
+		if (argv[0][0] == '-') {
+			fprintf(stderr, "stagedoor: a command comes first; usage: ");
+		} else {
+			fprintf(stderr, "stagedoor: unknown command '");
+			put_path(stderr);
+			fprintf(stderr, " %s'; usage: ", argv[0]);
+		}
 		put_path(stderr);
-		fprintf(stderr, " %s' (try '", argv[0]);
+		fprintf(stderr, " COMMAND [options] (try '");
 		put_path(stderr);
 		fprintf(stderr, " --help')\n");
 		return 2;
