@@ -822,7 +822,16 @@ static int orders_done(struct placer *p, int rc)
 		return 1;
 	}
 	if (rc == 0) {
-		if (sscanf(text, "%31s", id) != 1 || id[0] != 'T')
+		/* the id is stdout's line; a retry that found its first attempt
+		 * committed (a failover cut the answer) is a replay, which says
+		 * so on stderr first: the id is the last line */
+		char *last = text + strlen(text);
+
+		while (last > text && (last[-1] == '\n' || last[-1] == ' '))
+			*--last = '\0';
+		while (last > text && last[-1] != '\n')
+			last--;
+		if (sscanf(last, "%31s", id) != 1 || id[0] != 'T')
 			fail("orders: order %ld: `order add` said '%.100s', not an order id",
 			     p->idx, text);
 		changes_placed(p->idx, id, &f, p->t0);
