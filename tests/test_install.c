@@ -8,7 +8,10 @@
  *   no file and no folder of the box's;
  * - a configuration that was there before install is kept by both, and one
  *   edited after install is kept by uninstall;
- * - a relative PREFIX is refused with a clear error, and nothing is written.
+ * - a relative PREFIX is refused with a clear error, and nothing is written;
+ * - the release binary that install and the package ship (bin/stagedoor) is
+ *   hardened: fortified libc calls, the stack protector, PIE, full RELRO
+ *   with immediate binding (readelf on the file).
  *
  * The man pages and the completion are the binary's own output in a build;
  * here make is given stand-in files in the test's folder (DOC_MAN1, ...),
@@ -271,6 +274,40 @@ static void test_a_relative_prefix_is_refused(void **state)
 	assert_string_equal(left_in(e->dir), "");
 }
 
+/* readelf_has: readelf ARGS on bin/stagedoor prints a line holding NEEDLE. */
+static int readelf_has(const struct tu_env *e, const char *opt, const char *needle)
+{
+	const char *argv[] = { "readelf", "-W", opt, "bin/stagedoor", NULL };
+	char out[PATH_MAX];
+	size_t size = 0;
+	unsigned char *text;
+	int has;
+
+	snprintf(out, sizeof out, "%s/readelf.out", e->dir);
+	if (tu_exec(argv, out, NULL, 10000) != 0)
+		fail_msg("readelf %s bin/stagedoor failed", opt);
+	text = tu_slurp(out, &size);
+	assert_non_null(text);
+	has = strstr((char *)text, needle) != NULL;
+	free(text);
+	unlink(out);
+	return has;
+}
+
+static void test_the_release_binary_is_hardened(void **state)
+{
+	const struct tu_env *e = *state;
+
+	if (access("bin/stagedoor", X_OK) != 0)
+		fail_msg("bin/stagedoor is not built (make builds it before the suites)");
+	assert_true(readelf_has(e, "--dynamic", "BIND_NOW"));
+	assert_true(readelf_has(e, "--dynamic", "PIE"));
+	assert_true(readelf_has(e, "--program-headers", "GNU_RELRO"));
+	assert_true(readelf_has(e, "--dyn-syms", "__stack_chk_fail"));
+	/* _FORTIFY_SOURCE: at least one libc call is the checked variant */
+	assert_true(readelf_has(e, "--dyn-syms", "_chk@"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +316,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_a_configuration_there_before_is_kept,
 						tu_setup_nodb, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_a_relative_prefix_is_refused, tu_setup_nodb,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_the_release_binary_is_hardened, tu_setup_nodb,
 						tu_teardown),
 	};
 

@@ -176,7 +176,7 @@
     return typeof b.field === 'string' && b.field ? b.error + ' (' + b.field + ')' : b.error;
   }
 
-  /* get: a GET's JSON, or throws (AuthError on 401, HttpError otherwise). */
+  /* get: the JSON answer to a GET, or throws (AuthError on 401, HttpError otherwise). */
   async function get(path) {
     const res = await call(path, { method: 'GET' });
     if (res.status === 401) throw new AuthError(errorText(res));
