@@ -806,6 +806,10 @@ static void test_short_power_cut_soak(void **state)
 	assert_true(figure(out, "orders_acknowledged_api") > 0);
 	assert_int_equal(figure(out, "orders_acknowledged"), 150);
 	assert_int_equal(figure(out, "acknowledged_lost"), 0);
+	/* a cut may take a commit the box was syncing when it was killed (the
+	 * WAL's cached pages showed it to the reader before the cut), but only
+	 * one whose answer it took too: at most one per placer per cut */
+	assert_true(figure(out, "in_flight_orders_lost_by_cuts") <= 4L * 12);
 	assert_int_equal(figure(out, "orders_lost_by_cuts"), 0);
 	assert_int_equal(figure(out, "corrupt_databases"), 0);
 	/* the verdict on the disk after the last clean unmount */
