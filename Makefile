@@ -92,6 +92,24 @@ PG_TESTS := test_db test_queue test_outbox test_idem test_orders test_changes te
 # Two builds of everything: build/rel (bin/stagedoor) and build/san.
 REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o build/rel/assets.o
 SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS)) build/san/schema.o build/san/assets.o
+# Each build keeps its command line in a stamp, written again only when it
+# differs, and its objects depend on it: a change of CFLAGS, of the
+# libraries' flags or of the hardening makes them again, as an old tree
+# would otherwise keep objects built without it.
+REL_FLAGS = $(strip $(CC) $(ALL_CFLAGS) $(HARDEN) $(LDHARDEN) $(LDLIBS))
+SAN_FLAGS = $(strip $(CC) $(ALL_CFLAGS) $(SAN) $(LDLIBS))
+ifeq ($(filter clean deps deps-%,$(MAKECMDGOALS)),)
+ifneq ($(REL_FLAGS),$(file <build/rel/.flags))
+$(shell mkdir -p build/rel)
+$(file >build/rel/.flags,$(REL_FLAGS))
+endif
+ifneq ($(SAN_FLAGS),$(file <build/san/.flags))
+$(shell mkdir -p build/san)
+$(file >build/san/.flags,$(SAN_FLAGS))
+endif
+endif
+$(REL_OBJS) build/rel/main.o build/rel/tests/testutil.o bin/stagedoor: build/rel/.flags
+$(SAN_OBJS) build/san/main.o build/san/tests/testutil.o: build/san/.flags
 # the objects that print the version are made again when it changes
 build/rel/version.o build/san/version.o build/rel/help_gen.o build/san/help_gen.o: VERSION
 build/rel/db_pg.o build/san/db_pg.o build/rel/runlock.o build/san/runlock.o: VERSION
@@ -153,9 +171,9 @@ build/san/assets.o: build/assets.c src/http.h
 
 bin/stagedoor: build/rel/main.o $(REL_OBJS)
 	@mkdir -p bin
-	$(call say,LD,$@)$(CC) $(CFLAGS) $(LDHARDEN) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(LDHARDEN) -o $@ $(filter %.o,$^) $(LDLIBS)
 build/san/stagedoor: build/san/main.o $(SAN_OBJS)
-	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN) -o $@ $(filter %.o,$^) $(LDLIBS)
 
 build/rel/tests/%: tests/%.c tests/testutil.h build/rel/tests/testutil.o $(REL_OBJS)
 	@mkdir -p $(dir $@)

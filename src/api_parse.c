@@ -204,7 +204,7 @@ enum sd_result api_parse_scan(const char *body, size_t len, struct api_scan *out
 			      struct api_error *err)
 {
 	static const char *const allowed[] = { "code", "nonce", NULL };
-	const char *s, *nonce = NULL;
+	const char *s = NULL, *nonce = NULL;
 	const unsigned char *p;
 	json_t *o;
 	enum sd_result r;
@@ -233,7 +233,7 @@ enum sd_result api_parse_email(const char *body, size_t len, char email[256],
 			       struct api_error *err)
 {
 	static const char *const allowed[] = { "email", NULL };
-	const char *s;
+	const char *s = NULL;
 	json_t *o;
 	enum sd_result r;
 

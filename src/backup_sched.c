@@ -146,7 +146,7 @@ static enum sd_result list_good(const char *dir, char (**names)[BACKUP_SCHED_NAM
 			}
 			v = nv;
 		}
-		snprintf(v[(*n)++], BACKUP_SCHED_NAME_MAX, "%s", de->d_name);
+		memcpy(v[(*n)++], de->d_name, strlen(de->d_name) + 1); /* length checked above */
 	}
 	closedir(d);
 	if (*n)

@@ -256,7 +256,7 @@ static enum sd_result pdfs_copy(struct move *m, const char *from, const char *fr
 static enum sd_result derived_compare(struct move *m, int i)
 {
 	struct table_sql *t = &m->sql[i];
-	static char ordered[SQL_MAX];
+	static char ordered[SQL_MAX + sizeof " ORDER BY event_id"];
 	struct db_stmt *a, *b;
 	enum sd_result r;
 	int ra = 0, rb = 0, c;

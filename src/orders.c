@@ -807,7 +807,9 @@ enum sd_result order_search(struct db *db, const char *q, order_list_fn fn, void
 		a[n++] = '%';
 	a[n] = '\0';
 	if (id) {
-		snprintf(b, sizeof b, "%s~", a);	/* '~' sorts after the alphabet */
+		memcpy(b, a, n);	/* n < ORDER_ID_MAX: looks_like_id */
+		b[n] = '~';		/* '~' sorts after the alphabet */
+		b[n + 1] = '\0';
 		st = db_stmt(db, SQL_SEARCH_ID);
 	} else {
 		st = db_stmt(db, whole ? SQL_SEARCH_EMAIL : SQL_SEARCH_NAME);

@@ -141,7 +141,7 @@ static void test_keep_and_report(void **state)
 		fail_msg("bench api --keep: exit %d\nstderr:\n%s", rc, err);
 	assert_int_equal(tu_count_files(e->dir), 1);
 	the_folder(e, dir, sizeof dir);
-	snprintf(line, sizeof line, "bench: kept %s", dir);
+	assert_true(snprintf(line, sizeof line, "bench: kept %s", dir) < (int)sizeof line);
 	assert_non_null(strstr(err, line));
 	snprintf(f, sizeof f, "%s/stagedoor.db", dir);
 	assert_int_equal(stat(f, &sb), 0);

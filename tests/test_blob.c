@@ -45,7 +45,7 @@ static int list_tree(const char *dir, const char *prefix, char *out, size_t size
 		if (S_ISDIR(st.st_mode)) {
 			char sub[600];
 
-			snprintf(sub, sizeof sub, "%s/", rel);
+			assert_true(snprintf(sub, sizeof sub, "%s/", rel) < (int)sizeof sub);
 			n += list_tree(path, sub, out, size);
 		}
 	}

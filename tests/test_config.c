@@ -570,6 +570,16 @@ static const char *load_err(const struct tu_env *e, const char *text)
 	return err_msg();
 }
 
+/* past_origin: the message after its "file:line: " origin, whose path (a
+ * temporary folder with random letters) may hold any value by chance. */
+static const char *past_origin(const char *m)
+{
+	const char *p = strstr(m, ": ");
+
+	assert_non_null(p);
+	return p + 2;
+}
+
 static void test_typed_values_are_checked(void **state)
 {
 	const struct tu_env *e = *state;
@@ -578,7 +588,7 @@ static void test_typed_values_are_checked(void **state)
 	m = load_err(e, "# box\nworkers = lots\n");
 	assert_non_null(strstr(m, "bad.conf:2"));
 	assert_non_null(strstr(m, "workers"));
-	assert_null(strstr(m, "lots"));
+	assert_null(strstr(past_origin(m), "lots"));
 	assert_non_null(strstr(load_err(e, "workers = 0\n"), "from 1 to 256"));
 	assert_non_null(strstr(load_err(e, "lease_ms = -5\n"), "lease_ms"));
 	assert_non_null(strstr(load_err(e, "durability = sometimes\n"), "normal or full"));
@@ -627,7 +637,7 @@ static void test_backup_keys(void **state)
 			       "backup_keep must be a whole number from 1 to 10000"));
 	m = load_err(e, "backup_keep = -3\n");
 	assert_non_null(strstr(m, "backup_keep"));
-	assert_null(strstr(m, "-3"));
+	assert_null(strstr(past_origin(m), "-3"));
 	assert_non_null(strstr(load_err(e, "backup_dir =\n"), "backup_dir needs a value"));
 	/* the binary refuses them too, with one line and exit 2 */
 	assert_int_equal(RUN("config", "show", "--backup-keep", "0"), 2);

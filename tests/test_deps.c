@@ -75,7 +75,7 @@ static int sh_in(const char *dir, const char *line, const char *a, const char *b
 
 	snprintf(outp, sizeof outp, "%s/sh.out", dir);
 	snprintf(errp, sizeof errp, "%s/sh.err", dir);
-	snprintf(script, sizeof script, "cd \"$0\" && %s", line);
+	assert_true(snprintf(script, sizeof script, "cd \"$0\" && %s", line) < (int)sizeof script);
 	rc = tu_exec((const char *const[]){ "/bin/sh", "-c", script, dir, a ? a : "", b ? b : "",
 					    NULL },
 		     outp, errp, 120000);

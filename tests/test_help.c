@@ -296,9 +296,10 @@ static void complete(const char *script, const char *words, char *out, size_t si
 	FILE *p;
 	size_t n;
 
-	snprintf(cmd, sizeof cmd,
-		 "bash -c 'source %s; COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); "
-		 "_stagedoor; echo \"${COMPREPLY[*]}\"'", script, words);
+	assert_true(snprintf(cmd, sizeof cmd,
+			     "bash -c 'source %s; COMP_WORDS=(%s); "
+			     "COMP_CWORD=$((${#COMP_WORDS[@]}-1)); "
+			     "_stagedoor; echo \"${COMPREPLY[*]}\"'", script, words) < (int)sizeof cmd);
 	assert_non_null(p = popen(cmd, "r"));
 	n = fread(out, 1, size - 1, p);
 	out[n] = '\0';

@@ -983,7 +983,9 @@ static void maildir_setup(void)
 		snprintf(counts_path, sizeof counts_path, "/counts.json");
 	else {
 		*slash = '\0';
-		snprintf(counts_path, sizeof counts_path, "%s/counts.json", path);
+		if (snprintf(counts_path, sizeof counts_path, "%s/counts.json", path) >=
+		    (int)sizeof counts_path)
+			die("the maildir's path is too long: %s", opts.maildir);
 	}
 }
 
