@@ -39,7 +39,7 @@ static const char SQL_CLAIM[] =
 	"WHERE email_sends.sent_at IS NULL AND email_sends.claimed_at < ?4 "
 	"RETURNING order_id";
 static const char SQL_SENT[] =
-	"SELECT sent_at IS NOT NULL FROM email_sends WHERE order_id = ?1 AND kind = ?2";
+	"SELECT sent_at IS NOT NULL, claimed_at FROM email_sends WHERE order_id = ?1 AND kind = ?2";
 
 enum sd_result idem_effect_claim(struct db *db, int64_t subject_id, const char *kind,
 				 int64_t stale_ms, enum idem_claim *claim, int64_t *claimed_at)
@@ -78,6 +78,8 @@ enum sd_result idem_effect_claim(struct db *db, int64_t subject_id, const char *
 	if ((r = db_step(st, &row)) != SD_OK)
 		goto out;
 	sent = row && db_col_int(st, 0);
+	if (claimed_at)	/* the holder's claim time, when held */
+		*claimed_at = row && !sent ? db_col_int(st, 1) : 0;
 	db_reset(st);
 	*claim = sent ? IDEM_DONE : IDEM_HELD;
 out:

@@ -42,7 +42,8 @@ enum idem_claim {
  * idem_effect_claim: claim the effect (subject_id, kind) in one statement:
  * insert the row, or take it over when it is not done and its claim is older
  * than stale_ms.  [out] *claim; *claimed_at (may be NULL): this claim's
- * time, which names it in idem_effect_done and idem_effect_release.
+ * time, which names it in idem_effect_done and idem_effect_release; when
+ * IDEM_HELD, the holder's claim time (stale once stale_ms have passed).
  */
 enum sd_result idem_effect_claim(struct db *db, int64_t subject_id, const char *kind,
 				 int64_t stale_ms, enum idem_claim *claim, int64_t *claimed_at);

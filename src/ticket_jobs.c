@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "failpoint.h"
 #include "idem.h"
 #include "jobkinds.h"
@@ -129,6 +130,17 @@ fail:
 /* A provider's 409 without Retry-After: ask again after this long. */
 #define TICKETS_IN_FLIGHT_RETRY_MS 3000
 
+/* held_delay_ms: how long a run that found the claim held waits: until
+ * just past the moment the holder's claim (made at claimed_at) goes stale,
+ * from 1 ms (already stale: a takeover raced it) to stale_ms + 1 (a claim
+ * stamped ahead of this clock, by another box's). */
+static int64_t held_delay_ms(int64_t claimed_at, int64_t stale_ms)
+{
+	int64_t d = claimed_at + stale_ms + 1 - clock_now_ms();
+
+	return d < 1 ? 1 : d > stale_ms + 1 ? stale_ms + 1 : d;
+}
+
 /*
  * Techniques 2 and 3: the intent's email is sent.  The run that claims the
  * intent's email_sends row sends it with the intent's key and marks it; a
@@ -158,9 +170,9 @@ static enum job_outcome send_intent(struct handler_ctx *ctx, const struct job *j
 	}
 	if (claim == IDEM_HELD) {
 		dup_absorbed(ctx, METRICS_UNIQUE_CLAIM, job, v->public_id);
-		/* another run sends right now; just past the stale limit it is
-		 * sent, or its claim is stale and ours to take */
-		res->delay_ms = stale_ms + 1;
+		/* another run sends right now; just past its claim's stale limit
+		 * it is sent, or the claim is ours to take */
+		res->delay_ms = held_delay_ms(claimed_at, stale_ms);
 		return JOB_RETRY_LATER;
 	}
 	/* the address this email goes to is the one its first attempt used: a

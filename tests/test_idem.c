@@ -585,14 +585,18 @@ static void test_effect_claim_as_the_clock_moves(void **state)
 	assert_int_equal(q_int(SQL_CLAIMED_AT, F.order_id, NULL), t0);
 	assert_int_equal(q_int(SQL_SENT_AT, F.order_id, NULL), -1);
 
-	/* a second run at once, and up to exactly 2 minutes later: held */
-	assert_int_equal(idem_effect_claim(db, F.order_id, "tickets", IDEM_STALE_MS, &c, NULL),
+	/* a second run at once, and up to exactly 2 minutes later: held, and
+	 * told when the holder claimed it */
+	assert_int_equal(idem_effect_claim(db, F.order_id, "tickets", IDEM_STALE_MS, &c, &at2),
 			 SD_OK);
 	assert_int_equal(c, IDEM_HELD);
+	assert_int_equal(at2, t0);
 	clock_fake_advance(IDEM_STALE_MS);
-	assert_int_equal(idem_effect_claim(db, F.order_id, "tickets", IDEM_STALE_MS, &c, NULL),
+	at2 = -1;
+	assert_int_equal(idem_effect_claim(db, F.order_id, "tickets", IDEM_STALE_MS, &c, &at2),
 			 SD_OK);
 	assert_int_equal(c, IDEM_HELD);
+	assert_int_equal(at2, t0);
 	assert_int_equal(q_int(SQL_CLAIMED_AT, F.order_id, NULL), t0);
 
 	/* older than 2 minutes: taken over, with a fresh claim time */

@@ -591,6 +591,7 @@ static void test_drop_after_accept_then_one_message(void **state)
  * once the claim is stale, carries the same key and gets the first id. */
 static void test_killed_after_answer_same_key(void **state)
 {
+	struct job_result res;
 	struct mail_result mr, again;
 	struct order_view v;
 	enum idem_claim c;
@@ -608,8 +609,14 @@ static void test_killed_after_answer_same_key(void **state)
 	assert_int_equal(mr.duplicate, 0);	/* the first send of this key */
 	/* ... and the process dies here: no idem_effect_done */
 	assert_int_equal(tu_countf(F.env->db_path, SQL_SENT, (long long)F.order_id), 0);
-	expect_send(JOB_RETRY_LATER, NULL);	/* the claim is fresh: held */
-	clock_fake_advance(IDEM_STALE_MS + 1);
+	/* the claim is fresh: held, to look again just past its stale limit,
+	 * which comes closer as the claim ages */
+	expect_send(JOB_RETRY_LATER, &res);
+	assert_int_equal(res.delay_ms, IDEM_STALE_MS + 1);
+	clock_fake_advance(IDEM_STALE_MS - 1000);
+	expect_send(JOB_RETRY_LATER, &res);
+	assert_int_equal(res.delay_ms, 1000 + 1);
+	clock_fake_advance(res.delay_ms);
 	expect_send(JOB_DONE, NULL);
 	assert_sent_once();
 	assert_int_equal(tu_countf(F.env->db_path, SQL_ID_IS, (long long)F.order_id,
