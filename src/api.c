@@ -19,6 +19,7 @@
 
 #include "backup_sched.h"
 #include "blob.h"
+#include "db_group.h"
 #include "log.h"
 #include "metrics.h"
 #include "tickets.h"
@@ -89,7 +90,8 @@ enum sd_result api_open(const struct api_opts *o, struct api **out)
 	if ((r = code_key_path(o->db_path, o->state_dir, path, sizeof path)) != SD_OK ||
 	    (r = code_key_load(path, a->key)) != SD_OK)
 		goto fail;
-	if ((r = tickets_blobs_open(o->db_path, o->state_dir, &a->blobs)) != SD_OK)
+	if ((r = tickets_blobs_open(o->db_path, o->state_dir, &a->blobs)) != SD_OK ||
+	    (r = db_group_new(o->db_path, &a->group)) != SD_OK)
 		goto fail;
 	/* the first connection: the database exists and its schema is ours */
 	if ((r = pool_get(a, &db)) != SD_OK)
@@ -117,6 +119,7 @@ void api_close(struct api *a)
 		free(a->inflight[i]);
 	free(a->inflight);
 	blob_close(a->blobs);
+	db_group_free(a->group);
 	metrics_close(a->metrics);
 	pthread_mutex_destroy(&a->mu);
 	explicit_bzero(a->key, sizeof a->key);

@@ -45,6 +45,8 @@ struct api {
 	int64_t doors_open_before_ms;		/* a bound door token's window */
 	int64_t doors_close_after_ms;
 	char ca_path[PATH_MAX];			/* the box CA, served at /ca.pem; "": none */
+	struct db_group *group;			/* orders and changes commit in groups;
+						 * NULL on PostgreSQL */
 
 	pthread_mutex_t mu;			/* guards idle[] and inflight[] */
 	struct db *idle[API_POOL_IDLE_MAX];	/* connections not in use */

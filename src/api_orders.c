@@ -17,6 +17,7 @@
 #include "blob.h"
 #include "clientkey.h"
 #include "clock.h"
+#include "db_group.h"
 #include "failpoint.h"
 #include "orders.h"
 #include "tickets.h"
@@ -101,15 +102,76 @@ static int key_hold(struct call *c, const char *key)
 	return held > 0;
 }
 
+/* One keyed write as the group commits it (db_group.h): the key's lookup,
+ * the write and the stored answer, on the group's connection. */
+struct keyed_tx {
+	struct call *c;
+	const struct api_keyed *k;
+	const char *key, *hash;		/* NULL: no key */
+	int64_t now;
+	struct clientkey_hit hit;
+	int status;
+	char *body;			/* the answer, when the write made one */
+};
+
+static enum sd_result keyed_tx(struct db *db, void *arg)
+{
+	struct keyed_tx *t = arg;
+	struct call *c = t->c;
+	struct db *own = c->db;
+	enum sd_result r;
+
+	c->db = db;
+	if ((r = db_begin(db)) != SD_OK)
+		goto out;
+	if (t->key && ((r = clientkey_lookup(db, t->key, t->hash, t->now, &t->hit)) != SD_OK ||
+		       t->hit.found))
+		goto end;	/* a replay or a 422: nothing to write */
+	if ((r = t->k->write(c, t->k->arg, &t->status, &t->body)) != SD_OK)
+		goto end;
+	if (!t->body)
+		r = err_set(SD_NOMEM, "out of memory");
+	else if (t->key && t->status >= 200 && t->status < 300)
+		r = clientkey_put(db, t->key, t->hash, t->status, t->body, t->now,
+				  c->a->idem_ttl_ms);
+end:
+	r = db_end(db, r);
+out:
+	c->db = own;
+	return r;
+}
+
+/* keyed_hash: the SHA-256 that says "the same request" under a key: the
+ * same body bytes, and for any route but POST /v1/orders (whose stored keys
+ * hash the body alone) the same method and path.  0, or -1 when out of
+ * memory (answered). */
+static int keyed_hash(struct call *c, const struct api_keyed *k, char *hash)
+{
+	char *all = NULL;
+	int n;
+
+	if (k->body_only) {
+		code_sha256_hex(c->req->body, c->req->body_len, hash);
+		return 0;
+	}
+	n = asprintf(&all, "%s %s\n%.*s", c->req->method, c->req->path, (int)c->req->body_len,
+		     c->req->body ? c->req->body : "");
+	if (n < 0) {
+		api_res_internal(c->res, c->req, err_set(SD_NOMEM, "out of memory"));
+		return -1;
+	}
+	code_sha256_hex(all, (size_t)n, hash);
+	free(all);
+	return 0;
+}
+
 void api_keyed_write(struct call *c, const struct api_keyed *k)
 {
-	struct clientkey_hit hit = { 0 };
 	char hash[CODE_SHA256_HEX + 1], key[TICKETS_KEY_MAX + 1];
 	const char *hdr = c->req->idempotency_key;
-	char *body = NULL;
+	struct keyed_tx t = { c, k, NULL, NULL, clock_now_ms(), { 0 }, 0, NULL };
 	enum sd_result r;
-	int64_t now = clock_now_ms();
-	int status = 0, keyed = hdr && *hdr;
+	int keyed = hdr && *hdr;
 
 	if (!keyed && k->key_required) {
 		api_res_fail(c->res, 400, "the Idempotency-Key header is required", "Idempotency-Key");
@@ -122,51 +184,26 @@ void api_keyed_write(struct call *c, const struct api_keyed *k)
 		return;
 	}
 	if (keyed) {
-		/* "the same request": the same body bytes, and for any route but
-		 * POST /v1/orders (whose stored keys hash the body alone) the same
-		 * method and path */
-		if (k->body_only) {
-			code_sha256_hex(c->req->body, c->req->body_len, hash);
-		} else {
-			char *all = NULL;
-			int n = asprintf(&all, "%s %s\n%.*s", c->req->method, c->req->path,
-					 (int)c->req->body_len, c->req->body ? c->req->body : "");
-			if (n < 0) {
-				api_res_internal(c->res, c->req, err_set(SD_NOMEM, "out of memory"));
-				return;
-			}
-			code_sha256_hex(all, (size_t)n, hash);
-			free(all);
-		}
-		if (!key_hold(c, key))
+		if (keyed_hash(c, k, hash) != 0 || !key_hold(c, key))
 			return;
+		t.key = key;
+		t.hash = hash;
 	}
-	if ((r = db_begin(c->db)) != SD_OK)
-		goto out;
-	if (keyed && ((r = clientkey_lookup(c->db, key, hash, now, &hit)) != SD_OK || hit.found))
-		goto end;	/* a replay or a 422: nothing to write */
-	if ((r = k->write(c, k->arg, &status, &body)) != SD_OK)
-		goto end;
-	if (!body)
-		r = err_set(SD_NOMEM, "out of memory");
-	else if (keyed && status >= 200 && status < 300)
-		r = clientkey_put(c->db, key, hash, status, body, now, c->a->idem_ttl_ms);
-end:
-	r = db_end(c->db, r);
-out:
+	/* answered only once the commit that holds it has returned */
+	r = db_group_run(c->a->group, c->db, keyed_tx, &t);
 	if (keyed)
 		inflight_remove(c->a, key);
 	if (r != SD_OK) {
-		free(body);
-		free(hit.body);
+		free(t.body);
+		free(t.hit.body);
 		k->refused(c, r);
 		return;
 	}
-	if (hit.found)
-		key_answer(c, &hit);
+	if (t.hit.found)
+		key_answer(c, &t.hit);
 	else		/* committed: the answer just stored */
-		api_res_set(c->res, status, "application/json", body, strlen(body));
-	free(hit.body);
+		api_res_set(c->res, t.status, "application/json", t.body, strlen(t.body));
+	free(t.hit.body);
 }
 
 /* ======================== orders ========================================= */

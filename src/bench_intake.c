@@ -23,8 +23,9 @@
  * request's first byte to its answer's last, or the process's start to its
  * exit.  Reported per way and client count: the medians over the rounds of
  * orders/s, p50 and p99, and the ratio of the largest count's orders/s to
- * the smallest's (the share of fsyncs: a commit's flush covers the commits
- * written before it, db.h DB_SYNC_FULL).
+ * the smallest's (the share of fsyncs: the server's concurrent orders
+ * commit in groups, one flush each, db_group.h; each `order add` is a
+ * process of its own and pays its own flush).
  */
 #define _GNU_SOURCE
 #include "cli.h"

@@ -179,6 +179,7 @@ enum sd_result db_begin(struct db *db)
 		return r;
 	db->depth = 1;
 	db->doomed = 0;
+	db->n_sp = 0;
 	db->notify = 0;
 	return SD_OK;
 }
@@ -197,6 +198,7 @@ enum sd_result db_begin_snapshot(struct db *db)
 		return r;
 	db->depth = 1;
 	db->doomed = 0;
+	db->n_sp = 0;
 	db->notify = 0;
 	return SD_OK;
 }
@@ -209,6 +211,7 @@ enum sd_result db_commit(struct db *db)
 		return err_set(SD_DB, "commit without a transaction");
 	if (--db->depth > 0)
 		return SD_OK;
+	db->n_sp = 0;
 	if (db->doomed) {
 		db->eng->tx_rollback(db);
 		db->doomed = 0;
@@ -239,6 +242,7 @@ void db_rollback(struct db *db)
 	}
 	db->doomed = 0;
 	db->notify = 0;
+	db->n_sp = 0;
 	/* keep the message of the failure that led here */
 	snprintf(keep, sizeof keep, "%s", err_msg());
 	db->eng->tx_rollback(db);
@@ -252,6 +256,68 @@ enum sd_result db_end(struct db *db, enum sd_result r)
 		return r;
 	}
 	return db_commit(db);
+}
+
+/* The savepoints' names: one per nesting level, so an inner one never
+ * shadows an outer one. */
+static const char *const SQL_SAVEPOINT[DB_SAVEPOINTS_MAX] = {
+	"SAVEPOINT sd_sp0", "SAVEPOINT sd_sp1", "SAVEPOINT sd_sp2", "SAVEPOINT sd_sp3",
+};
+static const char *const SQL_RELEASE[DB_SAVEPOINTS_MAX] = {
+	"RELEASE sd_sp0", "RELEASE sd_sp1", "RELEASE sd_sp2", "RELEASE sd_sp3",
+};
+static const char *const SQL_ROLLBACK_TO[DB_SAVEPOINTS_MAX] = {
+	"ROLLBACK TO sd_sp0", "ROLLBACK TO sd_sp1", "ROLLBACK TO sd_sp2", "ROLLBACK TO sd_sp3",
+};
+
+enum sd_result db_savepoint(struct db *db)
+{
+	enum sd_result r;
+	int n = db->n_sp;
+
+	if (db->depth == 0)
+		return err_set(SD_DB, "a savepoint needs an open transaction");
+	if (n >= DB_SAVEPOINTS_MAX)
+		return err_set(SD_DB, "more than %d savepoints open", DB_SAVEPOINTS_MAX);
+	if ((r = db_exec(db, SQL_SAVEPOINT[n])) != SD_OK)
+		return r;
+	db->sp[n].depth = ++db->depth;
+	db->sp[n].doomed = db->doomed;
+	db->doomed = 0;
+	db->n_sp = n + 1;
+	return SD_OK;
+}
+
+enum sd_result db_savepoint_end(struct db *db, enum sd_result r)
+{
+	enum sd_result rb;
+	int n = db->n_sp - 1;
+	char keep[512];
+
+	if (n < 0)
+		return err_set(SD_DB, "no savepoint open");
+	if (db->depth != db->sp[n].depth && r == SD_OK)	/* a level left open inside */
+		r = err_set(SD_DB, "a transaction level inside a savepoint was left open");
+	if (r == SD_OK && db->doomed)
+		r = err_set(SD_DB, "savepoint rolled back by an inner failure");
+	db->depth = db->sp[n].depth - 1;
+	db->doomed = db->sp[n].doomed;
+	db->n_sp = n;
+	if (r == SD_OK) {
+		if ((rb = db_exec(db, SQL_RELEASE[n])) != SD_OK)
+			db->doomed = 1;
+		return rb;
+	}
+	/* SQLite rolls a whole transaction back by itself on some failures
+	 * (a full disk, an I/O error): then there is no savepoint to go back
+	 * to, the transaction is doomed, and the failure is still r */
+	snprintf(keep, sizeof keep, "%s", err_msg());
+	if ((rb = db_exec(db, SQL_ROLLBACK_TO[n])) == SD_OK)
+		rb = db_exec(db, SQL_RELEASE[n]);
+	if (rb != SD_OK)
+		db->doomed = 1;
+	err_set(r, "%s", keep);
+	return r;
 }
 
 int db_in_tx(const struct db *db)

@@ -69,10 +69,15 @@ enum db_kind db_kind(const struct db *db);
  *           process that could have leaned on it); PostgreSQL: the server's
  *           synchronous_commit (on), since a server can crash or fail over
  *           while its clients live on.
- *   FULL    business writes: an accepted order survives a power cut; the
- *           WAL is fsynced after each commit with the write lock released,
- *           so concurrent commits share a flush.  PostgreSQL: the server's
- *           setting, and with a synchronous standby on both machines.
+ *   FULL    what a person is told is taken (an order, a change to it, a
+ *           scan, a token): on disk before any other connection, process
+ *           or box can see it, so nothing acts on a commit a power cut can
+ *           still take.  SQLite: synchronous=FULL, the WAL fsynced before
+ *           the commit is published in the WAL index, with the write lock
+ *           held (writers of one process share the flush through a group
+ *           commit, db_group.h).  PostgreSQL: synchronous_commit never
+ *           weaker than on, so on both machines with a synchronous standby
+ *           before the server shows the commit to another session.
  * QUEUE is 0: a zeroed worker_opts runs its loop at the queue's level.
  */
 enum db_sync {
@@ -168,6 +173,20 @@ int db_in_tx(const struct db *db);
 /* db_end: close the level db_begin opened: commit when r is SD_OK, roll back
  * otherwise.  Returns r, or the commit's failure. */
 enum sd_result db_end(struct db *db, enum sd_result r);
+
+/*
+ * db_savepoint: inside an open transaction, a level whose failure takes
+ * back its own writes only (an SQL SAVEPOINT): the db_begin levels opened
+ * inside it join it as they join a transaction, and their rollback dooms
+ * the savepoint, not the transaction.  db_savepoint_end(db, r) closes it:
+ * its writes stay when r is SD_OK and nothing inside rolled back, else they
+ * are rolled back, and the transaction goes on, unless the engine lost it
+ * whole with the failure (SQLite does on a full disk): then it is doomed,
+ * as by an inner rollback.  Returns r, or SD_DB when an inner level rolled
+ * back or was left open.  At most DB_SAVEPOINTS_MAX open at once.
+ */
+enum sd_result db_savepoint(struct db *db);
+enum sd_result db_savepoint_end(struct db *db, enum sd_result r);
 
 /*
  * db_lock_try: take the box-wide lock `key` for this connection, without

@@ -16,6 +16,7 @@
 #include "db.h"
 
 #define DB_STMT_CACHE 96
+#define DB_SAVEPOINTS_MAX 4
 
 struct db_stmt {
 	struct db *db;			/* the connection it belongs to */
@@ -82,6 +83,11 @@ struct db {
 	int version;			/* the schema version, as read or migrated */
 	int depth;			/* db_begin nesting; 0 = autocommit */
 	int doomed;			/* an inner level rolled back */
+	int n_sp;			/* savepoints open (db_savepoint) */
+	struct {
+		int depth;		/* the level the savepoint opened */
+		int doomed;		/* doomed as it was before it */
+	} sp[DB_SAVEPOINTS_MAX];
 	int notify;			/* wake waiters after the commit */
 	int n_cached;
 	struct {

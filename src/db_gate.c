@@ -37,13 +37,9 @@ struct db_gate {
 	int busy;
 	pthread_t owner;
 	struct gate_waiter *head, *tail;
-	/* the shared flush, under sync_mu */
+	/* under sync_mu */
 	pthread_mutex_t sync_mu;
-	pthread_cond_t sync_cv;
-	uint64_t written;	/* commits written to the WAL so far */
-	uint64_t synced;	/* of which a flush has covered the first synced */
-	int syncing;		/* a flush is running */
-	int poisoned;		/* a flush failed with this error: none is trusted since */
+	int poisoned;		/* a flush failed: none is trusted since */
 	/* the checkpoint on the commit path, under sync_mu */
 	int ckpt_running;
 	int ckpt_frames;	/* the WAL's frames when the last one started */
@@ -68,7 +64,6 @@ struct db_gate *db_gate_for(dev_t dev, ino_t ino)
 		g->ino = ino;
 		pthread_mutex_init(&g->mu, NULL);
 		pthread_mutex_init(&g->sync_mu, NULL);
-		pthread_cond_init(&g->sync_cv, NULL);
 	}
 	pthread_mutex_unlock(&gates_mu);
 	return g;
@@ -152,34 +147,21 @@ void db_gate_leave(struct db_gate *g)
 	pthread_mutex_unlock(&g->mu);
 }
 
-int db_gate_sync(struct db_gate *g, int (*sync)(void *arg), void *arg)
+void db_gate_poison(struct db_gate *g)
 {
-	uint64_t mine, target;
-	int rc = 0;
+	pthread_mutex_lock(&g->sync_mu);
+	g->poisoned = 1;
+	pthread_mutex_unlock(&g->sync_mu);
+}
+
+int db_gate_poisoned(struct db_gate *g)
+{
+	int p;
 
 	pthread_mutex_lock(&g->sync_mu);
-	mine = ++g->written;
-	while (!g->poisoned && g->synced < mine) {
-		if (g->syncing) {
-			pthread_cond_wait(&g->sync_cv, &g->sync_mu);
-			continue;
-		}
-		/* lead: one flush for every commit written so far */
-		target = g->written;
-		g->syncing = 1;
-		pthread_mutex_unlock(&g->sync_mu);
-		rc = sync(arg);
-		pthread_mutex_lock(&g->sync_mu);
-		g->syncing = 0;
-		if (rc != 0)
-			g->poisoned = rc;
-		else
-			g->synced = target;
-		pthread_cond_broadcast(&g->sync_cv);
-	}
-	rc = g->poisoned;
+	p = g->poisoned;
 	pthread_mutex_unlock(&g->sync_mu);
-	return rc;
+	return p;
 }
 
 int db_gate_checkpoint_begin(struct db_gate *g, int frames, int min_frames)

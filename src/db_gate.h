@@ -34,18 +34,14 @@ int db_gate_enter(struct db_gate *g, int64_t limit_ms);
 void db_gate_leave(struct db_gate *g);
 
 /*
- * db_gate_sync: make this thread's commit, just written to the file's WAL,
- * durable, sharing the flush with the other committers of this process:
- * when no flush is running, this thread runs sync(arg), which covers every
- * commit written before it started; otherwise it waits for the running one
- * and, if that one started before this commit was written, for the next,
- * which one of the waiters runs for all of them.  0, or the error of the
- * sync(arg) that covered this commit.  A failed flush poisons the gate:
- * every later call returns its error without syncing, since after a failed
- * fsync the kernel may report the same lost pages as clean; the process
- * must start again to trust the disk again.
+ * db_gate_poison: a flush of the file's WAL failed in this process (a FULL
+ * commit came back SQLITE_IOERR_FSYNC).  After a failed fsync the kernel
+ * may report the pages it lost as clean, so a later flush that succeeds
+ * proves nothing: db_gate_poisoned is 1 from now on, and FULL commits of
+ * this process are refused until it starts again.
  */
-int db_gate_sync(struct db_gate *g, int (*sync)(void *arg), void *arg);
+void db_gate_poison(struct db_gate *g);
+int db_gate_poisoned(struct db_gate *g);
 
 /*
  * db_gate_checkpoint_begin: whether this committer, whose commit left

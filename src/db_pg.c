@@ -327,9 +327,15 @@ static void pg_close(struct db *db)
  * synchronous_commit = off, so such a commit may be lost to a server crash
  * or a failover, and that loss is harmless even when later commits lean on
  * it: a lost claim or publish makes the entry claimable or published again,
- * a lost ack re-runs an idempotent job.  Every other level keeps the
- * server's own setting: on, and with a synchronous standby, on both
- * machines before the commit returns.
+ * a lost ack re-runs an idempotent job.  DB_SYNC_NORMAL keeps the server's
+ * own setting.  DB_SYNC_FULL, what a person is told is taken, is never
+ * weaker than on, whatever the server or the role says: the commit is on
+ * the primary's disk, and with a synchronous standby on the standby's,
+ * before the server makes it visible to any other session (PostgreSQL
+ * waits for the flush, and for the standby, before it ends the
+ * transaction), so no box acts on an order a crash or a failover can take.
+ * A server set to remote_apply keeps it (a reader on the standby then sees
+ * the order once it is answered).
  *
  * Why not off for all but orders, as SQLite's NORMAL: in SQLite a commit
  * that a crash takes away takes every later commit with it, since the
@@ -339,6 +345,10 @@ static void pg_close(struct db *db)
  * made after it on the new primary stays, leaves a job done whose effect
  * was never recorded.  A handler's writes are effects, so they wait.
  */
+static const char SQL_PG_FULL_SYNC[] =
+	"SELECT set_config('synchronous_commit', 'on', false) "
+	"WHERE current_setting('synchronous_commit') IN ('off', 'local', 'remote_write')";
+
 static enum sd_result pg_session(struct db *db, enum db_sync sync)
 {
 	char sql[80];
@@ -350,8 +360,11 @@ static enum sd_result pg_session(struct db *db, enum db_sync sync)
 	snprintf(sql, sizeof sql, "SET lock_timeout = %lld", (long long)db_busy_timeout_ms());
 	if ((r = pg_simple(db, sql, "session")) != SD_OK)
 		return r;
-	return pg_simple(db, sync == DB_SYNC_QUEUE ? "SET synchronous_commit = off"
-						   : "SET synchronous_commit = DEFAULT", "session");
+	if ((r = pg_simple(db, sync == DB_SYNC_QUEUE ? "SET synchronous_commit = off"
+						     : "SET synchronous_commit = DEFAULT", "session")) !=
+	    SD_OK || sync != DB_SYNC_FULL)
+		return r;
+	return pg_simple(db, SQL_PG_FULL_SYNC, "session");
 }
 
 static enum sd_result pg_set_sync(struct db *db, enum db_sync sync)

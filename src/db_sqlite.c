@@ -1,7 +1,7 @@
 /*
  * db_sqlite.c: the SQLite engine: connections, pragmas, the schema version
- * (PRAGMA user_version), transactions, statements, the WAL hook that shares
- * fsyncs, backups, checks and checkpoints.
+ * (PRAGMA user_version), transactions, statements, the WAL hook that
+ * checkpoints, backups and checks.
  *
  * Invariants:
  *  - a struct db is used by one thread at a time (SQLITE_OPEN_NOMUTEX);
@@ -38,7 +38,8 @@
 /* The engine's state of one connection (struct db's e). */
 struct sq {
 	sqlite3 *h;			/* the connection */
-	int sync_full;			/* DB_SYNC_FULL: the WAL fsynced after each commit */
+	int sync_full;			/* DB_SYNC_FULL: synchronous=FULL, durable
+					 * before visible */
 	struct db_gate *gate;		/* this process's writers of the file (db_gate.h) */
 	int gate_held;			/* this connection holds it: from BEGIN to the
 					 * commit's release of the write lock */
@@ -496,62 +497,43 @@ enum sd_result db_file_check(const char *path, int *version)
 	return r;
 }
 
-/* wal_sync: one flush of the WAL (sqlite3_file *arg) */
-static int wal_sync(void *arg)
-{
-	sqlite3_file *wal = arg;
-
-	return wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
-}
-
 /*
  * The WAL hook, which SQLite calls after each commit that wrote to the WAL,
  * with the write lock released and before the commit's sqlite3_step
- * returns.  It lets this process's next writer in at once, then:
+ * returns.  It lets this process's next writer in at once, then
+ * checkpoints.
  *
- * A commit at DB_SYNC_FULL is on disk when its step returns, as at
- * synchronous=FULL, but its fsync is shared.  SQLite's FULL fsyncs the WAL
- * while the commit still holds the write lock, so concurrent commits take
- * their flushes one after another.  Here the connection commits at
- * synchronous=NORMAL (the lock is held for the WAL write alone) and the
- * hook fsyncs the WAL: one flush covers every commit written before it, so
- * the committers of this process share one (db_gate_sync: a committer that
- * finds a flush running waits for it or the next), and those of other
- * processes overlap theirs (group commit).  A failed fsync is the failure of
- * every commit it covered, so none is answered as a success, and of every
- * later FULL commit of the process (db_gate_sync's poison).  Checkpoints are
- * as at NORMAL (the WAL synced before, the database after).
- *
- * The hook replaces SQLite's autocheckpoint hook, so it checkpoints as that
- * one does, at DB_AUTOCHECKPOINT_FRAMES, but one thread of the process at a
+ * It replaces SQLite's autocheckpoint hook, so it checkpoints as that one
+ * does, at DB_AUTOCHECKPOINT_FRAMES, but one thread of the process at a
  * time, and not again on every commit while readers hold the WAL back
  * (db_gate_checkpoint_begin): each passive checkpoint syncs the WAL and
  * the database, and SQLite's hook, trying one per commit once the WAL is
  * past the mark, cost more flushes than the commits themselves.
+ *
+ * A commit at DB_SYNC_FULL is durable before any other connection can see
+ * it: it runs at synchronous=FULL, where SQLite fsyncs the WAL before it
+ * publishes the commit in the WAL index (the moment readers see it), with
+ * the write lock held.  A flush after the commit, outside the lock, would
+ * share fsyncs between concurrent committers, but for the length of that
+ * flush the commit is visible and not durable: the relay and the workers
+ * act on an order a power cut can still take.  Sharing happens above the
+ * store instead (db_group.h): concurrent intake of one process commits as
+ * one transaction, one flush.
  */
 static int wal_committed(void *arg, sqlite3 *h, const char *name, int frames)
 {
 	struct sq *db = arg;
-	sqlite3_file *wal = NULL;
-	int rc = SQLITE_OK;
 
 	gate_leave(db);
-	if (db->sync_full) {
-		rc = sqlite3_file_control(h, name, SQLITE_FCNTL_JOURNAL_POINTER, &wal);
-		if (rc == SQLITE_OK && (!wal || !wal->pMethods))
-			rc = SQLITE_IOERR_FSYNC;
-		if (rc == SQLITE_OK)
-			rc = db->gate ? db_gate_sync(db->gate, wal_sync, wal) : wal_sync(wal);
-	}
-	if (rc != SQLITE_OK || frames < DB_AUTOCHECKPOINT_FRAMES)
-		return rc;
+	if (frames < DB_AUTOCHECKPOINT_FRAMES)
+		return SQLITE_OK;
 	if (!db->gate) {
 		sqlite3_wal_checkpoint_v2(h, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 	} else if (db_gate_checkpoint_begin(db->gate, frames, DB_AUTOCHECKPOINT_FRAMES)) {
 		sqlite3_wal_checkpoint_v2(h, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 		db_gate_checkpoint_end(db->gate);
 	}
-	return rc;
+	return SQLITE_OK;
 }
 
 static enum sd_result sq_set_sync(struct db *db, enum db_sync sync)
@@ -560,10 +542,11 @@ static enum sd_result sq_set_sync(struct db *db, enum db_sync sync)
 	enum sd_result r;
 	int off = failpoint_on(FP_DB_SYNC_OFF);
 
-	if ((r = db_exec(db, off ? "PRAGMA synchronous = OFF" : "PRAGMA synchronous = NORMAL")) !=
-	    SD_OK)
-		return r;
 	q->sync_full = !off && sync == DB_SYNC_FULL;
+	if ((r = db_exec(db, off ? "PRAGMA synchronous = OFF"
+			     : q->sync_full ? "PRAGMA synchronous = FULL"
+					    : "PRAGMA synchronous = NORMAL")) != SD_OK)
+		return r;
 	sqlite3_wal_hook(q->h, wal_committed, q);
 	return SD_OK;
 }
@@ -586,6 +569,10 @@ static enum sd_result sq_tx_begin(struct db *db)
 	struct sq *q = SQ(db);
 	enum sd_result r;
 
+	if (q->sync_full && q->gate && db_gate_poisoned(q->gate))
+		return err_set(SD_IO, "a flush of %s failed earlier in this process: nothing more "
+			       "is stored as durable until it starts again (check the disk)",
+			       db->path);
 	if (q->gate)
 		q->gate_held = db_gate_enter(q->gate, q->busy_limit_ms);
 	if ((r = db_tx_stmt(db, SQL_BEGIN)) != SD_OK)
@@ -598,6 +585,8 @@ static enum sd_result sq_tx_commit(struct db *db)
 	struct sq *q = SQ(db);
 	enum sd_result r = db_tx_stmt(db, SQL_COMMIT);
 
+	if (r != SD_OK && q->gate && sqlite3_extended_errcode(q->h) == SQLITE_IOERR_FSYNC)
+		db_gate_poison(q->gate);
 	if (r != SD_OK && !sqlite3_get_autocommit(q->h))
 		db_tx_stmt(db, SQL_ROLLBACK);
 	gate_leave(q);		/* a commit that wrote nothing calls no hook */

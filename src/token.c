@@ -201,7 +201,8 @@ int token_role_parse(const char *s)
 /* ======================== admitting a request ============================ */
 
 static const char SQL_TOKEN_FIND[] =
-	"SELECT name, role, event_id, expires_at, revoked_at FROM api_tokens WHERE sha256 = ?1";
+	"SELECT name, role, event_id, expires_at, revoked_at, coalesce(last_used_at, 0) "
+	"FROM api_tokens WHERE sha256 = ?1";
 static const char SQL_TOKEN_USED[] =
 	"UPDATE api_tokens SET last_used_at = ?2 WHERE sha256 = ?1 AND "
 	"(last_used_at IS NULL OR last_used_at <= ?2 - ?3)";
@@ -232,8 +233,10 @@ static int bearer_sha(const char *hdr, char sha[CODE_SHA256_HEX + 1])
 	return TOKEN_OK;
 }
 
-/* mark_used: last_used_at, at most every TOKEN_USED_EVERY_MS; a failure (a
- * busy or full database) costs the record, never the request */
+/* mark_used: last_used_at, at most every TOKEN_USED_EVERY_MS (the caller
+ * read it: a request in between writes nothing, and so never waits for the
+ * write lock behind other writers' flushes); a failure (a busy or full
+ * database) costs the record, never the request */
 static void mark_used(struct db *db, const char *sha, int64_t now)
 {
 	struct db_stmt *st = db_stmt(db, SQL_TOKEN_USED);
@@ -253,6 +256,7 @@ enum sd_result token_lookup(struct db *db, const char *hdr, int64_t now, struct 
 	char sha[CODE_SHA256_HEX + 1];
 	struct db_stmt *st;
 	enum sd_result r;
+	int64_t used = 0;
 	int row = 0;
 
 	memset(g, 0, sizeof *g);
@@ -275,13 +279,15 @@ enum sd_result token_lookup(struct db *db, const char *hdr, int64_t now, struct 
 	else {
 		snprintf(g->name, sizeof g->name, "%s", db_col_text(st, 0));
 		g->event_id = db_col_is_null(st, 2) ? 0 : db_col_int(st, 2);
+		used = db_col_int(st, 5);
 	}
 	db_reset(st);
 	if (*why != TOKEN_OK) {
 		g->role = TOKEN_NONE;
 		return SD_OK;
 	}
-	mark_used(db, sha, now);
+	if (used <= now - TOKEN_USED_EVERY_MS)
+		mark_used(db, sha, now);
 	return SD_OK;
 }
 

@@ -127,10 +127,11 @@ static void test_migrate_from_empty(void **state)
 	raw_value(path, "PRAGMA journal_mode", NULL, mode, sizeof mode);
 	assert_string_equal(mode, "wal");
 
-	/* FULL commits at NORMAL and fsyncs the WAL itself, after the commit
-	 * (test_powercut cuts the power under it) */
+	/* FULL commits at synchronous=FULL, durable before any reader sees
+	 * them (test_durable slows the flush, test_powercut cuts the power
+	 * under it); the rest at NORMAL */
 	assert_int_equal(db_open(path, 0, DB_SYNC_FULL, &full), SD_OK);
-	assert_int_equal(one_int(full, SQL_SYNCHRONOUS), 1);
+	assert_int_equal(one_int(full, SQL_SYNCHRONOUS), 2);
 	assert_int_equal(one_int(db, SQL_SYNCHRONOUS), 1);
 	db_close(full);
 	db_close(db);
@@ -511,11 +512,6 @@ static void test_existing_database_is_tightened_with_a_log_line(void **state)
 
 /* ======================== PostgreSQL ====================================== */
 
-#define TU_PG_ONLY()                                                                       \
-	do {                                                                               \
-		if (!tu_pg())                                                              \
-			skip();                                                            \
-	} while (0)
 
 static const char SQL_PG_VERSION[] = "SELECT version FROM stagedoor_schema";
 static const char SQL_PG_VERSION_ROWS[] = "SELECT count(*) FROM stagedoor_schema";
@@ -792,6 +788,39 @@ static void test_pg_sync_levels(void **state)
 	handler_ctx_free(ctx);
 }
 
+/* What a person is told is taken waits for the flush however the server,
+ * the role or the connection weakens synchronous_commit (off, local,
+ * remote_write); a stronger setting (remote_apply) is kept.  The other
+ * levels keep theirs. */
+static void test_pg_full_never_weaker_than_on(void **state)
+{
+	struct tu_env *env = *state;
+	static const struct {
+		const char *server;
+		enum db_sync level;
+		const char *want;
+	} cases[] = {
+		{ "off", DB_SYNC_FULL, "on" }, { "local", DB_SYNC_FULL, "on" },
+		{ "remote_write", DB_SYNC_FULL, "on" },
+		{ "remote_apply", DB_SYNC_FULL, "remote_apply" },
+		{ "off", DB_SYNC_NORMAL, "off" }, { "remote_apply", DB_SYNC_QUEUE, "off" },
+	};
+	char uri[512], got[32];
+	struct db *db;
+	size_t i;
+
+	TU_PG_ONLY();
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		/* the connection's own default, as a role's or the server's */
+		snprintf(uri, sizeof uri, "%s%%20-csynchronous_commit%%3D%s", env->db_path,
+			 cases[i].server);
+		assert_int_equal(db_open(uri, 0, cases[i].level, &db), SD_OK);
+		sync_setting(db, got, sizeof got);
+		assert_string_equal(got, cases[i].want);
+		db_close(db);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -820,6 +849,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pg_parameters, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_pg_reconnects, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_pg_sync_levels, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_pg_full_never_weaker_than_on, tu_setup,
+						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_snapshot_reads_one_moment, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_lock_try_one_box_at_a_time, tu_setup,
 						tu_teardown),

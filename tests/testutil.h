@@ -39,6 +39,12 @@ const char *tu_state(const struct tu_env *e);	/* one value read on the base URI;
 		if (tu_pg())                                                               \
 			skip();                                                            \
 	} while (0)
+/* TU_PG_ONLY: skip the rest of a test that is about PostgreSQL's server. */
+#define TU_PG_ONLY()                                                                       \
+	do {                                                                               \
+		if (!tu_pg())                                                              \
+			skip();                                                            \
+	} while (0)
 
 /* cmocka setup/teardown: a fresh tu_env in *state with the database made,
  * the fake clock at 1,000,000,000 ms, policies and the stop flag reset. */
