@@ -38,6 +38,7 @@ XLIBS   := -lhpdf -lmbedtls -lmbedx509 -lmbedcrypto
 #          client, Debian's chromium and nodejs (npm and tests/browser's
 #          pinned playwright-core: tools/npm_deps.sh), ffmpeg to turn a ticket
 #          into the door test's fake camera, libfuse3 for tools/powercut,
+#          strace to make a disk slow to flush for one process,
 #          systemd-analyze (and /bin/kill) to check dist/stagedoor.service
 #   fuzz:  clang for libFuzzer
 #   peers: the servers make bench-peers measures the queue against, and
@@ -45,7 +46,7 @@ XLIBS   := -lhpdf -lmbedtls -lmbedx509 -lmbedcrypto
 DEBS_BUILD := gcc make pkg-config libsqlite3-dev libpq-dev libjansson-dev libhpdf-dev \
               libqrencode-dev libmbedtls-dev libcurl4-openssl-dev libmicrohttpd-dev libsystemd-dev
 DEBS_TEST  := libcmocka-dev postgresql qpdf poppler-utils python3-aiosmtpd openssl curl chromium nodejs \
-              ffmpeg libfuse3-dev fuse3 groff-base systemd procps
+              ffmpeg libfuse3-dev fuse3 groff-base systemd procps strace
 DEBS_FUZZ  := clang
 DEBS_PEERS := redis-server beanstalkd libhiredis-dev
 
@@ -269,13 +270,18 @@ failover: deps-test
 # The power-cut soak: the box on tools/powercut, 200 cuts (a third torn)
 # while 3000 orders go in through the CLI and the API, mail to the HTTPS
 # provider; then 50 cuts with the maildir transport and a backup every
-# second on the mount.  Root and /dev/fuse.
+# second on the mount; then 200 cuts with a disk slow to flush for the
+# intake (each fsync of an `order add` and of the HTTP child held 500 ms):
+# no email for an order a cut took, none owed taken for another's, no code
+# admitting another order's seat.  Root and /dev/fuse.
 powercut: deps-test
 	@$(MAKE) --no-print-directory bin/stagedoor build/mailsink build/chaos build/powercut
 	build/chaos --bin bin/stagedoor --mailsink build/mailsink --powercut build/powercut \
 		--orders 3000 --power-cuts 200 --workers 2
 	build/chaos --bin bin/stagedoor --mailsink build/mailsink --powercut build/powercut \
 		--orders 750 --power-cuts 50 --workers 2 --maildir-on-box --backups
+	build/chaos --bin bin/stagedoor --mailsink build/mailsink --powercut build/powercut \
+		--orders 1000 --power-cuts 200 --workers 2 --slow-fsync-ms 500
 
 bench: deps-build
 	@$(MAKE) --no-print-directory bin/stagedoor build/sqlbench

@@ -82,6 +82,7 @@
 #include "code.h"
 #include "db.h"
 #include "events.h"
+#include "orders.h"
 #include "progress.h"
 #include "serve.h"
 #include "tickets.h"
@@ -519,11 +520,12 @@ out:
 	return r;
 }
 
-/* ba_codes: the codes of tickets 1..N, as their PDFs carry them (the box
- * is new: its tickets are numbered from 1, N orders hold at least N) */
-static enum sd_result ba_codes(const char *path, struct ba_run *run)
+/* ba_codes: a code for each order phase 1 placed, its first ticket's, as
+ * its PDF carries it */
+static enum sd_result ba_codes(const char *path, struct db *db, struct ba_run *run)
 {
 	unsigned char key[CODE_KEY_LEN];
+	struct order_detail *d;
 	char kp[PATH_MAX];
 	enum sd_result r;
 	int64_t i;
@@ -531,10 +533,14 @@ static enum sd_result ba_codes(const char *path, struct ba_run *run)
 	if ((r = code_key_path(path, NULL, kp, sizeof kp)) != SD_OK ||
 	    (r = code_key_load(kp, key)) != SD_OK)
 		return r;
-	for (i = 0; i < run->n; i++)
-		code_make(key, i + 1, run->event_id, run->code[i]);
+	for (i = 0; i < run->n && r == SD_OK; i++) {
+		if ((r = order_detail_get(db, run->id[i], &d)) != SD_OK)
+			break;
+		code_make(key, d->v.tickets[0].code_id, d->v.event_id, run->code[i]);
+		order_detail_free(d);
+	}
 	memset(key, 0, sizeof key);
-	return SD_OK;
+	return r;
 }
 
 /* ba_go (bench_in_dir's fn): the box, its server, the five phases and,
@@ -582,14 +588,14 @@ static enum sd_result ba_go(const char *dir, const char *path, void *arg)
 	run.port = serve_port(sv);
 	for (k = 0; k < clients; k++)
 		cl[k].conn.port = run.port;
-	if ((r = ba_codes(path, &run)) != SD_OK)
-		goto out;
 
 	for (phase = 0; phase < BA_PHASES; phase++) {
 		bench_progress("%s: %lld requests over %d keep-alive connection%s to 127.0.0.1:%d",
 			       ba_phase_name[phase], (long long)n, clients, clients == 1 ? "" : "s",
 			       run.port);
 		if ((r = ba_phase_run(&run, cl, phase, &res->ph[phase])) != SD_OK)
+			goto out;
+		if (phase == BA_ORDERS && (r = ba_codes(path, db, &run)) != SD_OK)
 			goto out;
 		if (phase != BA_REPLAYS)
 			continue;

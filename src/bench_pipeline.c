@@ -506,7 +506,7 @@ static enum sd_result pl_alone(struct db *db, const char *path, const char *dir,
 			goto out;
 
 		t0 = clock_mono_us();
-		r = tickets_send_mail(cenv, v, &(struct tickets_intent){ TICKETS_MAIL_TICKETS, 0 },
+		r = tickets_send_mail(cenv, v, &(struct tickets_intent){ TICKETS_MAIL_TICKETS, 0 }, NULL,
 				      &mr);
 		t_mail += clock_mono_us() - t0;
 		if (r != SD_OK)

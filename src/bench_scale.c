@@ -136,22 +136,24 @@ static const char *const SQL_FILL[] = {
 	BS_SERIES "INSERT INTO orders (id, public_id, event_id, buyer_name, buyer_email, seats, "
 	"idempotency_key, created_at) SELECT ?1 + k, printf('F%09d', ?1 + k), ?3, 'Bench Buyer', "
 	"'buyer@example.com', 2, printf('fill-%d', ?1 + k), ?6 FROM n",
-	BS_SERIES "INSERT INTO tickets (order_id, event_id, seat_no, seat_label, pdf_key) "
+	BS_SERIES "INSERT INTO tickets (order_id, event_id, seat_no, seat_label, pdf_key, code_id) "
 	"SELECT ?1 + k, ?3, ?4 + 2 * k + s, 'F' || (?4 + 2 * k + s), "
-	"printf('tickets/F%09d.pdf', ?1 + k) FROM n, (SELECT 1 AS s UNION ALL SELECT 2)",
+	"printf('tickets/F%09d.pdf', ?1 + k), 4611686018427387904 + 2 * (?1 + k) + s "
+	"FROM n, (SELECT 1 AS s UNION ALL SELECT 2)",
 	BS_SERIES "INSERT INTO email_sends (order_id, kind, claimed_at, sent_at, "
-	"provider_message_id) SELECT ?1 + k, 'tickets', ?6, ?6, printf('<F%09d@bench>', ?1 + k) "
-	"FROM n",
-	BS_SERIES "INSERT INTO outbox (id, kind, payload, created_at, published_at) "
+	"provider_message_id, provider_key) SELECT ?1 + k, 'tickets', ?6, ?6, "
+	"printf('<F%09d@bench>', ?1 + k), printf('tickets-F%09d', ?1 + k) FROM n",
+	BS_SERIES "INSERT INTO outbox (id, kind, payload, created_at, published_at, job_id) "
 	"SELECT ?5 + 3 * k + j, CASE j WHEN 0 THEN 'render_tickets' WHEN 1 THEN "
 	"'update_sales_counter' ELSE 'send_tickets' END, CASE j WHEN 1 THEN "
 	"printf('{\"order_id\":%d,\"event_id\":%d,\"seats\":2}', ?1 + k, ?3) ELSE "
-	"printf('{\"order_id\":%d}', ?1 + k) END, ?6, ?6 FROM n, "
+	"printf('{\"order_id\":%d}', ?1 + k) END, ?6, ?6, printf('outbox:F%09d:%s', ?1 + k, "
+	"CASE j WHEN 0 THEN 'render' WHEN 1 THEN 'count' ELSE 'send' END) FROM n, "
 	"(SELECT 0 AS j UNION ALL SELECT 1 UNION ALL SELECT 2)",
 	"INSERT INTO done_jobs (job_id, kind, payload, deliveries, attempts, created_at, "
-	"finished_at, worker) SELECT 'outbox:' || id, kind, payload, 1, 0, created_at, ?6, "
+	"finished_at, worker) SELECT job_id, kind, payload, 1, 0, created_at, ?6, "
 	"'bench-fill' FROM outbox WHERE id BETWEEN ?5 AND ?5 + 3 * ?2 - 1",
-	"INSERT INTO processed_jobs (job_id, kind, processed_at) SELECT 'outbox:' || id, kind, ?6 "
+	"INSERT INTO processed_jobs (job_id, kind, processed_at) SELECT job_id, kind, ?6 "
 	"FROM outbox WHERE id BETWEEN ?5 AND ?5 + 3 * ?2 - 1 AND kind = 'update_sales_counter'",
 	"INSERT INTO sales_counters (event_id, orders, seats_sold) VALUES (?3, ?2, 2 * ?2) "
 	"ON CONFLICT (event_id) DO UPDATE SET orders = sales_counters.orders + excluded.orders, "
@@ -318,9 +320,9 @@ static enum sd_result bs_claim(struct bs_run *run, struct bs_step *s)
 static const char SQL_ORDER_AT[] =
 	"SELECT public_id, id FROM orders WHERE id >= ?1 ORDER BY id LIMIT 1";
 
-/* An order's outbox ids, as order_show finds them. */
+/* An order's job ids, as order_show finds them. */
 struct bs_jobs {
-	int64_t id[8];
+	char id[8][QUEUE_JOB_ID_MAX + 1];
 	int n;
 };
 
@@ -329,7 +331,7 @@ static void bs_job(const struct outbox_row *o, void *arg)
 	struct bs_jobs *j = arg;
 
 	if (j->n < 8)
-		j->id[j->n++] = o->id;
+		snprintf(j->id[j->n++], sizeof j->id[0], "%s", o->job_id);
 }
 
 static void bs_entry(const struct job_row *jr, void *arg)
@@ -341,8 +343,7 @@ static void bs_entry(const struct job_row *jr, void *arg)
 /* The queue's part of order_show: queue_find_job for each of its jobs. */
 static enum sd_result bs_find(struct bs_run *run, int64_t order_id, double *ms)
 {
-	struct bs_jobs j = { { 0 }, 0 };
-	char job_id[48];
+	struct bs_jobs j = { { "" }, 0 };
 	enum sd_result r;
 	int64_t t0;
 	int k;
@@ -350,11 +351,9 @@ static enum sd_result bs_find(struct bs_run *run, int64_t order_id, double *ms)
 	if ((r = outbox_list_for_order(run->full, order_id, bs_job, &j)) != SD_OK)
 		return r;
 	t0 = clock_mono_us();
-	for (k = 0; k < j.n; k++) {
-		snprintf(job_id, sizeof job_id, "outbox:%lld", (long long)j.id[k]);
-		if ((r = queue_find_job(run->full, job_id, bs_entry, NULL)) != SD_OK)
+	for (k = 0; k < j.n; k++)
+		if ((r = queue_find_job(run->full, j.id[k], bs_entry, NULL)) != SD_OK)
 			return r;
-	}
 	*ms = (double)(clock_mono_us() - t0) / 1000.0;
 	return SD_OK;
 }

@@ -25,13 +25,18 @@
 #include "tickets.h"
 #include "token.h"
 
-/* parents before children; event_totals is the target triggers' own */
+/* parents before children; event_totals is the target triggers' own;
+ * identity_marks the target's migration made, for an empty box: the
+ * source's marks replace them, since the rows keep their ids */
 static const char *const tables[BOXMOVE_TABLES] = {
 	"events", "orders", "tickets", "email_sends", "processed_jobs", "sales_counters",
 	"stream", "done_jobs", "dead_jobs", "done_totals", "outbox", "api_keys", "done_times",
 	"blobs", "api_tokens", "order_changes", "scans", "queue_history", "event_totals",
+	"identity_marks",
 };
 #define DERIVED "event_totals"
+#define MARKS "identity_marks"
+static const char SQL_MARKS_CLEAR[] = "DELETE FROM identity_marks";
 
 #define COLS_MAX 32
 #define SQL_MAX 4096
@@ -298,6 +303,8 @@ static enum sd_result target_empty(struct move *m)
 	int i;
 
 	for (i = 0; i < BOXMOVE_TABLES; i++) {
+		if (strcmp(tables[i], MARKS) == 0)
+			continue;
 		if ((r = count_rows(m->dst, m->sql[i].count, &n)) != SD_OK)
 			return r;
 		if (n > 0)
@@ -324,6 +331,8 @@ static enum sd_result move_all(struct move *m, const char *from, const char *fro
 
 		rep->table[i].name = tables[i];
 		rep->n_tables = i + 1;
+		if (strcmp(tables[i], MARKS) == 0 && (r = db_exec(m->dst, SQL_MARKS_CLEAR)) != SD_OK)
+			return r;
 		if (strcmp(tables[i], DERIVED) != 0 && (r = table_copy(m, i, &n)) != SD_OK)
 			return r;
 		if (strcmp(tables[i], "blobs") == 0 && (r = pdfs_copy(m, from, from_state)) != SD_OK)

@@ -34,6 +34,7 @@ static const char *const names[] = {
 	[CHECK_PDFS] = "pdfs",
 	[CHECK_EMAILS] = "emails",
 	[CHECK_COUNTERS] = "counters",
+	[CHECK_IDENTITIES] = "identities",
 };
 
 const char *check_name(enum check_id id)
@@ -284,6 +285,15 @@ enum sd_result check_db(struct db *db, const char *state_dir, struct check_repor
 	if (!ok) {
 		out->ok = 0;
 		out->failed = CHECK_FOREIGN_KEYS;
+		goto out;
+	}
+	if ((r = order_check_identities(db, out->problem, sizeof out->problem)) != SD_OK ||
+	    (!out->problem[0] &&
+	     (r = outbox_check_job_ids(db, out->problem, sizeof out->problem)) != SD_OK))
+		goto out;
+	if (out->problem[0]) {
+		out->ok = 0;
+		out->failed = CHECK_IDENTITIES;
 		goto out;
 	}
 	if ((r = outbox_unpublished(db, &n)) != SD_OK)

@@ -4,6 +4,11 @@
  *
  *  1. integrity      PRAGMA integrity_check says ok
  *  2. foreign_keys   PRAGMA foreign_key_check finds nothing
+ *     identities     what the outside world holds names no row id a lost
+ *                    commit could hand on: tickets' code_ids, emails'
+ *                    provider keys and outbox job ids as orders.h and
+ *                    outbox.h say (what was made before schema 11 keeps
+ *                    its old names)
  *  3. outbox         no outbox row waits for the relay
  *  4. stream         no ready, leased or dead job (scheduled ones may wait)
  *  5. pdfs           a cancelled order has every ticket cancelled, a standing
@@ -41,6 +46,7 @@ enum check_id {
 	CHECK_PDFS,
 	CHECK_EMAILS,
 	CHECK_COUNTERS,
+	CHECK_IDENTITIES,
 };
 
 #define CHECK_PROBLEM_MAX 512

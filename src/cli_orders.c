@@ -348,8 +348,8 @@ static int order_resend_cmd(int argc, char **argv)
 	db_close(db);
 	if (r != SD_OK)
 		return cli_fail(r);
-	printf("order %s: resend %lld queued (its email key is tickets-...-r%lld)\n", pos[0],
-	       (long long)n, (long long)n);
+	printf("order %s: resend %lld queued (its email key is tickets-%s-r%lld)\n", pos[0],
+	       (long long)n, pos[0], (long long)n);
 	return 0;
 }
 

@@ -4,7 +4,7 @@
  *
  * A code is 32 bytes written in base32 (RFC 4648, upper case, no padding):
  *
- *     ticket_id (8 bytes, big-endian) || event_id (8 bytes, big-endian)
+ *     code_id (8 bytes, big-endian) || event_id (8 bytes, big-endian)
  *       || first 16 bytes of HMAC-SHA256(key, the 16 bytes before)
  *
  * 256 bits make 52 base32 characters; the last one carries 1 bit and 4 zero
@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,7 +42,7 @@
 
 #include "fsio.h"
 
-#define CODE_ID_BYTES 16	/* ticket_id || event_id */
+#define CODE_ID_BYTES 16	/* code_id || event_id */
 #define CODE_MAC_BYTES 16	/* truncated HMAC-SHA256 */
 #define CODE_BYTES (CODE_ID_BYTES + CODE_MAC_BYTES)
 #define CODE_CHARS ((CODE_BYTES * 8 + 4) / 5)	/* 52 */
@@ -219,12 +220,22 @@ static int code_b32_decode(const char *in, unsigned char out[CODE_BYTES])
 
 /* ======================== codes ========================================= */
 
-void code_make(const unsigned char key[CODE_KEY_LEN], int64_t ticket_id, int64_t event_id,
+enum sd_result code_id_new(int64_t *out)
+{
+	uint64_t r;
+
+	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+		return err_set(SD_IO, "no random bytes for a ticket's code: %s", strerror(errno));
+	*out = (int64_t)(CODE_ID_MIN | (r & (uint64_t)(CODE_ID_MIN - 1)));
+	return SD_OK;
+}
+
+void code_make(const unsigned char key[CODE_KEY_LEN], int64_t code_id, int64_t event_id,
 	       char *out)
 {
 	unsigned char raw[CODE_BYTES];
 
-	code_put_be64(raw, ticket_id);
+	code_put_be64(raw, code_id);
 	code_put_be64(raw + 8, event_id);
 	if (code_mac(key, raw, raw + CODE_ID_BYTES) != 0) {
 		/* cannot happen with a valid key; an empty code verifies never */
@@ -235,7 +246,7 @@ void code_make(const unsigned char key[CODE_KEY_LEN], int64_t ticket_id, int64_t
 }
 
 enum sd_result code_verify(const unsigned char key[CODE_KEY_LEN], const char *text,
-			   int64_t *ticket_id, int64_t *event_id)
+			   int64_t *code_id, int64_t *event_id)
 {
 	unsigned char raw[CODE_BYTES], mac[CODE_MAC_BYTES];
 	const char *end;
@@ -258,7 +269,7 @@ enum sd_result code_verify(const unsigned char key[CODE_KEY_LEN], const char *te
 		err_set(SD_INVALID, "ticket code is not valid");
 		goto out;
 	}
-	*ticket_id = code_get_be64(raw);
+	*code_id = code_get_be64(raw);
 	*event_id = code_get_be64(raw + 8);
 	r = SD_OK;
 out:

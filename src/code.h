@@ -57,17 +57,32 @@ enum sd_result code_key_ensure(const char *path, int *created);
  * others may read (mode must give no group or other bits). */
 enum sd_result code_key_load(const char *path, unsigned char key[CODE_KEY_LEN]);
 
+/*
+ * A code names its ticket by the ticket's code_id, never by its row id: a
+ * row id that a power cut took with its commit is given to the next ticket
+ * again, and a code printed for the first would admit the second.  A
+ * code_id is drawn at random from [CODE_ID_MIN, 2^63) (code_id_new), so a
+ * lost ticket's number is never drawn again; tickets made before schema 11
+ * keep their row id (below CODE_ID_MIN) as code_id, the number their
+ * printed codes carry.
+ */
+#define CODE_ID_MIN (INT64_C(1) << 62)
+
+/* code_id_new: a fresh random code_id.  SD_IO when the system has no
+ * random bytes to give. */
+enum sd_result code_id_new(int64_t *out);
+
 /* code_make: the code for a ticket.  out holds CODE_TEXT_MAX bytes. */
-void code_make(const unsigned char key[CODE_KEY_LEN], int64_t ticket_id, int64_t event_id,
+void code_make(const unsigned char key[CODE_KEY_LEN], int64_t code_id, int64_t event_id,
 	       char *out);
 
 /*
  * code_verify: check a code and say which ticket it names.  Case and
  * surrounding spaces are forgiven; anything forged, truncated or malformed
- * is SD_INVALID.  [out] *ticket_id, *event_id.
+ * is SD_INVALID.  [out] *code_id (the ticket's), *event_id.
  */
 enum sd_result code_verify(const unsigned char key[CODE_KEY_LEN], const char *text,
-			   int64_t *ticket_id, int64_t *event_id);
+			   int64_t *code_id, int64_t *event_id);
 
 /* code_lib_version: mbedTLS's version as linked ("2.28.3"), into buf. */
 void code_lib_version(char *buf, size_t size);

@@ -86,12 +86,14 @@ out:
 	return db_end(db, r);
 }
 
-static const char SQL_TARGET[] =
-	"UPDATE email_sends SET target = coalesce(target, ?3) WHERE order_id = ?1 AND kind = ?2 "
-	"RETURNING target";
+static const char SQL_FIX[] =
+	"UPDATE email_sends SET target = coalesce(target, ?3), "
+	"provider_key = coalesce(provider_key, ?4) WHERE order_id = ?1 AND kind = ?2 "
+	"RETURNING target, provider_key";
 
-enum sd_result idem_effect_target(struct db *db, int64_t subject_id, const char *kind,
-				  const char *target, char *out, size_t size)
+enum sd_result idem_effect_fix(struct db *db, int64_t subject_id, const char *kind,
+			       const char *target, const char *key, char *target_out,
+			       char *key_out, size_t size)
 {
 	struct db_stmt *st;
 	enum sd_result r;
@@ -99,19 +101,25 @@ enum sd_result idem_effect_target(struct db *db, int64_t subject_id, const char 
 
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
-	if (!(st = db_stmt(db, SQL_TARGET))) {
+	if (!(st = db_stmt(db, SQL_FIX))) {
 		r = SD_DB;
 		goto out;
 	}
 	db_bind_int(st, 1, subject_id);
 	db_bind_text(st, 2, kind);
 	db_bind_text(st, 3, target);
+	db_bind_text(st, 4, key);
 	if ((r = db_step(st, &row)) == SD_OK) {
-		if (row && (size_t)snprintf(out, size, "%s", db_col_text(st, 0)) >= size)
-			r = err_set(SD_DB, "an effect's target is longer than %zu bytes", size - 1);
+		if (row && ((size_t)snprintf(target_out, size, "%s", db_col_text(st, 0)) >= size ||
+			    (size_t)snprintf(key_out, size, "%s", db_col_text(st, 1)) >= size))
+			r = err_set(SD_DB, "an effect's target or key is longer than %zu bytes",
+				    size - 1);
 		else if (!row)
-			r = err_set(SD_NOT_FOUND, "no effect row %lld %s to give a target",
-				    (long long)subject_id, kind);
+			r = err_set(SD_NOT_FOUND, "no effect row %lld %s to fix", (long long)subject_id,
+				    kind);
+	} else if (r == SD_INVALID) {
+		r = err_set(SD_INVALID, "the key %s of effect %lld %s is another effect's", key,
+			    (long long)subject_id, kind);
 	}
 	db_reset(st);
 out:
@@ -172,9 +180,9 @@ enum sd_result idem_release_unsent(struct db *db, int64_t *n)
 	return db_run_changes(db, db_stmt(db, SQL_RELEASE_ALL), n);
 }
 
-void idem_provider_key(char *buf, size_t size, const char *intent, int64_t subject_id)
+void idem_provider_key(char *buf, size_t size, const char *intent, const char *subject)
 {
-	snprintf(buf, size, "%s-%lld", intent, (long long)subject_id);
+	snprintf(buf, size, "%s-%s", intent, subject);
 }
 
 static const char SQL_ONCE[] =

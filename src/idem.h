@@ -49,14 +49,18 @@ enum sd_result idem_effect_claim(struct db *db, int64_t subject_id, const char *
 				 int64_t stale_ms, enum idem_claim *claim, int64_t *claimed_at);
 
 /*
- * idem_effect_target: where the claimed effect (subject_id, kind) goes,
- * fixed by the first run that asks: target is stored when the row has none
- * yet, and [out] out (size bytes) gets the stored one, in one statement.
- * A provider's key dedupes only the same request: a retry whose first
- * attempt may have reached it must go where that one went.
+ * idem_effect_fix: where the claimed effect (subject_id, kind) goes and the
+ * key it goes under, fixed by the first run that asks: target and key are
+ * stored when the row has none yet, and [out] target_out and key_out get
+ * the stored ones (each at most size bytes), in one statement.  A
+ * provider's key dedupes only the same request: a retry whose first
+ * attempt may have reached it must go where that one went, under the key
+ * it used (an effect claimed before schema 11 keeps the key its attempts
+ * used then).  No two effects hold one key (a unique index): SD_INVALID.
  */
-enum sd_result idem_effect_target(struct db *db, int64_t subject_id, const char *kind,
-				  const char *target, char *out, size_t size);
+enum sd_result idem_effect_fix(struct db *db, int64_t subject_id, const char *kind,
+			       const char *target, const char *key, char *target_out,
+			       char *key_out, size_t size);
 
 /*
  * idem_effect_done: record the effect as done, with the provider's id for
@@ -79,8 +83,11 @@ enum sd_result idem_effect_release(struct db *db, int64_t subject_id, const char
  */
 enum sd_result idem_release_unsent(struct db *db, int64_t *n);
 
-/* Technique 3: "<intent>-<subject_id>", the same on every attempt. */
-void idem_provider_key(char *buf, size_t size, const char *intent, int64_t subject_id);
+/* Technique 3: "<intent>-<subject>", the same on every attempt.  The
+ * subject is an identity no lost commit can give to another (an order's
+ * public id), never a row id: a power cut that took a row gives its id to
+ * the next one, and the provider would take that one's email for a repeat. */
+void idem_provider_key(char *buf, size_t size, const char *intent, const char *subject);
 
 /*
  * Technique 4: record job_id as processed.  Must run inside the caller's

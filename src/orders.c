@@ -23,6 +23,7 @@
 #include <sys/random.h>
 
 #include "clock.h"
+#include "code.h"
 #include "jobkinds.h"
 #include "outbox.h"
 #include "queue.h"
@@ -100,8 +101,10 @@ static const char SQL_ORDER_INSERT[] =
  * few hundred orders on a busy event. */
 static const char SQL_PG_EVENT_LOCK[] =
 	"SELECT id FROM events WHERE id = ?1 FOR NO KEY UPDATE";
+/* A code_id that is taken returns no row (draw again), as a public id. */
 static const char SQL_TICKET_INSERT[] =
-	"INSERT INTO tickets (order_id, event_id, seat_no, seat_label) VALUES (?1, ?2, ?3, ?4)";
+	"INSERT INTO tickets (order_id, event_id, seat_no, seat_label, code_id) "
+	"VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (code_id) DO NOTHING RETURNING id";
 
 static enum sd_result order_validate(const struct order_new *o)
 {
@@ -196,25 +199,46 @@ static enum sd_result order_seats(struct db *db, int64_t event_id, int64_t n, in
 	return SD_OK;
 }
 
+/* order_ticket: one ticket on seat_no, under a code_id drawn afresh (code.h:
+ * its code never names a ticket a lost commit made).  [out] *made 0 when the
+ * number drawn was taken. */
+static enum sd_result order_ticket(struct db *db, const struct order_new *o, int64_t order_id,
+				   int64_t seat_no, int *made)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	int64_t code_id;
+	char label[32];
+
+	*made = 0;
+	if ((r = code_id_new(&code_id)) != SD_OK)
+		return r;
+	if (!(st = db_stmt(db, SQL_TICKET_INSERT)))
+		return SD_DB;
+	seat_label(seat_no, label, sizeof label);
+	db_bind_int(st, 1, order_id);
+	db_bind_int(st, 2, o->event_id);
+	db_bind_int(st, 3, seat_no);
+	db_bind_text(st, 4, label);
+	db_bind_int(st, 5, code_id);
+	r = db_step(st, made);
+	db_reset(st);
+	return r;
+}
+
 /* order_tickets: one ticket per seat; the schema refuses a seat past the
  * capacity (SD_REFUSED), which is the event's being sold out. */
 static enum sd_result order_tickets(struct db *db, const struct order_new *o, int64_t order_id,
 				    const int64_t *seats, int64_t left)
 {
-	struct db_stmt *st;
-	enum sd_result r;
-	char label[32];
+	enum sd_result r = SD_OK;
 	int64_t i;
+	int made = 0, tries;
 
 	for (i = 0; i < o->seats; i++) {
-		if (!(st = db_stmt(db, SQL_TICKET_INSERT)))
-			return SD_DB;
-		seat_label(seats[i], label, sizeof label);
-		db_bind_int(st, 1, order_id);
-		db_bind_int(st, 2, o->event_id);
-		db_bind_int(st, 3, seats[i]);
-		db_bind_text(st, 4, label);
-		if ((r = db_run(st)) == SD_REFUSED) {
+		for (tries = 0; tries < 5 && r == SD_OK && !made; tries++)
+			r = order_ticket(db, o, order_id, seats[i], &made);
+		if (r == SD_REFUSED) {
 			if (left <= 0)
 				return err_set(SD_SOLD_OUT, "event %lld is sold out",
 					       (long long)o->event_id);
@@ -224,6 +248,9 @@ static enum sd_result order_tickets(struct db *db, const struct order_new *o, in
 		}
 		if (r != SD_OK)
 			return r;
+		if (!made)
+			return err_set(SD_DB, "no free ticket code in 5 draws");
+		made = 0;
 	}
 	return SD_OK;
 }
@@ -266,7 +293,7 @@ enum sd_result order_add(struct db *db, const struct order_new *o, char *public_
 	struct db_stmt *st;
 	enum sd_result r;
 	int64_t order_id = 0, left = 0, seats[TICKETS_SEATS_MAX];
-	char payload[160];
+	char payload[160], job_id[QUEUE_JOB_ID_MAX + 1];
 	int found = 0;
 
 	*replayed = 0;
@@ -296,11 +323,13 @@ enum sd_result order_add(struct db *db, const struct order_new *o, char *public_
 	    (r = order_tickets(db, o, order_id, seats, left)) != SD_OK)
 		goto out;
 	snprintf(payload, sizeof payload, "{\"order_id\":%lld}", (long long)order_id);
-	if ((r = outbox_add(db, JOB_KIND_RENDER, payload, 0, 0, NULL)) != SD_OK)
+	tickets_job_id(public_id, "render", job_id, sizeof job_id);
+	if ((r = outbox_add(db, JOB_KIND_RENDER, job_id, payload, 0, 0, NULL)) != SD_OK)
 		goto out;
 	snprintf(payload, sizeof payload, "{\"order_id\":%lld,\"event_id\":%lld,\"seats\":%lld}",
 		 (long long)order_id, (long long)o->event_id, (long long)o->seats);
-	r = outbox_add(db, JOB_KIND_COUNT, payload, 0, 0, NULL);
+	tickets_job_id(public_id, "count", job_id, sizeof job_id);
+	r = outbox_add(db, JOB_KIND_COUNT, job_id, payload, 0, 0, NULL);
 out:
 	return db_end(db, r);
 }
@@ -373,7 +402,7 @@ enum sd_result order_resend(struct db *db, const char *public_id, const char *ac
 	struct order_state o;
 	struct db_stmt *st;
 	enum sd_result r;
-	char payload[96], detail[32];
+	char payload[96], detail[32], intent[32], job_id[QUEUE_JOB_ID_MAX + 1];
 	int row = 0;
 
 	*n = 0;
@@ -401,8 +430,10 @@ enum sd_result order_resend(struct db *db, const char *public_id, const char *ac
 	snprintf(detail, sizeof detail, "r%lld", (long long)*n);
 	snprintf(payload, sizeof payload, "{\"order_id\":%lld,\"resend\":%lld}", (long long)o.id,
 		 (long long)*n);
+	snprintf(intent, sizeof intent, "send-r%lld", (long long)*n);
+	tickets_job_id(public_id, intent, job_id, sizeof job_id);
 	if ((r = change_add(db, o.id, "resend", actor, detail)) == SD_OK)
-		r = outbox_add(db, JOB_KIND_SEND, payload, 0, 0, NULL);
+		r = outbox_add(db, JOB_KIND_SEND, job_id, payload, 0, 0, NULL);
 out:
 	return db_end(db, r);
 }
@@ -485,7 +516,7 @@ enum sd_result order_cancel(struct db *db, const char *public_id, const char *ac
 	struct db_stmt *st;
 	enum sd_result r;
 	int64_t now = clock_now_ms(), n = 0;
-	char payload[160];
+	char payload[160], job_id[QUEUE_JOB_ID_MAX + 1];
 
 	memset(res, 0, sizeof *res);
 	if ((r = actor_valid(actor)) != SD_OK ||
@@ -522,9 +553,10 @@ enum sd_result order_cancel(struct db *db, const char *public_id, const char *ac
 	res->seats_freed = n;
 	snprintf(payload, sizeof payload, "{\"order_id\":%lld,\"event_id\":%lld,\"seats\":%lld}",
 		 (long long)o.id, (long long)o.event_id, (long long)n);
+	tickets_job_id(public_id, "cancel", job_id, sizeof job_id);
 	if ((r = change_add(db, o.id, "cancel", actor, reason && *reason ? reason : NULL)) ==
 	    SD_OK)
-		r = outbox_add(db, JOB_KIND_CANCEL, payload, 0, 0, NULL);
+		r = outbox_add(db, JOB_KIND_CANCEL, job_id, payload, 0, 0, NULL);
 out:
 	return db_end(db, r);
 }
@@ -659,7 +691,7 @@ static void job_of_order(const struct outbox_row *o, void *arg)
 		d->n_jobs++;
 	j = &d->jobs[d->n_jobs - 1];
 	memset(j, 0, sizeof *j);
-	snprintf(j->job_id, sizeof j->job_id, "outbox:%lld", (long long)o->id);
+	text_copy(j->job_id, sizeof j->job_id, o->job_id);
 	snprintf(j->kind, sizeof j->kind, "%s", o->kind);
 	j->published = o->published_at != 0;
 	dj->r = queue_find_job(dj->db, j->job_id, job_entry, j);
@@ -866,6 +898,49 @@ enum sd_result order_check_each(struct db *db, order_check_fn fn, void *arg)
 		if (fn(&o, arg))
 			break;
 	}
+	db_reset(st);
+	return r;
+}
+
+/* The key an email row must carry, of the order's public id or row id (X). */
+#define KEY_OF(X)                                                                              \
+	"CASE s.kind WHEN 'tickets' THEN 'tickets-' || " X " WHEN 'cancel' THEN 'cancel-' || " X \
+	" ELSE 'tickets-' || " X " || '-r' || substr(s.kind, 10) END"
+static const char SQL_CHECK_CODES[] =
+	"SELECT t.id, t.code_id FROM tickets t, identity_marks m WHERE m.name = 'tickets' AND "
+	"CASE WHEN t.id <= m.upto THEN t.code_id <> t.id ELSE t.code_id < ?1 END "
+	"ORDER BY t.id LIMIT 1";
+static const char SQL_CHECK_KEYS[] =
+	"SELECT o.public_id, s.kind, coalesce(s.provider_key, '') FROM email_sends s "
+	"JOIN orders o ON o.id = s.order_id, identity_marks m WHERE m.name = 'orders' AND "
+	"CASE WHEN s.provider_key IS NULL THEN s.sent_at IS NOT NULL "
+	"ELSE s.provider_key <> " KEY_OF("o.public_id") " AND NOT (o.id <= m.upto AND "
+	"s.provider_key = " KEY_OF("o.id") ") END ORDER BY o.id LIMIT 1";
+
+enum sd_result order_check_identities(struct db *db, char *problem, size_t size)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	int row = 0;
+
+	problem[0] = '\0';
+	if (!(st = db_stmt(db, SQL_CHECK_CODES)))
+		return SD_DB;
+	db_bind_int(st, 1, CODE_ID_MIN);
+	if ((r = db_step(st, &row)) == SD_OK && row)
+		snprintf(problem, size, "ticket %lld's code names %lld: a ticket made before schema "
+			 "11 keeps its row id, one made since has a random number of at least 2^62",
+			 (long long)db_col_int(st, 0), (long long)db_col_int(st, 1));
+	db_reset(st);
+	if (r != SD_OK || row)
+		return r;
+	if (!(st = db_stmt(db, SQL_CHECK_KEYS)))
+		return SD_DB;
+	if ((r = db_step(st, &row)) == SD_OK && row)
+		snprintf(problem, size, "order %s's %s email %s '%s': its key names the order's "
+			 "public id (or, for an order made before schema 11, its row id)",
+			 db_col_text(st, 0), db_col_text(st, 1),
+			 db_col_text(st, 2)[0] ? "goes under" : "was sent with no key", db_col_text(st, 2));
 	db_reset(st);
 	return r;
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "db.h"
+#include "queue.h"
 #include "result.h"
 #include "tickets.h"
 
@@ -121,7 +122,7 @@ struct order_job_entry {
 };
 
 struct order_job {
-	char job_id[48];
+	char job_id[QUEUE_JOB_ID_MAX + 1];
 	char kind[32];
 	int published;
 	int n_entries;
@@ -211,5 +212,15 @@ typedef int (*order_check_fn)(const struct order_check *o, void *arg);
 
 /* order_check_each: call fn for every order, by id. */
 enum sd_result order_check_each(struct db *db, order_check_fn fn, void *arg);
+
+/*
+ * order_check_identities: the identities the outside world holds, as no
+ * lost commit can hand them on (code.h, tickets.h): every ticket made since
+ * schema 11 has a random code_id (at least CODE_ID_MIN), every one made
+ * before its row id; every email's provider key is its intent's key of the
+ * order's public id, or, for an order made before schema 11, of its row id;
+ * an email marked sent has its key.  [out] problem ("" when all hold).
+ */
+enum sd_result order_check_identities(struct db *db, char *problem, size_t size);
 
 #endif

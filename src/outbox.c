@@ -2,11 +2,14 @@
  * outbox.c: outbox_add and the relay's batch.
  *
  * Invariant: a row's published_at is set in the same transaction that
- * inserts its stream entry.  The relay finds its batch by id order through
+ * inserts its stream entry, under the row's job_id.  The relay finds its batch by id order through
  * the partial index outbox_unpublished, so the cost of a batch does not grow
  * with the number of rows already published.
  */
 #include "outbox.h"
+
+#include <stdio.h>
+#include <string.h>
 
 #include "clock.h"
 #include "episode.h"
@@ -28,12 +31,36 @@ static int payload_is_object(const char *p)
 }
 
 static const char SQL_ADD[] =
-	"INSERT INTO outbox (kind, payload, priority, delay_ms, created_at) "
-	"VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id";
+	"INSERT INTO outbox (kind, payload, priority, delay_ms, created_at, job_id) "
+	"VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id";
+static const char SQL_JOB_THERE[] = "SELECT 1 FROM outbox WHERE job_id = ?1";
 
-enum sd_result outbox_add(struct db *db, const char *kind, const char *payload,
-			  int64_t delay_ms, int64_t priority, int64_t *id)
+/* job_id_check: a job id of the outbox's ("outbox:..."), not in it yet */
+static enum sd_result job_id_check(struct db *db, const char *job_id)
 {
+	struct db_stmt *st;
+	enum sd_result r;
+	int row = 0;
+
+	if ((r = queue_job_id_valid(job_id)) != SD_OK)
+		return r;
+	if (strncmp(job_id, "outbox:", 7) != 0)
+		return err_set(SD_INVALID, "an outbox job id starts with 'outbox:', not '%.40s'",
+			       job_id);
+	if (!(st = db_stmt(db, SQL_JOB_THERE)))
+		return SD_DB;
+	db_bind_text(st, 1, job_id);
+	r = db_step(st, &row);
+	db_reset(st);
+	if (r == SD_OK && row)
+		r = err_set(SD_INVALID, "job %s is queued already", job_id);
+	return r;
+}
+
+enum sd_result outbox_add(struct db *db, const char *kind, const char *job_id,
+			  const char *payload, int64_t delay_ms, int64_t priority, int64_t *id)
+{
+	char minted[QUEUE_JOB_ID_MAX + 1];
 	struct db_stmt *st;
 	enum sd_result r;
 	int row;
@@ -42,6 +69,13 @@ enum sd_result outbox_add(struct db *db, const char *kind, const char *payload,
 		return err_set(SD_INVALID, "outbox_add needs the caller's open transaction");
 	if ((r = queue_kind_valid(kind)) != SD_OK)
 		return r;
+	if (!job_id) {	/* "outbox:" and a minted id: time, a process tag, a count */
+		memcpy(minted, "outbox:", 7);
+		queue_mint_job_id(minted + 7);
+		job_id = minted;
+	} else if ((r = job_id_check(db, job_id)) != SD_OK) {
+		return r;
+	}
 	if (delay_ms < 0)
 		return err_set(SD_INVALID, "delay must not be negative");
 	if (!payload)
@@ -56,6 +90,7 @@ enum sd_result outbox_add(struct db *db, const char *kind, const char *payload,
 	db_bind_int(st, 3, priority);
 	db_bind_int(st, 4, delay_ms);
 	db_bind_int(st, 5, clock_now_ms());
+	db_bind_text(st, 6, job_id);
 	if ((r = db_step(st, &row)) != SD_OK) {
 		if (r == SD_INVALID)
 			err_set(r, "outbox payload is not valid JSON: %.80s", payload);
@@ -73,13 +108,13 @@ static const char SQL_BATCH_HI[] =
 	"AS b";
 static const char SQL_PUBLISH[] =
 	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, created_at) "
-	"SELECT 'outbox:' || id, kind, payload, priority, ?2 + delay_ms, ?2 FROM outbox "
+	"SELECT job_id, kind, payload, priority, ?2 + delay_ms, ?2 FROM outbox "
 	"WHERE published_at IS NULL AND id <= ?1 ORDER BY id";
 /* The failpoint relay_publish_twice: the batch's first row once more, as a
  * relay that crashed between publishing and marking would on its retry. */
 static const char SQL_PUBLISH_AGAIN[] =
 	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, created_at) "
-	"SELECT 'outbox:' || id, kind, payload, priority, ?2 + delay_ms, ?2 FROM outbox "
+	"SELECT job_id, kind, payload, priority, ?2 + delay_ms, ?2 FROM outbox "
 	"WHERE id = (SELECT min(id) FROM outbox WHERE published_at IS NULL AND id <= ?1)";
 static const char SQL_MARK[] =
 	"UPDATE outbox SET published_at = ?2 WHERE published_at IS NULL AND id <= ?1";
@@ -94,13 +129,13 @@ static const char SQL_PG_PUBLISH[] =
 	"WITH b AS (SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT ?1 "
 	"FOR UPDATE SKIP LOCKED), "
 	"m AS (UPDATE outbox SET published_at = ?2 FROM b WHERE outbox.id = b.id "
-	"RETURNING outbox.id, kind, payload, priority, delay_ms) "
+	"RETURNING outbox.id, job_id, kind, payload, priority, delay_ms) "
 	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, created_at) "
-	"SELECT 'outbox:' || id, kind, payload, priority, ?2 + delay_ms, ?2 FROM m ORDER BY id "
+	"SELECT job_id, kind, payload, priority, ?2 + delay_ms, ?2 FROM m ORDER BY id "
 	"RETURNING (SELECT min(id) FROM m)";
 static const char SQL_PG_PUBLISH_AGAIN[] =
 	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, created_at) "
-	"SELECT 'outbox:' || id, kind, payload, priority, ?2 + delay_ms, ?2 FROM outbox "
+	"SELECT job_id, kind, payload, priority, ?2 + delay_ms, ?2 FROM outbox "
 	"WHERE id = ?1";
 
 /* relay_batch_pg: outbox_relay_batch on PostgreSQL */
@@ -318,10 +353,10 @@ out:
 
 /* Each dialect's lookup is the expression its outbox_order index holds. */
 static const char SQL_FOR_ORDER[] =
-	"SELECT id, kind, created_at, coalesce(published_at, 0) FROM outbox "
+	"SELECT id, kind, created_at, coalesce(published_at, 0), job_id FROM outbox "
 	"WHERE json_extract(payload, '$.order_id') = ?1 ORDER BY id";
 static const char SQL_PG_FOR_ORDER[] =
-	"SELECT id, kind, created_at, coalesce(published_at, 0) FROM outbox "
+	"SELECT id, kind, created_at, coalesce(published_at, 0), job_id FROM outbox "
 	"WHERE (payload::jsonb ->> 'order_id') = CAST(?1 AS TEXT) ORDER BY id";
 
 enum sd_result outbox_list_for_order(struct db *db, int64_t order_id,
@@ -345,7 +380,31 @@ enum sd_result outbox_list_for_order(struct db *db, int64_t order_id,
 		o.kind = db_col_text(st, 1);
 		o.created_at = db_col_int(st, 2);
 		o.published_at = db_col_int(st, 3);
+		o.job_id = db_col_text(st, 4);
 		fn(&o, arg);
 	}
 	return SD_OK;
+}
+
+static const char SQL_CHECK_JOB_IDS[] =
+	"SELECT o.id, coalesce(o.job_id, '') FROM outbox o, identity_marks m "
+	"WHERE m.name = 'outbox' AND CASE WHEN o.id <= m.upto THEN o.job_id IS NULL OR "
+	"o.job_id <> 'outbox:' || o.id ELSE o.job_id IS NULL OR substr(o.job_id, 1, 7) <> "
+	"'outbox:' OR substr(o.job_id, 8, 1) BETWEEN '0' AND '9' END ORDER BY o.id LIMIT 1";
+
+enum sd_result outbox_check_job_ids(struct db *db, char *problem, size_t size)
+{
+	struct db_stmt *st = db_stmt(db, SQL_CHECK_JOB_IDS);
+	enum sd_result r;
+	int row = 0;
+
+	problem[0] = '\0';
+	if (!st)
+		return SD_DB;
+	if ((r = db_step(st, &row)) == SD_OK && row)
+		snprintf(problem, size, "outbox row %lld's job is named '%s': a row made before "
+			 "schema 11 keeps outbox:<row id>, one made since has a name of its own",
+			 (long long)db_col_int(st, 0), db_col_text(st, 1));
+	db_reset(st);
+	return r;
 }

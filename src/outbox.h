@@ -3,9 +3,15 @@
  *
  * A business change and the job that follows it commit together or not at
  * all: outbox_add() writes a row inside the caller's open transaction.  The
- * relay later copies unpublished rows into the stream, job_id "outbox:<id>",
- * and marks them published in the same transaction, so a crash anywhere in it
- * loses nothing and publishes nothing twice.
+ * relay later copies unpublished rows into the stream under the row's
+ * job_id and marks them published in the same transaction, so a crash
+ * anywhere in it loses nothing and publishes nothing twice.
+ *
+ * A row's job_id is its job's identity for good (processed_jobs records
+ * it): the intent's own name when the caller gives one ("outbox:<public
+ * id>:render", tickets_job_id), else one minted for the row ("outbox:j..."),
+ * never the row's id, which a commit lost to a power cut gives to the next
+ * row.  Rows made before schema 11 keep "outbox:<row id>".
  */
 #ifndef SD_OUTBOX_H
 #define SD_OUTBOX_H
@@ -18,19 +24,26 @@
 #define OUTBOX_BATCH_DEFAULT 500
 
 /*
- * outbox_add: add a row for a job of kind with payload (a JSON object),
- * visible delay_ms after it is published.  The caller must have a
- * transaction open (db_begin): the row belongs to the caller's change.
- * [out] *id (may be NULL) gets the outbox row id.
+ * outbox_add: add a row for a job of kind named job_id (it must start with
+ * "outbox:"; NULL: a minted one) with payload (a JSON object), visible
+ * delay_ms after it is published.  The caller must have a transaction open
+ * (db_begin): the row belongs to the caller's change.  A job_id already in
+ * the outbox is SD_INVALID: an intent is queued once.  [out] *id (may be
+ * NULL) gets the outbox row id.
  */
-enum sd_result outbox_add(struct db *db, const char *kind, const char *payload,
-			  int64_t delay_ms, int64_t priority, int64_t *id);
+enum sd_result outbox_add(struct db *db, const char *kind, const char *job_id,
+			  const char *payload, int64_t delay_ms, int64_t priority, int64_t *id);
 
 /*
  * outbox_relay_batch: publish up to limit unpublished rows in one
  * transaction.  [out] *n: how many were published.
  */
 enum sd_result outbox_relay_batch(struct db *db, int limit, int64_t *n);
+
+/* outbox_check_job_ids: every row's job_id as above: a row made since
+ * schema 11 has one of its own (not "outbox:<number>"), a row made before
+ * "outbox:<row id>".  [out] problem ("" when all hold). */
+enum sd_result outbox_check_job_ids(struct db *db, char *problem, size_t size);
 
 /* outbox_unpublished: how many rows wait for the relay. */
 enum sd_result outbox_unpublished(struct db *db, int64_t *n);
@@ -72,6 +85,7 @@ enum sd_result outbox_relay_run_opts(const char *db_path, const struct outbox_re
 /* One outbox row, as outbox_list_for_order reports it. */
 struct outbox_row {
 	int64_t id;
+	const char *job_id;
 	const char *kind;
 	int64_t created_at;
 	int64_t published_at;	/* 0 while unpublished */

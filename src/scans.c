@@ -83,13 +83,14 @@ static enum sd_result answer_load(const char *text, struct scan_result *r)
 /* ======================== a scan ========================================= */
 
 static const char SQL_NONCE[] = "SELECT answer FROM scans WHERE device = ?1 AND nonce = ?2";
+/* A code names its ticket by code_id (code.h), never by its row id. */
 static const char SQL_ADMIT[] =
-	"UPDATE tickets SET scanned_at = ?3, scanned_by = ?4 WHERE id = ?1 AND event_id = ?2 "
+	"UPDATE tickets SET scanned_at = ?3, scanned_by = ?4 WHERE code_id = ?1 AND event_id = ?2 "
 	"AND scanned_at IS NULL AND cancelled_at IS NULL RETURNING id";
 static const char SQL_TICKET_INFO[] =
 	"SELECT t.seat_label, coalesce(t.scanned_at, 0), coalesce(t.scanned_by, ''), "
-	"t.cancelled_at IS NOT NULL, o.public_id FROM tickets t JOIN orders o "
-	"ON o.id = t.order_id WHERE t.id = ?1 AND t.event_id = ?2";
+	"t.cancelled_at IS NOT NULL, o.public_id, t.id FROM tickets t JOIN orders o "
+	"ON o.id = t.order_id WHERE t.code_id = ?1 AND t.event_id = ?2";
 /* a nonce another request of this device stored first: nothing inserted */
 static const char SQL_LOG[] =
 	"INSERT INTO scans (at, event_id, ticket_id, outcome, device, nonce, answer) "
@@ -148,17 +149,19 @@ static enum sd_result door_refuses(struct db *db, const struct scan_door *door, 
 	return SD_OK;
 }
 
-/* admit: the conditional update, then what the ticket says now */
-static enum sd_result admit(struct db *db, int64_t ticket_id, int64_t event_id, int64_t now,
-			    const char *device, struct scan_result *res)
+/* admit: the conditional update of the ticket the code names, then what
+ * the ticket says now.  [out] *ticket_id: its row, 0 when there is none. */
+static enum sd_result admit(struct db *db, int64_t code_id, int64_t event_id, int64_t now,
+			    const char *device, struct scan_result *res, int64_t *ticket_id)
 {
 	struct db_stmt *st = db_stmt(db, SQL_ADMIT);
 	enum sd_result r;
 	int won = 0, row = 0;
 
+	*ticket_id = 0;
 	if (!st)
 		return SD_DB;
-	db_bind_int(st, 1, ticket_id);
+	db_bind_int(st, 1, code_id);
 	db_bind_int(st, 2, event_id);
 	db_bind_int(st, 3, now);
 	db_bind_text(st, 4, device);
@@ -166,9 +169,10 @@ static enum sd_result admit(struct db *db, int64_t ticket_id, int64_t event_id, 
 		return r;
 	if (!(st = db_stmt(db, SQL_TICKET_INFO)))
 		return SD_DB;
-	db_bind_int(st, 1, ticket_id);
+	db_bind_int(st, 1, code_id);
 	db_bind_int(st, 2, event_id);
 	if ((r = db_step(st, &row)) == SD_OK && row) {
+		*ticket_id = db_col_int(st, 5);
 		snprintf(res->seat_label, sizeof res->seat_label, "%s", db_col_text(st, 0));
 		res->scanned_at = db_col_int(st, 1);
 		text_copy(res->scanned_by, sizeof res->scanned_by, db_col_text(st, 2));
@@ -235,7 +239,7 @@ enum sd_result scan_ticket(struct db *db, const unsigned char key[CODE_KEY_LEN],
 			   const char *code, const struct scan_door *door, const char *device,
 			   const char *nonce, struct scan_result *res)
 {
-	int64_t ticket_id = 0, event_id = 0, now = clock_now_ms();
+	int64_t code_id = 0, ticket_id = 0, event_id = 0, now = clock_now_ms();
 	enum sd_result r;
 	int refused = 0, found = 0, stored = 1, valid;
 
@@ -245,7 +249,7 @@ enum sd_result scan_ticket(struct db *db, const unsigned char key[CODE_KEY_LEN],
 	    (r = text_check("door", device, SCAN_DEVICE_MAX)) != SD_OK)
 		return r;
 	/* forged, truncated or garbage: invalid, not an error (and logged) */
-	valid = code_verify(key, code, &ticket_id, &event_id) == SD_OK;
+	valid = code_verify(key, code, &code_id, &event_id) == SD_OK;
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
 	if (nonce && ((r = nonce_answer(db, device, nonce, res, &found)) != SD_OK || found))
@@ -253,7 +257,7 @@ enum sd_result scan_ticket(struct db *db, const unsigned char key[CODE_KEY_LEN],
 	if (valid && (r = door_refuses(db, door, event_id, now, res, &refused)) == SD_OK &&
 	    !refused) {
 		res->outcome = SCAN_INVALID;
-		r = admit(db, ticket_id, event_id, now, device, res);
+		r = admit(db, code_id, event_id, now, device, res, &ticket_id);
 	}
 	if (r != SD_OK)
 		goto out;

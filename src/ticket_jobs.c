@@ -79,7 +79,7 @@ enum job_outcome ticket_job_render(struct handler_ctx *ctx, const struct job *jo
 	struct order_view v;
 	struct db_stmt *st;
 	enum sd_result r;
-	char key[BLOB_KEY_MAX + 1], payload[64];
+	char key[BLOB_KEY_MAX + 1], payload[64], job_id[QUEUE_JOB_ID_MAX + 1];
 	int64_t order_id;
 	int won = 0;
 
@@ -114,7 +114,8 @@ enum job_outcome ticket_job_render(struct handler_ctx *ctx, const struct job *jo
 		goto fail;
 	if (won) {	/* this run reached the state: it alone queues the email */
 		snprintf(payload, sizeof payload, "{\"order_id\":%lld}", (long long)order_id);
-		if ((r = outbox_add(db, JOB_KIND_SEND, payload, 0, 0, NULL)) != SD_OK)
+		tickets_job_id(v.public_id, "send", job_id, sizeof job_id);
+		if ((r = outbox_add(db, JOB_KIND_SEND, job_id, payload, 0, 0, NULL)) != SD_OK)
 			goto fail;
 	}
 	if ((r = db_commit(db)) != SD_OK)
@@ -156,7 +157,7 @@ static enum job_outcome send_intent(struct handler_ctx *ctx, const struct job *j
 	struct mail_result mr;
 	enum idem_claim claim;
 	enum sd_result r;
-	char kind[TICKETS_KIND_MAX];
+	char kind[TICKETS_KIND_MAX], want[TICKETS_KEY_MAX + 1], key[256];
 	int64_t claimed_at = 0;
 	struct order_view to = *v;	/* the order, to the intent's address */
 	int64_t stale_ms = env->claim_stale_ms > 0 ? env->claim_stale_ms : IDEM_STALE_MS;
@@ -175,15 +176,16 @@ static enum job_outcome send_intent(struct handler_ctx *ctx, const struct job *j
 		res->delay_ms = held_delay_ms(claimed_at, stale_ms);
 		return JOB_RETRY_LATER;
 	}
-	/* the address this email goes to is the one its first attempt used: a
-	 * retry after an address change resends that request, which the
-	 * provider's key turns into the first one's answer */
-	if ((r = idem_effect_target(db, v->id, kind, v->buyer_email, to.buyer_email,
-				    sizeof to.buyer_email)) != SD_OK)
-		return db_failure(res, job, r, "address");
+	/* the address this email goes to, and its key, are the ones its first
+	 * attempt used: a retry after an address change resends that request,
+	 * which the provider's key turns into the first one's answer */
+	tickets_intent_key(in, v->public_id, want, sizeof want);
+	if ((r = idem_effect_fix(db, v->id, kind, v->buyer_email, want, to.buyer_email, key,
+				 sizeof key)) != SD_OK)
+		return db_failure(res, job, r, "address and key");
 	failpoint(FP_SEND_CLAIMED);
 	memset(&mr, 0, sizeof mr);
-	if ((r = tickets_send_mail(env, &to, in, &mr)) != SD_OK) {
+	if ((r = tickets_send_mail(env, &to, in, key, &mr)) != SD_OK) {
 		/* the send may or may not have left; the retry follows the
 		 * backoff, not the 2-minute claim, and carries the same key */
 		enum sd_result rr = idem_effect_release(db, v->id, kind, claimed_at);

@@ -5,7 +5,8 @@
  *
  * Invariants:
  *  - an email's provider key and its email_sends kind come from its intent
- *    alone (tickets_intent_key, tickets_intent_kind), never from an attempt;
+ *    and its order's public id alone (tickets_intent_key,
+ *    tickets_intent_kind), never from an attempt or a row id;
  *  - nothing here holds a transaction across rendering, file or mail I/O.
  */
 #define _GNU_SOURCE
@@ -209,7 +210,8 @@ static const char SQL_ORDER_LOAD[] =
 	"e.venue, e.starts_at, coalesce(o.cancelled_at, 0), o.resends "
 	"FROM orders o JOIN events e ON e.id = o.event_id WHERE o.id = ?1";
 static const char SQL_ORDER_TICKETS[] =
-	"SELECT id, seat_label, pdf_key IS NOT NULL FROM tickets WHERE order_id = ?1 ORDER BY seat_no";
+	"SELECT id, seat_label, pdf_key IS NOT NULL, code_id FROM tickets WHERE order_id = ?1 "
+	"ORDER BY seat_no";
 
 enum sd_result tickets_load_order(struct db *db, int64_t order_id, struct order_view *v)
 {
@@ -248,6 +250,7 @@ enum sd_result tickets_load_order(struct db *db, int64_t order_id, struct order_
 		if (!row || v->n_tickets == TICKETS_SEATS_MAX)
 			break;
 		v->tickets[v->n_tickets].id = db_col_int(st, 0);
+		v->tickets[v->n_tickets].code_id = db_col_int(st, 3);
 		snprintf(v->tickets[v->n_tickets].seat_label,
 			 sizeof v->tickets[v->n_tickets].seat_label, "%s", db_col_text(st, 1));
 		stored += (int)db_col_int(st, 2);
@@ -272,7 +275,7 @@ enum sd_result tickets_render_pdf(const struct tickets_env *env, const struct or
 	int i;
 
 	for (i = 0; i < v->n_tickets; i++) {
-		code_make(env->key, v->tickets[i].id, v->event_id, codes[i]);
+		code_make(env->key, v->tickets[i].code_id, v->event_id, codes[i]);
 		t[i].seat_label = v->tickets[i].seat_label;
 		t[i].code = codes[i];
 	}
@@ -312,18 +315,23 @@ void tickets_intent_kind(const struct tickets_intent *in, char *buf, size_t size
 		snprintf(buf, size, "tickets");
 }
 
-void tickets_intent_key(const struct tickets_intent *in, int64_t order_id, char *buf,
+void tickets_intent_key(const struct tickets_intent *in, const char *public_id, char *buf,
 			size_t size)
 {
 	char kind[TICKETS_KIND_MAX];
 
 	if (in->mail == TICKETS_MAIL_CANCEL || in->resend <= 0) {
 		tickets_intent_kind(in, kind, sizeof kind);
-		idem_provider_key(buf, size, kind, order_id);
+		idem_provider_key(buf, size, kind, public_id);
 	} else {
-		idem_provider_key(buf, size, "tickets", order_id);
+		idem_provider_key(buf, size, "tickets", public_id);
 		snprintf(buf + strlen(buf), size - strlen(buf), "-r%lld", (long long)in->resend);
 	}
+}
+
+void tickets_job_id(const char *public_id, const char *intent, char *buf, size_t size)
+{
+	snprintf(buf, size, "outbox:%s:%s", public_id, intent);
 }
 
 /* the tickets' email: [out] *subject and *text (free()) */
@@ -359,9 +367,10 @@ static enum sd_result tickets_text(const struct order_view *v, const struct tick
 }
 
 enum sd_result tickets_send_mail(struct tickets_env *env, const struct order_view *v,
-				 const struct tickets_intent *in, struct mail_result *res)
+				 const struct tickets_intent *in, const char *key_in,
+				 struct mail_result *res)
 {
-	char key[BLOB_KEY_MAX + 1], idem[64], when[64], fname[64];
+	char key[BLOB_KEY_MAX + 1], idem[TICKETS_KEY_MAX + 1], when[64], fname[64];
 	char *subject = NULL, *text = NULL;
 	unsigned char *pdf = NULL;
 	size_t len = 0;
@@ -397,8 +406,9 @@ enum sd_result tickets_send_mail(struct tickets_env *env, const struct order_vie
 	m.text = text;
 	/* the intent, not the attempt: every retry of this email carries the
 	 * same key, so the provider drops the repeats */
-	tickets_intent_key(in, v->id, idem, sizeof idem);
-	m.idempotency_key = idem;
+	if (!key_in)
+		tickets_intent_key(in, v->public_id, idem, sizeof idem);
+	m.idempotency_key = key_in ? key_in : idem;
 	r = mail_send(env->mail, &m, res);
 	free(subject);
 	free(text);

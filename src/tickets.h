@@ -102,6 +102,7 @@ struct order_view {
 	int n_tickets;
 	struct {
 		int64_t id;
+		int64_t code_id;		/* what its code names (code.h) */
 		char seat_label[32];
 	} tickets[TICKETS_SEATS_MAX];
 };
@@ -129,13 +130,20 @@ enum sd_result tickets_render_store(struct tickets_env *env, const struct order_
  * which run sends it (email_sends.kind, technique 2) and the key the
  * provider drops repeats by (technique 3):
  *
- *   the tickets           kind "tickets"       key "tickets-<order id>"
- *   the tickets, again n  kind "tickets-r<n>"  key "tickets-<order id>-r<n>"
- *   the cancellation      kind "cancel"        key "cancel-<order id>"
+ *   the tickets           kind "tickets"       key "tickets-<public id>"
+ *   the tickets, again n  kind "tickets-r<n>"  key "tickets-<public id>-r<n>"
+ *   the cancellation      kind "cancel"        key "cancel-<public id>"
  *
  * n counts an order's resends in its own row (orders.resends), taken in the
  * transaction that queues the resend: each resend is a new intent, sent
- * once however often its job runs.
+ * once however often its job runs.  The key names the order's public id,
+ * which no lost commit hands to another order (a row id would be: the next
+ * order gets it again); the first attempt fixes it in email_sends, so an
+ * intent claimed before schema 11 keeps its "tickets-<row id>".
+ *
+ * Each job that follows an order is named by its intent too (outbox.job_id,
+ * tickets_job_id): "outbox:<public id>:<intent>", the intent render, count,
+ * send, send-r<n> or cancel.
  */
 enum tickets_mail { TICKETS_MAIL_TICKETS, TICKETS_MAIL_CANCEL };
 
@@ -149,16 +157,23 @@ struct tickets_intent {
 /* tickets_intent_kind: the intent's email_sends.kind into buf. */
 void tickets_intent_kind(const struct tickets_intent *in, char *buf, size_t size);
 
-/* tickets_intent_key: the intent's provider key for order_id into buf. */
-void tickets_intent_key(const struct tickets_intent *in, int64_t order_id, char *buf,
+/* tickets_intent_key: the intent's provider key for the order with this
+ * public id into buf (TICKETS_KEY_MAX + 1 bytes is enough). */
+void tickets_intent_key(const struct tickets_intent *in, const char *public_id, char *buf,
 			size_t size);
+
+/* tickets_job_id: the job id of the order's intent ("render", "count",
+ * "send", "send-r<n>", "cancel"): "outbox:<public id>:<intent>", into buf
+ * (QUEUE_JOB_ID_MAX + 1 bytes is enough). */
+void tickets_job_id(const char *public_id, const char *intent, char *buf, size_t size);
 
 /* tickets_send_mail: the intent's email to the order's buyer, as the order
  * reads now (its email address at this moment): the tickets with the stored
- * PDF attached, or the cancellation, sent with the intent's provider key.
- * [out] res. */
+ * PDF attached, or the cancellation, sent under key (NULL: the intent's,
+ * tickets_intent_key).  [out] res. */
 enum sd_result tickets_send_mail(struct tickets_env *env, const struct order_view *v,
-				 const struct tickets_intent *in, struct mail_result *res);
+				 const struct tickets_intent *in, const char *key,
+				 struct mail_result *res);
 
 /* Failpoints in the handlers: failpoint.h names them. */
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "code.h"
+#include "tickets.h"
 #include "testutil.h"
 
 #define OUT_MAX 16384
@@ -139,7 +140,7 @@ static void test_restore_drill(void **state)
 	sqlite3_stmt *st;
 	pid_t run;
 	int i, n_backed = 0, tickets = 0;
-	int64_t ids[64];
+	char ids[64][ORDER_ID_MAX];
 
 	box_at(e, "box", &old);
 	box_at(e, "box2", &fresh);
@@ -159,10 +160,10 @@ static void test_restore_drill(void **state)
 	/* what the backup holds */
 	snprintf(sql, sizeof sql, "%s/stagedoor.db", bk);
 	assert_int_equal(sqlite3_open_v2(sql, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(h, "SELECT id FROM orders ORDER BY id", -1, &st, NULL),
-			 SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, "SELECT public_id FROM orders ORDER BY id", -1, &st,
+					    NULL), SQLITE_OK);
 	while (sqlite3_step(st) == SQLITE_ROW && n_backed < 64)
-		ids[n_backed++] = sqlite3_column_int64(st, 0);
+		snprintf(ids[n_backed++], sizeof ids[0], "%s", sqlite3_column_text(st, 0));
 	sqlite3_finalize(st);
 	sqlite3_close(h);
 	assert_int_equal(n_backed, 20);	/* every order acknowledged before it */
@@ -191,16 +192,16 @@ static void test_restore_drill(void **state)
 		char msg[4096];
 
 		/* the provider holds its one message (one per idempotency key) */
-		snprintf(msg, sizeof msg, "%s/new/tickets-%lld.eml", fresh.mail, (long long)ids[i]);
+		snprintf(msg, sizeof msg, "%s/new/tickets-%s.eml", fresh.mail, ids[i]);
 		if (!file_exists(msg))
-			fail_msg("order %lld: no message at the provider", (long long)ids[i]);
+			fail_msg("order %s: no message at the provider", ids[i]);
 	}
 	/* every ticket sold before the backup is admitted once: the key came back */
 	assert_int_equal(code_key_path(fresh.db, NULL, kp, sizeof kp), SD_OK);
 	assert_int_equal(code_key_load(kp, key), SD_OK);
 	assert_int_equal(sqlite3_open_v2(fresh.db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(h, "SELECT id, event_id FROM tickets", -1, &st, NULL),
-			 SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, "SELECT code_id, event_id FROM tickets", -1, &st,
+					    NULL), SQLITE_OK);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		char code[CODE_TEXT_MAX];
 

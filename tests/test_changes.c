@@ -156,7 +156,7 @@ struct jobbuf {
 };
 
 static const char SQL_OUTBOX_NEWEST[] =
-	"SELECT id, payload FROM outbox WHERE kind = ?1 AND (payload = ?2 OR payload LIKE ?3) "
+	"SELECT job_id, payload FROM outbox WHERE kind = ?1 AND (payload = ?2 OR payload LIKE ?3) "
 	"ORDER BY id DESC";
 
 static void outbox_job(struct jobbuf *b, const char *kind, int64_t order_id)
@@ -174,7 +174,7 @@ static void outbox_job(struct jobbuf *b, const char *kind, int64_t order_id)
 	db_bind_text(st, 3, more);
 	assert_int_equal(db_step(st, &row), SD_OK);
 	assert_int_equal(row, 1);
-	snprintf(b->job_id, sizeof b->job_id, "outbox:%lld", (long long)db_col_int(st, 0));
+	snprintf(b->job_id, sizeof b->job_id, "%s", db_col_text(st, 0));
 	snprintf(b->payload, sizeof b->payload, "%s", db_col_text(st, 1));
 	db_reset(st);
 	snprintf(b->kind, sizeof b->kind, "%s", kind);
@@ -210,8 +210,8 @@ static void test_resend_is_a_new_intent_sent_once(void **state)
 	order("Ana Lima", "ana@example.org", 2, id);
 	drain();
 	oid = order_key(id);
-	snprintf(key1, sizeof key1, "<tickets-%lld-r1@", (long long)oid);
-	snprintf(key2, sizeof key2, "<tickets-%lld-r2@", (long long)oid);
+	snprintf(key1, sizeof key1, "<tickets-%s-r1@", id);
+	snprintf(key2, sizeof key2, "<tickets-%s-r2@", id);
 	assert_int_equal(messages_with("ana@example.org", NULL), 1);
 
 	assert_int_equal(order_resend(F.full, id, "Box office laptop", &n), SD_OK);
@@ -292,7 +292,7 @@ static void test_new_address_gets_what_is_not_sent_yet(void **state)
  */
 static void test_retry_after_a_new_address_goes_where_the_first_went(void **state)
 {
-	char id[ORDER_ID_MAX], to[256];
+	char id[ORDER_ID_MAX], to[256], key[256], want[64];
 	struct order_detail *d;
 	struct jobbuf j;
 	int64_t oid, at = 0, n = 0;
@@ -308,9 +308,11 @@ static void test_retry_after_a_new_address_goes_where_the_first_went(void **stat
 	assert_int_equal(idem_effect_claim(F.env->db, oid, "tickets", IDEM_STALE_MS, &claim, &at),
 			 SD_OK);
 	assert_int_equal(claim, IDEM_CLAIMED);
-	assert_int_equal(idem_effect_target(F.env->db, oid, "tickets", "nia@example.org", to,
-					    sizeof to), SD_OK);
+	snprintf(want, sizeof want, "tickets-%s", id);
+	assert_int_equal(idem_effect_fix(F.env->db, oid, "tickets", "nia@example.org", want, to,
+					 key, sizeof to), SD_OK);
 	assert_string_equal(to, "nia@example.org");
+	assert_string_equal(key, want);
 	assert_int_equal(idem_effect_release(F.env->db, oid, "tickets", at), SD_OK);
 
 	assert_int_equal(order_set_email(F.full, id, "nia.new@example.org", "cli (ops)", &changed),
@@ -372,7 +374,7 @@ static void test_cancel_frees_seats_counts_back_and_mails_once(void **state)
 	run_done(ticket_job_cancel, &j.job);
 	assert_int_equal(tu_countf(F.env->db_path, "SELECT seats_sold FROM sales_counters"), 2);
 	assert_int_equal(tu_countf(F.env->db_path, "SELECT orders FROM sales_counters"), 1);
-	snprintf(cancel_key, sizeof cancel_key, "<cancel-%lld@", (long long)oid);
+	snprintf(cancel_key, sizeof cancel_key, "<cancel-%s@", a);
 	assert_int_equal(messages_with(cancel_key, "cy@example.org"), 1);
 	assert_int_equal(messages_with("cy@example.org", NULL), 2);	/* tickets, cancel */
 
@@ -405,8 +407,9 @@ static void first_code(const char *public_id, char *code)
 {
 	unsigned char key[CODE_KEY_LEN];
 	char path[600];
-	int64_t ticket = tu_countf(F.env->db_path, "SELECT min(t.id) FROM tickets t JOIN orders o "
-				   "ON o.id = t.order_id WHERE o.public_id = '%s'", public_id);
+	int64_t ticket = tu_countf(F.env->db_path, "SELECT t.code_id FROM tickets t JOIN orders o "
+				   "ON o.id = t.order_id WHERE o.public_id = '%s' ORDER BY t.id "
+				   "LIMIT 1", public_id);
 
 	assert_int_equal(code_key_path(F.env->db_path, tu_state(F.env), path, sizeof path), SD_OK);
 	assert_int_equal(code_key_load(path, key), SD_OK);

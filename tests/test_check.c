@@ -312,7 +312,7 @@ static void test_unpublished_outbox_row(void **state)
 {
 	(void)state;
 	assert_int_equal(db_begin(F.env->db), SD_OK);
-	assert_int_equal(outbox_add(F.env->db, "noop", "{}", 0, 0, NULL), SD_OK);
+	assert_int_equal(outbox_add(F.env->db, "noop", NULL, "{}", 0, 0, NULL), SD_OK);
 	assert_int_equal(db_commit(F.env->db), SD_OK);
 	expect_broken("outbox", "the outbox holds 1 unpublished row");
 }
@@ -339,7 +339,7 @@ static void test_first_broken_is_named(void **state)
 	pdf_path(0, path, sizeof path);
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(db_begin(F.env->db), SD_OK);
-	assert_int_equal(outbox_add(F.env->db, "noop", "{}", 0, 0, NULL), SD_OK);
+	assert_int_equal(outbox_add(F.env->db, "noop", NULL, "{}", 0, 0, NULL), SD_OK);
 	assert_int_equal(db_commit(F.env->db), SD_OK);
 	expect_broken("outbox", "unpublished");
 }

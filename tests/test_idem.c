@@ -159,7 +159,26 @@ static int64_t q_int(const char *sql, int64_t a1, const char *a2)
 
 /* ?1 or ?2 may go unused; binding a parameter a statement lacks is harmless */
 static const char SQL_N_OUTBOX_KIND[] = "SELECT count(*) FROM outbox WHERE kind = ?2";
-static const char SQL_OUTBOX_ID[] = "SELECT min(id) FROM outbox WHERE kind = ?2";
+static const char SQL_OUTBOX_JOB[] =
+	"SELECT job_id FROM outbox WHERE kind = ?1 ORDER BY id LIMIT 1";
+
+/* outbox_job_of: the job id the outbox gave its first row of kind, into
+ * buf; 0 when there is none */
+static int outbox_job_of(const char *kind, char *buf, size_t size)
+{
+	struct db_stmt *st = db_stmt(F.env->db, SQL_OUTBOX_JOB);
+	int row = 0;
+
+	if (!st)
+		fail_msg("%s: %s", SQL_OUTBOX_JOB, err_msg());
+	db_bind_text(st, 1, kind);
+	if (db_step(st, &row) != SD_OK)
+		fail_msg("%s: %s", SQL_OUTBOX_JOB, err_msg());
+	if (row)
+		snprintf(buf, size, "%s", db_col_text(st, 0));
+	db_reset(st);
+	return row;
+}
 static const char SQL_N_PDF_KEY[] =
 	"SELECT count(*) FROM tickets WHERE order_id = ?1 AND pdf_key = ?2";
 static const char SQL_N_SENDS[] = "SELECT count(*) FROM email_sends WHERE order_id = ?1";
@@ -239,13 +258,9 @@ struct jobbuf {
 static void job_make(struct jobbuf *b, const char *kind, const char *outbox_kind,
 		     int64_t deliveries, const char *payload)
 {
-	int64_t outbox_id = q_int(SQL_OUTBOX_ID, 0, outbox_kind);
-
 	memset(b, 0, sizeof *b);
 	/* the identity the relay gives it, or a minted one when no row exists */
-	if (outbox_id > 0)
-		snprintf(b->job_id, sizeof b->job_id, "outbox:%lld", (long long)outbox_id);
-	else
+	if (!outbox_job_of(outbox_kind, b->job_id, sizeof b->job_id))
 		queue_mint_job_id(b->job_id);
 	snprintf(b->kind, sizeof b->kind, "%s", kind);
 	snprintf(b->payload, sizeof b->payload, "%s", payload);
@@ -442,7 +457,7 @@ static enum job_outcome naive_render(struct handler_ctx *ctx, const struct job *
 		goto fail;
 	db_bind_text(st, 1, key);
 	db_bind_int(st, 2, order_id);
-	if (db_run(st) != SD_OK || outbox_add(db, "send_tickets", payload, 0, 0, NULL) != SD_OK)
+	if (db_run(st) != SD_OK || outbox_add(db, "send_tickets", NULL, payload, 0, 0, NULL) != SD_OK)
 		goto fail;
 	if (db_commit(db) != SD_OK)
 		return job_failf(res, 0, "commit: %s", err_msg());
@@ -684,15 +699,13 @@ static void test_provider_key_format(void **state)
 	char buf[64], small[8];
 
 	(void)state;
-	idem_provider_key(buf, sizeof buf, "tickets", 4471);
-	assert_string_equal(buf, "tickets-4471");
-	idem_provider_key(buf, sizeof buf, "tickets", INT64_MAX);
-	assert_string_equal(buf, "tickets-9223372036854775807");
-	idem_provider_key(buf, sizeof buf, "refund", 1);
-	assert_string_equal(buf, "refund-1");
+	idem_provider_key(buf, sizeof buf, "tickets", "TCGVUH2R8A");
+	assert_string_equal(buf, "tickets-TCGVUH2R8A");
+	idem_provider_key(buf, sizeof buf, "refund", "TX");
+	assert_string_equal(buf, "refund-TX");
 	/* a short buffer is cut, never overrun */
 	memset(small, 'x', sizeof small);
-	idem_provider_key(small, sizeof small, "tickets", 4471);
+	idem_provider_key(small, sizeof small, "tickets", "TCGVUH2R8A");
 	assert_string_equal(small, "tickets");
 }
 
@@ -833,13 +846,13 @@ static void assert_sent_once(void)
 {
 	char name[64], id[96];
 
-	snprintf(name, sizeof name, "tickets-%lld.eml", (long long)F.order_id);
-	snprintf(id, sizeof id, "tickets-%lld@stagedoor.invalid", (long long)F.order_id);
+	snprintf(name, sizeof name, "tickets-%s.eml", F.public_id);
+	snprintf(id, sizeof id, "tickets-%s@stagedoor.invalid", F.public_id);
 	assert_int_equal(n_messages(), 1);
 	assert_true(file_exists("maildir/new", name));
-	/* one key was ever used: "tickets-<order id>" */
+	/* one key was ever used: "tickets-<the order's public id>" */
 	assert_int_equal(n_files("maildir/.idem"), 1);
-	snprintf(name, sizeof name, "tickets-%lld", (long long)F.order_id);
+	snprintf(name, sizeof name, "tickets-%s", F.public_id);
 	assert_true(file_exists("maildir/.idem", name));
 	assert_int_equal(q_int(SQL_N_SENDS, F.order_id, NULL), 1);
 	assert_true(q_int(SQL_SENT_AT, F.order_id, NULL) > 0);
@@ -999,7 +1012,7 @@ static int send_die_then_retry(handler_fn fn, int with_claim)
 		assert_int_equal(idem_effect_claim(F.env->db, F.order_id, "tickets",
 						   IDEM_STALE_MS, &c, NULL), SD_OK);
 		assert_int_equal(c, IDEM_CLAIMED);
-		assert_int_equal(tickets_send_mail(F.tenv, &v, &FIRST_TICKETS, &mr), SD_OK);
+		assert_int_equal(tickets_send_mail(F.tenv, &v, &FIRST_TICKETS, NULL, &mr), SD_OK);
 	} else {
 		assert_int_equal(q_int(SQL_N_SENDS, F.order_id, NULL), 0);
 		assert_int_equal(naive_mail(F.tenv, &v, 1, &mr), SD_OK);
@@ -1085,8 +1098,7 @@ static int64_t count_relay_duplicate(handler_fn fn)
 
 	assert_int_equal(outbox_relay_batch(F.env->db, 100, &n), SD_OK);
 	assert_int_equal(n, 2);		/* render_tickets and update_sales_counter */
-	snprintf(job_id, sizeof job_id, "outbox:%lld",
-		 (long long)q_int(SQL_OUTBOX_ID, 0, "update_sales_counter"));
+	assert_true(outbox_job_of("update_sales_counter", job_id, sizeof job_id));
 	count_payload(payload, sizeof payload);
 	memset(&e, 0, sizeof e);
 	e.kind = "update_sales_counter";
@@ -1119,8 +1131,7 @@ static void test_count_delivered_twice_counts_once(void **state)
 	(void)state;
 	assert_int_equal(count_twice(ticket_job_count), 1);
 	assert_counter(1, SEATS);
-	snprintf(job_id, sizeof job_id, "outbox:%lld",
-		 (long long)q_int(SQL_OUTBOX_ID, 0, "update_sales_counter"));
+	assert_true(outbox_job_of("update_sales_counter", job_id, sizeof job_id));
 	assert_int_equal(q_int(SQL_N_PROCESSED, 0, job_id), 1);
 }
 

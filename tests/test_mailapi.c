@@ -205,7 +205,7 @@ static int setup(void **state)
 	assert_int_equal(order_add(F.env->db, &o, F.public_id, &replayed), SD_OK);
 	F.order_id = tu_countf(F.env->db_path, SQL_ORDER_ID, F.public_id);
 	assert_true(F.order_id > 0);
-	idem_provider_key(F.key, sizeof F.key, "tickets", F.order_id);
+	idem_provider_key(F.key, sizeof F.key, "tickets", F.public_id);
 	F.ctx = handler_ctx_new(F.env->db_path, F.tenv);
 	assert_non_null(F.ctx);
 
@@ -604,7 +604,7 @@ static void test_killed_after_answer_same_key(void **state)
 	assert_int_equal(idem_effect_claim(F.env->db, F.order_id, "tickets", IDEM_STALE_MS, &c,
 					   NULL), SD_OK);
 	assert_int_equal(c, IDEM_CLAIMED);
-	assert_int_equal(tickets_send_mail(F.tenv, &v, &FIRST_TICKETS, &mr), SD_OK);
+	assert_int_equal(tickets_send_mail(F.tenv, &v, &FIRST_TICKETS, NULL, &mr), SD_OK);
 	assert_int_equal(strncmp(mr.message_id, "ms-", 3), 0);
 	assert_int_equal(mr.duplicate, 0);	/* the first send of this key */
 	/* ... and the process dies here: no idem_effect_done */
@@ -627,7 +627,7 @@ static void test_killed_after_answer_same_key(void **state)
 	/* one more send with the key: the provider marks its answer a replay
 	 * ("Idempotent-Replayed: true"), which the handler counts as absorbed */
 	memset(&again, 0, sizeof again);
-	assert_int_equal(tickets_send_mail(F.tenv, &v, &FIRST_TICKETS, &again), SD_OK);
+	assert_int_equal(tickets_send_mail(F.tenv, &v, &FIRST_TICKETS, NULL, &again), SD_OK);
 	assert_int_equal(again.duplicate, 1);
 	assert_string_equal(again.message_id, mr.message_id);
 	assert_int_equal(stats_messages(F.key, &requests), 1);

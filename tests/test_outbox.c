@@ -99,6 +99,21 @@ static int64_t published_at(struct db *db, int64_t id)
 	return v;
 }
 
+static const char SQL_JOB_OF[] = "SELECT job_id FROM outbox WHERE id = ?1";
+
+/* job_of: the job id the outbox gave row id, into buf ("" when none) */
+static void job_of(struct db *db, int64_t id, char *buf, size_t size)
+{
+	struct db_stmt *st = db_stmt(db, SQL_JOB_OF);
+	int row = 0;
+
+	assert_non_null(st);
+	db_bind_int(st, 1, id);
+	assert_int_equal(db_step(st, &row), SD_OK);
+	snprintf(buf, size, "%s", row ? db_col_text(st, 0) : "");
+	db_reset(st);
+}
+
 /* ======================== outbox_add ===================================== */
 
 static void test_add_outside_tx_refused(void **state)
@@ -107,7 +122,7 @@ static void test_add_outside_tx_refused(void **state)
 	int64_t id = -1, n = -1;
 
 	err_clear();
-	assert_int_equal(outbox_add(db, "noop", "{}", 0, 0, &id), SD_INVALID);
+	assert_int_equal(outbox_add(db, "noop", NULL, "{}", 0, 0, &id), SD_INVALID);
 	assert_non_null(strstr(err_msg(), "transaction"));
 	assert_int_equal(id, -1);
 	assert_false(db_in_tx(db));
@@ -123,8 +138,8 @@ static void test_add_commits_with_caller_change(void **state)
 
 	assert_int_equal(db_begin(db), SD_OK);
 	add_order(db, "INSERT INTO test_orders (buyer) VALUES ('ada')");
-	assert_int_equal(outbox_add(db, "render_tickets", "{\"order_id\": 1}", 0, 0, &id1), SD_OK);
-	assert_int_equal(outbox_add(db, "update_sales_counter", NULL, 0, 0, &id2), SD_OK);
+	assert_int_equal(outbox_add(db, "render_tickets", NULL, "{\"order_id\": 1}", 0, 0, &id1), SD_OK);
+	assert_int_equal(outbox_add(db, "update_sales_counter", NULL, NULL, 0, 0, &id2), SD_OK);
 	assert_true(id1 > 0);
 	assert_true(id2 > id1);
 	/* not visible to anyone else before the caller commits */
@@ -149,7 +164,7 @@ static void test_add_rolls_back_with_caller_change(void **state)
 
 	assert_int_equal(db_begin(db), SD_OK);
 	add_order(db, "INSERT INTO test_orders (buyer) VALUES ('bob')");
-	assert_int_equal(outbox_add(db, "render_tickets", "{\"order_id\": 1}", 0, 0, &id), SD_OK);
+	assert_int_equal(outbox_add(db, "render_tickets", NULL, "{\"order_id\": 1}", 0, 0, &id), SD_OK);
 	db_rollback(db);
 	assert_false(db_in_tx(db));
 
@@ -171,15 +186,67 @@ static void test_add_bad_input_refused(void **state)
 	assert_int_equal(db_begin(db), SD_OK);
 	add_order(db, "INSERT INTO test_orders (buyer) VALUES ('cy')");
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		assert_int_equal(outbox_add(db, "noop", bad[i], 0, 0, NULL), SD_INVALID);
-	assert_int_equal(outbox_add(db, "Bad Kind", "{}", 0, 0, NULL), SD_INVALID);
-	assert_int_equal(outbox_add(db, "noop", "{}", -1, 0, NULL), SD_INVALID);
+		assert_int_equal(outbox_add(db, "noop", NULL, bad[i], 0, 0, NULL), SD_INVALID);
+	assert_int_equal(outbox_add(db, "Bad Kind", NULL, "{}", 0, 0, NULL), SD_INVALID);
+	assert_int_equal(outbox_add(db, "noop", NULL, "{}", -1, 0, NULL), SD_INVALID);
 	/* a refused row leaves the caller's transaction usable */
 	assert_true(db_in_tx(db));
-	assert_int_equal(outbox_add(db, "noop", " {\"ok\": true}", 0, 0, NULL), SD_OK);
+	assert_int_equal(outbox_add(db, "noop", NULL, " {\"ok\": true}", 0, 0, NULL), SD_OK);
 	assert_int_equal(db_commit(db), SD_OK);
 	assert_int_equal(count(state, "SELECT count(*) FROM test_orders"), 1);
 	assert_int_equal(count(state, "SELECT count(*) FROM outbox"), 1);
+}
+
+/* A job is named by its intent when the caller names it, else by an id
+ * minted for it; never by the row's id.  A commit lost to a power cut
+ * gives its row id to the next row, never its job id: the next row's job
+ * is a job of its own, which processed_jobs has not seen. */
+static void test_job_ids(void **state)
+{
+	struct db *db = ((struct tu_env *)*state)->db;
+	char a[QUEUE_JOB_ID_MAX + 1], b[QUEUE_JOB_ID_MAX + 1], num[32];
+	int64_t id1 = -1, id2 = -1, n = -1;
+	struct entry e;
+
+	assert_int_equal(db_begin(db), SD_OK);
+	assert_int_equal(outbox_add(db, "noop", "outbox:TCGVUH2R8A:render", "{}", 0, 0, &id1),
+			 SD_OK);
+	job_of(db, id1, a, sizeof a);
+	assert_string_equal(a, "outbox:TCGVUH2R8A:render");
+	/* an intent is queued once; a name outside the outbox's is refused */
+	err_clear();
+	assert_int_equal(outbox_add(db, "noop", "outbox:TCGVUH2R8A:render", "{}", 0, 0, NULL),
+			 SD_INVALID);
+	assert_non_null(strstr(err_msg(), "queued already"));
+	assert_int_equal(outbox_add(db, "noop", "render:TCGVUH2R8A", "{}", 0, 0, NULL), SD_INVALID);
+	assert_int_equal(outbox_add(db, "noop", "outbox:two words", "{}", 0, 0, NULL), SD_INVALID);
+	assert_int_equal(db_commit(db), SD_OK);
+
+	/* a minted one, in a commit that is then lost */
+	assert_int_equal(db_begin(db), SD_OK);
+	assert_int_equal(outbox_add(db, "noop", NULL, "{}", 0, 0, &id2), SD_OK);
+	job_of(db, id2, b, sizeof b);
+	db_rollback(db);
+	assert_int_equal(strncmp(b, "outbox:", 7), 0);
+	snprintf(num, sizeof num, "outbox:%lld", (long long)id2);
+	assert_string_not_equal(b, num);
+	/* the next row has the lost one's row id (SQLite gives it again; a
+	 * PostgreSQL sequence does not), and a job of its own either way */
+	assert_int_equal(db_begin(db), SD_OK);
+	assert_int_equal(outbox_add(db, "noop", NULL, "{}", 0, 0, &n), SD_OK);
+	assert_int_equal(db_commit(db), SD_OK);
+	if (!tu_pg())
+		assert_int_equal(n, id2);
+	job_of(db, n, a, sizeof a);
+	assert_string_not_equal(a, b);
+	assert_int_equal(strncmp(a, "outbox:", 7), 0);
+	/* and the stream carries it */
+	assert_int_equal(outbox_relay_batch(db, 10, &n), SD_OK);
+	assert_int_equal(n, 2);
+	entry_get(db, a, &e);
+	assert_true(e.found);
+	entry_get(db, "outbox:TCGVUH2R8A:render", &e);
+	assert_true(e.found);
 }
 
 /* ======================== the relay ====================================== */
@@ -195,7 +262,7 @@ static void test_relay_batches_once(void **state)
 	assert_int_equal(db_begin(db), SD_OK);
 	for (i = 0; i < 5; i++) {
 		snprintf(payload, sizeof payload, "{\"order_id\": %d}", i + 1);
-		assert_int_equal(outbox_add(db, i == 2 ? "send_tickets" : "render_tickets", payload,
+		assert_int_equal(outbox_add(db, i == 2 ? "send_tickets" : "render_tickets", NULL, payload,
 					    i == 2 ? 3000 : 0, i == 2 ? 7 : 0, &ids[i]), SD_OK);
 	}
 	assert_int_equal(db_commit(db), SD_OK);
@@ -221,7 +288,7 @@ static void test_relay_batches_once(void **state)
 	assert_int_equal(n, 0);
 
 	for (i = 0; i < 5; i++) {
-		snprintf(job_id, sizeof job_id, "outbox:%lld", (long long)ids[i]);
+		job_of(db, ids[i], job_id, sizeof job_id);
 		entry_get(db, job_id, &e);
 		assert_true(e.found);
 		snprintf(payload, sizeof payload, "{\"order_id\": %d}", i + 1);
@@ -256,7 +323,7 @@ static void test_relay_crash_mid_batch_publishes_once(void **state)
 
 	assert_int_equal(db_begin(db), SD_OK);
 	for (i = 0; i < 3; i++)
-		assert_int_equal(outbox_add(db, "noop", NULL, 0, 0, &ids[i]), SD_OK);
+		assert_int_equal(outbox_add(db, "noop", NULL, NULL, 0, 0, &ids[i]), SD_OK);
 	assert_int_equal(db_commit(db), SD_OK);
 
 	/* the relay's batch runs, then the process dies before the commit */
@@ -280,7 +347,7 @@ static void test_relay_crash_mid_batch_publishes_once(void **state)
 	assert_int_equal(count(state, "SELECT count(*) FROM (SELECT job_id FROM stream "
 			       "GROUP BY job_id HAVING count(*) > 1) AS d"), 0);
 	assert_int_equal(count(state, "SELECT count(*) FROM stream s JOIN outbox o "
-			       "ON s.job_id = 'outbox:' || o.id"), 3);
+			       "ON s.job_id = o.job_id"), 3);
 	assert_int_equal(count(state, "SELECT count(*) FROM outbox WHERE published_at IS NULL"), 0);
 }
 
@@ -294,7 +361,7 @@ static void test_relay_run_drains(void **state)
 
 	assert_int_equal(db_begin(db), SD_OK);
 	for (i = 0; i < 5; i++)
-		assert_int_equal(outbox_add(db, "noop", NULL, 0, 0, NULL), SD_OK);
+		assert_int_equal(outbox_add(db, "noop", NULL, NULL, 0, 0, NULL), SD_OK);
 	assert_int_equal(db_commit(db), SD_OK);
 	/* a relay with its own connection, batches of 2, until none waits */
 	log_set_level(LOG_WARN);
@@ -326,7 +393,7 @@ static void relay_seen(void *arg, int64_t published, int64_t total)
 	if (s->calls++ == 0) {
 		assert_int_equal(db_begin(s->db), SD_OK);
 		for (i = 0; i < 3; i++)
-			assert_int_equal(outbox_add(s->db, "noop", NULL, 0, 0, NULL), SD_OK);
+			assert_int_equal(outbox_add(s->db, "noop", NULL, NULL, 0, 0, NULL), SD_OK);
 		assert_int_equal(db_commit(s->db), SD_OK);
 	}
 }
@@ -344,7 +411,7 @@ static void test_relay_run_progress_callback(void **state)
 
 	assert_int_equal(db_begin(env->db), SD_OK);
 	for (i = 0; i < 5; i++)
-		assert_int_equal(outbox_add(env->db, "noop", NULL, 0, 0, NULL), SD_OK);
+		assert_int_equal(outbox_add(env->db, "noop", NULL, NULL, 0, 0, NULL), SD_OK);
 	assert_int_equal(db_commit(env->db), SD_OK);
 	seen.db = env->db;
 	o.batch = 2;
@@ -393,7 +460,7 @@ static void test_relay_run_shows_nothing_itself(void **state)
 
 	assert_int_equal(db_begin(env->db), SD_OK);
 	for (i = 0; i < 7; i++)
-		assert_int_equal(outbox_add(env->db, "noop", NULL, 0, 0, NULL), SD_OK);
+		assert_int_equal(outbox_add(env->db, "noop", NULL, NULL, 0, 0, NULL), SD_OK);
 	assert_int_equal(db_commit(env->db), SD_OK);
 	o.batch = 3;
 	o.drain = 1;
@@ -427,6 +494,7 @@ int main(void)
 		T(test_add_commits_with_caller_change),
 		T(test_add_rolls_back_with_caller_change),
 		T(test_add_bad_input_refused),
+		T(test_job_ids),
 		T(test_relay_batches_once),
 		T(test_relay_crash_mid_batch_publishes_once),
 		T(test_relay_run_drains),

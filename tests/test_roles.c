@@ -307,8 +307,8 @@ static void ticket_of(int64_t event_id, const char *key, char code[CODE_TEXT_MAX
 	int64_t ticket;
 
 	assert_int_equal(order_add(F.env->db, &o, id, &replayed), SD_OK);
-	snprintf(sql, sizeof sql, "SELECT max(id) FROM tickets WHERE event_id = %lld",
-		 (long long)event_id);
+	snprintf(sql, sizeof sql, "SELECT code_id FROM tickets WHERE event_id = %lld "
+		 "ORDER BY id DESC LIMIT 1", (long long)event_id);
 	ticket = tu_count(F.env->db_path, sql);
 	code_make(F.key, ticket, event_id, code);
 }

@@ -923,7 +923,7 @@ static void check_ticket_delivered(const struct tu_env *env)
 	assert_string_equal(envl, "from box@venue.example\nto jose@example.org\ntls 1\nauth \n");
 	free(envl);
 	eml = sink_message(env, 1, "eml", NULL);
-	idem_provider_key(want, sizeof want, "tickets", J.order_id);
+	idem_provider_key(want, sizeof want, "tickets", J.public_id);
 	snprintf(head, sizeof head, "\r\nMessage-ID: <%s@stagedoor.invalid>\r\n", want);
 	assert_non_null(strstr(eml, head));
 	snprintf(head, sizeof head,

@@ -18,14 +18,20 @@
  * re-addressed and cancelled orders by both doors while it did, the small
  * event sold out and sold its given-back seats again, one email per intent
  * (tickets, each resend, each cancellation), none delivered twice, none to
- * an old address, nothing lost, and the harness's own verdict is ok.
+ * an old address, nothing lost, and the harness's own verdict is ok.  The
+ * verdict's tests on the demo's box break it on purpose: a second message,
+ * a missing one, the email of an order the database lacks, an owed email
+ * whose key holds another order's, a code that admits another order's seat.
  *
  * The short power-cut soak (150 orders, 12 cuts, half of them torn; `make
  * powercut` runs 3000 and 200) runs the box on tools/powercut and cuts its
  * power: no acknowledged order lost, no corrupt database, every order done
  * once; again with the maildir transport writing on the cut disk and run
  * backing up every second onto it (every named backup verifies after
- * every cut).  And the same soak on a box whose connections commit at
+ * every cut); again with the intake's flushes held 500 ms each (strace), so
+ * that cuts fall while commits wait for the disk: no email for an order a
+ * cut took, no owed email taken for another order's, no code admitting
+ * another order's seat.  And the same soak on a box whose connections commit at
  * synchronous=OFF (the db_synchronous_off failpoint) must see what such a
  * box loses, or it could not tell a durable box from one that is not.
  * These need root and /dev/fuse, as make test has them.
@@ -181,7 +187,7 @@ static int demo_teardown(void **state)
 static int verify(struct demo *d)
 {
 	const char *args[] = { "--verify-only", "--db", d->db, "--maildir", d->maildir,
-			       "--orders", "20", NULL };
+			       "--orders", "20", "--door", d->env->dir, NULL };
 
 	return chaos(d->env, args, d->out, sizeof d->out, d->err, sizeof d->err);
 }
@@ -190,7 +196,8 @@ static int verify(struct demo *d)
 static int verify_changes(struct demo *d)
 {
 	const char *args[] = { "--verify-only", "--db", d->db, "--maildir", d->maildir,
-			       "--orders", "21", "--actions", d->actions, NULL };
+			       "--orders", "21", "--actions", d->actions, "--door", d->env->dir,
+			       NULL };
 
 	return chaos(d->env, args, d->out, sizeof d->out, d->err, sizeof d->err);
 }
@@ -232,6 +239,12 @@ static void test_verify_clean_demo(void **state)
 	assert_int_equal(figure(d->out, "messages"), 20);
 	assert_int_equal(figure(d->out, "duplicates_delivered"), 0);
 	assert_int_equal(figure(d->out, "lost"), 0);
+	/* every code in every email admits a seat of its own order */
+	assert_int_equal(figure(d->out, "codes_scanned"),
+			 tu_count(d->db, "SELECT count(*) FROM tickets"));
+	assert_int_equal(figure(d->out, "codes_admitting_another_orders_seat"), 0);
+	assert_int_equal(figure(d->out, "emails_for_orders_not_in_the_database"), 0);
+	assert_int_equal(figure(d->out, "owed_emails_absorbed_as_duplicates"), 0);
 	assert_non_null(strstr(d->out, "\nresult ok\n"));
 
 	/* the number of orders is checked when given */
@@ -275,6 +288,82 @@ static void test_verify_missing_message(void **state)
 	assert_int_equal(verify(d), 1);
 	assert_int_equal(figure(d->out, "lost"), 1);
 	assert_non_null(strstr(d->err, "no message at the provider"));
+}
+
+/* demo_pub: the public id of demo order n (1, 2, ...) */
+static void demo_pub(struct demo *d, int n, char *pub, size_t size)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	char q[96];
+
+	snprintf(q, sizeof q, "SELECT public_id FROM orders WHERE id = %d", n);
+	assert_int_equal(sqlite3_open_v2(d->db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	snprintf(pub, size, "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+#define LOST_ORDER "T22222222A"	/* a public id the database does not hold */
+
+/* The email of an order a power cut took: its message at the provider
+ * names an order the database does not hold. */
+static void test_verify_email_of_a_lost_order(void **state)
+{
+	struct demo *d = *state;
+	char pub[16], cmd[1600];
+
+	demo_pub(d, 1, pub, sizeof pub);
+	snprintf(cmd, sizeof cmd, "sed 's/%s/%s/g' '%s/new/tickets-%s.eml' >'%s/new/tickets-%s.eml'",
+		 pub, LOST_ORDER, d->maildir, pub, d->maildir, LOST_ORDER);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(verify(d), 1);
+	assert_int_equal(figure(d->out, "emails_for_orders_not_in_the_database"), 1);
+	assert_int_equal(figure(d->out, "owed_emails_absorbed_as_duplicates"), 0);
+	assert_non_null(strstr(d->err, "broken: messages: tickets-" LOST_ORDER " is the email of "
+			       "order " LOST_ORDER ", which the database does not hold"));
+}
+
+/* The order that got a lost order's row back, and its key: the provider
+ * holds the lost order's email under it, and this order's buyer has none. */
+static void test_verify_owed_email_absorbed(void **state)
+{
+	struct demo *d = *state;
+	char pub[16], cmd[1600];
+
+	demo_pub(d, 1, pub, sizeof pub);
+	snprintf(cmd, sizeof cmd, "sed -i 's/Order %s/Order %s/' '%s/new/tickets-%s.eml'", pub,
+		 LOST_ORDER, d->maildir, pub);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(verify(d), 1);
+	assert_int_equal(figure(d->out, "emails_for_orders_not_in_the_database"), 1);
+	assert_int_equal(figure(d->out, "owed_emails_absorbed_as_duplicates"), 1);
+	assert_int_equal(figure(d->out, "lost"), 1);
+	assert_int_equal(figure(d->out, "lost.tickets"), 1);
+}
+
+/* A code in one order's email that admits another order's seat: order 1's
+ * email carries order 2's PDF. */
+static void test_verify_code_of_another_order(void **state)
+{
+	struct demo *d = *state;
+	char p1[16], p2[16], cmd[3000];
+
+	demo_pub(d, 1, p1, sizeof p1);
+	demo_pub(d, 2, p2, sizeof p2);
+	/* order 1's head and text, then order 2's attachment */
+	snprintf(cmd, sizeof cmd,
+		 "cd '%s/new' && { sed -n '1,/^Content-Type: application.pdf/p' tickets-%s.eml | "
+		 "sed '$d'; sed -n '/^Content-Type: application.pdf/,$p' tickets-%s.eml; } "
+		 ">swap && mv swap tickets-%s.eml", d->maildir, p1, p2, p1);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(verify(d), 1);
+	assert_true(figure(d->out, "codes_admitting_another_orders_seat") >= 1);
+	snprintf(cmd, sizeof cmd, "broken: codes: a code in order %s's email (tickets-%s) admits a "
+		 "seat of order %s", p1, p1, p2);
+	assert_non_null(strstr(d->err, cmd));
 }
 
 static void test_verify_counter_off(void **state)
@@ -441,33 +530,37 @@ static void test_verify_changes_clean(void **state)
 static void test_verify_resend_delivered_twice(void **state)
 {
 	struct demo *d = *state;
-	char cmd[1200];
+	char cmd[1200], want[120];
 
 	demo_changes(d);
-	snprintf(cmd, sizeof cmd, "cp '%s/new/tickets-1-r1.eml' '%s/cur/again.eml'", d->maildir,
-		 d->maildir);
+	snprintf(cmd, sizeof cmd, "cp '%s/new/tickets-%s-r1.eml' '%s/cur/again.eml'", d->maildir,
+		 d->ids[0], d->maildir);
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(verify_changes(d), 1);
 	assert_int_equal(figure(d->out, "duplicates.resend"), 1);
 	assert_int_equal(figure(d->out, "duplicates_delivered"), 1);
-	assert_non_null(strstr(d->err, "broken: messages: order 1 ("));
-	assert_non_null(strstr(d->err, "has 2 messages for tickets-1-r1"));
+	snprintf(want, sizeof want, "broken: messages: order 1 (%s) has 2 messages for resend r1",
+		 d->ids[0]);
+	assert_non_null(strstr(d->err, want));
 }
 
 /* a message for a resend nobody asked for: order 1's second */
 static void test_verify_resend_never_made(void **state)
 {
 	struct demo *d = *state;
-	char cmd[1200];
+	char cmd[1200], want[200];
+	const char *p = d->ids[0];
 
 	demo_changes(d);
-	snprintf(cmd, sizeof cmd, "sed 's/<tickets-1-r1@/<tickets-1-r2@/' '%s/new/tickets-1-r1.eml' "
-		 ">'%s/new/tickets-1-r2.eml'", d->maildir, d->maildir);
+	snprintf(cmd, sizeof cmd, "sed 's/<tickets-%s-r1@/<tickets-%s-r2@/' "
+		 "'%s/new/tickets-%s-r1.eml' >'%s/new/tickets-%s-r2.eml'", p, p, d->maildir, p,
+		 d->maildir, p);
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(verify_changes(d), 1);
 	assert_int_equal(figure(d->out, "messages_for_unmade_intents"), 1);
-	assert_non_null(strstr(d->err, "broken: messages: order 1 ("));
-	assert_non_null(strstr(d->err, "tickets-1-r2, an intent never made"));
+	snprintf(want, sizeof want, "broken: messages: order %s made 1 resends, and the provider "
+		 "holds tickets-%s-r2, an intent never made", p, p);
+	assert_non_null(strstr(d->err, want));
 }
 
 /* order 2's resend, asked after its new address, went to the old one */
@@ -486,12 +579,14 @@ static void test_verify_resend_to_old_address(void **state)
 	snprintf(old, sizeof old, "%s", (const char *)sqlite3_column_text(st, 0));
 	sqlite3_finalize(st);
 	sqlite3_close(db);
-	snprintf(cmd, sizeof cmd, "sed -i 's/<new2@example.org>/<%s>/' '%s/new/tickets-2-r1.eml'",
-		 old, d->maildir);
+	snprintf(cmd, sizeof cmd, "sed -i 's/<new2@example.org>/<%s>/' '%s/new/tickets-%s-r1.eml'",
+		 old, d->maildir, d->ids[1]);
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(verify_changes(d), 1);
 	assert_int_equal(figure(d->out, "messages_to_wrong_address"), 1);
-	assert_non_null(strstr(d->err, "broken: address: tickets-2-r1 (order "));
+	snprintf(cmd, sizeof cmd, "broken: address: tickets-%s-r1 (order %s)", d->ids[1],
+		 d->ids[1]);
+	assert_non_null(strstr(d->err, cmd));
 	assert_non_null(strstr(d->err, "an old address: it was asked after the address became "
 			       "new2@example.org"));
 }
@@ -816,6 +911,32 @@ static void test_short_power_cut_soak(void **state)
 	assert_verdict_clean(out, 150);
 }
 
+/* A disk slow to flush for the intake (each fsync of an order's process
+ * and of the HTTP child held 500 ms before the kernel sees it): the cuts
+ * fall while commits wait for their flush, and nothing acts on one before
+ * it is on disk: no email for an order a cut took, no email owed taken for
+ * another order's, no code that admits another order's seat. */
+static void test_power_cut_soak_with_a_slow_flush(void **state)
+{
+	struct tu_env *e = *state;
+	const char *more[] = { "--orders", "120", "--power-cuts", "10", "--torn-pct", "30",
+			       "--seed", "20261204", "--slow-fsync-ms", "500", NULL };
+	static char out[16384], err[65536];
+	int rc = cut_soak(e, NULL, more, out, sizeof out, err, sizeof err);
+
+	if (rc != 0)
+		soak_failed(rc, 0, out, err);
+	assert_int_equal(figure(out, "power_cuts"), 10);
+	assert_int_equal(figure(out, "orders_acknowledged"), 120);
+	assert_int_equal(figure(out, "acknowledged_lost"), 0);
+	assert_int_equal(figure(out, "orders_lost_by_cuts"), 0);
+	assert_int_equal(figure(out, "emails_for_orders_not_in_the_database"), 0);
+	assert_int_equal(figure(out, "owed_emails_absorbed_as_duplicates"), 0);
+	assert_true(figure(out, "codes_scanned") >= 120);
+	assert_int_equal(figure(out, "codes_admitting_another_orders_seat"), 0);
+	assert_verdict_clean(out, 120);
+}
+
 static void test_power_cut_soak_maildir_and_backups_on_the_box(void **state)
 {
 	struct tu_env *e = *state;
@@ -873,6 +994,12 @@ int main(void)
 						demo_teardown),
 		cmocka_unit_test_setup_teardown(test_verify_missing_message, demo_setup,
 						demo_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_email_of_a_lost_order, demo_setup,
+						demo_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_owed_email_absorbed, demo_setup,
+						demo_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_code_of_another_order, demo_setup,
+						demo_teardown),
 		cmocka_unit_test_setup_teardown(test_verify_counter_off, demo_setup, demo_teardown),
 		cmocka_unit_test_setup_teardown(test_verify_bad_pdf, demo_setup, demo_teardown),
 		cmocka_unit_test_setup_teardown(test_verify_job_left, demo_setup, demo_teardown),
@@ -889,6 +1016,8 @@ int main(void)
 						demo_teardown),
 		cmocka_unit_test_setup_teardown(test_short_soak, tu_setup_real_nodb, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_short_power_cut_soak, tu_setup_real_nodb,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_power_cut_soak_with_a_slow_flush, tu_setup_real_nodb,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_power_cut_soak_maildir_and_backups_on_the_box,
 						tu_setup_real_nodb, tu_teardown),

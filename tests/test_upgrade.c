@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "code.h"
 #include "db.h"
 #include "testutil.h"
 
@@ -107,19 +108,14 @@ static void each_buyer_once(const struct tu_env *e)
 	assert_int_equal(tu_count_files(dir), total);
 }
 
-/* The previous release's box: this version's `run` migrates it once (every
- * migration, in order) and renders, sends and counts each order once. */
-static void test_a_box_of_the_previous_release_upgrades(void **state)
+/* run_until_mailed: `run` on the box until every fixture order's email is
+ * in the maildir and the stream is empty, then its stop (exit 0) */
+static void run_until_mailed(const struct tu_env *e, const char *conf)
 {
-	struct tu_env *e = *state;
-	char conf[400], log[400], dir[400], out[256];
-	int64_t seats;
+	char log[400], dir[400];
 	pid_t run;
 	int i;
 
-	load_fixture(e);
-	seats = tu_count(e->db_path, "SELECT sum(seats) FROM orders");
-	write_conf(e, conf, sizeof conf);
 	snprintf(log, sizeof log, "%s/run.log", e->dir);
 	snprintf(dir, sizeof dir, "%s/maildir/new", e->dir);
 	run = tu_spawn((const char *const[]){ "run", "--config", conf, NULL }, log);
@@ -131,6 +127,20 @@ static void test_a_box_of_the_previous_release_upgrades(void **state)
 		tu_sleep_ms(100);
 	kill(run, SIGTERM);
 	assert_int_equal(tu_reap(run, 60000, "run"), 0);
+}
+
+/* The previous release's box: this version's `run` migrates it once (every
+ * migration, in order) and renders, sends and counts each order once. */
+static void test_a_box_of_the_previous_release_upgrades(void **state)
+{
+	struct tu_env *e = *state;
+	char conf[400], out[256];
+	int64_t seats;
+
+	load_fixture(e);
+	seats = tu_count(e->db_path, "SELECT sum(seats) FROM orders");
+	write_conf(e, conf, sizeof conf);
+	run_until_mailed(e, conf);
 	assert_int_equal(raw_version(e->db_path), db_migration_count);
 	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM orders"), FIXTURE_ORDERS);
 	each_buyer_once(e);
@@ -143,6 +153,107 @@ static void test_a_box_of_the_previous_release_upgrades(void **state)
 						       e->dir, NULL }), 0);
 	assert_non_null(strstr(out, "schema version"));
 	assert_int_equal(raw_version(e->db_path), db_migration_count);
+}
+
+/* code_of: the code the previous release printed for ticket id (its codes
+ * named the ticket's row id), with the box's key */
+static void code_of(const struct tu_env *e, int64_t id, int64_t event_id, char *code)
+{
+	unsigned char key[CODE_KEY_LEN];
+	char path[600];
+
+	assert_int_equal(code_key_path(e->db_path, e->dir, path, sizeof path), SD_OK);
+	assert_int_equal(code_key_load(path, key), SD_OK);
+	code_make(key, id, event_id, code);
+}
+
+/*
+ * What the outside world holds from the previous release stays valid after
+ * the migration: an email whose first attempt the old box claimed (it may
+ * have reached the provider) goes under the key that attempt used,
+ * "tickets-<row id>"; the codes it printed, which name the tickets' row
+ * ids, admit their seats.  What is new gets the new names: the other
+ * orders' emails go under "tickets-<public id>", and an order taken after
+ * the migration has tickets whose codes name random numbers.
+ */
+static void test_identities_of_the_previous_release_stay(void **state)
+{
+	struct tu_env *e = *state;
+	char conf[400], dir[400], out[256], err[256], code[CODE_TEXT_MAX], pub[16];
+	char path[600];
+	int64_t ev, tid;
+	sqlite3 *h;
+	int i;
+
+	load_fixture(e);
+	/* the old box claimed order 1's email and died: the send may have left */
+	assert_int_equal(sqlite3_open(e->db_path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "INSERT INTO email_sends (order_id, kind, claimed_at) "
+				      "VALUES (1, 'tickets', 1)", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	write_conf(e, conf, sizeof conf);
+	run_until_mailed(e, conf);
+	each_buyer_once(e);
+	snprintf(dir, sizeof dir, "%s/maildir/new", e->dir);
+
+	/* order 1's email under the key its first attempt used */
+	snprintf(path, sizeof path, "%s/tickets-1.eml", dir);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(tu_count_in(path, " <buyer1@example.org>\r\n"), 1);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM email_sends WHERE order_id = 1 "
+				  "AND provider_key = 'tickets-1' AND sent_at IS NOT NULL"), 1);
+	/* every other under its order's public id */
+	for (i = 2; i <= FIXTURE_ORDERS; i++) {
+		char sql[160];
+
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM email_sends s JOIN orders o ON "
+			 "o.id = s.order_id WHERE o.id = %d AND s.provider_key = 'tickets-' || "
+			 "o.public_id AND s.sent_at IS NOT NULL", i);
+		assert_int_equal(tu_count(e->db_path, sql), 1);
+	}
+	assert_int_equal(tu_count_files(dir), FIXTURE_ORDERS);
+
+	/* a code the previous release printed admits its own seat */
+	ev = tu_count(e->db_path, "SELECT event_id FROM tickets WHERE id = 1");
+	code_of(e, 1, ev, code);
+	if (tu_run(out, sizeof out, err, sizeof err,
+		   (const char *const[]){ "scan", code, "--db", e->db_path, "--state-dir", e->dir,
+					  NULL }) != 0)
+		fail_msg("a code of the previous release: %s%s", out, err);
+	snprintf(pub, sizeof pub, "%s", "");
+	{
+		sqlite3_stmt *st;
+
+		assert_int_equal(sqlite3_open_v2(e->db_path, &h, SQLITE_OPEN_READONLY, NULL),
+				 SQLITE_OK);
+		assert_int_equal(sqlite3_prepare_v2(h, "SELECT o.public_id FROM orders o JOIN "
+						    "tickets t ON t.order_id = o.id WHERE t.id = 1",
+						    -1, &st, NULL), SQLITE_OK);
+		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+		snprintf(pub, sizeof pub, "%s", (const char *)sqlite3_column_text(st, 0));
+		sqlite3_finalize(st);
+		sqlite3_close(h);
+	}
+	assert_non_null(strstr(out, pub));
+
+	/* an order taken now: its codes name random numbers, never a row id */
+	assert_int_equal(tu_run(out, sizeof out, NULL, 0,
+				(const char *const[]){ "order", "add", "--db", e->db_path,
+						       "--event", "1", "--name",
+						       "New Buyer", "--email", "new@example.org",
+						       "--seats", "1", NULL }), 0);
+	tid = tu_count(e->db_path, "SELECT max(id) FROM tickets");
+	assert_true(tu_countf(e->db_path, "SELECT code_id FROM tickets WHERE id = %lld",
+			      (long long)tid) >= CODE_ID_MIN);
+	/* the code its row id would make admits nobody */
+	code_of(e, tid, ev, code);
+	assert_int_equal(tu_run(out, sizeof out, NULL, 0,
+				(const char *const[]){ "scan", code, "--db", e->db_path,
+						       "--state-dir", e->dir, NULL }), 4);
+	assert_int_equal(tu_run(out, sizeof out, NULL, 0,
+				(const char *const[]){ "check", "--db", e->db_path, "--state-dir",
+						       e->dir, NULL }), 1);	/* its job waits */
+	assert_null(strstr(out, "identities"));
 }
 
 /* A box runs on the old file (its run lock held): a newer stagedoor does not
@@ -291,6 +402,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_a_box_of_the_previous_release_upgrades,
+						tu_setup_real_nodb, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_identities_of_the_previous_release_stay,
 						tu_setup_real_nodb, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_no_migration_under_a_running_box,
 						tu_setup_real_nodb, tu_teardown),

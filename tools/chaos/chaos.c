@@ -11,7 +11,7 @@
  *         [--resend-pct P] [--readdress-pct P] [--cancel-pct P]
  *         [--pg URI [--boxes 2] [--failover CMD]]
  *   chaos --verify-only --db PATH --maildir DIR [--counts FILE] [--orders N]
- *         [--actions FILE]
+ *         [--actions FILE] [--door DIR]
  *
  * --pg URI puts the box on PostgreSQL; --boxes 2 runs two `stagedoor run`
  * on it as two boxes (each its own state folder, both given one
@@ -63,7 +63,16 @@
  * default).
  *
  * The power-cut soak (cuts.c) places its orders its own way and makes no
- * changes: the three percentages are the kill soak's.
+ * changes: the three percentages are the kill soak's.  --slow-fsync-ms N
+ * makes the disk slow to flush for the intake: every `order add` runs
+ * under strace, which holds each of its fsync and fdatasync calls N ms
+ * before the kernel sees it, and so is the HTTP child of every `run` (the
+ * API's orders); the other processes flush at the disk's own pace, as on a
+ * disk that one writer keeps busy.
+ *
+ * The verdict also scans every ticket code the emails carry at a door of
+ * its own (mailcheck.c: a copy of the final database, `stagedoor scan`), on
+ * SQLite; --verify-only does with --door DIR.
  *
  * Exit 0 only when every check holds; 1 naming the first broken one; 2 for
  * a usage error.  The figures go to stdout as "name value" lines.
@@ -150,9 +159,10 @@ static void usage(void)
 		"             [--stop-max-ms N] [--certs-sh PATH] [--set KEY=VALUE ...]\n"
 		"             [--resend-pct P] [--readdress-pct P] [--cancel-pct P]\n"
 		"             [--power-cuts N [--torn-pct P] [--up-max-ms N] [--powercut PATH]\n"
-		"              [--maildir-on-box] [--backups]]\n"
+		"              [--maildir-on-box] [--backups] [--slow-fsync-ms N]]\n"
 		"             [--pg URI [--boxes 2] [--failover CMD]]\n"
 		"       chaos --verify-only --db PATH --maildir DIR [--counts FILE] [--orders N]\n"
+		"             [--door DIR]\n"
 		"             [--actions FILE]\n");
 	exit(2);
 }
@@ -257,6 +267,8 @@ static void opts_parse(int argc, char **argv)
 			opt.torn_pct = opt_num(a, v, 0);
 		else if (strcmp(a, "--up-max-ms") == 0)
 			opt.up_max_ms = opt_num(a, v, 100);
+		else if (strcmp(a, "--slow-fsync-ms") == 0)
+			opt.slow_fsync_ms = opt_num(a, v, 0);
 		else if (strcmp(a, "--dir") == 0)
 			opt.dir = v;
 		else if (strcmp(a, "--orders") == 0) {
@@ -291,6 +303,8 @@ static void opts_parse(int argc, char **argv)
 			opt.maildir = v;
 		else if (strcmp(a, "--counts") == 0)
 			opt.counts = v;
+		else if (strcmp(a, "--door") == 0)
+			opt.door = v;
 		else if (strcmp(a, "--actions") == 0)
 			opt.actions = v;
 		else if (strcmp(a, "--resend-pct") == 0)
@@ -763,6 +777,52 @@ void order_fields(long idx, struct order_fields *f)
 	order_fields_moved(idx, 0, f);
 }
 
+#define STRACE "/usr/bin/strace"
+#define STRACE_ARGS(US)                                                                        \
+	"-qq", "-o", "/dev/null", "-f", "-e", "trace=fsync,fdatasync", "-e", US
+
+const char *const *slow_fsync_argv(const char *const *argv, const char **out, size_t max,
+				   char *us, size_t us_size)
+{
+	const char *pre[] = { STRACE, "--seccomp-bpf", STRACE_ARGS(us) };
+	size_t i, n = sizeof pre / sizeof pre[0];
+
+	if (!opt.slow_fsync_ms)
+		return argv;
+	snprintf(us, us_size, "inject=fsync,fdatasync:delay_enter=%ld", opt.slow_fsync_ms * 1000);
+	for (i = 0; i < n && i < max; i++)
+		out[i] = pre[i];
+	for (; argv[i - n] && i + 1 < max; i++)
+		out[i] = argv[i - n];
+	out[i] = NULL;
+	return out;
+}
+
+const char *const *slow_fsync_env(void)
+{
+	static char asan[512];
+	static const char *env[] = { asan, NULL };
+	const char *was = getenv("ASAN_OPTIONS");
+
+	if (!opt.slow_fsync_ms)
+		return NULL;
+	snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%sdetect_leaks=0", was ? was : "",
+		 was && *was ? ":" : "");
+	return env;
+}
+
+pid_t slow_fsync_attach(pid_t pid)
+{
+	char us[64], p[24];
+	const char *argv[] = { STRACE, STRACE_ARGS(us), "-p", p, NULL };
+
+	if (!opt.slow_fsync_ms)
+		return 0;
+	snprintf(us, sizeof us, "inject=fsync,fdatasync:delay_enter=%ld", opt.slow_fsync_ms * 1000);
+	snprintf(p, sizeof p, "%ld", (long)pid);
+	return proc_spawn(argv, NULL, NULL, NULL);
+}
+
 /* `order add` for f, stdout to out_path (NULL: none), stderr to err_path */
 static pid_t place_fields(const struct order_fields *f, const char *out_path,
 			  const char *err_path)
@@ -770,8 +830,11 @@ static pid_t place_fields(const struct order_fields *f, const char *out_path,
 	const char *argv[] = { opt.bin, "order", "add", "--db", soak.db, "--event", f->event,
 			       "--name", f->name, "--email", f->email, "--seats", f->seats,
 			       "--idempotency-key", f->key, NULL };
+	const char *slowed[32];
+	char us[64];
 
-	return proc_spawn(argv, out_path, err_path, NULL);
+	return proc_spawn(slow_fsync_argv(argv, slowed, 32, us, sizeof us), out_path, err_path,
+			  slow_fsync_env());
 }
 
 pid_t place_cli(long idx)
@@ -1060,13 +1123,16 @@ static int attack(void)
 static const char *const techniques[] = { "check_state", "unique_claim", "provider_key",
 					  "processed_jobs" };
 
-/* The port of the last "http listening" line of log at or after from. */
-static int log_port_since(const char *log, long from)
+/* The number after " FIELD=" on the last line of log, at or after byte
+ * offset from, that holds every needle (NULL ends them); 0 when none. */
+static long log_last_since(const char *log, long from, const char *field,
+			   const char *const *needles)
 {
 	FILE *f = fopen(log, "r");
-	char line[4096];
+	char line[4096], want[32];
 	const char *p;
-	int port = 0;
+	long v = 0;
+	int i;
 
 	if (!f)
 		return 0;
@@ -1074,16 +1140,35 @@ static int log_port_since(const char *log, long from)
 		fclose(f);
 		return 0;
 	}
-	while (fgets(line, sizeof line, f))
-		if (strstr(line, "msg=\"http listening\"") && (p = strstr(line, " port=")))
-			port = atoi(p + 6);
+	snprintf(want, sizeof want, " %s=", field);
+	while (fgets(line, sizeof line, f)) {
+		for (i = 0; needles[i] && strstr(line, needles[i]); i++)
+			;
+		if (!needles[i] && (p = strstr(line, want)))
+			v = atol(p + strlen(want));
+	}
 	fclose(f);
-	return port;
+	return v;
+}
+
+/* The port of the last "http listening" line of log at or after from. */
+static int log_port_since(const char *log, long from)
+{
+	static const char *const needles[] = { "msg=\"http listening\"", NULL };
+
+	return (int)log_last_since(log, from, "port", needles);
 }
 
 int http_port_since(long from)
 {
 	return log_port_since(soak.run_log, from);
+}
+
+pid_t http_child_since(long from)
+{
+	static const char *const needles[] = { "msg=\"child started\"", " role=http ", NULL };
+
+	return (pid_t)log_last_since(soak.run_log, from, "pid", needles);
 }
 
 int box_http_port(int b)
@@ -1349,6 +1434,11 @@ static void print_intent_figures(const struct verdict *v)
 		printf("lost.%s %ld\n", kinds[i], v->missing[i]);
 	}
 	printf("messages_for_unmade_intents %ld\n", v->unmade);
+	printf("emails_for_orders_not_in_the_database %ld\n", v->for_missing_orders);
+	printf("emails_under_another_orders_key %ld\n", v->key_of_another);
+	printf("owed_emails_absorbed_as_duplicates %ld\n", v->owed_absorbed);
+	printf("codes_scanned %ld\n", v->codes_checked);
+	printf("codes_admitting_another_orders_seat %ld\n", v->codes_other_order);
 	printf("messages_to_wrong_address %ld\n", v->wrong_address);
 	printf("orders_cancelled %ld\n", v->orders_cancelled);
 	printf("cancelled_after_tickets_email %ld\n", v->cancelled_mailed);
@@ -1501,6 +1591,8 @@ end:
 		v->counts_path = NULL;
 	}
 	v->expect_orders = opt.cuts ? cuts_orders_placed() : opt.orders;
+	v->door_bin = opt.bin;
+	v->work_dir = soak.dir;
 	v->actions_path = opt.cuts ? NULL : soak.actions_log;
 	if (opt.pg || access(disk_db, F_OK) == 0) {
 		say("verifying %s", disk_db);
@@ -1528,6 +1620,8 @@ int main(int argc, char **argv)
 		v.counts_path = opt.counts;
 		v.actions_path = opt.actions;
 		v.expect_orders = opt.orders_given ? opt.orders : -1;
+		v.door_bin = opt.door ? opt.bin : NULL;
+		v.work_dir = opt.door;
 		ok = verify_run(&v) == 0;
 		print_figures(&v, now_ms() - soak.t0);
 		printf("result %s\n", ok ? "ok" : "broken");

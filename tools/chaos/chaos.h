@@ -43,6 +43,8 @@ struct chaos_opts {
 	long cuts;			/* --power-cuts: the power-cut attack, 0: the kills */
 	long torn_pct;			/* of the cuts, this share torn */
 	long up_max_ms;			/* a box lives up to this long between cuts */
+	long slow_fsync_ms;		/* --slow-fsync-ms: the intake's flushes take
+					 * this long (strace), 0: the disk's own */
 	int box_maildir;		/* --maildir-on-box: mail_url = maildir: on the mount */
 	int backups;			/* --backups: run backs up every second on the mount */
 	uint64_t seed;
@@ -63,6 +65,8 @@ struct chaos_opts {
 	int orders_given;		/* --verify-only checks the number only then */
 	const char *db, *maildir, *counts;
 	const char *actions;		/* --actions FILE: the soak's log to judge by */
+	const char *door;		/* --door DIR: scan the emails' codes, a copy
+					 * of the database in DIR/door */
 };
 
 struct chaos_state {
@@ -122,6 +126,10 @@ void orphans_reap(void);
  * log at or after byte offset from, 0 when there is none yet. */
 int http_port_since(long from);
 
+/* http_child_since: the pid of the HTTP child the run log names last at or
+ * after byte offset from, 0 when none. */
+pid_t http_child_since(long from);
+
 /* box_http_port: the API's port of box b (0: A, 1: B) since its last start,
  * 0 while it has none yet.  box_token_path: its api.token. */
 int box_http_port(int b);
@@ -138,8 +146,26 @@ void order_fields(long idx, struct order_fields *f);
 void order_fields_moved(long idx, int moved, struct order_fields *f);
 
 /* place_cli: `stagedoor order add` for order idx, its stderr to the orders
- * log; the pid, or -1. */
+ * log; the pid, or -1.  With --slow-fsync-ms the process runs under strace,
+ * which holds each of its fsync and fdatasync calls that long before the
+ * kernel sees it (a disk slow to flush, for this process alone); the pid is
+ * strace's, which ends with the order's exit status, and a SIGKILL of it
+ * kills the order too. */
 pid_t place_cli(long idx);
+
+/* slow_fsync_argv: argv run under such a strace when --slow-fsync-ms is
+ * set (into out, at most max entries with the NULL; us: a buffer for the
+ * delay), else argv itself.  slow_fsync_attach: such a strace attached to
+ * the running process pid and all its threads; its pid, 0 when not slowed,
+ * -1 on failure. */
+const char *const *slow_fsync_argv(const char *const *argv, const char **out, size_t max,
+				   char *us, size_t us_size);
+pid_t slow_fsync_attach(pid_t pid);
+
+/* slow_fsync_env: with --slow-fsync-ms, the environment a process that
+ * strace will trace needs more: a sanitizer build's leak check off (it
+ * cannot run under ptrace), the rest of ASAN_OPTIONS kept; else NULL. */
+const char *const *slow_fsync_env(void);
 
 /* ---- changes.c: orders that change while the kill soak runs ------------ */
 
@@ -256,6 +282,31 @@ int vdb_each(struct vdb *d, const char *sql, const char *param, vdb_row_fn fn, v
 /* vdb_blob_to_file: PostgreSQL's blobs row key written to path. */
 int vdb_blob_to_file(struct vdb *d, const char *key, const char *path, char *err, size_t size);
 
+/* ---- mailcheck.c: what a stored email says, read as its buyer would ----- */
+
+#define CHAOS_CODE_LEN 52	/* a ticket code's characters (code.c) */
+#define CHAOS_CODES_MAX 128	/* codes read from one message at most */
+
+/* mail_order_named: the public id of the order a message's text names
+ * ("Order T..." in tickets, "your order T..." in a cancellation) into pub,
+ * "" when it names none. */
+void mail_order_named(const char *msg, char *pub, size_t size);
+
+/* mail_codes: the ticket codes printed in the message's PDF attachment, as
+ * pdftotext reads them (the PDF is written to tmp on the way): how many, 0
+ * when it has no PDF, -1 when it could not be read. */
+int mail_codes(const char *msg, const char *tmp, char (*codes)[CHAOS_CODE_LEN + 1], int max);
+
+/* mail_door_open: a door of its own for the verdict: a copy of the SQLite
+ * database at db_path and of the ticket key at key_path in dir/door ([out]
+ * copy, the copy's path); 0, or -1 with the reason in err.  mail_door_scan:
+ * `bin scan CODE` on it: 1 when the door names an order for the code (its
+ * public id into pub: a seat admitted, already admitted or cancelled), 0
+ * when it turns the code away as invalid, -1 when the scan failed. */
+int mail_door_open(const char *db_path, const char *key_path, const char *dir, char *copy,
+		   size_t size, char *err, size_t esize);
+int mail_door_scan(const char *bin, const char *copy, const char *code, char *pub, size_t size);
+
 /* ---- verify.c ---------------------------------------------------------- */
 
 /* The intents a message can carry (its Message-ID's left part). */
@@ -268,6 +319,9 @@ struct verdict {
 	const char *counts_path;	/* the provider's counts.json, or NULL */
 	const char *actions_path;	/* the soak's log (actions.log), or NULL */
 	long expect_orders;		/* -1: do not check the number */
+	const char *door_bin;		/* stagedoor, to scan the emails' codes at a
+					 * door of the verdict's own; NULL: not */
+	const char *work_dir;		/* where that door's copies go */
 
 	/* figures */
 	long orders, seats, events, tickets;
@@ -288,6 +342,11 @@ struct verdict {
 	long intents[INTENT_KINDS], msgs[INTENT_KINDS], dups[INTENT_KINDS];
 	long missing[INTENT_KINDS];
 	long unmade;			/* messages for an intent never made */
+	long for_missing_orders;	/* messages about an order the database lacks */
+	long key_of_another;		/* messages under another order's key */
+	long owed_absorbed;		/* owed emails whose key holds another's email */
+	long codes_checked;		/* codes from the emails, scanned */
+	long codes_other_order;		/* of which admit a seat of another order */
 	long wrong_address;		/* messages to an address the intent forbids */
 	long orders_cancelled, tickets_cancelled, live_tickets, seats_resold;
 	long cancelled_mailed;		/* cancelled orders whose tickets email went */

@@ -31,7 +31,16 @@
  * again with its idempotency key after the start, until it is acknowledged;
  * an acknowledged one never is, so a lost one shows.  After the last cut the
  * soak drains as the kill soak does and verify.c gives the verdict on the
- * disk itself, after a clean unmount.
+ * disk itself, after a clean unmount: with it, that no email went out for
+ * an order a cut took, that no email owed was taken for another order's
+ * under a key the cut handed on, and that no code admits another order's
+ * seat.
+ *
+ * With --slow-fsync-ms the intake's flushes are held (strace, chaos.h):
+ * the CLI placers run under it, and box_start attaches one to the HTTP
+ * child, so the cuts fall while orders wait for their flush.  (A slow fsync
+ * of the FUSE daemon itself would not do: the kernel holds the file's lock
+ * through a FUSE fsync, and every other writer would wait for it too.)
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -90,6 +99,7 @@ static struct {
 	char token[CUTS_SECRET_MAX], key[CUTS_SECRET_MAX];
 	size_t key_len;
 	int port;				/* the API's port now */
+	pid_t strace;				/* --slow-fsync-ms: slowing the HTTP child */
 	unsigned char *acked;			/* per order idx */
 	long next;				/* the next new order idx */
 	struct cplacer p[CUTS_PLACERS];
@@ -668,19 +678,43 @@ static long file_size(const char *path)
 	return stat(path, &sb) == 0 ? (long)sb.st_size : 0;
 }
 
-/* Start the box and wait for its API's port. */
+/* The strace that slows the HTTP child's flushes ends with the child (a
+ * cut kills it first); make sure, and reap it. */
+static void strace_stop(void)
+{
+	if (C.strace <= 0)
+		return;
+	if (proc_wait(C.strace, 5000) == -2) {
+		kill(C.strace, SIGKILL);
+		proc_wait(C.strace, 5000);
+	}
+	C.strace = 0;
+}
+
+/* Start the box and wait for its API's port; with --slow-fsync-ms, slow
+ * the flushes of its HTTP child, which takes the API's orders. */
 static int box_start(void)
 {
 	long from = file_size(soak.run_log);
 	int64_t until;
+	pid_t http;
 
-	if (start_run(NULL) != 0)
+	if (start_run(slow_fsync_env()) != 0)
 		return -1;
 	for (until = now_ms() + CUTS_PORT_MS; now_ms() < until; sleep_ms(10))
 		if ((C.port = http_port_since(from)) > 0)
-			return 0;
-	fail("box: no \"http listening\" line within %d ms (see %s)", CUTS_PORT_MS, soak.run_log);
-	return -1;
+			break;
+	if (C.port <= 0) {
+		fail("box: no \"http listening\" line within %d ms (see %s)", CUTS_PORT_MS,
+		     soak.run_log);
+		return -1;
+	}
+	if (opt.slow_fsync_ms && ((http = http_child_since(from)) <= 0 ||
+				  (C.strace = slow_fsync_attach(http)) <= 0)) {
+		fail("box: cannot slow the HTTP child's flushes (pid %ld)", (long)http);
+		return -1;
+	}
+	return 0;
 }
 
 /* Let the box work (orders going in) for up_ms. */
@@ -716,6 +750,7 @@ static int cut_once(long cut)
 	int64_t t0;
 
 	kill_appliance();
+	strace_stop();
 	placers_cut(1);
 	t0 = now_ms();
 	if (snap_take(soak.db, &before) != 0) {
@@ -822,6 +857,7 @@ void cuts_disk_db(char *buf, size_t size)
 
 void cuts_cleanup(void)
 {
+	strace_stop();
 	placers_cut(1);
 	if (C.pc)
 		pc_stop();
@@ -839,6 +875,7 @@ long cuts_orders_placed(void)
 void cuts_print_figures(void)
 {
 	printf("power_cuts %ld\n", C.cuts);
+	printf("slow_fsync_ms %ld\n", opt.slow_fsync_ms);
 	printf("torn_cuts %ld\n", C.torn);
 	printf("orders_acknowledged %ld\n", C.acked_cli + C.acked_api);
 	printf("orders_acknowledged_cli %ld\n", C.acked_cli);

@@ -228,35 +228,55 @@ static int trace_row(void *arg, int ncols, const char *const *vals)
 	return 0;
 }
 
+/* The job id of an outbox row ob: its job_id (schema 11 on), or the
+ * "outbox:<row id>" of the boxes made before, which have no such column. */
+#define JOB_NEW "ob.job_id"
+#define JOB_OLD "'outbox:' || ob.id"
+static int legacy_jobs;		/* the database predates outbox.job_id */
+
+static void job_ids_detect(struct vdb *db)
+{
+	char err[300];
+
+	legacy_jobs = vdb_each(db, "SELECT job_id FROM outbox WHERE 1 = 0", NULL, NULL, NULL, err,
+			       sizeof err) != 0;
+}
+
 static void trace_order(struct vdb *db, long long id)
 {
-#define TRACE_OUTBOX(ORDER_OF_PAYLOAD, P)                                                      \
-	"SELECT 'outbox:' || id, kind, published_at FROM outbox WHERE " ORDER_OF_PAYLOAD " = " P \
+#define TRACE_OUTBOX(JOB, ORDER_OF_PAYLOAD, P)                                                 \
+	"SELECT " JOB ", kind, published_at FROM outbox ob WHERE " ORDER_OF_PAYLOAD " = " P     \
 	" ORDER BY id"
-#define TRACE_JOBS(ORDER_OF_PAYLOAD, P)                                                        \
+#define TRACE_JOBS(JOB, ORDER_OF_PAYLOAD, P)                                                   \
 	"SELECT 'stream', j.id, j.job_id, j.kind, j.deliveries, j.visible_at, "                \
-	"CAST(j.lease_token AS TEXT) "   \
-	"FROM stream j JOIN outbox ob ON j.job_id = 'outbox:' || ob.id WHERE "                 \
+	"CAST(j.lease_token AS TEXT) "                                                         \
+	"FROM stream j JOIN outbox ob ON j.job_id = " JOB " WHERE "                            \
 	ORDER_OF_PAYLOAD " = " P " UNION ALL "                                                  \
 	"SELECT 'done', j.id, j.job_id, j.kind, j.deliveries, j.finished_at, j.worker "         \
-	"FROM done_jobs j JOIN outbox ob ON j.job_id = 'outbox:' || ob.id WHERE "              \
+	"FROM done_jobs j JOIN outbox ob ON j.job_id = " JOB " WHERE "                         \
 	ORDER_OF_PAYLOAD " = " P " UNION ALL "                                                  \
 	"SELECT 'dead', j.id, j.job_id, j.kind, j.deliveries, CAST(j.attempts AS BIGINT), "     \
-	"j.last_error "        \
-	"FROM dead_jobs j JOIN outbox ob ON j.job_id = 'outbox:' || ob.id WHERE "              \
+	"j.last_error "                                                                        \
+	"FROM dead_jobs j JOIN outbox ob ON j.job_id = " JOB " WHERE "                         \
 	ORDER_OF_PAYLOAD " = " P
-	static const char *const lite[] = {
-		TRACE_OUTBOX("json_extract(payload, '$.order_id')", "CAST(?1 AS INTEGER)"),
-		TRACE_JOBS("json_extract(ob.payload, '$.order_id')", "CAST(?1 AS INTEGER)"),
-		"SELECT kind, claimed_at, sent_at FROM email_sends WHERE order_id = ?1",
+#define LITE_ORDER "json_extract(ob.payload, '$.order_id')"
+#define LITE_P "CAST(?1 AS INTEGER)"
+#define PG_ORDER "(ob.payload::jsonb ->> 'order_id')::bigint"
+#define PG_P "$1::bigint"
+	static const char *const lite[2][3] = {
+		{ TRACE_OUTBOX(JOB_NEW, LITE_ORDER, LITE_P), TRACE_JOBS(JOB_NEW, LITE_ORDER, LITE_P),
+		  "SELECT kind, claimed_at, sent_at FROM email_sends WHERE order_id = ?1" },
+		{ TRACE_OUTBOX(JOB_OLD, LITE_ORDER, LITE_P), TRACE_JOBS(JOB_OLD, LITE_ORDER, LITE_P),
+		  "SELECT kind, claimed_at, sent_at FROM email_sends WHERE order_id = ?1" },
 	};
-	static const char *const pg[] = {
-		TRACE_OUTBOX("(payload::jsonb ->> 'order_id')::bigint", "$1::bigint"),
-		TRACE_JOBS("(ob.payload::jsonb ->> 'order_id')::bigint", "$1::bigint"),
-		"SELECT kind, claimed_at, sent_at FROM email_sends WHERE order_id = $1::bigint",
+	static const char *const pg[2][3] = {
+		{ TRACE_OUTBOX(JOB_NEW, PG_ORDER, PG_P), TRACE_JOBS(JOB_NEW, PG_ORDER, PG_P),
+		  "SELECT kind, claimed_at, sent_at FROM email_sends WHERE order_id = $1::bigint" },
+		{ TRACE_OUTBOX(JOB_OLD, PG_ORDER, PG_P), TRACE_JOBS(JOB_OLD, PG_ORDER, PG_P),
+		  "SELECT kind, claimed_at, sent_at FROM email_sends WHERE order_id = $1::bigint" },
 	};
 	static const char *const what[] = { "outbox", "job", "email_sends" };
-	const char *const *sql = vdb_pg(db) ? pg : lite;
+	const char *const *sql = vdb_pg(db) ? pg[legacy_jobs] : lite[legacy_jobs];
 	char param[24], err[300];
 	size_t i;
 
@@ -315,10 +335,14 @@ struct vord {
 
 struct vmsg {
 	char key[V_KEY_MAX];
-	long long order;		/* 0: no order of ours */
-	enum intent kind;
+	char subject[24];		/* the key's order: a row id (keys made before
+					 * schema 11) or a public id */
+	char pub[24];			/* the order its text names, "" none */
+	long long order;		/* that order's id; 0: not in the database */
+	enum intent kind;		/* INTENT_KINDS: no intent of ours */
 	long long n;			/* a resend's n */
 	char to[V_ADDR_MAX];
+	char *path;			/* its file */
 };
 
 /* An event: its capacity, live tickets, seats resold, and the log's seats. */
@@ -331,6 +355,8 @@ struct vevent {
 struct vstate {
 	struct vord *ord;		/* by order id, 0..max_id */
 	long long max_id;
+	struct vord **by_pub;		/* the orders, by public id */
+	long n_by;
 	struct vmsg *msg;
 	long n_msg, cap_msg;
 	struct vevent *ev;
@@ -513,12 +539,18 @@ static void load(struct verdict *v, struct vdb *db, struct vstate *s)
 	static const char sends[] =
 		"SELECT order_id, kind, sent_at IS NOT NULL FROM email_sends ORDER BY order_id, kind";
 	/* an order's count and cancel jobs, and which of them are done */
-#define JOBS_SQL(ORDER_OF_PAYLOAD)                                                             \
+#define JOBS_SQL(JOB, ORDER_OF_PAYLOAD)                                                        \
 	"SELECT " ORDER_OF_PAYLOAD ", ob.kind, count(*), count(p.job_id) FROM outbox ob "       \
-	"LEFT JOIN processed_jobs p ON p.job_id = 'outbox:' || ob.id "                          \
+	"LEFT JOIN processed_jobs p ON p.job_id = " JOB " "                                     \
 	"WHERE ob.kind IN ('update_sales_counter', 'cancel_order') GROUP BY 1, 2"
-	static const char jobs_lite[] = JOBS_SQL("json_extract(ob.payload, '$.order_id')");
-	static const char jobs_pg[] = JOBS_SQL("(ob.payload::jsonb ->> 'order_id')::bigint");
+	static const char *const jobs_lite[2] = {
+		JOBS_SQL(JOB_NEW, "json_extract(ob.payload, '$.order_id')"),
+		JOBS_SQL(JOB_OLD, "json_extract(ob.payload, '$.order_id')"),
+	};
+	static const char *const jobs_pg[2] = {
+		JOBS_SQL(JOB_NEW, "(ob.payload::jsonb ->> 'order_id')::bigint"),
+		JOBS_SQL(JOB_OLD, "(ob.payload::jsonb ->> 'order_id')::bigint"),
+	};
 	static const char changes[] =
 		"SELECT order_id, kind, detail FROM order_changes ORDER BY id";
 	static const char events[] = "SELECT id, capacity FROM events ORDER BY id";
@@ -532,7 +564,8 @@ static void load(struct verdict *v, struct vdb *db, struct vstate *s)
 	}
 	if (vdb_each(db, orders, NULL, order_row, s, err, sizeof err) != 0 ||
 	    vdb_each(db, sends, NULL, send_row, &w, err, sizeof err) != 0 ||
-	    vdb_each(db, vdb_pg(db) ? jobs_pg : jobs_lite, NULL, job_row, &w, err, sizeof err) != 0 ||
+	    vdb_each(db, (vdb_pg(db) ? jobs_pg : jobs_lite)[legacy_jobs], NULL, job_row, &w, err,
+		     sizeof err) != 0 ||
 	    vdb_each(db, changes, NULL, change_row, &w, err, sizeof err) != 0 ||
 	    vdb_each(db, events, NULL, event_row, s, err, sizeof err) != 0)
 		broken(v, "database: %s", err);
@@ -585,53 +618,72 @@ static void address_of(const char *to, char *buf, size_t size)
 		snprintf(buf, size, "%.*s", (int)strcspn(to, " \t\r\n"), to);
 }
 
-/* The message's intent from its Message-ID <KEY@...>: order 0 for none. */
+/* The message's intent from its Message-ID <KEY@...>: "tickets-S",
+ * "tickets-S-rN" or "cancel-S", S the order's public id or (a key made
+ * before schema 11) its row id; INTENT_KINDS for none of these. */
 static void intent_of(struct vmsg *m)
 {
-	const char *k = m->key;
+	const char *k = m->key, *rest;
 	char *end;
-	long long id;
+	size_t n;
 
-	m->order = 0;
+	m->kind = INTENT_KINDS;
 	m->n = 0;
-	if (strncmp(k, "tickets-", 8) == 0) {
-		id = strtoll(k + 8, &end, 10);
-		if (end == k + 8 || id < 1)
-			return;
-		if (!*end) {
-			m->kind = INTENT_TICKETS;
-		} else if (strncmp(end, "-r", 2) == 0 && end[2] >= '1' && end[2] <= '9') {
-			m->n = strtoll(end + 2, &end, 10);
-			if (*end)
-				return;
-			m->kind = INTENT_RESEND;
-		} else {
-			return;
-		}
-		m->order = id;
-	} else if (strncmp(k, "cancel-", 7) == 0) {
-		id = strtoll(k + 7, &end, 10);
-		if (end == k + 7 || *end || id < 1)
-			return;
-		m->kind = INTENT_CANCEL;
-		m->order = id;
+	m->subject[0] = '\0';
+	if (strncmp(k, "tickets-", 8) == 0)
+		rest = k + 8;
+	else if (strncmp(k, "cancel-", 7) == 0)
+		rest = k + 7;
+	else
+		return;
+	n = strcspn(rest, "-");
+	if (!n || n >= sizeof m->subject)
+		return;
+	snprintf(m->subject, sizeof m->subject, "%.*s", (int)n, rest);
+	if (k[0] == 'c') {
+		if (!rest[n])
+			m->kind = INTENT_CANCEL;
+		return;
 	}
+	if (!rest[n]) {
+		m->kind = INTENT_TICKETS;
+	} else if (strncmp(rest + n, "-r", 2) == 0 && rest[n + 2] >= '1' && rest[n + 2] <= '9') {
+		m->n = strtoll(rest + n + 2, &end, 10);
+		if (!*end)
+			m->kind = INTENT_RESEND;
+	}
+}
+
+/* slurp: a whole file, NUL-terminated (free()); NULL when unreadable. */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	long size;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)size + 1)) && fread(buf, 1, (size_t)size, f) == (size_t)size) {
+		buf[size] = '\0';
+	} else {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
 }
 
 static int read_message(const char *path, struct vmsg *m)
 {
-	char head[8192], mid[256], to[512];
-	size_t n;
-	FILE *f = fopen(path, "r");
+	char mid[256], to[512];
+	char *msg = slurp(path);
 
 	memset(m, 0, sizeof *m);
-	if (!f)
+	if (!msg)
 		return -1;
-	n = fread(head, 1, sizeof head - 1, f);
-	fclose(f);
-	head[n] = '\0';
-	header(head, "Message-ID", mid, sizeof mid);
-	header(head, "To", to, sizeof to);
+	header(msg, "Message-ID", mid, sizeof mid);
+	header(msg, "To", to, sizeof to);
 	address_of(to, m->to, sizeof m->to);
 	{
 		const char *lt = strchr(mid, '<'), *at = lt ? strchr(lt, '@') : NULL;
@@ -640,7 +692,55 @@ static int read_message(const char *path, struct vmsg *m)
 			snprintf(m->key, sizeof m->key, "%.*s", (int)(at - lt - 1), lt + 1);
 	}
 	intent_of(m);
+	mail_order_named(msg, m->pub, sizeof m->pub);
+	free(msg);
+	m->path = strdup(path);
 	return 0;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct vmsg *)a)->key, ((const struct vmsg *)b)->key);
+}
+
+/* The message under key, or NULL (s->msg sorted by key). */
+static const struct vmsg *msg_by_key(const struct vstate *s, const char *key)
+{
+	struct vmsg want;
+
+	snprintf(want.key, sizeof want.key, "%s", key);
+	return bsearch(&want, s->msg, (size_t)s->n_msg, sizeof *s->msg, key_cmp);
+}
+
+static int pub_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct vord *const *)a)[0]->pub, ((const struct vord *const *)b)[0]->pub);
+}
+
+/* index_pub: s->by_pub, the orders sorted by public id. */
+static void index_pub(struct verdict *v, struct vstate *s)
+{
+	long long id;
+
+	if (!(s->by_pub = calloc((size_t)s->max_id + 1, sizeof *s->by_pub))) {
+		broken(v, "out of memory");
+		return;
+	}
+	for (id = 1; id <= s->max_id; id++)
+		if (s->ord[id].exists)
+			s->by_pub[s->n_by++] = &s->ord[id];
+	qsort(s->by_pub, (size_t)s->n_by, sizeof *s->by_pub, pub_cmp);
+}
+
+/* vord_by_pub: the order with this public id, or NULL. */
+static struct vord *vord_by_pub(const struct vstate *s, const char *pub)
+{
+	struct vord key, *kp = &key, **hit;
+
+	snprintf(key.pub, sizeof key.pub, "%s", pub);
+	hit = s->by_pub ? bsearch(&kp, s->by_pub, (size_t)s->n_by, sizeof *s->by_pub, pub_cmp)
+			: NULL;
+	return hit ? *hit : NULL;
 }
 
 /* Every message in maildir/new and cur, with its intent and address. */
@@ -683,28 +783,48 @@ static void scan_maildir(struct verdict *v, struct vstate *s)
 		}
 		closedir(dp);
 	}
+	qsort(s->msg, (size_t)s->n_msg, sizeof *s->msg, key_cmp);
 }
 
-static int key_cmp(const void *a, const void *b)
+/* A key names the order o (id): its public id, or its row id (a key made
+ * before schema 11). */
+static int key_names(const struct vmsg *m, const struct vord *o, long long id)
 {
-	return strcmp(((const struct vmsg *)a)->key, ((const struct vmsg *)b)->key);
+	char num[24];
+
+	snprintf(num, sizeof num, "%lld", id);
+	return strcmp(m->subject, o->pub) == 0 || strcmp(m->subject, num) == 0;
 }
 
-/* Count each message against its order's intent: a stranger (no order of
- * ours), an intent never made, or one more for an intent made. */
+/* Count each message against the intent of the order its text names: a
+ * stranger (no order of ours), the email of an order the database does not
+ * hold (sent for a commit a power cut took), one under another order's
+ * key, an intent never made, or one more for an intent made. */
 static void count_messages(struct verdict *v, struct vstate *s)
 {
 	long i;
 
 	for (i = 0; i < s->n_msg; i++) {
 		struct vmsg *m = &s->msg[i];
-		struct vord *o = vord_of(s, m->order);
+		struct vord *o;
 
-		if (!o) {
+		if (m->kind == INTENT_KINDS || !m->pub[0]) {
 			v->strangers++;
 			broken(v, "messages: a message at the provider (Message-ID key '%s') names no "
 			       "order of ours", m->key);
 			continue;
+		}
+		if (!(o = vord_by_pub(s, m->pub))) {
+			v->for_missing_orders++;
+			broken(v, "messages: %s is the email of order %s, which the database does not "
+			       "hold: it was sent for a commit that was lost", m->key, m->pub);
+			continue;
+		}
+		m->order = o - s->ord;
+		if (!key_names(m, o, m->order)) {
+			v->key_of_another++;
+			broken(v, "messages: order %s's email went under key %s, which names another "
+			       "order", o->pub, m->key);
 		}
 		v->msgs[m->kind]++;
 		if (m->kind == INTENT_TICKETS) {
@@ -716,14 +836,38 @@ static void count_messages(struct verdict *v, struct vstate *s)
 		} else {
 			v->unmade++;
 			if (m->kind == INTENT_CANCEL)
-				broken(v, "messages: order %lld (%s) is not cancelled, and the provider "
-				       "holds its cancellation (%s)", m->order, o->pub, m->key);
+				broken(v, "messages: order %s is not cancelled, and the provider holds its "
+				       "cancellation (%s)", o->pub, m->key);
 			else
-				broken(v, "messages: order %lld (%s) made %lld resends, and the provider "
-				       "holds %s, an intent never made", m->order, o->pub, o->resends,
-				       m->key);
+				broken(v, "messages: order %s made %lld resends, and the provider holds "
+				       "%s, an intent never made", o->pub, o->resends, m->key);
 		}
 	}
+}
+
+/* An owed email with no message: does the key it goes under hold another
+ * order's email?  Its key is "<intent>-<public id>", or "<intent>-<row id>"
+ * for an intent claimed before schema 11.  [out] whose: that order. */
+static int owed_absorbed(const struct vstate *s, const struct vord *o, long long id,
+			 const char *intent, long long n, char *whose, size_t size)
+{
+	char key[V_KEY_MAX], suffix[24] = "";
+	const struct vmsg *m;
+	int i;
+
+	if (n > 0)
+		snprintf(suffix, sizeof suffix, "-r%lld", n);
+	for (i = 0; i < 2; i++) {
+		if (i == 0)
+			snprintf(key, sizeof key, "%s-%s%s", intent, o->pub, suffix);
+		else
+			snprintf(key, sizeof key, "%s-%lld%s", intent, id, suffix);
+		if ((m = msg_by_key(s, key)) && m->order != id) {
+			snprintf(whose, size, "%s", m->pub[0] ? m->pub : "no order");
+			return 1;
+		}
+	}
+	return 0;
 }
 
 /* One intent's messages: beyond one is a duplicate. */
@@ -748,13 +892,13 @@ static void check_duplicates(struct verdict *v, struct vstate *s)
 
 		if (!o)
 			continue;
-		snprintf(key, sizeof key, "tickets-%lld", id);
+		snprintf(key, sizeof key, "its tickets");
 		one_intent(v, o, id, INTENT_TICKETS, o->m_tickets, key);
 		for (n = 1; n <= o->resends; n++) {
-			snprintf(key, sizeof key, "tickets-%lld-r%lld", id, n);
+			snprintf(key, sizeof key, "resend r%lld", n);
 			one_intent(v, o, id, INTENT_RESEND, o->m_r[n], key);
 		}
-		snprintf(key, sizeof key, "cancel-%lld", id);
+		snprintf(key, sizeof key, "its cancellation");
 		one_intent(v, o, id, INTENT_CANCEL, o->m_cancel, key);
 	}
 }
@@ -938,11 +1082,6 @@ static void check_orders_state(struct verdict *v, struct vstate *s)
 
 /* ======================== the soak's log ================================ */
 
-static int pub_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct vord *const *)a)[0]->pub, ((const struct vord *const *)b)[0]->pub);
-}
-
 /* key=VALUE of a log line into buf ("" when absent). */
 static void field(const char *line, const char *key, char *buf, size_t size)
 {
@@ -968,9 +1107,8 @@ static long long field_num(const char *line, const char *key)
 static void read_log(struct verdict *v, struct vstate *s)
 {
 	FILE *f = fopen(v->actions_path, "r");
-	struct vord **by_pub = NULL, key, *kp = &key, **hit;
 	char line[1024], pub[24], via[8], to[V_ADDR_MAX];
-	long long id, n_by = 0, lineno = 0;
+	long long lineno = 0;
 
 	if (!f) {
 		broken(v, "changes: cannot read the soak's log %s: %s", v->actions_path,
@@ -978,15 +1116,6 @@ static void read_log(struct verdict *v, struct vstate *s)
 		return;
 	}
 	v->logged = 1;
-	if (!(by_pub = calloc((size_t)s->max_id + 1, sizeof *by_pub))) {
-		fclose(f);
-		broken(v, "out of memory");
-		return;
-	}
-	for (id = 1; id <= s->max_id; id++)
-		if (s->ord[id].exists)
-			by_pub[n_by++] = &s->ord[id];
-	qsort(by_pub, (size_t)n_by, sizeof *by_pub, pub_cmp);
 	while (fgets(line, sizeof line, f)) {
 		char verb[24];
 		struct vord *o;
@@ -1001,10 +1130,7 @@ static void read_log(struct verdict *v, struct vstate *s)
 		}
 		field(line, "order", pub, sizeof pub);
 		field(line, "via", via, sizeof via);
-		snprintf(key.pub, sizeof key.pub, "%s", pub);
-		hit = bsearch(&kp, by_pub, (size_t)n_by, sizeof *by_pub, pub_cmp);
-		o = hit ? *hit : NULL;
-		if (!o) {
+		if (!(o = vord_by_pub(s, pub))) {
 			broken(v, "changes: the log's line %lld names order '%s', which is not in the "
 			       "database", lineno, pub);
 			continue;
@@ -1077,7 +1203,6 @@ static void read_log(struct verdict *v, struct vstate *s)
 		}
 	}
 	fclose(f);
-	free(by_pub);
 }
 
 /* The database against the log, order by order and event by event. */
@@ -1179,7 +1304,7 @@ static void check_addresses(struct verdict *v, struct vstate *s)
  * back, if cancelled).  An order with anything missing is lost. */
 static void check_orders_done(struct verdict *v, struct vdb *db, struct vstate *s)
 {
-	char why[400];
+	char why[400], whose[24];
 	long long id, n;
 
 	for (id = 1; id <= s->max_id; id++) {
@@ -1191,6 +1316,14 @@ static void check_orders_done(struct verdict *v, struct vdb *db, struct vstate *
 			continue;
 #define WHY(...) (len += (size_t)snprintf(why + len, len < sizeof why ? sizeof why - len : 0, \
 					  __VA_ARGS__))
+/* an owed email the provider took for another order's: its key held that one */
+#define ABSORBED(INTENT, N)                                                                    \
+	do {                                                                                   \
+		if (owed_absorbed(s, o, id, INTENT, N, whose, sizeof whose)) {                 \
+			v->owed_absorbed++;                                                    \
+			WHY(" (its key holds the email of order %s)", whose);                   \
+		}                                                                              \
+	} while (0)
 		why[0] = '\0';
 		v->intents[INTENT_TICKETS]++;
 		v->intents[INTENT_RESEND] += o->resends;
@@ -1203,6 +1336,7 @@ static void check_orders_done(struct verdict *v, struct vdb *db, struct vstate *
 			if (!o->m_tickets) {
 				WHY(" no message at the provider");
 				v->missing[INTENT_TICKETS]++;
+				ABSORBED("tickets", 0);
 			}
 		} else if (!o->m_tickets) {
 			v->excused++;
@@ -1219,6 +1353,7 @@ static void check_orders_done(struct verdict *v, struct vdb *db, struct vstate *
 			if (!o->m_r[n]) {
 				WHY(" no message for resend r%lld at the provider", n);
 				v->missing[INTENT_RESEND]++;
+				ABSORBED("tickets", n);
 			}
 		}
 		if (o->cancelled) {
@@ -1229,11 +1364,13 @@ static void check_orders_done(struct verdict *v, struct vdb *db, struct vstate *
 			if (!o->m_cancel) {
 				WHY(" no cancellation message at the provider");
 				v->missing[INTENT_CANCEL]++;
+				ABSORBED("cancel", 0);
 			}
 		}
 		if (!o->count_done)
 			WHY(" not counted");
 #undef WHY
+#undef ABSORBED
 		missing = why[0] != '\0';
 		if (!missing)
 			continue;
@@ -1256,6 +1393,60 @@ static void check_orders_done(struct verdict *v, struct vdb *db, struct vstate *
 		trace_order(db, s->first_lost);
 }
 
+/* ======================== the codes, at the door ======================= */
+
+/* Every code printed in the tickets the provider holds, scanned at a door
+ * of the verdict's own (a copy of the final database): a code the door
+ * admits must admit a seat of the order its email is about.  A code of an
+ * order the database lost must admit nobody. */
+static void check_codes(struct verdict *v, struct vstate *s)
+{
+	char dir[CHAOS_PATH_MAX], key[CHAOS_PATH_MAX + 16], copy[CHAOS_PATH_MAX + 16];
+	char tmp[CHAOS_PATH_MAX + 16], err[400], pub[32];
+	char (*codes)[CHAOS_CODE_LEN + 1] = calloc(CHAOS_CODES_MAX, sizeof *codes);
+	long i;
+	int n, j, rc;
+
+	db_dir(v->db_path, dir, sizeof dir);
+	snprintf(key, sizeof key, "%s/ticket.key", dir);
+	snprintf(tmp, sizeof tmp, "%s/door.pdf", v->work_dir);
+	if (!codes || mail_door_open(v->db_path, key, v->work_dir, copy, sizeof copy, err,
+				     sizeof err) != 0) {
+		broken(v, "codes: %s", codes ? err : "out of memory");
+		free(codes);
+		return;
+	}
+	for (i = 0; i < s->n_msg; i++) {
+		const struct vmsg *m = &s->msg[i];
+		char *msg;
+
+		if (m->kind != INTENT_TICKETS && m->kind != INTENT_RESEND)
+			continue;
+		if (!(msg = slurp(m->path))) {
+			broken(v, "codes: cannot read %s", m->path);
+			continue;
+		}
+		n = mail_codes(msg, tmp, codes, CHAOS_CODES_MAX);
+		free(msg);
+		if (n <= 0) {
+			broken(v, "codes: no ticket code could be read from %s (%s)", m->key, m->path);
+			continue;
+		}
+		for (j = 0; j < n; j++) {
+			v->codes_checked++;
+			if ((rc = mail_door_scan(v->door_bin, copy, codes[j], pub, sizeof pub)) < 0)
+				broken(v, "codes: stagedoor scan of a code of %s failed", m->key);
+			else if (rc == 1 && strcmp(pub, m->pub) != 0) {
+				v->codes_other_order++;
+				broken(v, "codes: a code in order %s's email (%s) admits a seat of order %s",
+				       m->pub, m->key, pub);
+			}
+		}
+	}
+	unlink(tmp);
+	free(codes);
+}
+
 static void vstate_free(struct vstate *s)
 {
 	long long id;
@@ -1267,7 +1458,10 @@ static void vstate_free(struct vstate *s)
 		free(s->ord[id].log_addrs);
 		free(s->ord[id].rq);
 	}
+	for (long i = 0; i < s->n_msg; i++)
+		free(s->msg[i].path);
 	free(s->ord);
+	free(s->by_pub);
 	free(s->msg);
 	free(s->ev);
 }
@@ -1288,6 +1482,7 @@ int verify_run(struct verdict *v)
 	}
 
 	check_integrity(v, db);
+	job_ids_detect(db);
 	v->orders = one_int(v, db, "SELECT count(*) FROM orders");
 	v->seats = one_int(v, db, "SELECT coalesce(sum(seats), 0) FROM orders");
 	v->events = one_int(v, db, "SELECT count(*) FROM events");
@@ -1303,6 +1498,7 @@ int verify_run(struct verdict *v)
 	load(v, db, &s);
 	if (!s.ord)
 		goto out;
+	index_pub(v, &s);
 	scan_maildir(v, &s);
 	count_messages(v, &s);
 	check_duplicates(v, &s);
@@ -1329,7 +1525,9 @@ int verify_run(struct verdict *v)
 		broken(v, "stream: %ld outbox rows never published", v->outbox_unpublished);
 
 	check_orders_done(v, db, &s);
-	v->duplicates += v->strangers + v->unmade;
+	if (v->door_bin && !vdb_pg(db))
+		check_codes(v, &s);
+	v->duplicates += v->strangers + v->unmade + v->for_missing_orders;
 
 	v->reclaimed_jobs = one_int(v, db, "SELECT count(*) FROM done_jobs WHERE deliveries > 1");
 	v->redeliveries = one_int(v, db, "SELECT coalesce(sum(deliveries - 1), 0) FROM done_jobs "
