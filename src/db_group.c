@@ -2,8 +2,9 @@
  * db_group.c: group commit (db_group.h).
  *
  * Invariants:
- *  - at most one leader at a time (leading, under mu); only the leader
- *    touches the group's connection;
+ *  - at most one leader at a time (leading, under mu); a commit runs on its
+ *    leader's own connection, which no other thread uses meanwhile (the
+ *    members wait), and which then reads what it wrote with a warm cache;
  *  - a member is marked done only after the commit that held its write has
  *    returned (or failed), so no thread answers before the flush;
  *  - members join in line and are taken from its head: writes commit, and
@@ -30,12 +31,10 @@ struct member {
 };
 
 struct db_group {
-	char *target;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;		/* a commit ended */
 	struct member *head, *tail;	/* the line, under mu */
 	int leading;			/* a leader runs a commit, under mu */
-	struct db *db;			/* the leader's connection (FULL) */
 };
 
 enum sd_result db_group_new(const char *target, struct db_group **out)
@@ -45,10 +44,8 @@ enum sd_result db_group_new(const char *target, struct db_group **out)
 	*out = NULL;
 	if (db_target_is_pg(target))
 		return SD_OK;
-	if (!(g = calloc(1, sizeof *g)) || !(g->target = strdup(target))) {
-		free(g);
+	if (!(g = calloc(1, sizeof *g)))
 		return err_set(SD_NOMEM, "out of memory");
-	}
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_cond_init(&g->cv, NULL);
 	*out = g;
@@ -59,10 +56,8 @@ void db_group_free(struct db_group *g)
 {
 	if (!g)
 		return;
-	db_close(g->db);
 	pthread_cond_destroy(&g->cv);
 	pthread_mutex_destroy(&g->mu);
-	free(g->target);
 	free(g);
 }
 
@@ -72,14 +67,18 @@ static void member_fail(struct member *m, enum sd_result r, const char *msg)
 	snprintf(m->err, sizeof m->err, "%s", msg);
 }
 
-/* run_one: m's write in a savepoint of the open transaction.  0 while the
+/* run_one: m's write in a savepoint of the open transaction (alone in
+ * its commit, it needs none: its failure rolls the whole transaction
+ * back, and a savepoint costs SQLite a statement journal).  0 while the
  * transaction lives on; -1 when the engine lost it (then m failed). */
-static int run_one(struct db *db, struct member *m)
+static int run_one(struct db *db, struct member *m, int alone)
 {
 	enum sd_result r;
 
 	err_clear();
-	if ((r = db_savepoint(db)) == SD_OK)
+	if (alone)
+		r = m->fn(db, m->arg);
+	else if ((r = db_savepoint(db)) == SD_OK)
 		r = db_savepoint_end(db, m->fn(db, m->arg));
 	m->r = r;
 	if (r != SD_OK)
@@ -88,47 +87,44 @@ static int run_one(struct db *db, struct member *m)
 }
 
 /*
- * commit: the batch's writes, one savepoint each, in one transaction on
- * the group's connection, then one commit.  Every member ends with its
+ * commit: the batch's writes, one savepoint each, in one transaction on the
+ * leader's own connection db, then one commit.  Every member ends with its
  * result: its own refusal, or the failure that kept the commit from
  * storing it.
  */
-static void commit(struct db_group *g, struct member *batch)
+static void commit(struct db *db, struct member *batch)
 {
 	struct member *m, *lost = NULL;
 	enum sd_result r;
 
-	if (!g->db && (r = db_open(g->target, 0, DB_SYNC_FULL, &g->db)) != SD_OK)
-		goto fail_all;
-	if ((r = db_begin(g->db)) != SD_OK)
-		goto fail_all;
+	if ((r = db_begin(db)) != SD_OK) {
+		for (m = batch; m; m = m->next)
+			member_fail(m, r, err_msg());
+		return;
+	}
 	for (m = batch; m; m = m->next)
-		if (run_one(g->db, m) != 0) {
+		if (run_one(db, m, !batch->next) != 0) {
 			lost = m;	/* its failure took the transaction */
 			break;
 		}
 	if (lost) {
 		r = lost->r;
-		db_rollback(g->db);
+		db_rollback(db);
 		for (m = batch; m; m = m->next)
 			if (m != lost)
 				member_fail(m, r, lost->err);
 		return;
 	}
-	if ((r = db_commit(g->db)) == SD_OK)
+	if ((r = db_commit(db)) == SD_OK)
 		return;
 	for (m = batch; m; m = m->next)
 		if (m->r == SD_OK)
 			member_fail(m, r, err_msg());
-	return;
-fail_all:
-	for (m = batch; m; m = m->next)
-		member_fail(m, r, err_msg());
 }
 
 /* lead: take up to DB_GROUP_MAX members from the head of the line, commit
- * them, and mark them done.  Called and returns with mu held. */
-static void lead(struct db_group *g)
+ * them on db, and mark them done.  Called and returns with mu held. */
+static void lead(struct db_group *g, struct db *db)
 {
 	struct member *batch = g->head, *m = batch;
 	int n = 1;
@@ -143,7 +139,7 @@ static void lead(struct db_group *g)
 	m->next = NULL;
 	g->leading = 1;
 	pthread_mutex_unlock(&g->mu);
-	commit(g, batch);
+	commit(db, batch);
 	pthread_mutex_lock(&g->mu);
 	for (m = batch; m; m = m->next)
 		m->done = 1;
@@ -169,7 +165,7 @@ enum sd_result db_group_run(struct db_group *g, struct db *own, db_group_fn fn, 
 	g->tail = &m;
 	while (!m.done) {
 		if (!g->leading)
-			lead(g);
+			lead(g, own);
 		else
 			pthread_cond_wait(&g->cv, &g->mu);
 	}

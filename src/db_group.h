@@ -7,9 +7,9 @@
  * so commits of one file take their flushes one after another.  Threads
  * that each have a short write to make (the API's orders and changes) hand
  * it to a group instead.  One of them, the leader, runs every write waiting
- * at that moment in one transaction on the group's own FULL connection,
- * each in a savepoint of its own (a write that fails takes back only its
- * own rows, and its result is its own), and commits them with one flush.
+ * at that moment in one transaction on its own FULL connection, each in a
+ * savepoint of its own (a write that fails takes back only its own rows,
+ * and its result is its own), and commits them with one flush.
  * Each thread returns when the commit that holds its write has returned.
  * Writes that arrive while a commit runs go into the next one, whose leader
  * is one of them.  A failed commit is the failure of every write in it:
@@ -33,25 +33,26 @@
 struct db_group;
 
 /* A write: its statements on db, which it may wrap in db_begin/db_end as
- * anywhere else.  It runs on the leader's thread with the group's
+ * anywhere else.  It runs on the leader's thread with the leader's
  * connection: it keeps no pointer to db and never waits for another
  * thread's write. */
 typedef enum sd_result (*db_group_fn)(struct db *db, void *arg);
 
 /*
  * db_group_new: a group for the database at target: [out] *out, freed with
- * db_group_free, or NULL on PostgreSQL (run the writes directly).  The
- * group's connection (FULL) is opened by its first leader.
+ * db_group_free, or NULL on PostgreSQL (run the writes directly).
  */
 enum sd_result db_group_new(const char *target, struct db_group **out);
 void db_group_free(struct db_group *g);
 
 /*
  * db_group_run: fn(db, arg) inside the next group commit; returns when that
- * commit has returned.  fn's result when the commit stored its write (or
- * fn failed: then nothing of it is stored), else the commit's failure,
- * with the message of whichever it is on the calling thread.  g NULL:
- * fn(own, arg) in a transaction of its own on the caller's connection own.
+ * commit has returned.  own is the caller's connection (FULL, no
+ * transaction open), on which the commit runs when this thread leads it.
+ * fn's result when the commit stored its write (or fn failed: then nothing
+ * of it is stored), else the commit's failure, with the message of
+ * whichever it is on the calling thread.  g NULL: fn(own, arg) in a
+ * transaction of its own on own.
  */
 enum sd_result db_group_run(struct db_group *g, struct db *own, db_group_fn fn, void *arg);
 

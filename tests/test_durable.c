@@ -268,7 +268,7 @@ static void watch_drain(struct watch *w, int fd)
 }
 
 /* One count on a raw connection of the default VFS, as another process of
- * the box reads: -1 while the file is locked for a moment. */
+ * the box reads: -1 when it cannot be read. */
 static int raw_count(const char *path, const char *sql)
 {
 	sqlite3 *h = NULL;
@@ -276,6 +276,7 @@ static int raw_count(const char *path, const char *sql)
 	int n = -1;
 
 	if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, "unix") == SQLITE_OK &&
+	    sqlite3_busy_timeout(h, 2000) == SQLITE_OK &&
 	    sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
 		n = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
@@ -408,15 +409,18 @@ static enum sd_result gw_write(struct db *db, void *arg)
 static void *gw_thread(void *arg)
 {
 	struct gw *w = arg;
+	struct db *own;
 	char sql[96];
 
+	assert_int_equal(db_open(w->path, 0, DB_SYNC_FULL, &own), SD_OK);
 	if (w->start)
 		pthread_barrier_wait(w->start);
 	err_clear();
-	w->r = db_group_run(w->g, NULL, gw_write, w);
+	w->r = db_group_run(w->g, own, gw_write, w);
 	snprintf(w->err, sizeof w->err, "%s", err_msg());
 	snprintf(sql, sizeof sql, "SELECT count(*) FROM done_totals WHERE kind = 'g%d'", w->i);
 	w->seen_after = raw_count(w->path, sql);
+	db_close(own);
 	return NULL;
 }
 
