@@ -395,14 +395,35 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* value_of: a file line's value (n bytes after its '=') without its
+ * comment: a '#' after a space or a tab starts one, as in most config
+ * formats, so an example line uncommented keeps its note; "\#" is a '#' of
+ * the value.  A '#' inside a word (a URL's fragment, a password) is the
+ * value's.  [out] buf (n bytes at most).  Returns the value's length. */
+static size_t value_of(const char *v, size_t n, char *buf)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < n; i++) {
+		if (v[i] == '\\' && i + 1 < n && v[i + 1] == '#') {
+			buf[o++] = v[++i];
+			continue;
+		}
+		if (v[i] == '#' && i > 0 && is_blank((unsigned char)v[i - 1]))
+			break;
+		buf[o++] = v[i];
+	}
+	return o;
+}
+
 /* parse_line: one line of the file (without its LF).  [in,out] seen[k]:
  * the line that set key k, for the duplicate check. */
 static enum sd_result parse_line(struct config *c, const char *path, int lineno,
 				 const char *line, size_t n, int seen[CONFIG_N_KEYS])
 {
 	const char *eq, *key;
-	char origin[64];
-	size_t klen;
+	char origin[64], value[CONFIG_LINE_MAX + 1];
+	size_t klen, vlen;
 	int k;
 
 	trim(line, n, &key, &klen);
@@ -444,7 +465,8 @@ static enum sd_result parse_line(struct config *c, const char *path, int lineno,
 	snprintf(origin, sizeof origin, "%.40s:%d", path, lineno);
 	if (strlen(path) > 40)
 		snprintf(origin, sizeof origin, "%.40s:%d", base_name(path), lineno);
-	return set_n(c, (enum config_key)k, eq + 1, n - (size_t)(eq + 1 - line), origin);
+	vlen = value_of(eq + 1, n - (size_t)(eq + 1 - line), value);
+	return set_n(c, (enum config_key)k, value, vlen, origin);
 }
 
 enum sd_result config_load_file(struct config *c, const char *path)

@@ -719,6 +719,88 @@ static void test_config_show(void **state)
 }
 
 /* The config file's db is the default db of every command. */
+/* "#" after a space starts a comment in the file; "\#" is a '#'; a '#'
+ * inside a word is the value's. */
+static void test_inline_comments(void **state)
+{
+	struct tu_env *e = *state;
+	struct config c;
+	char path[400];
+
+	write_file(e, "c.conf",
+		   "http_listen = 127.0.0.1:8080    # 0.0.0.0:8443 on a venue's network\n"
+		   "log_file = /var/log/box.log\t# default: stderr\n"
+		   "mail_url = https://mail.example/send#v2\n"
+		   "backup_dir = /srv/box \\#2 # the second box's\n", path, sizeof path);
+	config_init(&c);
+	assert_int_equal(config_load_file(&c, path), SD_OK);
+	assert_string_equal(config_str(&c, CONFIG_HTTP_LISTEN), "127.0.0.1:8080");
+	assert_string_equal(config_str(&c, CONFIG_LOG_FILE), "/var/log/box.log");
+	assert_string_equal(config_str(&c, CONFIG_MAIL_URL), "https://mail.example/send#v2");
+	assert_string_equal(config_str(&c, CONFIG_BACKUP_DIR), "/srv/box #2");
+	config_free(&c);
+	/* a value that is only a comment is no value */
+	write_file(e, "e.conf", "log_file = # none\n", path, sizeof path);
+	config_init(&c);
+	assert_int_equal(config_load_file(&c, path), SD_INVALID);
+	assert_non_null(strstr(err_msg(), "log_file needs a value"));
+	config_free(&c);
+}
+
+static int key_known(const char *name)
+{
+	int k;
+
+	for (k = 0; k < CONFIG_N_KEYS; k++)
+		if (strcmp(config_key_name((enum config_key)k), name) == 0)
+			return 1;
+	return 0;
+}
+
+/* The shipped dist/stagedoor.conf with every example line uncommented
+ * ("# key = value  # note" becomes "key = value  # note") loads, and no
+ * value holds its note. */
+static void test_shipped_examples_uncommented(void **state)
+{
+	struct tu_env *e = *state;
+	size_t len, i, o = 0;
+	unsigned char *text = tu_slurp("dist/stagedoor.conf", &len);
+	char *file = calloc(1, len + 1), path[400], key[64];
+	const char *line;
+	struct config c;
+	int n = 0, k;
+
+	assert_non_null(text);
+	assert_non_null(file);
+	for (i = 0; i < len; i = (size_t)(strchr((char *)text + i, '\n') - (char *)text) + 1) {
+		line = (const char *)text + i;
+		/* "# name = ..." with a known key: the example, uncommented */
+		if (sscanf(line, "# %63[a-z_.] = ", key) == 1 && strchr(line, '=') <
+		    strchr(line, '\n') && key_known(key) && line[2] != ' ') {
+			line += 2;
+			n++;
+		}
+		memcpy(file + o, line, (size_t)(strchr(line, '\n') - line) + 1);
+		o += (size_t)(strchr(line, '\n') - line) + 1;
+	}
+	write_file(e, "shipped.conf", file, path, sizeof path);
+	assert_true(n >= 30);	/* the file's examples */
+	config_init(&c);
+	if (config_load_file(&c, path) != SD_OK)
+		fail_msg("the shipped examples, uncommented, do not load: %s", err_msg());
+	for (k = 0; k < CONFIG_N_KEYS; k++) {
+		const char *v = config_str(&c, (enum config_key)k);
+
+		if (v && strstr(v, " #"))
+			fail_msg("%s took its note into its value: '%s'", config_key_name((enum config_key)k), v);
+	}
+	assert_string_equal(config_str(&c, CONFIG_HTTP_LISTEN), "127.0.0.1:8080");
+	assert_string_equal(config_str(&c, CONFIG_BACKUP_DIR), "/var/backups/stagedoor");
+	config_free(&c);
+	free(file);
+	free(text);
+}
+
 static void test_db_from_the_config_file(void **state)
 {
 	const struct tu_env *e = *state;
@@ -751,6 +833,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_numeric_keys_precedence_and_defaults, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_backup_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inline_comments, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shipped_examples_uncommented, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_typed_values_are_checked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kind_policies_from_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_config_show, setup, teardown),
