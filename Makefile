@@ -88,7 +88,7 @@ TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 # The suites that depend on the engine, run a second time on PostgreSQL
 # (check-pg): the store, the queue, the outbox, the idempotency primitives,
 # the handlers and the HTTP API.
-PG_TESTS := test_db test_queue test_outbox test_idem test_orders test_changes test_api test_roles test_procs test_blob test_soak
+PG_TESTS := test_db test_redact test_queue test_outbox test_idem test_orders test_changes test_api test_roles test_procs test_blob test_soak
 
 # Two builds of everything: build/rel (bin/stagedoor) and build/san.
 REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o build/rel/assets.o

@@ -31,6 +31,7 @@
 #include "outbox.h"
 #include "progress.h"
 #include "queue.h"
+#include "text.h"
 #include "ticket_jobs.h"
 #include "tickets.h"
 #include "worker.h"
@@ -168,7 +169,7 @@ int cli_init(int argc, char **argv)
 		ARG_STATE_DIR(&state),
 		ARG_END,
 	};
-	char *pos[ARGS_MAX_POS];
+	char *pos[ARGS_MAX_POS], shown[1024];
 	struct db *db;
 	enum sd_result r;
 	int npos, rc;
@@ -182,7 +183,8 @@ int cli_init(int argc, char **argv)
 		db_close(db);
 		return cli_fail(r);
 	}
-	printf("%s: schema version %d\n", db_path(db), db_schema_version(db));
+	text_redact_url(db_path(db), shown, sizeof shown);
+	printf("%s: schema version %d\n", shown, db_schema_version(db));
 	db_close(db);
 	return 0;
 }
@@ -781,31 +783,6 @@ static void mail_test_key(char *buf, size_t size)
 		snprintf(buf + i, size - i, "%02x", b[got]);
 }
 
-/* mail_transport_name: url as it may be printed: without a user or
- * password ("smtp://u:pw@h" is refused by mail_open, but the message that
- * says so names the transport) and without a query string, which an API URL
- * might use for a token. */
-static void mail_transport_name(const char *url, char *buf, size_t size)
-{
-	const char *rest = strstr(url, "://"), *at;
-	size_t auth;
-
-	if (!rest) {
-		snprintf(buf, size, "%.*s", (int)strcspn(url, "?#"), url);
-		return;
-	}
-	rest += 3;
-	auth = strcspn(rest, "/?#");
-	at = memchr(rest, '@', auth);
-	while (at && memchr(at + 1, '@', auth - (size_t)(at + 1 - rest)))
-		at = memchr(at + 1, '@', auth - (size_t)(at + 1 - rest));
-	if (at)
-		snprintf(buf, size, "%.*s***@%.*s", (int)(rest - url), url,
-			 (int)strcspn(at + 1, "?#"), at + 1);
-	else
-		snprintf(buf, size, "%.*s", (int)strcspn(url, "?#"), url);
-}
-
 /* mail_fail: the one line for a failed test, naming the transport; exit 1
  * (a failed send is a failure, never a usage error). */
 static int mail_fail(const char *transport, enum sd_result r)
@@ -853,7 +830,7 @@ static int mail_test_cmd(int argc, char **argv)
 	else
 		tickets_default_mail_url(config_str(&cfg, CONFIG_DB), config_str(&cfg, CONFIG_STATE_DIR),
 					 url, sizeof url);
-	mail_transport_name(url, transport, sizeof transport);
+	text_redact_url(url, transport, sizeof transport);
 	from = config_mail_from(&cfg) ? config_mail_from(&cfg) : TICKETS_MAIL_FROM_DEFAULT;
 	config_mail(&cfg, &mc);
 	mail_test_key(key, sizeof key);

@@ -610,21 +610,6 @@ const char *config_origin(const struct config *c, enum config_key k)
 	return c->value[k] ? c->origin[k] : "default";
 }
 
-/* mask_url: credentials before the host become *** (user:secret@host ->
- * ***@host); a query string, where an API key would hide, becomes ?***. */
-static void mask_url(const char *u, char *buf, size_t size)
-{
-	const char *sep = strstr(u, "://"), *at, *q;
-	size_t n;
-
-	snprintf(buf, size, "%s", u);
-	if (sep && (at = strchr(sep + 3, '@')) && (!strchr(sep + 3, '/') ||
-						   at < strchr(sep + 3, '/')))
-		snprintf(buf, size, "%.*s***%s", (int)(sep + 3 - u), u, at);
-	if ((q = strchr(buf, '?')) && (n = (size_t)(q - buf)) + 5 <= size)
-		snprintf(buf + n, size - n, "?***");
-}
-
 void config_show(const struct config *c, FILE *out)
 {
 	char v[1024];
@@ -644,8 +629,8 @@ void config_show(const struct config *c, FILE *out)
 			snprintf(v, sizeof v, "(ticket.key in the state folder)");
 		else if (k == CONFIG_BLOB_STORE && !s)
 			snprintf(v, sizeof v, "(files on SQLite, db on PostgreSQL)");
-		else if ((keys[k].type == K_URL || k == CONFIG_DB) && s && strstr(s, "://"))
-			mask_url(s, v, sizeof v);
+		else if ((keys[k].type == K_URL || k == CONFIG_DB) && s)
+			text_redact_url(s, v, sizeof v);
 		else
 			snprintf(v, sizeof v, "%s", s ? s : "(unset)");
 		fprintf(out, "%-38s = %-40s # %s\n", keys[k].name, v,

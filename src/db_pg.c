@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "text.h"
 
 /* The advisory lock keys (db_lock_try's and the boxes'): "StageBL" and the
  * key's number. */
@@ -78,20 +79,6 @@ struct pg_stmt {
 #define PG_ST(s) ((struct pg_stmt *)(s))
 
 /* ======================== errors ========================================== */
-
-/* The URI without its password, for messages. */
-static void pg_redact(const char *uri, char *buf, size_t size)
-{
-	const char *at = strchr(uri, '@'), *scheme = strstr(uri, "://");
-	const char *colon;
-
-	snprintf(buf, size, "%s", uri);
-	if (!at || !scheme || at < scheme)
-		return;
-	colon = memchr(scheme + 3, ':', (size_t)(at - scheme - 3));
-	if (colon)
-		snprintf(buf, size, "%.*s:***%s", (int)(colon - uri), uri, at);
-}
 
 /* pg_gone: the connection is no longer usable (the server went away) */
 static int pg_gone(struct pg *p)
@@ -202,7 +189,7 @@ static enum sd_result pg_connect(struct db *db)
 	if (PQstatus(p->c) != CONNECTION_OK) {
 		char msg[400];
 
-		pg_redact(db->path, where, sizeof where);
+		text_redact_url(db->path, where, sizeof where);
 		pg_message(NULL, p->c, msg, sizeof msg);
 		return err_set(SD_IO, "cannot connect to %s: %s", where, msg);
 	}
@@ -263,7 +250,7 @@ static enum sd_result pg_check_ours(struct db *db)
 	int64_t has, tables, v;
 	enum sd_result r;
 
-	pg_redact(db->path, where, sizeof where);
+	text_redact_url(db->path, where, sizeof where);
 	if ((r = pg_int(db, "SELECT to_regclass('stagedoor_schema') IS NOT NULL", 0, &has)) !=
 	    SD_OK)
 		return r;
@@ -979,7 +966,7 @@ static enum sd_result pg_admin(const char *uri, const char *sql)
 	enum sd_result r = SD_OK;
 
 	if (!c || PQstatus(c) != CONNECTION_OK) {
-		pg_redact(uri, where, sizeof where);
+		text_redact_url(uri, where, sizeof where);
 		pg_message(NULL, c, msg, sizeof msg);
 		PQfinish(c);
 		return err_set(SD_IO, "cannot connect to %s: %s", where, msg);

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "notify.h"
 #include "queue.h"
+#include "text.h"
 
 /* The stream promises its handlers a JSON object (queue.h), and
  * queue_enqueue refuses anything else; the relay copies rows into the stream
@@ -300,6 +301,7 @@ enum sd_result outbox_relay_run_opts(const char *db_path, const struct outbox_re
 	enum sd_result r;
 	int64_t total = 0, n, known = 0;
 	struct episode ep = { 0 };
+	char shown[1024], quoted[1100];
 	int errors = 0, batch, counting;
 
 	if (!o)
@@ -310,7 +312,9 @@ enum sd_result outbox_relay_run_opts(const char *db_path, const struct outbox_re
 	    (r = notify_open(db_path, &nt)) != SD_OK)
 		goto out;
 	db_notify_watch(db, nt);
-	log_event(LOG_INFO, "relay started", "batch=%d db=%s", batch, db_path);
+	text_redact_url(db_path, shown, sizeof shown);
+	log_event(LOG_INFO, "relay started", "batch=%d db=%s", batch,
+		  log_quote(quoted, sizeof quoted, shown));
 	if (counting)
 		known = relay_total(db, 0, 0);
 	while (!notify_stop_requested()) {

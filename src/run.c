@@ -73,6 +73,7 @@
 #include "maint.h"
 #include "runlock.h"
 #include "sdnotify.h"
+#include "text.h"
 #include "tickets.h"
 
 #define RUN_MAX_WORKERS 256
@@ -758,7 +759,7 @@ int cli_run(int argc, char **argv)
 		CLI_CONFIG_OPTS(&R.cf),
 		ARG_END,
 	};
-	char *pos[ARGS_MAX_POS];
+	char *pos[ARGS_MAX_POS], shown[1024], quoted[1100];
 	sigset_t set;
 	enum sd_result r;
 	ssize_t n;
@@ -833,8 +834,10 @@ int cli_run(int argc, char **argv)
 	backup_sched_init(&R.backups, R.db_path, config_str(&R.cfg, CONFIG_BACKUP_DIR),
 			  config_int(&R.cfg, CONFIG_BACKUP_INTERVAL_MS), mono_ms());
 	set_workers(&R, (int)config_int(&R.cfg, CONFIG_WORKERS));
+	text_redact_url(R.db_path, shown, sizeof shown);
 	log_event(LOG_INFO, "run started", "pid=%ld db=%s schema=%d workers=%lld concurrency=%lld "
-		  "config=%s", (long)getpid(), R.db_path, db_schema_version(R.db),
+		  "config=%s", (long)getpid(), log_quote(quoted, sizeof quoted, shown),
+		  db_schema_version(R.db),
 		  (long long)config_int(&R.cfg, CONFIG_WORKERS),
 		  (long long)config_int(&R.cfg, CONFIG_CONCURRENCY),
 		  R.cfg.file[0] ? R.cfg.file : "none");

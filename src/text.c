@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 size_t text_utf8_next(const unsigned char *s, uint32_t *cp)
 {
@@ -170,4 +171,91 @@ int text_duration_ms(const char *s, int64_t *ms)
 			return 0;
 		}
 	return -1;
+}
+
+/* ======================== URLs =========================================== */
+
+/* A query parameter of a PostgreSQL URI that holds a secret (libpq's). */
+static int pg_secret_param(const char *p, size_t n)
+{
+	static const char *const secrets[] = { "password", "sslpassword" };
+	size_t i;
+
+	for (i = 0; i < sizeof secrets / sizeof secrets[0]; i++)
+		if (strlen(secrets[i]) == n && strncasecmp(p, secrets[i], n) == 0)
+			return 1;
+	return 0;
+}
+
+/* append n bytes of s to buf[size] at *o (cut, never overrun) */
+static void put(char *buf, size_t size, size_t *o, const char *s, size_t n)
+{
+	if (*o + 1 >= size)
+		return;
+	if (n > size - 1 - *o)
+		n = size - 1 - *o;
+	memcpy(buf + *o, s, n);
+	*o += n;
+	buf[*o] = '\0';
+}
+
+/* the query of a PostgreSQL URI, its secret values masked */
+static void pg_query(const char *q, char *buf, size_t size, size_t *o)
+{
+	while (*q) {
+		size_t n = strcspn(q, "&#"), k = strcspn(q, "=&#");
+
+		if (k < n && pg_secret_param(q, k)) {
+			put(buf, size, o, q, k + 1);
+			put(buf, size, o, "***", 3);
+		} else {
+			put(buf, size, o, q, n);
+		}
+		q += n;
+		if (*q == '&')
+			put(buf, size, o, q++, 1);
+		else if (*q == '#')
+			break;
+	}
+}
+
+void text_redact_url(const char *url, char *buf, size_t size)
+{
+	const char *sep, *rest, *at, *colon, *q;
+	size_t o = 0, auth;
+	int pg;
+
+	if (!size)
+		return;
+	buf[0] = '\0';
+	if (!url)
+		return;
+	if (!(sep = strstr(url, "://"))) {
+		put(buf, size, &o, url, strlen(url));
+		return;
+	}
+	pg = (size_t)(sep - url) <= 10 && (strncmp(url, "postgresql", 10) == 0 ||
+					  strncmp(url, "postgres", 8) == 0);
+	rest = sep + 3;
+	auth = strcspn(rest, "/?#");
+	put(buf, size, &o, url, (size_t)(rest - url));
+	/* the last '@' of the authority ends the user part */
+	for (at = NULL, q = rest; (q = memchr(q, '@', auth - (size_t)(q - rest))); q++)
+		at = q;
+	if (at) {
+		colon = memchr(rest, ':', (size_t)(at - rest));
+		put(buf, size, &o, rest, colon ? (size_t)(colon - rest) : (size_t)(at - rest));
+		if (colon)
+			put(buf, size, &o, ":***", 4);
+		rest = at;
+	}
+	q = rest + strcspn(rest, "?#");
+	put(buf, size, &o, rest, (size_t)(q - rest));
+	if (*q != '?')
+		return;
+	put(buf, size, &o, "?", 1);
+	if (pg)
+		pg_query(q + 1, buf, size, &o);
+	else
+		put(buf, size, &o, "***", 3);
 }

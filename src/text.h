@@ -68,4 +68,17 @@ size_t text_copy(char *dst, size_t size, const char *src);
  */
 int text_duration_ms(const char *s, int64_t *ms);
 
+/*
+ * text_redact_url: a URL or URI as it may be shown (a message, a log line,
+ * --json, config show): the one place a secret in one is hidden.  The
+ * password of its user part becomes *** (postgresql://u:s@h ->
+ * postgresql://u:***@h); in a postgresql:// or postgres:// URI the values
+ * of libpq's secret parameters (password, sslpassword) become ***, the
+ * rest of the query staying (it says which server and schema); any other
+ * URL's query string, where an API key would hide, becomes ?***.  Text
+ * that is not a URL (a file path) comes back as it is.  buf holds size
+ * bytes; NULL url gives "".
+ */
+void text_redact_url(const char *url, char *buf, size_t size);
+
 #endif

@@ -91,6 +91,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "text.h"
 
 /* A handler thread wakes another for the queued jobs only while handlers
  * run at least this long on average. */
@@ -1212,6 +1213,7 @@ static void worker_end_threads(struct worker *w, int abandoned)
 enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stats_out)
 {
 	struct loop l = { 0 };
+	char shown[1024], quoted[1100];
 	enum sd_result r;
 
 	l.w = calloc(1, sizeof *l.w);
@@ -1219,8 +1221,9 @@ enum sd_result worker_run(const struct worker_opts *o, struct worker_stats *stat
 		return err_set(SD_NOMEM, "out of memory");
 	if ((r = worker_open(&l, o)) == SD_OK &&
 	    (r = worker_start_threads(l.w, l.concurrency)) == SD_OK) {
+		text_redact_url(o->db_path, shown, sizeof shown);
 		log_event(LOG_INFO, "worker started", "worker=%s concurrency=%d batch=%d db=%s",
-			  l.w->name, l.concurrency, l.batch, o->db_path);
+			  l.w->name, l.concurrency, l.batch, log_quote(quoted, sizeof quoted, shown));
 		r = loop_run(&l);
 		loop_shut_down(&l);
 	}
