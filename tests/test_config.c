@@ -692,7 +692,7 @@ static void test_config_show(void **state)
 	assert_int_equal(RUN("config", "show", "--config", path, "--grace-ms", "5000"), 0);
 	unsetenv("STAGEDOOR_MAIL_URL");
 	if (!strstr(out, "workers") || !strstr(out, "s.conf:1") || !strstr(out, "--grace-ms") ||
-	    !strstr(out, "STAGEDOOR_MAIL_URL") || !strstr(out, "https://***@api.mail.example") ||
+	    !strstr(out, "STAGEDOOR_MAIL_URL") || !strstr(out, "https://box:***@api.mail.example/v1/messages?***") ||
 	    !strstr(out, "/etc/stagedoor/mail.pass") || !strstr(out, "# default"))
 		fail_msg("config show: %s", out);
 	assert_null(strstr(out, "hunter2"));
