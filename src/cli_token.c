@@ -21,6 +21,7 @@
 #include "args.h"
 #include "cli.h"
 #include "clock.h"
+#include "config.h"
 #include "db.h"
 #include "qr.h"
 #include "text.h"
@@ -28,7 +29,7 @@
 #include "token.h"
 
 #define TOKEN_ADD_USAGE "token add --role operator|box_office|door|monitor --name NAME " \
-			"[--event ID] [--expires-in DURATION] [--qr]"
+			"[--event ID | --all-events] [--expires-in DURATION] [--qr]"
 #define TOKEN_LS_USAGE "token ls [--all] [--json]"
 
 /* qr_print: the code as text, two modules per character cell (upper and
@@ -56,7 +57,7 @@ static int token_add_cmd(int argc, char **argv)
 {
 	const char *dbp = NULL, *state = NULL, *role_s = NULL, *name = NULL, *expires = NULL;
 	int64_t event_id = 0, ttl = 0, now = clock_now_ms();
-	int qr_flag = 0, npos, rc;
+	int qr_flag = 0, all_events = 0, npos, rc;
 	struct arg_opt opts[] = {
 		ARG_DB(&dbp),
 		ARG_STATE_DIR(&state),
@@ -65,7 +66,10 @@ static int token_add_cmd(int argc, char **argv)
 		{ "name", ARG_STR, &name, 0, 0, 0, "NAME",
 		  "the token's name, unique (e.g. \"North door\")", 0 },
 		{ "event", ARG_INT, &event_id, 1, INT64_MAX, 0, "ID",
-		  "a door token: the one event it admits", 0 },
+		  "a door token: the one event it admits (a door token needs it)", 0 },
+		{ "all-events", ARG_FLAG, &all_events, 0, 0, 0, NULL,
+		  "a door token for every event's tickets, at any time (said with a warning)",
+		  0 },
 		{ "expires-in", ARG_STR, &expires, 0, 0, 0, "DURATION",
 		  "it stops working after this long (12h, 3d)", 0 },
 		{ "qr", ARG_FLAG, &qr_flag, 0, 0, 0, NULL,
@@ -73,7 +77,9 @@ static int token_add_cmd(int argc, char **argv)
 		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], token[TOKEN_HEX + 1];
+	const char *none[CONFIG_N_KEYS] = { 0 };
 	struct token_new t = { 0 };
+	struct config cfg;
 	struct db *db;
 	struct qr *q = NULL;
 	enum sd_result r;
@@ -95,8 +101,14 @@ static int token_add_cmd(int argc, char **argv)
 				"12h or 7d\n");
 		return 2;
 	}
+	/* when a bound door's doors open (the servers' setting) */
+	if ((r = config_resolve(&cfg, NULL, none)) != SD_OK)
+		return cli_fail(r);
+	t.doors_open_before_ms = config_int(&cfg, CONFIG_DOORS_OPEN_BEFORE);
+	config_free(&cfg);
 	t.name = name;
 	t.event_id = event_id;
+	t.all_events = all_events;
 	t.expires_at = ttl ? now + ttl : 0;
 	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
 		return rc;
@@ -105,6 +117,9 @@ static int token_add_cmd(int argc, char **argv)
 	if (r != SD_OK)
 		return cli_fail(r);
 	printf("%s\n", token);
+	if (all_events)
+		fprintf(stderr, "stagedoor: warning: door token '%s' admits every event's tickets, "
+				"at any time, and reads every event's counts\n", name);
 	if (event_id)
 		fprintf(stderr, "token '%s' (%s, event %lld) made; it is shown this once: give "
 				"it to the device now\n", name, role_s, (long long)event_id);

@@ -132,7 +132,8 @@ static const struct keydef {
 	[CONFIG_HTTP_PER_CLIENT_MAX] = { "http_per_client_max", K_INT, 1, 1024, "32", 0,
 		"open connections one client address may hold" },
 	[CONFIG_METRICS_AUTH] = { "metrics_auth", K_BOOL, 0, 0, "off", 0,
-		"on: /metrics needs a monitor token" },
+		"on: /metrics needs a monitor token (default: on when http_listen is not "
+		  "loopback, off on loopback)" },
 	[CONFIG_DOORS_OPEN_BEFORE] = { "doors_open_before", K_DUR, 0, 7 * DAY_MS, "3h", 0,
 		"a door token bound to an event scans from this long before it starts (90m, 3h, "
 		  "2d)" },
@@ -603,6 +604,11 @@ int64_t config_int(const struct config *c, enum config_key k)
 		return v;
 	}
 	return keys[k].def ? strtoll(keys[k].def, NULL, 10) : 0;
+}
+
+int config_is_set(const struct config *c, enum config_key k)
+{
+	return c->value[k] != NULL;
 }
 
 const char *config_origin(const struct config *c, enum config_key k)

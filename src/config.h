@@ -154,6 +154,9 @@ const char *config_file_path(const char *path);
 enum sd_result config_resolve(struct config *c, const char *path,
 			      const char *const flags[CONFIG_N_KEYS]);
 
+/* config_is_set: 1 when a flag, the environment or the file set k. */
+int config_is_set(const struct config *c, enum config_key k);
+
 /* config_str: the value in force, or the key's default (NULL: none). */
 const char *config_str(const struct config *c, enum config_key k);
 

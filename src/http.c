@@ -873,6 +873,14 @@ static int is_loopback(const struct sockaddr_storage *ss)
 	return 0;
 }
 
+int http_listen_is_loopback(const char *listen)
+{
+	struct sockaddr_storage ss;
+	int ipv6 = 0;
+
+	return listen && parse_listen(listen, &ss, &ipv6) == SD_OK && is_loopback(&ss);
+}
+
 /* pem_wipe: zero and free a buffer that held key bytes; accepts NULL. */
 static void pem_wipe(char *buf, size_t size)
 {

@@ -178,6 +178,10 @@ void http_stop(struct http_server *s);
 /* http_port: the port s listens on. */
 int http_port(const struct http_server *s);
 
+/* http_listen_is_loopback: listen ("ADDR:PORT") names a loopback address
+ * (127.0.0.0/8, ::1); 0 for any other, or for one that does not parse. */
+int http_listen_is_loopback(const char *listen);
+
 /* http_tls: 1 when s serves HTTPS, else 0. */
 int http_tls(const struct http_server *s);
 

@@ -252,6 +252,15 @@ void serve_stop(struct serve *s)
 	free(s);
 }
 
+/* metrics_auth: the setting, else on when the listener faces a network:
+ * live sales are not for anyone on the venue's Wi-Fi */
+static int metrics_auth(const struct config *cfg)
+{
+	if (config_is_set(cfg, CONFIG_METRICS_AUTH))
+		return (int)config_int(cfg, CONFIG_METRICS_AUTH);
+	return !http_listen_is_loopback(config_str(cfg, CONFIG_HTTP_LISTEN));
+}
+
 int cli_serve(int argc, char **argv)
 {
 	int supervised = 0;
@@ -299,7 +308,7 @@ int cli_serve(int argc, char **argv)
 						   config_str(&cfg, CONFIG_HTTP_TLS_KEY),
 						   config_str(&cfg, CONFIG_HTTP_HOSTS),
 						   (int)config_int(&cfg, CONFIG_HTTP_PER_CLIENT_MAX),
-						   (int)config_int(&cfg, CONFIG_METRICS_AUTH),
+						   metrics_auth(&cfg),
 						   config_int(&cfg, CONFIG_DOORS_OPEN_BEFORE),
 						   config_int(&cfg, CONFIG_DOORS_CLOSE_AFTER) },
 			     &sv)) != SD_OK) {

@@ -296,7 +296,7 @@ enum sd_result token_lookup(struct db *db, const char *hdr, int64_t now, struct 
 static const char SQL_TOKEN_NEW[] =
 	"INSERT INTO api_tokens (sha256, name, role, event_id, created_at, expires_at) "
 	"VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING";
-static const char SQL_EVENT_THERE[] = "SELECT 1 FROM events WHERE id = ?1";
+static const char SQL_EVENT_THERE[] = "SELECT starts_at FROM events WHERE id = ?1";
 static const char SQL_TOKEN_LIST[] =
 	"SELECT name, role, event_id, created_at, expires_at, last_used_at, revoked_at "
 	"FROM api_tokens WHERE ?1 = 1 OR (revoked_at IS NULL AND "
@@ -312,26 +312,43 @@ static enum sd_result token_new_valid(const struct token_new *t, int64_t now)
 		return SD_INVALID;
 	if (t->role < 0 || t->role >= TOKEN_ROLES)
 		return err_set(SD_INVALID, "the role must be operator, box_office, door or monitor");
-	if (t->event_id < 0 || (t->event_id && t->role != TOKEN_DOOR))
+	if (t->event_id < 0 || ((t->event_id || t->all_events) && t->role != TOKEN_DOOR))
 		return err_set(SD_INVALID, "only a door token is bound to an event");
+	if (t->role == TOKEN_DOOR && !t->event_id && !t->all_events)
+		return err_set(SD_INVALID, "a door token needs the event it admits (--event ID), "
+			       "or --all-events for a door that admits every event's tickets at "
+			       "any time and reads every event's counts");
+	if (t->event_id && t->all_events)
+		return err_set(SD_INVALID, "a door token is for one event or for all, not both");
 	if (t->expires_at && t->expires_at <= now)
 		return err_set(SD_INVALID, "the expiry must be in the future");
 	return SD_OK;
 }
 
-static enum sd_result event_there(struct db *db, int64_t event_id)
+/* door_event: the token's event is there, and the token lives until its
+ * doors open: one that expires before could never admit anyone */
+static enum sd_result door_event(struct db *db, const struct token_new *t)
 {
 	struct db_stmt *st = db_stmt(db, SQL_EVENT_THERE);
 	enum sd_result r;
+	int64_t opens = 0;
+	char when[64];
 	int row = 0;
 
 	if (!st)
 		return SD_DB;
-	db_bind_int(st, 1, event_id);
-	r = db_step(st, &row);
+	db_bind_int(st, 1, t->event_id);
+	if ((r = db_step(st, &row)) == SD_OK && row)
+		opens = db_col_int(st, 0) - t->doors_open_before_ms;
 	db_reset(st);
 	if (r == SD_OK && !row)
-		r = err_set(SD_NOT_FOUND, "no event %lld", (long long)event_id);
+		return err_set(SD_NOT_FOUND, "no event %lld", (long long)t->event_id);
+	if (r == SD_OK && t->expires_at && t->expires_at <= opens) {
+		tickets_time_format(opens, when, sizeof when);
+		r = err_set(SD_INVALID, "the token would expire before the doors of event %lld "
+			    "open (%s), so it could never admit anyone: give it a longer "
+			    "--expires-in", (long long)t->event_id, when);
+	}
 	return r;
 }
 
@@ -348,7 +365,7 @@ enum sd_result token_add(struct db *db, const struct token_new *t, int64_t now,
 	code_sha256_hex(token, TOKEN_HEX, sha);
 	if ((r = db_begin(db)) != SD_OK)
 		goto out;
-	if (t->event_id && (r = event_there(db, t->event_id)) != SD_OK)
+	if (t->event_id && (r = door_event(db, t)) != SD_OK)
 		goto end;
 	if (!(st = db_stmt(db, SQL_TOKEN_NEW))) {
 		r = SD_DB;

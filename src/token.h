@@ -54,6 +54,8 @@ struct token_new {
 	int role;			/* enum token_role */
 	int64_t event_id;		/* 0, or an event (door tokens only) */
 	int64_t expires_at;		/* 0: never */
+	int all_events;			/* a door token for every event, on purpose */
+	int64_t doors_open_before_ms;	/* when a bound door token's doors open */
 };
 
 /* token_role_name: "operator", "box_office", "door", "monitor"; "" else. */

@@ -648,16 +648,16 @@ static void test_handshake_curl_and_client(void **state)
 	assert_null(cl);
 }
 
-/* serve_tls: `stagedoor serve` on 127.0.0.1:port with the box's TLS files
+/* serve_tls_on: `stagedoor serve` on host:port with the box's TLS files
  * (cert: server.pem or another), its log at e->dir/serve-<port>.log; the
  * pid, killed by tu_kill_spawned at teardown. */
-static pid_t serve_tls(const struct tu_env *e, const struct box *b, const char *cert,
-		       const char *key, int port, char *log, size_t size)
+static pid_t serve_tls_on(const struct tu_env *e, const struct box *b, const char *cert,
+			  const char *key, const char *host, int port, char *log, size_t size)
 {
-	char listen[32];
+	char listen[64];
 	pid_t pid;
 
-	snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+	snprintf(listen, sizeof listen, "%s:%d", host, port);
 	snprintf(log, size, "%s/serve-%d.log", e->dir, port);
 	setenv("STAGEDOOR_HTTP_TLS_CERT", cert, 1);
 	setenv("STAGEDOOR_HTTP_TLS_KEY", key, 1);
@@ -668,6 +668,12 @@ static pid_t serve_tls(const struct tu_env *e, const struct box *b, const char *
 	unsetenv("STAGEDOOR_HTTP_TLS_KEY");
 	tu_wait_log(log, "msg=\"http listening\"", 1, 20000);
 	return pid;
+}
+
+static pid_t serve_tls(const struct tu_env *e, const struct box *b, const char *cert,
+		       const char *key, int port, char *log, size_t size)
+{
+	return serve_tls_on(e, b, cert, key, "127.0.0.1", port, log, size);
 }
 
 /* Python's ssl as a client: GET url, verifying with cafile ("" for the
@@ -684,6 +690,51 @@ static const char py_client[] =
 	"        sys.exit(3)\n"
 	"    raise\n"
 	"print(len(body), ctx.minimum_version)\n";
+
+/* /metrics shows live sales: on a listener that faces the venue's network
+ * it needs a monitor token unless metrics_auth says off; on loopback it is
+ * open unless metrics_auth says on. */
+static void test_metrics_closed_on_a_network_by_default(void **state)
+{
+	struct tu_env *e = *state;
+	static char out[OUT_MAX];
+	const char *init[] = { "init", "--name", "localhost", "--ip", "127.0.0.1", NULL };
+	char url[96], log[400];
+	struct box b;
+	pid_t pid;
+	int port, i;
+	static const struct {
+		const char *host, *setting;
+		const char *want;
+	} cases[] = {
+		{ "0.0.0.0", NULL, "401" }, { "0.0.0.0", "off", "200" },
+		{ "127.0.0.1", NULL, "200" }, { "127.0.0.1", "on", "401" },
+	};
+
+	box_names(&b, e, "box");
+	assert_int_equal(tls(b.state, out, NULL, init), 0);
+	assert_int_equal(tu_run(out, sizeof out, NULL, 0,
+				(const char *const[]){ "init", "--db", e->db_path, "--state-dir",
+						       b.state, NULL }), 0);
+	for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+		const char *argv[] = { "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+				       "--max-time", "20", "--cacert", b.ca_pem, url, NULL };
+
+		if (cases[i].setting)
+			setenv("STAGEDOOR_METRICS_AUTH", cases[i].setting, 1);
+		port = free_port();
+		pid = serve_tls_on(e, &b, b.srv_pem, b.srv_key, cases[i].host, port, log,
+				   sizeof log);
+		unsetenv("STAGEDOOR_METRICS_AUTH");
+		snprintf(url, sizeof url, "https://127.0.0.1:%d/metrics", port);
+		assert_int_equal(run(e, argv, out, sizeof out), 0);
+		if (strcmp(out, cases[i].want) != 0)
+			fail_msg("/metrics on %s, metrics_auth %s: %s, not %s", cases[i].host,
+				 cases[i].setting ? cases[i].setting : "unset", out, cases[i].want);
+		kill(pid, SIGTERM);
+		assert_int_equal(tu_reap(pid, 30000, "serve"), 0);
+	}
+}
 
 /* The box's own HTTPS server, as devices meet it: curl (OpenSSL) and
  * Python's ssl trust it through the box CA, by name and by address, and
@@ -1126,6 +1177,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_bench_http_tls, tu_setup_real_nodb, teardown),
 		cmocka_unit_test_setup_teardown(test_box_serves_https_to_curl_and_python,
+						tu_setup_real_nodb, teardown),
+		cmocka_unit_test_setup_teardown(test_metrics_closed_on_a_network_by_default,
 						tu_setup_real_nodb, teardown),
 		cmocka_unit_test(test_bench_api_tls),
 	};

@@ -58,7 +58,9 @@ static void add_token(const char *name, int role, int64_t event_id, int64_t expi
 		      char *auth)
 {
 	char tok[TOKEN_HEX + 1];
-	struct token_new t = { name, role, event_id, expires_at };
+	/* a door token for no one event is one for every event, on purpose */
+	struct token_new t = { name, role, event_id, expires_at,
+			       role == TOKEN_DOOR && !event_id, 3 * HOUR };
 
 	assert_int_equal(token_add(F.env->db, &t, clock_now_ms(), tok), SD_OK);
 	assert_int_equal(strlen(tok), TOKEN_HEX);
@@ -292,7 +294,50 @@ static void test_token_add_refusals(void **state)
 	assert_int_equal(token_add(F.env->db, &(struct token_new){ "z", TOKEN_DOOR, 0,
 								   clock_now_ms() - 1 },
 				   clock_now_ms(), tok), SD_INVALID);
+	/* a door token for no event, unless it says it is for all of them */
+	err_clear();
+	assert_int_equal(token_add(F.env->db, &(struct token_new){ "side door", TOKEN_DOOR, 0, 0 },
+				   clock_now_ms(), tok), SD_INVALID);
+	assert_non_null(strstr(err_msg(), "--all-events"));
+	assert_int_equal(token_add(F.env->db, &(struct token_new){ "side door", TOKEN_DOOR, F.ev1,
+								   0, 1, 3 * HOUR },
+				   clock_now_ms(), tok), SD_INVALID);
+	assert_int_equal(token_add(F.env->db, &(struct token_new){ "watcher", TOKEN_MONITOR, 0, 0,
+								   1, 3 * HOUR },
+				   clock_now_ms(), tok), SD_INVALID);
+	/* night two's doors open 23 h from now: a door token that expires in
+	 * 12 h could never admit anyone there */
+	err_clear();
+	assert_int_equal(token_add(F.env->db, &(struct token_new){ "early door", TOKEN_DOOR, F.ev2,
+								   clock_now_ms() + 12 * HOUR, 0,
+								   3 * HOUR },
+				   clock_now_ms(), tok), SD_INVALID);
+	assert_non_null(strstr(err_msg(), "before the doors of event"));
 	assert_int_equal(tu_count(F.env->db_path, "SELECT count(*) FROM api_tokens"), before);
+	/* night one's are open already: 12 h is enough */
+	assert_int_equal(token_add(F.env->db, &(struct token_new){ "early door", TOKEN_DOOR, F.ev1,
+								   clock_now_ms() + 12 * HOUR, 0,
+								   3 * HOUR },
+				   clock_now_ms(), tok), SD_OK);
+	before++;
+	assert_int_equal(tu_count(F.env->db_path, "SELECT count(*) FROM api_tokens"), before);
+	/* the command line says the same, and warns of a door for every event */
+	{
+		char out[256], err[512];
+
+		assert_int_equal(tu_run(out, sizeof out, err, sizeof err,
+					(const char *const[]){ "token", "add", "--role", "door",
+							       "--name", "back door", "--db",
+							       F.env->db_path, NULL }), 2);
+		assert_non_null(strstr(err, "--all-events"));
+		assert_int_equal(tu_run(out, sizeof out, err, sizeof err,
+					(const char *const[]){ "token", "add", "--role", "door",
+							       "--name", "back door", "--all-events",
+							       "--db", F.env->db_path, NULL }), 0);
+		assert_non_null(strstr(err, "warning: door token 'back door' admits every "
+				       "event's tickets, at any time"));
+		before++;
+	}
 	/* and the database keeps only digests: no token's text in any row */
 	assert_int_equal(tu_count(F.env->db_path, "SELECT count(*) FROM api_tokens WHERE "
 				  "length(sha256) <> 64"), 0);
