@@ -83,6 +83,8 @@ enum sd_result api_open(const struct api_opts *o, struct api **out)
 	snprintf(a->state_dir, sizeof a->state_dir, "%s", o->state_dir ? o->state_dir : "");
 	snprintf(a->ca_path, sizeof a->ca_path, "%s", o->ca_file ? o->ca_file : "");
 	a->metrics_auth = o->metrics_auth;
+	a->resend_limit.per_hour = o->resend_per_hour;
+	a->resend_limit.per_day = o->resend_per_day;
 	a->doors_open_before_ms = o->doors_open_before_ms > 0 ? o->doors_open_before_ms
 				  : API_DOORS_OPEN_BEFORE_MS_DEFAULT;
 	a->doors_close_after_ms = o->doors_close_after_ms > 0 ? o->doors_close_after_ms

@@ -123,6 +123,8 @@ struct api_opts {
 					 * its event starts; 0: 3 h */
 	int64_t doors_close_after_ms;	/* until this long after; 0: 6 h */
 	const char *ca_file;		/* the box CA served at /ca.pem; NULL or "": 404 */
+	int64_t resend_per_hour;	/* an order's resends at most (429 past it); 0: no limit */
+	int64_t resend_per_day;
 };
 
 /*
@@ -191,6 +193,10 @@ enum sd_result api_parse_scan(const char *body, size_t len, struct api_scan *out
 /* api_parse_email: PATCH /v1/orders/{id}'s {"email"}, an address. */
 enum sd_result api_parse_email(const char *body, size_t len, char email[256],
 			       struct api_error *err);
+/* api_parse_resend: no body, or a JSON object with no field (a resend takes
+ * none); anything else is SD_INVALID naming what. */
+enum sd_result api_parse_resend(const char *body, size_t len, struct api_error *err);
+
 /* api_parse_cancel: {"reason"} (optional, and so is the body) into reason
  * ("" when none). */
 enum sd_result api_parse_cancel(const char *body, size_t len,

@@ -18,10 +18,12 @@
 #include "orders.h"
 
 /* a change's refusal: no order 404, a state that forbids it 409, bad
- * input 400, the database's failure 500/503 */
+ * input 400, a limit 429, the database's failure 500/503 */
 static void change_refused(struct call *c, enum sd_result r)
 {
-	if (r == SD_NOT_FOUND)
+	if (r == SD_LIMITED)
+		api_res_fail(c->res, 429, err_msg(), "id");
+	else if (r == SD_NOT_FOUND)
 		api_res_fail(c->res, 404, "no such order", NULL);
 	else if (r == SD_CONFLICT)
 		api_res_fail(c->res, 409, err_msg(), "id");
@@ -33,11 +35,11 @@ static void change_refused(struct call *c, enum sd_result r)
 
 static enum sd_result resend_write(struct call *c, void *arg, int *status, char **body)
 {
+	int64_t *retry_after_ms = arg, n = 0;
 	enum sd_result r;
-	int64_t n = 0;
 
-	(void)arg;
-	if ((r = order_resend(c->db, c->id, c->grant.name, &n)) != SD_OK)
+	if ((r = order_resend(c->db, c->id, c->grant.name, &c->a->resend_limit, &n,
+			      retry_after_ms)) != SD_OK)
 		return r;
 	*status = 202;
 	*body = api_json_take(json_pack("{s:s, s:I}", "id", c->id, "resend", (json_int_t)n));
@@ -48,13 +50,24 @@ static enum sd_result resend_write(struct call *c, void *arg, int *status, char 
  * as it is when the email goes */
 void api_post_resend(struct call *c)
 {
-	struct api_keyed k = { resend_write, NULL, change_refused, 0, 0 };
+	int64_t retry_after_ms = 0;
+	struct api_keyed k = { resend_write, &retry_after_ms, change_refused, 0, 0 };
+	struct api_error err;
+	enum sd_result r;
 
 	if (!api_order_id_valid(c->id)) {
 		api_res_fail(c->res, 404, "no such order", NULL);
 		return;
 	}
+	/* no body, or an object with nothing a resend does not know */
+	if ((r = api_parse_resend(c->req->body, c->req->body_len, &err)) != SD_OK) {
+		api_bad_body(c, r, &err);
+		return;
+	}
 	api_keyed_write(c, &k);
+	if (c->res->status == 429 && retry_after_ms > 0)
+		snprintf(c->res->retry_after, sizeof c->res->retry_after, "%d",
+			 (int)((retry_after_ms + 999) / 1000 % 100000000));
 }
 
 /* PATCH /v1/orders/{id} {"email"}: the address from now on; the order as

@@ -25,6 +25,7 @@
 
 #include "api.h"
 #include "code.h"
+#include "orders.h"
 #include "token.h"
 
 #define API_CA_MAX (64 * 1024)	/* bytes of ca.pem served */
@@ -45,6 +46,7 @@ struct api {
 	int64_t doors_open_before_ms;		/* a bound door token's window */
 	int64_t doors_close_after_ms;
 	char ca_path[PATH_MAX];			/* the box CA, served at /ca.pem; "": none */
+	struct order_resend_limit resend_limit;	/* an order's resends at most */
 	struct db_group *group;			/* orders and changes commit in groups;
 						 * NULL on PostgreSQL */
 

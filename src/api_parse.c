@@ -276,6 +276,21 @@ enum sd_result api_parse_cancel(const char *body, size_t len,
 	return r;
 }
 
+enum sd_result api_parse_resend(const char *body, size_t len, struct api_error *err)
+{
+	static const char *const allowed[] = { NULL };
+	json_t *o;
+	enum sd_result r;
+
+	memset(err, 0, sizeof *err);
+	if (!body || !len)
+		return SD_OK;
+	if ((r = parse_object(body, len, allowed, &o, err)) != SD_OK)
+		return r;
+	json_decref(o);
+	return SD_OK;
+}
+
 int api_key_valid(const char *key)
 {
 	size_t n = 0;

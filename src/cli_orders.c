@@ -17,6 +17,7 @@
 #include "api.h"
 #include "args.h"
 #include "blob.h"
+#include "config.h"
 #include "db.h"
 #include "fsio.h"
 #include "orders.h"
@@ -336,15 +337,24 @@ static int order_resend_cmd(int argc, char **argv)
 		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], actor[ORDER_ACTOR_MAX];
+	const char *none[CONFIG_N_KEYS] = { 0 };
+	struct order_resend_limit lim;
+	struct config cfg;
 	struct db *db;
 	enum sd_result r;
 	int64_t n = 0;
 	int npos, rc;
 
+	/* the box's limit holds at the counter too (resend_per_hour, _day) */
+	if ((r = config_resolve(&cfg, NULL, none)) != SD_OK)
+		return cli_fail(r);
+	lim.per_hour = config_int(&cfg, CONFIG_RESEND_PER_HOUR);
+	lim.per_day = config_int(&cfg, CONFIG_RESEND_PER_DAY);
+	config_free(&cfg);
 	if ((rc = change_open(argc, argv, opts, 1, 1, "order resend ID", pos, &npos, &db)) != 0)
 		return rc;
 	cli_actor(actor, sizeof actor);
-	r = order_resend(db, pos[0], actor, &n);
+	r = order_resend(db, pos[0], actor, &lim, &n, NULL);
 	db_close(db);
 	if (r != SD_OK)
 		return cli_fail(r);

@@ -75,6 +75,8 @@ enum config_key {
 	CONFIG_DOORS_OPEN_BEFORE,	/* a door token scans from this long before its event */
 	CONFIG_DOORS_CLOSE_AFTER,	/* until this long after it starts */
 	CONFIG_API_KEY_TTL_MS,		/* how long a client Idempotency-Key is kept */
+	CONFIG_RESEND_PER_HOUR,		/* resends of one order in an hour at most */
+	CONFIG_RESEND_PER_DAY,		/* and in a day */
 	CONFIG_LOG_LEVEL,
 	CONFIG_LOG_FILE,		/* append here instead of stderr; reopened on SIGHUP */
 	CONFIG_MAIL_URL,

@@ -396,13 +396,67 @@ static enum sd_result actor_valid(const char *actor)
 static const char SQL_RESEND_COUNT[] =
 	"UPDATE orders SET resends = resends + 1 WHERE id = ?1 RETURNING resends";
 
+static const char SQL_RESEND_NTH[] =
+	"SELECT at FROM order_changes WHERE order_id = ?1 AND kind = 'resend' ORDER BY at DESC "
+	"LIMIT 1 OFFSET ?2";
+
+/* resend_wait: how long until one more resend fits `max` in window_ms (0:
+ * now): the max-th newest resend must have left the window */
+static enum sd_result resend_wait(struct db *db, int64_t order_id, int64_t max,
+				  int64_t window_ms, int64_t now, int64_t *wait)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	int row = 0;
+
+	*wait = 0;
+	if (max <= 0)
+		return SD_OK;
+	if (!(st = db_stmt(db, SQL_RESEND_NTH)))
+		return SD_DB;
+	db_bind_int(st, 1, order_id);
+	db_bind_int(st, 2, max - 1);
+	if ((r = db_step(st, &row)) == SD_OK && row && db_col_int(st, 0) > now - window_ms)
+		*wait = db_col_int(st, 0) + window_ms - now;
+	db_reset(st);
+	return r;
+}
+
+/* resend_limited: SD_LIMITED with what to say when lim allows no resend of
+ * the order now; [out] *retry_after_ms */
+static enum sd_result resend_limited(struct db *db, const char *public_id, int64_t order_id,
+				     const struct order_resend_limit *lim,
+				     int64_t *retry_after_ms)
+{
+	int64_t now = clock_now_ms(), wait_h = 0, wait_d = 0, wait;
+	enum sd_result r;
+
+	*retry_after_ms = 0;
+	if (!lim)
+		return SD_OK;
+	if ((r = resend_wait(db, order_id, lim->per_hour, 3600000, now, &wait_h)) != SD_OK ||
+	    (r = resend_wait(db, order_id, lim->per_day, 86400000, now, &wait_d)) != SD_OK)
+		return r;
+	if (!wait_h && !wait_d)
+		return SD_OK;
+	wait = wait_h > wait_d ? wait_h : wait_d;
+	*retry_after_ms = wait;
+	return err_set(SD_LIMITED, "order %s was sent again %lld times in the last %s "
+		       "(resend_per_%s): the next resend in %lld min", public_id,
+		       (long long)(wait_h >= wait_d ? lim->per_hour : lim->per_day),
+		       wait_h >= wait_d ? "hour" : "day", wait_h >= wait_d ? "hour" : "day",
+		       (long long)((wait + 59999) / 60000));
+}
+
 enum sd_result order_resend(struct db *db, const char *public_id, const char *actor,
-			    int64_t *n)
+			    const struct order_resend_limit *lim, int64_t *n,
+			    int64_t *retry_after_ms)
 {
 	struct order_state o;
 	struct db_stmt *st;
 	enum sd_result r;
 	char payload[96], detail[32], intent[32], job_id[QUEUE_JOB_ID_MAX + 1];
+	int64_t wait = 0;
 	int row = 0;
 
 	*n = 0;
@@ -425,7 +479,8 @@ enum sd_result order_resend(struct db *db, const char *public_id, const char *ac
 	if ((r = db_step(st, &row)) == SD_OK && row)
 		*n = db_col_int(st, 0);
 	db_reset(st);
-	if (r != SD_OK)
+	/* after the row's update: a second resend at once waits for it here */
+	if (r != SD_OK || (r = resend_limited(db, public_id, o.id, lim, &wait)) != SD_OK)
 		goto out;
 	snprintf(detail, sizeof detail, "r%lld", (long long)*n);
 	snprintf(payload, sizeof payload, "{\"order_id\":%lld,\"resend\":%lld}", (long long)o.id,
@@ -435,6 +490,8 @@ enum sd_result order_resend(struct db *db, const char *public_id, const char *ac
 	if ((r = change_add(db, o.id, "resend", actor, detail)) == SD_OK)
 		r = outbox_add(db, JOB_KIND_SEND, job_id, payload, 0, 0, NULL);
 out:
+	if (retry_after_ms)
+		*retry_after_ms = wait;
 	return db_end(db, r);
 }
 

@@ -45,14 +45,24 @@ enum sd_result order_add(struct db *db, const struct order_new *o, char *public_
 #define ORDER_ACTOR_MAX 220
 #define ORDER_REASON_MAX 200
 
+/* How often one order may be sent again (0: no limit): a resend is an email
+ * with the tickets, and a button pressed in a loop must not bury a buyer. */
+struct order_resend_limit {
+	int64_t per_hour, per_day;
+};
+
 /*
  * order_resend: queue the order's tickets again, to its address as it is
  * when the email goes: a new intent, so a new key ("tickets-<id>-r<n>"),
  * n counted in the order's row in this very transaction.  [out] *n.
- * SD_NOT_FOUND: no such order; SD_CONFLICT: the order is cancelled.
+ * SD_NOT_FOUND: no such order; SD_CONFLICT: the order is cancelled;
+ * SD_LIMITED: lim (may be NULL: none) allows no more now, [out]
+ * *retry_after_ms (may be NULL) how long until it does.  Two resends at
+ * once are counted one after the other (the order's row is locked first).
  */
 enum sd_result order_resend(struct db *db, const char *public_id, const char *actor,
-			    int64_t *n);
+			    const struct order_resend_limit *lim, int64_t *n,
+			    int64_t *retry_after_ms);
 
 /*
  * order_set_email: the buyer's address from now on; emails not yet sent go

@@ -25,6 +25,7 @@ const char *sd_result_name(enum sd_result r)
 	case SD_REFUSED: return "refused";
 	case SD_SOLD_OUT: return "sold out";
 	case SD_CONFLICT: return "conflict";
+	case SD_LIMITED: return "limited";
 	}
 	return "unknown";
 }

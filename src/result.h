@@ -24,6 +24,7 @@ enum sd_result {
 	SD_SOLD_OUT,	/* an order asks for more seats than its event has left */
 	SD_CONFLICT,	/* the change contradicts the state it would change (an order
 			 * with an admitted ticket cancelled) */
+	SD_LIMITED,	/* a limit on how often refused it: the same again later */
 };
 
 /* sd_result_name: a short stable name for a code ("stale", "invalid"). */

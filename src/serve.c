@@ -205,6 +205,8 @@ enum sd_result serve_start(const struct serve_opts *o, struct serve **out)
 	ao.metrics_auth = o->metrics_auth;
 	ao.doors_open_before_ms = o->doors_open_before_ms;
 	ao.doors_close_after_ms = o->doors_close_after_ms;
+	ao.resend_per_hour = o->resend_per_hour;
+	ao.resend_per_day = o->resend_per_day;
 	ca_file(o, ca, sizeof ca);
 	ao.ca_file = ca;
 	memset(&ho, 0, sizeof ho);
@@ -310,7 +312,9 @@ int cli_serve(int argc, char **argv)
 						   (int)config_int(&cfg, CONFIG_HTTP_PER_CLIENT_MAX),
 						   metrics_auth(&cfg),
 						   config_int(&cfg, CONFIG_DOORS_OPEN_BEFORE),
-						   config_int(&cfg, CONFIG_DOORS_CLOSE_AFTER) },
+						   config_int(&cfg, CONFIG_DOORS_CLOSE_AFTER),
+						   config_int(&cfg, CONFIG_RESEND_PER_HOUR),
+						   config_int(&cfg, CONFIG_RESEND_PER_DAY) },
 			     &sv)) != SD_OK) {
 		config_free(&cfg);
 		return cli_fail(r);

@@ -30,6 +30,8 @@ struct serve_opts {
 	int metrics_auth;		/* 1: /metrics needs a monitor token */
 	int64_t doors_open_before_ms;	/* 0: the API's default */
 	int64_t doors_close_after_ms;
+	int64_t resend_per_hour;	/* an order's resends at most; 0: no limit */
+	int64_t resend_per_day;
 };
 
 /*

@@ -759,6 +759,92 @@ static int64_t answer_int(const struct req *q, int want, const char *field)
 }
 
 /*
+ * A resend takes no body, or an empty object: anything else is 400 and
+ * sends nothing.  One order is sent again at most resend_per_hour times an
+ * hour (and resend_per_day a day): the next is 429 with Retry-After, sends
+ * nothing, and goes through once the hour has passed.  The command line
+ * holds the same limit, in one clear line.
+ */
+static void test_resend_body_and_limit(void **state)
+{
+	struct api_opts o = { F.env->db_path, tu_state(F.env), 0, alive_fn, NULL, 1 };
+	struct api_response res;
+	char body[256], id[ORDER_ID_MAX], path[128];
+	static const char *const bad[] = { "{", "\x01\x02binary", "{\"to\":\"attacker@evil.example\"}",
+					   "[]", "\"resend\"" };
+	size_t i;
+	json_t *j;
+
+	(void)state;
+	o.resend_per_hour = 3;
+	o.resend_per_day = 10;
+	open_api_opts(&o);
+	order_body(body, sizeof body, add_event(3), 1);
+	post_order("k-bomb", body, &res);
+	j = body_json(&res);
+	snprintf(id, sizeof id, "%s", json_string_value(json_object_get(j, "id")));
+	json_decref(j);
+	api_response_free(&res);
+	snprintf(path, sizeof path, "/v1/orders/%s/resend", id);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		expect(&(struct req){ "POST", path, NULL, F.auth, NULL, JSON, bad[i] }, 400, NULL);
+	assert_int_equal(COUNT("SELECT resends FROM orders WHERE id = 1"), 0);
+	/* three in an hour */
+	assert_int_equal(answer_int(&(struct req){ "POST", path, NULL, F.auth }, 202, "resend"), 1);
+	assert_int_equal(answer_int(&(struct req){ "POST", path, NULL, F.auth, NULL, JSON, "{}" },
+				    202, "resend"), 2);
+	clock_fake_advance(10 * 60 * 1000);
+	assert_int_equal(answer_int(&(struct req){ "POST", path, NULL, F.auth }, 202, "resend"), 3);
+	call(&(struct req){ "POST", path, NULL, F.auth }, &res);
+	assert_int_equal(res.status, 429);
+	assert_string_equal(res.retry_after, "3000");	/* the first one leaves the hour */
+	assert_non_null(strstr(res.body, "resend_per_hour"));
+	api_response_free(&res);
+	assert_int_equal(COUNT("SELECT resends FROM orders WHERE id = 1"), 3);
+	assert_int_equal(COUNT("SELECT count(*) FROM outbox WHERE kind = 'send_tickets'"), 3);
+	/* an hour after the first, one more */
+	clock_fake_advance(50 * 60 * 1000 + 1);
+	assert_int_equal(answer_int(&(struct req){ "POST", path, NULL, F.auth }, 202, "resend"), 4);
+	open_api_opts(&(struct api_opts){ F.env->db_path, tu_state(F.env), 0, alive_fn, NULL, 1 });
+}
+
+/* `order resend` at the counter holds the box's limit, in one clear line */
+static void test_resend_limit_on_the_command_line(void **state)
+{
+	struct tu_env *e = *state;
+	char out[256], err[512], ev[32], id[ORDER_ID_MAX];
+	int i;
+
+	assert_int_equal(tu_run(out, sizeof out, NULL, 0,
+				(const char *const[]){ "event", "add", "--db", e->db_path, "--name",
+						       "Night", "--venue", "Hall", "--starts-at",
+						       "2030-01-01T20:00Z", "--capacity", "10",
+						       NULL }), 0);
+	snprintf(ev, sizeof ev, "%.*s", (int)strcspn(out, "\n"), out);
+	assert_int_equal(tu_run(out, sizeof out, NULL, 0,
+				(const char *const[]){ "order", "add", "--db", e->db_path, "--event",
+						       ev, "--name", "Ann", "--email",
+						       "ann@example.org", "--seats", "1", NULL }), 0);
+	snprintf(id, sizeof id, "%.*s", (int)strcspn(out, "\n"), out);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(tu_run(out, sizeof out, err, sizeof err,
+					(const char *const[]){ "order", "resend", id, "--db",
+							       e->db_path, NULL }), 0);
+	assert_int_equal(tu_run(out, sizeof out, err, sizeof err,
+				(const char *const[]){ "order", "resend", id, "--db", e->db_path,
+						       NULL }), 1);
+	assert_non_null(strstr(err, "was sent again 3 times in the last hour (resend_per_hour)"));
+	assert_int_equal(strchr(err, '\n') - err + 1, (long)strlen(err));	/* one line */
+	assert_int_equal(tu_count(e->db_path, "SELECT resends FROM orders"), 3);
+	/* the setting decides */
+	setenv("STAGEDOOR_RESEND_PER_HOUR", "5", 1);
+	assert_int_equal(tu_run(out, sizeof out, err, sizeof err,
+				(const char *const[]){ "order", "resend", id, "--db", e->db_path,
+						       NULL }), 0);
+	unsetenv("STAGEDOOR_RESEND_PER_HOUR");
+}
+
+/*
  * The box office over HTTP: a resend (202; with an Idempotency-Key a retry
  * replays the first answer), a new address (PATCH), a cancellation (twice:
  * already; with an admitted ticket: 409 naming it), the search, the sales by
@@ -1698,6 +1784,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_key_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_show_pdf_scan, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orders_that_change, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resend_body_and_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resend_limit_on_the_command_line,
+						tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_stored_bad_text_is_shown_escaped, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_disk_space, setup, teardown),

@@ -198,6 +198,32 @@ static void run_done(handler_fn fn, const struct job *job)
 
 /* ======================== resend ========================================= */
 
+/* The day's limit: two resends a day, the third refused until the first
+ * has left the day; a refused one writes nothing. */
+static void test_resend_limit_per_day(void **state)
+{
+	struct order_resend_limit lim = { 0, 2 };
+	char id[ORDER_ID_MAX];
+	int64_t n = 0, wait = 0;
+
+	(void)state;
+	clock_fake_set(clock_now_ms());	/* the day passes in a moment */
+	order("Bo Berg", "bo@example.org", 1, id);
+	assert_int_equal(order_resend(F.full, id, "cli (ops)", &lim, &n, &wait), SD_OK);
+	clock_fake_advance(5 * 3600 * 1000LL);
+	assert_int_equal(order_resend(F.full, id, "cli (ops)", &lim, &n, &wait), SD_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(order_resend(F.full, id, "cli (ops)", &lim, &n, &wait), SD_LIMITED);
+	assert_int_equal(wait, 19 * 3600 * 1000LL);
+	assert_non_null(strstr(err_msg(), "in the last day (resend_per_day)"));
+	assert_int_equal(tu_countf(F.env->db_path, "SELECT resends FROM orders WHERE public_id = "
+				   "'%s'", id), 2);
+	clock_fake_advance(wait);
+	assert_int_equal(order_resend(F.full, id, "cli (ops)", &lim, &n, &wait), SD_OK);
+	assert_int_equal(n, 3);
+	clock_real();
+}
+
 /* Each resend is its own intent: its own n, row and key, one message each
  * however often its job runs; the first email is not sent again. */
 static void test_resend_is_a_new_intent_sent_once(void **state)
@@ -214,7 +240,7 @@ static void test_resend_is_a_new_intent_sent_once(void **state)
 	snprintf(key2, sizeof key2, "<tickets-%s-r2@", id);
 	assert_int_equal(messages_with("ana@example.org", NULL), 1);
 
-	assert_int_equal(order_resend(F.full, id, "Box office laptop", &n), SD_OK);
+	assert_int_equal(order_resend(F.full, id, "Box office laptop", NULL, &n, NULL), SD_OK);
 	assert_int_equal(n, 1);
 	outbox_job(&j, JOB_KIND_SEND, oid);
 	assert_non_null(strstr(j.payload, "\"resend\":1"));
@@ -225,7 +251,7 @@ static void test_resend_is_a_new_intent_sent_once(void **state)
 				   "order_id = %lld AND kind = 'tickets-r1' AND sent_at IS NOT NULL",
 				   (long long)oid), 1);
 
-	assert_int_equal(order_resend(F.full, id, "Box office laptop", &n), SD_OK);
+	assert_int_equal(order_resend(F.full, id, "Box office laptop", NULL, &n, NULL), SD_OK);
 	assert_int_equal(n, 2);
 	drain();
 	assert_int_equal(messages_with(key1, NULL), 1);
@@ -234,7 +260,7 @@ static void test_resend_is_a_new_intent_sent_once(void **state)
 	assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM order_changes WHERE "
 				   "order_id = %lld AND kind = 'resend' AND actor = "
 				   "'Box office laptop'", (long long)oid), 2);
-	assert_int_equal(order_resend(F.full, "TNOSUCH22", "x", &n), SD_NOT_FOUND);
+	assert_int_equal(order_resend(F.full, "TNOSUCH22", "x", NULL, &n, NULL), SD_NOT_FOUND);
 	expect_checks_hold();
 }
 
@@ -260,7 +286,7 @@ static void test_new_address_gets_what_is_not_sent_yet(void **state)
 	/* and again, then a resend: the new address only */
 	assert_int_equal(order_set_email(F.full, id, "newer@example.org", "cli (ops)", &changed),
 			 SD_OK);
-	assert_int_equal(order_resend(F.full, id, "cli (ops)", &n), SD_OK);
+	assert_int_equal(order_resend(F.full, id, "cli (ops)", NULL, &n, NULL), SD_OK);
 	drain();
 	assert_int_equal(messages_with("newer@example.org", NULL), 1);
 	assert_int_equal(messages_with("new@example.org", NULL), 1);
@@ -322,7 +348,7 @@ static void test_retry_after_a_new_address_goes_where_the_first_went(void **stat
 	assert_int_equal(messages_with("To: \"Nia Ness\" <nia@example.org>", NULL), 1);
 	assert_int_equal(messages_with("nia.new@example.org", NULL), 0);
 	/* a resend after the change is a new email: the new address */
-	assert_int_equal(order_resend(F.full, id, "cli (ops)", &n), SD_OK);
+	assert_int_equal(order_resend(F.full, id, "cli (ops)", NULL, &n, NULL), SD_OK);
 	drain();
 	assert_int_equal(messages_with("To: \"Nia Ness\" <nia.new@example.org>", NULL), 1);
 	assert_int_equal(order_detail_get(F.env->db, id, &d), SD_OK);
@@ -557,6 +583,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_resend_is_a_new_intent_sent_once, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_resend_limit_per_day, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_address_gets_what_is_not_sent_yet, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
