@@ -93,7 +93,9 @@ enum sd_result api_open(const struct api_opts *o, struct api **out)
 	    (r = code_key_load(path, a->key)) != SD_OK)
 		goto fail;
 	if ((r = tickets_blobs_open(o->db_path, o->state_dir, &a->blobs)) != SD_OK ||
-	    (r = db_group_new(o->db_path, &a->group)) != SD_OK)
+	    (r = db_group_new(o->db_path, &a->group)) != SD_OK ||
+	    (r = rate_new(o->scan_rate, o->scan_burst > 0 ? o->scan_burst : API_SCAN_BURST_DEFAULT,
+			  &a->scan_rate)) != SD_OK)
 		goto fail;
 	/* the first connection: the database exists and its schema is ours */
 	if ((r = pool_get(a, &db)) != SD_OK)
@@ -122,6 +124,7 @@ void api_close(struct api *a)
 	free(a->inflight);
 	blob_close(a->blobs);
 	db_group_free(a->group);
+	rate_free(a->scan_rate);
 	metrics_close(a->metrics);
 	pthread_mutex_destroy(&a->mu);
 	explicit_bzero(a->key, sizeof a->key);

@@ -81,6 +81,7 @@
 #define API_RETRY_AFTER_S "1"			/* a key in flight: ask again in 1 s */
 #define API_POOL_IDLE_MAX 8			/* idle connections kept for reuse */
 #define API_DOORS_OPEN_BEFORE_MS_DEFAULT (3LL * 3600 * 1000)
+#define API_SCAN_BURST_DEFAULT 30	/* scans one token may make at once */
 #define API_DOORS_CLOSE_AFTER_MS_DEFAULT (6LL * 3600 * 1000)
 
 /* The failpoint passed inside the order transaction, after the order and
@@ -125,6 +126,9 @@ struct api_opts {
 	const char *ca_file;		/* the box CA served at /ca.pem; NULL or "": 404 */
 	int64_t resend_per_hour;	/* an order's resends at most (429 past it); 0: no limit */
 	int64_t resend_per_day;
+	int64_t scan_rate;		/* scans a second one token makes, on average (429
+					 * past it); 0: no limit */
+	int64_t scan_burst;		/* and at once; 0: API_SCAN_BURST_DEFAULT */
 };
 
 /*

@@ -168,10 +168,30 @@ static json_t *scan_json(const struct scan_result *sr)
 	}
 }
 
+/* scan_limited: the token's scans past its rate (scan_rate, scan_burst):
+ * 1 with the 429 and its Retry-After.  A door scans about a ticket a
+ * second; a stolen phone's flood is held to the rate before it reads a
+ * byte of the database. */
+static int scan_limited(struct call *c)
+{
+	int64_t wait_ms = 0, s;
+
+	if (rate_take(c->a->scan_rate, c->grant.id, clock_now_ms(), &wait_ms))
+		return 0;
+	__atomic_add_fetch(&c->a->scans_limited, 1, __ATOMIC_RELAXED);
+	api_res_fail(c->res, 429, "too many scans from this token: wait and scan again", NULL);
+	s = (wait_ms + 999) / 1000;
+	snprintf(c->res->retry_after, sizeof c->res->retry_after, "%d",
+		 (int)(s < 1 ? 1 : s > 3600 ? 3600 : s));
+	return 1;
+}
+
 /* POST /v1/scan: a door token bound to an event admits that event's
  * tickets, while its doors are open; the operator's and an unbound door
  * token's admit any event's, at any time.  The token's name is the door in
- * the scan log; the same nonce from it again gets the first answer. */
+ * the scan log; its nonces are its own (the token's identity, not its
+ * name), and the same nonce with the same code again gets the first answer,
+ * with another code 422. */
 void api_post_scan(struct call *c)
 {
 	struct api_scan in;
@@ -179,19 +199,24 @@ void api_post_scan(struct call *c)
 	struct scan_result sr;
 	struct scan_door door = { c->grant.event_id, c->a->doors_open_before_ms,
 				  c->a->doors_close_after_ms };
+	struct scan_by by = { c->grant.name, c->grant.id, NULL };
 	enum sd_result r;
 
+	if (scan_limited(c))
+		return;
 	if ((r = api_parse_scan(c->req->body, c->req->body_len, &in, &err)) != SD_OK) {
 		api_bad_body(c, r, &err);
 		return;
 	}
-	if ((r = scan_ticket(c->db, c->a->key, in.code,
-			     c->grant.role == TOKEN_DOOR ? &door : NULL, c->grant.name,
-			     in.nonce[0] ? in.nonce : NULL, &sr)) != SD_OK) {
+	by.nonce = in.nonce[0] ? in.nonce : NULL;
+	r = scan_ticket(c->db, c->a->key, in.code, c->grant.role == TOKEN_DOOR ? &door : NULL,
+			&by, &sr);
+	if (r == SD_CONFLICT)
+		api_res_fail(c->res, 422, err_msg(), "nonce");
+	else if (r != SD_OK)
 		api_res_internal(c->res, c->req, r);
-		return;
-	}
-	api_res_json(c->res, 200, scan_json(&sr));
+	else
+		api_res_json(c->res, 200, scan_json(&sr));
 }
 
 /* GET /v1/events/{id}/scans: the door's night, the last six hours by the

@@ -26,6 +26,7 @@
 #include "api.h"
 #include "code.h"
 #include "orders.h"
+#include "ratelimit.h"
 #include "token.h"
 
 #define API_CA_MAX (64 * 1024)	/* bytes of ca.pem served */
@@ -49,6 +50,8 @@ struct api {
 	struct order_resend_limit resend_limit;	/* an order's resends at most */
 	struct db_group *group;			/* orders and changes commit in groups;
 						 * NULL on PostgreSQL */
+	struct rate *scan_rate;			/* each token's scans (ratelimit.h) */
+	int64_t scans_limited;			/* scans refused by it (atomic) */
 
 	pthread_mutex_t mu;			/* guards idle[] and inflight[] */
 	struct db *idle[API_POOL_IDLE_MAX];	/* connections not in use */

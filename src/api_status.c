@@ -275,6 +275,10 @@ void api_get_metrics(struct call *c)
 			(long long)d.db_free, (long long)d.state_free, (long long)d.warn_bytes);
 	}
 	backup_prom(f, c->a);
+	fprintf(f, "# HELP stagedoor_scans_limited_total Scans refused with 429: past a token's "
+		"scan_rate (since this listener started).\n"
+		"# TYPE stagedoor_scans_limited_total counter\nstagedoor_scans_limited_total %lld\n",
+		(long long)__atomic_load_n(&c->a->scans_limited, __ATOMIC_RELAXED));
 	free(rows);
 	if ((ms = malloc(sizeof *ms))) {
 		metrics_read(c->a->metrics, ms);

@@ -114,7 +114,8 @@ int cli_scan(int argc, char **argv)
 		return rc;
 	if ((r = code_key_path(db_path(db), cli_state_dir(state), keypath, sizeof keypath)) != SD_OK ||
 	    (r = code_key_load(keypath, key)) != SD_OK ||
-	    (r = scan_ticket(db, key, pos[0], NULL, "cli", NULL, &res)) != SD_OK) {
+	    (r = scan_ticket(db, key, pos[0], NULL, &(struct scan_by){ "cli", NULL, NULL },
+			     &res)) != SD_OK) {
 		db_close(db);
 		memset(key, 0, sizeof key);
 		return cli_fail(r);

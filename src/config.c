@@ -145,6 +145,14 @@ static const struct keydef {
 		"an order's tickets sent again at most this often in an hour (0: no limit)" },
 	[CONFIG_RESEND_PER_DAY] = { "resend_per_day", K_INT, 0, 10000, "10", 0,
 		"and in a day (0: no limit)" },
+	[CONFIG_SCAN_RATE] = { "scan_rate", K_INT, 0, 1000, "2", 0,
+		"scans a second one door token may make, on average (0: no limit); more are "
+		  "refused with 429" },
+	[CONFIG_SCAN_BURST] = { "scan_burst", K_INT, 1, 100000, "30", 0,
+		"and at once, after a quiet while (a group at the door)" },
+	[CONFIG_SCAN_LOG_RETENTION] = { "scan_log_retention", K_DUR, 0, 3650 * DAY_MS, "30d", 1,
+		"the scan log's rows are kept this long after their event starts (0: for ever); "
+		  "the per-minute counts stay" },
 	[CONFIG_LOG_LEVEL] = { "log_level", K_LEVEL, 0, 0, "info", 1,
 		"debug, info, warn, error or off" },
 	[CONFIG_LOG_FILE] = { "log_file", K_PATH, 0, 0, NULL, 1,
@@ -176,7 +184,8 @@ static enum sd_result special_parse(enum config_key k, const char *v, const char
 	if (keys[k].type == K_DUR) {
 		if (text_duration_ms(v, num) != 0 || *num < keys[k].min || *num > keys[k].max)
 			return err_set(SD_INVALID, "%s: %s must be a duration like 90m, 3h or 2d, "
-				       "at most 7d", origin, keys[k].name);
+				       "at most %lldd", origin, keys[k].name,
+				       (long long)(keys[k].max / DAY_MS));
 		return SD_OK;
 	}
 	if (keys[k].type == K_BOOL) {

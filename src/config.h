@@ -77,6 +77,9 @@ enum config_key {
 	CONFIG_API_KEY_TTL_MS,		/* how long a client Idempotency-Key is kept */
 	CONFIG_RESEND_PER_HOUR,		/* resends of one order in an hour at most */
 	CONFIG_RESEND_PER_DAY,		/* and in a day */
+	CONFIG_SCAN_RATE,		/* scans a second one door token makes, on average */
+	CONFIG_SCAN_BURST,		/* and at once */
+	CONFIG_SCAN_LOG_RETENTION,	/* the scan log's rows kept this long after the event */
 	CONFIG_LOG_LEVEL,
 	CONFIG_LOG_FILE,		/* append here instead of stderr; reopened on SIGHUP */
 	CONFIG_MAIL_URL,

@@ -24,6 +24,12 @@
  *    requires (every order has one sent row).  It is one small row per
  *    order, so it is kept as long as the order is.
  *
+ *  - the scan log (scans): a row per scan of one of the box's codes, kept
+ *    scan_log_retention after its event starts (the door's story of the
+ *    night, and the nonces a door's retries are answered from: no door
+ *    retries a scan days later); the per-minute counts (scan_minutes), one
+ *    row a door a minute, stay.
+ *
  *  - queue_history: a ring of 60 rows, one a minute, overwritten (the
  *    dashboard's last hour); nothing to forget.
  *
@@ -55,12 +61,14 @@
 #include "log.h"
 #include "queue.h"
 #include "queue_history.h"
+#include "scans.h"
 #include "tickets.h"
 
 void maint_opts_default(struct maint_opts *o)
 {
 	o->done_retention_ms = QUEUE_RETENTION_MS_DEFAULT;
 	o->idem_retention_ms = MAINT_IDEM_RETENTION_MS_DEFAULT;
+	o->scan_log_retention_ms = MAINT_SCAN_LOG_RETENTION_MS_DEFAULT;
 	o->wal_warn_bytes = MAINT_WAL_WARN_BYTES_DEFAULT;
 	o->batch = MAINT_BATCH_DEFAULT;
 }
@@ -203,6 +211,8 @@ enum sd_result maint_tick(struct db *db, const struct maint_opts *o, struct main
 			d.done_retention_ms = o->done_retention_ms;
 		if (o->idem_retention_ms)
 			d.idem_retention_ms = o->idem_retention_ms;
+		if (o->scan_log_retention_ms)
+			d.scan_log_retention_ms = o->scan_log_retention_ms;
 		if (o->wal_warn_bytes > 0)
 			d.wal_warn_bytes = o->wal_warn_bytes;
 		if (o->batch > 0)
@@ -218,6 +228,8 @@ enum sd_result maint_tick(struct db *db, const struct maint_opts *o, struct main
 	if (r == SD_OK)
 		r = clientkey_prune(db, now, d.batch, &st->api_keys_pruned);
 	st->idem_pruned = st->processed_pruned + st->api_keys_pruned;
+	if (r == SD_OK && d.scan_log_retention_ms > 0)
+		r = scan_log_prune(db, d.scan_log_retention_ms, now, d.batch, &st->scans_pruned);
 	/* the minute's row of the queue's last hour (once a minute at most) */
 	if (r == SD_OK)
 		r = queue_history_record(db, now, NULL);

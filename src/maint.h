@@ -20,6 +20,7 @@
 
 #define MAINT_BATCH_DEFAULT 1000
 #define MAINT_IDEM_RETENTION_MS_DEFAULT (30LL * 24 * 3600 * 1000)
+#define MAINT_SCAN_LOG_RETENTION_MS_DEFAULT (30LL * 24 * 3600 * 1000)
 #define MAINT_WAL_WARN_BYTES_DEFAULT (64LL * 1024 * 1024)
 #define MAINT_DISK_WARN_BYTES_DEFAULT (512LL * 1024 * 1024)
 /* The longest a RESTART/TRUNCATE checkpoint holds the writer lock waiting
@@ -35,6 +36,9 @@ struct maint_opts {
 					 * < 0: never.  Must exceed the longest a
 					 * handler can run and the provider's own
 					 * idempotency-key window. */
+	int64_t scan_log_retention_ms;	/* forget the scan log's rows this long
+					 * after their event starts (the counts
+					 * stay); 0: the default, < 0: never */
 	int64_t wal_warn_bytes;		/* WAL size worth a warning; above half of it
 					 * the checkpoint restarts the WAL; 0: default */
 	int batch;			/* rows per prune step; 0: MAINT_BATCH_DEFAULT */
@@ -56,6 +60,7 @@ struct maint_stats {
 	int64_t processed_pruned;	/* processed_jobs rows forgotten */
 	int64_t api_keys_pruned;	/* expired client Idempotency-Keys (api.h) */
 	int64_t idem_kept;		/* expired records kept: still deliverable */
+	int64_t scans_pruned;		/* the scan log's rows forgotten */
 };
 
 /* maint_opts_default: every field its default. */

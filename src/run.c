@@ -468,6 +468,9 @@ static void maintain(struct run *R, int64_t now)
 	mo.idem_retention_ms = config_int(&R->cfg, CONFIG_IDEM_RETENTION_MS);
 	if (mo.idem_retention_ms == 0)
 		mo.idem_retention_ms = -1;
+	mo.scan_log_retention_ms = config_int(&R->cfg, CONFIG_SCAN_LOG_RETENTION);
+	if (mo.scan_log_retention_ms == 0)
+		mo.scan_log_retention_ms = -1;
 	mo.wal_warn_bytes = config_int(&R->cfg, CONFIG_WAL_WARN_BYTES);
 	memset(&ms, 0, sizeof ms);
 	/* several boxes on one PostgreSQL database: one of them maintains it
@@ -482,9 +485,10 @@ static void maintain(struct run *R, int64_t now)
 		episode_fail(&R->maint_ep, LOG_ERROR, "maintenance failed", NULL, err_msg(), 0, 0);
 	else
 		episode_end(&R->maint_ep, "maintenance succeeds again", NULL);
-	if (!episode_on(&R->maint_ep) && (ms.done_pruned || ms.idem_pruned))
-		log_event(LOG_INFO, "pruned", "done_jobs=%lld idempotency_records=%lld",
-			  (long long)ms.done_pruned, (long long)ms.idem_pruned);
+	if (!episode_on(&R->maint_ep) && (ms.done_pruned || ms.idem_pruned || ms.scans_pruned))
+		log_event(LOG_INFO, "pruned", "done_jobs=%lld idempotency_records=%lld scans=%lld",
+			  (long long)ms.done_pruned, (long long)ms.idem_pruned,
+			  (long long)ms.scans_pruned);
 	disk_watch(R, now);
 	if (now >= R->next_optimize) {
 		if (maint_optimize(R->db) != SD_OK)

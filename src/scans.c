@@ -7,8 +7,13 @@
  *    on one ticket agree in the database on which one let the holder in;
  *  - a cancelled ticket is never admitted, an admitted one never cancelled
  *    (the same update's WHERE, and the schema's CHECK);
- *  - a scan and its log row commit together; a device's nonce names one
- *    row (a partial unique index), whose stored answer every retry gets.
+ *  - a scan, its log row and its count commit together; a door's nonce
+ *    names one row (a partial unique index on the door's token, never its
+ *    name), whose stored answer every retry with the same code gets;
+ *  - a code that names no ticket writes no row: it is counted, in the
+ *    per-minute counts every scan adds to (scan_minutes), which the door's
+ *    figures are read from, so a flood of forged codes grows nothing but
+ *    one row a door a minute.
  */
 #define _GNU_SOURCE
 #include "scans.h"
@@ -82,7 +87,8 @@ static enum sd_result answer_load(const char *text, struct scan_result *r)
 
 /* ======================== a scan ========================================= */
 
-static const char SQL_NONCE[] = "SELECT answer FROM scans WHERE device = ?1 AND nonce = ?2";
+static const char SQL_NONCE[] =
+	"SELECT answer, coalesce(code_sha, '') FROM scans WHERE door_id = ?1 AND nonce = ?2";
 /* A code names its ticket by code_id (code.h), never by its row id. */
 static const char SQL_ADMIT[] =
 	"UPDATE tickets SET scanned_at = ?3, scanned_by = ?4 WHERE code_id = ?1 AND event_id = ?2 "
@@ -91,15 +97,26 @@ static const char SQL_TICKET_INFO[] =
 	"SELECT t.seat_label, coalesce(t.scanned_at, 0), coalesce(t.scanned_by, ''), "
 	"t.cancelled_at IS NOT NULL, o.public_id, t.id FROM tickets t JOIN orders o "
 	"ON o.id = t.order_id WHERE t.code_id = ?1 AND t.event_id = ?2";
-/* a nonce another request of this device stored first: nothing inserted */
+/* a nonce another request of this door stored first: nothing inserted */
 static const char SQL_LOG[] =
-	"INSERT INTO scans (at, event_id, ticket_id, outcome, device, nonce, answer) "
-	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (device, nonce) WHERE nonce IS NOT NULL "
-	"DO NOTHING RETURNING id";
+	"INSERT INTO scans (at, event_id, ticket_id, outcome, device, nonce, answer, door_id, "
+	"code_sha) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (door_id, nonce) "
+	"WHERE nonce IS NOT NULL DO NOTHING RETURNING id";
+static const char SQL_COUNT[] =
+	"INSERT INTO scan_minutes (event_id, minute, device, admitted, refused, last_at) "
+	"VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (event_id, minute, device) DO UPDATE SET "
+	"admitted = scan_minutes.admitted + excluded.admitted, "
+	"refused = scan_minutes.refused + excluded.refused, last_at = CASE WHEN "
+	"excluded.last_at > scan_minutes.last_at THEN excluded.last_at ELSE scan_minutes.last_at "
+	"END";
 
 /* the stored answer of (device, nonce) into res; [out] *found */
-static enum sd_result nonce_answer(struct db *db, const char *device, const char *nonce,
-				   struct scan_result *res, int *found)
+/* nonce_answer: the answer by's nonce got, when it was stored: [out]
+ * *found.  The nonce answers for the code it came with (code_sha): another
+ * code under it is SD_CONFLICT, as a reused Idempotency-Key with another
+ * body. */
+static enum sd_result nonce_answer(struct db *db, const struct scan_by *by,
+				   const char *code_sha, struct scan_result *res, int *found)
 {
 	struct db_stmt *st = db_stmt(db, SQL_NONCE);
 	enum sd_result r;
@@ -108,11 +125,15 @@ static enum sd_result nonce_answer(struct db *db, const char *device, const char
 	*found = 0;
 	if (!st)
 		return SD_DB;
-	db_bind_text(st, 1, device);
-	db_bind_text(st, 2, nonce);
+	db_bind_text(st, 1, by->door_id);
+	db_bind_text(st, 2, by->nonce);
 	if ((r = db_step(st, &row)) == SD_OK && row) {
 		*found = 1;
-		r = answer_load(db_col_text(st, 0), res);
+		if (strcmp(db_col_text(st, 1), code_sha) != 0)
+			r = err_set(SD_CONFLICT, "this nonce was sent with another code: a scan's "
+				    "nonce names one code");
+		else
+			r = answer_load(db_col_text(st, 0), res);
 	}
 	db_reset(st);
 	return r;
@@ -184,10 +205,10 @@ static enum sd_result admit(struct db *db, int64_t code_id, int64_t event_id, in
 	return r;
 }
 
-/* the log's row; [out] *stored 0 when this device's nonce was stored by
- * another request meanwhile */
+/* the log's row: a scan that named a ticket; [out] *stored 0 when this
+ * door's nonce was stored by another request meanwhile */
 static enum sd_result scan_log(struct db *db, int64_t now, int64_t event_id, int64_t ticket_id,
-			       const char *device, const char *nonce,
+			       const struct scan_by *by, const char *code_sha,
 			       const struct scan_result *res, int *stored)
 {
 	struct db_stmt *st = db_stmt(db, SQL_LOG);
@@ -210,14 +231,33 @@ static enum sd_result scan_log(struct db *db, int64_t now, int64_t event_id, int
 	else
 		db_bind_null(st, 3);
 	db_bind_text(st, 4, scan_outcome_name(res->outcome));
-	db_bind_text(st, 5, device);
-	db_bind_text(st, 6, nonce);
+	db_bind_text(st, 5, by->device);
+	db_bind_text(st, 6, by->nonce);
 	db_bind_text(st, 7, answer);
+	db_bind_text(st, 8, by->door_id);
+	db_bind_text(st, 9, code_sha);
 	if ((r = db_step(st, &row)) == SD_OK)
 		*stored = row;
 	db_reset(st);
 	free(answer);
 	return r;
+}
+
+/* scan_count: the scan in its minute's counts (event 0: it named none) */
+static enum sd_result scan_count(struct db *db, int64_t now, int64_t event_id,
+				 const char *device, int admitted)
+{
+	struct db_stmt *st = db_stmt(db, SQL_COUNT);
+
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, event_id);
+	db_bind_int(st, 2, now - now % 60000);
+	db_bind_text(st, 3, device);
+	db_bind_int(st, 4, admitted);
+	db_bind_int(st, 5, !admitted);
+	db_bind_int(st, 6, now);
+	return db_run(st);
 }
 
 static enum sd_result nonce_valid(const char *nonce)
@@ -235,43 +275,71 @@ static enum sd_result nonce_valid(const char *nonce)
 	return SD_OK;
 }
 
-enum sd_result scan_ticket(struct db *db, const unsigned char key[CODE_KEY_LEN],
-			   const char *code, const struct scan_door *door, const char *device,
-			   const char *nonce, struct scan_result *res)
+/* scan_judge: what the door says of the code, the ticket admitted when it
+ * may be; [out] *signed_ok (the code is one of this box's), *ticket_id (0:
+ * it named none, or was refused before the ticket was read), *event_id
+ * (the count's and the log's event: the door's, else the code's, else 0) */
+static enum sd_result scan_judge(struct db *db, const unsigned char key[CODE_KEY_LEN],
+				 const char *code, const struct scan_door *door,
+				 const char *device, int64_t now, struct scan_result *res,
+				 int *signed_ok, int64_t *ticket_id, int64_t *event_id)
 {
-	int64_t code_id = 0, ticket_id = 0, event_id = 0, now = clock_now_ms();
+	int64_t code_id = 0, code_event = 0;
+	enum sd_result r = SD_OK;
+	int refused = 0;
+	/* forged, truncated or garbage: invalid, not an error (and counted) */
+	int valid = *signed_ok = code_verify(key, code, &code_id, &code_event) == SD_OK;
+
+	*ticket_id = 0;
+	*event_id = door && door->event_id ? door->event_id : valid ? code_event : 0;
+	if (valid && (r = door_refuses(db, door, code_event, now, res, &refused)) == SD_OK &&
+	    !refused) {
+		res->outcome = SCAN_INVALID;
+		r = admit(db, code_id, code_event, now, device, res, ticket_id);
+	}
+	if (r == SD_OK && res->outcome == SCAN_INVALID)
+		*ticket_id = 0;	/* no such ticket: the log names none */
+	return r;
+}
+
+enum sd_result scan_ticket(struct db *db, const unsigned char key[CODE_KEY_LEN],
+			   const char *code, const struct scan_door *door,
+			   const struct scan_by *by, struct scan_result *res)
+{
+	int64_t ticket_id = 0, event_id = 0, now = clock_now_ms();
+	char code_sha[CODE_SHA256_HEX + 1];
 	enum sd_result r;
-	int refused = 0, found = 0, stored = 1, valid;
+	int found = 0, stored = 1, signed_ok = 0;
 
 	memset(res, 0, sizeof *res);
 	res->outcome = SCAN_INVALID;
-	if ((r = nonce_valid(nonce)) != SD_OK ||
-	    (r = text_check("door", device, SCAN_DEVICE_MAX)) != SD_OK)
+	if ((r = nonce_valid(by->nonce)) != SD_OK ||
+	    (r = text_check("door", by->device, SCAN_DEVICE_MAX)) != SD_OK)
 		return r;
-	/* forged, truncated or garbage: invalid, not an error (and logged) */
-	valid = code_verify(key, code, &code_id, &event_id) == SD_OK;
+	if (by->nonce && !by->door_id)
+		return err_set(SD_INVALID, "a scan's nonce needs the door's token");
+	code_sha256_hex(code ? code : "", code ? strlen(code) : 0, code_sha);
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
-	if (nonce && ((r = nonce_answer(db, device, nonce, res, &found)) != SD_OK || found))
+	if (by->nonce && ((r = nonce_answer(db, by, code_sha, res, &found)) != SD_OK || found))
 		goto out;
-	if (valid && (r = door_refuses(db, door, event_id, now, res, &refused)) == SD_OK &&
-	    !refused) {
-		res->outcome = SCAN_INVALID;
-		r = admit(db, code_id, event_id, now, device, res, &ticket_id);
-	}
-	if (r != SD_OK)
+	if ((r = scan_judge(db, key, code, door, by->device, now, res, &signed_ok, &ticket_id,
+			    &event_id)) != SD_OK)
 		goto out;
-	if (res->outcome == SCAN_INVALID)
-		ticket_id = 0;	/* no such ticket: the log names none */
-	r = scan_log(db, now, door && door->event_id ? door->event_id : valid ? event_id : 0,
-		     ticket_id, device, nonce, res, &stored);
+	/* a code that is none of ours (forged, mistyped) is counted, never
+	 * stored row by row; one of ours is the log's, whatever its answer */
+	if (signed_ok && res->outcome != SCAN_INVALID &&
+	    (r = scan_log(db, now, event_id, ticket_id, by, code_sha, res, &stored)) != SD_OK)
+		goto out;
+	if (stored)
+		r = scan_count(db, now, event_id, by->device, res->outcome == SCAN_ADMITTED);
 out:
 	if (r == SD_OK && !stored) {
-		/* another request of this device with this nonce won: its answer,
+		/* another request of this door with this nonce won: its answer,
 		 * and nothing of ours */
 		db_rollback(db);
 		memset(res, 0, sizeof *res);
-		if ((r = nonce_answer(db, device, nonce, res, &found)) == SD_OK && !found)
+		if ((r = nonce_answer(db, by, code_sha, res, &found)) == SD_OK && !found)
 			r = err_set(SD_DB, "a scan's nonce was stored and is gone");
 		return r;
 	}
@@ -280,15 +348,13 @@ out:
 
 /* ======================== the night ====================================== */
 
+/* the counts every scan adds to, read by their key (event_id, minute) */
 static const char SQL_MINUTES[] =
-	"SELECT at - at % 60000 AS m, "
-	"coalesce(sum(CASE WHEN outcome = 'admitted' THEN 1 ELSE 0 END), 0), "
-	"coalesce(sum(CASE WHEN outcome = 'admitted' THEN 0 ELSE 1 END), 0) "
-	"FROM scans WHERE event_id = ?1 AND at >= ?2 GROUP BY m ORDER BY m DESC LIMIT ?3";
+	"SELECT minute, sum(admitted), sum(refused) FROM scan_minutes WHERE event_id = ?1 "
+	"AND minute >= ?2 - ?2 % 60000 GROUP BY minute ORDER BY minute DESC LIMIT ?3";
 static const char SQL_DOORS[] =
-	"SELECT device, coalesce(sum(CASE WHEN outcome = 'admitted' THEN 1 ELSE 0 END), 0), "
-	"coalesce(sum(CASE WHEN outcome = 'admitted' THEN 0 ELSE 1 END), 0), max(at) "
-	"FROM scans WHERE event_id = ?1 GROUP BY device ORDER BY device LIMIT ?2";
+	"SELECT device, sum(admitted), sum(refused), max(last_at) FROM scan_minutes "
+	"WHERE event_id = ?1 GROUP BY device ORDER BY device LIMIT ?2";
 
 enum sd_result scan_stats_get(struct db *db, int64_t event_id, int64_t since_ms,
 			      struct scan_stats *s)
@@ -333,5 +399,40 @@ enum sd_result scan_stats_get(struct db *db, int64_t event_id, int64_t since_ms,
 	}
 	db_reset(st);
 out:
+	return db_end(db, r);
+}
+
+/* ======================== forgetting ===================================== */
+
+/* the log's rows of events that started before ?1; then of no event, made
+ * before ?1 (scans_event, scans_at); the per-minute counts stay */
+static const char SQL_PRUNE_EVENTS[] =
+	"DELETE FROM scans WHERE id IN (SELECT s.id FROM events e JOIN scans s "
+	"ON s.event_id = e.id WHERE e.starts_at < ?1 LIMIT ?2)";
+static const char SQL_PRUNE_NO_EVENT[] =
+	"DELETE FROM scans WHERE id IN (SELECT id FROM scans WHERE event_id IS NULL "
+	"AND at < ?1 LIMIT ?2)";
+
+enum sd_result scan_log_prune(struct db *db, int64_t retention_ms, int64_t now, int64_t limit,
+			      int64_t *n)
+{
+	const char *const sql[] = { SQL_PRUNE_EVENTS, SQL_PRUNE_NO_EVENT };
+	struct db_stmt *st;
+	enum sd_result r;
+	size_t i;
+
+	*n = 0;
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	for (i = 0; i < sizeof sql / sizeof sql[0] && r == SD_OK && *n < limit; i++) {
+		if (!(st = db_stmt(db, sql[i]))) {
+			r = SD_DB;
+			break;
+		}
+		db_bind_int(st, 1, now - retention_ms);
+		db_bind_int(st, 2, limit - *n);
+		if ((r = db_run(st)) == SD_OK)
+			*n += db_changes(db);
+	}
 	return db_end(db, r);
 }

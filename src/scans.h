@@ -47,19 +47,39 @@ struct scan_result {
 	char event_name[TICKETS_TEXT_MAX + 1];
 };
 
+/* Who scans: the door's name, as the log and the counts show it; its
+ * token's identity (TOKEN_ID_LEN hex digits, token.h), which its nonces
+ * belong to; and this scan's nonce (may be NULL; the command line has
+ * neither). */
+struct scan_by {
+	const char *device;
+	const char *door_id;
+	const char *nonce;
+};
+
 /*
  * scan_ticket: admit the ticket a code names, once, at door (NULL:
- * anywhere), made by device (the door's name).  A ticket of another event
- * than the door's is SCAN_WRONG_EVENT, any ticket outside the door's window
- * SCAN_DOORS_CLOSED, a cancelled one SCAN_CANCELLED: none is marked
- * scanned.  The scan and its log row commit together.  nonce (may be NULL):
- * the device's name for this scan; the same device and nonce again returns
- * the first answer (res->replayed) and changes nothing.  SD_INVALID: a
- * nonce of more than SCAN_NONCE_MAX bytes or not printable ASCII.
+ * anywhere), scanned by `by`.  A ticket of another event than the door's is
+ * SCAN_WRONG_EVENT, any ticket outside the door's window SCAN_DOORS_CLOSED,
+ * a cancelled one SCAN_CANCELLED: none is marked scanned.  The scan, its
+ * log row (a code of this box's) and its minute's count commit together; a
+ * code that is none of the box's is counted only.  The same door and nonce
+ * with the same code again returns the first answer (res->replayed) and
+ * changes nothing; with another code it is SD_CONFLICT.  SD_INVALID: a
+ * nonce of more than SCAN_NONCE_MAX bytes or not printable ASCII, or one
+ * without a door_id.
  */
 enum sd_result scan_ticket(struct db *db, const unsigned char key[CODE_KEY_LEN],
-			   const char *code, const struct scan_door *door, const char *device,
-			   const char *nonce, struct scan_result *res);
+			   const char *code, const struct scan_door *door,
+			   const struct scan_by *by, struct scan_result *res);
+
+/*
+ * scan_log_prune: the scan log's rows of events that started more than
+ * retention_ms before now (rows of no event: made that long before), at
+ * most limit of them; their per-minute counts stay.  [out] *n removed.
+ */
+enum sd_result scan_log_prune(struct db *db, int64_t retention_ms, int64_t now, int64_t limit,
+			      int64_t *n);
 
 /* ---- the night, as the door saw it -------------------------------------- */
 

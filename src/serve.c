@@ -207,6 +207,8 @@ enum sd_result serve_start(const struct serve_opts *o, struct serve **out)
 	ao.doors_close_after_ms = o->doors_close_after_ms;
 	ao.resend_per_hour = o->resend_per_hour;
 	ao.resend_per_day = o->resend_per_day;
+	ao.scan_rate = o->scan_rate;
+	ao.scan_burst = o->scan_burst;
 	ca_file(o, ca, sizeof ca);
 	ao.ca_file = ca;
 	memset(&ho, 0, sizeof ho);
@@ -314,7 +316,9 @@ int cli_serve(int argc, char **argv)
 						   config_int(&cfg, CONFIG_DOORS_OPEN_BEFORE),
 						   config_int(&cfg, CONFIG_DOORS_CLOSE_AFTER),
 						   config_int(&cfg, CONFIG_RESEND_PER_HOUR),
-						   config_int(&cfg, CONFIG_RESEND_PER_DAY) },
+						   config_int(&cfg, CONFIG_RESEND_PER_DAY),
+						   config_int(&cfg, CONFIG_SCAN_RATE),
+						   config_int(&cfg, CONFIG_SCAN_BURST) },
 			     &sv)) != SD_OK) {
 		config_free(&cfg);
 		return cli_fail(r);

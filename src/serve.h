@@ -32,6 +32,8 @@ struct serve_opts {
 	int64_t doors_close_after_ms;
 	int64_t resend_per_hour;	/* an order's resends at most; 0: no limit */
 	int64_t resend_per_day;
+	int64_t scan_rate;		/* one door token's scans a second; 0: no limit */
+	int64_t scan_burst;
 };
 
 /*

@@ -278,6 +278,7 @@ enum sd_result token_lookup(struct db *db, const char *hdr, int64_t now, struct 
 		*why = TOKEN_UNKNOWN;	/* a role this binary does not know */
 	else {
 		snprintf(g->name, sizeof g->name, "%s", db_col_text(st, 0));
+		snprintf(g->id, sizeof g->id, "%.*s", TOKEN_ID_LEN, sha);
 		g->event_id = db_col_is_null(st, 2) ? 0 : db_col_int(st, 2);
 		used = db_col_int(st, 5);
 	}

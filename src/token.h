@@ -22,6 +22,7 @@
 #define TOKEN_HEX 64			/* 32 random bytes, hex */
 #define TOKEN_NAME_MAX 200		/* bytes of a token's name */
 #define TOKEN_USED_EVERY_MS 60000	/* last_used_at is written at most this often */
+#define TOKEN_ID_LEN 16			/* a token's identity: its SHA-256's first hex digits */
 
 struct db;
 
@@ -38,6 +39,8 @@ struct token_grant {
 	int role;			/* enum token_role */
 	int64_t event_id;		/* a door's event; 0: every event */
 	char name[TOKEN_NAME_MAX + 1];
+	char id[TOKEN_ID_LEN + 1];	/* this token's identity, never another's of
+					 * the same name (a door's nonces, its rate) */
 };
 
 /* A token as `token ls` shows it. */

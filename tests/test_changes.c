@@ -41,6 +41,7 @@
 #include "testutil.h"
 #include "ticket_jobs.h"
 #include "tickets.h"
+#include "token.h"
 
 #define CAPACITY 4
 
@@ -442,7 +443,10 @@ static void first_code(const char *public_id, char *code)
 	code_make(key, ticket, F.event_id, code);
 }
 
-static void scan(const char *code, const char *door, const char *nonce, struct scan_result *r)
+/* scan_as: a scan by the door named door whose token's identity is
+ * door_id; the result of scan_ticket */
+static enum sd_result scan_as(const char *code, const char *door, const char *door_id,
+			      const char *nonce, struct scan_result *r)
 {
 	unsigned char key[CODE_KEY_LEN];
 	char path[600];
@@ -450,7 +454,17 @@ static void scan(const char *code, const char *door, const char *nonce, struct s
 
 	assert_int_equal(code_key_path(F.env->db_path, tu_state(F.env), path, sizeof path), SD_OK);
 	assert_int_equal(code_key_load(path, key), SD_OK);
-	if (scan_ticket(F.full, key, code, &sd, door, nonce, r) != SD_OK)
+	return scan_ticket(F.full, key, code, &sd, &(struct scan_by){ door, door_id, nonce }, r);
+}
+
+/* scan: a scan by door, whose token's identity follows from its name */
+static void scan(const char *code, const char *door, const char *nonce, struct scan_result *r)
+{
+	char sha[CODE_SHA256_HEX + 1];
+
+	code_sha256_hex(door, strlen(door), sha);
+	sha[TOKEN_ID_LEN] = '\0';
+	if (scan_as(code, door, sha, nonce, r) != SD_OK)
 		fail_msg("scan_ticket: %s", err_msg());
 }
 
@@ -518,12 +532,19 @@ static void test_scan_nonce_log_and_stats(void **state)
 	assert_string_equal(other.scanned_by, "North door");
 	scan("not a code", "South door", NULL, &other);
 	assert_int_equal(other.outcome, SCAN_INVALID);
-	assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM scans"), 3);
+	/* a code that is none of the box's is counted, not logged */
+	assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM scans"), 2);
 	assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM scans WHERE outcome = "
 				   "'admitted' AND device = 'North door'"), 1);
 	{
 		unsigned char key[CODE_KEY_LEN] = { 0 };
-		assert_int_equal(scan_ticket(F.full, key, code, NULL, "x", "has space", &other),
+		assert_int_equal(scan_ticket(F.full, key, code, NULL,
+					     &(struct scan_by){ "x", "0123456789abcdef",
+								"has space" }, &other),
+				 SD_INVALID);
+		/* a nonce answers for a door's token: none, none */
+		assert_int_equal(scan_ticket(F.full, key, code, NULL,
+					     &(struct scan_by){ "x", NULL, "n-1" }, &other),
 				 SD_INVALID);
 	}
 
@@ -539,6 +560,83 @@ static void test_scan_nonce_log_and_stats(void **state)
 	assert_string_equal(st->doors[1].door, "South door");
 	assert_int_equal(st->doors[1].admitted, 0);
 	assert_int_equal(st->doors[1].refused, 2);
+	free(st);
+	expect_checks_hold();
+}
+
+/* A nonce names one code: the same nonce with another code, a forged one
+ * included, is refused and admits nothing; a token made later under the
+ * door's name has none of the first token's answers. */
+static void test_scan_nonce_is_tied_to_its_code_and_token(void **state)
+{
+	char a[ORDER_ID_MAX], b[ORDER_ID_MAX], code_a[CODE_TEXT_MAX], code_b[CODE_TEXT_MAX];
+	struct scan_result r;
+
+	(void)state;
+	order("Nia Nord", "nia@example.org", 1, a);
+	order("Olu Ost", "olu@example.org", 1, b);
+	drain();
+	first_code(a, code_a);
+	first_code(b, code_b);
+	assert_int_equal(scan_as(code_a, "East door", "aaaaaaaaaaaaaaaa", "n-7", &r), SD_OK);
+	assert_int_equal(r.outcome, SCAN_ADMITTED);
+	/* another ticket's code under the same nonce: refused, b not admitted */
+	assert_int_equal(scan_as(code_b, "East door", "aaaaaaaaaaaaaaaa", "n-7", &r),
+			 SD_CONFLICT);
+	assert_non_null(strstr(err_msg(), "nonce"));
+	assert_int_equal(scan_as("forged-code", "East door", "aaaaaaaaaaaaaaaa", "n-7", &r),
+			 SD_CONFLICT);
+	assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM tickets WHERE "
+				   "scanned_at IS NOT NULL"), 1);
+	/* the door's token revoked, a new one under the same name: its n-7
+	 * is a new scan of b's code (admitted), not a's stored answer */
+	assert_int_equal(scan_as(code_b, "East door", "bbbbbbbbbbbbbbbb", "n-7", &r), SD_OK);
+	assert_int_equal(r.outcome, SCAN_ADMITTED);
+	assert_int_equal(r.replayed, 0);
+	assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM tickets WHERE "
+				   "scanned_at IS NOT NULL"), 2);
+	expect_checks_hold();
+}
+
+/* Forged codes grow one count a door a minute, not a row each; the log's
+ * rows go scan_log_retention after their event starts, the counts stay. */
+static void test_scan_flood_counted_and_log_pruned(void **state)
+{
+	char a[ORDER_ID_MAX], code[CODE_TEXT_MAX], nonce[32];
+	struct scan_result r;
+	struct scan_stats *st = malloc(sizeof *st);
+	int64_t n = -1, now = clock_now_ms();
+	int i;
+
+	(void)state;
+	assert_non_null(st);
+	order("Pia Pohl", "pia@example.org", 1, a);
+	drain();
+	first_code(a, code);
+	scan(code, "West door", "w-0", &r);
+	for (i = 1; i <= 500; i++) {
+		snprintf(nonce, sizeof nonce, "w-%d", i);
+		scan("forged-code-of-a-flood", "West door", nonce, &r);
+		assert_int_equal(r.outcome, SCAN_INVALID);
+	}
+	assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM scans"), 1);
+	assert_true(tu_countf(F.env->db_path, "SELECT count(*) FROM scan_minutes") <= 2);
+	assert_int_equal(scan_stats_get(F.env->db, F.event_id, 0, st), SD_OK);
+	assert_int_equal(st->n_doors, 1);
+	assert_int_equal(st->doors[0].admitted, 1);
+	assert_int_equal(st->doors[0].refused, 500);
+
+	/* the event starts within the hour: a day's retention keeps its log */
+	assert_int_equal(scan_log_prune(F.full, 24 * 3600 * 1000LL, now, 100, &n), SD_OK);
+	assert_int_equal(n, 0);
+	/* 31 days on, 30 days' retention: the row goes, the counts stay */
+	assert_int_equal(scan_log_prune(F.full, 30 * 24 * 3600 * 1000LL,
+					 now + 31 * 24 * 3600 * 1000LL, 100, &n), SD_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM scans"), 0);
+	assert_int_equal(scan_stats_get(F.env->db, F.event_id, 0, st), SD_OK);
+	assert_int_equal(st->doors[0].admitted, 1);
+	assert_int_equal(st->doors[0].refused, 500);
 	free(st);
 	expect_checks_hold();
 }
@@ -592,6 +690,10 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_and_the_door, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scan_nonce_log_and_stats, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scan_nonce_is_tied_to_its_code_and_token,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scan_flood_counted_and_log_pruned, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_sales_by_the_hour_and_the_queue_history, setup,
 						teardown),
 	};

@@ -127,6 +127,44 @@ static void test_done_jobs_respect_retention(void **state)
 	assert_int_equal(st.done_pruned, 0);
 }
 
+/* ======================== the scan log =================================== */
+
+/* The scan log's rows go scan_log_retention after their event starts (a
+ * row of no event: after it was made); the per-minute counts stay. */
+static void test_scan_log_respects_retention(void **state)
+{
+	struct tu_env *e = *state;
+	struct maint_opts o = opts(1000);
+	struct event_new ev = { "Night", "Hall", clock_now_ms(), 10 };
+	struct maint_stats st;
+	int64_t id = 0;
+	char sql[512];
+
+	assert_int_equal(event_add(e->db, &ev, &id), SD_OK);
+	snprintf(sql, sizeof sql, "INSERT INTO scans (at, event_id, outcome, device, answer) "
+		 "VALUES (%lld, %lld, 'wrong_event', 'North', '{}'), (%lld, NULL, 'invalid', "
+		 "'North', '{}'); INSERT INTO scan_minutes VALUES (%lld, 0, 'North', 0, 2, 0)",
+		 (long long)clock_now_ms(), (long long)id, (long long)clock_now_ms(),
+		 (long long)id);
+	assert_int_equal(db_exec(e->db, sql), SD_OK);
+	o.scan_log_retention_ms = DAY;
+	clock_fake_advance(DAY - 1);
+	st = tick(e->db, &o);
+	assert_int_equal(st.scans_pruned, 0);
+	clock_fake_advance(2);
+	st = tick(e->db, &o);
+	assert_int_equal(st.scans_pruned, 2);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM scans"), 0);
+	assert_int_equal(tu_count(e->db_path, "SELECT refused FROM scan_minutes"), 2);
+	/* a negative retention never prunes */
+	assert_int_equal(db_exec(e->db, "INSERT INTO scans (at, outcome, device, answer) "
+				 "VALUES (0, 'invalid', 'North', '{}')"), SD_OK);
+	o.scan_log_retention_ms = -1;
+	st = tick(e->db, &o);
+	assert_int_equal(st.scans_pruned, 0);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM scans"), 1);
+}
+
 /* ======================== processed_jobs ================================= */
 
 static void test_processed_jobs_respect_retention_and_delivery(void **state)
@@ -479,6 +517,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_setup, tu_teardown)
 		T(test_done_jobs_respect_retention),
+		T(test_scan_log_respects_retention),
 		T(test_processed_jobs_respect_retention_and_delivery),
 		T(test_email_sends_survive_retention),
 		T(test_batches_bounded),

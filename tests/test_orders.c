@@ -721,8 +721,13 @@ static void test_intake_and_render_of_one_event_do_not_deadlock(void **state)
 
 /* What 0010 added, taken away (the tickets table as 0002 made it): with
  * 0006-0009's own, the file is as schema 5 left it. */
+/* what 0012 added, taken away again */
+#define SCHEMA_BEFORE_0012                                                                    \
+	"DROP TABLE scan_minutes; DROP INDEX scans_at; DROP INDEX scans_nonce; "              \
+	"ALTER TABLE scans DROP COLUMN door_id; ALTER TABLE scans DROP COLUMN code_sha; "     \
+	"CREATE UNIQUE INDEX scans_nonce ON scans (device, nonce) WHERE nonce IS NOT NULL; "
 /* what 0011 added, taken away again */
-#define SCHEMA_BEFORE_0011                                                                    \
+#define SCHEMA_BEFORE_0011 SCHEMA_BEFORE_0012                                                 \
 	"DROP TABLE identity_marks; DROP INDEX email_sends_key; DROP INDEX outbox_job; "      \
 	"ALTER TABLE email_sends DROP COLUMN provider_key; ALTER TABLE outbox DROP COLUMN job_id; "
 #define SCHEMA_BEFORE_0010 SCHEMA_BEFORE_0011                                                  \

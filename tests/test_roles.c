@@ -407,6 +407,88 @@ static void test_door_bound_to_its_event(void **state)
 	json_decref(o);
 }
 
+/* scan_raw: one scan of code by auth with nonce (NULL: none) on a;
+ * [out] the status, *retry the Retry-After (0: none) */
+static int scan_raw(struct api *a, const char *auth, const char *code, const char *nonce,
+		    int *retry)
+{
+	char body[300];
+	struct api_request r = { "POST", "/v1/scan", NULL, auth, NULL, "application/json", body,
+				 0 };
+	struct api_response res;
+	int status;
+
+	if (nonce)
+		snprintf(body, sizeof body, "{\"code\":\"%s\",\"nonce\":\"%s\"}", code, nonce);
+	else
+		snprintf(body, sizeof body, "{\"code\":\"%s\"}", code);
+	r.body_len = strlen(body);
+	api_handle(a, &r, &res);
+	status = res.status;
+	if (retry)
+		*retry = atoi(res.retry_after);
+	api_response_free(&res);
+	return status;
+}
+
+/* A door token's scans are held to scan_rate after a burst of scan_burst:
+ * 429 with Retry-After, counted in /metrics; another token is not held. */
+static void test_scan_rate_per_token(void **state)
+{
+	struct api_opts o = { F.env->db_path, tu_state(F.env), 0, NULL, NULL, 1 };
+	struct api_response res;
+	struct api_request m = { "GET", "/metrics", NULL, F.op, NULL, NULL, NULL, 0 };
+	int i, retry = -1, ok = 0;
+
+	(void)state;
+	o.scan_rate = 2;
+	o.scan_burst = 5;
+	api_close(F.api);
+	assert_int_equal(api_open(&o, &F.api), SD_OK);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(scan_raw(F.api, F.anydoor, "garbage", NULL, NULL), 200);
+	assert_int_equal(scan_raw(F.api, F.anydoor, "garbage", NULL, &retry), 429);
+	assert_int_equal(retry, 1);
+	assert_int_equal(scan_raw(F.api, F.door, "garbage", NULL, NULL), 200);
+	/* a second earns two scans */
+	clock_fake_advance(1000);
+	for (i = 0; i < 4; i++)
+		ok += scan_raw(F.api, F.anydoor, "garbage", NULL, NULL) == 200;
+	assert_int_equal(ok, 2);
+	/* a flood the limit held grew no row: 7 counted, none logged */
+	assert_int_equal(tu_count(F.env->db_path, "SELECT count(*) FROM scans"), 0);
+	assert_int_equal(tu_count(F.env->db_path, "SELECT sum(refused) FROM scan_minutes"), 8);
+	api_handle(F.api, &m, &res);
+	assert_int_equal(res.status, 200);
+	assert_non_null(strstr(res.body, "\nstagedoor_scans_limited_total 3\n"));
+	api_response_free(&res);
+}
+
+/* A nonce answers for its code and its token: another code under it is
+ * 422 and admits nothing; a token made under a revoked token's name gets
+ * none of its answers. */
+static void test_scan_nonce_per_code_and_token(void **state)
+{
+	char c1[CODE_TEXT_MAX], c2[CODE_TEXT_MAX], again[128];
+	json_t *o = NULL;
+
+	(void)state;
+	ticket_of(F.ev1, "o1", c1);
+	ticket_of(F.ev1, "o2", c2);
+	assert_int_equal(scan_raw(F.api, F.door, c1, "n-1", NULL), 200);
+	assert_int_equal(scan_raw(F.api, F.door, c1, "n-1", NULL), 200);	/* a retry */
+	assert_int_equal(scan_raw(F.api, F.door, c2, "n-1", NULL), 422);
+	assert_int_equal(scan_raw(F.api, F.door, "forged", "n-1", NULL), 422);
+	assert_int_equal(tu_count(F.env->db_path, "SELECT count(*) FROM tickets WHERE "
+				  "scanned_at IS NOT NULL"), 1);
+	assert_int_equal(token_revoke(F.env->db, "north door", clock_now_ms()), SD_OK);
+	add_token("north door", TOKEN_DOOR, F.ev1, 0, again);
+	assert_int_equal(call(F.api, "POST", "/v1/scan", again, NULL,
+			      "{\"code\":\"forged\",\"nonce\":\"n-1\"}", &o), 200);
+	assert_string_equal(json_string_value(json_object_get(o, "result")), "invalid");
+	json_decref(o);
+}
+
 static void test_metrics_auth(void **state)
 {
 	(void)state;
@@ -521,6 +603,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_revoke_and_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_token_add_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_door_bound_to_its_event, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scan_rate_per_token, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scan_nonce_per_code_and_token, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_auth, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_last_used, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ca_pem, setup, teardown),
