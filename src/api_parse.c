@@ -7,6 +7,7 @@
 #include "api.h"
 #include "api_int.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,11 +304,27 @@ int api_key_valid(const char *key)
 	return n >= 1 && n <= TICKETS_KEY_MAX;
 }
 
+/* sf_token: s[0..n) is an sf-token (RFC 8941 3.3.4): ALPHA or "*", then
+ * tchar, ":" or "/" */
+static int sf_token(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '*'))
+		return 0;
+	for (i = 1; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("!#$%&'*+-.^_`|~:/", s[i]))
+			return 0;
+	return 1;
+}
+
 /*
  * The Idempotency-Key header is an Item Structured Header holding an
  * sf-string (RFC 8941 3.3.3; draft-ietf-httpapi-idempotency-key-header):
- * "abc", with \" and \\ the only escapes.  A bare value (abc) is taken as
- * the same key, as clients have sent it before: both name key abc.
+ * "abc", with \" and \\ the only escapes.  A bare sf-token (abc) is taken
+ * as the same key, as clients have sent it before: both name key abc.  Any
+ * other item (a byte sequence :YWJj:, a boolean ?1, a number, parameters)
+ * is no key.
  */
 int api_key_parse(const char *hdr, char key[TICKETS_KEY_MAX + 1])
 {
@@ -324,11 +341,11 @@ int api_key_parse(const char *hdr, char key[TICKETS_KEY_MAX + 1])
 
 		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
 			len--;
-		if (len > TICKETS_KEY_MAX)
+		if (len > TICKETS_KEY_MAX || !sf_token(p, len))
 			return 0;
 		memcpy(key, p, len);
 		key[len] = '\0';
-		return strchr(key, '"') == NULL && strchr(key, '\\') == NULL && api_key_valid(key);
+		return api_key_valid(key);
 	}
 	for (p++; *p != '"'; p++) {
 		unsigned char ch = (unsigned char)*p;

@@ -16,7 +16,7 @@
  *                          a Content-Length past HTTP_BODY_DISCARD_MAX
  *                          refused at once (413); phase BODY since now
  *   access, body bytes  -> appended up to HTTP_BODY_MAX, then discarded
- *                          (counted) up to HTTP_BODY_DISCARD_MAX, then the
+ *                          (counted) up to HTTP_CHUNKED_DISCARD_MAX, then the
  *                          connection is dropped; the bytes counted in track
  *   access, final call  -> phase BUSY; 413 if anything was discarded, else
  *                          the dashboard asset or the handler's answer
@@ -74,11 +74,11 @@
 
 #include "cred.h"
 #include "http.h"
+#include "http_guard.h"
 #include "log.h"
 
 #define HTTP_SWEEP_MS 250		/* the sweeper's period */
 #define HTTP_PEM_MAX (1024 * 1024)	/* a certificate or key file, at most */
-#define HTTP_HOST_MAX 256		/* a name in Host, Origin or opts->hosts */
 #define HTTP_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 /* A connection's phase (struct track). */
@@ -105,10 +105,7 @@ struct http_server {
 	struct MHD_Daemon *daemon;
 	http_handler_fn fn;		/* the handler */
 	void *arg;			/* its argument */
-	int port;			/* the bound port */
-	int tls;			/* 1: HTTPS */
-	char **hosts;			/* the allowed names, normalized; NULL: the defaults */
-	char **extra;			/* with hosts NULL: names besides the defaults, or NULL */
+	struct http_names names;	/* the names, the bound port, HTTPS or not */
 	unsigned conn_max;		/* connections at once */
 	unsigned per_client_max;	/* connections per client address */
 	int64_t header_ms;		/* header_timeout_s, in ms */
@@ -134,6 +131,9 @@ struct conn {
 
 static unsigned timeout_s;		/* 0: HTTP_TIMEOUT_S */
 
+static const char TOO_LARGE[] = "{\"error\":\"request body too large (limit 65536 bytes)\"}";
+static const char INTERNAL[] = "{\"error\":\"internal error\"}";
+
 /* The last message libmicrohttpd logged on this thread, and the last one
  * about the certificate or key: http_start_opts names them when the daemon
  * does not start. */
@@ -147,12 +147,12 @@ void http_set_timeout_s(unsigned seconds)
 
 int http_port(const struct http_server *s)
 {
-	return s ? s->port : 0;
+	return s ? s->names.port : 0;
 }
 
 int http_tls(const struct http_server *s)
 {
-	return s ? s->tls : 0;
+	return s ? s->names.tls : 0;
 }
 
 unsigned http_conn_max(const struct http_server *s)
@@ -317,73 +317,8 @@ static void *sweeper_main(void *arg)
 }
 
 /* ---------------------------------------------------------------------------
- * Host and Origin
+ * The request's head, as http_guard judges it
  * ------------------------------------------------------------------------ */
-
-/*
- * host_split: the name of a Host value ("box:8080", "[::1]:8080", "Box.")
- * into out (size HTTP_HOST_MAX): lowercased, IPv6 brackets and one trailing
- * dot off.  [in] bare6: a bare IPv6 address ("::1") is a name, not
- * name:port (opts->hosts entries).  [out] *port: the port, -1 when none.
- * 0, or -1 when v is no name.
- */
-static int host_split(const char *v, char *out, int bare6, long *port)
-{
-	struct in6_addr a6;
-	const char *end, *rest;
-	int bracket = v[0] == '[';
-	size_t n, i;
-
-	*port = -1;
-	if (bracket) {
-		if (!(end = strchr(v, ']')))
-			return -1;
-		v++;
-		rest = end + 1;
-	} else if (bare6 && strchr(v, ':') != strrchr(v, ':')) {
-		end = rest = v + strlen(v);
-	} else {
-		end = rest = v + strcspn(v, ":");
-	}
-	n = (size_t)(end - v);
-	if (n == 0 || n >= HTTP_HOST_MAX)
-		return -1;
-	for (i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)v[i];
-
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' || ch == ':'))
-			return -1;
-		out[i] = (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
-	}
-	out[n] = '\0';
-	if (n > 1 && out[n - 1] == '.')
-		out[--n] = '\0';
-	if ((bracket || strchr(out, ':')) && inet_pton(AF_INET6, out, &a6) != 1)
-		return -1;	/* brackets and ':' only for an IPv6 address */
-	if (*rest) {
-		char *e;
-
-		if (rest[0] != ':' || rest[1] < '0' || rest[1] > '9' || strlen(rest) > 6)
-			return -1;
-		*port = strtol(rest + 1, &e, 10);
-		if (*e || *port > 65535)
-			return -1;
-	}
-	return 0;
-}
-
-/* host_equal: two normalized names; IP addresses compared as addresses. */
-static int host_equal(const char *a, const char *b)
-{
-	unsigned char x[16], y[16];
-
-	if (inet_pton(AF_INET6, a, x) == 1 && inet_pton(AF_INET6, b, y) == 1)
-		return memcmp(x, y, 16) == 0;
-	if (inet_pton(AF_INET, a, x) == 1 && inet_pton(AF_INET, b, y) == 1)
-		return memcmp(x, y, 4) == 0;
-	return strcmp(a, b) == 0;
-}
 
 /* local_name: the address the connection reached, as text ("" unknown). */
 static void local_name(struct MHD_Connection *mc, char *out, size_t size)
@@ -408,92 +343,82 @@ static void local_name(struct MHD_Connection *mc, char *out, size_t size)
 	}
 }
 
-/* host_allowed: name (normalized) is one of this box's names for mc. */
-static int host_allowed(const struct http_server *s, struct MHD_Connection *mc,
-			const char *name)
+struct heads {
+	struct http_header h[HTTP_GUARD_HEADERS_MAX];
+	size_t key_len[HTTP_GUARD_HEADERS_MAX];
+	size_t n;
+};
+
+static enum MHD_Result head_add(void *cls, enum MHD_ValueKind kind, const char *key,
+				size_t key_size, const char *value, size_t value_size)
 {
-	static const char *const defaults[] = { "localhost", "127.0.0.1", "::1", NULL };
-	const char *const *h = s->hosts ? (const char *const *)s->hosts : defaults;
-	char local[INET6_ADDRSTRLEN];
+	struct heads *hs = cls;
 
-	for (; *h; h++)
-		if (host_equal(name, *h))
-			return 1;
-	if (s->hosts)
-		return 0;
-	for (h = (const char *const *)s->extra; h && *h; h++)
-		if (host_equal(name, *h))
-			return 1;
-	local_name(mc, local, sizeof local);
-	return local[0] && host_equal(name, local);
-}
-
-/* origin_allowed: an Origin value is this box's own origin. */
-static int origin_allowed(const struct http_server *s, struct MHD_Connection *mc,
-			  const char *origin)
-{
-	const char *scheme = s->tls ? "https://" : "http://";
-	size_t sl = strlen(scheme);
-	char name[HTTP_HOST_MAX];
-	long port;
-
-	if (strncasecmp(origin, scheme, sl) != 0)
-		return 0;	/* "null", the other scheme, anything else */
-	origin += sl;
-	if (strpbrk(origin, "/?#@ ") || host_split(origin, name, 0, &port) != 0)
-		return 0;
-	if (port < 0)
-		port = s->tls ? 443 : 80;
-	return port == s->port && host_allowed(s, mc, name);
-}
-
-static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char *key,
-				  const char *value)
-{
 	(void)kind;
-	(void)value;
-	if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
-		(*(int *)cls)++;
-	return MHD_YES;
+	if (hs->n < HTTP_GUARD_HEADERS_MAX) {
+		hs->h[hs->n] = (struct http_header){ key, value ? value : "", value ? value_size : 0 };
+		hs->key_len[hs->n] = key_size;
+	}
+	hs->n++;
+	return hs->n <= HTTP_GUARD_HEADERS_MAX ? MHD_YES : MHD_NO;
 }
-
-static const char HOST_BAD[] =
-	"{\"error\":\"the Host header names no name of this box\",\"field\":\"Host\"}";
-static const char HOST_TWICE[] = "{\"error\":\"more than one Host header\",\"field\":\"Host\"}";
-static const char ORIGIN_BAD[] = "{\"error\":\"cross-origin request refused\",\"field\":\"Origin\"}";
 
 /*
- * guard: refuse a request from elsewhere (DNS rebinding, CSRF).  0 when it
- * may go on, else the status to answer with [out] *json.
+ * with_hidden_bytes: libmicrohttpd 0.9 keeps a header value as a C string,
+ * so a NUL in it ends the value there ("p\0first" reads "p").  The bytes
+ * are still in its read buffer, where each line lies as received, in
+ * order, its line end overwritten with NULs: a value is followed by one or
+ * two NULs (LF, CRLF) and the next line, the last by up to four (its line
+ * end and the blank line's).  Each value's length is stretched over any
+ * other bytes before that, so that http_guard sees the NUL.  When the
+ * buffer is not laid out so (a folded line, moved), nothing is stretched.
+ * [in] start: the request line (libmicrohttpd's method string, where the
+ * head starts), size: the head's bytes.
  */
-static int guard(const struct http_server *s, struct MHD_Connection *mc, const char *method,
-		 const char **json)
+static void with_hidden_bytes(struct heads *hs, const char *start, size_t size)
 {
-	const char *host, *origin;
-	char name[HTTP_HOST_MAX];
-	int hosts = 0;
-	long port;
+	const char *end = start + size, *next, *v, *p;
+	size_t i, eol;
 
-	MHD_get_connection_values(mc, MHD_HEADER_KIND, count_host, &hosts);
-	if (hosts > 1) {
-		*json = HOST_TWICE;
-		return 400;
+	if (hs->n > HTTP_GUARD_HEADERS_MAX)
+		return;
+	for (i = 0; i < hs->n; i++) {
+		v = hs->h[i].value;
+		next = i + 1 < hs->n ? hs->h[i + 1].name : end;
+		eol = i + 1 < hs->n ? 2 : 4;
+		if (hs->h[i].name < start || v < hs->h[i].name + hs->key_len[i] + 1 ||
+		    v + hs->h[i].value_len > next || next > end)
+			return;	/* not as received */
+		for (p = next; p > v + hs->h[i].value_len && eol && p[-1] == '\0'; p--, eol--)
+			;
+		hs->h[i].value_len = (size_t)(p - v);
 	}
-	host = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
-	/* no Host at all: HTTP/1.0 (libmicrohttpd refuses an HTTP/1.1 request without) */
-	if (host && (host_split(host, name, 0, &port) != 0 || !host_allowed(s, mc, name))) {
-		*json = HOST_BAD;
-		return 421;
+}
+
+/* guard: refuse a request that is malformed or comes from elsewhere (DNS
+ * rebinding, CSRF) (http_guard.h).  0 when it may go on, else the status to
+ * answer with [out] *json. */
+static int guard(const struct http_server *s, struct MHD_Connection *mc, const char *method,
+		 const char *version, const char **json)
+{
+	struct heads *hs = malloc(sizeof *hs);
+	const union MHD_ConnectionInfo *ci;
+	char local[INET6_ADDRSTRLEN];
+	int status;
+
+	if (!hs) {
+		*json = INTERNAL;
+		return 500;
 	}
-	if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
-	    strcmp(method, "OPTIONS") == 0)
-		return 0;
-	origin = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Origin");
-	if (origin && !origin_allowed(s, mc, origin)) {
-		*json = ORIGIN_BAD;
-		return 403;
-	}
-	return 0;
+	hs->n = 0;
+	MHD_get_connection_values_n(mc, MHD_HEADER_KIND, head_add, hs);
+	if ((ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE)))
+		with_hidden_bytes(hs, method, ci->header_size);
+	local_name(mc, local, sizeof local);
+	status = http_guard(&s->names,
+			    &(struct http_head){ method, version, hs->h, hs->n, local }, json);
+	free(hs);
+	return status;
 }
 
 /* ---------------------------------------------------------------------------
@@ -514,6 +439,15 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 		memcpy(mhd_tls, mhd_last, sizeof mhd_tls);
 	/* Mostly clients misbehaving (resets, bad requests): debug, not noise. */
 	log_event(LOG_DEBUG, "http", "detail=%s", log_quote(q, sizeof q, mhd_last));
+}
+
+/* keep_escapes: the path as sent; the handler decodes each segment once
+ * (libmicrohttpd's own decoding, then the handler's, read %2532 as 2) */
+static size_t keep_escapes(void *cls, struct MHD_Connection *mc, char *s)
+{
+	(void)cls;
+	(void)mc;
+	return strlen(s);
 }
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
@@ -635,8 +569,6 @@ static enum MHD_Result send_error(struct MHD_Connection *mc, const char *path, i
 			   NULL, 0);
 }
 
-static const char TOO_LARGE[] = "{\"error\":\"request body too large (limit 65536 bytes)\"}";
-static const char INTERNAL[] = "{\"error\":\"internal error\"}";
 
 static const struct http_asset *asset_find(const char *method, const char *path)
 {
@@ -726,7 +658,7 @@ static int body_append(struct conn *c, const char *data, size_t n)
  * body too large to be worth reading (the connection closes); else start
  * the body's deadline. */
 static enum MHD_Result access_first(struct http_server *s, struct MHD_Connection *mc,
-				    const char *url, const char *method)
+				    const char *url, const char *method, const char *version)
 {
 	const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -734,7 +666,7 @@ static enum MHD_Result access_first(struct http_server *s, struct MHD_Connection
 	uint64_t want = cl ? strtoull(cl, NULL, 10) : BODY_UNKNOWN;
 	int status;
 
-	if ((status = guard(s, mc, method, &json)) != 0) {
+	if ((status = guard(s, mc, method, version, &json)) != 0) {
 		track_set(s, mc, PH_BUSY, 0);
 		log_event(LOG_DEBUG, "http refused", "method=%s status=%d", method, status);
 		return send_error(mc, url, status, json);
@@ -756,22 +688,25 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
 	struct conn *c = *con_cls;
 	const struct http_asset *a;
 
-	(void)version;
 	if (!c) {
 		track_set(s, mc, PH_BUSY, 0);
 		return send_error(mc, url, 500, INTERNAL);	/* on_uri had no memory */
 	}
 	if (!c->started) {
 		c->started = 1;
-		return access_first(s, mc, url, method);
+		return access_first(s, mc, url, method, version);
 	}
 	if (*upload_data_size) {
 		track_body(s, mc, *upload_data_size);
 		if (body_append(c, upload_data, *upload_data_size) != 0)
 			return MHD_NO;
 		*upload_data_size = 0;
-		if (c->discarded > HTTP_BODY_DISCARD_MAX)
-			return MHD_NO;	/* a stream without end: drop it */
+		/* a chunked body has no length to refuse it by before it
+		 * comes, and libmicrohttpd takes an answer only once the whole
+		 * request is in: it is read to its end and answered 413, unless
+		 * it is a stream without end */
+		if (c->discarded > HTTP_CHUNKED_DISCARD_MAX)
+			return MHD_NO;
 		return MHD_YES;
 	}
 	/* the whole request is in: from here only the idle timeout applies */
@@ -995,45 +930,8 @@ static unsigned conn_limit(unsigned long long *nofile)
 	return soft >= 2 ? (unsigned)(soft / 2) : 1;	/* a starved process: half */
 }
 
-/* names_copy: a NULL-terminated list of names, normalized, into *out
- * (NULL stays NULL).  [in] empty_ok: an empty list is allowed. */
-static enum sd_result names_copy(const char *const *names, int empty_ok, char ***out)
-{
-	size_t n = 0, i;
-
-	if (!names)
-		return SD_OK;
-	while (names[n])
-		n++;
-	if (n == 0 && !empty_ok)
-		return err_set(SD_INVALID, "http: the list of host names is empty");
-	if (!(*out = calloc(n + 1, sizeof **out)))
-		return err_set(SD_NOMEM, "http: out of memory");
-	for (i = 0; i < n; i++) {
-		char name[HTTP_HOST_MAX];
-		long port;
-
-		if (host_split(names[i], name, 1, &port) != 0 || port >= 0)
-			return err_set(SD_INVALID,
-				       "http: host name \"%s\": want a name or an address, no port",
-				       names[i]);
-		if (!((*out)[i] = strdup(name)))
-			return err_set(SD_NOMEM, "http: out of memory");
-	}
-	return SD_OK;
-}
-
-static void names_free(char **names)
-{
-	size_t i;
-
-	for (i = 0; names && names[i]; i++)
-		free(names[i]);
-	free(names);
-}
-
 /*
- * daemon_start: libmicrohttpd on ss with s's limits and, when s->tls, the
+ * daemon_start: libmicrohttpd on ss with s's limits and, when s->names.tls, the
  * certificate and key in memory (read at start only: the caller may wipe
  * them when this returns).
  */
@@ -1048,7 +946,7 @@ static enum sd_result daemon_start(struct http_server *s, const struct http_opts
 
 	if (ipv6)
 		flags |= MHD_USE_IPv6;
-	if (s->tls) {
+	if (s->names.tls) {
 		flags |= MHD_USE_TLS;
 		tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, cert };
 		tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, key };
@@ -1066,13 +964,14 @@ static enum sd_result daemon_start(struct http_server *s, const struct http_opts
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->per_client_max,
 		MHD_OPTION_NOTIFY_CONNECTION, on_notify, (void *)s,
 		MHD_OPTION_URI_LOG_CALLBACK, on_uri, (void *)NULL,
+		MHD_OPTION_UNESCAPE_CALLBACK, keep_escapes, (void *)NULL,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)s,
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL,
 		MHD_OPTION_ARRAY, tls,
 		MHD_OPTION_END);
 	if (s->daemon)
 		return SD_OK;
-	if (s->tls && mhd_tls[0])
+	if (s->names.tls && mhd_tls[0])
 		return err_set(SD_INVALID, "http: the TLS certificate %s with the key %s: %s",
 			       o->tls_cert, o->tls_key, mhd_tls);
 	return err_set(SD_IO, "http: cannot listen on %s: %s", o->listen,
@@ -1098,8 +997,8 @@ static void server_free(struct http_server *s)
 		pthread_cond_destroy(&s->wake);
 		pthread_mutex_destroy(&s->mu);
 	}
-	names_free(s->hosts);
-	names_free(s->extra);
+	http_names_free(s->names.hosts);
+	http_names_free(s->names.extra);
 	free(s);
 }
 
@@ -1114,7 +1013,7 @@ static enum sd_result server_new(const struct http_opts *o, http_handler_fn fn, 
 		return err_set(SD_NOMEM, "http: out of memory");
 	s->fn = fn;
 	s->arg = arg;
-	s->tls = o->tls_cert && *o->tls_cert;
+	s->names.tls = o->tls_cert && *o->tls_cert;
 	s->per_client_max = o->per_client_max ? o->per_client_max : HTTP_PER_CLIENT_MAX;
 	s->header_ms = (int64_t)(o->header_timeout_s ? o->header_timeout_s
 						     : HTTP_HEADER_TIMEOUT_S) * 1000;
@@ -1169,8 +1068,8 @@ enum sd_result http_start_opts(const struct http_opts *o, http_handler_fn fn, vo
 			       "them)", o->listen);
 	if ((r = server_new(o, fn, arg, &s)) != SD_OK)
 		return r;
-	if ((r = names_copy(o->hosts, 0, &s->hosts)) != SD_OK ||
-	    (!o->hosts && (r = names_copy(o->hosts_extra, 1, &s->extra)) != SD_OK))
+	if ((r = http_names_copy(o->hosts, 0, &s->names.hosts)) != SD_OK ||
+	    (!o->hosts && (r = http_names_copy(o->hosts_extra, 1, &s->names.extra)) != SD_OK))
 		goto out;
 	if (tls && ((r = pem_read(o->tls_cert, 0, &cert, &cert_size)) != SD_OK ||
 		    (r = pem_read(o->tls_key, 1, &key, &key_size)) != SD_OK))
@@ -1188,10 +1087,10 @@ enum sd_result http_start_opts(const struct http_opts *o, http_handler_fn fn, vo
 	}
 	s->sweeper_running = 1;
 	info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	s->port = info ? info->port : 0;
+	s->names.port = info ? info->port : 0;
 	log_event(LOG_INFO, "http listening",
 		  "listen=%s port=%d tls=%s conn_max=%u per_client_max=%u header_timeout_s=%u "
-		  "body_min_rate=%u nofile=%llu", o->listen, s->port, s->tls ? "on" : "off",
+		  "body_min_rate=%u nofile=%llu", o->listen, s->names.port, s->names.tls ? "on" : "off",
 		  s->conn_max, s->per_client_max, (unsigned)(s->header_ms / 1000),
 		  (unsigned)s->body_rate, nofile);
 out:

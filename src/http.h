@@ -53,7 +53,13 @@
  *     the header or body deadline.
  *   - The handler is called once per request, with the whole body, and only
  *     when the body is at most HTTP_BODY_MAX bytes; a larger body gets 413
- *     and the handler never sees it.
+ *     and the handler never sees it (a Content-Length past
+ *     HTTP_BODY_DISCARD_MAX at once, unread; a chunked body once it ends,
+ *     read and thrown away, or cut past HTTP_CHUNKED_DISCARD_MAX).
+ *   - The request's head is judged first (http_guard.h): control bytes,
+ *     repeated or missing headers, two framings, Host and Origin.
+ *   - The path is handed over as sent, percent escapes and all: the
+ *     handler decodes what it reads, once.
  *   - The handler runs on the server's threads, several at once: it must be
  *     thread-safe.  It should not block long: a busy handler holds up the
  *     other connections of its thread (HTTP_THREADS threads serve them all).
@@ -69,7 +75,8 @@
 #include "result.h"
 
 #define HTTP_BODY_MAX (64 * 1024)	/* request bytes the handler may get (= API_BODY_MAX) */
-#define HTTP_BODY_DISCARD_MAX (1024 * 1024) /* past this a too-large body is not even read */
+#define HTTP_BODY_DISCARD_MAX (1024 * 1024) /* a Content-Length past this: 413 unread */
+#define HTTP_CHUNKED_DISCARD_MAX (64LL * 1024 * 1024) /* a chunked body past this: cut */
 #define HTTP_THREADS 8			/* the server's thread pool */
 #define HTTP_TIMEOUT_S 10		/* an idle connection is closed after this */
 #define HTTP_CONN_MAX 1024		/* open connections at once, at most */
@@ -87,7 +94,7 @@
  */
 struct http_request {
 	const char *method;		/* "GET", "POST", ... */
-	const char *path;		/* "/v1/jobs": percent-decoded by libmicrohttpd, no query */
+	const char *path;		/* "/v1/jobs": as sent (escapes kept), no query */
 	const char *query;		/* "state=dead&limit=5": raw, as sent; NULL: no '?' */
 	const char *authorization;	/* the header's value, or NULL */
 	const char *idempotency_key;	/* the header's value, or NULL */

@@ -204,7 +204,7 @@ static int read_reply(int fd, struct reply *r)
 	}
 	buf[len] = '\0';
 	end = strstr(buf, "\r\n\r\n");
-	if (!end || sscanf(buf, "HTTP/1.1 %d", &r->status) != 1) {
+	if (!end || sscanf(buf, "HTTP/1.%*d %d", &r->status) != 1) {
 		free(buf);
 		return -1;
 	}
@@ -451,9 +451,13 @@ static void test_query_split(void **state)
 	assert_string_equal(seen.query, "recent=20");
 	reply_free(&r);
 
-	/* The path is percent-decoded: a job id with ':' as the page sends it. */
+	/* The path is passed as sent: the handler decodes each segment once
+	 * (a job id with ':' as the page sends it; %2532 is "%32", never 2). */
 	get(port, "POST", "/v1/jobs/outbox%3A12/retry", &r);
-	assert_string_equal(seen.path, "/v1/jobs/outbox:12/retry");
+	assert_string_equal(seen.path, "/v1/jobs/outbox%3A12/retry");
+	reply_free(&r);
+	get(port, "GET", "/v1/events/%2532", &r);
+	assert_string_equal(seen.path, "/v1/events/%2532");
 	assert_null(seen.query);
 	reply_free(&r);
 
@@ -462,7 +466,85 @@ static void test_query_split(void **state)
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.body, "<!doctype html>"));
 	reply_free(&r);
-	assert_int_equal(seen_calls(), 4);
+	assert_int_equal(seen_calls(), 5);
+}
+
+/* raw: one request of exactly len bytes (NULs and all) on a fresh
+ * connection; the reply's status, its body in *r */
+static int raw(const char *req, size_t len, struct reply *r)
+{
+	int fd = dial(port);
+
+	send_all(fd, req, len);
+	if (read_reply(fd, r) != 0)
+		fail_msg("no HTTP reply to %.40s", req);
+	close(fd);
+	return r->status;
+}
+
+#define RAW(lit, r) raw(lit, sizeof(lit) - 1, r)
+
+/* refused: the request gets status with field (NULL: none) and the
+ * handler never sees it */
+static void refused(const char *req, size_t len, int status, const char *field)
+{
+	struct reply r;
+	char want[96];
+	int calls = seen_calls();
+
+	if (raw(req, len, &r) != status)
+		fail_msg("%.60s: %d, not %d: %s", req, r.status, status, r.body);
+	if (field) {
+		snprintf(want, sizeof want, "\"field\":\"%s\"", field);
+		if (!strstr(r.body, want))
+			fail_msg("%.60s: no %s in %s", req, want, r.body);
+	}
+	assert_int_equal(seen_calls(), calls);
+	reply_free(&r);
+}
+
+#define REFUSED(lit, status, field) refused(lit, sizeof(lit) - 1, status, field)
+
+/* A request's head is judged before the handler: control bytes, a header
+ * that may come once sent twice, HTTP/1.1 without Host, two framings of
+ * one body. */
+static void test_head_refused(void **state)
+{
+	struct reply r;
+
+	(void)state;
+	/* p\0first and p\0second were one key, "p" */
+	REFUSED("POST /v1/orders HTTP/1.1\r\nHost: box\r\nIdempotency-Key: \"p\0first\"\r\n"
+		"Content-Length: 0\r\nConnection: close\r\n\r\n", 400, "Idempotency-Key");
+	REFUSED("GET /v1/stats HTTP/1.1\r\nHost: box\r\nAuthorization: Bearer a\x01b\r\n"
+		"Connection: close\r\n\r\n", 400, "Authorization");
+	REFUSED("GET /v1/stats HTTP/1.1\r\nHost: box\r\nX-Note: a\0b\r\n"
+		"Connection: close\r\n\r\n", 400, NULL);
+	/* once only */
+	REFUSED("GET /v1/stats HTTP/1.1\r\nHost: box\r\nAuthorization: Bearer a\r\n"
+		"Authorization: Bearer b\r\nConnection: close\r\n\r\n", 400, "Authorization");
+	REFUSED("POST /v1/orders HTTP/1.1\r\nHost: box\r\nIdempotency-Key: \"a\"\r\n"
+		"idempotency-key: \"b\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+		400, "Idempotency-Key");
+	REFUSED("POST /v1/orders HTTP/1.1\r\nHost: box\r\nOrigin: http://box\r\n"
+		"Origin: http://elsewhere.example\r\nContent-Length: 0\r\n"
+		"Connection: close\r\n\r\n", 400, "Origin");
+	/* HTTP/1.1 needs Host; HTTP/1.0 has none to send */
+	REFUSED("GET /v1/stats HTTP/1.1\r\nConnection: close\r\n\r\n", 400, "Host");
+	assert_int_equal(RAW("GET /v1/stats HTTP/1.0\r\n\r\n", &r), 404);
+	reply_free(&r);
+	assert_string_equal(seen.path, "/v1/stats");
+	/* one framing */
+	REFUSED("POST /v1/echo HTTP/1.1\r\nHost: box\r\nContent-Length: 3\r\n"
+		"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+		400, "Transfer-Encoding");
+	REFUSED("POST /v1/echo HTTP/1.1\r\nHost: box\r\nTransfer-Encoding: gzip\r\n"
+		"Connection: close\r\n\r\n", 501, "Transfer-Encoding");
+	/* and a clean request still passes */
+	assert_int_equal(RAW("POST /v1/echo HTTP/1.1\r\nHost: box\r\nIdempotency-Key: \"k\"\r\n"
+			     "Content-Length: 3\r\nConnection: close\r\n\r\nabc", &r), 200);
+	assert_string_equal(seen.idempotency_key, "\"k\"");
+	reply_free(&r);
 }
 
 /* Authorization, Idempotency-Key and Content-Type reach the handler. */
@@ -624,8 +706,15 @@ static void test_body_limit(void **state)
 	reply_free(&r);
 	assert_int_equal(seen_calls(), 2);
 
-	/* A chunked stream past HTTP_BODY_DISCARD_MAX is cut off; the server
-	 * goes on serving. */
+	/* A chunked body past the limit is read to its end and answered 413
+	 * (3 MB: past what a Content-Length may announce) */
+	post_sized(3000000, 1, &r);
+	assert_int_equal(r.status, 413);
+	reply_free(&r);
+	assert_int_equal(seen_calls(), 2);
+
+	/* A chunked stream past HTTP_CHUNKED_DISCARD_MAX is cut off; the
+	 * server goes on serving. */
 	{
 		static const char head[] = "POST /v1/echo HTTP/1.1\r\nHost: box\r\n"
 					   "Transfer-Encoding: chunked\r\n\r\n";
@@ -638,13 +727,13 @@ static void test_body_limit(void **state)
 		k += 8192 + 2;
 		fd = dial(port);
 		send_all(fd, head, strlen(head));
-		while (sent < 64 * HTTP_BODY_DISCARD_MAX) {
+		while (sent < 2 * HTTP_CHUNKED_DISCARD_MAX) {
 			ssize_t w = send(fd, chunk, k, MSG_NOSIGNAL);
 			if (w <= 0)
 				break;	/* the server hung up: what we want */
 			sent += (size_t)w;
 		}
-		assert_true(sent < 64 * HTTP_BODY_DISCARD_MAX);
+		assert_true(sent < 2 * HTTP_CHUNKED_DISCARD_MAX);
 		close(fd);
 	}
 	get(port, "GET", "/v1/after", &r);
@@ -823,6 +912,7 @@ int main(void)
 		T(test_dashboard_served),
 		T(test_routing),
 		T(test_query_split),
+		T(test_head_refused),
 		T(test_headers_passed),
 		T(test_response_fields),
 		T(test_body_limit),

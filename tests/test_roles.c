@@ -585,6 +585,17 @@ static void test_key_parse(void **state)
 	assert_int_equal(api_key_parse("\"a\\\\b\"", k), 1);
 	assert_string_equal(k, "a\\b");
 	assert_int_equal(api_key_parse("a\"b", k), 0);
+	/* other structured items are no string: a byte sequence, a boolean,
+	 * a number, a token with parameters; a bare key is an sf-token */
+	assert_int_equal(api_key_parse(":YWJj:", k), 0);
+	assert_int_equal(api_key_parse("?1", k), 0);
+	assert_int_equal(api_key_parse("42", k), 0);
+	assert_int_equal(api_key_parse("abc;x=1", k), 0);
+	assert_int_equal(api_key_parse("\"abc\";x=1", k), 0);
+	assert_int_equal(api_key_parse("order-17:retry/2", k), 1);
+	assert_string_equal(k, "order-17:retry/2");
+	assert_int_equal(api_key_parse("\"42\"", k), 1);
+	assert_string_equal(k, "42");
 	assert_int_equal(api_key_parse("\"a b\"", k), 0);
 	assert_int_equal(api_key_parse(NULL, k), 0);
 	memset(big, 'x', sizeof big);
