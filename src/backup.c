@@ -8,6 +8,9 @@
  *   state/ticket.key              the key that signs ticket codes (0600)
  *   state/api.token               the API token (0600)
  *   state/blobs/...               the ticket PDFs
+ *   state/tls/...                 the box CA and the server certificate, with
+ *                                 their keys (those on the box): a restored box
+ *                                 keeps the CA its devices trust
  *   manifest.json                 {"format", "created_at_ms", "source",
  *                                  "schema_version", "files": [{"path",
  *                                  "size", "sha256"}]}: every file above
@@ -270,7 +273,8 @@ enum sd_result backup_make(struct db *db, const char *db_path, const char *state
 		if ((r = copy_file(from, to)) != SD_OK || (r = add_file(files, tmp, rel, info)) != SD_OK)
 			goto fail;
 	}
-	if ((r = copy_tree(state, tmp, "state/", "blobs", files, info)) != SD_OK ||
+	if ((r = copy_tree(state, tmp, "state/", "tls", files, info)) != SD_OK ||
+	    (r = copy_tree(state, tmp, "state/", "blobs", files, info)) != SD_OK ||
 	    (r = fsio_sync_dir(path)) != SD_OK || (r = write_manifest(tmp, m)) != SD_OK ||
 	    (r = fsio_sync_dir(tmp)) != SD_OK)
 		goto fail;

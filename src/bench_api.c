@@ -443,7 +443,8 @@ static enum sd_result ba_tls_box(const char *dir, const char *path, struct cert_
 	memset(&names, 0, sizeof names);
 	if ((r = cert_names_add_dns(&names, "localhost")) != SD_OK ||
 	    (r = cert_names_add_ip(&names, "127.0.0.1")) != SD_OK ||
-	    (r = cert_init(dir, &names, 0, clock_now_ms(), &rep)) != SD_OK ||
+	    (r = cert_init(dir, &(struct cert_init_opts){ .names = &names }, clock_now_ms(),
+			    &rep)) != SD_OK ||
 	    (r = cert_paths(dir, &cp)) != SD_OK || (r = cert_client_new(cp.ca_cert, tls)) != SD_OK)
 		return r;
 	return serve_start(&(struct serve_opts){ .db_path = path, .listen = "127.0.0.1:0",

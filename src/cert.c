@@ -1,7 +1,8 @@
 /*
  * cert.c: the box's certificate authority and its server certificates
- * (cert.h), with mbedTLS.  This file, cert_conn.c and code.c are the
- * project's mbedTLS wrapper; no other module includes mbedTLS.
+ * (cert.h), with mbedTLS.  This file, cert_nc.c (the CA's name
+ * constraints), cert_conn.c and code.c are the project's mbedTLS wrapper;
+ * no other module includes mbedTLS.
  *
  * Sections: the random generator and files; names; reading a certificate
  * (the subjectAltName is read from the extensions' DER, because mbedTLS
@@ -46,10 +47,11 @@
 #include <mbedtls/platform_util.h>
 #include <mbedtls/x509_crt.h>
 
+#include "cert_nc.h"
 #include "fsio.h"
 
 #define CERT_FILE_MAX (256 * 1024)	/* a longer certificate or key file is refused */
-#define CERT_PEM_MAX 8192		/* one certificate we write, as PEM */
+#define CERT_PEM_MAX 16384		/* one certificate we write, as PEM */
 #define CERT_KEY_PEM_MAX 2048		/* one P-256 key, as PEM */
 #define CERT_ORG "Stagedoor Box"
 #define CERT_DAY_S 86400LL
@@ -356,7 +358,7 @@ static enum sd_result cert_crt_load(const char *path, mbedtls_x509_crt *crt)
 
 	if ((r = cert_file_read(path, "certificate", 0, &buf, &len)) != SD_OK)
 		return r;
-	rc = mbedtls_x509_crt_parse(crt, buf, cert_parse_len(buf, len));
+	rc = cert_nc_parse(crt, buf, cert_parse_len(buf, len));
 	free(buf);
 	/* > 0: some of several certificates did not parse; the first must */
 	if (rc < 0 || !crt->raw.p)
@@ -422,48 +424,31 @@ static void cert_san_entry(unsigned char tag, const unsigned char *v, size_t len
 	}
 }
 
-/* cert_san_read: the subjectAltName's DNS names and addresses, walked in the
- * extensions' DER (Extensions ::= SEQUENCE OF SEQUENCE { extnID, critical
- * BOOLEAN DEFAULT FALSE, extnValue OCTET STRING }). */
+/* cert_san_read: the subjectAltName's DNS names and addresses, walked in
+ * its DER (mbedTLS 2.28 lists no addresses) */
 static enum sd_result cert_san_read(const mbedtls_x509_crt *crt, struct cert_names *n, int *more,
 				    const char *path)
 {
-	unsigned char *p = crt->v3_ext.p, *end, *ext_end, *san_end;
-	mbedtls_asn1_buf oid;
+	unsigned char *p, *san_end;
 	size_t len;
-	int crit;
+	int rc;
 
 	memset(n, 0, sizeof *n);
 	*more = 0;
-	if (!p || crt->v3_ext.len == 0)
+	rc = cert_ext_find(crt, MBEDTLS_OID_SUBJECT_ALT_NAME,
+			   MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME), &p, &len);
+	if (rc == 1)
 		return SD_OK;
-	end = p + crt->v3_ext.len;
-	if (mbedtls_asn1_get_tag(&p, end, &len, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE))
+	san_end = p + len;
+	if (rc < 0 || mbedtls_asn1_get_tag(&p, san_end, &len,
+					   MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE))
 		goto bad;
-	for (end = p + len; p < end; p = ext_end) {
-		if (mbedtls_asn1_get_tag(&p, end, &len,
-					 MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE))
-			goto bad;
-		ext_end = p + len;
-		if (mbedtls_asn1_get_tag(&p, ext_end, &oid.len, MBEDTLS_ASN1_OID))
-			goto bad;
-		oid.p = p;
-		p += oid.len;
-		(void)mbedtls_asn1_get_bool(&p, ext_end, &crit);	/* optional */
-		if (mbedtls_asn1_get_tag(&p, ext_end, &len, MBEDTLS_ASN1_OCTET_STRING))
-			goto bad;
-		if (MBEDTLS_OID_CMP(MBEDTLS_OID_SUBJECT_ALT_NAME, &oid) != 0)
-			continue;
-		if (mbedtls_asn1_get_tag(&p, ext_end, &len,
-					 MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE))
-			goto bad;
-		for (san_end = p + len; p < san_end; p += len) {
-			unsigned char tag = *p++;
+	for (san_end = p + len; p < san_end; p += len) {
+		unsigned char tag = *p++;
 
-			if (mbedtls_asn1_get_len(&p, san_end, &len))
-				goto bad;
-			cert_san_entry(tag, p, len, n, more);
-		}
+		if (mbedtls_asn1_get_len(&p, san_end, &len))
+			goto bad;
+		cert_san_entry(tag, p, len, n, more);
 	}
 	return SD_OK;
 bad:
@@ -511,6 +496,9 @@ static enum sd_result cert_info_of(const mbedtls_x509_crt *crt, const char *path
 	if (mbedtls_x509_dn_gets(info->issuer, sizeof info->issuer, &crt->issuer) < 0)
 		info->issuer[0] = '\0';
 	info->is_ca = crt->ca_istrue != 0;
+	info->name_constrained = cert_ext_find(crt, MBEDTLS_OID_NAME_CONSTRAINTS,
+					       MBEDTLS_OID_SIZE(MBEDTLS_OID_NAME_CONSTRAINTS),
+					       &(unsigned char *){ NULL }, &(size_t){ 0 }) == 0;
 	info->server_auth = (crt->ext_types & MBEDTLS_X509_EXT_EXTENDED_KEY_USAGE) &&
 			    mbedtls_x509_crt_check_extended_key_usage(
 				    crt, MBEDTLS_OID_SERVER_AUTH,
@@ -655,34 +643,65 @@ bad:
 	return err_set(SD_INVALID, "the certificate's names do not fit in %zu bytes", size);
 }
 
-/* cert_ext_server: subjectAltName and extendedKeyUsage serverAuth on crt. */
-static enum sd_result cert_ext_server(mbedtls_x509write_cert *crt, const struct cert_names *n)
+/* cert_ext_set: the extension oid (a literal) with value der[0..len) on crt,
+ * critical or not; what names it in a refusal */
+#define cert_ext_set(crt, oid, critical, der, len, what) \
+	cert_ext_put((crt), (oid), MBEDTLS_OID_SIZE(oid), (critical), (der), (len), (what))
+static enum sd_result cert_ext_put(mbedtls_x509write_cert *crt, const char *oid, size_t oid_len,
+				   int critical, const unsigned char *der, size_t len,
+				   const char *what)
 {
-	unsigned char san[8192], eku[32], *der = NULL, *p = eku + sizeof eku;
 	char why[128];
-	enum sd_result r;
-	size_t len = 0;
-	int w, rc;
+	int rc = mbedtls_x509write_crt_set_extension(crt, oid, oid_len, critical, der, len);
 
-	if ((r = cert_der_san(n, san, sizeof san, &der, &len)) != SD_OK)
-		return r;
-	rc = mbedtls_x509write_crt_set_extension(crt, MBEDTLS_OID_SUBJECT_ALT_NAME,
-						 MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME), 0,
-						 der, len);
 	if (rc != 0)
-		return err_set(SD_INVALID, "cannot add the names: %s", cert_why(rc, why, sizeof why));
+		return err_set(SD_INVALID, "cannot add %s: %s", what, cert_why(rc, why, sizeof why));
+	return SD_OK;
+}
+
+/* cert_ext_eku: extendedKeyUsage serverAuth on crt (on the CA too: what it
+ * signs is for servers only, as OpenSSL and browsers read it). */
+static enum sd_result cert_ext_eku(mbedtls_x509write_cert *crt)
+{
+	unsigned char eku[32], *p = eku + sizeof eku;
+	int w;
+
 	/* ExtKeyUsageSyntax ::= SEQUENCE SIZE (1..MAX) OF KeyPurposeId */
 	w = mbedtls_asn1_write_oid(&p, eku, MBEDTLS_OID_SERVER_AUTH,
 				   MBEDTLS_OID_SIZE(MBEDTLS_OID_SERVER_AUTH));
 	if (w < 0 || (w = cert_der_seq(&p, eku, (size_t)w)) < 0)
 		return err_set(SD_INVALID, "cannot write extendedKeyUsage");
-	rc = mbedtls_x509write_crt_set_extension(crt, MBEDTLS_OID_EXTENDED_KEY_USAGE,
-						 MBEDTLS_OID_SIZE(MBEDTLS_OID_EXTENDED_KEY_USAGE), 0,
-						 p, (size_t)w);
-	if (rc != 0)
-		return err_set(SD_INVALID, "cannot add extendedKeyUsage: %s",
-			       cert_why(rc, why, sizeof why));
-	return SD_OK;
+	return cert_ext_set(crt, MBEDTLS_OID_EXTENDED_KEY_USAGE, 0, p, (size_t)w,
+			    "extendedKeyUsage");
+}
+
+/* cert_ext_server: subjectAltName and extendedKeyUsage serverAuth on crt. */
+static enum sd_result cert_ext_server(mbedtls_x509write_cert *crt, const struct cert_names *n)
+{
+	unsigned char san[8192], *der = NULL;
+	enum sd_result r;
+	size_t len = 0;
+
+	if ((r = cert_der_san(n, san, sizeof san, &der, &len)) != SD_OK ||
+	    (r = cert_ext_set(crt, MBEDTLS_OID_SUBJECT_ALT_NAME, 0, der, len, "the names")) !=
+		    SD_OK)
+		return r;
+	return cert_ext_eku(crt);
+}
+
+/* cert_ext_ca: the CA's critical nameConstraints for n (cert_nc.h) and
+ * extendedKeyUsage serverAuth on crt. */
+static enum sd_result cert_ext_ca(mbedtls_x509write_cert *crt, const struct cert_names *n)
+{
+	unsigned char nc[CERT_NC_DER_MAX], *der = NULL;
+	enum sd_result r;
+	size_t len = 0;
+
+	if ((r = cert_nc_der(n, nc, sizeof nc, &der, &len)) != SD_OK ||
+	    (r = cert_ext_set(crt, MBEDTLS_OID_NAME_CONSTRAINTS, 1, der, len,
+			      "the name constraints")) != SD_OK)
+		return r;
+	return cert_ext_eku(crt);
 }
 
 /* ======================== issuing ======================================== */
@@ -696,7 +715,7 @@ struct cert_issue {
 	int64_t now_ms;
 	int days;
 	int is_ca;			/* a CA (pathlen 0), else a server */
-	const struct cert_names *names;	/* a server's names */
+	const struct cert_names *names;	/* a server's names; a CA's: what it may sign for */
 };
 
 /* cert_validity_text: "YYYYMMDDhhmmss" (UTC) of s seconds since the epoch. */
@@ -763,7 +782,8 @@ static enum sd_result cert_issue_pem(const struct cert_issue *is, struct cert_rn
 			    cert_why(rc, why, sizeof why));
 		goto out;
 	}
-	if (!is->is_ca && (r = cert_ext_server(&crt, is->names)) != SD_OK)
+	if ((r = is->is_ca ? cert_ext_ca(&crt, is->names) : cert_ext_server(&crt, is->names)) !=
+	    SD_OK)
 		goto out;
 	rc = mbedtls_x509write_crt_pem(&crt, pem, size, mbedtls_ctr_drbg_random, &g->drbg);
 	if (rc != 0)
@@ -807,7 +827,7 @@ static enum sd_result cert_check_pem(const unsigned char *pem, mbedtls_x509_crt 
 				     const char *what)
 {
 	char why[128];
-	int rc = mbedtls_x509_crt_parse(crt, pem, strlen((const char *)pem) + 1);
+	int rc = cert_nc_parse(crt, pem, strlen((const char *)pem) + 1);
 
 	if (rc != 0)
 		return err_set(SD_INVALID, "the new %s does not parse back: %s", what,
@@ -816,7 +836,7 @@ static enum sd_result cert_check_pem(const unsigned char *pem, mbedtls_x509_crt 
 }
 
 enum sd_result cert_ca_make(const char *cert_path, const char *key_path, const char *host,
-			    int reuse_key, int64_t now_ms)
+			    int reuse_key, const struct cert_names *names, int64_t now_ms)
 {
 	unsigned char pem[CERT_PEM_MAX];
 	char name[CERT_DNS_MAX], subject[CERT_DN_MAX + 64];
@@ -842,7 +862,7 @@ enum sd_result cert_ca_make(const char *cert_path, const char *key_path, const c
 		r = cert_key_new(&key, &g);
 	if (r != SD_OK)
 		goto out;
-	is = (struct cert_issue){ &key, &key, subject, subject, now_ms, CERT_CA_DAYS, 1, NULL };
+	is = (struct cert_issue){ &key, &key, subject, subject, now_ms, CERT_CA_DAYS, 1, names };
 	if ((r = cert_issue_pem(&is, &g, pem, sizeof pem)) != SD_OK ||
 	    (r = cert_check_pem(pem, &back, "CA certificate")) != SD_OK)
 		goto out;
@@ -897,7 +917,8 @@ enum sd_result cert_server_make(const char *ca_cert, const char *ca_key,
 		r = err_set(SD_INVALID, "a server certificate needs a DNS name or an address");
 		goto out;
 	}
-	if ((r = cert_ca_open(ca_cert, ca_key, &ca, &ca_pk)) != SD_OK)
+	if ((r = cert_ca_open(ca_cert, ca_key, &ca, &ca_pk)) != SD_OK ||
+	    (r = cert_nc_check(&ca, names, &(int){ 0 })) != SD_OK)
 		goto out;
 	if (mbedtls_x509_dn_gets(issuer, sizeof issuer, &ca.subject) < 0) {
 		r = err_set(SD_INVALID, "%s: the CA's name is too long", ca_cert);
@@ -943,32 +964,104 @@ static enum sd_result cert_dir_make(const char *dir)
 	return SD_OK;
 }
 
-/* cert_init_ca: the CA as the module invariants say. */
-static enum sd_result cert_init_ca(const struct cert_paths *p, int64_t now_ms,
+/* cert_init_names: the names a new server certificate (and a new CA's
+ * constraints) are for: those given, else the kept certificate's, else the
+ * machine's */
+static enum sd_result cert_init_names(const struct cert_paths *p, const struct cert_names *given,
+				      struct cert_names *use)
+{
+	struct cert_info old;
+
+	if (given && given->n_dns + given->n_ip > 0) {
+		*use = *given;
+		return SD_OK;
+	}
+	if (cert_info_load(p->server_cert, &old) == SD_OK && old.names.n_dns + old.names.n_ip > 0) {
+		*use = old.names;
+		return SD_OK;
+	}
+	return cert_names_default(use);
+}
+
+/* cert_key_move: the CA's key from the box (from) to a file off it (to,
+ * which must not exist): written, read back, then removed from the box */
+static enum sd_result cert_key_move(const char *from, const char *to, const char *dir)
+{
+	mbedtls_pk_context pk, back;
+	enum sd_result r;
+	int there = 0;
+
+	mbedtls_pk_init(&pk);
+	mbedtls_pk_init(&back);
+	if ((r = cert_exists(to, &there)) != SD_OK)
+		goto out;
+	if (there) {
+		r = err_set(SD_INVALID, "%s exists: the CA's key is never written over a file", to);
+		goto out;
+	}
+	if ((r = cert_key_load(from, &pk)) != SD_OK || (r = cert_key_put(&pk, to)) != SD_OK ||
+	    (r = cert_key_load(to, &back)) != SD_OK)
+		goto out;
+	if (unlink(from) != 0) {
+		r = err_set(SD_IO, "cannot remove %s: %s", from, strerror(errno));
+		goto out;
+	}
+	r = fsio_sync_dir(dir);
+out:
+	mbedtls_pk_free(&back);
+	mbedtls_pk_free(&pk);
+	return r;
+}
+
+/* cert_init_ca: the CA as the module invariants say, its key where o says;
+ * [out] key: where the CA's key is now */
+static enum sd_result cert_init_ca(const struct cert_paths *p, const struct cert_init_opts *o,
+				   const struct cert_names *names, int64_t now_ms,
 				   struct cert_init_report *rep)
 {
+	const char *key = o->ca_key ? o->ca_key : p->ca_key;
 	struct cert_info info;
 	enum sd_result r;
 	int have_crt, have_key;
 
+	snprintf(rep->ca_key_path, sizeof rep->ca_key_path, "%s", key);
 	if ((r = cert_exists(p->ca_cert, &have_crt)) != SD_OK ||
-	    (r = cert_exists(p->ca_key, &have_key)) != SD_OK)
+	    (r = cert_exists(key, &have_key)) != SD_OK)
 		return r;
-	if (have_crt) {
+	if (have_crt && !o->new_ca) {
 		if ((r = cert_info_load(p->ca_cert, &info)) != SD_OK)
 			return r;
 		if (!info.is_ca)
 			return err_set(SD_INVALID, "%s is not a CA certificate", p->ca_cert);
-		return SD_OK;
+		if (!o->ca_key_out)
+			return SD_OK;
+		if (!have_key || o->ca_key)
+			return err_set(SD_INVALID, "the box CA's key is not in %s: it is kept off "
+				       "the box already", p->dir);
+		if ((r = cert_key_move(key, o->ca_key_out, p->dir)) == SD_OK) {
+			rep->ca_key_moved = 1;
+			snprintf(rep->ca_key_path, sizeof rep->ca_key_path, "%s", o->ca_key_out);
+		}
+		return r;
 	}
-	/* a key without its certificate: made again from it (nobody can
-	 * trust a certificate that is not there) */
-	if ((r = cert_ca_make(p->ca_cert, p->ca_key, NULL, have_key, now_ms)) != SD_OK)
+	if (o->ca_key_out || o->new_ca) {
+		/* a new CA: its key where asked, never over a file */
+		key = o->ca_key_out ? o->ca_key_out : p->ca_key;
+		snprintf(rep->ca_key_path, sizeof rep->ca_key_path, "%s", key);
+		if (o->ca_key_out && ((r = cert_exists(key, &have_key)) != SD_OK || have_key))
+			return r != SD_OK ? r : err_set(SD_INVALID, "%s exists: the CA's key is "
+							"never written over a file", key);
+		have_key = 0;
+	}
+	/* no certificate but a key: made again from it (nobody can trust a
+	 * certificate that is not there) */
+	if ((r = cert_ca_make(p->ca_cert, key, NULL, have_key, names, now_ms)) != SD_OK)
 		return r;
 	if (have_key)
 		rep->ca_remade = 1;
 	else
 		rep->ca_made = 1;
+	rep->ca_replaced = have_crt;
 	return SD_OK;
 }
 
@@ -985,42 +1078,40 @@ static enum sd_result cert_server_sound(const struct cert_paths *p)
 	    (r = cert_crt_load(p->ca_cert, &ca)) != SD_OK ||
 	    (r = cert_crt_load(p->server_cert, &crt)) != SD_OK ||
 	    (r = cert_chains(&crt, &ca, p->server_cert)) != SD_OK)
-		r = err_set(r, "%s (stagedoor tls init --renew makes a new server certificate)",
+		r = err_set(r, "%s (stagedoor tls renew makes a new server certificate)",
 			    err_msg());
 	mbedtls_x509_crt_free(&crt);
 	mbedtls_x509_crt_free(&ca);
 	return r;
 }
 
-/* cert_init_server: server.pem and server.key, kept or made. */
-static enum sd_result cert_init_server(const struct cert_paths *p, const struct cert_names *names,
-				       int renew, int64_t now_ms, struct cert_init_report *rep)
+/* cert_init_server: server.pem and server.key, kept or made, signed by the
+ * CA's key at rep->ca_key_path. */
+static enum sd_result cert_init_server(const struct cert_paths *p, const struct cert_init_opts *o,
+				       const struct cert_names *use, int64_t now_ms,
+				       struct cert_init_report *rep)
 {
-	struct cert_names use;
-	int given = names && names->n_dns + names->n_ip > 0, have;
+	int given = o->names && o->names->n_dns + o->names->n_ip > 0, have, key;
 	struct cert_info old;
 	enum sd_result r;
 
 	if ((r = cert_exists(p->server_cert, &have)) != SD_OK)
 		return r;
-	if (have && !renew) {
+	if (have && !o->renew && !rep->ca_made) {
 		if ((r = cert_server_sound(p)) != SD_OK)
 			return r;
 		if (given && cert_info_load(p->server_cert, &old) == SD_OK &&
-		    !cert_names_equal(&old.names, names))
+		    !cert_names_equal(&old.names, o->names))
 			rep->names_ignored = 1;
 		return SD_OK;
 	}
-	if (given)
-		use = *names;
-	else if (!have || cert_info_load(p->server_cert, &old) != SD_OK ||
-		 old.names.n_dns + old.names.n_ip == 0) {
-		if ((r = cert_names_default(&use)) != SD_OK)
-			return r;
-	} else
-		use = old.names;
-	if ((r = cert_server_make(p->ca_cert, p->ca_key, &use, CERT_SERVER_DAYS, p->server_cert,
-				  p->server_key, now_ms)) != SD_OK)
+	if ((r = cert_exists(rep->ca_key_path, &key)) != SD_OK)
+		return r;
+	if (!key)
+		return err_set(SD_NOT_FOUND, "the box CA's key is not on this box (no %s): give the "
+			       "file it is kept in with --ca-key FILE", rep->ca_key_path);
+	if ((r = cert_server_make(p->ca_cert, rep->ca_key_path, use, CERT_SERVER_DAYS,
+				  p->server_cert, p->server_key, now_ms)) != SD_OK)
 		return r;
 	if (have)
 		rep->server_renewed = 1;
@@ -1029,9 +1120,10 @@ static enum sd_result cert_init_server(const struct cert_paths *p, const struct 
 	return SD_OK;
 }
 
-enum sd_result cert_init(const char *state_dir, const struct cert_names *names, int renew,
-			 int64_t now_ms, struct cert_init_report *rep)
+enum sd_result cert_init(const char *state_dir, const struct cert_init_opts *o, int64_t now_ms,
+			 struct cert_init_report *rep)
 {
+	struct cert_names use;
 	struct cert_paths p;
 	enum sd_result r;
 	int fd = -1;
@@ -1046,9 +1138,10 @@ enum sd_result cert_init(const char *state_dir, const struct cert_names *names, 
 			r = err_set(SD_IO, "cannot lock %s: %s", p.lock, strerror(errno));
 			goto out;
 		}
-	if ((r = cert_init_ca(&p, now_ms, rep)) != SD_OK)
+	if ((r = cert_init_names(&p, o->names, &use)) != SD_OK ||
+	    (r = cert_init_ca(&p, o, &use, now_ms, rep)) != SD_OK)
 		goto out;
-	r = cert_init_server(&p, names, renew, now_ms, rep);
+	r = cert_init_server(&p, o, &use, now_ms, rep);
 out:
 	close(fd);	/* and with it the lock */
 	return r;

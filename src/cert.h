@@ -1,16 +1,21 @@
 /*
  * cert.h: the box's TLS certificates and a TLS client connection, with
- * mbedTLS.  cert.c (making and reading certificates), cert_conn.c (the TLS
- * client) and code.c (ticket codes) are the project's mbedTLS wrapper: no
- * other module includes an mbedTLS header.
+ * mbedTLS.  cert.c (making and reading certificates), cert_nc.c (the CA's
+ * name constraints), cert_conn.c (the TLS client) and code.c (ticket codes)
+ * are the project's mbedTLS wrapper: no other module includes an mbedTLS
+ * header.
  *
  * The box is its own small certificate authority.  `stagedoor tls init`
  * makes, in <state dir>/tls/ (mode 0700):
  *
- *   ca.key       the box CA's private key (ECDSA P-256), mode 0600
+ *   ca.key       the box CA's private key (ECDSA P-256), mode 0600; absent
+ *                when it is kept off the box (tls init --ca-key-out FILE;
+ *                tls renew --ca-key FILE brings it for a renewal)
  *   ca.pem       the box CA's self-signed certificate, mode 0644: the file
  *                devices are given to trust (the box serves it at
- *                GET /ca.pem); valid CERT_CA_DAYS days
+ *                GET /ca.pem); valid CERT_CA_DAYS days; path length 0 and
+ *                critical name constraints (cert_nc.h): it signs for the
+ *                box's names and private names and addresses only
  *   server.key   the HTTPS server's private key (ECDSA P-256), mode 0600
  *   server.pem   the HTTPS server's certificate, signed by the CA for the
  *                box's DNS names and IP addresses; valid CERT_SERVER_DAYS
@@ -22,9 +27,11 @@
  *    rename, fsync of the folder); a key is mode 0600 from its creation on,
  *    and no key's bytes reach a log line, a message or a file but its own;
  *    buffers that held one are wiped;
- *  - an existing CA is never replaced (devices already trust it): init makes
- *    one only when ca.pem and ca.key are both missing, and makes ca.pem again
- *    from ca.key when only the certificate is missing;
+ *  - an existing CA is replaced only when asked (devices already trust it):
+ *    init makes one when ca.pem and ca.key are both missing or new_ca is
+ *    set, and makes ca.pem again from ca.key when only the certificate is
+ *    missing; a CA key is never written over an existing file;
+ *  - no certificate is signed for a name outside the CA's constraints;
  *  - a server certificate is replaced only when asked (renew), by a new key
  *    and certificate under the same CA;
  *  - a key file is read only when no group or other permission bit is set;
@@ -116,6 +123,7 @@ struct cert_info {
 	char subject[CERT_DN_MAX];	/* "CN=..., O=..." */
 	char issuer[CERT_DN_MAX];
 	int is_ca;			/* basicConstraints CA:TRUE */
+	int name_constrained;		/* a CA that carries nameConstraints (cert_nc.h) */
 	int server_auth;		/* extendedKeyUsage holds serverAuth */
 	struct cert_names names;	/* its subjectAltName: DNS names, addresses */
 	int names_more;			/* entries past CERT_NAMES_MAX (of either
@@ -146,11 +154,13 @@ enum sd_result cert_days_left(const char *path, int64_t now_ms, int64_t *days);
  * self-signed certificate into cert_path (0644): subject "CN=Stagedoor Box
  * CA <host>, O=Stagedoor Box" (host: the machine's name when NULL),
  * basicConstraints CA:TRUE pathlen 0 (critical), keyUsage keyCertSign and
- * cRLSign (critical), subject key identifier, valid CERT_CA_DAYS days from
- * now_ms - CERT_SKEW_S.  Both files replace what they named (rename).
+ * cRLSign (critical), nameConstraints permitting names and the private
+ * names and ranges (critical, cert_nc.h), extendedKeyUsage serverAuth,
+ * subject key identifier, valid CERT_CA_DAYS days from now_ms -
+ * CERT_SKEW_S.  Both files replace what they named (rename).
  */
 enum sd_result cert_ca_make(const char *cert_path, const char *key_path, const char *host,
-			    int reuse_key, int64_t now_ms);
+			    int reuse_key, const struct cert_names *names, int64_t now_ms);
 
 /*
  * cert_server_make: a new P-256 key into key_path (0600) and a certificate
@@ -159,7 +169,8 @@ enum sd_result cert_ca_make(const char *cert_path, const char *key_path, const c
  * iPAddress of names (at least one), keyUsage digitalSignature (critical),
  * extendedKeyUsage serverAuth, basicConstraints CA:FALSE, subject and
  * authority key identifiers, valid `days` days from now_ms - CERT_SKEW_S
- * (0: CERT_SERVER_DAYS).  The key is written first, then the certificate:
+ * (0: CERT_SERVER_DAYS).  SD_INVALID naming a name outside the CA's
+ * constraints.  The key is written first, then the certificate:
  * a crash between leaves a pair that cert_init --renew repairs.
  */
 enum sd_result cert_server_make(const char *ca_cert, const char *ca_key,
@@ -173,29 +184,46 @@ enum sd_result cert_server_make(const char *ca_cert, const char *ca_key,
  */
 enum sd_result cert_key_check(const char *cert_path, const char *key_path);
 
+/* What `tls init` and `tls renew` ask for. */
+struct cert_init_opts {
+	const struct cert_names *names;	/* NULL or empty: the kept certificate's,
+					 * else cert_names_default's */
+	int renew;			/* a new server certificate under the same CA */
+	int new_ca;			/* a new CA (and server certificate) in place of
+					 * the old one, which devices must stop trusting */
+	const char *ca_key;		/* the CA's key kept off the box; NULL: tls/ca.key */
+	const char *ca_key_out;		/* a new CA's key goes here, not into tls/; a kept
+					 * CA's key in tls/ is moved here.  Never written
+					 * over a file. */
+};
+
 /* What cert_init found and did. */
 struct cert_init_report {
 	int ca_made;			/* a new CA: key and certificate */
+	int ca_replaced;		/* ... in place of an old one (new_ca) */
 	int ca_remade;			/* ca.pem made again from the existing ca.key */
+	int ca_key_moved;		/* ca.key moved off the box to ca_key_out */
+	char ca_key_path[PATH_MAX];	/* where the CA's key is now */
 	int server_made;		/* server.pem and server.key were missing: made */
 	int server_renewed;		/* renew: a new server key and certificate */
 	int names_ignored;		/* names were given but server.pem was kept */
 };
 
 /*
- * cert_init: what `stagedoor tls init` does in <state_dir>/tls, under an
- * exclusive flock on its lock file: the folder (0700), the CA when missing
- * (module invariants), and the server certificate when it is missing or
- * renew is set.  [in] names: the server certificate's names; NULL or empty:
- * the old certificate's names when renewing, else cert_names_default's.
- * A kept server certificate is never changed, whatever names says
+ * cert_init: what `stagedoor tls init` and `tls renew` do in
+ * <state_dir>/tls, under an exclusive flock on its lock file: the folder
+ * (0700), the CA when missing or asked for (module invariants; its name
+ * constraints for o->names), the CA's key moved off the box when asked,
+ * and the server certificate when it is missing, o->renew is set or the CA
+ * is new.  A kept server certificate is never changed, whatever names says
  * (rep->names_ignored), but it must be sound: its key private and its own,
- * and signed by ca.pem.  [out] *rep.  SD_NOT_FOUND when ca.key is missing
- * and a certificate must be signed; SD_INVALID when a file is not what it
- * should be (the message names it and, for server.pem, says --renew).
+ * and signed by ca.pem.  [out] *rep.  SD_NOT_FOUND when the CA's key is
+ * not there and a certificate must be signed; SD_INVALID when a file is not
+ * what it should be (the message names it and, for server.pem, says
+ * renew), or a name is outside the CA's constraints.
  */
-enum sd_result cert_init(const char *state_dir, const struct cert_names *names, int renew,
-			 int64_t now_ms, struct cert_init_report *rep);
+enum sd_result cert_init(const char *state_dir, const struct cert_init_opts *o, int64_t now_ms,
+			 struct cert_init_report *rep);
 
 /* ======================== a TLS client (cert_conn.c) ===================== */
 

@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include "cert.h"
+#include "cert_nc.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -127,7 +128,7 @@ enum sd_result cert_client_new(const char *ca_path, struct cert_client **out)
 	mbedtls_entropy_init(&c->entropy);
 	mbedtls_ctr_drbg_init(&c->drbg);
 	mbedtls_ssl_config_init(&c->conf);
-	if ((rc = mbedtls_x509_crt_parse_file(&c->ca, ca_path)) < 0) {
+	if ((rc = cert_nc_parse_file(&c->ca, ca_path)) < 0) {
 		mbedtls_strerror(rc, why, sizeof why);
 		r = err_set(SD_INVALID, "%s holds no certificate: %s", ca_path, why);
 		goto out;

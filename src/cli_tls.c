@@ -25,7 +25,10 @@
 #include "tickets.h"
 
 static const char tls_init_usage[] =
-	"tls init [--name HOST]... [--ip ADDR]... [--renew] [--state-dir DIR] [--db PATH]";
+	"tls init [--name HOST]... [--ip ADDR]... [--ca-key-out FILE | --ca-key FILE] [--new-ca] "
+	"[--renew] [--state-dir DIR] [--db PATH]";
+static const char tls_renew_usage[] =
+	"tls renew [--name HOST]... [--ip ADDR]... [--ca-key FILE] [--state-dir DIR] [--db PATH]";
 static const char tls_show_usage[] = "tls show [--state-dir DIR] [--db PATH] [--json]";
 
 /* ======================== shared ========================================= */
@@ -126,10 +129,20 @@ static int tls_init_print(const struct cert_paths *p, const struct cert_init_rep
 		return cli_fail(r);
 	printf("%s box CA: %s (key %s)\n",
 	       rep->ca_made ? "made a new" : rep->ca_remade ? "made the certificate of the" : "kept the",
-	       tls_abs(p->ca_cert, a), tls_abs(p->ca_key, b));
+	       tls_abs(p->ca_cert, a), tls_abs(rep->ca_key_path, b));
 	if (rep->ca_remade)
 		printf("  ca.pem was missing: made again from the existing ca.key (a new "
 		       "fingerprint; give devices the new ca.pem)\n");
+	if (rep->ca_replaced)
+		printf("  a new CA in place of the old one: give devices the new ca.pem and remove "
+		       "the old one from them\n");
+	if (rep->ca_key_moved || strcmp(rep->ca_key_path, p->ca_key) != 0)
+		printf("  the CA's key is kept off the box, in %s: keep it safe and away from the "
+		       "box; stagedoor tls renew --ca-key %s renews the server certificate\n",
+		       tls_abs(rep->ca_key_path, b), rep->ca_key_path);
+	if (!ca.name_constrained)
+		printf("  warning: this CA may sign for any name (made before name constraints): "
+		       "stagedoor tls init --new-ca makes one that signs for the box's names only\n");
 	tls_names_line(&srv.names, names, sizeof names);
 	tls_date(srv.not_after_ms, until, sizeof until);
 	days = (srv.not_after_ms - clock_now_ms()) / (86400LL * 1000);
@@ -140,14 +153,12 @@ static int tls_init_print(const struct cert_paths *p, const struct cert_init_rep
 	       (long long)((srv.not_after_ms - srv.not_before_ms) / (86400LL * 1000)),
 	       (long long)days);
 	if (!rep->server_made && !rep->server_renewed)
-		printf("  kept as it is: stagedoor tls init --renew issues a new one under the same "
-		       "CA\n");
+		printf("  kept as it is: stagedoor tls renew issues a new one under the same CA\n");
 	if (rep->names_ignored)
-		printf("  the names given were not applied: add --renew to issue a certificate for "
-		       "them\n");
+		printf("  the names given were not applied: stagedoor tls renew issues a certificate "
+		       "for them\n");
 	if (days < CERT_RENEW_WARN_DAYS)
-		printf("  warning: it expires in %lld days: stagedoor tls init --renew\n",
-		       (long long)days);
+		printf("  warning: it expires in %lld days: stagedoor tls renew\n", (long long)days);
 	printf("CA fingerprint (SHA-256): %s\n", ca.fingerprint);
 	printf("devices trust %s (the box serves it at GET /ca.pem)\n", tls_abs(p->ca_cert, a));
 	printf("in the config file:\n  http_tls_cert = %s\n  http_tls_key = %s\n",
@@ -155,18 +166,36 @@ static int tls_init_print(const struct cert_paths *p, const struct cert_init_rep
 	return 0;
 }
 
-static int tls_init(int argc, char **argv)
+/* --name and --ip repeat: tls_split takes them before the rest is parsed */
+#define TLS_NAME_OPTS(v)                                                             \
+	{ "name", ARG_STR, (v), 0, 0, 0, "HOST",                                     \
+	  "a name of the box the certificate is for (repeat for more)", 0 },         \
+	{ "ip", ARG_STR, (v), 0, 0, 0, "ADDR",                                       \
+	  "an address of the box the certificate is for (repeat for more)", 0 }
+
+/* tls_init_run: `tls init` (renew_cmd 0) and `tls renew` (1) */
+static int tls_init_run(int argc, char **argv, int renew_cmd)
 {
 	const char *dbp = NULL, *state = NULL, *split = NULL;
-	int renew = 0, given = 0, npos, nrest, rc;
-	struct arg_opt opts[] = {
-		/* --name and --ip repeat: tls_split takes them before the rest is parsed */
-		{ "name", ARG_STR, &split, 0, 0, 0, "HOST",
-		  "a name of the box the certificate is for (repeat for more)", 0 },
-		{ "ip", ARG_STR, &split, 0, 0, 0, "ADDR",
-		  "an address of the box the certificate is for (repeat for more)", 0 },
-		{ "renew", ARG_FLAG, &renew, 0, 0, 0, NULL,
-		  "issue a new server certificate under the same CA", 0 },
+	int renew = renew_cmd, given = 0, npos, nrest, rc;
+	struct cert_init_opts o = { 0 };
+	struct arg_opt init_opts[] = {
+		TLS_NAME_OPTS(&split),
+		{ "ca-key-out", ARG_STR, &o.ca_key_out, 0, 0, 0, "FILE",
+		  "keep the CA's key in FILE, off the box (a new CA's, or moved from tls/)", 0 },
+		{ "ca-key", ARG_STR, &o.ca_key, 0, 0, 0, "FILE",
+		  "the CA's key, kept off the box (to sign a server certificate)", 0 },
+		{ "new-ca", ARG_FLAG, &o.new_ca, 0, 0, 0, NULL,
+		  "a new CA in place of the old one (devices must trust the new ca.pem)", 0 },
+		{ "renew", ARG_FLAG, &renew, 0, 0, 0, NULL, "as stagedoor tls renew", 0 },
+		ARG_STATE_DIR(&state),
+		ARG_DB(&dbp),
+		ARG_END,
+	};
+	struct arg_opt renew_opts[] = {
+		TLS_NAME_OPTS(&split),
+		{ "ca-key", ARG_STR, &o.ca_key, 0, 0, 0, "FILE",
+		  "the CA's key, kept off the box (tls init --ca-key-out)", 0 },
 		ARG_STATE_DIR(&state),
 		ARG_DB(&dbp),
 		ARG_END,
@@ -182,14 +211,27 @@ static int tls_init(int argc, char **argv)
 		return cli_fail(err_set(SD_NOMEM, "out of memory"));
 	rc = tls_split(argc, argv, &names, &given, rest, &nrest);
 	if (rc == 0)
-		rc = cli_parse(nrest, rest, opts, pos, &npos, 0, 0, tls_init_usage);
+		rc = cli_parse(nrest, rest, renew_cmd ? renew_opts : init_opts, pos, &npos, 0, 0,
+			       renew_cmd ? tls_renew_usage : tls_init_usage);
 	free(rest);
 	if (rc != 0 || (rc = tls_where(dbp, state, dir, &p)) != 0)
 		return rc;
+	o.names = given ? &names : NULL;
+	o.renew = renew;
 	/* a file that is not what it should be is no usage error: exit 1 */
-	if ((r = cert_init(dir, given ? &names : NULL, renew, clock_now_ms(), &rep)) != SD_OK)
+	if ((r = cert_init(dir, &o, clock_now_ms(), &rep)) != SD_OK)
 		return cli_fail(r == SD_INVALID ? SD_IO : r);
 	return tls_init_print(&p, &rep);
+}
+
+static int tls_init(int argc, char **argv)
+{
+	return tls_init_run(argc, argv, 0);
+}
+
+static int tls_renew(int argc, char **argv)
+{
+	return tls_init_run(argc, argv, 1);
 }
 
 /* ======================== show =========================================== */
@@ -225,8 +267,11 @@ static void tls_json_cert(const char *path, const struct cert_info *in, int64_t 
 	printf(",\"issuer\":");
 	tls_json_str(in->issuer);
 	printf(",\"serial\":\"%s\",\"fingerprint_sha256\":\"%s\",\"not_before\":\"%s\","
-	       "\"not_after\":\"%s\",\"days_left\":%lld,\"dns\":[", in->serial, in->fingerprint,
-	       from, until, (long long)days);
+	       "\"not_after\":\"%s\",\"days_left\":%lld,", in->serial, in->fingerprint, from, until,
+	       (long long)days);
+	if (in->is_ca)
+		printf("\"name_constrained\":%s,", in->name_constrained ? "true" : "false");
+	printf("\"dns\":[");
 	for (i = 0; i < in->names.n_dns; i++) {
 		printf(i ? "," : "");
 		tls_json_str(in->names.dns[i]);
@@ -299,12 +344,16 @@ static int tls_show(int argc, char **argv)
 	} else {
 		tls_show_text("box CA:", p.ca_cert, &ca, ca_days);
 		printf("  give devices this file to trust; the box serves it at GET /ca.pem\n");
+		printf("  %s\n", ca.name_constrained
+			   ? "signs only for the box's names and private names and addresses"
+			   : "warning: may sign for any name (made before name constraints): "
+			     "stagedoor tls init --new-ca makes one that signs for the box's only");
 		if (have_srv) {
 			tls_show_text("server certificate:", p.server_cert, &srv, srv_days);
 			printf("  key      %s%s\n", tls_abs(p.server_key, a),
 			       key == SD_OK ? " (matches, mode 0600)" : "");
 			if (srv_days < CERT_RENEW_WARN_DAYS)
-				printf("  warning: expires in %lld days: stagedoor tls init --renew\n",
+				printf("  warning: expires in %lld days: stagedoor tls renew\n",
 				       (long long)srv_days);
 		}
 	}
@@ -322,6 +371,9 @@ static int tls_show(int argc, char **argv)
 const struct cli_cmd cli_tls_subs[] = {
 	{ "init", tls_init, "make the box CA and a server certificate for the box's names and "
 			    "addresses in <state dir>/tls (kept if there; --renew: a new one)",
+	  NULL, 0 },
+	{ "renew", tls_renew, "a new server certificate under the same CA, for the names given "
+			      "or the old ones (--ca-key FILE: the CA's key kept off the box)",
 	  NULL, 0 },
 	{ "show", tls_show, "the CA's SHA-256 fingerprint, where ca.pem is, the names and the days "
 			    "left", NULL, 0 },

@@ -166,7 +166,7 @@ static void renew_warn(const char *cert)
 	if (cert && *cert && cert_days_left(cert, clock_now_ms(), &days) == SD_OK &&
 	    days < CERT_RENEW_WARN_DAYS)
 		log_event(LOG_WARN, "the HTTPS certificate expires soon; renew it with "
-			  "`stagedoor tls init --renew` and restart", "cert=%s days_left=%lld",
+			  "`stagedoor tls renew` and restart", "cert=%s days_left=%lld",
 			  cert, (long long)days);
 }
 

@@ -128,13 +128,27 @@ static void ids_of(const char *db, char *buf, size_t size)
 	sqlite3_close(h);
 }
 
+/* tls_of: the box's CA fingerprint and its server certificate's, as tls show
+ * --json prints them (the first is the CA's) */
+static void tls_of(const struct box *b, char *buf, size_t size)
+{
+	const char *p;
+
+	ok(RUN("tls", "show", "--db", b->db, "--json"), "tls show");
+	p = strstr(out, "\"fingerprint_sha256\":");
+	assert_non_null(p);
+	snprintf(buf, size, "%.*s", 120, p);
+	assert_non_null(strstr(out, "\"server_key_ok\":true"));
+}
+
 /* ---- the drill ------------------------------------------------------------------ */
 
 static void test_restore_drill(void **state)
 {
 	struct tu_env *e = *state;
 	struct box old, fresh;
-	char ev[32], bk[340], log[340], sql[512], kp[400], before[2048], after[2048];
+	char ev[32], bk[340], log[340], sql[512], kp[400], before[2048], after[2048], ca[200],
+		ca_back[200];
 	unsigned char key[CODE_KEY_LEN];
 	sqlite3 *h;
 	sqlite3_stmt *st;
@@ -146,6 +160,9 @@ static void test_restore_drill(void **state)
 	box_at(e, "box2", &fresh);
 	snprintf(bk, sizeof bk, "%s/backups/b1", e->dir);
 	box_make(&old, ev, sizeof ev);
+	/* the box CA its devices trust */
+	ok(RUN("tls", "init", "--db", old.db, "--name", "box.local"), "tls init");
+	tls_of(&old, ca, sizeof ca);
 	snprintf(log, sizeof log, "%s/run1.log", e->dir);
 	run = start_run(&old, log);
 	/* under load: orders go in while the pipeline runs and the backup is taken */
@@ -179,6 +196,10 @@ static void test_restore_drill(void **state)
 
 	/* a new box from the backup finishes what it held */
 	ok(RUN("restore", bk, "--db", fresh.db), "restore");
+	/* the restored box keeps the CA its devices trust, and its server
+	 * certificate with its key */
+	tls_of(&fresh, ca_back, sizeof ca_back);
+	assert_string_equal(ca_back, ca);
 	snprintf(log, sizeof log, "%s/run2.log", e->dir);
 	run = start_run(&fresh, log);
 	wait_checked(&fresh, 90000);

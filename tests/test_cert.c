@@ -419,8 +419,9 @@ static void test_init_twice_keeps_renew_reissues(void **state)
 	const char *init[] = { "init", "--name", "box.example", "--ip", "192.0.2.10", NULL };
 	const char *again[] = { "init", NULL };
 	const char *other[] = { "init", "--name", "other.example", NULL };
-	const char *renew[] = { "init", "--renew", NULL };
-	const char *renew_new[] = { "init", "--renew", "--name", "new.example", NULL };
+	const char *renew[] = { "renew", NULL };
+	const char *renew_new[] = { "renew", "--name", "door-2.local", NULL };
+	const char *renew_public[] = { "renew", "--name", "new.example", NULL };
 	char serial1[80], serial2[80];
 	struct box b;
 
@@ -437,7 +438,7 @@ static void test_init_twice_keeps_renew_reissues(void **state)
 	assert_int_equal(tls(b.state, out, NULL, again), 0);
 	assert_non_null(strstr(out, "kept the box CA"));
 	assert_non_null(strstr(out, "kept the server certificate"));
-	assert_non_null(strstr(out, "--renew"));
+	assert_non_null(strstr(out, "tls renew"));
 	file_text(b.ca_pem, buf, sizeof buf);
 	assert_string_equal(buf, ca1);
 	file_text(b.srv_pem, buf, sizeof buf);
@@ -470,12 +471,186 @@ static void test_init_twice_keeps_renew_reissues(void **state)
 	assert_int_equal(mode_of(b.srv_key), 0600);
 	assert_int_equal(tu_count_files(b.tls), 5);
 
-	/* --renew with names: those names only */
+	/* renew with names: those names only */
 	assert_int_equal(tls(b.state, out, err, renew_new), 0);
 	x509(e, b.srv_pem, "-ext", "subjectAltName", o, sizeof o);
-	assert_non_null(strstr(o, "DNS:new.example\n"));
+	assert_non_null(strstr(o, "DNS:door-2.local\n"));
 	assert_null(strstr(o, "box.example"));
 	assert_null(strstr(o, "192.0.2.10"));
+	/* a public name the CA was not made for: refused, nothing changed */
+	file_text(b.srv_pem, srv1, sizeof srv1);
+	assert_int_equal(tls(b.state, out, err, renew_public), 1);
+	one_line_error(err);
+	assert_non_null(strstr(err, "may not sign for new.example"));
+	file_text(b.srv_pem, buf, sizeof buf);
+	assert_string_equal(buf, srv1);
+}
+
+/* mint: a certificate for name (a fresh key, subjectAltName DNS:name) signed
+ * with the CA's key by openssl, as whoever took the box would make one;
+ * into path_pem and path_key */
+static void mint(const struct tu_env *e, const struct box *b, const char *name,
+		 const char *path_pem, const char *path_key)
+{
+	char csr[340], subj[300], san[300], o[4096];
+	const char *req[] = { "openssl", "req", "-new", "-newkey", "ec", "-pkeyopt",
+			      "ec_paramgen_curve:P-256", "-nodes", "-keyout", path_key, "-subj",
+			      subj, "-addext", san, "-out", csr, NULL };
+	const char *sign[] = { "openssl", "x509", "-req", "-in", csr, "-CA", b->ca_pem, "-CAkey",
+			       b->ca_key, "-set_serial", "7", "-days", "30", "-copy_extensions",
+			       "copy", "-out", path_pem, NULL };
+
+	snprintf(csr, sizeof csr, "%s/mint.csr", e->dir);
+	snprintf(subj, sizeof subj, "/CN=%s", name);
+	snprintf(san, sizeof san, "subjectAltName=DNS:%s", name);
+	if (run(e, req, o, sizeof o) != 0 || run(e, sign, o, sizeof o) != 0)
+		fail_msg("openssl could not mint a certificate for %s: %s", name, o);
+}
+
+/* The box CA signs for the box only: critical name constraints and path
+ * length 0, so that a certificate minted with its key for another site
+ * fails openssl verify and curl, while one for a private name passes. */
+static void test_ca_signs_only_for_the_box(void **state)
+{
+	struct tu_env *e = *state;
+	static char out[OUT_MAX], o[OUT_MAX];
+	const char *init[] = { "init", "--name", "box.venue.example", "--ip", "192.0.2.10", NULL };
+	char evil_pem[340], evil_key[340], good_pem[340], good_key[340], url[128], res[128];
+	struct box b, evil, good;
+	int port;
+
+	box_names(&b, e, "box");
+	assert_int_equal(tls(b.state, out, NULL, init), 0);
+	x509(e, b.ca_pem, "-text", "-noout", o, sizeof o);
+	assert_non_null(strstr(o, "X509v3 Name Constraints: critical"));
+	assert_non_null(strstr(o, "CA:TRUE, pathlen:0"));
+	assert_non_null(strstr(o, "DNS:box.venue.example"));
+	assert_non_null(strstr(o, "IP:192.0.2.10/255.255.255.255"));
+	assert_non_null(strstr(o, "IP:192.168.0.0/255.255.0.0"));
+
+	snprintf(evil_pem, sizeof evil_pem, "%s/evil.pem", e->dir);
+	snprintf(evil_key, sizeof evil_key, "%s/evil.key", e->dir);
+	snprintf(good_pem, sizeof good_pem, "%s/good.pem", e->dir);
+	snprintf(good_key, sizeof good_key, "%s/good.key", e->dir);
+	mint(e, &b, "accounts.google.com", evil_pem, evil_key);
+	mint(e, &b, "door.local", good_pem, good_key);
+	{
+		const char *v_evil[] = { "openssl", "verify", "-CAfile", b.ca_pem, evil_pem, NULL };
+		const char *v_good[] = { "openssl", "verify", "-CAfile", b.ca_pem, good_pem, NULL };
+
+		assert_int_not_equal(run(e, v_evil, o, sizeof o), 0);
+		assert_non_null(strstr(o, "permitted subtree violation"));
+		assert_int_equal(run(e, v_good, o, sizeof o), 0);
+	}
+	/* curl, trusting the box CA, meets a server showing each */
+	evil = b;
+	snprintf(evil.srv_pem, sizeof evil.srv_pem, "%s", evil_pem);
+	snprintf(evil.srv_key, sizeof evil.srv_key, "%s", evil_key);
+	good = evil;
+	snprintf(good.srv_pem, sizeof good.srv_pem, "%s", good_pem);
+	snprintf(good.srv_key, sizeof good.srv_key, "%s", good_key);
+	for (int i = 0; i < 2; i++) {
+		const char *name = i == 0 ? "accounts.google.com" : "door.local";
+		const char *argv[] = { "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+				       "--max-time", "20", "--cacert", b.ca_pem, "--resolve", res,
+				       url, NULL };
+		int rc;
+
+		port = free_port();
+		s_server(e, i == 0 ? &evil : &good, port);
+		snprintf(res, sizeof res, "%s:%d:127.0.0.1", name, port);
+		snprintf(url, sizeof url, "https://%s:%d/", name, port);
+		rc = run(e, argv, o, sizeof o);
+		kill(server_pid, SIGKILL);
+		waitpid(server_pid, NULL, 0);
+		server_pid = 0;
+		if (i == 0 && rc != 60)
+			fail_msg("curl trusted a certificate for %s from the box CA: %d %s", name, rc,
+				 o);
+		if (i == 1 && (rc != 0 || strcmp(o, "200") != 0))
+			fail_msg("curl refused %s: %d %s", name, rc, o);
+	}
+}
+
+/* The CA's key kept off the box: init writes it to the file given and not
+ * to tls/, renew needs it and takes it from --ca-key; an existing box's key
+ * is moved off; no key file is ever written over. */
+static void test_ca_key_off_the_box(void **state)
+{
+	struct tu_env *e = *state;
+	static char out[OUT_MAX], err[OUT_MAX], o[OUT_MAX], srv1[8192], buf[8192];
+	char usb[300], usb2[340];
+	const char *init[] = { "init", "--name", "box.local", "--ca-key-out", usb, NULL };
+	const char *renew[] = { "renew", NULL };
+	const char *renew_key[] = { "renew", "--ca-key", usb, NULL };
+	const char *move[] = { "init", "--ca-key-out", usb2, NULL };
+	struct box b, c;
+
+	snprintf(usb, sizeof usb, "%s/usb.key", e->dir);
+	snprintf(usb2, sizeof usb2, "%s/usb2.key", e->dir);
+	box_names(&b, e, "box");
+	assert_int_equal(tls(b.state, out, err, init), 0);
+	assert_false(exists(b.ca_key));
+	assert_int_equal(mode_of(usb), 0600);
+	assert_non_null(strstr(out, "kept off the box"));
+	assert_int_equal(cert_key_check(b.ca_pem, usb), SD_OK);
+	file_text(b.srv_pem, srv1, sizeof srv1);
+
+	assert_int_equal(tls(b.state, out, err, renew), 1);
+	one_line_error(err);
+	assert_non_null(strstr(err, "--ca-key"));
+	file_text(b.srv_pem, buf, sizeof buf);
+	assert_string_equal(buf, srv1);
+	assert_int_equal(tls(b.state, out, err, renew_key), 0);
+	assert_non_null(strstr(out, "renewed the server certificate"));
+	{
+		const char *argv[] = { "openssl", "verify", "-CAfile", b.ca_pem, b.srv_pem, NULL };
+		assert_int_equal(run(e, argv, o, sizeof o), 0);
+	}
+	/* a second box may not write its new key over the first's */
+	box_names(&c, e, "box2");
+	assert_int_equal(tls(c.state, out, err, init), 1);
+	assert_non_null(strstr(err, "exists"));
+	assert_int_equal(cert_key_check(b.ca_pem, usb), SD_OK);
+	assert_false(exists(c.ca_pem));
+
+	/* a box whose key is in tls/: moved off */
+	assert_int_equal(tls(c.state, out, err, (const char *const[]){ "init", NULL }), 0);
+	assert_true(exists(c.ca_key));
+	assert_int_equal(tls(c.state, out, err, move), 0);
+	assert_false(exists(c.ca_key));
+	assert_int_equal(cert_key_check(c.ca_pem, usb2), SD_OK);
+	assert_int_equal(tls(c.state, out, err, move), 1);
+}
+
+/* --new-ca: a new CA in place of the old (a box made before name
+ * constraints, or a new public name), and a server certificate under it. */
+static void test_new_ca(void **state)
+{
+	struct tu_env *e = *state;
+	static char out[OUT_MAX], err[OUT_MAX], o[OUT_MAX];
+	const char *init[] = { "init", "--name", "box.local", NULL };
+	const char *new_ca[] = { "init", "--new-ca", "--name", "tickets.venue.example", NULL };
+	char fpr1[128], fpr2[128];
+	struct box b;
+
+	box_names(&b, e, "box");
+	assert_int_equal(tls(b.state, out, err, init), 0);
+	x509(e, b.ca_pem, "-fingerprint", "-sha256", o, sizeof o);
+	after_eq(o, fpr1, sizeof fpr1);
+	assert_int_equal(tls(b.state, out, err, new_ca), 0);
+	assert_non_null(strstr(out, "in place of the old one"));
+	x509(e, b.ca_pem, "-fingerprint", "-sha256", o, sizeof o);
+	after_eq(o, fpr2, sizeof fpr2);
+	assert_string_not_equal(fpr1, fpr2);
+	x509(e, b.srv_pem, "-ext", "subjectAltName", o, sizeof o);
+	assert_non_null(strstr(o, "DNS:tickets.venue.example"));
+	{
+		const char *argv[] = { "openssl", "verify", "-CAfile", b.ca_pem, b.srv_pem, NULL };
+		assert_int_equal(run(e, argv, o, sizeof o), 0);
+	}
+	assert_int_equal(tls(b.state, out, err, (const char *const[]){ "show", NULL }), 0);
+	assert_non_null(strstr(out, "signs only for the box's names"));
 }
 
 /* ca.pem lost but ca.key kept: made again from the key, and certificates
@@ -485,7 +660,7 @@ static void test_ca_remade_or_refused(void **state)
 	struct tu_env *e = *state;
 	static char out[OUT_MAX], err[OUT_MAX], o[OUT_MAX], srv1[8192], buf[8192];
 	const char *init[] = { "init", "--name", "box.example", NULL };
-	const char *renew[] = { "init", "--renew", NULL };
+	const char *renew[] = { "renew", NULL };
 	char fpr1[128], fpr2[128];
 	struct box b;
 
@@ -978,7 +1153,8 @@ static void test_info_and_days_left(void **state)
 	assert_int_equal(cert_names_add_dns(&n, "Box.Example"), SD_OK);
 	assert_int_equal(cert_names_add_ip(&n, "2001:DB8:0::1"), SD_OK);
 	assert_int_equal(cert_names_add_ip(&n, "192.0.2.10"), SD_OK);
-	assert_int_equal(cert_init(e->dir, &n, 0, now, &rep), SD_OK);
+	assert_int_equal(cert_init(e->dir, &(struct cert_init_opts){ .names = &n }, now, &rep),
+			 SD_OK);
 	assert_true(rep.ca_made && rep.server_made && !rep.server_renewed && !rep.ca_remade);
 	assert_int_equal(cert_paths(e->dir, &p), SD_OK);
 
@@ -999,7 +1175,8 @@ static void test_info_and_days_left(void **state)
 
 	assert_int_equal(cert_info_load(p.ca_cert, &ca), SD_OK);
 	assert_true(ca.is_ca);
-	assert_false(ca.server_auth);
+	assert_true(ca.server_auth);	/* what it signs is for servers only */
+	assert_true(ca.name_constrained);
 	assert_true(ca.not_before_ms == nb);
 	assert_true(ca.not_after_ms == nb + CERT_CA_DAYS * DAY_MS);
 	assert_int_equal(ca.names.n_dns + ca.names.n_ip, 0);
@@ -1049,9 +1226,10 @@ static void test_info_and_days_left(void **state)
 	assert_int_equal(cert_key_check(p.server_cert, p.server_key), SD_INVALID);
 	assert_non_null(strstr(err_msg(), "0640"));
 	/* and init will not keep a server certificate with such a key */
-	assert_int_equal(cert_init(e->dir, NULL, 0, now, &rep), SD_INVALID);
-	assert_non_null(strstr(err_msg(), "--renew"));
-	assert_int_equal(cert_init(e->dir, NULL, 1, now, &rep), SD_OK);
+	assert_int_equal(cert_init(e->dir, &(struct cert_init_opts){ 0 }, now, &rep), SD_INVALID);
+	assert_non_null(strstr(err_msg(), "tls renew"));
+	assert_int_equal(cert_init(e->dir, &(struct cert_init_opts){ .renew = 1 }, now, &rep),
+			 SD_OK);
 	assert_true(rep.server_renewed);
 	assert_int_equal(mode_of(p.server_key), 0600);
 	/* renewing kept the names */
@@ -1169,6 +1347,11 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_init_twice_keeps_renew_reissues,
 						tu_setup_real_nodb, teardown),
+		cmocka_unit_test_setup_teardown(test_ca_signs_only_for_the_box, tu_setup_real_nodb,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_ca_key_off_the_box, tu_setup_real_nodb,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_new_ca, tu_setup_real_nodb, teardown),
 		cmocka_unit_test_setup_teardown(test_ca_remade_or_refused, tu_setup_real_nodb,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_bad_input_writes_nothing, tu_setup_real_nodb,
