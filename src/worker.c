@@ -1025,6 +1025,39 @@ static void loop_wait(struct loop *l, const struct turn *t)
 /* ======================== the loop ====================================== */
 
 /*
+ * tx_pause: wait out a failed transaction's backoff.  A stop asked for
+ * meanwhile cuts it short once (the stop's grace period then starts), and
+ * a stopping loop waits no later than that period's end; never less: a
+ * disk that refuses every write must not spin the loop.
+ */
+static void tx_pause(struct loop *l, int64_t wait_ms)
+{
+	int64_t until = clock_mono_us() + wait_ms * 1000, left;
+	int stopping = l->stopping;
+
+	if (stopping && l->stop_deadline_us < until)
+		until = l->stop_deadline_us;
+	while ((left = (until - clock_mono_us()) / 1000) > 0) {
+		if (!stopping && notify_stop_requested())
+			return;
+		notify_wait(l->w->nt, (int)(left < 100 ? left : 100));
+	}
+}
+
+/* tx_gives_up: a stopping loop whose commit failed at the grace period's
+ * end returns without its last results: their leases expire by themselves
+ * and the jobs run again (at least once), nothing is lost. */
+static int tx_gives_up(struct loop *l)
+{
+	if (!l->stopping || clock_mono_us() < l->stop_deadline_us)
+		return 0;
+	log_event(LOG_ERROR, "worker stopping without recording its last results: the "
+		  "database refuses writes; their leases expire", "worker=%s results=%d",
+		  l->w->name, l->n_pending);
+	return 1;
+}
+
+/*
  * Turn after turn: collect, then either commit the turn (extend, record,
  * claim) and dispatch its claim, or, with nothing to write, stop, drain,
  * prune or wait.  A failed transaction is tried again (tx_failed).  Returns
@@ -1048,9 +1081,9 @@ static enum sd_result loop_run(struct loop *l)
 				continue;	/* look again before sleeping */
 			}
 			/* Nothing of this turn happened; results stay pending. */
-			if ((wait = tx_failed(l->w, r, &l->errors)) < 0)
+			if ((wait = tx_failed(l->w, r, &l->errors)) < 0 || tx_gives_up(l))
 				return r;
-			notify_pause(l->w->nt, (int)wait);
+			tx_pause(l, wait);
 			continue;
 		}
 		switch (loop_idle(l, &t, &r)) {

@@ -24,6 +24,7 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -428,6 +429,64 @@ static void test_failing_disk_under_database(void **state)
 	all_done(4 * ORDERS);
 }
 
+/* A worker asked to stop while the disk refuses every write (ENOSPC on the
+ * database) ends within its grace period, without spinning on its failed
+ * commit; its results were not recorded, so their leases expire and the
+ * jobs run again once the disk takes writes: nothing is lost. */
+static void test_worker_stops_on_a_full_disk(void **state)
+{
+	struct rusage before, after;
+	char wlog[400];
+	double cpu_s, ms;
+	int64_t t0;
+	pid_t w;
+	int i, rc;
+
+	box_up(state, ON_DB);
+	for (i = 0; i < 2; i++)
+		if (tu_run(out, sizeof out, err, sizeof err,
+			   (const char *const[]){ "enqueue", "sleep", "{\"ms\":1000}", "--db", F.db,
+						  NULL }) != 0)
+			fail_msg("enqueue: %s", err);
+	snprintf(wlog, sizeof wlog, "%s/worker.log", F.env->dir);
+	w = tu_spawn((const char *const[]){ "worker", "--db", F.db, "--concurrency", "2",
+					    "--lease-ms", "3000", "--grace-ms", "3000", NULL },
+		     wlog);
+	for (i = 0; i < 500 && q("SELECT count(*) FROM stream WHERE lease_token IS NOT NULL") < 2;
+	     i++)
+		tu_sleep_ms(20);
+	assert_int_equal(q("SELECT count(*) FROM stream WHERE lease_token IS NOT NULL"), 2);
+	tu_powercut_ctl(&F.pc, "enospc on", NULL, 0);
+	/* the jobs end, and their commit fails */
+	tu_wait_log(wlog, "msg=\"queue transaction failed\"", 1, 15000);
+	getrusage(RUSAGE_CHILDREN, &before);
+	t0 = clock_mono_us();
+	kill(w, SIGTERM);
+	rc = tu_reap(w, 20000, "worker");
+	ms = (double)(clock_mono_us() - t0) / 1000;
+	getrusage(RUSAGE_CHILDREN, &after);
+	cpu_s = (double)(after.ru_utime.tv_sec - before.ru_utime.tv_sec + after.ru_stime.tv_sec -
+			 before.ru_stime.tv_sec) +
+		(double)(after.ru_utime.tv_usec - before.ru_utime.tv_usec + after.ru_stime.tv_usec -
+			 before.ru_stime.tv_usec) / 1e6;
+	fprintf(stderr, "stopped %.0f ms after SIGTERM on a full disk (grace 3000 ms), exit %d, "
+		"%.2f s of CPU in all\n", ms, rc, cpu_s);
+	assert_true(ms < 3000 + 2000);
+	assert_true(cpu_s < 1.0);	/* a spinning retry burns a core */
+	assert_int_not_equal(rc, 0);	/* its last results were not recorded */
+	assert_true(tu_count_in(wlog, "without recording its last results") == 1);
+
+	/* the disk takes writes again: the jobs run again and finish */
+	tu_powercut_ctl(&F.pc, "enospc off", NULL, 0);
+	tu_sleep_ms(3000);	/* the leases expire */
+	if (tu_run(out, sizeof out, err, sizeof err,
+		   (const char *const[]){ "worker", "--drain", "--db", F.db, NULL }) != 0)
+		fail_msg("worker --drain: %s", err);
+	assert_int_equal(q("SELECT count(*) FROM stream"), 0);
+	assert_int_equal(q("SELECT count(*) FROM done_jobs WHERE kind = 'sleep'"), 2);
+	tu_integrity_ok(F.db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -436,6 +495,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failing_disk_under_maildir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_disk_under_maildir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failing_disk_under_database, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_worker_stops_on_a_full_disk, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
