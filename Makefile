@@ -18,7 +18,9 @@
 #   make deb          build/stagedoor_<VERSION>_<arch>.deb, lintian-clean (adds dpkg-dev,
 #                     lintian, debootstrap: the deb set)
 #   make check-deb    the package installed, run, upgraded from v0.1.0 and purged in a
-#                     fresh Debian 12 chroot (root)
+#                     fresh Debian 12 chroot, then booted under a real systemd
+#                     (systemd-nspawn: start, reload, logrotate, backups, a port
+#                     taken; make check-systemd for that part alone) (root)
 #   make install      the binary, man pages, completion and unit under PREFIX (/usr/local),
 #   make uninstall    DESTDIR for a staged tree; uninstall removes what install put
 #   make deps         the build and test packages; deps-build, deps-test,
@@ -117,7 +119,7 @@ build/rel/db_pg.o build/san/db_pg.o build/rel/runlock.o build/san/runlock.o: VER
 
 .PHONY: all deps deps-build deps-test deps-fuzz test check-rel check-pg check-san check-browser \
 	check-door check-vendor check-fresh bench bench-peers bench-memory deps-peers demo soak soak-pg failover powercut fuzz clean \
-	deps-deb deb check-deb install uninstall
+	deps-deb deb check-deb check-systemd install uninstall
 .SUFFIXES:
 
 # `make` installs the build packages, then builds; `make bin/stagedoor`
@@ -361,7 +363,7 @@ fuzz: deps-fuzz
 # it (root).  The doc variables can name other files, e.g. to package with
 # another build's pages.
 #   deb: dpkg-shlibdeps (dpkg-dev) for Depends, lintian, debootstrap for check-deb
-DEBS_DEB       := dpkg-dev lintian debootstrap
+DEBS_DEB       := dpkg-dev lintian debootstrap systemd-container
 DEB_ARCH        = $(shell dpkg --print-architecture)
 DEB_FILE        = build/stagedoor_$(VERSION)_$(DEB_ARCH).deb
 DOC_MAN1       ?= build/man/stagedoor.1
@@ -401,6 +403,11 @@ deb: deps-build deps-deb
 check-deb: deb
 	@sh tools/check_deb.sh --deb $(CURDIR)/$(DEB_FILE) --old v0.1.0 \
 		--man1 $(DOC_MAN1) --man5 $(DOC_MAN5) --completion $(DOC_COMPLETION)
+	@sh tools/check_systemd.sh --deb $(CURDIR)/$(DEB_FILE)
+
+# The package under a real systemd only (the last part of check-deb).
+check-systemd: deb
+	@sh tools/check_systemd.sh --deb $(CURDIR)/$(DEB_FILE)
 
 install: $(INSTALL_BIN) $(DOCS_GEN)
 	@sh tools/install.sh install --prefix "$(PREFIX)" --sysconfdir "$(SYSCONFDIR)" --destdir "$(DESTDIR)" \

@@ -260,21 +260,39 @@ int cli_config_load(const struct cli_config_flags *f, struct config *cfg)
 
 /* ---- a child of `run` ----------------------------------------------------- */
 
-void cli_ready(void)
+/* ready_say: what into $STAGEDOOR_READY_FD, once; 0 when there is none */
+static int ready_say(const char *what, size_t len)
 {
 	const char *s = getenv("STAGEDOOR_READY_FD");
 	char *end;
 	long fd;
+	int ok;
 
 	if (!s || !*s)
-		return;
+		return 0;
 	fd = strtol(s, &end, 10);
 	unsetenv("STAGEDOOR_READY_FD");
 	if (*end || fd < 3 || fd > 65535)
-		return;
-	if (write((int)fd, "1", 1) < 0)
-		log_event(LOG_WARN, "could not tell the supervisor this process started", NULL);
+		return 0;
+	ok = write((int)fd, what, len) == (ssize_t)len;
 	close((int)fd);
+	return ok;
+}
+
+void cli_ready(void)
+{
+	if (getenv("STAGEDOOR_READY_FD") && !ready_say("1", 1))
+		log_event(LOG_WARN, "could not tell the supervisor this process started", NULL);
+}
+
+int cli_cannot_start(int r)
+{
+	char why[CLI_WHY_MAX];
+
+	snprintf(why, sizeof why, "!%s", err_msg());
+	cli_fail(r);
+	ready_say(why, strlen(why));
+	return CLI_EXIT_CONFIG;
 }
 
 /* ---- SIGHUP in a worker or relay process -------------------------------- */

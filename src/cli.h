@@ -14,6 +14,12 @@
 #include "result.h"
 
 #define CLI_DB_DEFAULT "./var/stagedoor.db"
+/* The exit status of a child of `run` that cannot start because of its
+ * configuration (sysexits' EX_CONFIG): an address in use or not allowed, a
+ * bad certificate.  run stops at once with it instead of starting the child
+ * again and again; the unit's RestartPreventExitStatus names it. */
+#define CLI_EXIT_CONFIG 78
+#define CLI_WHY_MAX 256		/* the reason a child gives for it, at most */
 
 /* cli_db_path: --db, else $STAGEDOOR_DB, else ./var/stagedoor.db. */
 const char *cli_db_path(const char *flag);
@@ -134,6 +140,12 @@ void cli_hup_start(const struct cli_config_flags *cf);
 /* cli_ready: under `run`, tell the supervisor this child passed its start-up
  * checks (a byte into $STAGEDOOR_READY_FD); otherwise nothing. */
 void cli_ready(void);
+
+/* cli_cannot_start: under `run`, tell the supervisor why this child cannot
+ * start as configured ("!" and the message into $STAGEDOOR_READY_FD), so
+ * that it can say it where systemd shows it; then exit CLI_EXIT_CONFIG.
+ * Prints the message as cli_fail does and returns CLI_EXIT_CONFIG. */
+int cli_cannot_start(int r);
 
 int cli_init(int argc, char **argv);
 int cli_run(int argc, char **argv);

@@ -931,6 +931,36 @@ static unsigned conn_limit(unsigned long long *nofile)
 }
 
 /*
+ * listen_on: a listening socket on ss, bound here rather than by
+ * libmicrohttpd, so that a refusal names the address and the reason
+ * ("Address already in use", "Permission denied"): a configuration error,
+ * SD_INVALID.  [out] *fd.
+ */
+static enum sd_result listen_on(const char *listen_text, const struct sockaddr_storage *ss,
+				int ipv6, int *fd)
+{
+	int one = 1, e;
+
+	*fd = socket(ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (*fd < 0)
+		return err_set(SD_IO, "http: no socket for %s: %s", listen_text, strerror(errno));
+	setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (ipv6)
+		setsockopt(*fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+	if (bind(*fd, (const struct sockaddr *)ss,
+		 ipv6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in)) == 0 &&
+	    listen(*fd, SOMAXCONN) == 0)
+		return SD_OK;
+	e = errno;
+	close(*fd);
+	*fd = -1;
+	return err_set(e == EADDRINUSE || e == EACCES || e == EADDRNOTAVAIL ? SD_INVALID : SD_IO,
+		       "http: cannot listen on %s: %s%s", listen_text, strerror(e),
+		       e == EACCES ? " (a port below 1024 needs a privilege the box does not "
+				     "take: use one above)" : "");
+}
+
+/*
  * daemon_start: libmicrohttpd on ss with s's limits and, when s->names.tls, the
  * certificate and key in memory (read at start only: the caller may wipe
  * them when this returns).
@@ -942,8 +972,11 @@ static enum sd_result daemon_start(struct http_server *s, const struct http_opts
 	/* poll, not epoll: libmicrohttpd 0.9.75 spins a core on epoll while a TLS
 	 * handshake waits for its client; poll costs nothing while it waits */
 	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
-	int n = 0;
+	enum sd_result r;
+	int n = 0, fd;
 
+	if ((r = listen_on(o->listen, ss, ipv6, &fd)) != SD_OK)
+		return r;
 	if (ipv6)
 		flags |= MHD_USE_IPv6;
 	if (s->names.tls) {
@@ -957,7 +990,7 @@ static enum sd_result daemon_start(struct http_server *s, const struct http_opts
 	mhd_last[0] = mhd_tls[0] = '\0';
 	s->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, on_access, s,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)ss,
+		MHD_OPTION_LISTEN_SOCKET, fd,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS,
 		MHD_OPTION_CONNECTION_TIMEOUT, timeout_s ? timeout_s : (unsigned)HTTP_TIMEOUT_S,
 		MHD_OPTION_CONNECTION_LIMIT, s->conn_max,
@@ -969,6 +1002,8 @@ static enum sd_result daemon_start(struct http_server *s, const struct http_opts
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL,
 		MHD_OPTION_ARRAY, tls,
 		MHD_OPTION_END);
+	/* the socket is the daemon's from here: it closes it at stop, and on
+	 * the failures past its options (TLS included), so never here */
 	if (s->daemon)
 		return SD_OK;
 	if (s->names.tls && mhd_tls[0])

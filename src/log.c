@@ -55,6 +55,7 @@ void log_set_line_hook(void (*fn)(void *arg), void *arg)
 }
 
 static char log_path[4096];	/* "" while logging to the inherited stderr */
+static int console_fd = -1;	/* the inherited stderr, once a log file took its place */
 
 int log_reopen(void)
 {
@@ -79,12 +80,32 @@ int log_open_file(const char *path)
 	if (strlen(path) >= sizeof log_path)
 		return err_set(SD_INVALID, "log_file: the path is too long");
 	snprintf(log_path, sizeof log_path, "%s", path);
+	if (console_fd < 0)
+		console_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
 	if (log_reopen() != SD_OK) {
 		int e = errno;
 		log_path[0] = '\0';
 		return err_set(SD_IO, "log_file %s: cannot open it: %s", path, strerror(e));
 	}
 	return SD_OK;
+}
+
+void log_console(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof line - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof line - 2)
+		n = (int)sizeof line - 2;
+	line[n++] = '\n';
+	if (write(console_fd >= 0 ? console_fd : STDERR_FILENO, line, (size_t)n) < 0)
+		return;	/* nowhere left to say it */
 }
 
 const char *log_quote(char *buf, size_t size, const char *s)

@@ -40,6 +40,11 @@ void log_event(enum log_level level, const char *msg, const char *kv_fmt, ...)
 int log_open_file(const char *path);
 int log_reopen(void);
 
+/* log_console: one line (a newline added) to the stderr this process had
+ * before log_open_file (under systemd: the journal), so that a reason to
+ * stop is seen where `systemctl status` looks, whatever log_file says. */
+void log_console(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* log_set_line_hook: fn(arg) runs before each line is written (NULL: none);
  * a progress bar on the same terminal clears itself there, so that log
  * lines and the bar never share a line. */

@@ -99,6 +99,7 @@ struct child {
 	int ready_fd;			/* the read end of its ready pipe; -1: none */
 	int ready;			/* it said it started */
 	int stopping;			/* we sent it SIGTERM */
+	char why[CLI_WHY_MAX];		/* why it cannot start as configured; "": none */
 	int64_t down_since;		/* not ready since then (started, or exited);
 					 * 0: ready */
 };
@@ -129,7 +130,9 @@ struct run {
 	int announced;			/* READY=1 sent: every child was ready once */
 	int64_t watchdog_ms;		/* WatchdogSec; 0: no watchdog to feed */
 	int64_t next_feed;		/* when the watchdog is fed next */
-	char status[160];		/* the last STATUS= sent */
+	char status[CLI_WHY_MAX + 64];	/* the last STATUS= sent */
+	int fatal;			/* a child cannot start as configured: run's
+					 * exit status (CLI_EXIT_CONFIG); 0: none */
 };
 
 static int64_t mono_ms(void)
@@ -226,19 +229,24 @@ static void child_signal(struct child *c, int sig)
 
 /* ready_read: has c said it started?  Closes the pipe once it has, or
  * once it closed without a word. */
+/* ready_read: what a child said on its ready pipe: "1" (it started) or
+ * "!" and why it cannot start as configured (cli_cannot_start) */
 static void ready_read(struct child *c)
 {
-	char b;
+	char b[CLI_WHY_MAX];
 	ssize_t n;
 
 	if (c->ready_fd < 0)
 		return;
-	n = read(c->ready_fd, &b, 1);
-	if (n == 1) {
+	n = read(c->ready_fd, b, sizeof b - 1);
+	if (n >= 1 && b[0] == '!') {
+		b[n] = '\0';
+		text_copy(c->why, sizeof c->why, b + 1);
+	} else if (n >= 1) {
 		c->ready = 1;
 		c->down_since = 0;
 	}
-	if (n == 1 || n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+	if (n >= 1 || n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		close(c->ready_fd);
 		c->ready_fd = -1;
 	}
@@ -252,6 +260,26 @@ static struct child *child_by_pid(struct run *R, pid_t pid)
 		if (R->kids[i].pid == pid)
 			return &R->kids[i];
 	return NULL;
+}
+
+static void begin_stop(struct run *R, int sig);
+
+/* cannot_start: a child that cannot start as configured (no restart makes
+ * it start): run stops with its status, and says why where the
+ * administrator looks, the journal (even with log_file set) and STATUS= */
+static void cannot_start(struct run *R, const struct child *c)
+{
+	char quoted[CLI_WHY_MAX + 16];
+	const char *why = c->why[0] ? c->why : "see its message above";
+
+	log_event(LOG_ERROR, "run stopping: a child cannot start as configured",
+		  "child=%s status=%d err=%s", c->name, CLI_EXIT_CONFIG,
+		  log_quote(quoted, sizeof quoted, why));
+	log_console("stagedoor: %s cannot start as configured: %s", c->name, why);
+	R->fatal = CLI_EXIT_CONFIG;
+	snprintf(R->status, sizeof R->status, "failed: %s", why);
+	sdnotify_status(R->status);
+	begin_stop(R, 0);
 }
 
 static void reap(struct run *R)
@@ -292,6 +320,10 @@ static void reap(struct run *R)
 				  WEXITSTATUS(st), (long long)lived);
 		if (R->stopping || !c->wanted)
 			continue;
+		if (WIFEXITED(st) && WEXITSTATUS(st) == CLI_EXIT_CONFIG && !c->ready) {
+			cannot_start(R, c);
+			continue;
+		}
 		if (c->stopping) {
 			/* we asked it to go, to take a new configuration */
 			c->backoff_ms = 0;
@@ -641,7 +673,17 @@ static void service_tick(struct run *R, int64_t now, int64_t *wake)
 			const struct child *c = &R->kids[i];
 
 			if (c->wanted && c->role != ROLE_BACKUP && !(c->pid > 0 && c->ready))
-				return;
+				break;
+		}
+		if (i < R->nkids) {
+			/* what it waits for, as systemctl status shows it */
+			memcpy(status, "starting: ", 11);
+			service_status(R, status + 10, sizeof status - 10);
+			if (strcmp(status, R->status) != 0) {
+				memcpy(R->status, status, sizeof status);
+				sdnotify_status(status);
+			}
+			return;
 		}
 		service_status(R, R->status, sizeof R->status);
 		sdnotify_ready(R->status);
@@ -669,7 +711,8 @@ static void begin_stop(struct run *R, int sig)
 	R->stop_deadline = mono_ms() + config_int(&R->cfg, CONFIG_GRACE_MS) + STOP_MARGIN_MS;
 	log_event(LOG_INFO, "run stopping", "signal=%d children=%d grace_ms=%lld", sig, alive(R),
 		  (long long)config_int(&R->cfg, CONFIG_GRACE_MS));
-	sdnotify_stopping("stopping: running jobs finish, the rest is handed back");
+	sdnotify_stopping(R->fatal ? R->status
+				   : "stopping: running jobs finish, the rest is handed back");
 	for (i = 0; i < R->nkids; i++)
 		child_signal(&R->kids[i], SIGTERM);
 }
@@ -703,7 +746,7 @@ static int loop(struct run *R)
 			service_tick(R, mono_ms(), &wake);
 		} else {
 			if (!alive(R))
-				return 0;
+				return R->fatal;
 			if (now >= R->stop_deadline) {
 				log_event(LOG_WARN, "children outlived the grace period: killed",
 					  "children=%d", alive(R));

@@ -321,7 +321,7 @@ int cli_serve(int argc, char **argv)
 						   config_int(&cfg, CONFIG_SCAN_BURST) },
 			     &sv)) != SD_OK) {
 		config_free(&cfg);
-		return cli_fail(r);
+		return r == SD_INVALID ? cli_cannot_start(r) : cli_fail(r);
 	}
 	/* http_start logged the address and the port */
 	cli_ready();

@@ -875,11 +875,13 @@ static void test_listen(void **state)
 		assert_int_equal(http_start(bad[i], fake_handler, &seen, &s2), SD_INVALID);
 		assert_null(s2);
 	}
-	/* The same port twice: SD_IO, naming the address. */
+	/* The same port twice: a configuration error, naming the address
+	 * (not port 0) and the reason. */
 	snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
-	assert_int_equal(http_start(listen, fake_handler, &seen, &s2), SD_IO);
+	assert_int_equal(http_start(listen, fake_handler, &seen, &s2), SD_INVALID);
 	assert_null(s2);
 	assert_non_null(strstr(err_msg(), listen));
+	assert_non_null(strstr(err_msg(), "Address already in use"));
 
 	/* ":0" is loopback. */
 	assert_int_equal(http_start(":0", fake_handler, &seen, &s2), SD_OK);

@@ -25,6 +25,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -164,6 +166,9 @@ static void test_ready_watchdog_reload_stop(void **state)
 	pid_t run;
 
 	run = start(e, conf, log, sizeof conf);
+	/* while it starts, what it waits for */
+	wait_msg("STATUS=starting: ", buf, sizeof buf, 15000, NULL);
+	assert_non_null(strstr(buf, "workers"));
 	wait_msg("READY=1", buf, sizeof buf, 15000, &wd);
 	/* the relay and both workers had started and said so: none is
 	 * fed before that */
@@ -213,6 +218,54 @@ static void test_watchdog_starves_when_workers_cannot_start(void **state)
 	stop(run);
 }
 
+/* The HTTP address taken by another process: run stops at once with
+ * status 78, no READY=1, and says why, naming the real address, in STATUS=
+ * and on its console (the journal). */
+static void test_address_taken_stops_run_at_once(void **state)
+{
+	const struct tu_env *e = *state;
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	char conf[512], log[512], buf[512], db[400], want[128];
+	socklen_t len = sizeof a;
+	int64_t t0;
+	int holder, rc;
+	pid_t run;
+
+	holder = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(holder, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(holder, 1), 0);
+	assert_int_equal(getsockname(holder, (struct sockaddr *)&a, &len), 0);
+	snprintf(db, sizeof db, "%s/stagedoor.db", e->dir);
+	snprintf(conf, sizeof conf, "%s/stagedoor.conf", e->dir);
+	snprintf(log, sizeof log, "%s/run.log", e->dir);
+	{
+		FILE *f = fopen(conf, "w");
+
+		assert_non_null(f);
+		fprintf(f, "db = %s\nworkers = 1\nhttp_listen = 127.0.0.1:%d\nlog_level = info\n",
+			db, ntohs(a.sin_port));
+		fclose(f);
+	}
+	t0 = now_ms();
+	run = tu_spawn((const char *const[]){ "run", "--config", conf, NULL }, log);
+	snprintf(want, sizeof want, "cannot listen on 127.0.0.1:%d: Address already in use",
+		 ntohs(a.sin_port));
+	wait_msg("STATUS=failed: ", buf, sizeof buf, 10000, NULL);
+	assert_non_null(strstr(buf, want));
+	rc = tu_reap(run, 15000, "run");
+	assert_int_equal(rc, 78);
+	assert_true(now_ms() - t0 < 5000);
+	while (next_msg(buf, sizeof buf, 0))
+		assert_null(strstr(buf, "READY=1"));
+	/* the console line, and the child's own one line */
+	snprintf(buf, sizeof buf, "stagedoor: http cannot start as configured: http: %s", want);
+	assert_int_equal(tu_count_in(log, buf), 1);
+	/* started once, never again */
+	assert_int_equal(tu_count_in(log, "msg=\"child restarts\" child=http"), 0);
+	close(holder);
+}
+
 /* $WATCHDOG_PID names another process: the watchdog is not ours to feed. */
 static void test_watchdog_of_another_pid_is_not_fed(void **state)
 {
@@ -233,6 +286,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ready_watchdog_reload_stop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watchdog_starves_when_workers_cannot_start,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_address_taken_stops_run_at_once, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_watchdog_of_another_pid_is_not_fed, setup,
 						teardown),
 	};
