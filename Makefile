@@ -233,7 +233,7 @@ check-vendor:
 check-fresh:
 	@sh tools/fresh.sh --readme
 
-build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/db_sqlite.o build/rel/db_pg.o build/rel/db_gate.o build/rel/failpoint.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o build/rel/log.o
+build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/db_sqlite.o build/rel/db_pg.o build/rel/db_gate.o build/rel/failpoint.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o build/rel/log.o build/rel/text.o
 	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) -Isrc -o $@ $^ $(LDLIBS)
 
 # The local HTTPS mail provider the mail tests run against (tools/mailsink).
