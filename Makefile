@@ -7,7 +7,8 @@
 #                     cluster (pg), and an AddressSanitizer + UndefinedBehavior-
 #                     Sanitizer build (san); installs the build and test packages first
 #   make fuzz         the API's parser under libFuzzer (adds clang)
-#   make bench        the benchmarks (build packages only)
+#   make bench        build/stagedoor-bench, the benchmarks' own program, and its
+#                     runs (build packages only)
 #   make bench-peers  the queue next to Redis Streams and beanstalkd, started
 #                     on loopback for the run (adds their Debian packages)
 #   make soak         the long crash soak
@@ -25,6 +26,8 @@
 #   make uninstall    DESTDIR for a staged tree; uninstall removes what install put
 #   make deps         the build and test packages; deps-build, deps-test,
 #                     deps-fuzz and deps-peers install one set each
+#   make hooks        this checkout's git hooks from tools/hooks (the commit
+#                     message's rule: subject under 72 characters, a body)
 #   make clean
 #   V=1               show each compile and link command in full
 
@@ -75,8 +78,13 @@ HARDEN  := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fstack-clash-protection
 	   -fcf-protection -Wformat -Werror=format-security
 LDHARDEN := -Wl,-z,relro -Wl,-z,now
 
-SRCS    := $(sort $(wildcard src/*.c))
-LIBSRCS := $(filter-out src/main.c,$(SRCS))
+SRCS    := $(sort $(wildcard src/*.c src/cmd/*.c))
+# failpoint.c is in the builds made for tests only (failpoint.h)
+LIBSRCS := $(filter-out src/main.c src/failpoint.c,$(SRCS))
+# The sources that pass a failpoint: compiled once more, with them, for the
+# test build; every other object is the product's own.
+FP_RE   := \<failpoint(_on|_check_spec|_set_hook)?[(]
+FP_SRCS := $(shell grep -lE '$(FP_RE)' $(LIBSRCS) /dev/null)
 SCHEMA_SQLITE := $(sort $(wildcard schema/sqlite/*.sql))
 SCHEMA_PG     ?= $(sort $(wildcard schema/pg/*.sql))
 SCHEMA  := $(SCHEMA_SQLITE) $(SCHEMA_PG)
@@ -92,9 +100,23 @@ TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 # the handlers and the HTTP API.
 PG_TESTS := test_db test_redact test_queue test_outbox test_idem test_orders test_changes test_api test_roles test_procs test_blob test_soak
 
-# Two builds of everything: build/rel (bin/stagedoor) and build/san.
+# Three builds: the product, build/rel (bin/stagedoor), with no failpoint;
+# the test build, build/test (build/test/stagedoor and the rel suite's
+# tests): the product's objects but those of FP_SRCS, made again with the
+# failpoints; and build/san, with the failpoints and the sanitizers.
+TESTFP   := -DSTAGEDOOR_FAILPOINTS
 REL_OBJS := $(patsubst src/%.c,build/rel/%.o,$(LIBSRCS)) build/rel/schema.o build/rel/assets.o
-SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS)) build/san/schema.o build/san/assets.o
+TEST_OBJS := $(filter-out $(patsubst src/%.c,build/rel/%.o,$(FP_SRCS)),$(REL_OBJS)) \
+	     $(patsubst src/%.c,build/test/%.o,$(FP_SRCS) src/failpoint.c)
+SAN_OBJS := $(patsubst src/%.c,build/san/%.o,$(LIBSRCS) src/failpoint.c) build/san/schema.o \
+	    build/san/assets.o
+# stagedoor-bench (src/bench): the benchmarks, a program of their own on the
+# product's objects; the tests take its HTTP client (bench_http.o)
+BENCH_SRCS := $(sort $(wildcard src/bench/*.c))
+BENCH_OBJS := $(patsubst src/%.c,build/rel/%.o,$(filter-out src/bench/main.c,$(BENCH_SRCS)))
+SAN_BENCH_OBJS := $(patsubst src/%.c,build/san/%.o,$(filter-out src/bench/main.c,$(BENCH_SRCS)))
+# Each object's headers, as the compiler found them
+DEPFLAGS := -MMD -MP
 # Each build keeps its command line in a stamp, written again only when it
 # differs, and its objects depend on it: a change of CFLAGS, of the
 # libraries' flags or of the hardening makes them again, as an old tree
@@ -111,15 +133,17 @@ $(shell mkdir -p build/san)
 $(file >build/san/.flags,$(SAN_FLAGS))
 endif
 endif
-$(REL_OBJS) build/rel/main.o build/rel/tests/testutil.o bin/stagedoor: build/rel/.flags
-$(SAN_OBJS) build/san/main.o build/san/tests/testutil.o: build/san/.flags
+$(REL_OBJS) $(TEST_OBJS) $(BENCH_OBJS) build/rel/main.o build/test/main.o build/rel/bench/main.o \
+	build/rel/tests/testutil.o bin/stagedoor build/test/stagedoor build/stagedoor-bench: build/rel/.flags
+$(SAN_OBJS) $(SAN_BENCH_OBJS) build/san/main.o build/san/bench/main.o build/san/tests/testutil.o: \
+	build/san/.flags
 # the objects that print the version are made again when it changes
 build/rel/version.o build/san/version.o build/rel/help_gen.o build/san/help_gen.o: VERSION
 build/rel/db_pg.o build/san/db_pg.o build/rel/runlock.o build/san/runlock.o: VERSION
 
 .PHONY: all deps deps-build deps-test deps-fuzz test check-rel check-pg check-san check-browser \
 	check-door check-vendor check-fresh bench bench-peers bench-memory deps-peers demo soak soak-pg failover powercut fuzz clean \
-	deps-deb deb check-deb check-systemd install uninstall
+	deps-deb deb check-deb check-systemd install uninstall hooks
 .SUFFIXES:
 
 # `make` installs the build packages, then builds; `make bin/stagedoor`
@@ -153,54 +177,67 @@ build/embed_assets: tools/embed_assets.c
 build/assets.c: build/embed_assets $(ASSETS)
 	$(call say,GEN,$@)build/embed_assets $@ $(ASSETS)
 
-build/rel/%.o: src/%.c src/*.h
+build/rel/%.o: src/%.c
 	@mkdir -p $(dir $@)
-	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) $(HARDEN) -Isrc -c -o $@ $<
-build/rel/schema.o: build/schema.c src/db.h
+	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) $(HARDEN) $(DEPFLAGS) -Isrc -c -o $@ $<
+build/test/%.o: src/%.c
 	@mkdir -p $(dir $@)
-	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) $(HARDEN) -Isrc -c -o $@ $<
-build/san/%.o: src/%.c src/*.h
+	$(call say,CC,$< [test])$(CC) $(ALL_CFLAGS) $(HARDEN) $(TESTFP) $(DEPFLAGS) -Isrc -c -o $@ $<
+build/rel/%.o: build/%.c
 	@mkdir -p $(dir $@)
-	$(call say,CC,$< [san])$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -c -o $@ $<
-build/san/schema.o: build/schema.c src/db.h
+	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) $(HARDEN) $(DEPFLAGS) -Isrc -c -o $@ $<
+build/san/%.o: src/%.c
 	@mkdir -p $(dir $@)
-	$(call say,CC,$< [san])$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -c -o $@ $<
-build/rel/assets.o: build/assets.c src/http.h
+	$(call say,CC,$< [san])$(CC) $(ALL_CFLAGS) $(SAN) $(TESTFP) $(DEPFLAGS) -Isrc -c -o $@ $<
+build/san/%.o: build/%.c
 	@mkdir -p $(dir $@)
-	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) $(HARDEN) -Isrc -c -o $@ $<
-build/san/assets.o: build/assets.c src/http.h
-	@mkdir -p $(dir $@)
-	$(call say,CC,$< [san])$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -c -o $@ $<
+	$(call say,CC,$< [san])$(CC) $(ALL_CFLAGS) $(SAN) $(DEPFLAGS) -Isrc -c -o $@ $<
 
 bin/stagedoor: build/rel/main.o $(REL_OBJS)
 	@mkdir -p bin
 	$(call say,LD,$@)$(CC) $(CFLAGS) $(LDHARDEN) -o $@ $(filter %.o,$^) $(LDLIBS)
+build/test/stagedoor: build/test/main.o $(TEST_OBJS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(LDHARDEN) -o $@ $(filter %.o,$^) $(LDLIBS)
+build/stagedoor-bench: build/rel/bench/main.o $(BENCH_OBJS) $(REL_OBJS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(LDHARDEN) -o $@ $(filter %.o,$^) $(LDLIBS)
+build/san/stagedoor-bench: build/san/bench/main.o $(SAN_BENCH_OBJS) $(SAN_OBJS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN) -o $@ $(filter %.o,$^) $(LDLIBS)
 build/san/stagedoor: build/san/main.o $(SAN_OBJS)
 	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN) -o $@ $(filter %.o,$^) $(LDLIBS)
 
-build/rel/tests/%: tests/%.c tests/testutil.h build/rel/tests/testutil.o $(REL_OBJS)
+build/rel/tests/%: tests/%.c build/rel/tests/testutil.o $(TEST_OBJS) build/rel/bench/bench_http.o
 	@mkdir -p $(dir $@)
-	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) -Isrc -Itests -o $@ $< build/rel/tests/testutil.o $(REL_OBJS) $(LDLIBS) $(TLIBS)
-build/san/tests/%: tests/%.c tests/testutil.h build/san/tests/testutil.o $(SAN_OBJS)
+	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) $(TESTFP) $(DEPFLAGS) -MT $@ -MF $@.d -Isrc -Itests -o $@ $< \
+		build/rel/tests/testutil.o $(TEST_OBJS) build/rel/bench/bench_http.o $(LDLIBS) $(TLIBS)
+build/san/tests/%: tests/%.c build/san/tests/testutil.o $(SAN_OBJS) build/san/bench/bench_http.o
 	@mkdir -p $(dir $@)
-	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -Itests -o $@ $< build/san/tests/testutil.o $(SAN_OBJS) $(LDLIBS) $(TLIBS)
-build/rel/tests/testutil.o: tests/testutil.c tests/testutil.h src/*.h
+	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) $(SAN) $(TESTFP) $(DEPFLAGS) -MT $@ -MF $@.d -Isrc -Itests -o $@ $< \
+		build/san/tests/testutil.o $(SAN_OBJS) build/san/bench/bench_http.o $(LDLIBS) $(TLIBS)
+build/rel/tests/testutil.o: tests/testutil.c
 	@mkdir -p $(dir $@)
-	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -Isrc -Itests -c -o $@ $<
-build/san/tests/testutil.o: tests/testutil.c tests/testutil.h src/*.h
+	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) $(TESTFP) $(DEPFLAGS) -Isrc -Itests -c -o $@ $<
+build/san/tests/testutil.o: tests/testutil.c
 	@mkdir -p $(dir $@)
-	$(call say,CC,$< [san])$(CC) $(ALL_CFLAGS) $(SAN) -Isrc -Itests -c -o $@ $<
+	$(call say,CC,$< [san])$(CC) $(ALL_CFLAGS) $(SAN) $(TESTFP) $(DEPFLAGS) -Isrc -Itests -c -o $@ $<
 
 # The suite, once per build; each integration test runs that build's binary.
 # A test's log is in build/test-output/BUILD/TEST.log; a failing one's is
 # also printed.  tools/run_tests.sh writes the suite's closing line to
 # build/test-output/BUILD.result, which `make test` reports.
-check-rel: bin/stagedoor build/sqlbench build/mailsink build/chaos build/powercut $(addprefix build/rel/tests/,$(TESTS))
-	@sh tools/run_tests.sh rel $(CURDIR)/bin/stagedoor $(addprefix build/rel/tests/,$(TESTS))
-check-pg: bin/stagedoor build/mailsink build/chaos $(addprefix build/rel/tests/,$(PG_TESTS))
-	@sh tools/pg_tests.sh pg $(CURDIR)/bin/stagedoor $(addprefix build/rel/tests/,$(PG_TESTS))
-check-san: build/san/stagedoor build/mailsink build/chaos build/powercut $(addprefix build/san/tests/,$(TESTS))
-	@sh tools/run_tests.sh san $(CURDIR)/build/san/stagedoor $(addprefix build/san/tests/,$(TESTS))
+# The rel and pg suites run the test build (build/test/stagedoor); each suite
+# also checks the product binary (STAGEDOOR_PRODUCT_BIN) holds no failpoint.
+export STAGEDOOR_PRODUCT_BIN := $(CURDIR)/bin/stagedoor
+check-rel: bin/stagedoor build/test/stagedoor build/stagedoor-bench build/sqlbench build/mailsink build/chaos build/powercut \
+	$(addprefix build/rel/tests/,$(TESTS))
+	@STAGEDOOR_BENCH_BIN=$(CURDIR)/build/stagedoor-bench \
+		sh tools/run_tests.sh rel $(CURDIR)/build/test/stagedoor $(addprefix build/rel/tests/,$(TESTS))
+check-pg: bin/stagedoor build/test/stagedoor build/stagedoor-bench build/mailsink build/chaos $(addprefix build/rel/tests/,$(PG_TESTS))
+	@STAGEDOOR_BENCH_BIN=$(CURDIR)/build/stagedoor-bench \
+		sh tools/pg_tests.sh pg $(CURDIR)/build/test/stagedoor $(addprefix build/rel/tests/,$(PG_TESTS))
+check-san: bin/stagedoor build/san/stagedoor build/san/stagedoor-bench build/mailsink build/chaos build/powercut \
+	$(addprefix build/san/tests/,$(TESTS))
+	@STAGEDOOR_BENCH_BIN=$(CURDIR)/build/san/stagedoor-bench \
+		sh tools/run_tests.sh san $(CURDIR)/build/san/stagedoor $(addprefix build/san/tests/,$(TESTS))
 
 # Every suite runs, whatever an earlier one did; each is reported, and the
 # last line counts them all.  A suite whose build failed counts as a failure.
@@ -233,12 +270,12 @@ check-vendor:
 check-fresh:
 	@sh tools/fresh.sh --readme
 
-build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/db_sqlite.o build/rel/db_pg.o build/rel/db_gate.o build/rel/failpoint.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o build/rel/log.o build/rel/text.o
+build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/rel/db.o build/rel/db_sqlite.o build/rel/db_pg.o build/rel/db_gate.o build/rel/notify.o build/rel/result.o build/rel/clock.o build/rel/fsio.o build/rel/log.o build/rel/text.o
 	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) -Isrc -o $@ $^ $(LDLIBS)
 
 # The local HTTPS mail provider the mail tests run against (tools/mailsink).
-build/mailsink: $(wildcard tools/mailsink/*.c) src/*.h $(REL_OBJS)
-	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) -Isrc -o $@ $(wildcard tools/mailsink/*.c) $(REL_OBJS) \
+build/mailsink: $(wildcard tools/mailsink/*.c) $(REL_OBJS)
+	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MT $@ -MF $@.d -Isrc -o $@ $(wildcard tools/mailsink/*.c) $(REL_OBJS) \
 		-lmbedtls -lmbedx509 -lmbedcrypto $(LDLIBS)
 
 # The crash soak (tools/chaos): its own SQLite, libpq and jansson, none of src/, so
@@ -256,17 +293,17 @@ build/powercut: tools/powercut/powercut.c
 		$(shell pkg-config --libs fuse3) -pthread
 
 soak: deps-test
-	@$(MAKE) --no-print-directory bin/stagedoor build/mailsink build/chaos
-	build/chaos --bin bin/stagedoor --mailsink build/mailsink --orders 2000 --kills 100
+	@$(MAKE) --no-print-directory build/test/stagedoor build/mailsink build/chaos
+	build/chaos --bin build/test/stagedoor --mailsink build/mailsink --orders 2000 --kills 100
 
 # The crash soak of two boxes on PostgreSQL (a throwaway cluster), and with
 # a synchronous standby that takes over half way (make failover).
 soak-pg: deps-test
-	@$(MAKE) --no-print-directory bin/stagedoor build/mailsink build/chaos
-	sh tools/pg_soak.sh --bin bin/stagedoor --mailsink build/mailsink --orders 2000 --kills 100
+	@$(MAKE) --no-print-directory build/test/stagedoor build/mailsink build/chaos
+	sh tools/pg_soak.sh --bin build/test/stagedoor --mailsink build/mailsink --orders 2000 --kills 100
 failover: deps-test
-	@$(MAKE) --no-print-directory bin/stagedoor build/mailsink build/chaos
-	sh tools/pg_soak.sh --failover --bin bin/stagedoor --mailsink build/mailsink --orders 2000 \
+	@$(MAKE) --no-print-directory build/test/stagedoor build/mailsink build/chaos
+	sh tools/pg_soak.sh --failover --bin build/test/stagedoor --mailsink build/mailsink --orders 2000 \
 		--kills 100
 
 # The power-cut soak: the box on tools/powercut, 200 cuts (a third torn)
@@ -277,23 +314,25 @@ failover: deps-test
 # no email for an order a cut took, none owed taken for another's, no code
 # admitting another order's seat.  Root and /dev/fuse.
 powercut: deps-test
-	@$(MAKE) --no-print-directory bin/stagedoor build/mailsink build/chaos build/powercut
-	build/chaos --bin bin/stagedoor --mailsink build/mailsink --powercut build/powercut \
+	@$(MAKE) --no-print-directory build/test/stagedoor build/mailsink build/chaos build/powercut
+	build/chaos --bin build/test/stagedoor --mailsink build/mailsink --powercut build/powercut \
 		--orders 3000 --power-cuts 200 --workers 2
-	build/chaos --bin bin/stagedoor --mailsink build/mailsink --powercut build/powercut \
+	build/chaos --bin build/test/stagedoor --mailsink build/mailsink --powercut build/powercut \
 		--orders 750 --power-cuts 50 --workers 2 --maildir-on-box --backups
-	build/chaos --bin bin/stagedoor --mailsink build/mailsink --powercut build/powercut \
+	build/chaos --bin build/test/stagedoor --mailsink build/mailsink --powercut build/powercut \
 		--orders 1000 --power-cuts 200 --workers 2 --slow-fsync-ms 500
 
+# The benchmarks (stagedoor-bench, src/bench; dist/doc/testing.md says what
+# each measures): a program beside the product, never in its package.
 bench: deps-build
-	@$(MAKE) --no-print-directory bin/stagedoor build/sqlbench
-	@sh tools/bench/run.sh $(CURDIR)/bin/stagedoor $(CURDIR)/build/sqlbench
-	bin/stagedoor bench pipeline --orders 500
-	@sh tools/bench/engines.sh $(CURDIR)/bin/stagedoor
-	bin/stagedoor bench api --requests 2000 --clients 4
-	bin/stagedoor bench intake --orders 400 --clients 1,16
-	bin/stagedoor bench claim --scheduled 300000 --leased 30000 --done 300000
-	bin/stagedoor bench scale --sizes 10000,100000
+	@$(MAKE) --no-print-directory bin/stagedoor build/stagedoor-bench build/sqlbench
+	@sh tools/bench/run.sh $(CURDIR)/build/stagedoor-bench $(CURDIR)/build/sqlbench
+	build/stagedoor-bench pipeline --orders 500
+	@sh tools/bench/engines.sh $(CURDIR)/build/stagedoor-bench
+	build/stagedoor-bench api --requests 2000 --clients 4
+	build/stagedoor-bench intake --orders 400 --clients 1,16
+	build/stagedoor-bench claim --scheduled 300000 --leased 30000 --done 300000
+	build/stagedoor-bench scale --sizes 10000,100000
 
 # The PSS of run's process tree under 10 minutes of orders (tools/bench/memory.sh;
 # MEMORY_MINUTES, MEMORY_RATE orders/s).
@@ -315,8 +354,8 @@ build/peer_beanstalk: tools/bench/peer_beanstalk.c $(PEER_SRCS)
 # The queue, the minimal program, Redis Streams and beanstalkd in one run,
 # bulk and singles, 3 rounds (tools/bench/peers.sh; BENCH_JOBS, BENCH_REPS).
 bench-peers: deps-peers
-	@$(MAKE) --no-print-directory bin/stagedoor build/sqlbench build/peer_redis build/peer_beanstalk
-	@sh tools/bench/peers.sh $(CURDIR)/bin/stagedoor $(CURDIR)/build/sqlbench \
+	@$(MAKE) --no-print-directory build/stagedoor-bench build/sqlbench build/peer_redis build/peer_beanstalk
+	@sh tools/bench/peers.sh $(CURDIR)/build/stagedoor-bench $(CURDIR)/build/sqlbench \
 		$(CURDIR)/build/peer_redis $(CURDIR)/build/peer_beanstalk
 
 demo: deps-build
@@ -325,6 +364,11 @@ demo: deps-build
 
 clean:
 	rm -rf build bin
+
+# The repository's git hooks (tools/hooks) for this checkout
+hooks:
+	git config core.hooksPath tools/hooks
+	@echo "hooks: git now runs tools/hooks (commit-msg)"
 
 # The API's parsing layer under libFuzzer (tests/fuzz): a clang build of the
 # library with ASan and UBSan, run for FUZZ_TIME seconds on a copy of the
@@ -335,15 +379,12 @@ FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 # other modules are written for gcc: clang warns on some, so no -Werror there
 FUZZ_LIBFLAGS = $(filter-out -Werror,$(ALL_CFLAGS))
 FUZZ_OBJS := $(patsubst src/%.c,build/fuzz/%.o,$(LIBSRCS)) build/fuzz/schema.o build/fuzz/assets.o
-build/fuzz/%.o: src/%.c src/*.h
+build/fuzz/%.o: src/%.c
 	@mkdir -p $(dir $@)
-	$(call say,CC,$< [fuzz])$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -Isrc -c -o $@ $<
-build/fuzz/schema.o: build/schema.c src/db.h
+	$(call say,CC,$< [fuzz])$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) $(DEPFLAGS) -fsanitize=fuzzer-no-link -Isrc -c -o $@ $<
+build/fuzz/%.o: build/%.c
 	@mkdir -p $(dir $@)
-	$(call say,CC,$< [fuzz])$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) -Isrc -c -o $@ $<
-build/fuzz/assets.o: build/assets.c src/http.h
-	@mkdir -p $(dir $@)
-	$(call say,CC,$< [fuzz])$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) -Isrc -c -o $@ $<
+	$(call say,CC,$< [fuzz])$(FUZZ_CC) $(FUZZ_LIBFLAGS) $(FUZZ_SAN) $(DEPFLAGS) -Isrc -c -o $@ $<
 build/fuzz/fuzz_api: tests/fuzz/fuzz_api.c $(FUZZ_OBJS)
 	$(call say,CCLD,$@)$(FUZZ_CC) $(ALL_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -Isrc -o $@ $< $(FUZZ_OBJS) $(LDLIBS)
 fuzz: deps-fuzz
@@ -414,3 +455,6 @@ install: $(INSTALL_BIN) $(DOCS_GEN)
 		--bin $(INSTALL_BIN) --man1 $(DOC_MAN1) --man5 $(DOC_MAN5) --completion $(DOC_COMPLETION)
 uninstall:
 	@sh tools/install.sh uninstall --prefix "$(PREFIX)" --sysconfdir "$(SYSCONFDIR)" --destdir "$(DESTDIR)"
+
+# The headers each object, test and tool was made from (DEPFLAGS)
+-include $(wildcard build/*/*.d build/*/*/*.d build/*.d)

@@ -22,7 +22,7 @@
 #include "db_group.h"
 #include "log.h"
 #include "metrics.h"
-#include "tickets.h"
+#include "statedir.h"
 
 /* ======================== the pool ======================================= */
 
@@ -92,7 +92,7 @@ enum sd_result api_open(const struct api_opts *o, struct api **out)
 	if ((r = code_key_path(o->db_path, o->state_dir, path, sizeof path)) != SD_OK ||
 	    (r = code_key_load(path, a->key)) != SD_OK)
 		goto fail;
-	if ((r = tickets_blobs_open(o->db_path, o->state_dir, &a->blobs)) != SD_OK ||
+	if ((r = statedir_blobs_open(o->db_path, o->state_dir, &a->blobs)) != SD_OK ||
 	    (r = db_group_new(o->db_path, &a->group)) != SD_OK ||
 	    (r = rate_new(o->scan_rate, o->scan_burst > 0 ? o->scan_burst : API_SCAN_BURST_DEFAULT,
 			  &a->scan_rate)) != SD_OK)

@@ -16,6 +16,8 @@
 
 #include "mail.h"
 #include "scans.h"
+#include "text.h"
+#include "timefmt.h"
 
 static enum sd_result perr(struct api_error *err, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -98,10 +100,10 @@ static enum sd_result get_int(json_t *o, const char *f, int64_t *n, struct api_e
 	return SD_OK;
 }
 
-/* tickets_text_valid, its message moved into err. */
+/* text_field_valid, its message moved into err. */
 static enum sd_result text_field(const char *f, const char *s, struct api_error *err)
 {
-	if (tickets_text_valid(f, s) != SD_OK)
+	if (text_field_valid(f, s) != SD_OK)
 		return perr(err, f, "%s", err_msg());
 	return SD_OK;
 }
@@ -170,7 +172,7 @@ enum sd_result api_parse_event(const char *body, size_t len, struct api_event *o
 		r = perr(err, "starts_at", "starts_at is missing");
 		goto fail;
 	}
-	if (!json_is_string(v) || tickets_time_parse(json_string_value(v), &out->e.starts_at)) {
+	if (!json_is_string(v) || timefmt_parse(json_string_value(v), &out->e.starts_at)) {
 		r = perr(err, "starts_at", "starts_at must be a date and time like "
 			 "\"2026-12-31T20:00Z\"");
 		goto fail;

@@ -17,7 +17,6 @@
 #include "events.h"
 #include "queue.h"
 #include "queue_history.h"
-#include "tickets.h"
 
 static json_t *counts_json(const struct queue_counts *q)
 {

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum sd_result args_int(const char *s, int64_t min, int64_t max, const char *what, int64_t *out)
+/* args_int: a whole decimal number in [min, max], or SD_INVALID naming what. */
+static enum sd_result args_int(const char *s, int64_t min, int64_t max, const char *what, int64_t *out)
 {
 	char *end;
 	long long v;

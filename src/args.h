@@ -52,7 +52,5 @@ enum sd_result args_parse(int argc, char **argv, struct arg_opt *opts, char **po
  */
 int args_wants_help(int argc, char **argv, const struct arg_opt *opts);
 
-/* args_int: a whole decimal number in [min, max], or SD_INVALID naming what. */
-enum sd_result args_int(const char *s, int64_t min, int64_t max, const char *what, int64_t *out);
 
 #endif

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -47,7 +48,7 @@
 #include "fsio.h"
 #include "idem.h"
 #include "queue.h"
-#include "tickets.h"
+#include "statedir.h"
 
 #define BACKUP_DB "stagedoor.db"
 
@@ -236,7 +237,7 @@ enum sd_result backup_make(struct db *db, const char *db_path, const char *state
 	if (lstat(dest, &sb) == 0)
 		return err_set(SD_INVALID, "backup: %s exists; a backup never overwrites", dest);
 	if ((size_t)snprintf(tmp, sizeof tmp, "%s.partial-%ld", dest, (long)getpid()) >= sizeof tmp ||
-	    (r = tickets_state_dir(db_path, state_dir, state, sizeof state)) != SD_OK)
+	    (r = statedir_path(db_path, state_dir, state, sizeof state)) != SD_OK)
 		return err_set(SD_INVALID, "backup: the path is too long");
 	parent_of(dest, up, sizeof up);
 	if ((r = fsio_mkdirs(up, 0)) != SD_OK)
@@ -421,7 +422,7 @@ enum sd_result backup_restore(const char *dest, const char *db_path, const char 
 			       db_path);
 	if ((r = backup_verify(dest, info)) != SD_OK || (r = load_manifest(dest, &m)) != SD_OK)
 		return r;
-	if ((r = tickets_state_dir(db_path, state_dir, state, sizeof state)) != SD_OK)
+	if ((r = statedir_path(db_path, state_dir, state, sizeof state)) != SD_OK)
 		goto out;
 	parent_of(db_path, up, sizeof up);
 	if ((r = fsio_mkdirs(up, 0)) != SD_OK || (r = fsio_mkdirs(state, 0)) != SD_OK)
@@ -465,4 +466,16 @@ enum sd_result backup_take_over(struct db *db, int64_t *leases, int64_t *claims)
 	if ((r = queue_expire_leases(db, leases)) == SD_OK)
 		r = idem_release_unsent(db, claims);
 	return db_end(db, r);
+}
+
+void backup_info_format(const struct backup_info *in, char *buf, size_t size)
+{
+	char when[32];
+	time_t t = (time_t)(in->created_at_ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(buf, size, "%d files, %.1f MiB, schema %d, taken %s", in->files,
+		 (double)in->bytes / (1024.0 * 1024.0), in->schema_version, when);
 }

@@ -25,6 +25,10 @@ struct backup_info {
 	int64_t bytes;		/* their sizes added up */
 };
 
+/* backup_info_format: "N files, X MiB, schema S, taken 2026-...Z", the
+ * summary the backup and restore commands print */
+void backup_info_format(const struct backup_info *in, char *buf, size_t size);
+
 /*
  * backup_make: a consistent copy of the box on db (opened on db_path, with
  * state_dir: NULL or "" for the database's folder) into the folder dest,

@@ -5,8 +5,8 @@
  * blob_put writes a temp file, fsyncs it, renames it over the key and fsyncs
  * the folder, so a reader sees the old file or the new one, never a part,
  * and a put that returned survives a power cut.  Putting the same bytes
- * under the same key again is harmless (the seed's "a second store writes
- * the same bytes").  Keys are relative paths of [A-Za-z0-9._-] segments
+ * under the same key again is harmless (a second store writes the same
+ * bytes: dist/doc/design.md §1.2, technique 1).  Keys are relative paths of [A-Za-z0-9._-] segments
  * separated by '/': no "..", no empty or dot segments, never absolute, so a
  * key can never name a file outside the store's folder.  Segments starting
  * ".tmp-" are reserved for put's temp files.

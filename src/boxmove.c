@@ -22,7 +22,7 @@
 #include "check.h"
 #include "clock.h"
 #include "db.h"
-#include "tickets.h"
+#include "statedir.h"
 #include "token.h"
 
 /* parents before children; event_totals is the target triggers' own;
@@ -82,7 +82,6 @@ static enum sd_result table_prepare(struct move *m, int i)
 	struct db_stmt *st;
 	enum sd_result r;
 	char num[16];
-	int row = 0;
 
 	snprintf(t->count, sizeof t->count, "SELECT count(*) FROM %s", tables[i]);
 	snprintf(t->select, sizeof t->select, "SELECT ");
@@ -90,7 +89,7 @@ static enum sd_result table_prepare(struct move *m, int i)
 	if (!(st = db_stmt(m->dst, SQL_COLUMNS)))
 		return SD_DB;
 	db_bind_text(st, 1, tables[i]);
-	while ((r = db_step(st, &row)) == SD_OK && row) {
+	while (db_next(st, &r)) {
 		const char *col = db_col_text(st, 0), *type = db_col_text(st, 1);
 		const char *sep = t->ncols ? ", " : "";
 
@@ -121,7 +120,7 @@ static enum sd_result table_prepare(struct move *m, int i)
 	if (!(st = db_stmt(m->dst, SQL_COLUMNS)))
 		return SD_DB;
 	db_bind_text(st, 1, tables[i]);
-	for (int c = 0; (r = db_step(st, &row)) == SD_OK && row; c++) {
+	for (int c = 0; db_next(st, &r); c++) {
 		snprintf(num, sizeof num, "%d", c + 1);
 		if ((r = append(t->insert, sizeof t->insert, c ? ", CAST(?%s AS %s)" :
 				"CAST(?%s AS %s)", num, db_col_text(st, 1))) != SD_OK)
@@ -137,12 +136,11 @@ static enum sd_result count_rows(struct db *db, const char *sql, int64_t *n)
 {
 	struct db_stmt *st = db_stmt(db, sql);
 	enum sd_result r;
-	int row = 0;
 
 	*n = 0;
 	if (!st)
 		return SD_DB;
-	if ((r = db_step(st, &row)) == SD_OK && row)
+	if (db_next(st, &r))
 		*n = db_col_int(st, 0);
 	db_reset(st);
 	return r;
@@ -203,7 +201,7 @@ static enum sd_result pdfs_copy(struct move *m, const char *from, const char *fr
 
 	if (blob_where_db(from))
 		return SD_OK;	/* the blobs table held them */
-	if ((r = tickets_blobs_open(from, from_state, &bs)) != SD_OK)
+	if ((r = statedir_blobs_open(from, from_state, &bs)) != SD_OK)
 		return r;
 	if (!(keys = db_stmt(m->src, SQL_PDF_KEYS))) {
 		blob_close(bs);
@@ -372,7 +370,7 @@ enum sd_result boxmove_run(const char *from, const char *from_state, const char 
 			       "URI");
 	if (!db_target_is_pg(to))
 		return err_set(SD_INVALID, "--to must be a postgresql:// URI");
-	if ((r = tickets_state_dir(from, from_state, state, sizeof state)) != SD_OK)
+	if ((r = statedir_path(from, from_state, state, sizeof state)) != SD_OK)
 		return r;
 	if (!(m = calloc(1, sizeof *m)))
 		return err_set(SD_NOMEM, "out of memory");

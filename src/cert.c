@@ -835,7 +835,18 @@ static enum sd_result cert_check_pem(const unsigned char *pem, mbedtls_x509_crt 
 	return SD_OK;
 }
 
-enum sd_result cert_ca_make(const char *cert_path, const char *key_path, const char *host,
+/*
+ * cert_ca_make: a box CA: a new P-256 key into key_path (mode 0600), unless
+ * reuse_key and key_path holds one already, which then signs; and its
+ * self-signed certificate into cert_path (0644): subject "CN=Stagedoor Box
+ * CA <host>, O=Stagedoor Box" (host: the machine's name when NULL),
+ * basicConstraints CA:TRUE pathlen 0 (critical), keyUsage keyCertSign and
+ * cRLSign (critical), nameConstraints permitting names and the private
+ * names and ranges (critical, cert_nc.h), extendedKeyUsage serverAuth,
+ * subject key identifier, valid CERT_CA_DAYS days from now_ms -
+ * CERT_SKEW_S.  Both files replace what they named (rename).
+ */
+static enum sd_result cert_ca_make(const char *cert_path, const char *key_path, const char *host,
 			    int reuse_key, const struct cert_names *names, int64_t now_ms)
 {
 	unsigned char pem[CERT_PEM_MAX];

@@ -74,7 +74,7 @@ struct cert_paths {
 
 /*
  * cert_paths: the TLS files of the box whose state folder is state_dir (the
- * resolved folder, as tickets_state_dir gives it; not NULL).  Makes
+ * resolved folder, as statedir_path gives it; not NULL).  Makes
  * nothing.  [out] *out.  SD_INVALID when a path would pass PATH_MAX.
  */
 enum sd_result cert_paths(const char *state_dir, struct cert_paths *out);
@@ -148,19 +148,6 @@ enum sd_result cert_days_left(const char *path, int64_t now_ms, int64_t *days);
 
 /* ======================== making certificates =========================== */
 
-/*
- * cert_ca_make: a box CA: a new P-256 key into key_path (mode 0600), unless
- * reuse_key and key_path holds one already, which then signs; and its
- * self-signed certificate into cert_path (0644): subject "CN=Stagedoor Box
- * CA <host>, O=Stagedoor Box" (host: the machine's name when NULL),
- * basicConstraints CA:TRUE pathlen 0 (critical), keyUsage keyCertSign and
- * cRLSign (critical), nameConstraints permitting names and the private
- * names and ranges (critical, cert_nc.h), extendedKeyUsage serverAuth,
- * subject key identifier, valid CERT_CA_DAYS days from now_ms -
- * CERT_SKEW_S.  Both files replace what they named (rename).
- */
-enum sd_result cert_ca_make(const char *cert_path, const char *key_path, const char *host,
-			    int reuse_key, const struct cert_names *names, int64_t now_ms);
 
 /*
  * cert_server_make: a new P-256 key into key_path (0600) and a certificate

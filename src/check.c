@@ -23,7 +23,7 @@
 #include "orders.h"
 #include "outbox.h"
 #include "queue.h"
-#include "tickets.h"
+#include "statedir.h"
 
 static const char *const names[] = {
 	[CHECK_NONE] = "none",
@@ -267,7 +267,7 @@ enum sd_result check_db(struct db *db, const char *state_dir, struct check_repor
 	w.db_path = db_path(db);
 	if (blob_where_db(w.db_path))
 		snprintf(w.blob_dir, sizeof w.blob_dir, "the database's blobs table");
-	else if ((r = tickets_state_dir(w.db_path, state_dir, w.blob_dir,
+	else if ((r = statedir_path(w.db_path, state_dir, w.blob_dir,
 					sizeof w.blob_dir - 8)) != SD_OK)
 		return r;
 	else

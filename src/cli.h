@@ -1,7 +1,8 @@
 /*
- * cli.h: the subcommands.  Each takes the words after its name and returns
- * the process exit status: 0 success, 1 failure, 2 bad usage.  Errors are
- * printed once, as one line "stagedoor: ..." on stderr.
+ * cli.h: what the commands (src/cmd/, one file each) share.  Each command
+ * takes the words after its name and returns the process exit status: 0
+ * success, 1 failure, 2 bad usage.  Errors are printed once, as one line
+ * "stagedoor: ..." on stderr.
  */
 #ifndef SD_CLI_H
 #define SD_CLI_H
@@ -126,6 +127,10 @@ struct cli_config_flags {
 	CLI_KEY(f, CONFIG_MAIL_CA_FILE), \
 	CLI_KEY(f, CONFIG_MAIL_TIMEOUT_MS)
 
+/* CLI_ARG_SUPERVISED: --supervised, a child of run (cli_ready) */
+#define CLI_ARG_SUPERVISED(v) { "supervised", ARG_FLAG, (v), 0, 0, 0, NULL, \
+				"started by run (it reports ready through a pipe)", 0 }
+
 #define CLI_CONFIG_USAGE "[--config FILE] [--KEY VALUE ...]"
 
 /* cli_config_load: resolve f into *cfg (config_free after) and apply its
@@ -147,93 +152,5 @@ void cli_ready(void);
  * Prints the message as cli_fail does and returns CLI_EXIT_CONFIG. */
 int cli_cannot_start(int r);
 
-int cli_init(int argc, char **argv);
-int cli_run(int argc, char **argv);
-int cli_serve(int argc, char **argv);
-int cli_enqueue(int argc, char **argv);
-int cli_worker(int argc, char **argv);
-int cli_relay(int argc, char **argv);
-/* Subcommand tables (help.h), each in the file of its commands. */
-extern const struct cli_cmd cli_bench_subs[];	/* bench.c */
-extern const struct cli_cmd cli_order_subs[];	/* cli_orders.c */
-extern const struct cli_cmd cli_event_subs[];	/* cli_tickets.c */
-extern const struct cli_cmd cli_jobs_subs[];	/* cli.c */
-extern const struct cli_cmd cli_config_subs[];	/* cli.c */
-extern const struct cli_cmd cli_mail_subs[];	/* cli.c */
-
-/* bench_progress: one "bench: ..." progress line on stderr. */
-void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* bench_dir_make: a fresh folder "stagedoor-bench.XXXXXX" under $TMPDIR,
- * else /tmp, into dir (size bytes); 0, or 1 with the message printed. */
-int bench_dir_make(char *dir, size_t size);
-
-/* bench_dir_remove: dir and everything in it (a bench_dir_make folder). */
-void bench_dir_remove(const char *dir);
-
-/*
- * bench_in_dir: run fn(dir, "<dir>/stagedoor.db", arg) in a fresh
- * bench_dir_make folder with the log at warn or quieter, then remove the
- * folder unless keep (then say where it is).  0 when fn returned SD_OK, else
- * the exit status with the message printed.
- */
-int bench_in_dir(int keep, enum sd_result (*fn)(const char *dir, const char *path, void *arg),
-		 void *arg);
-
-/* bench_target_set: --db URI: benchmarks then run on PostgreSQL, in a
- * scratch schema of that database (db_scratch_make) made and dropped by
- * bench_in_dir, with the bench folder as the box's state folder; NULL or
- * "": SQLite in the folder.  Anything but a postgresql:// URI is refused. */
-int bench_target_set(const char *uri);
-const char *bench_target(void);
-
-/*
- * bench_box: what `init` makes at path (schema, ticket key, api.token), open
- * at DB_SYNC_FULL in [out] *db (the caller closes it), the token in [out]
- * token (API_TOKEN_HEX + 1 bytes), and one event named event_name with room
- * for orders orders ([out] *event_id).
- */
-enum sd_result bench_box(const char *path, const char *event_name, int64_t orders,
-			 struct db **db, char *token, int64_t *event_id);
-
-/*
- * bench_args: parse a bench subcommand's options (no positional words).
- * 0, or the exit status after saying why on stderr with the usage:
- * 1 for a bad option value, 2 for words that are not options.
- */
-struct arg_opt;
-int bench_args(int argc, char **argv, struct arg_opt *opts, const char *usage);
-
-/* bench_deadline: ms from now on CLOCK_REALTIME, for pthread_cond_timedwait. */
-struct timespec;
-void bench_deadline(struct timespec *until, int64_t ms);
-
-/* bench_sort_i64: v[0..n) in ascending order. */
-void bench_sort_i64(int64_t *v, int64_t n);
-
-/* bench_pct_ms: the nearest-rank percentile p (0..1) of sorted
- * microseconds v[0..n), in milliseconds; 0 when n is 0. */
-double bench_pct_ms(const int64_t *v, int64_t n, double p);
-
-/* bench_pipeline_cmd: `bench pipeline`, given the words after "pipeline". */
-int bench_pipeline_cmd(int argc, char **argv);
-
-/* bench_api_cmd: `bench api`, given the words after "api". */
-int bench_api_cmd(int argc, char **argv);
-
-/* bench_claim_cmd: `bench claim`, given the words after "claim". */
-int bench_claim_cmd(int argc, char **argv);
-
-/* bench_token: the API token `init` wrote beside the database at path, as a
- * client reads it.  [out] token: API_TOKEN_HEX + 1 bytes. */
-enum sd_result bench_token(const char *path, char *token);
-
-/* bench_scale_cmd: `bench scale`, given the words after "scale". */
-int bench_scale_cmd(int argc, char **argv);
-
-/* bench_intake_cmd: `bench intake`, given the words after "intake". */
-int bench_intake_cmd(int argc, char **argv);
-int cli_scan(int argc, char **argv);
-int cli_demo(int argc, char **argv);
 
 #endif

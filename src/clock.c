@@ -43,8 +43,3 @@ void clock_real(void)
 {
 	atomic_store(&fake_on, 0);
 }
-
-int clock_is_fake(void)
-{
-	return atomic_load(&fake_on);
-}

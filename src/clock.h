@@ -27,7 +27,5 @@ void clock_fake_advance(int64_t ms);
 /* clock_real: switch back to the real clock. */
 void clock_real(void);
 
-/* clock_is_fake: non-zero while the fake clock is in use. */
-int clock_is_fake(void);
 
 #endif

@@ -392,7 +392,13 @@ static enum sd_result set_n(struct config *c, enum config_key k, const char *val
 	return SD_OK;
 }
 
-enum sd_result config_set(struct config *c, enum config_key k, const char *value,
+/*
+ * config_set: set key k to value (trimmed here), checked for its key.
+ * [in] origin names where the value came from, for the message on error
+ * ("--mail-from", "stagedoor.conf:3").  SD_INVALID names origin and key,
+ * never the value.
+ */
+static enum sd_result config_set(struct config *c, enum config_key k, const char *value,
 			  const char *origin)
 {
 	if (!value)
@@ -520,7 +526,7 @@ out:
 
 /* ======================== environment, flags ============================= */
 
-enum sd_result config_load_env(struct config *c)
+static enum sd_result config_load_env(struct config *c)
 {
 	enum sd_result r;
 	int k;
@@ -657,7 +663,13 @@ void config_show(const struct config *c, FILE *out)
 	}
 }
 
-int64_t config_send_lease_ms(const struct config *c, int64_t base_lease_ms)
+/*
+ * config_send_lease_ms: the lease send_tickets needs: the larger of
+ * base_lease_ms and the mail total timeout + CONFIG_LEASE_MARGIN_MS, so that
+ * a send that runs to its timeout still ends inside its lease and never
+ * overlaps a second delivery of the job.
+ */
+static int64_t config_send_lease_ms(const struct config *c, int64_t base_lease_ms)
 {
 	int64_t need = (int64_t)(c->mail_timeout_ms > 0 ? c->mail_timeout_ms : MAIL_TIMEOUT_MS) +
 		       CONFIG_LEASE_MARGIN_MS;

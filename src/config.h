@@ -131,21 +131,11 @@ const char *config_key_metavar(enum config_key k);
 void config_init(struct config *c);
 void config_free(struct config *c);
 
-/*
- * config_set: set key k to value (trimmed here), checked for its key.
- * [in] origin names where the value came from, for the message on error
- * ("--mail-from", "stagedoor.conf:3").  SD_INVALID names origin and key,
- * never the value.
- */
-enum sd_result config_set(struct config *c, enum config_key k, const char *value,
-			  const char *origin);
 
 /* config_load_file: the keys the file at path sets (see above).  Keys
  * already set are overwritten; call it before config_load_env. */
 enum sd_result config_load_file(struct config *c, const char *path);
 
-/* config_load_env: the keys whose STAGEDOOR_* variables are set and not empty. */
-enum sd_result config_load_env(struct config *c);
 
 /* config_file_path: the file to read: path (--config) when not NULL, else
  * $STAGEDOOR_CONFIG, else CONFIG_FILE_DEFAULT when it exists; NULL: none. */
@@ -182,13 +172,6 @@ void config_mail(const struct config *c, struct mail_config *mc);
 const char *config_mail_url(const struct config *c);
 const char *config_mail_from(const struct config *c);
 
-/*
- * config_send_lease_ms: the lease send_tickets needs: the larger of
- * base_lease_ms and the mail total timeout + CONFIG_LEASE_MARGIN_MS, so that
- * a send that runs to its timeout still ends inside its lease and never
- * overlaps a second delivery of the job.
- */
-int64_t config_send_lease_ms(const struct config *c, int64_t base_lease_ms);
 
 /*
  * config_apply_leases: at worker start, the queue's policies from c: the

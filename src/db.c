@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
 
+#include <assert.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,17 +161,34 @@ int db_schema_version(const struct db *db)
 	return db->version;
 }
 
-enum sd_result db_set_sync(struct db *db, enum db_sync sync)
-{
-	return db->eng->set_sync(db, sync);
-}
-
 /* ======================== transactions ==================================== */
+
+/*
+ * The nesting's invariants, checked on the way in and out of every call
+ * that changes it: depth counts the open levels; a savepoint exists only
+ * inside a transaction; each savepoint opened its level above the one
+ * before it, and the levels opened inside it are still counted in depth.
+ */
+static void tx_check(const struct db *db)
+{
+	int i;
+
+	assert(db->depth >= 0);
+	assert(db->n_sp >= 0 && db->n_sp <= DB_SAVEPOINTS_MAX);
+	assert(db->depth > 0 || (db->n_sp == 0 && !db->doomed));
+	for (i = 0; i < db->n_sp; i++) {
+		assert(db->sp[i].depth <= db->depth);
+		assert(i == 0 || db->sp[i].depth > db->sp[i - 1].depth);
+	}
+	(void)db;
+	(void)i;
+}
 
 enum sd_result db_begin(struct db *db)
 {
 	enum sd_result r;
 
+	tx_check(db);
 	if (db->depth > 0) {
 		db->depth++;
 		return SD_OK;
@@ -207,6 +225,7 @@ enum sd_result db_commit(struct db *db)
 {
 	enum sd_result r;
 
+	tx_check(db);
 	if (db->depth == 0)
 		return err_set(SD_DB, "commit without a transaction");
 	if (--db->depth > 0)
@@ -234,6 +253,7 @@ void db_rollback(struct db *db)
 {
 	char keep[512];
 
+	tx_check(db);
 	if (db->depth == 0)
 		return;
 	if (--db->depth > 0) {
@@ -275,6 +295,7 @@ enum sd_result db_savepoint(struct db *db)
 	enum sd_result r;
 	int n = db->n_sp;
 
+	tx_check(db);
 	if (db->depth == 0)
 		return err_set(SD_DB, "a savepoint needs an open transaction");
 	if (n >= DB_SAVEPOINTS_MAX)
@@ -294,6 +315,7 @@ enum sd_result db_savepoint_end(struct db *db, enum sd_result r)
 	int n = db->n_sp - 1;
 	char keep[512];
 
+	tx_check(db);
 	if (n < 0)
 		return err_set(SD_DB, "no savepoint open");
 	if (db->depth != db->sp[n].depth && r == SD_OK)	/* a level left open inside */
@@ -330,12 +352,21 @@ void db_notify_on_commit(struct db *db)
 	db->notify = 1;
 }
 
-int db_wake_fd(struct db *db)
+/*
+ * db_wake_fd: on PostgreSQL, LISTEN on this connection for the commits of
+ * every box (db_notify_on_commit sends a NOTIFY in the transaction) and
+ * return the connection's socket, for a poll loop (notify_watch); again
+ * after a reconnect.  -1 on SQLite (notify.c watches the WAL file) or
+ * while the connection is down.
+ */
+static int db_wake_fd(struct db *db)
 {
 	return db->eng->listen_fd ? db->eng->listen_fd(db) : -1;
 }
 
-int db_wake_heard(struct db *db)
+/* db_wake_heard: read what arrived on db_wake_fd's socket; 1 when a
+ * wake-up did (or the connection broke: look again), else 0. */
+static int db_wake_heard(struct db *db)
 {
 	return db->eng->heard ? db->eng->heard(db) : 0;
 }
@@ -427,6 +458,14 @@ enum sd_result db_step(struct db_stmt *st, int *row)
 	return r;
 }
 
+int db_next(struct db_stmt *st, enum sd_result *r)
+{
+	int row = 0;
+
+	*r = db_step(st, &row);
+	return *r == SD_OK && row;
+}
+
 enum sd_result db_run(struct db_stmt *st)
 {
 	enum sd_result r;
@@ -486,4 +525,47 @@ enum sd_result db_lock_try(struct db *db, enum db_lock key, int *held)
 int64_t db_changes(struct db *db)
 {
 	return db->eng->changes(db);
+}
+
+/* ======================== checks and maintenance (the engine's) =========== */
+
+enum sd_result db_backup(struct db *db, const char *dest)
+{
+	return db->eng->backup(db, dest);
+}
+
+int64_t db_fullscan_steps(struct db *db)
+{
+	return db->eng->fullscan_steps(db);
+}
+
+int64_t db_data_version(struct db *db)
+{
+	return db->eng->data_version(db);
+}
+
+enum sd_result db_integrity_check(struct db *db, int *ok, char *problem, size_t size)
+{
+	return db->eng->integrity_check(db, ok, problem, size);
+}
+
+enum sd_result db_foreign_key_check(struct db *db, int *ok, char *problem, size_t size)
+{
+	return db->eng->foreign_key_check(db, ok, problem, size);
+}
+
+enum sd_result db_checkpoint(struct db *db, enum db_checkpoint_mode mode, int64_t busy_ms,
+			     struct db_checkpoint_result *res)
+{
+	return db->eng->checkpoint(db, mode, busy_ms, res);
+}
+
+enum sd_result db_wal_bytes(struct db *db, int64_t *bytes)
+{
+	return db->eng->wal_bytes(db, bytes);
+}
+
+enum sd_result db_optimize(struct db *db)
+{
+	return db->eng->optimize(db);
 }

@@ -12,7 +12,7 @@
  *
  * SQLite: a struct db is one connection, used by one thread.  Opening it sets WAL mode,
  * foreign keys, SQLITE_DBCONFIG_DEFENSIVE, a busy timeout and the connection's
- * synchronous level (DESIGN.md's durability policy: FULL where an order is
+ * synchronous level (dist/doc/design.md §5.1: FULL where an order is
  * accepted, NORMAL for the queue's bookkeeping), then brings the schema up to
  * date.  Other modules keep their SQL as static const char next to the
  * function that runs it and reach it through db_stmt(), which caches one
@@ -42,15 +42,6 @@ enum db_kind {
 /* db_target_is_pg: target is a PostgreSQL URI (postgresql:// or postgres://). */
 int db_target_is_pg(const char *target);
 
-/*
- * db_scratch_make: a new empty schema on the PostgreSQL server of uri, for
- * a benchmark's fresh box: [out] out = uri with it as the search_path,
- * name its name (db_scratch_drop removes it with all it holds).
- */
-enum sd_result db_scratch_make(const char *uri, char *out, size_t size, char *name,
-			       size_t nsize);
-enum sd_result db_scratch_drop(const char *uri, const char *name);
-
 /* db_kind: the engine of an open connection. */
 enum db_kind db_kind(const struct db *db);
 
@@ -63,7 +54,8 @@ enum db_kind db_kind(const struct db *db);
  *           after it stay.  SQLite: synchronous=NORMAL; PostgreSQL:
  *           synchronous_commit = off.
  *   NORMAL  everything else that need not survive a power cut on SQLite
- *           (a handler's effects, tokens, operators' changes), but must
+ *           (a handler's effects, maintenance, the jobs commands' repairs,
+ *           check and backup's reads), but must
  *           never be lost while commits made after it stay.  SQLite:
  *           synchronous=NORMAL (a power cut takes the WAL's tail, and every
  *           process that could have leaned on it); PostgreSQL: the server's
@@ -150,8 +142,6 @@ enum sd_result db_file_check(const char *path, int *version);
 /* db_schema_version: PRAGMA user_version as read at open or after migrating. */
 int db_schema_version(const struct db *db);
 
-/* db_set_sync: change the connection's synchronous level (outside a transaction). */
-enum sd_result db_set_sync(struct db *db, enum db_sync sync);
 
 /* SQLite's default autocheckpoint, kept by DB_SYNC_FULL's own WAL hook. */
 #define DB_AUTOCHECKPOINT_FRAMES 1000
@@ -203,18 +193,7 @@ enum sd_result db_lock_try(struct db *db, enum db_lock key, int *held);
  * notify, others through the WAL) when the open transaction commits. */
 void db_notify_on_commit(struct db *db);
 
-/*
- * db_wake_fd: on PostgreSQL, LISTEN on this connection for the commits of
- * every box (db_notify_on_commit sends a NOTIFY in the transaction) and
- * return the connection's socket, for a poll loop (notify_watch); again
- * after a reconnect.  -1 on SQLite (notify.c watches the WAL file) or
- * while the connection is down.
- */
-int db_wake_fd(struct db *db);
 
-/* db_wake_heard: read what arrived on db_wake_fd's socket; 1 when a
- * wake-up did (or the connection broke: look again), else 0. */
-int db_wake_heard(struct db *db);
 
 /* db_notify_watch: make n wait on db's wake-ups too (PostgreSQL; nothing
  * on SQLite).  db is then read by notify_wait: the same thread's. */
@@ -249,6 +228,17 @@ void db_bind_null(struct db_stmt *st, int idx);
  * statement is reset on error.
  */
 enum sd_result db_step(struct db_stmt *st, int *row);
+
+/*
+ * db_next: step st; 1 while it stands on a row.  0 at the end or on an
+ * error, with [out] *r SD_OK at the end, the error otherwise.  The reading
+ * of rows, one or many:
+ *
+ *	while (db_next(st, &r))
+ *		... db_col_int(st, 0) ...
+ *	db_reset(st);	(r: SD_OK, or why the rows stopped)
+ */
+int db_next(struct db_stmt *st, enum sd_result *r);
 
 /* db_run: bind nothing more, step to the end, reset; for writes. */
 enum sd_result db_run(struct db_stmt *st);

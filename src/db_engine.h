@@ -29,8 +29,6 @@ struct db_engine {
 	 * db.c's, after this returns */
 	enum sd_result (*open)(struct db *db, int flags, enum db_sync sync);
 	void (*close)(struct db *db);
-	/* the connection's durability (db.h's enum db_sync), outside a transaction */
-	enum sd_result (*set_sync)(struct db *db, enum db_sync sync);
 	/* the engine's schema version, read inside the migration's transaction */
 	enum sd_result (*version_read)(struct db *db, int *version);
 	enum sd_result (*version_write)(struct db *db, int version);
@@ -74,6 +72,17 @@ struct db_engine {
 	enum sd_result (*commit_notify)(struct db *db);
 	int (*listen_fd)(struct db *db);
 	int (*heard)(struct db *db);
+	/* The operator's checks and the maintenance, db.h's calls of the same
+	 * names; each engine says what its own server does for itself. */
+	enum sd_result (*backup)(struct db *db, const char *dest);
+	int64_t (*fullscan_steps)(struct db *db);
+	int64_t (*data_version)(struct db *db);
+	enum sd_result (*integrity_check)(struct db *db, int *ok, char *problem, size_t size);
+	enum sd_result (*foreign_key_check)(struct db *db, int *ok, char *problem, size_t size);
+	enum sd_result (*checkpoint)(struct db *db, enum db_checkpoint_mode mode, int64_t busy_ms,
+				     struct db_checkpoint_result *res);
+	enum sd_result (*wal_bytes)(struct db *db, int64_t *bytes);
+	enum sd_result (*optimize)(struct db *db);
 };
 
 struct db {
@@ -102,11 +111,12 @@ extern const struct db_engine db_engine_pg;
 /* db_busy_timeout_ms: the busy timeout connections open with (db.h). */
 int64_t db_busy_timeout_ms(void);
 
-/* db_newer_error: the refusal of a database whose version is newer than
- * this program's (both engines word it the same). */
 /* db_migrate_guard_call: the guard db_migrate_guard_set registered (the
  * SQLite engine's migration_guard asks it); SD_OK when none. */
 enum sd_result db_migrate_guard_call(const char *path, int from, int to);
+
+/* db_newer_error: the refusal of a database whose version is newer than
+ * this program's (both engines word it the same). */
 enum sd_result db_newer_error(const char *where, int version, int ours);
 
 #endif

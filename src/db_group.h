@@ -5,7 +5,8 @@
  * A FULL commit on SQLite is durable before any other connection sees it
  * (db.h): the WAL is fsynced while the commit holds the file's write lock,
  * so commits of one file take their flushes one after another.  Threads
- * that each have a short write to make (the API's orders and changes) hand
+ * that each have a short write to make (the API's POST /v1/orders and
+ * resends) hand
  * it to a group instead.  One of them, the leader, runs every write waiting
  * at that moment in one transaction on its own FULL connection, each in a
  * savepoint of its own (a write that fails takes back only its own rows,

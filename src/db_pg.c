@@ -354,11 +354,6 @@ static enum sd_result pg_session(struct db *db, enum db_sync sync)
 	return pg_simple(db, SQL_PG_FULL_SYNC, "session");
 }
 
-static enum sd_result pg_set_sync(struct db *db, enum db_sync sync)
-{
-	return pg_session(db, sync);
-}
-
 /* The boxes' lock: every `run` holds it shared for its life (taken again
  * on each new connection); a migration takes it exclusive for its
  * transaction, or refuses. */
@@ -955,75 +950,83 @@ static enum sd_result pg_migration_guard(struct db *db, int from, int to)
 	return SD_OK;
 }
 
-/* ======================== scratch schemas (benchmarks) ==================== */
+/* ======================== checks and maintenance ========================= */
 
-/* pg_admin: one command on a connection of its own to uri */
-static enum sd_result pg_admin(const char *uri, const char *sql)
+/* The server does these for itself; the box's calls say so. */
+
+static enum sd_result pg_backup(struct db *db, const char *dest)
 {
-	PGconn *c = PQconnectdb(uri);
-	PGresult *res;
-	char where[300], msg[400];
-	enum sd_result r = SD_OK;
-
-	if (!c || PQstatus(c) != CONNECTION_OK) {
-		text_redact_url(uri, where, sizeof where);
-		pg_message(NULL, c, msg, sizeof msg);
-		PQfinish(c);
-		return err_set(SD_IO, "cannot connect to %s: %s", where, msg);
-	}
-	PQsetNoticeProcessor(c, pg_notice, NULL);
-	res = PQexec(c, sql);
-	if (!pg_ok(res)) {
-		pg_message(res, c, msg, sizeof msg);
-		r = err_set(SD_DB, "%s", msg);
-	}
-	PQclear(res);
-	PQfinish(c);
-	return r;
+	(void)db;
+	(void)dest;
+	return err_set(SD_INVALID, "a PostgreSQL box is backed up by PostgreSQL itself "
+		       "(pg_dump, pg_basebackup or a standby), not by stagedoor backup");
 }
 
-enum sd_result db_scratch_make(const char *uri, char *out, size_t size, char *name,
-			       size_t nsize)
+static int64_t pg_fullscan_steps(struct db *db)
 {
-	static unsigned n;
-	char sql[200];
-	enum sd_result r;
+	(void)db;
+	return 0;	/* its plans are EXPLAIN's */
+}
 
-	if (!db_target_is_pg(uri))
-		return err_set(SD_INVALID, "a scratch schema needs a postgresql:// URI");
-	snprintf(name, nsize, "stagedoor_scratch_%ld_%u", (long)getpid(), ++n);
-	snprintf(sql, sizeof sql, "CREATE SCHEMA %s", name);
-	if ((r = pg_admin(uri, sql)) != SD_OK)
-		return r;
-	if ((size_t)snprintf(out, size, "%s%coptions=-csearch_path%%3D%s", uri,
-			     strchr(uri, '?') ? '&' : '?', name) >= size) {
-		db_scratch_drop(uri, name);
-		return err_set(SD_INVALID, "the URI is too long");
-	}
+static int64_t pg_data_version(struct db *db)
+{
+	(void)db;
+	return -1;	/* LISTEN/NOTIFY tells of other commits */
+}
+
+/* The server checks its pages as it reads them (data checksums); a whole
+ * database check is amcheck's, the operator's tool */
+static enum sd_result pg_integrity_check(struct db *db, int *ok, char *problem, size_t size)
+{
+	(void)db;
+	*ok = 1;
+	if (size)
+		problem[0] = '\0';
 	return SD_OK;
 }
 
-enum sd_result db_scratch_drop(const char *uri, const char *name)
+/* The server enforces every foreign key on write */
+static enum sd_result pg_foreign_key_check(struct db *db, int *ok, char *problem, size_t size)
 {
-	char sql[200];
-	size_t i;
+	return pg_integrity_check(db, ok, problem, size);
+}
 
-	/* only a name db_scratch_make made */
-	if (strncmp(name, "stagedoor_scratch_", 18) != 0)
-		return err_set(SD_INVALID, "not a scratch schema");
-	for (i = 18; name[i]; i++)
-		if (!((name[i] >= '0' && name[i] <= '9') || name[i] == '_'))
-			return err_set(SD_INVALID, "not a scratch schema");
-	snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", name);
-	return pg_admin(uri, sql);
+static enum sd_result pg_checkpoint(struct db *db, enum db_checkpoint_mode mode, int64_t busy_ms,
+				    struct db_checkpoint_result *res)
+{
+	(void)db;
+	(void)mode;
+	(void)busy_ms;
+	if (res)
+		memset(res, 0, sizeof *res);
+	return SD_OK;	/* the server checkpoints by itself */
+}
+
+static enum sd_result pg_wal_bytes(struct db *db, int64_t *bytes)
+{
+	(void)db;
+	*bytes = 0;	/* the WAL is the server's */
+	return SD_OK;
+}
+
+static enum sd_result pg_optimize(struct db *db)
+{
+	return db_exec(db, "ANALYZE");
 }
 
 const struct db_engine db_engine_pg = {
+	.backup = pg_backup,
+	.fullscan_steps = pg_fullscan_steps,
+	.data_version = pg_data_version,
+	.integrity_check = pg_integrity_check,
+	.foreign_key_check = pg_foreign_key_check,
+	.checkpoint = pg_checkpoint,
+	.wal_bytes = pg_wal_bytes,
+	.optimize = pg_optimize,
 	.kind = DB_PG,
 	.name = "postgresql",
 	.open = pg_open,
 	.close = pg_close,
-	.set_sync = pg_set_sync,
 	.version_read = pg_version_read,
 	.version_write = pg_version_write,
 	.migration_lock = pg_migration_lock,

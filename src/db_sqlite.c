@@ -33,7 +33,6 @@
 #include "fsio.h"
 #include "log.h"
 #include "notify.h"
-#include "scans.h"
 
 /* The engine's state of one connection (struct db's e). */
 struct sq {
@@ -56,12 +55,6 @@ struct sq_stmt {
 
 #define SQ(db) ((struct sq *)(db)->e)
 #define SQ_ST(s) (((struct sq_stmt *)(s))->st)
-
-/* sq_of: the engine state of an SQLite connection; NULL for another engine */
-static struct sq *sq_of(struct db *db)
-{
-	return db->eng == &db_engine_sqlite ? SQ(db) : NULL;
-}
 
 static pthread_once_t db_once = PTHREAD_ONCE_INIT;
 
@@ -431,17 +424,14 @@ static enum sd_result check_handle(sqlite3 *h, const char *path, int *version)
 	return r;
 }
 
-enum sd_result db_backup(struct db *db, const char *dest)
+static enum sd_result sq_backup(struct db *db, const char *dest)
 {
-	struct sq *q = sq_of(db);
+	struct sq *q = SQ(db);
 	sqlite3 *dh = NULL;
 	sqlite3_backup *b;
 	enum sd_result r = SD_OK;
 	int fd, rc;
 
-	if (!q)
-		return err_set(SD_INVALID, "a PostgreSQL box is backed up by PostgreSQL itself "
-			       "(pg_dump, pg_basebackup or a standby), not by stagedoor backup");
 
 	if ((fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
 		return err_set(SD_IO, "cannot create %s: %s", dest, strerror(errno));
@@ -709,13 +699,11 @@ static int sq_col_is_null(struct db_stmt *st, int col)
 	return sqlite3_column_type(SQ_ST(st), col) == SQLITE_NULL;
 }
 
-int64_t db_fullscan_steps(struct db *db)
+static int64_t sq_fullscan_steps(struct db *db)
 {
 	int64_t n = 0;
 	int i;
 
-	if (!sq_of(db))
-		return 0;	/* PostgreSQL: its plans are EXPLAIN's */
 	for (i = 0; i < db->n_cached; i++)
 		n += sqlite3_stmt_status(SQ_ST(db->cache[i].st), SQLITE_STMTSTATUS_FULLSCAN_STEP, 0);
 	return n;
@@ -728,14 +716,12 @@ static int64_t sq_changes(struct db *db)
 
 static const char SQL_DATA_VERSION[] = "PRAGMA data_version";
 
-int64_t db_data_version(struct db *db)
+static int64_t sq_data_version(struct db *db)
 {
 	struct db_stmt *st;
 	int64_t v = -1;
 	int row = 0;
 
-	if (!sq_of(db))
-		return -1;	/* PostgreSQL: LISTEN/NOTIFY tells of other commits */
 	st = db_stmt(db, SQL_DATA_VERSION);
 	if (st && db_step(st, &row) == SD_OK && row)
 		v = db_col_int(st, 0);
@@ -747,9 +733,9 @@ int64_t db_data_version(struct db *db)
 
 /* Both pragmas are run on a statement of their own, not the cache: they are
  * rare, and an integrity check's rows are read once. */
-enum sd_result db_integrity_check(struct db *db, int *ok, char *problem, size_t size)
+static enum sd_result sq_integrity_check(struct db *db, int *ok, char *problem, size_t size)
 {
-	struct sq *q = sq_of(db);
+	struct sq *q = SQ(db);
 	sqlite3_stmt *st;
 	const char *text;
 	int rc;
@@ -757,12 +743,6 @@ enum sd_result db_integrity_check(struct db *db, int *ok, char *problem, size_t 
 	*ok = 0;
 	if (size)
 		problem[0] = '\0';
-	if (!q) {
-		/* PostgreSQL checks its pages as it reads them (data checksums);
-		 * a whole-database check is amcheck's, the operator's tool */
-		*ok = 1;
-		return SD_OK;
-	}
 	rc = sqlite3_prepare_v2(q->h, "PRAGMA integrity_check", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return db_fail(q->h, rc, "integrity_check");
@@ -780,19 +760,16 @@ enum sd_result db_integrity_check(struct db *db, int *ok, char *problem, size_t 
 	return SD_OK;
 }
 
-enum sd_result db_foreign_key_check(struct db *db, int *ok, char *problem, size_t size)
+static enum sd_result sq_foreign_key_check(struct db *db, int *ok, char *problem,
+					   size_t size)
 {
-	struct sq *q = sq_of(db);
+	struct sq *q = SQ(db);
 	sqlite3_stmt *st;
 	int rc;
 
 	*ok = 0;
 	if (size)
 		problem[0] = '\0';
-	if (!q) {
-		*ok = 1;	/* PostgreSQL enforces every foreign key on write */
-		return SD_OK;
-	}
 	rc = sqlite3_prepare_v2(q->h, "PRAGMA foreign_key_check", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return db_fail(q->h, rc, "foreign_key_check");
@@ -818,23 +795,21 @@ enum sd_result db_foreign_key_check(struct db *db, int *ok, char *problem, size_
 
 /* ======================== maintenance ==================================== */
 
-enum sd_result db_checkpoint(struct db *db, enum db_checkpoint_mode mode, int64_t busy_ms,
-			     struct db_checkpoint_result *res)
+static enum sd_result sq_checkpoint(struct db *db, enum db_checkpoint_mode mode,
+				    int64_t busy_ms, struct db_checkpoint_result *res)
 {
 	static const int modes[] = {
 		[DB_CHECKPOINT_PASSIVE] = SQLITE_CHECKPOINT_PASSIVE,
 		[DB_CHECKPOINT_RESTART] = SQLITE_CHECKPOINT_RESTART,
 		[DB_CHECKPOINT_TRUNCATE] = SQLITE_CHECKPOINT_TRUNCATE,
 	};
-	struct sq *q = sq_of(db);
+	struct sq *q = SQ(db);
 	struct timespec nap = { 0, 200000L };
 	int n_log = 0, n_ckpt = 0, rc;
 	int64_t deadline, limit;
 
 	if (res)
 		memset(res, 0, sizeof *res);
-	if (!q)
-		return SD_OK;	/* PostgreSQL checkpoints by itself */
 	if (db->depth > 0)
 		return err_set(SD_DB, "checkpoint inside a transaction");
 	if (busy_ms < 0)
@@ -870,14 +845,12 @@ enum sd_result db_checkpoint(struct db *db, enum db_checkpoint_mode mode, int64_
 	return SD_OK;
 }
 
-enum sd_result db_wal_bytes(struct db *db, int64_t *bytes)
+static enum sd_result sq_wal_bytes(struct db *db, int64_t *bytes)
 {
 	char path[PATH_MAX];
 	struct stat sb;
 
 	*bytes = 0;
-	if (!sq_of(db))
-		return SD_OK;	/* PostgreSQL's WAL is the server's */
 	if (snprintf(path, sizeof path, "%s-wal", db->path) >= (int)sizeof path)
 		return err_set(SD_INVALID, "database path too long: %s", db->path);
 	if (stat(path, &sb) != 0) {
@@ -889,12 +862,10 @@ enum sd_result db_wal_bytes(struct db *db, int64_t *bytes)
 	return SD_OK;
 }
 
-enum sd_result db_optimize(struct db *db)
+static enum sd_result sq_optimize(struct db *db)
 {
 	enum sd_result r;
 
-	if (!sq_of(db))
-		return db_exec(db, "ANALYZE");
 	/* analysis_limit bounds the rows ANALYZE reads per index, so the
 	 * write lock it takes is short; PRAGMA optimize alone does nothing on
 	 * a connection with no query history before SQLite 3.46 */
@@ -918,7 +889,6 @@ const struct db_engine db_engine_sqlite = {
 	.name = "sqlite",
 	.open = sq_open,
 	.close = sq_close,
-	.set_sync = sq_set_sync,
 	.version_read = sq_version_read,
 	.version_write = sq_version_write,
 	.migration_lock = sq_migration_lock,
@@ -942,6 +912,14 @@ const struct db_engine db_engine_sqlite = {
 	.col_is_null = sq_col_is_null,
 	.changes = sq_changes,
 	.lock_try = sq_lock_try,
+	.backup = sq_backup,
+	.fullscan_steps = sq_fullscan_steps,
+	.data_version = sq_data_version,
+	.integrity_check = sq_integrity_check,
+	.foreign_key_check = sq_foreign_key_check,
+	.checkpoint = sq_checkpoint,
+	.wal_bytes = sq_wal_bytes,
+	.optimize = sq_optimize,
 };
 
 const char *db_sqlite_lib_version(void)

@@ -28,10 +28,9 @@ enum sd_result event_add(struct db *db, const struct event_new *e, int64_t *id)
 {
 	struct db_stmt *st;
 	enum sd_result r;
-	int row = 0;
 
-	if ((r = tickets_text_valid("event name", e->name)) != SD_OK ||
-	    (r = tickets_text_valid("venue", e->venue)) != SD_OK)
+	if ((r = text_field_valid("event name", e->name)) != SD_OK ||
+	    (r = text_field_valid("venue", e->venue)) != SD_OK)
 		return r;
 	if (e->capacity < 1 || e->capacity > 1000000)
 		return err_set(SD_INVALID, "capacity must be between 1 and 1000000");
@@ -46,7 +45,7 @@ enum sd_result event_add(struct db *db, const struct event_new *e, int64_t *id)
 	db_bind_int(st, 3, e->starts_at);
 	db_bind_int(st, 4, e->capacity);
 	db_bind_int(st, 5, clock_now_ms());
-	if ((r = db_step(st, &row)) == SD_OK && row)
+	if (db_next(st, &r))
 		*id = db_col_int(st, 0);
 	db_reset(st);
 out:

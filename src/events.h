@@ -12,7 +12,7 @@
 #include "blob.h"
 #include "db.h"
 #include "result.h"
-#include "tickets.h"
+#include "text.h"
 
 struct event_new {
 	const char *name;
@@ -31,8 +31,8 @@ struct event_view {
 	int64_t seats_sold;		/* live tickets */
 	int64_t admitted;		/* tickets admitted at the door */
 	int64_t cancelled;		/* tickets cancelled */
-	char name[TICKETS_TEXT_MAX + 1];
-	char venue[TICKETS_TEXT_MAX + 1];
+	char name[TEXT_FIELD_MAX + 1];
+	char venue[TEXT_FIELD_MAX + 1];
 };
 
 /* event_get: [out] *v.  SD_NOT_FOUND when there is no such event. */

@@ -1,7 +1,8 @@
 /*
- * failpoint.h: named places in the handlers, the worker and the relay where a
- * test or the crash harness can step in: the windows of the seed where a
- * second run is born ("after the send, before sent_at").
+ * failpoint.h: named places in the handlers, the worker, the relay, the
+ * API's intake, the backup and the database's open where a test or the
+ * crash harness can step in: the windows where a second run is born ("after
+ * the send, before sent_at"; dist/doc/design.md §1.1).
  *
  * Off unless set.  $STAGEDOOR_FAILPOINTS names the armed ones, read once at
  * the first pass:
@@ -20,11 +21,17 @@
  * harness can count them.  Unarmed, a failpoint costs one relaxed load and a
  * branch.  Tests install a hook instead (failpoint_set_hook) that blocks on a
  * barrier to force a bad interleaving.
+ *
+ * Only a build made for tests has them (STAGEDOOR_FAILPOINTS defined: the
+ * Makefile's build/test and build/san).  In the product every call below is
+ * nothing, its name is never compiled in, and $STAGEDOOR_FAILPOINTS is not
+ * read: no environment can make a venue's box crash on purpose or write at
+ * synchronous=OFF.
  */
 #ifndef SD_FAILPOINT_H
 #define SD_FAILPOINT_H
 
-/* The names, one per window (see README "Failpoints"). */
+/* The names, one per window (dist/doc/jobs.md, "Testing a kind"). */
 #define FP_RENDER_CHECKED "render_after_check"		/* passed the null check */
 #define FP_RENDER_STORED "after_render_before_update"	/* PDF stored, before the update */
 #define FP_SEND_CLAIMED "send_after_claim"		/* owns the claim, before sending */
@@ -40,6 +47,7 @@
 
 typedef void (*failpoint_fn)(const char *name, void *arg);
 
+#ifdef STAGEDOOR_FAILPOINTS
 /* failpoint_set_hook: call fn at every failpoint (NULL: none). */
 void failpoint_set_hook(failpoint_fn fn, void *arg);
 
@@ -53,5 +61,11 @@ int failpoint_on(const char *name);
  * SD_INVALID naming the bad entry; lets a command refuse a typo at start
  * instead of silently running without the crash it was asked for. */
 int failpoint_check_spec(const char *spec);
+
+#else
+#define failpoint_set_hook(fn, arg) ((void)(fn), (void)(arg))
+#define failpoint(name) ((void)0)
+#define failpoint_on(name) 0
+#endif
 
 #endif

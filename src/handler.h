@@ -110,8 +110,6 @@ enum job_outcome job_retry_io(struct job_result *res, const struct job *job, con
  * missing, SD_INVALID (message set) when not an integer. */
 enum sd_result job_arg_int(const struct job *job, const char *key, int64_t *v);
 
-/* job_arg_str: copy string field key of the payload into buf. */
-enum sd_result job_arg_str(const struct job *job, const char *key, char *buf, size_t size);
 
 /* handler_json_lib_version: jansson's version as linked ("2.14"). */
 const char *handler_json_lib_version(void);

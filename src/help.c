@@ -43,6 +43,16 @@ static int path_at(const struct cli_cmd *c)
 	return -1;
 }
 
+const char *help_program(void)
+{
+	return depth > 0 ? path[0]->name : "stagedoor";
+}
+
+const struct cli_cmd *help_root(void)
+{
+	return depth > 0 ? path[0] : NULL;
+}
+
 /* put_path: "stagedoor order add" */
 static void put_path(FILE *f)
 {
@@ -127,7 +137,7 @@ int help_leaf(const char *usage, const struct arg_opt *opts)
 		cap.answered = 1;
 		return CLI_HELPED;
 	}
-	printf("usage: stagedoor %s\n", usage);
+	printf("usage: %s %s\n", help_program(), usage);
 	if (c && c->summary) {
 		printf("\n");
 		wrap(stdout, c->summary, 0);
@@ -158,10 +168,13 @@ int help_leaf(const char *usage, const struct arg_opt *opts)
 /* dispatch_help: --help of a command that has subcommands alone */
 static int dispatch_help(const struct cli_cmd *c, FILE *f)
 {
-	if (c == &cli_root) {
-		fprintf(f, "usage: stagedoor COMMAND [options]\n"
-			   "       stagedoor help COMMAND [SUBCOMMAND]   (or COMMAND --help)\n"
-			   "       stagedoor --version\n\n");
+	const char *prog = help_program();
+	int root = path_at(c) == 0, man = root && strcmp(prog, "stagedoor") == 0;
+
+	if (root) {
+		fprintf(f, "usage: %s COMMAND [options]\n"
+			   "       %s help COMMAND [SUBCOMMAND]   (or COMMAND --help)\n"
+			   "       %s --version\n\n", prog, prog, prog);
 		wrap(f, c->summary, 0);
 	} else {
 		fprintf(f, "usage: ");
@@ -173,7 +186,7 @@ static int dispatch_help(const struct cli_cmd *c, FILE *f)
 	fprintf(f, "\nRun '");
 	put_path(f);
 	fprintf(f, " COMMAND --help' for a command's options%s.\n",
-		c == &cli_root ? "; man stagedoor for all of them" : "");
+		man ? "; man stagedoor for all of them" : "");
 	return CLI_HELPED;
 }
 
@@ -213,9 +226,9 @@ int help_dispatch(const struct cli_cmd *c, int argc, char **argv)
 	if (argc >= 1) {
 		/* an option before the command, or a word that is none */
 		if (argv[0][0] == '-') {
-			fprintf(stderr, "stagedoor: a command comes first; usage: ");
+			fprintf(stderr, "%s: a command comes first; usage: ", help_program());
 		} else {
-			fprintf(stderr, "stagedoor: unknown command '");
+			fprintf(stderr, "%s: unknown command '", help_program());
 			put_path(stderr);
 			fprintf(stderr, " %s'; usage: ", argv[0]);
 		}

@@ -13,6 +13,7 @@
  *   stagedoor help order add       the same words with --help at the end
  *   stagedoor order --help         help_dispatch: order's subcommands
  *   stagedoor help --man 1|5       help_man (help_gen.c), by help_walk
+ *                                  (src/cmd/help.c is the command)
  *   stagedoor help --completion bash
  *
  * help_walk calls each function with the single word "--help" while a
@@ -36,12 +37,20 @@ struct cli_cmd {
 	int hidden;				/* run's own children modes: not listed */
 };
 
+/* CLI_NODE: a command's node, as src/cmd's files define them */
+#define CLI_NODE(name, fn, subs, summary) { (name), (fn), (summary), (subs), 0 }
+
 /* What a function returns once it has answered --help: main exits 0.
  * Above every exit status a command returns (0..5). */
 #define CLI_HELPED 0x1000
 
-/* The tree's root (cli_tree.c): "stagedoor" and its commands. */
-extern const struct cli_cmd cli_root;
+/* help_program: the program being dispatched, its root's name
+ * ("stagedoor", "stagedoor-bench"), which messages begin with. */
+const char *help_program(void);
+
+/* help_root: the root of the tree being dispatched (NULL before
+ * help_dispatch), for a command that reads the whole tree (help --man). */
+const struct cli_cmd *help_root(void);
 
 /* help_dispatch: run the words argv[0..argc) under command c (its own name
  * already taken): a subcommand by its name, "help WORDS" as WORDS --help,
@@ -79,14 +88,11 @@ int help_walk(const struct cli_cmd *root, help_visit visit, void *arg, char *err
 
 /* help_man: stagedoor(1) (section 1) or stagedoor.conf(5) (section 5) in
  * roff on out, dated date (YYYY-MM-DD).  0, or -1 with the message in err. */
-int help_man(FILE *out, int section, const char *version, const char *date, char *err,
-	     size_t errsize);
+int help_man(const struct cli_cmd *root, FILE *out, int section, const char *version,
+	     const char *date, char *err, size_t errsize);
 
 /* help_completion: the bash completion script for commands, subcommands
  * and flags (files for a flag whose value is a FILE, PATH or DIR). */
-int help_completion(FILE *out, char *err, size_t errsize);
-
-/* cli_help_cmd: `stagedoor help [COMMAND...] | --man 1|5 | --completion bash`. */
-int cli_help_cmd(int argc, char **argv);
+int help_completion(const struct cli_cmd *root, FILE *out, char *err, size_t errsize);
 
 #endif

@@ -3,16 +3,13 @@
  * tables: stagedoor(1), stagedoor.conf(5) and the bash completion.
  */
 #define _POSIX_C_SOURCE 200809L
+
 #include "help.h"
 
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "args.h"
-#include "cli.h"
 #include "config.h"
-#include "version.h"
 
 /* ---- roff ------------------------------------------------------------------ */
 
@@ -127,11 +124,12 @@ static const char man1_tail[] =
 	"scanned; 4 an invalid ticket; 5 a cancelled ticket.\n"
 	".SH SEE ALSO\n.BR stagedoor.conf (5),\n.BR systemctl (1),\n.BR sqlite3 (1)\n";
 
-static int man1(FILE *f, const char *version, const char *date, char *err, size_t errsize)
+static int man1(const struct cli_cmd *root, FILE *f, const char *version, const char *date,
+		char *err, size_t errsize)
 {
 	fprintf(f, ".TH STAGEDOOR 1 \"%s\" \"stagedoor %s\" \"Stagedoor Box\"\n", date, version);
 	fputs(man1_head, f);
-	if (help_walk(&cli_root, man_visit, f, err, errsize) != 0)
+	if (help_walk(root, man_visit, f, err, errsize) != 0)
 		return -1;
 	fputs(man1_tail, f);
 	return 0;
@@ -185,11 +183,11 @@ static int man5(FILE *f, const char *version, const char *date)
 	return 0;
 }
 
-int help_man(FILE *out, int section, const char *version, const char *date, char *err,
-	     size_t errsize)
+int help_man(const struct cli_cmd *root, FILE *out, int section, const char *version,
+	     const char *date, char *err, size_t errsize)
 {
 	if (section == 1)
-		return man1(out, version, date, err, errsize);
+		return man1(root, out, version, date, err, errsize);
 	if (section == 5)
 		return man5(out, version, date);
 	snprintf(err, errsize, "--man takes 1 (stagedoor) or 5 (stagedoor.conf), not %d",
@@ -267,7 +265,7 @@ static const char comp_body[] =
 	"}\n"
 	"complete -F _stagedoor stagedoor\n";
 
-int help_completion(FILE *out, char *err, size_t errsize)
+int help_completion(const struct cli_cmd *root, FILE *out, char *err, size_t errsize)
 {
 	const struct cli_cmd *s;
 
@@ -277,63 +275,12 @@ int help_completion(FILE *out, char *err, size_t errsize)
 	      "# _stagedoor_words PATH: PATH's subcommands and flags (FLAG:f a file,\n"
 	      "# FLAG:d a folder, FLAG:v another value)\n"
 	      "_stagedoor_words()\n{\n\tcase $1 in\n\t\"\") echo \"", out);
-	for (s = cli_root.subs; s->name; s++)
+	for (s = root->subs; s->name; s++)
 		if (!s->hidden)
 			fprintf(out, "%s ", s->name);
 	fputs("--help --version\" ;;\n", out);
-	if (help_walk(&cli_root, comp_visit, out, err, errsize) != 0)
+	if (help_walk(root, comp_visit, out, err, errsize) != 0)
 		return -1;
 	fputs(comp_body, out);
 	return 0;
-}
-
-/* ---- the command ----------------------------------------------------------- */
-
-/* today: YYYY-MM-DD of $SOURCE_DATE_EPOCH (reproducible builds), else now */
-static void today(char *buf, size_t size)
-{
-	const char *sde = getenv("SOURCE_DATE_EPOCH");
-	time_t t = sde && *sde ? (time_t)strtoll(sde, NULL, 10) : time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, size, "%Y-%m-%d", &tm);
-}
-
-int cli_help_cmd(int argc, char **argv)
-{
-	int64_t man = 0;
-	const char *comp = NULL;
-	struct arg_opt opts[] = {
-		{ "man", ARG_INT, &man, 1, 5, 0, "1|5",
-		  "print a man page in roff: 1 for stagedoor(1), 5 for stagedoor.conf(5)", 0 },
-		{ "completion", ARG_STR, &comp, 0, 0, 0, "bash",
-		  "print the bash completion script (commands, subcommands, flags)", 0 },
-		ARG_END,
-	};
-	char *pos[ARGS_MAX_POS], err[256] = "", date[16];
-	int npos, rc;
-
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0,
-			    "help [COMMAND [SUBCOMMAND]] | help --man 1|5 | help --completion bash"))
-	    != 0)
-		return rc;
-	if (opts[0].seen == opts[1].seen) {
-		fprintf(stderr, "stagedoor: usage: stagedoor help COMMAND, or exactly one of "
-				"--man 1|5 and --completion bash\n");
-		return 2;
-	}
-	today(date, sizeof date);
-	if (opts[0].seen)
-		rc = help_man(stdout, (int)man, STAGEDOOR_VERSION, date, err, sizeof err);
-	else if (strcmp(comp, "bash") == 0)
-		rc = help_completion(stdout, err, sizeof err);
-	else
-		return fprintf(stderr, "stagedoor: --completion knows bash, not '%s'\n", comp), 2;
-	if (rc != 0) {
-		fprintf(stderr, "stagedoor: %s%s\n", opts[0].seen && man != 1 ? "" :
-			"this command did not answer --help before doing its work: ", err);
-		return 1;
-	}
-	return fflush(stdout) == 0 ? 0 : 1;
 }

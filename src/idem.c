@@ -31,7 +31,8 @@ enum sd_result idem_conditional(struct db *db, struct db_stmt *st, int *won)
 	return SD_OK;
 }
 
-/* The seed's claim, in SQLite: insert, or take over a stale unsent claim;
+/* Technique 2.s claim (dist/doc/design.md §1.2): insert, or take over a
+ * stale unsent claim;
  * RETURNING says whether this statement won. */
 static const char SQL_CLAIM[] =
 	"INSERT INTO email_sends (order_id, kind, claimed_at) VALUES (?1, ?2, ?3) "

@@ -1,7 +1,7 @@
 /*
  * idem.h: the four techniques that make a job's second run harmless, as
- * small primitives any handler can reuse (seed: "At-Least-Once and
- * Idempotent Jobs").  They are not alternatives; each closes one failure:
+ * small primitives any handler can reuse (dist/doc/design.md §1.2).  They
+ * are not alternatives; each closes one failure:
  *
  *  1. check state first, then a conditional write that only one run can win
  *     (idem_conditional): two runs that both passed the check agree on one

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,7 +58,7 @@ void log_set_line_hook(void (*fn)(void *arg), void *arg)
 static char log_path[4096];	/* "" while logging to the inherited stderr */
 static int console_fd = -1;	/* the inherited stderr, once a log file took its place */
 
-int log_reopen(void)
+static int log_reopen(void)
 {
 	int fd;
 
@@ -178,4 +179,20 @@ void log_event(enum log_level l, const char *msg, const char *kv_fmt, ...)
 	}
 	if (write(STDERR_FILENO, line, n) < 0)
 		return;
+}
+
+int log_level_from_env(const char *prog)
+{
+	const char *lvl = getenv("STAGEDOOR_LOG_LEVEL");
+	int l;
+
+	if (!lvl || !*lvl)
+		return 0;
+	if ((l = log_level_parse(lvl)) < 0) {
+		fprintf(stderr, "%s: STAGEDOOR_LOG_LEVEL must be debug, info, warn, error or off, "
+				"not '%s'\n", prog, lvl);
+		return 2;
+	}
+	log_set_level((enum log_level)l);
+	return 0;
 }

@@ -38,7 +38,6 @@ void log_event(enum log_level level, const char *msg, const char *kv_fmt, ...)
  * path when it cannot be opened; stderr is then unchanged.
  */
 int log_open_file(const char *path);
-int log_reopen(void);
 
 /* log_console: one line (a newline added) to the stderr this process had
  * before log_open_file (under systemd: the journal), so that a reason to
@@ -53,5 +52,9 @@ void log_set_line_hook(void (*fn)(void *arg), void *arg);
 /* log_quote: s as a logfmt value in buf: quoted when needed, with quotes,
  * backslashes and control characters escaped.  Returns buf. */
 const char *log_quote(char *buf, size_t size, const char *s);
+
+/* log_level_from_env: the level $STAGEDOOR_LOG_LEVEL names, when set; 0,
+ * or 2 after "PROG: STAGEDOOR_LOG_LEVEL must be ..." on stderr. */
+int log_level_from_env(const char *prog);
 
 #endif

@@ -50,7 +50,7 @@ struct mail_message {
 	const char *text;		/* the plain-text body, UTF-8, LF or CRLF */
 	const struct mail_attachment *attachments;
 	int n_attachments;
-	const char *idempotency_key;	/* "tickets-<order_id>": same key, one message */
+	const char *idempotency_key;	/* "tickets-<public id>": same key, one message */
 };
 
 struct mail_result {

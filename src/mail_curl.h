@@ -1,7 +1,7 @@
 /*
  * mail_curl.h: the SMTP, SMTPS and HTTPS mail API transports, inside the
  * mail module only.
- * mail.c dispatches to these; nothing else includes this header, and no
+ * mail.c dispatches to these (and version.c reads libcurl's version); no
  * other file includes <curl/curl.h>.
  */
 #ifndef SD_MAIL_CURL_H

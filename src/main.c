@@ -1,12 +1,13 @@
 /*
  * main.c: the process's start (the log level and failpoints from the
- * environment, --version) and the command tree's dispatch (cli_tree.c).
+ * environment, --version) and the command tree's dispatch (src/cmd/).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "cmd/commands.h"
 #include "db.h"
 #include "failpoint.h"
 #include "help.h"
@@ -25,26 +26,20 @@ static int has_config_flag(int argc, char **argv)
 	return 0;
 }
 
-/* env_setup: $STAGEDOOR_LOG_LEVEL and $STAGEDOOR_FAILPOINTS; 0 or 2 */
+/* env_setup: $STAGEDOOR_LOG_LEVEL, and $STAGEDOOR_FAILPOINTS in a test build; 0 or 2 */
 static int env_setup(void)
 {
-	const char *lvl = getenv("STAGEDOOR_LOG_LEVEL");
+	int rc = log_level_from_env("stagedoor");
+#ifdef STAGEDOOR_FAILPOINTS
 	const char *fp = getenv("STAGEDOOR_FAILPOINTS");
 
-	if (lvl && *lvl) {
-		int l = log_level_parse(lvl);
-		if (l < 0) {
-			fprintf(stderr, "stagedoor: STAGEDOOR_LOG_LEVEL must be debug, info, warn, "
-					"error or off, not '%s'\n", lvl);
-			return 2;
-		}
-		log_set_level((enum log_level)l);
-	}
-	if (fp && *fp && failpoint_check_spec(fp) != SD_OK) {
+	if (rc == 0 && fp && *fp && failpoint_check_spec(fp) != SD_OK) {
 		fprintf(stderr, "stagedoor: %s\n", err_msg());
 		return 2;
 	}
-	return 0;
+#endif
+	/* a product build has no failpoints and never reads them (failpoint.h) */
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -63,6 +58,6 @@ int main(int argc, char **argv)
 	    !has_config_flag(argc, argv) && (rc = cli_box_apply(NULL)) != 0)
 		return rc;
 	db_migrate_guard_set(runlock_guard);
-	rc = help_dispatch(&cli_root, argc - 1, argv + 1);
+	rc = help_dispatch(commands_root(), argc - 1, argv + 1);
 	return rc == CLI_HELPED ? 0 : rc;
 }

@@ -62,7 +62,7 @@
 #include "queue.h"
 #include "queue_history.h"
 #include "scans.h"
-#include "tickets.h"
+#include "statedir.h"
 
 void maint_opts_default(struct maint_opts *o)
 {
@@ -254,7 +254,7 @@ void maint_disk(const char *db_path, const char *state_dir, int64_t warn_bytes,
 		d->db_free = -2;	/* the server's disk: PostgreSQL's to watch */
 	else if (fsio_free_bytes(dir, &d->db_free) != SD_OK)
 		d->db_free = -1;
-	if (tickets_state_dir(db_path, state_dir, dir, sizeof dir) != SD_OK ||
+	if (statedir_path(db_path, state_dir, dir, sizeof dir) != SD_OK ||
 	    fsio_free_bytes(dir, &d->state_free) != SD_OK)
 		d->state_free = -1;
 	d->low = (d->db_free != -2 && d->db_free < d->warn_bytes) || d->state_free < d->warn_bytes;

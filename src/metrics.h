@@ -38,13 +38,16 @@ enum metrics_outcome {
 	METRICS_OUTCOMES
 };
 
-/* The seed's four techniques, by which a duplicate run was absorbed. */
+/* The four techniques (dist/doc/design.md §1.2), by which a duplicate run
+ * was absorbed. */
 enum metrics_technique {
 	METRICS_CHECK_STATE,		/* render_tickets: tickets.pdf_key was set */
-	METRICS_UNIQUE_CLAIM,		/* send_tickets: email_sends claimed or sent */
+	METRICS_UNIQUE_CLAIM,		/* send_tickets, cancel_order: email_sends
+					 * claimed or sent */
 	METRICS_PROVIDER_KEY,		/* the mail provider (or the maildir) answered
 					 * with the first send */
-	METRICS_PROCESSED_JOBS,		/* update_sales_counter: job id already recorded */
+	METRICS_PROCESSED_JOBS,		/* update_sales_counter, cancel_order: job id
+					 * already recorded */
 	METRICS_TECHNIQUES
 };
 

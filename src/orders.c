@@ -28,6 +28,7 @@
 #include "outbox.h"
 #include "queue.h"
 #include "text.h"
+#include "timefmt.h"
 
 /* ======================== intake ========================================= */
 
@@ -111,7 +112,7 @@ static enum sd_result order_validate(const struct order_new *o)
 	enum sd_result r;
 	const char *k;
 
-	if ((r = tickets_text_valid("buyer name", o->name)) != SD_OK)
+	if ((r = text_field_valid("buyer name", o->name)) != SD_OK)
 		return r;
 	if (!o->email || mail_address_valid(o->email) != SD_OK)
 		return err_set(SD_INVALID, "'%.80s' is not an email address like name@example.com",
@@ -188,7 +189,7 @@ static enum sd_result order_seats(struct db *db, int64_t event_id, int64_t n, in
 		return SD_DB;
 	db_bind_int(st, 1, event_id);
 	db_bind_int(st, 2, n);
-	while ((r = db_step(st, &row)) == SD_OK && row && got < n)
+	while (db_next(st, &r) && got < n)
 		seats[got++] = db_col_int(st, 0);
 	db_reset(st);
 	if (r != SD_OK)
@@ -358,7 +359,7 @@ static enum sd_result order_state_read(struct db *db, const char *public_id,
 	if (!st)
 		return SD_DB;
 	db_bind_text(st, 1, public_id);
-	if ((r = db_step(st, &row)) == SD_OK && row) {
+	if ((row = db_next(st, &r))) {
 		o->id = db_col_int(st, 0);
 		o->event_id = db_col_int(st, 1);
 		o->seats = db_col_int(st, 2);
@@ -407,7 +408,6 @@ static enum sd_result resend_wait(struct db *db, int64_t order_id, int64_t max,
 {
 	struct db_stmt *st;
 	enum sd_result r;
-	int row = 0;
 
 	*wait = 0;
 	if (max <= 0)
@@ -416,7 +416,7 @@ static enum sd_result resend_wait(struct db *db, int64_t order_id, int64_t max,
 		return SD_DB;
 	db_bind_int(st, 1, order_id);
 	db_bind_int(st, 2, max - 1);
-	if ((r = db_step(st, &row)) == SD_OK && row && db_col_int(st, 0) > now - window_ms)
+	if (db_next(st, &r) && db_col_int(st, 0) > now - window_ms)
 		*wait = db_col_int(st, 0) + window_ms - now;
 	db_reset(st);
 	return r;
@@ -457,7 +457,6 @@ enum sd_result order_resend(struct db *db, const char *public_id, const char *ac
 	enum sd_result r;
 	char payload[96], detail[32], intent[32], job_id[QUEUE_JOB_ID_MAX + 1];
 	int64_t wait = 0;
-	int row = 0;
 
 	*n = 0;
 	if ((r = actor_valid(actor)) != SD_OK || (r = db_begin(db)) != SD_OK)
@@ -476,7 +475,7 @@ enum sd_result order_resend(struct db *db, const char *public_id, const char *ac
 		goto out;
 	}
 	db_bind_int(st, 1, o.id);
-	if ((r = db_step(st, &row)) == SD_OK && row)
+	if (db_next(st, &r))
 		*n = db_col_int(st, 0);
 	db_reset(st);
 	/* after the row's update: a second resend at once waits for it here */
@@ -543,12 +542,11 @@ static enum sd_result cancel_refused(struct db *db, const char *public_id, int64
 	struct order_admitted *a;
 	enum sd_result r;
 	char when[64];
-	int row = 0;
 
 	if (!st)
 		return SD_DB;
 	db_bind_int(st, 1, order_id);
-	while ((r = db_step(st, &row)) == SD_OK && row && res->n_admitted < ORDER_ADMITTED_MAX) {
+	while (db_next(st, &r) && res->n_admitted < ORDER_ADMITTED_MAX) {
 		a = &res->admitted[res->n_admitted++];
 		snprintf(a->seat, sizeof a->seat, "%s", db_col_text(st, 0));
 		a->scanned_at = db_col_int(st, 1);
@@ -560,7 +558,7 @@ static enum sd_result cancel_refused(struct db *db, const char *public_id, int64
 	if (!res->n_admitted)	/* cannot be: the counts disagreed for another reason */
 		return err_set(SD_DB, "order %s: its tickets changed while it was cancelled",
 			       public_id);
-	tickets_time_format(res->admitted[0].scanned_at, when, sizeof when);
+	timefmt_format(res->admitted[0].scanned_at, when, sizeof when);
 	return err_set(SD_CONFLICT, "seat %s of order %s was admitted at %s%s%s: the order is not "
 		       "cancelled", res->admitted[0].seat, public_id, when,
 		       res->admitted[0].scanned_by[0] ? " by " : "", res->admitted[0].scanned_by);
@@ -643,12 +641,12 @@ static enum sd_result detail_tickets(struct db *db, struct order_detail *d)
 {
 	struct db_stmt *st = db_stmt(db, SQL_DETAIL_TICKETS);
 	enum sd_result r;
-	int row = 0, i = 0;
+	int i = 0;
 
 	if (!st)
 		return SD_DB;
 	db_bind_int(st, 1, d->v.id);
-	while ((r = db_step(st, &row)) == SD_OK && row && i < d->v.n_tickets) {
+	while (db_next(st, &r) && i < d->v.n_tickets) {
 		d->tickets[i].pdf_stored = !db_col_is_null(st, 0);
 		d->pdf_tickets += d->tickets[i].pdf_stored;
 		d->tickets[i].scanned_at = db_col_int(st, 1);
@@ -667,12 +665,11 @@ static enum sd_result detail_emails(struct db *db, struct order_detail *d)
 	struct db_stmt *st = db_stmt(db, SQL_DETAIL_EMAILS);
 	struct order_email *e;
 	enum sd_result r;
-	int row = 0;
 
 	if (!st)
 		return SD_DB;
 	db_bind_int(st, 1, d->v.id);
-	while ((r = db_step(st, &row)) == SD_OK && row && d->n_emails < ORDER_EMAILS_MAX) {
+	while (db_next(st, &r) && d->n_emails < ORDER_EMAILS_MAX) {
 		e = &d->emails[d->n_emails++];
 		snprintf(e->kind, sizeof e->kind, "%s", db_col_text(st, 0));
 		e->claimed_at = db_col_int(st, 1);
@@ -690,13 +687,13 @@ static enum sd_result detail_changes(struct db *db, struct order_detail *d)
 	struct db_stmt *st = db_stmt(db, SQL_DETAIL_CHANGES);
 	struct order_change *c, t;
 	enum sd_result r;
-	int row = 0, i;
+	int i;
 
 	if (!st)
 		return SD_DB;
 	db_bind_int(st, 1, d->v.id);
 	db_bind_int(st, 2, ORDER_CHANGES_MAX);
-	while ((r = db_step(st, &row)) == SD_OK && row && d->n_changes < ORDER_CHANGES_MAX) {
+	while (db_next(st, &r) && d->n_changes < ORDER_CHANGES_MAX) {
 		c = &d->changes[d->n_changes++];
 		c->at = db_col_int(st, 0);
 		snprintf(c->kind, sizeof c->kind, "%s", db_col_text(st, 1));
@@ -773,7 +770,7 @@ enum sd_result order_detail_get(struct db *db, const char *public_id, struct ord
 		goto end;
 	}
 	db_bind_text(st, 1, public_id);
-	if ((r = db_step(st, &row)) == SD_OK && row) {
+	if ((row = db_next(st, &r))) {
 		id = db_col_int(st, 0);
 		d->created_at = db_col_int(st, 1);
 	}
@@ -828,9 +825,8 @@ static enum sd_result order_list(struct db_stmt *st, order_list_fn fn, void *arg
 {
 	struct order_recent o;
 	enum sd_result r;
-	int row = 0;
 
-	while ((r = db_step(st, &row)) == SD_OK && row) {
+	while (db_next(st, &r)) {
 		memset(&o, 0, sizeof o);
 		snprintf(o.id, sizeof o.id, "%s", db_col_text(st, 0));
 		o.event_id = db_col_int(st, 1);
@@ -932,11 +928,10 @@ enum sd_result order_check_each(struct db *db, order_check_fn fn, void *arg)
 	struct db_stmt *st = db_stmt(db, SQL_CHECK_ORDERS);
 	struct order_check o;
 	enum sd_result r;
-	int row = 0;
 
 	if (!st)
 		return SD_DB;
-	while ((r = db_step(st, &row)) == SD_OK && row) {
+	while (db_next(st, &r)) {
 		o.id = db_col_int(st, 0);
 		o.public_id = db_col_text(st, 1);
 		o.event_id = db_col_int(st, 2);
@@ -984,7 +979,7 @@ enum sd_result order_check_identities(struct db *db, char *problem, size_t size)
 	if (!(st = db_stmt(db, SQL_CHECK_CODES)))
 		return SD_DB;
 	db_bind_int(st, 1, CODE_ID_MIN);
-	if ((r = db_step(st, &row)) == SD_OK && row)
+	if ((row = db_next(st, &r)))
 		snprintf(problem, size, "ticket %lld's code names %lld: a ticket made before schema "
 			 "11 keeps its row id, one made since has a random number of at least 2^62",
 			 (long long)db_col_int(st, 0), (long long)db_col_int(st, 1));
@@ -993,7 +988,7 @@ enum sd_result order_check_identities(struct db *db, char *problem, size_t size)
 		return r;
 	if (!(st = db_stmt(db, SQL_CHECK_KEYS)))
 		return SD_DB;
-	if ((r = db_step(st, &row)) == SD_OK && row)
+	if (db_next(st, &r))
 		snprintf(problem, size, "order %s's %s email %s '%s': its key names the order's "
 			 "public id (or, for an order made before schema 11, its row id)",
 			 db_col_text(st, 0), db_col_text(st, 1),

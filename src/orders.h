@@ -65,9 +65,11 @@ enum sd_result order_resend(struct db *db, const char *public_id, const char *ac
 			    int64_t *retry_after_ms);
 
 /*
- * order_set_email: the buyer's address from now on; emails not yet sent go
- * to it (an email goes to the address the order has when it is sent), the
- * old one gets nothing more.  The old address is kept in the change's row.
+ * order_set_email: the buyer's address from now on: every email whose
+ * first attempt is still to come goes to it.  An email already attempted
+ * keeps the address that attempt used (idem_effect_fix: a retry goes where
+ * the first attempt may have gone, under its key); resend it to reach the
+ * new one.  The old address is kept in the change's row.
  * [out] *changed: 0 when it was already this address (nothing written).
  */
 enum sd_result order_set_email(struct db *db, const char *public_id, const char *email,

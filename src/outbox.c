@@ -145,7 +145,6 @@ static enum sd_result relay_batch_pg(struct db *db, int limit, int64_t now, int6
 	struct db_stmt *st;
 	enum sd_result r;
 	int64_t first = 0, published = 0;
-	int row;
 
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
@@ -155,7 +154,7 @@ static enum sd_result relay_batch_pg(struct db *db, int limit, int64_t now, int6
 	}
 	db_bind_int(st, 1, limit);
 	db_bind_int(st, 2, now);
-	while ((r = db_step(st, &row)) == SD_OK && row) {
+	while (db_next(st, &r)) {
 		first = db_col_int(st, 0);
 		published++;
 	}
@@ -400,12 +399,11 @@ enum sd_result outbox_check_job_ids(struct db *db, char *problem, size_t size)
 {
 	struct db_stmt *st = db_stmt(db, SQL_CHECK_JOB_IDS);
 	enum sd_result r;
-	int row = 0;
 
 	problem[0] = '\0';
 	if (!st)
 		return SD_DB;
-	if ((r = db_step(st, &row)) == SD_OK && row)
+	if (db_next(st, &r))
 		snprintf(problem, size, "outbox row %lld's job is named '%s': a row made before "
 			 "schema 11 keeps outbox:<row id>, one made since has a name of its own",
 			 (long long)db_col_int(st, 0), db_col_text(st, 1));

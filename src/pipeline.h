@@ -1,7 +1,7 @@
 /*
  * pipeline.h: the relay and a worker in threads of this process, run until
- * the stream and the outbox are both empty (`demo`, `bench pipeline`), and
- * the loop thread they are built from (`bench queue` runs its workers in it).
+ * the stream and the outbox are both empty (`demo`, `stagedoor-bench pipeline`), and
+ * the loop thread they are built from (`stagedoor-bench queue` runs its workers in it).
  *
  * Production runs the relay and the workers as processes of their own
  * (`stagedoor relay`, `stagedoor worker`); this module is for commands that

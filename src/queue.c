@@ -62,6 +62,7 @@
 #define _GNU_SOURCE
 #include "queue.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -367,6 +368,10 @@ static enum sd_result move_to_dead(struct db *db, int64_t id, int64_t token, int
 	enum sd_result r;
 	char err[QUEUE_ERROR_MAX + 1];
 
+	/* a move between tables: its statements in one transaction, under a
+	 * lease a claim gave */
+	assert(db_in_tx(db));
+	assert(token > 0);
 	snprintf(err, sizeof err, "%s", error && *error ? error : "failed");
 	if (!(st = db_stmt(db, SQL_TO_DEAD)))
 		return SD_DB;
@@ -540,6 +545,7 @@ enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lea
 	c.token = (int64_t)(rng_next() >> 1);
 	if (c.token == 0)
 		c.token = 1;
+	assert(c.token > 0);	/* 63 bits, never 0: a lease always has one */
 	c.lease_ms = lease_ms > 0 ? lease_ms : policy_fallback.lease_ms;
 	c.worker = worker;
 	if ((r = db_begin(db)) != SD_OK)
@@ -553,6 +559,7 @@ enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lea
 		got = kept;
 		goto freeall;
 	}
+	assert(kept <= got && got <= n);
 	*n_out = kept;
 	return SD_OK;
 freeall:
@@ -583,6 +590,7 @@ enum sd_result queue_ack(struct db *db, int64_t id, int64_t token)
 	struct db_stmt *st;
 	enum sd_result r;
 
+	assert(token > 0);	/* a lease's, from a claim */
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
 	now = clock_now_ms();	/* under the write lock: finishing order */
@@ -703,10 +711,11 @@ enum sd_result queue_ack_many(struct db *db, int64_t token, const int64_t *ids, 
 	struct db_stmt *st;
 	enum sd_result r;
 	char *list, *p;
-	int i, row, n_sums = 0;
+	int i, n_sums = 0;
 
 	if (n < 1)
 		return SD_OK;
+	assert(token > 0);	/* the claim's that leased them */
 	if (n == 1) {
 		/* one job: the per-row statements beat building a JSON list */
 		r = queue_ack(db, ids[0], token);
@@ -754,7 +763,7 @@ enum sd_result queue_ack_many(struct db *db, int64_t token, const int64_t *ids, 
 	}
 	db_bind_text(st, 1, list);
 	db_bind_int(st, 2, token);
-	while ((r = db_step(st, &row)) == SD_OK && row) {
+	while (db_next(st, &r)) {
 		ack_mark(order, n, db_col_int(st, 0), acked);
 		ack_sum_add(sums, &n_sums, db_col_text(st, 1), db_col_int(st, 2));
 	}
@@ -777,6 +786,7 @@ static enum sd_result lease_update(struct db *db, const char *sql, int64_t id, i
 	struct db_stmt *st = db_stmt(db, sql);
 	enum sd_result r;
 
+	assert(token > 0);	/* a lease's, from a claim */
 	if (!st)
 		return SD_DB;
 	db_bind_int(st, 1, id);
@@ -1162,12 +1172,11 @@ enum sd_result queue_totals_sum(struct db *db, int64_t *done, int64_t *failed)
 {
 	struct db_stmt *st = db_stmt(db, SQL_TOTALS_SUM);
 	enum sd_result r;
-	int row = 0;
 
 	*done = *failed = 0;
 	if (!st)
 		return SD_DB;
-	if ((r = db_step(st, &row)) == SD_OK && row) {
+	if (db_next(st, &r)) {
 		*done = db_col_int(st, 0);
 		*failed = db_col_int(st, 1);
 	}

@@ -1,5 +1,5 @@
 /*
- * queue.h: the job stream: one SQLite table with visibility timeouts and
+ * queue.h: the job stream: one table with visibility timeouts and
  * fencing tokens.  See the top of queue.c for the state diagram.
  *
  * Every write function runs in the caller's open transaction when there is

@@ -31,7 +31,7 @@ enum sd_result queue_history_record(struct db *db, int64_t now, int *written)
 	enum sd_result r;
 	int64_t minute = now - now % 60000, slot = (minute / 60000) % QUEUE_HISTORY_MINUTES;
 	int64_t done = 0, failed = 0;
-	int row = 0, have = 0;
+	int have = 0;
 
 	if (written)
 		*written = 0;
@@ -42,7 +42,7 @@ enum sd_result queue_history_record(struct db *db, int64_t now, int *written)
 		goto out;
 	}
 	db_bind_int(st, 1, slot);
-	if ((r = db_step(st, &row)) == SD_OK && row)
+	if (db_next(st, &r))
 		have = db_col_int(st, 0) == minute;
 	db_reset(st);
 	if (r != SD_OK || have)
@@ -73,14 +73,13 @@ enum sd_result queue_history_read(struct db *db, int64_t now, struct queue_minut
 	struct db_stmt *st = db_stmt(db, SQL_READ);
 	enum sd_result r;
 	int64_t done_before = -1, failed_before = -1, done, failed;
-	int row = 0;
 
 	*n = 0;
 	if (!st)
 		return SD_DB;
 	db_bind_int(st, 1, now - QUEUE_HISTORY_MINUTES * 60000LL);
 	db_bind_int(st, 2, now);
-	while ((r = db_step(st, &row)) == SD_OK && row && *n < QUEUE_HISTORY_MINUTES) {
+	while (db_next(st, &r) && *n < QUEUE_HISTORY_MINUTES) {
 		struct queue_minute *m = &out[(*n)++];
 
 		m->minute = db_col_int(st, 0);

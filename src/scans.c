@@ -120,14 +120,13 @@ static enum sd_result nonce_answer(struct db *db, const struct scan_by *by,
 {
 	struct db_stmt *st = db_stmt(db, SQL_NONCE);
 	enum sd_result r;
-	int row = 0;
 
 	*found = 0;
 	if (!st)
 		return SD_DB;
 	db_bind_text(st, 1, by->door_id);
 	db_bind_text(st, 2, by->nonce);
-	if ((r = db_step(st, &row)) == SD_OK && row) {
+	if (db_next(st, &r)) {
 		*found = 1;
 		if (strcmp(db_col_text(st, 1), code_sha) != 0)
 			r = err_set(SD_CONFLICT, "this nonce was sent with another code: a scan's "
@@ -177,7 +176,7 @@ static enum sd_result admit(struct db *db, int64_t code_id, int64_t event_id, in
 {
 	struct db_stmt *st = db_stmt(db, SQL_ADMIT);
 	enum sd_result r;
-	int won = 0, row = 0;
+	int won = 0;
 
 	*ticket_id = 0;
 	if (!st)
@@ -192,7 +191,7 @@ static enum sd_result admit(struct db *db, int64_t code_id, int64_t event_id, in
 		return SD_DB;
 	db_bind_int(st, 1, code_id);
 	db_bind_int(st, 2, event_id);
-	if ((r = db_step(st, &row)) == SD_OK && row) {
+	if (db_next(st, &r)) {
 		*ticket_id = db_col_int(st, 5);
 		snprintf(res->seat_label, sizeof res->seat_label, "%s", db_col_text(st, 0));
 		res->scanned_at = db_col_int(st, 1);
@@ -362,7 +361,7 @@ enum sd_result scan_stats_get(struct db *db, int64_t event_id, int64_t since_ms,
 	struct db_stmt *st;
 	struct scan_minute t;
 	enum sd_result r;
-	int row = 0, i;
+	int i;
 
 	memset(s, 0, sizeof *s);
 	if ((r = db_begin_snapshot(db)) != SD_OK)	/* one snapshot */
@@ -374,7 +373,7 @@ enum sd_result scan_stats_get(struct db *db, int64_t event_id, int64_t since_ms,
 	db_bind_int(st, 1, event_id);
 	db_bind_int(st, 2, since_ms);
 	db_bind_int(st, 3, SCAN_MINUTES_MAX);
-	while ((r = db_step(st, &row)) == SD_OK && row && s->n_minutes < SCAN_MINUTES_MAX)
+	while (db_next(st, &r) && s->n_minutes < SCAN_MINUTES_MAX)
 		s->minutes[s->n_minutes++] = (struct scan_minute){ db_col_int(st, 0),
 								   db_col_int(st, 1),
 								   db_col_int(st, 2) };
@@ -390,7 +389,7 @@ enum sd_result scan_stats_get(struct db *db, int64_t event_id, int64_t since_ms,
 	}
 	db_bind_int(st, 1, event_id);
 	db_bind_int(st, 2, SCAN_DOORS_MAX);
-	while ((r = db_step(st, &row)) == SD_OK && row && s->n_doors < SCAN_DOORS_MAX) {
+	while (db_next(st, &r) && s->n_doors < SCAN_DOORS_MAX) {
 		struct scan_door_count *d = &s->doors[s->n_doors++];
 		text_copy(d->door, sizeof d->door, db_col_text(st, 0));
 		d->admitted = db_col_int(st, 1);

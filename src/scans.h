@@ -14,6 +14,7 @@
 #include "code.h"
 #include "db.h"
 #include "result.h"
+#include "text.h"
 #include "tickets.h"
 
 enum scan_outcome { SCAN_ADMITTED, SCAN_ALREADY, SCAN_INVALID, SCAN_WRONG_EVENT,
@@ -44,7 +45,7 @@ struct scan_result {
 	/* SCAN_WRONG_EVENT: the ticket's event; SCAN_DOORS_CLOSED: the door's,
 	 * with the window */
 	int64_t event_id, event_starts_at, opens_at, closes_at;
-	char event_name[TICKETS_TEXT_MAX + 1];
+	char event_name[TEXT_FIELD_MAX + 1];
 };
 
 /* Who scans: the door's name, as the log and the counts show it; its

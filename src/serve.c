@@ -1,35 +1,32 @@
 /*
- * serve.c: `stagedoor serve`, the box's front door: the HTTP server (http.h)
- * in front of the intake API (api.h), one process.  `run` starts it as a
- * supervised child when http_listen is not "off"; it also runs alone.
+ * serve.c: the box's front door: the HTTP server (http.h) in front of the
+ * intake API (api.h), in one process (`stagedoor serve`, src/cmd/serve.c;
+ * `run` starts it as a supervised child when http_listen is not "off").
  *
  * The glue is a copy: the server's request fields into the API's, the API's
  * answer (its body malloc'd, freed by the server) back.  SIGTERM/SIGINT stop
  * it: libmicrohttpd finishes the requests in progress and closes.
  */
 #define _GNU_SOURCE
+#include "serve.h"
+
 #include <dirent.h>
-#include <errno.h>
-#include <signal.h>
-#include <stdio.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
 #include "api.h"
-#include "args.h"
 #include "cert.h"
-#include "cli.h"
 #include "clock.h"
 #include "config.h"
 #include "cred.h"
 #include "db.h"
 #include "http.h"
 #include "log.h"
-#include "serve.h"
-#include "tickets.h"
+#include "statedir.h"
 
 static void glue(void *arg, const struct http_request *req, struct http_response *res)
 {
@@ -156,10 +153,7 @@ static enum sd_result hosts_make(struct serve *s, const struct serve_opts *o, in
 	return SD_OK;
 }
 
-/* renew_warn: a warning in the log from CERT_RENEW_WARN_DAYS before the
- * certificate expires: at start, and every SERVE_CERT_CHECK_S after */
-#define SERVE_CERT_CHECK_S 86400
-static void renew_warn(const char *cert)
+void serve_renew_warn(const char *cert)
 {
 	int64_t days;
 
@@ -177,7 +171,7 @@ static void ca_file(const struct serve_opts *o, char *buf, size_t size)
 	struct cert_paths cp;
 
 	buf[0] = '\0';
-	if (tickets_state_dir(o->db_path, o->state_dir, dir, sizeof dir) == SD_OK &&
+	if (statedir_path(o->db_path, o->state_dir, dir, sizeof dir) == SD_OK &&
 	    cert_paths(dir, &cp) == SD_OK && access(cp.ca_cert, R_OK) == 0)
 		snprintf(buf, size, "%s", cp.ca_cert);
 }
@@ -230,7 +224,7 @@ enum sd_result serve_start(const struct serve_opts *o, struct serve **out)
 		else
 			ho.hosts = s->hosts;
 	}
-	renew_warn(o->tls_cert);
+	serve_renew_warn(o->tls_cert);
 	if ((r = token_ensure(o->db_path, o->state_dir)) != SD_OK ||
 	    (r = api_open(&ao, &s->api)) != SD_OK ||
 	    (r = http_start_opts(&ho, glue, s->api, &s->srv)) != SD_OK)
@@ -254,101 +248,4 @@ void serve_stop(struct serve *s)
 	http_stop(s->srv);
 	api_close(s->api);
 	free(s);
-}
-
-/* metrics_auth: the setting, else on when the listener faces a network:
- * live sales are not for anyone on the venue's Wi-Fi */
-static int metrics_auth(const struct config *cfg)
-{
-	if (config_is_set(cfg, CONFIG_METRICS_AUTH))
-		return (int)config_int(cfg, CONFIG_METRICS_AUTH);
-	return !http_listen_is_loopback(config_str(cfg, CONFIG_HTTP_LISTEN));
-}
-
-int cli_serve(int argc, char **argv)
-{
-	int supervised = 0;
-	struct cli_config_flags cf = { 0 };
-	struct arg_opt opts[] = {
-		{ "supervised", ARG_FLAG, &supervised, 0, 0, 0, NULL,
-		  "started by run (it reports ready through a pipe)", 0 },
-		CLI_CONFIG_OPTS(&cf),
-		ARG_END,
-	};
-	char *pos[ARGS_MAX_POS];
-	struct serve *sv = NULL;
-	struct config cfg;
-	struct db *db;
-	sigset_t set;
-	enum sd_result r;
-	int npos, rc, sig;
-
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0,
-			    "serve [--http-listen ADDR:PORT] " CLI_CONFIG_USAGE)) != 0)
-		return rc;
-	if ((rc = cli_config_load(&cf, &cfg)) != 0)
-		return rc;
-	if ((rc = cli_open_db(config_str(&cfg, CONFIG_DB), 0, DB_SYNC_FULL, &db)) != 0) {
-		config_free(&cfg);
-		return rc;
-	}
-	db_close(db);
-	/* the server's threads inherit this mask: signals come to sigwait */
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	if ((r = serve_start(&(struct serve_opts){ config_str(&cfg, CONFIG_DB),
-						   config_str(&cfg, CONFIG_STATE_DIR),
-						   config_str(&cfg, CONFIG_HTTP_LISTEN),
-						   config_int(&cfg, CONFIG_API_KEY_TTL_MS),
-						   config_int(&cfg, CONFIG_DISK_WARN_BYTES),
-						   supervised,
-						   config_str(&cfg, CONFIG_BACKUP_DIR),
-						   config_int(&cfg, CONFIG_BACKUP_INTERVAL_MS),
-						   config_str(&cfg, CONFIG_HTTP_TLS_CERT),
-						   config_str(&cfg, CONFIG_HTTP_TLS_KEY),
-						   config_str(&cfg, CONFIG_HTTP_HOSTS),
-						   (int)config_int(&cfg, CONFIG_HTTP_PER_CLIENT_MAX),
-						   metrics_auth(&cfg),
-						   config_int(&cfg, CONFIG_DOORS_OPEN_BEFORE),
-						   config_int(&cfg, CONFIG_DOORS_CLOSE_AFTER),
-						   config_int(&cfg, CONFIG_RESEND_PER_HOUR),
-						   config_int(&cfg, CONFIG_RESEND_PER_DAY),
-						   config_int(&cfg, CONFIG_SCAN_RATE),
-						   config_int(&cfg, CONFIG_SCAN_BURST) },
-			     &sv)) != SD_OK) {
-		config_free(&cfg);
-		return r == SD_INVALID ? cli_cannot_start(r) : cli_fail(r);
-	}
-	/* http_start logged the address and the port */
-	cli_ready();
-	for (;;) {
-		/* a box that runs for months passes its certificate's warning
-		 * mark while it runs: the check again once a day */
-		if ((sig = sigtimedwait(&set, NULL, &(struct timespec){ SERVE_CERT_CHECK_S, 0 })) <
-		    0) {
-			if (errno == EAGAIN)
-				renew_warn(config_str(&cfg, CONFIG_HTTP_TLS_CERT));
-			continue;
-		}
-		if (sig == SIGHUP) {
-			struct config nc;
-			if (config_resolve(&nc, cf.file, cf.value) == SD_OK) {
-				if (log_open_file(nc.value[CONFIG_LOG_FILE]) != SD_OK)
-					log_event(LOG_ERROR, "log not reopened", NULL);
-				log_set_level((enum log_level)log_level_parse(
-					config_str(&nc, CONFIG_LOG_LEVEL)));
-				config_free(&nc);
-			}
-			continue;
-		}
-		break;
-	}
-	log_event(LOG_INFO, "http stopping", "signal=%d", sig);
-	serve_stop(sv);
-	config_free(&cfg);
-	return 0;
 }

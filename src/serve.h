@@ -48,4 +48,10 @@ int serve_port(const struct serve *s);
 /* serve_stop: finish the requests in progress, close; accepts NULL. */
 void serve_stop(struct serve *s);
 
+/* serve_renew_warn: a warning in the log from CERT_RENEW_WARN_DAYS before
+ * the certificate expires: serve_start says it, and `serve` again every
+ * SERVE_CERT_CHECK_S */
+#define SERVE_CERT_CHECK_S 86400
+void serve_renew_warn(const char *cert);
+
 #endif

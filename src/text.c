@@ -57,7 +57,9 @@ int text_utf8_valid(const char *s)
 	return 1;
 }
 
-int text_unsafe_cp(uint32_t cp)
+/* text_unsafe_cp: is cp a code point text_check refuses inside valid UTF-8
+ * (a C0/C1 control, DEL, a bidi embedding/override/isolate)?  1 or 0. */
+static int text_unsafe_cp(uint32_t cp)
 {
 	return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (cp >= 0x202A && cp <= 0x202E) ||
 	       (cp >= 0x2066 && cp <= 0x2069);
@@ -258,4 +260,9 @@ void text_redact_url(const char *url, char *buf, size_t size)
 		pg_query(q + 1, buf, size, &o);
 	else
 		put(buf, size, &o, "***", 3);
+}
+
+enum sd_result text_field_valid(const char *what, const char *s)
+{
+	return text_check(what, s, TEXT_FIELD_MAX);
 }

@@ -35,9 +35,6 @@ size_t text_utf8_next(const unsigned char *s, uint32_t *cp);
 /* text_utf8_valid: is all of s well-formed UTF-8?  1 or 0. */
 int text_utf8_valid(const char *s);
 
-/* text_unsafe_cp: is cp a code point text_check refuses inside valid UTF-8
- * (a C0/C1 control, DEL, a bidi embedding/override/isolate)?  1 or 0. */
-int text_unsafe_cp(uint32_t cp);
 
 /*
  * text_check: s is 1..max_bytes bytes of well-formed UTF-8 with no control
@@ -45,6 +42,12 @@ int text_unsafe_cp(uint32_t cp);
  * the byte offset of the first offence, never the value itself.
  */
 enum sd_result text_check(const char *what, const char *s, size_t max_bytes);
+
+/* A person's words the box keeps: names, venues, event names; bytes of UTF-8 */
+#define TEXT_FIELD_MAX 200
+
+/* text_field_valid: text_check with TEXT_FIELD_MAX. */
+enum sd_result text_field_valid(const char *what, const char *s);
 
 /*
  * text_escape: s as text that text_check accepts (empty stays empty):

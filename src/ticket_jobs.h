@@ -1,7 +1,7 @@
 /*
  * ticket_jobs.h: the handlers that follow an order, each the intent it
  * reaches and the technique that makes its second run harmless (idem.h;
- * the seed's "At-Least-Once and Idempotent Jobs"):
+ * dist/doc/design.md §1.3):
  *
  *   render_tickets        "order N's tickets are rendered and queued to send":
  *                         check state first (tickets.pdf_key), then a

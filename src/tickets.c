@@ -1,6 +1,6 @@
 /*
- * tickets.c: the ground the ticket work stands on (tickets.h): the box's
- * files, text and time, an order as the handlers read it, its PDF and its
+ * tickets.c: the ground the ticket work stands on (tickets.h): the
+ * handlers' environment, an order as the handlers read it, its PDF and its
  * emails.
  *
  * Invariants:
@@ -17,78 +17,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "fsio.h"
 #include "idem.h"
 #include "pdf.h"
+#include "statedir.h"
 #include "text.h"
+#include "timefmt.h"
 
 /* ======================== the environment ================================ */
-
-static void db_dir(const char *db_path, char *buf, size_t size)
-{
-	const char *slash = strrchr(db_path, '/');
-
-	if (!slash)
-		snprintf(buf, size, ".");
-	else if (slash == db_path)
-		snprintf(buf, size, "/");
-	else
-		snprintf(buf, size, "%.*s", (int)(slash - db_path), db_path);
-}
-
-enum sd_result tickets_state_dir(const char *db_path, const char *state_dir, char *buf,
-				 size_t size)
-{
-	if ((!state_dir || !*state_dir) && db_target_is_pg(db_path)) {
-		snprintf(buf, size, ".");
-		return err_set(SD_INVALID, "state_dir must be given with a PostgreSQL database: "
-			       "the folder for this box's own files (ticket key, maildir, "
-			       "logs)");
-	}
-	if (!state_dir || !*state_dir) {
-		db_dir(db_path, buf, size);
-		return SD_OK;
-	}
-	if ((size_t)snprintf(buf, size, "%s", state_dir) >= size)
-		return err_set(SD_INVALID, "state_dir: the path is too long");
-	return SD_OK;
-}
-
-enum sd_result tickets_files_init(const char *db_path, const char *state_dir)
-{
-	char path[PATH_MAX];
-	enum sd_result r;
-
-	if (state_dir && *state_dir && (r = fsio_mkdirs(state_dir, 0)) != SD_OK)
-		return r;
-	if ((r = code_key_path(db_path, state_dir, path, sizeof path)) != SD_OK)
-		return r;
-	return code_key_ensure(path, NULL);
-}
-
-enum sd_result tickets_blobs_open(const char *db_path, const char *state_dir,
-				  struct blob_store **out)
-{
-	char dir[PATH_MAX], path[PATH_MAX + 8];
-	enum sd_result r;
-
-	*out = NULL;
-	if (blob_where_db(db_path))
-		return blob_open_db(db_path, out);
-	if ((r = tickets_state_dir(db_path, state_dir, dir, sizeof dir)) != SD_OK)
-		return r;
-	snprintf(path, sizeof path, "%s/blobs", dir);
-	return blob_open(path, out);
-}
-
-void tickets_default_mail_url(const char *db_path, const char *state_dir, char *buf, size_t size)
-{
-	char dir[PATH_MAX];
-
-	if (tickets_state_dir(db_path, state_dir, dir, sizeof dir) != SD_OK)
-		db_dir(db_path, dir, sizeof dir);
-	snprintf(buf, size, "maildir:%s/maildir", dir);
-}
 
 enum sd_result tickets_env_open(const char *db_path, const char *state_dir, const char *mail_url,
 				const char *mail_from,
@@ -106,13 +41,13 @@ enum sd_result tickets_env_open(const char *db_path, const char *state_dir, cons
 		 mail_from ? mail_from : TICKETS_MAIL_FROM_DEFAULT);
 	if ((r = mail_address_valid(env->mail_from)) != SD_OK)
 		goto fail;
-	if ((r = tickets_blobs_open(db_path, state_dir, &env->blobs)) != SD_OK)
+	if ((r = statedir_blobs_open(db_path, state_dir, &env->blobs)) != SD_OK)
 		goto fail;
 	if ((r = code_key_path(db_path, state_dir, path, sizeof path)) != SD_OK ||
 	    (r = code_key_load(path, env->key)) != SD_OK)
 		goto fail;
 	if (!mail_url) {
-		tickets_default_mail_url(db_path, state_dir, url, sizeof url);
+		statedir_mail_url(db_path, state_dir, url, sizeof url);
 		mail_url = url;
 	}
 	if ((r = mail_open_opts(mail_url, mail_cfg, &env->mail)) != SD_OK)
@@ -133,74 +68,6 @@ void tickets_env_close(struct tickets_env *env)
 	/* the key does not outlive its use in memory */
 	memset(env->key, 0, sizeof env->key);
 	free(env);
-}
-
-/* ======================== text and time ================================== */
-
-enum sd_result tickets_text_valid(const char *what, const char *s)
-{
-	return text_check(what, s, TICKETS_TEXT_MAX);
-}
-
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-	/* H. Hinnant's algorithm: days since 1970-01-01 in the proleptic Gregorian calendar */
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-enum sd_result tickets_time_parse(const char *s, int64_t *ms)
-{
-	int y, mo, d, h, mi, sec = 0, n = 0, zh = 0, zm = 0, sign = 0, dim;
-	static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	const char *p;
-
-	if (!s || sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10 ||
-	    (s[10] != 'T' && s[10] != ' ') || sscanf(s + 11, "%2d:%2d%n", &h, &mi, &n) != 2 ||
-	    n != 5)
-		goto bad;
-	p = s + 16;
-	if (*p == ':') {
-		if (sscanf(p + 1, "%2d%n", &sec, &n) != 1 || n != 2)
-			goto bad;
-		p += 3;
-	}
-	if (*p == 'Z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		sign = *p == '+' ? 1 : -1;
-		if (sscanf(p + 1, "%2d:%2d%n", &zh, &zm, &n) != 2 || n != 5 || zh > 14 || zm > 59)
-			goto bad;
-		p += 6;
-	}
-	if (*p)
-		goto bad;
-	if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || h > 23 || mi > 59 || sec > 59 || d < 1)
-		goto bad;
-	dim = mdays[mo - 1] + (mo == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0));
-	if (d > dim)
-		goto bad;
-	*ms = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 + (int64_t)sec * 1000 -
-	      (int64_t)sign * (zh * 60 + zm) * 60000;
-	return SD_OK;
-bad:
-	return err_set(SD_INVALID, "'%.40s' is not a date and time like 2026-12-31T20:00Z",
-		       s ? s : "");
-}
-
-void tickets_time_format(int64_t ms, char *buf, size_t size)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, size, "%Y-%m-%d %H:%M UTC", &tm);
 }
 
 /* ======================== loading an order =============================== */
@@ -279,7 +146,7 @@ enum sd_result tickets_render_pdf(const struct tickets_env *env, const struct or
 		t[i].seat_label = v->tickets[i].seat_label;
 		t[i].code = codes[i];
 	}
-	tickets_time_format(v->starts_at, when, sizeof when);
+	timefmt_format(v->starts_at, when, sizeof when);
 	po.event_name = v->event_name;
 	po.venue = v->venue;
 	po.starts_at = when;
@@ -383,7 +250,7 @@ enum sd_result tickets_send_mail(struct tickets_env *env, const struct order_vie
 		if ((r = blob_get(env->blobs, key, &pdf, &len)) != SD_OK)
 			return r;
 	}
-	tickets_time_format(v->starts_at, when, sizeof when);
+	timefmt_format(v->starts_at, when, sizeof when);
 	if ((r = tickets_text(v, in, when, &subject, &text)) != SD_OK) {
 		free(pdf);
 		return r;

@@ -1,8 +1,9 @@
 /*
- * tickets.h: what the box's ticket work stands on: its files (the state
- * folder, the ticket key, the PDF store, the default maildir), the checks
- * and formats of text and time, an order as the handlers read it, and the
- * two effects that leave the database: the rendered PDF and the emails.
+ * tickets.h: what the box's ticket work stands on: the handlers'
+ * environment (the ticket key, the PDF store, the mail transport), an order
+ * as the handlers read it, and the two effects that leave the database: the
+ * rendered PDF and the emails.  The state folder is statedir.h's; the
+ * formats of time, timefmt.h's; the checks of text, text.h's.
  *
  * The rest of the domain sits beside it, one module each: events.h (events
  * and what they sold), orders.h (intake and the changes of an order),
@@ -19,12 +20,11 @@
 #include "blob.h"
 #include "code.h"
 #include "db.h"
-#include "failpoint.h"
 #include "mail.h"
 #include "result.h"
+#include "text.h"
 
 #define ORDER_ID_MAX 16		/* public id "T" + 9 characters, with room */
-#define TICKETS_TEXT_MAX 200	/* names, venues: bytes of UTF-8 */
 #define TICKETS_SEATS_MAX 100	/* seats in one order */
 #define TICKETS_KEY_MAX 200	/* client idempotency keys */
 #define TICKETS_MAIL_FROM_DEFAULT "box-office@stagedoor.invalid"
@@ -44,29 +44,6 @@ struct tickets_env {
 };
 
 /*
- * The state folder holds the box's files: ticket.key, blobs/ (the PDFs) and
- * maildir/ (the default mail transport).  It is the state_dir setting, or,
- * when that is NULL or "", the database's own folder.  Every function below
- * takes db_path and state_dir and works that out the same way.
- */
-
-/* tickets_state_dir: [out] buf = the state folder. */
-enum sd_result tickets_state_dir(const char *db_path, const char *state_dir, char *buf,
-				 size_t size);
-
-/* tickets_files_init: what `init` makes in the state folder: the folder
- * itself and the ticket key. */
-enum sd_result tickets_files_init(const char *db_path, const char *state_dir);
-
-/* tickets_blobs_open: the box's PDF store: the database (blob_store = db,
- * the default on PostgreSQL) or <state folder>/blobs. */
-enum sd_result tickets_blobs_open(const char *db_path, const char *state_dir,
-				  struct blob_store **out);
-
-/* tickets_default_mail_url: "maildir:<state folder>/maildir". */
-void tickets_default_mail_url(const char *db_path, const char *state_dir, char *buf, size_t size);
-
-/*
  * tickets_env_open: the handlers' context for the database at db_path.
  * mail_url NULL: the default maildir; mail_from NULL: the default sender;
  * mail_cfg (may be NULL: the defaults) is passed to mail_open_opts and need
@@ -77,16 +54,6 @@ enum sd_result tickets_env_open(const char *db_path, const char *state_dir, cons
 				struct tickets_env **out);
 void tickets_env_close(struct tickets_env *env);
 
-/* ---- text and time ---------------------------------------------------- */
-
-/* tickets_text_valid: 1..TICKETS_TEXT_MAX bytes of UTF-8, no control characters. */
-enum sd_result tickets_text_valid(const char *what, const char *s);
-
-/* tickets_time_parse: ISO 8601 "YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM]" (no zone:
- * UTC) to ms.  tickets_time_format: "YYYY-MM-DD HH:MM UTC". */
-enum sd_result tickets_time_parse(const char *s, int64_t *ms);
-void tickets_time_format(int64_t ms, char *buf, size_t size);
-
 /* ---- an order, as the handlers read it ---------------------------------- */
 
 struct order_view {
@@ -94,10 +61,10 @@ struct order_view {
 	int64_t cancelled_at;			/* 0 while the order stands */
 	int64_t resends;			/* resends queued so far */
 	char public_id[ORDER_ID_MAX];
-	char buyer_name[TICKETS_TEXT_MAX + 1];
+	char buyer_name[TEXT_FIELD_MAX + 1];
 	char buyer_email[256];
-	char event_name[TICKETS_TEXT_MAX + 1];
-	char venue[TICKETS_TEXT_MAX + 1];
+	char event_name[TEXT_FIELD_MAX + 1];
+	char venue[TEXT_FIELD_MAX + 1];
 	int pdf_stored;				/* every ticket has its pdf_key */
 	int n_tickets;
 	struct {
@@ -167,10 +134,10 @@ void tickets_intent_key(const struct tickets_intent *in, const char *public_id, 
  * (QUEUE_JOB_ID_MAX + 1 bytes is enough). */
 void tickets_job_id(const char *public_id, const char *intent, char *buf, size_t size);
 
-/* tickets_send_mail: the intent's email to the order's buyer, as the order
- * reads now (its email address at this moment): the tickets with the stored
- * PDF attached, or the cancellation, sent under key (NULL: the intent's,
- * tickets_intent_key).  [out] res. */
+/* tickets_send_mail: the intent's email to v's buyer at v's address (the
+ * handler passes the address the email's first attempt fixed): the tickets
+ * with the stored PDF attached, or the cancellation, sent under key (NULL:
+ * the intent's, tickets_intent_key).  [out] res. */
 enum sd_result tickets_send_mail(struct tickets_env *env, const struct order_view *v,
 				 const struct tickets_intent *in, const char *key,
 				 struct mail_result *res);

@@ -33,7 +33,9 @@
 #include "db.h"
 #include "fsio.h"
 #include "log.h"
-#include "tickets.h"
+#include "statedir.h"
+#include "text.h"
+#include "timefmt.h"
 
 
 enum sd_result token_path(const char *db_path, const char *state_dir, char *buf, size_t size)
@@ -41,7 +43,7 @@ enum sd_result token_path(const char *db_path, const char *state_dir, char *buf,
 	char dir[PATH_MAX];
 	enum sd_result r;
 
-	if ((r = tickets_state_dir(db_path, state_dir, dir, sizeof dir)) != SD_OK)
+	if ((r = statedir_path(db_path, state_dir, dir, sizeof dir)) != SD_OK)
 		return r;
 	if ((size_t)snprintf(buf, size, "%s/api.token", dir) >= size)
 		return err_set(SD_INVALID, "state_dir: the path is too long");
@@ -309,7 +311,7 @@ static enum sd_result token_new_valid(const struct token_new *t, int64_t now)
 {
 	if (!t->name || !*t->name || strlen(t->name) > TOKEN_NAME_MAX)
 		return err_set(SD_INVALID, "a token's name must be 1 to %d bytes", TOKEN_NAME_MAX);
-	if (tickets_text_valid("name", t->name) != SD_OK)
+	if (text_field_valid("name", t->name) != SD_OK)
 		return SD_INVALID;
 	if (t->role < 0 || t->role >= TOKEN_ROLES)
 		return err_set(SD_INVALID, "the role must be operator, box_office, door or monitor");
@@ -339,13 +341,13 @@ static enum sd_result door_event(struct db *db, const struct token_new *t)
 	if (!st)
 		return SD_DB;
 	db_bind_int(st, 1, t->event_id);
-	if ((r = db_step(st, &row)) == SD_OK && row)
+	if ((row = db_next(st, &r)))
 		opens = db_col_int(st, 0) - t->doors_open_before_ms;
 	db_reset(st);
 	if (r == SD_OK && !row)
 		return err_set(SD_NOT_FOUND, "no event %lld", (long long)t->event_id);
 	if (r == SD_OK && t->expires_at && t->expires_at <= opens) {
-		tickets_time_format(opens, when, sizeof when);
+		timefmt_format(opens, when, sizeof when);
 		r = err_set(SD_INVALID, "the token would expire before the doors of event %lld "
 			    "open (%s), so it could never admit anyone: give it a longer "
 			    "--expires-in", (long long)t->event_id, when);
@@ -406,13 +408,12 @@ enum sd_result token_each(struct db *db, int all, int64_t now,
 	struct db_stmt *st = db_stmt(db, SQL_TOKEN_LIST);
 	struct token_row t;
 	enum sd_result r;
-	int row = 0;
 
 	if (!st)
 		return SD_DB;
 	db_bind_int(st, 1, all ? 1 : 0);
 	db_bind_int(st, 2, now);
-	while ((r = db_step(st, &row)) == SD_OK && row) {
+	while (db_next(st, &r)) {
 		memset(&t, 0, sizeof t);
 		snprintf(t.name, sizeof t.name, "%s", db_col_text(st, 0));
 		t.role = token_role_parse(db_col_text(st, 1));

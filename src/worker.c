@@ -73,6 +73,7 @@
 #define _GNU_SOURCE
 #include "worker.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -321,6 +322,7 @@ static void *handler_thread(void *arg)
 		w->rq_head = (w->rq_head + 1) % w->nslots;
 		w->rq_len--;
 		s = &w->slots[idx];
+		assert(s->state == SLOT_QUEUED);
 		s->state = SLOT_RUNNING;
 		w->running++;
 		atomic_store_explicit(&w->rq_hint, w->rq_len, memory_order_relaxed);
@@ -335,6 +337,7 @@ static void *handler_thread(void *arg)
 		run_one(&ctx, s);
 
 		pthread_mutex_lock(&w->mu);
+		assert(s->state == SLOT_RUNNING && w->running > 0);
 		s->state = SLOT_FINISHED;
 		w->avg_run_us += (s->duration_us - w->avg_run_us) / 8;
 		w->running--;
@@ -818,8 +821,13 @@ static void loop_dispatch(struct loop *l, const struct turn *t)
 
 	pthread_mutex_lock(&w->mu);
 	for (i = 0; i < t->n_got; i++) {
-		int idx = w->freel[--w->n_free];
-		struct slot *s = &w->slots[idx];
+		int idx;
+		struct slot *s;
+
+		assert(w->n_free > 0);	/* room for every claimed entry: nslots */
+		idx = w->freel[--w->n_free];
+		s = &w->slots[idx];
+		assert(s->state == SLOT_FREE);
 		s->job = l->claimed[i];
 		s->state = SLOT_QUEUED;
 		s->lease_ms = lease_for(w, l->claimed[i]);
@@ -827,6 +835,9 @@ static void loop_dispatch(struct loop *l, const struct turn *t)
 		w->runq[(w->rq_head + w->rq_len) % w->nslots] = idx;
 		w->rq_len++;
 	}
+	/* a claim asks for the free handler threads only (the header's
+	 * invariant): no claimed entry waits long for a thread */
+	assert(w->running + w->rq_len <= l->concurrency);
 	w->progress_us = clock_mono_us();
 	atomic_store_explicit(&w->rq_hint, w->rq_len, memory_order_relaxed);
 	atomic_store_explicit(&w->busy_hint, w->running + w->rq_len, memory_order_relaxed);

@@ -40,7 +40,8 @@ struct worker_opts {
 	enum db_sync sync;		/* the loop connection's level; default QUEUE */
 	const struct handler *handlers;	/* NULL: the built-in table */
 	void *app;			/* handed to handlers as handler_ctx.app */
-	/* called on the handler thread just before a handler runs (benchmarks) */
+	/* called on the handler thread just before a handler runs: an observer
+	 * (stagedoor-bench queue times a job from enqueue to start with it) */
 	void (*on_start)(const struct job *job, void *arg);
 	void *arg;
 	/* called on the loop thread after each commit that recorded results,

@@ -26,14 +26,15 @@
 
 #include "api.h"
 #include "clientkey.h"
-#include "events.h"
-#include "maint.h"
 #include "clock.h"
 #include "code.h"
+#include "events.h"
 #include "failpoint.h"
 #include "log.h"
+#include "maint.h"
 #include "outbox.h"
 #include "queue.h"
+#include "statedir.h"
 #include "testutil.h"
 #include "ticket_jobs.h"
 #include "tickets.h"
@@ -87,7 +88,7 @@ static int setup(void **state)
 	memset(&F, 0, sizeof F);
 	F.env = *state;
 	F.alive = 2;
-	assert_int_equal(tickets_files_init(F.env->db_path, tu_state(F.env)), SD_OK);
+	assert_int_equal(statedir_init(F.env->db_path, tu_state(F.env)), SD_OK);
 	assert_int_equal(token_ensure(F.env->db_path, tu_state(F.env)), SD_OK);
 	open_api(0);
 	return r;
@@ -1109,7 +1110,7 @@ static void test_disk_space(void **state)
 	snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=4m tmpfs '%s'", small);
 	if (system(cmd) != 0)
 		fail_msg("cannot mount a 4 MiB tmpfs on %s (the test needs root)", small);
-	assert_int_equal(tickets_files_init(F.env->db_path, small), SD_OK);
+	assert_int_equal(statedir_init(F.env->db_path, small), SD_OK);
 	assert_int_equal(token_ensure(F.env->db_path, small), SD_OK);
 	open_api_opts(&o);
 

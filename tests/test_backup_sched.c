@@ -30,8 +30,8 @@
 #include "backup.h"
 #include "backup_sched.h"
 #include "clock.h"
+#include "statedir.h"
 #include "testutil.h"
-#include "tickets.h"
 
 #define OUT_MAX (16 * 1024)
 #define HTTP_MAX (64 * 1024)
@@ -206,7 +206,7 @@ static void test_names_pruning_partials_and_status(void **state)
 	struct stat sb;
 	int pruned = -1;
 
-	assert_int_equal(tickets_files_init(e->db_path, NULL), SD_OK);
+	assert_int_equal(statedir_init(e->db_path, NULL), SD_OK);
 	snprintf(dir, sizeof dir, "%s/backups", e->dir);
 	assert_int_equal(mkdir(dir, 0700), 0);
 	/* what is not a good backup of ours: an operator's folder and file, a

@@ -1,5 +1,5 @@
 /*
- * test_bench_api.c: `stagedoor bench api` as `make bench` and a reader of its
+ * test_bench_api.c: `stagedoor-bench api` as `make bench` and a reader of its
  * JSON use it: the real binary, a small run, the figures' shape (never their
  * size: the machine is shared), its temporary folder gone or kept, and bad
  * options refused with the usage.
@@ -29,7 +29,7 @@
 
 static char out[OUT_MAX], err[OUT_MAX];
 
-/* bench_run: `stagedoor bench api ARGS...` with $TMPDIR = e->dir; the test
+/* bench_run: `stagedoor-bench api ARGS...` with $TMPDIR = e->dir; the test
  * process's own TMPDIR is put back after (the next test's setup uses it). */
 static int bench_run(const struct tu_env *e, const char *const *argv)
 {
@@ -152,7 +152,7 @@ static void test_keep_and_report(void **state)
 	assert_int_equal(stat(f, &sb), 0);
 	assert_int_equal(sb.st_mode & 0777, 0600);
 
-	assert_non_null(strstr(out, "stagedoor bench api: 7 requests a phase, 2 keep-alive "
+	assert_non_null(strstr(out, "stagedoor-bench api: 7 requests a phase, 2 keep-alive "
 				    "clients"));
 	assert_non_null(strstr(out, "\n  orders "));
 	assert_non_null(strstr(out, "\n  replays "));
@@ -182,8 +182,8 @@ static void test_bad_options(void **state)
 		int rc = bench_run(e, (const char *const[]){ "bench", "api", bad[i][0], bad[i][1],
 							     NULL });
 
-		if (rc != 2 || strncmp(err, "stagedoor: ", 11) != 0 || out[0] ||
-		    !strstr(err, "usage: stagedoor bench api [--requests N] [--clients C]") ||
+		if (rc != 2 || strncmp(err, "stagedoor-bench: ", 17) != 0 || out[0] ||
+		    !strstr(err, "usage: stagedoor-bench api [--requests N] [--clients C]") ||
 		    strchr(err, '\n') != err + strlen(err) - 1)
 			fail_msg("bench api %s %s: want exit 2 and one line with the usage; got "
 				 "rc=%d stdout='%s' stderr='%s'", bad[i][0], bad[i][1] ? bad[i][1] : "",

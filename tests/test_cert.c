@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_http.h"
+#include "bench/bench_http.h"
 #include "cert.h"
 #include "clock.h"
 #include "testutil.h"

@@ -38,6 +38,7 @@
 #include "queue.h"
 #include "queue_history.h"
 #include "scans.h"
+#include "statedir.h"
 #include "testutil.h"
 #include "ticket_jobs.h"
 #include "tickets.h"
@@ -63,7 +64,7 @@ static int setup(void **state)
 	memset(&F, 0, sizeof F);
 	F.env = *state;
 	log_set_level(LOG_WARN);
-	if (tickets_files_init(F.env->db_path, tu_state(F.env)) != SD_OK ||
+	if (statedir_init(F.env->db_path, tu_state(F.env)) != SD_OK ||
 	    tickets_env_open(F.env->db_path, tu_state(F.env), NULL, NULL, NULL, &F.tenv) != SD_OK)
 		fail_msg("tickets env: %s", err_msg());
 	assert_int_equal(db_open(F.env->db_path, 0, DB_SYNC_FULL, &F.full), SD_OK);

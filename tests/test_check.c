@@ -27,6 +27,7 @@
 #include "outbox.h"
 #include "pipeline.h"
 #include "queue.h"
+#include "statedir.h"
 #include "testutil.h"
 #include "ticket_jobs.h"
 #include "tickets.h"
@@ -104,7 +105,7 @@ static int setup(void **state)
 	memset(&F, 0, sizeof F);
 	F.env = *state;
 	log_set_level(LOG_WARN);
-	if (tickets_files_init(F.env->db_path, NULL) != SD_OK ||
+	if (statedir_init(F.env->db_path, NULL) != SD_OK ||
 	    tickets_env_open(F.env->db_path, NULL, NULL, NULL, NULL, &tenv) != SD_OK)
 		fail_msg("tickets env: %s", err_msg());
 	assert_int_equal(db_open(F.env->db_path, 0, DB_SYNC_FULL, &full), SD_OK);

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "text.h"
 #include "token.h"
 
 #define OUT_MAX (16 * 1024)

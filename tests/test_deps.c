@@ -10,7 +10,8 @@
  *   whose engines the node here does not satisfy, and installs (once) one
  *   that it does: both from local file: packages, no registry;
  * - tools/run_tests.sh prints a failing program's log on its own lines and
- *   closes on "BUILD: N passed, N failed"; --report counts a suite that did
+ *   closes on "BUILD: N passed, N failed, N skipped", each skipped test named
+ *   with its reason; --report counts a suite that did
  *   not build as a failure and sums the suites.
  *
  * Runs from the repository root (make does), as every suite does.
@@ -228,7 +229,14 @@ static void test_run_tests_shows_a_failing_log_and_counts(void **state)
 	repo_path("tools/run_tests.sh", script);
 	snprintf(good, sizeof good, "%s/t_good", e->dir);
 	snprintf(bad, sizeof bad, "%s/t_bad", e->dir);
-	write_file(e->dir, "t_good", "#!/bin/sh\necho '[  PASSED  ] 3 test(s).'\n", 0755);
+	/* a cmocka program with one test skipped by TU_SKIP: its reason, then
+	 * the skip in the run and again in the summary */
+	write_file(e->dir, "t_good",
+		   "#!/bin/sh\necho '[ RUN      ] t_fine'\necho '[       OK ] t_fine'\n"
+		   "echo '[ RUN      ] t_needs_pg'\necho '# skipped: needs PostgreSQL'\n"
+		   "echo '[  SKIPPED ] t_needs_pg'\necho '[  PASSED  ] 3 test(s).'\n"
+		   "echo '[  SKIPPED ] 1 test(s), listed below:'\necho '[  SKIPPED ] t_needs_pg'\n",
+		   0755);
 	write_file(e->dir, "t_bad",
 		   "#!/bin/sh\necho 'the reason it broke'\necho '[  PASSED  ] 1 test(s).'\n"
 		   "echo '[  FAILED  ] 2 test(s), listed below:'\nexit 2\n", 0755);
@@ -237,7 +245,9 @@ static void test_run_tests_shows_a_failing_log_and_counts(void **state)
 	if (rc == 0 || !strstr(out, "FAIL  demo t_bad") || !strstr(out, "ok    demo t_good") ||
 	    !strstr(out, "\n---- demo t_bad: its log") || !strstr(out, "\nthe reason it broke\n") ||
 	    !strstr(out, "\n---- end of demo t_bad ----\n") ||
-	    !strstr(out, "\ndemo: 4 passed, 2 failed\n"))
+	    !strstr(out, "\n  skip  demo t_good t_needs_pg: needs PostgreSQL\n") ||
+	    strstr(out, "t_needs_pg: needs PostgreSQL\n  skip") ||
+	    !strstr(out, "\ndemo: 4 passed, 2 failed, 1 skipped\n"))
 		tu_fail_free(out, err, "run_tests.sh: exit %d\n%s%s", rc, out, err);
 	/* the passing program's log is kept, not printed */
 	if (strstr(out, "[  PASSED  ] 3"))
@@ -246,7 +256,7 @@ static void test_run_tests_shows_a_failing_log_and_counts(void **state)
 	free(err);
 	snprintf(result, sizeof result, "%s/build/test-output/demo.result", e->dir);
 	text = (char *)tu_slurp(result, &size);
-	assert_string_equal(text, "demo: 4 passed, 2 failed\n");
+	assert_string_equal(text, "demo: 4 passed, 2 failed, 1 skipped\n");
 	free(text);
 	snprintf(result, sizeof result, "%s/build/test-output/demo/t_good.log", e->dir);
 	text = (char *)tu_slurp(result, &size);
@@ -263,19 +273,20 @@ static void test_report_counts_a_suite_that_did_not_build(void **state)
 	repo_path("tools/run_tests.sh", script);
 	make_dir(e->dir, "build", dir, sizeof dir);
 	make_dir(e->dir, "build/test-output", dir, sizeof dir);
-	write_file(dir, "rel.result", "rel: 7 passed, 0 failed\n", 0644);
+	write_file(dir, "rel.result", "rel: 7 passed, 0 failed, 2 skipped\n", 0644);
 	rc = sh_in(e->dir, "sh \"$1\" --report rel san", script, NULL, &out, &err);
-	if (rc == 0 || !strstr(out, "\nrel: 7 passed, 0 failed\n") ||
-	    !strstr(out, "\nsan: the build failed before its tests ran\nsan: 0 passed, 1 failed\n") ||
-	    strcmp(out + strlen(out) - strlen("\ntest: 7 passed, 1 failed\n"),
-		   "\ntest: 7 passed, 1 failed\n") != 0)
+	if (rc == 0 || !strstr(out, "\nrel: 7 passed, 0 failed, 2 skipped\n") ||
+	    !strstr(out, "\nsan: the build failed before its tests ran\n"
+			 "san: 0 passed, 1 failed, 0 skipped\n") ||
+	    strcmp(out + strlen(out) - strlen("\ntest: 7 passed, 1 failed, 2 skipped\n"),
+		   "\ntest: 7 passed, 1 failed, 2 skipped\n") != 0)
 		tu_fail_free(out, err, "--report: exit %d\n%s%s", rc, out, err);
 	free(out);
 	free(err);
 	/* both suites there and green: exit 0, the sum last */
-	write_file(dir, "san.result", "san: 5 passed, 0 failed\n", 0644);
+	write_file(dir, "san.result", "san: 5 passed, 0 failed, 1 skipped\n", 0644);
 	rc = sh_in(e->dir, "sh \"$1\" --report rel san", script, NULL, &out, &err);
-	if (rc != 0 || !strstr(out, "\ntest: 12 passed, 0 failed\n"))
+	if (rc != 0 || !strstr(out, "\ntest: 12 passed, 0 failed, 3 skipped\n"))
 		tu_fail_free(out, err, "--report: exit %d\n%s%s", rc, out, err);
 	free(out);
 	free(err);

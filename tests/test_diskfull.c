@@ -28,7 +28,6 @@
 
 #include "api.h"
 #include "testutil.h"
-#include "tickets.h"
 
 #define OUT_MAX 8192
 

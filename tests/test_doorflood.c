@@ -34,6 +34,7 @@
 #include "code.h"
 #include "events.h"
 #include "orders.h"
+#include "statedir.h"
 #include "testutil.h"
 #include "tickets.h"
 #include "token.h"
@@ -215,7 +216,7 @@ static void box_of_tonight(void)
 	int64_t ev = 0, code_id;
 	int i, replayed;
 
-	assert_int_equal(tickets_files_init(F.env->db_path, NULL), SD_OK);
+	assert_int_equal(statedir_init(F.env->db_path, NULL), SD_OK);
 	assert_int_equal(event_add(F.env->db, &e, &ev), SD_OK);
 	for (i = 0; i < TICKETS; i++) {
 		struct order_new o = { ev, "Ada Door", "ada@example.org", 1, k };

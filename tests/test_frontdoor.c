@@ -1049,7 +1049,7 @@ static void test_conn_limit_from_nofile(void **state)
 	(void)state;
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
 	if (rl.rlim_max < 600)
-		skip();
+		TU_SKIP("the hard limit of open files is under 600");
 	/* hard 300: 300 - 128 = 172 */
 	assert_int_equal(conn_max_with(300, 300, &soft), 172);
 	assert_int_equal(soft, 300);
@@ -1116,7 +1116,7 @@ static void test_lockout(void **state)
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_NOFILE, &rl);
 	if (rl.rlim_cur < LOCK_SLOW + LOCK_REQUESTS + HTTP_CONN_MAX / 4)
-		skip();
+		TU_SKIP("the hard limit of open files is too low for the connections");
 	if (http_start("127.0.0.1:0", handler, NULL, &srv) != SD_OK)
 		fail_msg("http_start: %s", err_msg());
 	port = http_port(srv);

@@ -1,6 +1,6 @@
 /*
  * test_idem.c: the four idempotency techniques (src/idem.h) under the races
- * that make a second run of a job (seed: "At-Least-Once and Idempotent Jobs").
+ * that make a second run of a job (dist/doc/design.md §1.1).
  *
  * Each technique gets a scenario in which two runs of the same job race, on
  * two real threads with their own connections, and a failpoint hook that
@@ -54,6 +54,7 @@
 #include "queue.h"
 #include "testutil.h"
 
+#include "statedir.h"
 #include "ticket_jobs.h"
 #include "tickets.h"
 #include "worker.h"
@@ -105,7 +106,7 @@ static int setup(void **state)
 	F.env = *state;
 	signal(SIGALRM, watchdog);
 	alarm(WATCHDOG_S);
-	if (tickets_files_init(F.env->db_path, tu_state(F.env)) != SD_OK ||
+	if (statedir_init(F.env->db_path, tu_state(F.env)) != SD_OK ||
 	    tickets_env_open(F.env->db_path, tu_state(F.env), NULL, NULL, NULL, &F.tenv) != SD_OK)
 		fail_msg("tickets env: %s", err_msg());
 	if (event_add(F.env->db, &e, &F.event_id) != SD_OK)

@@ -42,6 +42,7 @@
 #include "queue.h"
 #include "testutil.h"
 
+#include "statedir.h"
 #include "ticket_jobs.h"
 #include "tickets.h"
 #include "worker.h"
@@ -198,7 +199,7 @@ static int setup(void **state)
 	snprintf(F.ca, sizeof F.ca, "%s/ca.pem", F.certs);
 	snprintf(cmd, sizeof cmd, "sh tools/certs.sh '%s'", F.certs);
 	assert_int_equal(system(cmd), 0);
-	assert_int_equal(tickets_files_init(F.env->db_path, NULL), SD_OK);
+	assert_int_equal(statedir_init(F.env->db_path, NULL), SD_OK);
 	env_open();
 	assert_int_equal(event_add(F.env->db, &e, &event_id), SD_OK);
 	o.event_id = event_id;

@@ -27,9 +27,9 @@
 #include "events.h"
 #include "metrics.h"
 #include "queue.h"
+#include "statedir.h"
 #include "testutil.h"
 #include "ticket_jobs.h"
-#include "tickets.h"
 #include "worker.h"
 
 #define ARGV(...) ((const char *const[]){ __VA_ARGS__, NULL })
@@ -97,7 +97,7 @@ static void stats_absorbed(const struct tu_env *e, struct absorbed *out)
 	size_t len = 0;
 	json_t *doc;
 
-	assert_int_equal(tickets_files_init(e->db_path, NULL), SD_OK);
+	assert_int_equal(statedir_init(e->db_path, NULL), SD_OK);
 	assert_int_equal(token_ensure(e->db_path, NULL), SD_OK);
 	assert_int_equal(token_path(e->db_path, NULL, path, sizeof path), SD_OK);
 	tok = tu_slurp(path, &len);

@@ -38,6 +38,7 @@
 #include "events.h"
 #include "orders.h"
 #include "testutil.h"
+#include "text.h"
 #include "tickets.h"
 
 extern char **environ;
@@ -689,7 +690,7 @@ static void test_intake_and_render_of_one_event_do_not_deadlock(void **state)
 	int replayed = 0, i;
 
 	if (!tu_pg())
-		skip();	/* SQLite has one writer at a time: no such interleaving */
+		TU_SKIP("SQLite has one writer at a time: no such interleaving");
 	assert_int_equal(event_add(e->db, &ev, &o.event_id), SD_OK);
 	assert_int_equal(order_add(e->db, &o, public_id, &replayed), SD_OK);
 	t1 = tu_countf(e->db_path, "SELECT min(id) FROM tickets");
@@ -1499,7 +1500,7 @@ static void test_migrate_a_box_to_postgresql(void **state)
 	int i;
 
 	if (!tu_pg())
-		skip();		/* the target is the PostgreSQL suite's database */
+		TU_SKIP("the target is the pg suite's database");
 	assert_true(strlen(e->dir) < 150);
 	snprintf(sdir, sizeof sdir, "%.150s/sqlite-box", e->dir);
 	snprintf(src.dir, sizeof src.dir, "%s", sdir);

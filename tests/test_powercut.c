@@ -361,8 +361,11 @@ static struct fx *started(void **state, const char *const *extra)
 {
 	struct fx *f = *state;
 
-	if (!f)
+	if (!f) {
+		/* the reason, as testutil.h's TU_SKIP says it */
+		print_message("# skipped: needs root, /dev/fuse and build/powercut\n");
 		skip();
+	}
 	if (pc_start(f, extra) != 0)
 		fail_msg("the daemon did not mount %s", f->mnt);
 	return f;

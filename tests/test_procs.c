@@ -594,7 +594,7 @@ static void test_bench_queue_on_postgresql_in_two_boxes(void **state)
 
 	(void)state;
 	if (!tu_pg())
-		skip();
+		TU_SKIP("needs PostgreSQL: the pg suite runs it");
 	rc = tu_run(out, sizeof out, err, sizeof err,
 		    ARGV("bench", "queue", "--jobs", "600", "--workers", "2", "--batch", "20",
 			 "--latency-jobs", "60", "--db", tu_pg_base(), "--boxes", "2", "--json"));

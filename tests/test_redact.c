@@ -26,6 +26,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "cmd/commands.h"
 #include "help.h"
 #include "testutil.h"
 #include "text.h"
@@ -159,7 +160,7 @@ static void test_every_command_hides_the_password(void **state)
 	assert_non_null(l);
 	assert_non_null(getcwd(cwd, sizeof cwd));
 	assert_int_equal(chdir(e->dir), 0);	/* a command that made files makes them here */
-	if (help_walk(&cli_root, visit, l, err, sizeof err) != 0)
+	if (help_walk(commands_root(), visit, l, err, sizeof err) != 0)
 		fail_msg("the command tree: %s", err);
 	assert_int_equal(chdir(cwd), 0);
 	assert_true(l->n >= 20);

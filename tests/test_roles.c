@@ -34,6 +34,7 @@
 #include "db.h"
 #include "events.h"
 #include "orders.h"
+#include "statedir.h"
 #include "testutil.h"
 #include "tickets.h"
 #include "token.h"
@@ -97,7 +98,7 @@ static int setup(void **state)
 	memset(&F, 0, sizeof F);
 	F.env = *state;
 	clock_fake_set(T0);
-	assert_int_equal(tickets_files_init(F.env->db_path, tu_state(F.env)), SD_OK);
+	assert_int_equal(statedir_init(F.env->db_path, tu_state(F.env)), SD_OK);
 	assert_int_equal(token_ensure(F.env->db_path, tu_state(F.env)), SD_OK);
 	assert_int_equal(token_path(F.env->db_path, tu_state(F.env), path, sizeof path), SD_OK);
 	t = tu_slurp(path, &len);

@@ -45,6 +45,7 @@
 #include "idem.h"
 #include "mail.h"
 #include "orders.h"
+#include "statedir.h"
 #include "testutil.h"
 #include "ticket_jobs.h"
 #include "tickets.h"
@@ -843,7 +844,7 @@ static int job_setup(void **state)
 	tu_setup(state);	/* a database, the fake clock */
 	env = *state;
 	memset(&J, 0, sizeof J);
-	assert_int_equal(tickets_files_init(env->db_path, NULL), SD_OK);
+	assert_int_equal(statedir_init(env->db_path, NULL), SD_OK);
 	J.tenv = calloc(1, sizeof *J.tenv);
 	assert_non_null(J.tenv);
 	snprintf(J.tenv->db_path, sizeof J.tenv->db_path, "%s", env->db_path);

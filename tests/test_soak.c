@@ -716,7 +716,7 @@ static void test_short_soak(void **state)
 	assert_true(figure(out, "kills") >= 20);
 	assert_int_equal(figure(out, "sigstops"), 1);
 	assert_int_equal(figure(out, "appliance_kills"), 2);
-	/* every window of the seed was hit and every technique absorbed runs */
+	/* every failpoint's window was hit and every technique absorbed runs */
 	assert_true(figure(out, "failpoint.after_render_before_update") > 0);
 	assert_true(figure(out, "failpoint.after_work_before_ack") > 0);
 	assert_true(figure(out, "failpoint.after_send_before_mark") > 0);

@@ -315,6 +315,12 @@ const char *tu_bin(void)
 	return b && *b ? b : "bin/stagedoor";
 }
 
+const char *tu_bench_bin(void)
+{
+	const char *b = getenv("STAGEDOOR_BENCH_BIN");
+	return b && *b ? b : "build/stagedoor-bench";
+}
+
 static pid_t spawn(const char *const *argv, int out_fd, int err_fd)
 {
 	const char *args[64];
@@ -322,7 +328,12 @@ static pid_t spawn(const char *const *argv, int out_fd, int err_fd)
 	pid_t pid;
 	int i, n = 0, rc;
 
-	args[n++] = tu_bin();
+	if (argv[0] && strcmp(argv[0], "bench") == 0) {
+		args[n++] = tu_bench_bin();
+		argv++;
+	} else {
+		args[n++] = tu_bin();
+	}
 	for (i = 0; argv[i] && n < 63; i++)
 		args[n++] = argv[i];
 	args[n] = NULL;
@@ -546,7 +557,7 @@ void tu_powercut_mount(struct tu_powercut *pc, const char *dir, const char *cons
 	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0 ||
 	    access(tu_powercut_bin(), X_OK) != 0) {
 		fprintf(stderr, "needs root, /dev/fuse and %s: skipping\n", tu_powercut_bin());
-		skip();
+		TU_SKIP("needs root, /dev/fuse and build/powercut");
 	}
 	snprintf(pc->back, sizeof pc->back, "%s/disk", dir);
 	snprintf(pc->mnt, sizeof pc->mnt, "%s/mnt", dir);

@@ -34,16 +34,23 @@ int64_t tu_pg_int(const char *sql);
 /* tu_state: the state_dir a test gives: NULL on SQLite (beside the
  * database), e->dir on PostgreSQL (which has no folder of its own) */
 const char *tu_state(const struct tu_env *e);	/* one value read on the base URI; -1: none */
+/* TU_SKIP: skip the rest of the test, saying why on a line of its own
+ * ("# skipped: why"), which tools/run_tests.sh reports beside its name. */
+#define TU_SKIP(why)                                                                       \
+	do {                                                                               \
+		print_message("# skipped: %s\n", (why));                                  \
+		skip();                                                                    \
+	} while (0)
 #define TU_SQLITE_ONLY()                                                                   \
 	do {                                                                               \
 		if (tu_pg())                                                               \
-			skip();                                                            \
+			TU_SKIP("about SQLite's file, not run on PostgreSQL");             \
 	} while (0)
 /* TU_PG_ONLY: skip the rest of a test that is about PostgreSQL's server. */
 #define TU_PG_ONLY()                                                                       \
 	do {                                                                               \
 		if (!tu_pg())                                                              \
-			skip();                                                            \
+			TU_SKIP("needs PostgreSQL: the pg suite runs it");                 \
 	} while (0)
 
 /* cmocka setup/teardown: a fresh tu_env in *state with the database made,
@@ -62,10 +69,16 @@ int tu_setup_real_nodb(void **state);
 /* tu_bin: the stagedoor binary under test ($STAGEDOOR_BIN, else bin/stagedoor). */
 const char *tu_bin(void);
 
+/* tu_bench_bin: the benchmark program ($STAGEDOOR_BENCH_BIN, else
+ * build/stagedoor-bench). */
+const char *tu_bench_bin(void);
+
 /*
  * tu_run: run stagedoor with argv (NULL-terminated, without the program
  * name), stdout captured into out (may be NULL), stderr into err (may be
- * NULL).  Returns the exit status, or -1 when it died by a signal.
+ * NULL).  Returns the exit status, or -1 when it died by a signal.  An argv
+ * that starts with "bench" runs the benchmark program (tu_bench_bin) with
+ * the words after it; so does tu_spawn's.
  */
 int tu_run(char *out, size_t out_size, char *err, size_t err_size, const char *const *argv);
 

@@ -23,7 +23,7 @@ if [ -z "$uri" ]; then
 	echo "pg_tests: cannot start a PostgreSQL cluster:" >&2
 	cat "$dir/start.err" >&2
 	mkdir -p build/test-output
-	echo "$build: 0 passed, 1 failed" >build/test-output/$build.result
+	echo "$build: 0 passed, 1 failed, 0 skipped" >build/test-output/$build.result
 	exit 1
 fi
 export STAGEDOOR_TEST_PG="$uri"

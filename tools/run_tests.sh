@@ -1,35 +1,39 @@
 #!/bin/sh
 # run_tests.sh BUILD STAGEDOOR_BIN TEST...: run each cmocka test binary with
-# STAGEDOOR_BIN set; one line per binary (its test count and time), and a
+# STAGEDOOR_BIN set; one line per binary (its test counts and time), and a
 # failing binary's whole log on its own lines after it.  Every log is kept in
-# build/test-output/BUILD/TEST.log.  Closes on "BUILD: N passed, N failed",
-# also written to build/test-output/BUILD.result.
+# build/test-output/BUILD/TEST.log.  Then one line per skipped test with the
+# reason it gave (TU_SKIP's "# skipped: why" line), and the closing line
+# "BUILD: N passed, N failed, N skipped", also written to
+# build/test-output/BUILD.result.
 #
 # run_tests.sh --report BUILD...: each BUILD's closing line (a build that did
 # not get as far as its tests counts as one failure), then their sum as
-# "test: N passed, N failed"; exit 1 when anything failed.
+# "test: N passed, N failed, N skipped"; exit 1 when anything failed.
 out_dir=build/test-output
 
 if [ "$1" = --report ]; then
 	shift
 	pass=0
 	fail=0
+	skipped=0
 	echo
 	for b in "$@"; do
 		line=$(cat "$out_dir/$b.result" 2>/dev/null)
 		case $line in
-		"$b: "*" passed, "*" failed") ;;
+		"$b: "*" passed, "*" failed, "*" skipped") ;;
 		*)
 			echo "$b: the build failed before its tests ran"
-			line="$b: 0 passed, 1 failed"
+			line="$b: 0 passed, 1 failed, 0 skipped"
 			;;
 		esac
 		echo "$line"
 		set -- $line
 		pass=$((pass + $2))
 		fail=$((fail + $4))
+		skipped=$((skipped + $6))
 	done
-	echo "test: $pass passed, $fail failed"
+	echo "test: $pass passed, $fail failed, $skipped skipped"
 	[ "$fail" -eq 0 ]
 	exit
 fi
@@ -39,7 +43,9 @@ bin=$2
 shift 2
 pass=0
 fail=0
+skipped=0
 failed=""
+reasons=""
 logs=$out_dir/$build
 mkdir -p "$logs"
 rm -f "$out_dir/$build.result"
@@ -56,9 +62,22 @@ for t in "$@"; do
 	# cmocka prints "[  PASSED  ] N test(s)." and "[  FAILED  ] N test(s)..."
 	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
 	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+	k=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
 	pass=$((pass + ${p:-0}))
+	skipped=$((skipped + ${k:-0}))
+	# each skipped test once, with the reason printed just before it
+	why=$(awk -v b="$build" -v t="$name" '
+		/^# skipped: / { why = substr($0, 12); next }
+		/^\[  SKIPPED \] [A-Za-z_]/ && !($4 in seen) {
+			seen[$4] = 1
+			printf "  skip  %s %s %s: %s\n", b, t, $4, (why == "" ? "(no reason given)" : why)
+			why = ""
+		}' "$log")
+	[ -n "$why" ] && reasons="$reasons$why
+"
 	if [ "$rc" -eq 0 ]; then
-		printf '  ok    %s %-18s %3s passed  %4s s\n' "$build" "$name" "${p:-0}" "$secs"
+		printf '  ok    %s %-18s %3s passed %s %4s s\n' "$build" "$name" "${p:-0}" \
+			"$([ "${k:-0}" -gt 0 ] && printf '%3s skipped' "$k" || printf '%11s' '')" "$secs"
 	else
 		fail=$((fail + ${f:-1}))
 		failed="$failed $name"
@@ -69,6 +88,7 @@ for t in "$@"; do
 		printf -- '---- end of %s %s ----\n' "$build" "$name"
 	fi
 done
+[ -n "$reasons" ] && printf '%s' "$reasons"
 [ -n "$failed" ] && echo "$build: failing:$failed"
-echo "$build: $pass passed, $fail failed" | tee "$out_dir/$build.result"
+echo "$build: $pass passed, $fail failed, $skipped skipped" | tee "$out_dir/$build.result"
 [ "$fail" -eq 0 ]

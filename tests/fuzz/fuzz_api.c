@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (api_parse_order(body, body_len, &o, &err) == SD_OK) {
 			/* what order_add relies on */
 			if (o.o.seats < 1 || o.o.seats > TICKETS_SEATS_MAX || o.o.event_id < 1 ||
-			    tickets_text_valid("name", o.o.name) != SD_OK)
+			    text_field_valid("name", o.o.name) != SD_OK)
 				abort();
 			api_parse_free(o.json);
 		} else if (strlen(err.msg) == 0) {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# engines.sh STAGEDOOR: the queue and the pipeline on SQLite and on
+# engines.sh STAGEDOOR_BENCH: the queue and the pipeline on SQLite and on
 # PostgreSQL side by side, and on PostgreSQL two boxes against one.
 #
 # A throwaway PostgreSQL 15 cluster (tools/pg.sh) on a free loopback port;
@@ -15,10 +15,10 @@
 set -u
 
 if [ $# -ne 1 ]; then
-	echo "usage: engines.sh STAGEDOOR" >&2
+	echo "usage: engines.sh STAGEDOOR_BENCH" >&2
 	exit 2
 fi
-stagedoor=$1
+stagedoor_bench=$1
 jobs=${BENCH_JOBS:-20000}
 orders=${BENCH_ORDERS:-300}
 reps=${BENCH_REPS:-3}
@@ -37,11 +37,11 @@ for try in 1 2 3 4 5; do
 done
 [ -n "$uri" ] || { echo "engines.sh: cannot start PostgreSQL:" >&2; cat "$out/pg.err" >&2; exit 1; }
 
-# one NAME ARGS...: run stagedoor bench ARGS --json once, append its line to NAME
+# one NAME ARGS...: run stagedoor-bench ARGS --json once, append its line to NAME
 one() {
 	name=$1
 	shift
-	if ! "$stagedoor" bench "$@" --json >"$out/line" 2>"$out/err"; then
+	if ! "$stagedoor_bench" "$@" --json >"$out/line" 2>"$out/err"; then
 		echo "engines.sh: bench $* failed:" >&2
 		cat "$out/err" >&2
 		exit 1

@@ -2,7 +2,7 @@
  * peer.h: what the peer benchmarks (peer_redis.c, peer_beanstalk.c) share:
  * their command line, a loopback TCP connection, the clock and the report.
  *
- * Each peer runs the lifecycle of `stagedoor bench queue` against a server
+ * Each peer runs the lifecycle of `stagedoor-bench queue` against a server
  * that tools/bench/peers.sh started on 127.0.0.1: N noop jobs enqueued, E
  * per round trip, then claimed (up to B at a time) and acknowledged by one
  * consumer until none is left.  The report is bench queue's --json line,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# peers.sh STAGEDOOR SQLBENCH PEER_REDIS PEER_BEANSTALK: the queue next to
+# peers.sh STAGEDOOR_BENCH SQLBENCH PEER_REDIS PEER_BEANSTALK: the queue next to
 # Redis Streams, beanstalkd and the minimal program, in one run.
 #
 # The same lifecycle for each program (N noop jobs enqueued, then claimed up
@@ -9,7 +9,7 @@
 #   singles  one job per enqueue transaction or call, as independent
 #            requests make them; claims still take up to 100
 # Programs:
-#   box         STAGEDOOR bench queue --workers 1 --batch 100 --enqueue-batch E
+#   box         STAGEDOOR_BENCH queue --workers 1 --batch 100 --enqueue-batch E
 #               --sync normal --latency-jobs 0 --json
 #   minimal     SQLBENCH --batch 100 --enqueue-batch E --sync normal --json
 #   redis       PEER_REDIS against redis-server (appendonly yes, appendfsync
@@ -33,10 +33,10 @@
 set -u
 
 if [ $# -ne 4 ]; then
-	echo "usage: peers.sh STAGEDOOR SQLBENCH PEER_REDIS PEER_BEANSTALK" >&2
+	echo "usage: peers.sh STAGEDOOR_BENCH SQLBENCH PEER_REDIS PEER_BEANSTALK" >&2
 	exit 2
 fi
-stagedoor=$1
+stagedoor_bench=$1
 sqlbench=$2
 peer_redis=$3
 peer_beanstalk=$4
@@ -126,7 +126,7 @@ one() {
 	opts="--jobs $jobs --batch 100 --enqueue-batch $3 --json"
 	case $1 in
 	box)
-		"$stagedoor" bench queue $opts --workers 1 --sync normal --latency-jobs 0 \
+		"$stagedoor_bench" queue $opts --workers 1 --sync normal --latency-jobs 0 \
 			>"$out/line" 2>"$out/err" ;;
 	minimal)
 		"$sqlbench" $opts --sync normal >"$out/line" 2>"$out/err" ;;

@@ -1,5 +1,5 @@
 #!/bin/sh
-# run.sh STAGEDOOR SQLBENCH: the queue benchmark next to the minimal program.
+# run.sh STAGEDOOR_BENCH SQLBENCH: the queue benchmark next to the minimal program.
 #
 # For N=100000 noop jobs, 1 worker, synchronous=NORMAL, two configurations:
 #   batched    batch 100  (100 enqueues per transaction, claims of 100)
@@ -18,10 +18,10 @@
 set -u
 
 if [ $# -ne 2 ]; then
-	echo "usage: run.sh STAGEDOOR SQLBENCH" >&2
+	echo "usage: run.sh STAGEDOOR_BENCH SQLBENCH" >&2
 	exit 2
 fi
-stagedoor=$1
+stagedoor_bench=$1
 sqlbench=$2
 jobs=${BENCH_JOBS:-100000}
 reps=${BENCH_REPS:-3}
@@ -43,7 +43,7 @@ one() {
 	cfg=$2
 	b=$3
 	if [ "$prog" = queue ]; then
-		"$stagedoor" bench queue --jobs "$jobs" --workers 1 --batch "$b" --sync normal \
+		"$stagedoor_bench" queue --jobs "$jobs" --workers 1 --batch "$b" --sync normal \
 			--json >"$out/line" 2>"$out/err"
 	else
 		"$sqlbench" --jobs "$jobs" --batch "$b" --sync normal --json \
@@ -62,7 +62,7 @@ one() {
 
 echo "== make bench: $jobs noop jobs, 1 worker, synchronous=NORMAL, $reps rounds," \
 	"programs alternated"
-echo "   queue:   $stagedoor bench queue --jobs $jobs --workers 1 --batch B --sync normal --json"
+echo "   queue:   $stagedoor_bench queue --jobs $jobs --workers 1 --batch B --sync normal --json"
 echo "   minimal: $sqlbench --jobs $jobs --batch B --sync normal --json"
 start=$(date +%s)
 round=1

@@ -3,24 +3,15 @@
  * statements (src/queue_sql.h, the very strings queue.c runs) in the worker's
  * transaction pattern and nothing else: no job structs, no handler threads,
  * no policies, no logging.  Its rate is the floor against which
- * `stagedoor bench queue` measures the queue's own overhead.
+ * `stagedoor-bench queue` measures the queue's own overhead.
  *
-<<<<<<< HEAD
  *   enqueue    BEGIN IMMEDIATE; E x ENQUEUE; COMMIT  (E: --enqueue-batch,
  *              default B)
- *   claim+ack  each turn: BEGIN IMMEDIATE; ACK_MANY_COPY (+ TOTALS_DONE and
- *              DONE_TIME, the counts it adds) + ACK_MANY_DELETE for the
- *              previous claim; CLAIM up to B, and when that comes back short
- *              the level seek (CLAIM_NEXT) and a CLAIM per further level, as
- *              queue.c's claim_levels; COMMIT -- what
-=======
- *   enqueue    BEGIN IMMEDIATE; B x ENQUEUE; COMMIT
  *   claim+ack  each turn: BEGIN IMMEDIATE; ACK_MANY_COPY + DONE_TIME +
  *              ACK_MANY_DELETE + ACK_MANY_TOTALS (the counts) for the
  *              previous claim; CLAIM up to B, and while that comes back
  *              short a CLAIM_ABOVE, as queue.c's claim_levels (the turn
  *              that finds the stream empty runs one); COMMIT -- what
->>>>>>> q13
  *              worker.c's loop does when it merges the ack flush with the
  *              next claim.  The turn whose claim comes back empty ends the
  *              run.

@@ -1,11 +1,8 @@
 /*
- * cli_tickets.c: event, scan and demo: the ticket pipeline's command line
- * (orders have cli_orders.c).  Parsing and printing only; the work is in
- * events, scans and the pipeline.
+ * demo.c: `stagedoor demo`: the whole pipeline on a fresh ./var/demo with
+ * sample sales, mail into a maildir: no network.
  */
 #define _GNU_SOURCE
-#include "cli.h"
-
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -14,132 +11,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "args.h"
+#include "cli.h"
 #include "clock.h"
+#include "cmd/commands.h"
 #include "config.h"
-#include "blob.h"
 #include "db.h"
 #include "events.h"
-#include "fsio.h"
 #include "jobkinds.h"
 #include "log.h"
 #include "orders.h"
 #include "pipeline.h"
 #include "progress.h"
 #include "queue.h"
-#include "scans.h"
 #include "serve.h"
+#include "statedir.h"
 #include "ticket_jobs.h"
 #include "tickets.h"
-#include "worker.h"
-
-/* ---- event add ------------------------------------------------------- */
-
-static int event_add_cmd(int argc, char **argv)
-{
-	const char *dbp = NULL, *name = NULL, *venue = NULL, *starts = NULL;
-	int64_t capacity = 0, id = 0;
-	struct arg_opt opts[] = {
-		ARG_DB(&dbp),
-		{ "name", ARG_STR, &name, 0, 0, 0, "NAME",
-		  "the event's name (1 to 200 bytes of UTF-8)", 0 },
-		{ "venue", ARG_STR, &venue, 0, 0, 0, "VENUE",
-		  "where it is", 0 },
-		{ "starts-at", ARG_STR, &starts, 0, 0, 0, "TIME",
-		  "when it starts, ISO 8601 with a zone (2026-12-31T20:00Z)", 0 },
-		{ "capacity", ARG_INT, &capacity, 1, 1000000, 0, NULL,
-		  "seats on sale (1..1000000)", 0 },
-		ARG_END,
-	};
-	static const char usage[] =
-		"event add --name NAME --venue VENUE --starts-at ISO8601 --capacity N";
-	char *pos[ARGS_MAX_POS];
-	struct event_new e;
-	struct db *db;
-	enum sd_result r;
-	int npos, rc;
-
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, usage)) != 0)
-		return rc;
-	if (!name || !venue || !starts || !opts[4].seen) {
-		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
-		return 2;
-	}
-	e.name = name;
-	e.venue = venue;
-	e.capacity = capacity;
-	if ((r = tickets_time_parse(starts, &e.starts_at)) != SD_OK ||
-	    (r = tickets_text_valid("event name", name)) != SD_OK ||
-	    (r = tickets_text_valid("venue", venue)) != SD_OK)
-		return cli_fail(r);
-	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
-		return rc;
-	r = event_add(db, &e, &id);
-	db_close(db);
-	if (r != SD_OK)
-		return cli_fail(r);
-	printf("%lld\n", (long long)id);
-	return 0;
-}
-
-const struct cli_cmd cli_event_subs[] = {
-	{ "add", event_add_cmd, "add an event on sale (prints its id)", NULL, 0 },
-	{ NULL, NULL, NULL, NULL, 0 },
-};
-
-/* ---- scan ------------------------------------------------------------ */
-
-int cli_scan(int argc, char **argv)
-{
-	const char *dbp = NULL;
-	const char *state = NULL;
-	struct arg_opt opts[] = {
-		ARG_DB(&dbp),
-		ARG_STATE_DIR(&state),
-		ARG_END,
-	};
-	char *pos[ARGS_MAX_POS], keypath[PATH_MAX], when[64];
-	unsigned char key[CODE_KEY_LEN];
-	struct scan_result res;
-	struct db *db;
-	enum sd_result r;
-	int npos, rc;
-
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, "scan CODE")) != 0)
-		return rc;
-	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
-		return rc;
-	if ((r = code_key_path(db_path(db), cli_state_dir(state), keypath, sizeof keypath)) != SD_OK ||
-	    (r = code_key_load(keypath, key)) != SD_OK ||
-	    (r = scan_ticket(db, key, pos[0], NULL, &(struct scan_by){ "cli", NULL, NULL },
-			     &res)) != SD_OK) {
-		db_close(db);
-		memset(key, 0, sizeof key);
-		return cli_fail(r);
-	}
-	db_close(db);
-	memset(key, 0, sizeof key);
-	switch (res.outcome) {
-	case SCAN_ADMITTED:
-		printf("admitted: seat %s, order %s\n", res.seat_label, res.order_id);
-		return 0;
-	case SCAN_ALREADY:
-		tickets_time_format(res.scanned_at, when, sizeof when);
-		printf("already scanned at %s%s%s: seat %s, order %s\n", when,
-		       res.scanned_by[0] ? " at " : "", res.scanned_by, res.seat_label, res.order_id);
-		return 3;
-	case SCAN_CANCELLED:
-		printf("cancelled: seat %s, order %s\n", res.seat_label, res.order_id);
-		return 5;
-	case SCAN_INVALID:
-	default:
-		printf("invalid\n");
-		return 4;
-	}
-}
 
 /* ---- demo ------------------------------------------------------------ */
 
@@ -281,7 +171,7 @@ static int demo_serve(const struct config *cfg)
 	return 0;
 }
 
-int cli_demo(int argc, char **argv)
+static int demo_main(int argc, char **argv)
 {
 	int64_t orders = 200, event_id = 0, t0, sold = 0;
 	struct cli_config_flags cf = { 0 };
@@ -313,7 +203,7 @@ int cli_demo(int argc, char **argv)
 	log_set_level(LOG_WARN);
 	rm_rf(DEMO_DIR);
 	if ((r = db_open(DEMO_DB, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != SD_OK ||
-	    (r = tickets_files_init(DEMO_DB, NULL)) != SD_OK ||
+	    (r = statedir_init(DEMO_DB, NULL)) != SD_OK ||
 	    (r = tickets_env_open(DEMO_DB, NULL, config_mail_url(&cfg), config_mail_from(&cfg), &mc,
 				  &env)) != SD_OK ||
 	    (r = config_apply_leases(&cfg, 0, NULL)) != SD_OK)
@@ -392,3 +282,6 @@ fail:
 	config_free(&cfg);
 	return cli_fail(r);
 }
+
+const struct cli_cmd cmd_demo = CLI_NODE("demo", demo_main, NULL,
+		"the whole pipeline on a fresh ./var/demo, mail into a maildir: no network");

@@ -65,14 +65,15 @@
 #include "args.h"
 #include "backup_sched.h"
 #include "cli.h"
+#include "cmd/commands.h"
 #include "config.h"
 #include "db.h"
 #include "episode.h"
-#include "fsio.h"
 #include "log.h"
 #include "maint.h"
 #include "runlock.h"
 #include "sdnotify.h"
+#include "statedir.h"
 #include "text.h"
 #include "tickets.h"
 
@@ -227,10 +228,9 @@ static void child_signal(struct child *c, int sig)
 	}
 }
 
-/* ready_read: has c said it started?  Closes the pipe once it has, or
- * once it closed without a word. */
 /* ready_read: what a child said on its ready pipe: "1" (it started) or
- * "!" and why it cannot start as configured (cli_cannot_start) */
+ * "!" and why it cannot start as configured (cli_cannot_start).  Closes
+ * the pipe once it has, or once it closed without a word. */
 static void ready_read(struct child *c)
 {
 	char b[CLI_WHY_MAX];
@@ -560,7 +560,7 @@ static int startup_check(struct run *R)
 	enum sd_result r;
 
 	config_mail(&R->cfg, &mc);
-	if ((r = tickets_files_init(R->db_path, sd)) != SD_OK ||
+	if ((r = statedir_init(R->db_path, sd)) != SD_OK ||
 	    (r = token_ensure(R->db_path, sd)) != SD_OK ||
 	    (r = tickets_env_open(R->db_path, sd, config_mail_url(&R->cfg),
 				  config_mail_from(&R->cfg), &mc, &env)) != SD_OK ||
@@ -799,7 +799,7 @@ static int loop(struct run *R)
 	}
 }
 
-int cli_run(int argc, char **argv)
+static int run_main(int argc, char **argv)
 {
 	static struct run R;
 	struct arg_opt opts[] = {
@@ -895,3 +895,7 @@ int cli_run(int argc, char **argv)
 	config_free(&R.cfg);
 	return rc;
 }
+
+const struct cli_cmd cmd_run = CLI_NODE("run", run_main, NULL,
+		"the whole appliance: relay, workers, HTTP API, maintenance and backups, "
+		"supervised (what the systemd unit starts)");

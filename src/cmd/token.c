@@ -1,5 +1,5 @@
 /*
- * cli_token.c: `stagedoor token add|ls|revoke`: the API's tokens with roles
+ * token.c: `stagedoor token add|ls|revoke`: the API's tokens with roles
  * (token.h).
  *
  *   token add --role ROLE --name NAME [--event ID] [--expires-in DUR] [--qr]
@@ -11,8 +11,6 @@
  * Nothing here logs a token.
  */
 #define _GNU_SOURCE
-#include "cli_token.h"
-
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,11 +19,12 @@
 #include "args.h"
 #include "cli.h"
 #include "clock.h"
+#include "cmd/commands.h"
 #include "config.h"
 #include "db.h"
 #include "qr.h"
 #include "text.h"
-#include "tickets.h"
+#include "timefmt.h"
 #include "token.h"
 
 #define TOKEN_ADD_USAGE "token add --role operator|box_office|door|monitor --name NAME " \
@@ -136,7 +135,7 @@ static int token_add_cmd(int argc, char **argv)
 static void when_text(int64_t ms, char *buf, size_t size)
 {
 	if (ms)
-		tickets_time_format(ms, buf, size);
+		timefmt_format(ms, buf, size);
 	else
 		snprintf(buf, size, "-");
 }
@@ -247,7 +246,7 @@ static int token_revoke_cmd(int argc, char **argv)
 	return 0;
 }
 
-const struct cli_cmd cli_token_subs[] = {
+static const struct cli_cmd token_subs[] = {
 	{ "add", token_add_cmd, "a token for a device or a person, with a role; printed once "
 				"(only its SHA-256 is kept)", NULL, 0 },
 	{ "ls", token_ls_cmd, "the tokens: name, role, event, created, last used, expiry", NULL,
@@ -256,3 +255,6 @@ const struct cli_cmd cli_token_subs[] = {
 				      "database", NULL, 0 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };
+
+const struct cli_cmd cmd_token = CLI_NODE("token", NULL, token_subs,
+		"the API's tokens with roles");

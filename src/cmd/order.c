@@ -1,12 +1,10 @@
 /*
- * cli_orders.c: order add, show, find, pdf, resend, set-email and cancel:
+ * order.c: order add, show, find, pdf, resend, set-email and cancel:
  * the box office's command line.  Parsing and printing only; the work is in
  * orders (intake and changes) and blob (the PDF).  `order show` prints the
  * struct orders.c fills, as text or as the API's JSON.
  */
 #define _GNU_SOURCE
-#include "cli.h"
-
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -17,11 +15,15 @@
 #include "api.h"
 #include "args.h"
 #include "blob.h"
+#include "cli.h"
+#include "cmd/commands.h"
 #include "config.h"
 #include "db.h"
 #include "fsio.h"
 #include "orders.h"
+#include "statedir.h"
 #include "tickets.h"
+#include "timefmt.h"
 
 /* ---- add --------------------------------------------------------------- */
 
@@ -98,7 +100,7 @@ bad:
 static void show_when(int64_t ms, char *buf, size_t size)
 {
 	if (ms)
-		tickets_time_format(ms, buf, size);
+		timefmt_format(ms, buf, size);
 	else
 		snprintf(buf, size, "-");
 }
@@ -138,7 +140,7 @@ static void show_text(const struct order_detail *d)
 	int i, k;
 
 	printf("order    %s%s\n", v->public_id, v->cancelled_at ? " (cancelled)" : "");
-	tickets_time_format(v->starts_at, when, sizeof when);
+	timefmt_format(v->starts_at, when, sizeof when);
 	printf("event    %s, %s, %s\n", v->event_name, v->venue, when);
 	printf("buyer    %s <%s>\n", v->buyer_name, v->buyer_email);
 	printf("seats    %lld\n", (long long)v->seats);
@@ -159,7 +161,7 @@ static void show_text(const struct order_detail *d)
 	if (d->n_changes)
 		printf("changes\n");
 	for (i = 0; i < d->n_changes; i++) {
-		tickets_time_format(d->changes[i].at, when, sizeof when);
+		timefmt_format(d->changes[i].at, when, sizeof when);
 		printf("  %s  %-6s by %s%s%s\n", when, d->changes[i].kind, d->changes[i].actor,
 		       d->changes[i].detail[0] ? ": " : "", d->changes[i].detail);
 	}
@@ -221,7 +223,7 @@ static void find_row(const struct order_recent *o, void *arg)
 	char when[64];
 
 	(*(int *)arg)++;
-	tickets_time_format(o->created_at, when, sizeof when);
+	timefmt_format(o->created_at, when, sizeof when);
 	printf("%s  %s  event %lld  %lld seat%s  %s <%s>%s\n", o->id, when, (long long)o->event_id,
 	       (long long)o->seats, o->seats == 1 ? "" : "s", o->name, o->email_address,
 	       o->cancelled ? "  cancelled" : "");
@@ -283,7 +285,7 @@ static int order_pdf_cmd(int argc, char **argv)
 		return cli_fail(err_set(SD_INVALID, "order pdf: give --out FILE (the PDF holds the "
 					"buyer's tickets; it is written mode 0600)"));
 	snprintf(key, sizeof key, "tickets/%s.pdf", pos[0]);
-	if ((r = tickets_blobs_open(cli_db_path(dbp), cli_state_dir(state), &bs)) != SD_OK ||
+	if ((r = statedir_blobs_open(cli_db_path(dbp), cli_state_dir(state), &bs)) != SD_OK ||
 	    (r = blob_get(bs, key, &pdf, &len)) != SD_OK) {
 		blob_close(bs);
 		if (r == SD_NOT_FOUND)
@@ -428,7 +430,7 @@ static int order_add_word(int argc, char **argv)
 	return order_add_cmd(NULL, argc, argv);
 }
 
-const struct cli_cmd cli_order_subs[] = {
+static const struct cli_cmd order_subs[] = {
 	{ "add", order_add_word, "sell an order: its tickets, its PDF and its email follow "
 				 "(prints the order id; exit 2 when sold out)", NULL, 0 },
 	{ "show", order_show_cmd, "an order: tickets, emails, changes and its jobs", NULL, 0 },
@@ -442,3 +444,6 @@ const struct cli_cmd cli_order_subs[] = {
 	  NULL, 0 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };
+
+const struct cli_cmd cmd_order = CLI_NODE("order", NULL, order_subs,
+		"sell, find and change orders");

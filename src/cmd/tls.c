@@ -1,5 +1,6 @@
 /*
- * cli_tls.c: `stagedoor tls init|show` (cli_tls.h).  Parsing and printing
+ * tls.c: `stagedoor tls init|show|renew`: the box CA and the HTTPS
+ * server's certificate in <state dir>/tls (cert.h).  Parsing and printing
  * only; the certificates are made and read in cert.c.
  *
  * Neither command opens the database: the state folder is found as every
@@ -10,8 +11,6 @@
  * input exits 2 with one line on stderr and leaves the folder as it was.
  */
 #define _GNU_SOURCE
-#include "cli_tls.h"
-
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +21,8 @@
 #include "cert.h"
 #include "cli.h"
 #include "clock.h"
-#include "tickets.h"
+#include "cmd/commands.h"
+#include "statedir.h"
 
 static const char tls_init_usage[] =
 	"tls init [--name HOST]... [--ip ADDR]... [--ca-key-out FILE | --ca-key FILE] [--new-ca] "
@@ -39,7 +39,7 @@ static int tls_where(const char *dbp, const char *state, char *dir, struct cert_
 {
 	enum sd_result r;
 
-	if ((r = tickets_state_dir(cli_db_path(dbp), cli_state_dir(state), dir, PATH_MAX)) !=
+	if ((r = statedir_path(cli_db_path(dbp), cli_state_dir(state), dir, PATH_MAX)) !=
 		    SD_OK ||
 	    (r = cert_paths(dir, p)) != SD_OK)
 		return cli_fail(r);
@@ -368,7 +368,7 @@ static int tls_show(int argc, char **argv)
 
 /* ======================== dispatch ======================================= */
 
-const struct cli_cmd cli_tls_subs[] = {
+static const struct cli_cmd tls_subs[] = {
 	{ "init", tls_init, "make the box CA and a server certificate for the box's names and "
 			    "addresses in <state dir>/tls (kept if there; --renew: a new one)",
 	  NULL, 0 },
@@ -379,3 +379,6 @@ const struct cli_cmd cli_tls_subs[] = {
 			    "left", NULL, 0 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };
+
+const struct cli_cmd cmd_tls = CLI_NODE("tls", NULL, tls_subs,
+		"the box CA and the HTTPS certificate");

@@ -1,18 +1,20 @@
 /*
- * cli_check.c: `stagedoor check [--db PATH] [--json]` (cli_check.h).
+ * check.c: `stagedoor check [--db PATH] [--json]`: the invariant checks of
+ * check.h.  Exit 0 with a short summary on stdout when they hold; 1 with
+ * "stagedoor: check failed: <problem>" on stderr naming the first broken
+ * one.  --json also prints the report as one JSON object on stdout.
  *
  * Exit statuses: 0 every invariant holds; 1 one is broken (named on stderr,
  * one line) or the database cannot be read; 2 bad usage.  The database is
  * opened as every command opens it (cli_open_db), so a missing, foreign or
  * newer file gets the same one-line error as elsewhere.
  */
-#include "cli_check.h"
-
 #include <stdio.h>
 
 #include "args.h"
 #include "check.h"
 #include "cli.h"
+#include "cmd/commands.h"
 #include "db.h"
 
 /* s as a JSON string body (quotes and backslashes escaped, control
@@ -49,7 +51,7 @@ static void print_json(const struct check_report *rep)
 	       (long long)rep->emails_sent, (long long)rep->events, (long long)rep->scheduled);
 }
 
-int cli_check(int argc, char **argv)
+static int check_main(int argc, char **argv)
 {
 	const char *dbp = NULL, *state = NULL;
 	int json = 0;
@@ -90,3 +92,6 @@ int cli_check(int argc, char **argv)
 		       rep.scheduled ? " (scheduled jobs wait)" : "");
 	return 0;
 }
+
+const struct cli_cmd cmd_check = CLI_NODE("check", check_main, NULL,
+		"the invariants of a drained box; the first broken one named");

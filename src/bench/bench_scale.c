@@ -1,8 +1,8 @@
 /*
- * bench_scale.c: `stagedoor bench scale`, what the box's reads and writes
+ * bench_scale.c: `stagedoor-bench scale`, what the box's reads and writes
  * cost as its history grows.
  *
- *   stagedoor bench scale [--sizes A,B,C] [--intake N] [--backlog N] [--json] [--keep]
+ *   stagedoor-bench scale [--sizes A,B,C] [--intake N] [--backlog N] [--json] [--keep]
  *
  * One database in a temporary directory (made as `init` makes one), with
  * BS_EVENTS events, grows through the sizes (default 10,000, 100,000 and
@@ -36,6 +36,7 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "bench.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@
 #include "outbox.h"
 #include "progress.h"
 #include "queue.h"
+#include "statedir.h"
 #include "tickets.h"
 
 #define BS_SIZES_MAX 8
@@ -190,7 +192,7 @@ static enum sd_result bs_fill_event(struct db *db, int64_t event_id, int64_t c, 
 			return SD_DB;
 		for (k = 1; k <= 6; k++)
 			db_bind_int(st, k, p[k]);
-		while ((r = db_step(st, &row)) == SD_OK && row)
+		while (db_next(st, &r))
 			;
 		db_reset(st);
 		if (r != SD_OK)
@@ -482,7 +484,7 @@ static enum sd_result bs_open(struct bs_run *run, const char *path)
 	ev.starts_at = clock_now_ms() + 30 * 86400000LL;
 	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_FULL, &run->full)) != SD_OK ||
 	    (r = db_open(path, 0, DB_SYNC_NORMAL, &run->fill)) != SD_OK ||
-	    (r = tickets_files_init(path, NULL)) != SD_OK ||
+	    (r = statedir_init(path, NULL)) != SD_OK ||
 	    (r = token_ensure(path, NULL)) != SD_OK || (r = bench_token(path, token)) != SD_OK ||
 	    (r = api_open(&o, &run->api)) != SD_OK)
 		return r;
@@ -570,7 +572,7 @@ static void bs_print(const struct bs_args *a)
 {
 	int i, c;
 
-	printf("stagedoor bench scale: %d events, %lld entries scheduled behind, history of "
+	printf("stagedoor-bench scale: %d events, %lld entries scheduled behind, history of "
 	       "finished orders (2 tickets, 1 email, 3 done jobs each); medians\n", BS_EVENTS,
 	       (long long)a->backlog);
 	printf("  %-24s", "orders");
@@ -630,18 +632,17 @@ int bench_scale_cmd(int argc, char **argv)
 		  "orders timed at each size", 0 },
 		{ "backlog", ARG_INT, &backlog, 0, 10000000, 0, NULL,
 		  "jobs waiting in the stream at each size", 0 },
-		{ "keep", ARG_FLAG, &keep, 0, 0, 0, NULL,
-		  "keep the bench folder and say where it is", 0 },
+		BENCH_ARG_KEEP(&keep),
 		ARG_JSON(&json),
 		ARG_END,
 	};
 	static const char usage[] =
-		"bench scale [--sizes A,B,C] [--intake N] [--backlog N] [--json] [--keep]";
+		"scale [--sizes A,B,C] [--intake N] [--backlog N] [--json] [--keep]";
 
 	if ((rc = bench_args(argc, argv, opts, usage)) != 0)
 		return rc;
 	if (bs_sizes(sizes, &a) != 0) {
-		fprintf(stderr, "stagedoor: usage: stagedoor %s (sizes: ascending, 100 to "
+		fprintf(stderr, "stagedoor-bench: usage: stagedoor-bench %s (sizes: ascending, 100 to "
 			"10000000 orders, at most %d)\n", usage, BS_SIZES_MAX);
 		return 2;
 	}

@@ -1,8 +1,8 @@
 /*
- * bench_api.c: `stagedoor bench api`, the HTTP intake's benchmark: requests
+ * bench_api.c: `stagedoor-bench api`, the HTTP intake's benchmark: requests
  * per second and per-request latency through the real server, over TCP.
  *
- *   stagedoor bench api [--requests N] [--clients C] [--tls] [--json] [--keep]
+ *   stagedoor-bench api [--requests N] [--clients C] [--tls] [--json] [--keep]
  *
  * On a fresh database in a temporary directory (under $TMPDIR, else /tmp;
  * removed afterwards unless --keep), made as `init` makes one (schema, ticket
@@ -61,6 +61,7 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "bench.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -732,7 +733,7 @@ static void ba_print(const struct ba_result *res, int json)
 		printf("}\n");
 		return;
 	}
-	printf("stagedoor bench api: %lld requests a phase, %d keep-alive client%s, "
+	printf("stagedoor-bench api: %lld requests a phase, %d keep-alive client%s, "
 	       "HTTP/1.1 on 127.0.0.1\n", (long long)res->requests, res->clients,
 	       res->clients == 1 ? "" : "s");
 	printf("  phase       requests/s   p50 ms   p90 ms   p99 ms\n");
@@ -760,13 +761,12 @@ int bench_api_cmd(int argc, char **argv)
 		  "client threads, each on its own keep-alive connection", 0 },
 		{ "tls", ARG_FLAG, &tls, 0, 0, 0, NULL,
 		  "also over HTTPS, side by side with HTTP, with a throwaway CA", 0 },
-		{ "keep", ARG_FLAG, &keep, 0, 0, 0, NULL,
-		  "keep the bench folder and say where it is", 0 },
+		BENCH_ARG_KEEP(&keep),
 		ARG_JSON(&json),
 		ARG_END,
 	};
 	static const char usage[] =
-		"bench api [--requests N] [--clients C] [--tls] [--json] [--keep]";
+		"api [--requests N] [--clients C] [--tls] [--json] [--keep]";
 	struct ba_result res;
 	struct ba_args a = { 0, 0, 0, &res };
 	int rc;

@@ -1,14 +1,13 @@
 /*
- * cli_migrate.c: `stagedoor migrate` (cli_migrate.h).
+ * migrate.c: `stagedoor migrate`: a box copied to an empty PostgreSQL database.
  */
-#include "cli_migrate.h"
-
 #include <stdio.h>
 
 #include "args.h"
 #include "boxmove.h"
 #include "check.h"
 #include "cli.h"
+#include "cmd/commands.h"
 #include "db.h"
 
 /* the verdict in one line: "ok" or "<check>: <problem>" */
@@ -20,7 +19,7 @@ static void verdict(const struct check_report *rep, char *buf, size_t size)
 		snprintf(buf, size, "%s: %s", check_name(rep->failed), rep->problem);
 }
 
-int cli_migrate(int argc, char **argv)
+static int migrate_main(int argc, char **argv)
 {
 	const char *from = NULL, *to = NULL, *state = NULL;
 	struct arg_opt opts[] = {
@@ -69,3 +68,6 @@ int cli_migrate(int argc, char **argv)
 	       "state_dir of its own; in-flight jobs finish there once\n");
 	return 0;
 }
+
+const struct cli_cmd cmd_migrate = CLI_NODE("migrate", migrate_main, NULL,
+		"copy a box to an empty PostgreSQL database");

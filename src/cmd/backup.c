@@ -1,8 +1,7 @@
 /*
- * cli_backup.c: `stagedoor backup DEST`, `stagedoor backup verify DEST` and
- * `stagedoor restore DEST --db PATH` (backup.h does the work), and
+ * backup.c: `stagedoor backup DEST`, `stagedoor backup verify DEST`, and
  * `stagedoor backup --scheduled`, the periodic backup `run` starts
- * (backup_sched.h).
+ * (backup_sched.h); backup.h does the work.
  *
  * Each prints one summary line on stdout and exits 0, or one line
  * "stagedoor: ..." on stderr and exits 1 (2 for bad usage or a destination
@@ -12,30 +11,26 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "args.h"
 #include "backup.h"
 #include "backup_sched.h"
 #include "cli.h"
 #include "clock.h"
+#include "cmd/commands.h"
 #include "db.h"
 #include "log.h"
 
 #define BACKUP_USAGE "backup DEST [--db PATH] [--state-dir DIR]"
 
+
 static void print_info(const char *what, const char *dest, const struct backup_info *in,
 		       int64_t t0)
 {
-	char when[32];
-	time_t t = (time_t)(in->created_at_ms / 1000);
-	struct tm tm;
+	char line[160];
 
-	gmtime_r(&t, &tm);
-	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	printf("%s %s: %d files, %.1f MiB, schema %d, taken %s, %.2f s\n", what, dest, in->files,
-	       (double)in->bytes / (1024.0 * 1024.0), in->schema_version, when,
-	       (double)(clock_mono_us() - t0) / 1e6);
+	backup_info_format(in, line, sizeof line);
+	printf("%s %s: %s, %.2f s\n", what, dest, line, (double)(clock_mono_us() - t0) / 1e6);
 }
 
 /* scheduled: one periodic backup into backup_dir, with run's arguments
@@ -80,7 +75,7 @@ static int scheduled(int argc, char **argv)
 	return r == SD_OK ? 0 : BACKUP_SCHED_EXIT_FAILED;
 }
 
-int cli_backup(int argc, char **argv)
+static int backup_main(int argc, char **argv)
 {
 	const char *dbp = NULL, *state = NULL;
 	int sched = 0;
@@ -131,45 +126,11 @@ static int backup_verify_cmd(int argc, char **argv)
 	return 0;
 }
 
-const struct cli_cmd cli_backup_subs[] = {
+static const struct cli_cmd backup_subs[] = {
 	{ "verify", backup_verify_cmd, "check a backup: its manifest, every file's SHA-256, the "
 				       "database's integrity", NULL, 0 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };
 
-int cli_restore(int argc, char **argv)
-{
-	const char *dbp = NULL, *state = NULL;
-	struct arg_opt opts[] = {
-		ARG_DB(&dbp),
-		ARG_STATE_DIR(&state),
-		ARG_END,
-	};
-	char *pos[ARGS_MAX_POS];
-	struct backup_info info;
-	struct db *db;
-	enum sd_result r;
-	int npos, rc;
-	int64_t t0 = clock_mono_us(), leases, claims;
-
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1,
-			    "restore DEST --db PATH [--state-dir DIR]")) != 0)
-		return rc;
-	if (!dbp || !*dbp)
-		return cli_fail(err_set(SD_INVALID, "restore needs --db PATH: the new box's "
-					"database (it must not exist)"));
-	if ((r = backup_restore(pos[0], dbp, cli_state_dir(state), &info)) != SD_OK)
-		return cli_fail(r);
-	/* the new box opens as any other: its schema is this program's */
-	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
-		return rc;
-	r = backup_take_over(db, &leases, &claims);
-	db_close(db);
-	if (r != SD_OK)
-		return cli_fail(r);
-	print_info("restored", dbp, &info, t0);
-	printf("taken over from the backed-up box: %lld lease%s ended, %lld mail claim%s "
-	       "released\n", (long long)leases, leases == 1 ? "" : "s", (long long)claims,
-	       claims == 1 ? "" : "s");
-	return 0;
-}
+const struct cli_cmd cmd_backup = CLI_NODE("backup", backup_main, backup_subs,
+		"a consistent copy of a running box into a new folder");

@@ -1,9 +1,9 @@
 /*
- * bench_intake.c: `stagedoor bench intake`, durable order intake under
+ * bench_intake.c: `stagedoor-bench intake`, durable order intake under
  * concurrency: how many orders a second one client and many clients get
  * accepted, each answer meaning the order is on disk.
  *
- *   stagedoor bench intake [--orders N] [--clients A,B] [--via http,cli]
+ *   stagedoor-bench intake [--orders N] [--clients A,B] [--via http,cli]
  *                          [--rounds R] [--json] [--keep]
  *
  * On a fresh box in a temporary directory (as `init` makes one, with one
@@ -29,6 +29,7 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "bench.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,7 +53,6 @@
 #include "db.h"
 #include "events.h"
 #include "serve.h"
-#include "tickets.h"
 
 #define BI_COUNTS_MAX 4
 #define BI_ROUNDS_MAX 9
@@ -359,7 +359,7 @@ static void bi_print(const struct bi_args *a, int json)
 		printf("}\n");
 		return;
 	}
-	printf("stagedoor bench intake: %lld orders a measurement, medians of %d rounds, "
+	printf("stagedoor-bench intake: %lld orders a measurement, medians of %d rounds, "
 	       "each answer after its commit's fsync\n", (long long)a->orders, a->rounds);
 	printf("  way   clients    orders/s   p50 ms   p99 ms\n");
 	for (way = 0; way < BI_WAYS; way++) {
@@ -420,18 +420,17 @@ int bench_intake_cmd(int argc, char **argv)
 		  "the ways in: http, cli or both", 0 },
 		{ "rounds", ARG_INT, &rounds, 1, BI_ROUNDS_MAX, 0, NULL,
 		  "rounds per setting; the median is reported", 0 },
-		{ "keep", ARG_FLAG, &keep, 0, 0, 0, NULL,
-		  "keep the bench folder and say where it is", 0 },
+		BENCH_ARG_KEEP(&keep),
 		ARG_JSON(&json),
 		ARG_END,
 	};
-	static const char usage[] = "bench intake [--orders N] [--clients A,B] [--via http,cli] "
+	static const char usage[] = "intake [--orders N] [--clients A,B] [--via http,cli] "
 				    "[--rounds R] [--json] [--keep]";
 
 	if ((rc = bench_args(argc, argv, opts, usage)) != 0)
 		return rc;
 	if (bi_counts(counts, &a) != 0 || bi_ways(ways, &a) != 0) {
-		fprintf(stderr, "stagedoor: usage: stagedoor %s (clients: ascending, 1 to %d, at "
+		fprintf(stderr, "stagedoor-bench: usage: stagedoor-bench %s (clients: ascending, 1 to %d, at "
 			"most %d; via: http, cli or both)\n", usage, BI_CLIENTS_MAX, BI_COUNTS_MAX);
 		return 2;
 	}

@@ -1,8 +1,8 @@
 /*
- * bench_claim.c: `stagedoor bench claim`, what the stream's own calls cost
+ * bench_claim.c: `stagedoor-bench claim`, what the stream's own calls cost
  * when work waits behind them and history piles up.
  *
- *   stagedoor bench claim [--scheduled N] [--leased M] [--done K] [--reps R]
+ *   stagedoor-bench claim [--scheduled N] [--leased M] [--done K] [--reps R]
  *                         [--json] [--keep]
  *
  * On a fresh database in a temporary directory (bench_in_dir), through the
@@ -34,6 +34,7 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "bench.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -335,7 +336,7 @@ static void bc_print(const struct bc_args *a, int json)
 	int k;
 
 	if (json) {
-		printf("{\"program\":\"stagedoor bench claim\",\"scheduled\":%lld,\"leased\":%lld,"
+		printf("{\"program\":\"stagedoor-bench claim\",\"scheduled\":%lld,\"leased\":%lld,"
 		       "\"done\":%lld,\"reps\":%lld,\"build_s\":%.3f,\"target\":%.1f",
 		       (long long)a->scheduled, (long long)a->leased, (long long)a->done,
 		       (long long)a->reps, a->build_s, BC_TARGET);
@@ -348,7 +349,7 @@ static void bc_print(const struct bc_args *a, int json)
 		printf("}\n");
 		return;
 	}
-	printf("stagedoor bench claim: medians of %lld rounds (us); backlog %lld scheduled "
+	printf("stagedoor-bench claim: medians of %lld rounds (us); backlog %lld scheduled "
 	       "(priorities -1, 0, 1) + %lld leased; history %lld finished (built in %.1f s)\n",
 	       (long long)a->reps, (long long)a->scheduled, (long long)a->leased,
 	       (long long)a->done, a->build_s);
@@ -376,13 +377,12 @@ int bench_claim_cmd(int argc, char **argv)
 		  "finished jobs in the history", 0 },
 		{ "reps", ARG_INT, &a.reps, 1, 1000000, 0, NULL,
 		  "claims timed", 0 },
-		{ "keep", ARG_FLAG, &keep, 0, 0, 0, NULL,
-		  "keep the bench folder and say where it is", 0 },
+		BENCH_ARG_KEEP(&keep),
 		ARG_JSON(&json),
 		ARG_END,
 	};
 	static const char usage[] =
-		"bench claim [--scheduled N] [--leased M] [--done K] [--reps R] [--json] [--keep]";
+		"claim [--scheduled N] [--leased M] [--done K] [--reps R] [--json] [--keep]";
 
 	memset(&a, 0, sizeof a);
 	a.scheduled = 1000000;

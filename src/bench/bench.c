@@ -1,7 +1,7 @@
 /*
- * bench.c: `stagedoor bench queue`, the queue's benchmark.
+ * bench.c: `stagedoor-bench queue`, the queue's benchmark.
  *
- *   stagedoor bench queue --jobs N --workers W --batch B --sync normal|full
+ *   stagedoor-bench queue --jobs N --workers W --batch B --sync normal|full
  *                         [--enqueue-batch E] [--latency-jobs M] [--json]
  *
  * On a fresh database in a temporary directory (under $TMPDIR, else /tmp;
@@ -29,12 +29,13 @@
  * Invariants: every figure comes from a run in which every job was acked
  * exactly once and the stream ended empty; otherwise the command fails.
  *
- * `stagedoor bench pipeline` (the ticket pipeline end to end) lives in
- * bench_pipeline.c, `stagedoor bench api` (the HTTP intake) in bench_api.c;
+ * `stagedoor-bench pipeline` (the ticket pipeline end to end) lives in
+ * bench_pipeline.c, `stagedoor-bench api` (the HTTP intake) in bench_api.c;
  * cli_bench hands each the words after its name.
  */
 #define _XOPEN_SOURCE 700		/* nftw */
 #include "cli.h"
+#include "bench.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -54,12 +55,12 @@
 #include "clock.h"
 #include "db.h"
 #include "help.h"
-#include "metrics.h"
 #include "log.h"
+#include "metrics.h"
 #include "pipeline.h"
 #include "progress.h"
 #include "queue.h"
-#include "tickets.h"
+#include "statedir.h"
 #include "worker.h"
 
 #define BENCH_WORKERS_MAX 32		/* each worker holds a notify slot */
@@ -392,17 +393,19 @@ void bench_progress(const char *fmt, ...)
 	va_end(ap);
 }
 
-int bench_dir_make(char *dir, size_t size)
+/* bench_dir_make: a fresh folder "stagedoor-bench.XXXXXX" under $TMPDIR,
+ * else /tmp, into dir (size bytes); 0, or 1 with the message printed. */
+static int bench_dir_make(char *dir, size_t size)
 {
 	const char *tmp = getenv("TMPDIR");
 
 	if ((size_t)snprintf(dir, size, "%s/stagedoor-bench.XXXXXX",
 			     tmp && *tmp ? tmp : "/tmp") >= size) {
-		fprintf(stderr, "stagedoor: TMPDIR is too long\n");
+		fprintf(stderr, "stagedoor-bench: TMPDIR is too long\n");
 		return 1;
 	}
 	if (!mkdtemp(dir)) {
-		fprintf(stderr, "stagedoor: cannot make a temporary directory %s: %s\n", dir,
+		fprintf(stderr, "stagedoor-bench: cannot make a temporary directory %s: %s\n", dir,
 			strerror(errno));
 		return 1;
 	}
@@ -434,7 +437,7 @@ enum sd_result bench_box(const char *path, const char *event_name, int64_t order
 	enum sd_result r;
 
 	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_FULL, db)) != SD_OK ||
-	    (r = tickets_files_init(path, NULL)) != SD_OK ||
+	    (r = statedir_init(path, NULL)) != SD_OK ||
 	    (r = token_ensure(path, NULL)) != SD_OK ||
 	    (r = bench_token(path, token)) != SD_OK)
 		return r;
@@ -453,10 +456,10 @@ int bench_args(int argc, char **argv, struct arg_opt *opts, const char *usage)
 		char why[512];
 
 		snprintf(why, sizeof why, "%s", err_msg());
-		return cli_fail(err_set(r, "%s; usage: stagedoor %s", why, usage));
+		return cli_fail(err_set(r, "%s; usage: stagedoor-bench %s", why, usage));
 	}
 	if (npos != 0) {
-		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
+		fprintf(stderr, "stagedoor-bench: usage: stagedoor-bench %s\n", usage);
 		return 2;
 	}
 	return 0;
@@ -478,15 +481,30 @@ static const char *bench_pg;
 int bench_target_set(const char *uri)
 {
 	if (uri && *uri && !db_target_is_pg(uri))
-		return cli_fail(err_set(SD_INVALID, "bench --db takes a postgresql:// URI (SQLite "
+		return cli_fail(err_set(SD_INVALID, "--db takes a postgresql:// URI (SQLite "
 					"benchmarks make their own file)"));
 	bench_pg = uri && *uri ? uri : NULL;
 	return 0;
 }
 
-const char *bench_target(void)
+static const char *bench_target(void)
 {
 	return bench_pg;
+}
+
+static int bench_rm(const char *f, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(f);
+	return 0;
+}
+
+/* bench_dir_remove: dir and everything in it (a bench_dir_make folder). */
+static void bench_dir_remove(const char *dir)
+{
+	nftw(dir, bench_rm, 16, FTW_DEPTH | FTW_PHYS);	/* no link is followed out of it */
 }
 
 int bench_in_dir(int keep, enum sd_result (*fn)(const char *dir, const char *path, void *arg),
@@ -501,7 +519,7 @@ int bench_in_dir(int keep, enum sd_result (*fn)(const char *dir, const char *pat
 		return 1;
 	snprintf(path, sizeof path, "%s/stagedoor.db", dir);
 	if (bench_pg) {
-		if ((r = db_scratch_make(bench_pg, path, sizeof path, schema, sizeof schema)) !=
+		if ((r = bench_scratch_make(bench_pg, path, sizeof path, schema, sizeof schema)) !=
 		    SD_OK) {
 			bench_dir_remove(dir);
 			return cli_fail(r);
@@ -513,27 +531,13 @@ int bench_in_dir(int keep, enum sd_result (*fn)(const char *dir, const char *pat
 		log_set_level(LOG_WARN);
 	r = fn(dir, path, arg);
 	log_set_level(level);
-	if (schema[0] && !keep && db_scratch_drop(bench_pg, schema) != SD_OK)
+	if (schema[0] && !keep && bench_scratch_drop(bench_pg, schema) != SD_OK)
 		bench_progress("could not drop the scratch schema %s: %s", schema, err_msg());
 	if (keep)
 		bench_progress("kept %s", dir);
 	else
 		bench_dir_remove(dir);
 	return r == SD_OK ? 0 : cli_fail(r);
-}
-
-static int bench_rm(const char *f, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	remove(f);
-	return 0;
-}
-
-void bench_dir_remove(const char *dir)
-{
-	nftw(dir, bench_rm, 16, FTW_DEPTH | FTW_PHYS);	/* no link is followed out of it */
 }
 
 static enum sd_result bench_queue(const char *path, int64_t jobs, int workers, int batch,
@@ -670,7 +674,7 @@ static void bench_print(const struct bench_result *res, int64_t jobs, int worker
 		       res->p99_ms, res->peak_rss_kb);
 		return;
 	}
-	printf("stagedoor bench queue: %lld noop jobs, %d worker%s%s, batch %d, synchronous=%s, "
+	printf("stagedoor-bench queue: %lld noop jobs, %d worker%s%s, batch %d, synchronous=%s, "
 	       "%s\n", (long long)jobs, workers, workers == 1 ? "" : "s",
 	       bench_boxes > 1 ? " in each of 2 boxes" : "", batch, sync,
 	       bench_target() ? "PostgreSQL" : "SQLite");
@@ -714,7 +718,7 @@ static int bench_queue_cmd(int argc, char **argv)
 		ARG_END,
 	};
 	static const char usage[] =
-		"bench queue [--jobs N] [--workers W] [--batch B] [--sync normal|full] "
+		"queue [--jobs N] [--workers W] [--batch B] [--sync normal|full] "
 		"[--enqueue-batch E] [--latency-jobs M] [--db postgresql://... [--boxes 2]] "
 		"[--json]";
 	char dir[4096], path[4200], schema[64] = "";
@@ -731,7 +735,7 @@ static int bench_queue_cmd(int argc, char **argv)
 	} else if (strcmp(sync_s, "full") == 0) {
 		sync = DB_SYNC_FULL;
 	} else {
-		fprintf(stderr, "stagedoor: --sync must be normal or full, not '%s'\n", sync_s);
+		fprintf(stderr, "stagedoor-bench: --sync must be normal or full, not '%s'\n", sync_s);
 		return 2;
 	}
 	if (lat_jobs < 0)
@@ -742,7 +746,7 @@ static int bench_queue_cmd(int argc, char **argv)
 	if (bench_target_set(pg) != 0)
 		return 2;
 	if (boxes > 1 && !pg) {
-		fprintf(stderr, "stagedoor: bench queue --boxes 2 shares a PostgreSQL database: "
+		fprintf(stderr, "stagedoor-bench: bench queue --boxes 2 shares a PostgreSQL database: "
 				"give --db postgresql://...\n");
 		return 2;
 	}
@@ -750,7 +754,7 @@ static int bench_queue_cmd(int argc, char **argv)
 	if (bench_dir_make(dir, sizeof dir) != 0)
 		return 1;
 	snprintf(path, sizeof path, "%s/bench.db", dir);
-	if (pg && (r = db_scratch_make(pg, path, sizeof path, schema, sizeof schema)) != SD_OK) {
+	if (pg && (r = bench_scratch_make(pg, path, sizeof path, schema, sizeof schema)) != SD_OK) {
 		bench_dir_remove(dir);
 		return cli_fail(r);
 	}
@@ -760,14 +764,14 @@ static int bench_queue_cmd(int argc, char **argv)
 	log_set_level(level);
 	bench_dir_remove(dir);
 	if (schema[0])
-		db_scratch_drop(pg, schema);
+		bench_scratch_drop(pg, schema);
 	if (r != SD_OK)
 		return cli_fail(r);
 	bench_print(&res, jobs, (int)workers, (int)batch, (int)ebatch, sync_s, json);
 	return 0;
 }
 
-const struct cli_cmd cli_bench_subs[] = {
+const struct cli_cmd bench_commands[] = {
 	{ "queue", bench_queue_cmd, "the stream alone: enqueue, then claim and acknowledge noop "
 				   "jobs; jobs/s and latency", NULL, 0 },
 	{ "pipeline", bench_pipeline_cmd, "orders through render, send and count on a real box: "

@@ -1,8 +1,8 @@
 /*
- * bench_pipeline.c: `stagedoor bench pipeline`, the ticket pipeline's
+ * bench_pipeline.c: `stagedoor-bench pipeline`, the ticket pipeline's
  * benchmark: orders per second end to end, and where an order's time goes.
  *
- *   stagedoor bench pipeline [--orders N] [--concurrency C] [--alone K]
+ *   stagedoor-bench pipeline [--orders N] [--concurrency C] [--alone K]
  *                            [--keep] [--json]
  *
  * On a fresh database in a temporary directory (under $TMPDIR, else /tmp;
@@ -60,6 +60,7 @@
  */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
+#include "bench.h"
 
 #include <dirent.h>
 #include <limits.h>
@@ -83,6 +84,7 @@
 #include "pipeline.h"
 #include "progress.h"
 #include "queue.h"
+#include "statedir.h"
 #include "ticket_jobs.h"
 #include "tickets.h"
 #include "worker.h"
@@ -571,7 +573,7 @@ static enum sd_result pl_run(const char *dir, const char *path, void *arg)
 	/* the box office's connection: orders commit at FULL; on PostgreSQL
 	 * the bench folder is the box's state folder */
 	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != SD_OK ||
-	    (r = tickets_files_init(path, pl_state(dir, path))) != SD_OK ||
+	    (r = statedir_init(path, pl_state(dir, path))) != SD_OK ||
 	    (r = tickets_env_open(path, pl_state(dir, path), NULL, NULL, NULL, &env)) != SD_OK)
 		goto out;
 	if ((r = pipeline_sample_event(db, "Stagedoor Bench Night", orders, &event_id)) != SD_OK)
@@ -683,7 +685,7 @@ static void pl_print(const struct pl_result *res, int json)
 		       res->peak_rss_kb);
 		return;
 	}
-	printf("stagedoor bench pipeline: %lld orders (%lld seats), maildir, %d handler thread%s\n",
+	printf("stagedoor-bench pipeline: %lld orders (%lld seats), maildir, %d handler thread%s\n",
 	       (long long)res->orders, (long long)res->seats, res->concurrency,
 	       serial ? "" : "s");
 	printf("  end to end    %8.1f orders/s  (intake %.3f s + pipeline %.3f s)\n", rate,
@@ -743,14 +745,13 @@ int bench_pipeline_cmd(int argc, char **argv)
 		  "handler threads", 0 },
 		{ "alone", ARG_INT, &alone, 0, 100000, 0, NULL,
 		  "also time K orders through each stage alone", 0 },
-		{ "keep", ARG_FLAG, &keep, 0, 0, 0, NULL,
-		  "keep the bench folder and say where it is", 0 },
+		BENCH_ARG_KEEP(&keep),
 		ARG_JSON(&json),
 		{ "db", ARG_STR, &pg, 0, 0, 0, "URI",
 		  "run on PostgreSQL, in a scratch schema of this postgresql:// database", 0 },
 		ARG_END,
 	};
-	static const char usage[] = "bench pipeline [--orders N] [--concurrency C] "
+	static const char usage[] = "pipeline [--orders N] [--concurrency C] "
 				    "[--alone K] [--db postgresql://...] [--keep] [--json]";
 	struct pl_result res;
 	struct pl_args a = { 0, 0, 0, &res };

@@ -1,0 +1,102 @@
+/*
+ * bench.h: stagedoor-bench, the box's benchmarks as a program of their own
+ * (as pgbench is beside PostgreSQL): built by `make bench`, never part of
+ * the product or its package.  Each command measures the product's own
+ * modules on this machine and prints its figures (--json for a line a
+ * script reads).  What each measures and how: dist/doc/testing.md.
+ */
+#ifndef SD_BENCH_H
+#define SD_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "help.h"
+#include "result.h"
+
+struct db;
+
+/* bench_commands: the program's commands (bench.c), ended by a NULL name */
+extern const struct cli_cmd bench_commands[];
+
+/* BENCH_ARG_KEEP: --keep, the bench folder kept and named at the end */
+#define BENCH_ARG_KEEP(v) { "keep", ARG_FLAG, (v), 0, 0, 0, NULL, \
+			    "keep the bench folder and say where it is", 0 }
+
+/* bench_progress: one "bench: ..." progress line on stderr. */
+void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+
+
+/*
+ * bench_in_dir: run fn(dir, "<dir>/stagedoor.db", arg) in a fresh
+ * bench_dir_make folder with the log at warn or quieter, then remove the
+ * folder unless keep (then say where it is).  0 when fn returned SD_OK, else
+ * the exit status with the message printed.
+ */
+int bench_in_dir(int keep, enum sd_result (*fn)(const char *dir, const char *path, void *arg),
+		 void *arg);
+
+/* bench_target_set: --db URI: benchmarks then run on PostgreSQL, in a
+ * scratch schema of that database (bench_scratch_make) made and dropped by
+ * bench_in_dir, with the bench folder as the box's state folder; NULL or
+ * "": SQLite in the folder.  Anything but a postgresql:// URI is refused. */
+int bench_target_set(const char *uri);
+
+/*
+ * bench_box: what `init` makes at path (schema, ticket key, api.token), open
+ * at DB_SYNC_FULL in [out] *db (the caller closes it), the token in [out]
+ * token (API_TOKEN_HEX + 1 bytes), and one event named event_name with room
+ * for orders orders ([out] *event_id).
+ */
+enum sd_result bench_box(const char *path, const char *event_name, int64_t orders,
+			 struct db **db, char *token, int64_t *event_id);
+
+/*
+ * bench_args: parse a bench subcommand's options (no positional words).
+ * 0, or the exit status after saying why on stderr with the usage:
+ * 1 for a bad option value, 2 for words that are not options.
+ */
+struct arg_opt;
+int bench_args(int argc, char **argv, struct arg_opt *opts, const char *usage);
+
+/* bench_deadline: ms from now on CLOCK_REALTIME, for pthread_cond_timedwait. */
+struct timespec;
+void bench_deadline(struct timespec *until, int64_t ms);
+
+/* bench_sort_i64: v[0..n) in ascending order. */
+void bench_sort_i64(int64_t *v, int64_t n);
+
+/* bench_pct_ms: the nearest-rank percentile p (0..1) of sorted
+ * microseconds v[0..n), in milliseconds; 0 when n is 0. */
+double bench_pct_ms(const int64_t *v, int64_t n, double p);
+
+/* bench_pipeline_cmd: `bench pipeline`, given the words after "pipeline". */
+int bench_pipeline_cmd(int argc, char **argv);
+
+/* bench_api_cmd: `bench api`, given the words after "api". */
+int bench_api_cmd(int argc, char **argv);
+
+/* bench_claim_cmd: `bench claim`, given the words after "claim". */
+int bench_claim_cmd(int argc, char **argv);
+
+/* bench_token: the API token `init` wrote beside the database at path, as a
+ * client reads it.  [out] token: API_TOKEN_HEX + 1 bytes. */
+enum sd_result bench_token(const char *path, char *token);
+
+/* bench_scale_cmd: `bench scale`, given the words after "scale". */
+int bench_scale_cmd(int argc, char **argv);
+
+/* bench_intake_cmd: `bench intake`, given the words after "intake". */
+int bench_intake_cmd(int argc, char **argv);
+
+/*
+ * bench_scratch_make: a new empty schema on the PostgreSQL server of uri
+ * for a benchmark's fresh box: [out] out = uri with it as the search_path,
+ * name its name (bench_scratch_drop removes it with all it holds).
+ */
+enum sd_result bench_scratch_make(const char *uri, char *out, size_t size, char *name,
+				  size_t nsize);
+enum sd_result bench_scratch_drop(const char *uri, const char *name);
+
+#endif
