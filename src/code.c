@@ -303,6 +303,10 @@ enum sd_result code_key_path(const char *db_path, const char *state_dir, char *b
 		n = snprintf(buf, size, "%s", key_file);
 	else if (state_dir && *state_dir)
 		n = snprintf(buf, size, "%s/ticket.key", state_dir);
+	/* a URI has no folder to take (and may hold a password) */
+	else if (strstr(db_path, "://"))
+		return err_set(SD_INVALID, "state_dir must be given with a PostgreSQL database: "
+			       "the folder for this box's own files (ticket key, maildir, logs)");
 	/* dirname(3) semantics without its habit of writing into its argument */
 	else if (!slash)
 		n = snprintf(buf, size, "./ticket.key");
@@ -311,7 +315,7 @@ enum sd_result code_key_path(const char *db_path, const char *state_dir, char *b
 	else
 		n = snprintf(buf, size, "%.*s/ticket.key", (int)(slash - db_path), db_path);
 	if (n < 0 || (size_t)n >= size)
-		return err_set(SD_INVALID, "key file path too long for database %s", db_path);
+		return err_set(SD_INVALID, "the ticket key's path is too long");
 	return SD_OK;
 }
 

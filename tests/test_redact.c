@@ -153,21 +153,28 @@ static void test_every_command_hides_the_password(void **state)
 	struct tu_env *e = *state;
 	struct leaves *l;
 	char err[256] = "", uri[1024], log[600], what[200], cwd[512];
-	int form, i, ran = 0;
+	int pass, form, i, ran = 0;
 
 	TU_PG_ONLY();	/* before the allocation: a skip leaks nothing */
 	l = calloc(1, sizeof *l);
 	assert_non_null(l);
 	assert_non_null(getcwd(cwd, sizeof cwd));
-	assert_int_equal(chdir(e->dir), 0);	/* a command that made files makes them here */
+	/* a command that makes files (a maildir, demo's ./var/demo) makes them
+	 * here, never in the checkout the suite runs from */
+	assert_int_equal(chdir(e->dir), 0);
 	if (help_walk(commands_root(), visit, l, err, sizeof err) != 0)
 		fail_msg("the command tree: %s", err);
-	assert_int_equal(chdir(cwd), 0);
 	assert_true(l->n >= 20);
 	setenv("STAGEDOOR_STATE_DIR", e->dir, 1);
 	setenv("STAGEDOOR_HTTP_LISTEN", "off", 1);
-	setenv("STAGEDOOR_MAIL_URL", "maildir:maildir", 1);
-	for (form = 0; form < 2; form++) {
+	snprintf(log, sizeof log, "maildir:%s/maildir", e->dir);
+	setenv("STAGEDOOR_MAIL_URL", log, 1);
+	/* each form with a state folder, then without one, where a command
+	 * that needs it must refuse without naming the URI it was given */
+	for (pass = 0; pass < 4; pass++) {
+		form = pass % 2;
+		if (pass == 2)
+			unsetenv("STAGEDOOR_STATE_DIR");
 		secret_uri(e->db_path, form, uri, sizeof uri);
 		for (i = -1; i < l->n; i++) {
 			/* init first: the schema the other commands find */
@@ -180,19 +187,22 @@ static void test_every_command_hides_the_password(void **state)
 					;
 				assert_true(k < l->n);
 			}
-			snprintf(log, sizeof log, "%s/out-%d-%d.log", e->dir, form, k);
+			snprintf(log, sizeof log, "%s/out-%d-%d.log", e->dir, pass, k);
 			run_leaf(l, k, uri, log);
-			snprintf(what, sizeof what, "'%s %s --db URI' (%s)", l->words[k][0],
+			snprintf(what, sizeof what, "'%s %s --db URI' (%s, %s)", l->words[k][0],
 				 l->nwords[k] > 1 ? l->words[k][1] : "",
-				 form ? "?password=" : "user:password@");
+				 form ? "?password=" : "user:password@",
+				 pass < 2 ? "a state folder" : "no state folder");
 			assert_no_secret(log, what);
 			ran++;
 		}
 	}
+	assert_int_equal(chdir(cwd), 0);
 	unsetenv("STAGEDOOR_STATE_DIR");
 	unsetenv("STAGEDOOR_HTTP_LISTEN");
 	unsetenv("STAGEDOOR_MAIL_URL");
-	print_message("    %d commands, each with a password in both forms\n", ran / 2);
+	print_message("    %d commands, each with a password in both forms, with and without a "
+		      "state folder\n", ran / 4);
 	free(l);
 }
 
