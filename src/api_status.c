@@ -305,15 +305,16 @@ void api_get_ca(struct call *c)
 		api_res_fail(c->res, 404, "this box has no CA (stagedoor tls init makes one)", NULL);
 		return;
 	}
-	buf = malloc(API_CA_MAX + 1);
+	buf = malloc(API_CA_MAX + 2);
 	n = buf ? fread(buf, 1, API_CA_MAX + 1, f) : 0;
 	fclose(f);
+	if (buf)
+		buf[n] = '\0';	/* before it is searched */
 	if (!buf || n == 0 || n > API_CA_MAX || !strstr(buf, "-----BEGIN CERTIFICATE-----")) {
 		free(buf);
 		api_res_internal(c->res, c->req, err_set(SD_IO, "the box CA %s is unreadable",
 							 c->a->ca_path));
 		return;
 	}
-	buf[n] = '\0';
 	api_res_set(c->res, 200, "application/x-pem-file", buf, n);
 }
