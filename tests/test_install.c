@@ -45,7 +45,13 @@ static const struct {
 	{ "/usr/bin/stagedoor", 0755 },
 	{ "/usr/lib/systemd/system/stagedoor.service", 0644 },
 	{ "/usr/share/bash-completion/completions/stagedoor", 0644 },
+	{ "/usr/share/doc/stagedoor/api.md", 0644 },
+	{ "/usr/share/doc/stagedoor/design.md", 0644 },
 	{ "/usr/share/doc/stagedoor/examples/stagedoor.conf", 0644 },
+	{ "/usr/share/doc/stagedoor/jobs.md", 0644 },
+	{ "/usr/share/doc/stagedoor/postgresql.md", 0644 },
+	{ "/usr/share/doc/stagedoor/running.md", 0644 },
+	{ "/usr/share/doc/stagedoor/testing.md", 0644 },
 	{ "/usr/share/man/man1/stagedoor.1", 0644 },
 	{ "/usr/share/man/man5/stagedoor.conf.5", 0644 },
 };
@@ -185,8 +191,11 @@ static void test_install_puts_the_list_and_uninstall_removes_it(void **state)
 			    "/etc/stagedoor/\n/etc/stagedoor/stagedoor.conf\n/usr/bin/stagedoor\n"
 			    "/usr/lib/systemd/system/stagedoor.service\n"
 			    "/usr/share/bash-completion/completions/stagedoor\n"
-			    "/usr/share/doc/stagedoor/\n/usr/share/doc/stagedoor/examples/\n"
+			    "/usr/share/doc/stagedoor/\n/usr/share/doc/stagedoor/api.md\n"
+			    "/usr/share/doc/stagedoor/design.md\n/usr/share/doc/stagedoor/examples/\n"
 			    "/usr/share/doc/stagedoor/examples/stagedoor.conf\n"
+			    "/usr/share/doc/stagedoor/jobs.md\n/usr/share/doc/stagedoor/postgresql.md\n"
+			    "/usr/share/doc/stagedoor/running.md\n/usr/share/doc/stagedoor/testing.md\n"
 			    "/usr/share/man/man1/stagedoor.1\n/usr/share/man/man5/stagedoor.conf.5\n");
 	for (i = 0; i < N_INSTALLED; i++) {
 		snprintf(p, sizeof p, "%s/root%s", e->dir, installed[i].path);

@@ -128,6 +128,16 @@ awk -v v="$version" '
 	END { exit found ? 0 : 1 }' "$dist/deb/changelog" >"$work/changelog" ||
 	die "dist/deb/changelog has no entry 'stagedoor ($version)': add one"
 gzip -9n <"$work/changelog" >"$doc/changelog.gz"
+# The manual (dist/doc), each page over 4 kB compressed as policy 12.3 asks
+for f in "$dist"/doc/*.md; do
+	name=$(basename "$f")
+	if [ "$(wc -c <"$f")" -gt 4096 ]; then
+		gzip -9n <"$f" >"$doc/$name.gz"
+		chmod 0644 "$doc/$name.gz"
+	else
+		put 0644 "$f" "/usr/share/doc/stagedoor/$name"
+	fi
+done
 
 # ---- DEBIAN/ --------------------------------------------------------------
 for s in postinst prerm postrm; do

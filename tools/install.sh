@@ -15,6 +15,7 @@
 #                                                    /usr/local/lib; elsewhere copy it
 #                                                    to /etc/systemd/system)
 #   P/share/doc/stagedoor/examples/stagedoor.conf    the commented default configuration
+#   P/share/doc/stagedoor/*.md                        the manual (dist/doc)
 #   E/stagedoor/stagedoor.conf                       the same, only where no file is
 #                                                    (E: /etc); an existing one is kept
 #
@@ -85,7 +86,13 @@ ${man1:--} 0644 $d/share/man/man1/stagedoor.1
 ${man5:--} 0644 $d/share/man/man5/stagedoor.conf.5
 ${completion:--} 0644 $d/share/bash-completion/completions/stagedoor
 - 0644 $d/lib/systemd/system/stagedoor.service
-$src/dist/stagedoor.conf 0644 $example"
+$src/dist/stagedoor.conf 0644 $example
+$src/dist/doc/api.md 0644 $d/share/doc/stagedoor/api.md
+$src/dist/doc/design.md 0644 $d/share/doc/stagedoor/design.md
+$src/dist/doc/jobs.md 0644 $d/share/doc/stagedoor/jobs.md
+$src/dist/doc/postgresql.md 0644 $d/share/doc/stagedoor/postgresql.md
+$src/dist/doc/running.md 0644 $d/share/doc/stagedoor/running.md
+$src/dist/doc/testing.md 0644 $d/share/doc/stagedoor/testing.md"
 
 if [ "$mode" = install ]; then
 	[ -n "$bin" ] && [ -n "$man1" ] && [ -n "$man5" ] && [ -n "$completion" ] ||
