@@ -119,10 +119,11 @@ SAN_BENCH_OBJS := $(patsubst src/%.c,build/san/%.o,$(filter-out src/bench/main.c
 DEPFLAGS := -MMD -MP
 # Each build keeps its command line in a stamp, written again only when it
 # differs, and its objects depend on it: a change of CFLAGS, of the
-# libraries' flags or of the hardening makes them again, as an old tree
-# would otherwise keep objects built without it.
-REL_FLAGS = $(strip $(CC) $(ALL_CFLAGS) $(HARDEN) $(LDHARDEN) $(LDLIBS))
-SAN_FLAGS = $(strip $(CC) $(ALL_CFLAGS) $(SAN) $(LDLIBS))
+# libraries' flags, of the hardening or of how objects are made (the
+# header lists of DEPFLAGS, the test build's failpoints) makes them again,
+# as an old tree would otherwise keep objects built without it.
+REL_FLAGS = $(strip $(CC) $(ALL_CFLAGS) $(HARDEN) $(LDHARDEN) $(LDLIBS) $(DEPFLAGS) $(TESTFP))
+SAN_FLAGS = $(strip $(CC) $(ALL_CFLAGS) $(SAN) $(LDLIBS) $(DEPFLAGS) $(TESTFP))
 ifeq ($(filter clean deps deps-%,$(MAKECMDGOALS)),)
 ifneq ($(REL_FLAGS),$(file <build/rel/.flags))
 $(shell mkdir -p build/rel)
