@@ -519,6 +519,15 @@ static int write_config_box(int port, char box, const char *path)
 
 static int write_config(int port)
 {
+	/* The soak resends orders on purpose, one of them many times (a CLI
+	 * resend whose outcome a kill hid is made again); the limit per order
+	 * has tests of its own (test_api, test_changes) and would refuse them
+	 * here: none, for the box and the CLI's children alike, unless --set
+	 * names one. */
+	if (!set_by_user("resend_per_hour"))
+		setenv("STAGEDOOR_RESEND_PER_HOUR", "0", 1);
+	if (!set_by_user("resend_per_day"))
+		setenv("STAGEDOOR_RESEND_PER_DAY", "0", 1);
 	if (write_config_box(port, 'a', soak.conf) != 0)
 		return -1;
 	return opt.boxes > 1 ? write_config_box(port, 'b', soak.conf_b) : 0;
