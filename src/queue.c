@@ -664,6 +664,11 @@ static void ack_sum_add(struct ack_sum *sums, int *n_sums, const char *kind, int
 	sums[i].reclaims += reclaims;
 }
 
+static int ack_sum_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct ack_sum *)a)->kind, ((const struct ack_sum *)b)->kind);
+}
+
 /* ack_sums_store: sums[0..n_sums) into done_totals, one statement a kind. */
 static enum sd_result ack_sums_store(struct db *db, const struct ack_sum *sums, int n_sums)
 {
@@ -768,6 +773,11 @@ enum sd_result queue_ack_many(struct db *db, int64_t token, const int64_t *ids, 
 		ack_sum_add(sums, &n_sums, db_col_text(st, 1), db_col_int(st, 2));
 	}
 	db_reset(st);
+	/* The kinds' done_totals rows in one order, whatever order the jobs
+	 * came in: two workers acking the same kinds at once then lock those
+	 * rows in the same order, never crossed (PostgreSQL would abort one as
+	 * a deadlock, and its worker would back off as from a full disk). */
+	qsort(sums, (size_t)n_sums, sizeof *sums, ack_sum_cmp);
 	if (r == SD_OK)
 		r = ack_sums_store(db, sums, n_sums);
 out:
