@@ -36,13 +36,15 @@ static void change_refused(struct call *c, enum sd_result r)
 static enum sd_result resend_write(struct call *c, void *arg, int *status, char **body)
 {
 	int64_t *retry_after_ms = arg, n = 0;
+	char id[ORDER_ID_MAX];
 	enum sd_result r;
 
 	if ((r = order_resend(c->db, c->id, c->grant.name, &c->a->resend_limit, &n,
 			      retry_after_ms)) != SD_OK)
 		return r;
+	order_id_norm(c->id, id);	/* the order as made, whatever case was typed */
 	*status = 202;
-	*body = api_json_take(json_pack("{s:s, s:I}", "id", c->id, "resend", (json_int_t)n));
+	*body = api_json_take(json_pack("{s:s, s:I}", "id", id, "resend", (json_int_t)n));
 	return SD_OK;
 }
 
@@ -105,6 +107,7 @@ void api_post_cancel(struct call *c)
 	struct order_cancel_result res;
 	struct api_error err;
 	char reason[ORDER_REASON_MAX + 1];
+	char id[ORDER_ID_MAX];
 	json_t *o, *admitted;
 	enum sd_result r;
 	int i;
@@ -134,7 +137,8 @@ void api_post_cancel(struct call *c)
 		change_refused(c, r);
 		return;
 	}
-	api_res_json(c->res, 200, json_pack("{s:s, s:b, s:b, s:I}", "id", c->id, "cancelled", 1,
+	order_id_norm(c->id, id);	/* the order as made, whatever case was typed */
+	api_res_json(c->res, 200, json_pack("{s:s, s:b, s:b, s:I}", "id", id, "cancelled", 1,
 					    "already", res.already, "seats_freed",
 					    (json_int_t)res.seats_freed));
 }

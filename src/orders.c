@@ -337,6 +337,40 @@ out:
 
 /* ======================== changes ======================================== */
 
+enum sd_result order_id_norm(const char *in, char *out)
+{
+	size_t i, n = in ? strlen(in) : 0;
+
+	out[0] = '\0';
+	if (n < 2 || n >= ORDER_ID_MAX || (in[0] != 'T' && in[0] != 't'))
+		goto bad;
+	for (i = 0; i < n; i++) {
+		char c = in[i];
+
+		if (c >= 'a' && c <= 'z')
+			c = (char)(c - 'a' + 'A');
+		if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+			goto bad;
+		out[i] = c;
+	}
+	out[n] = '\0';
+	return SD_OK;
+bad:
+	out[0] = '\0';
+	return err_set(SD_INVALID, "'%.40s' is not an order id (T and 9 letters or digits, as "
+		       "order add prints)", in ? in : "");
+}
+
+/* norm_or_missing: public_id in capitals into buf, or NULL with "no order"
+ * (SD_NOT_FOUND: a text that cannot be an id names no order) */
+static const char *norm_or_missing(const char *public_id, char *buf)
+{
+	if (order_id_norm(public_id, buf) == SD_OK)
+		return buf;
+	err_set(SD_NOT_FOUND, "no order '%.40s'", public_id ? public_id : "");
+	return NULL;
+}
+
 static const char SQL_ORDER_STATE[] =
 	"SELECT id, event_id, seats, coalesce(cancelled_at, 0), buyer_email FROM orders "
 	"WHERE public_id = ?1";
@@ -456,9 +490,12 @@ enum sd_result order_resend(struct db *db, const char *public_id, const char *ac
 	struct db_stmt *st;
 	enum sd_result r;
 	char payload[96], detail[32], intent[32], job_id[QUEUE_JOB_ID_MAX + 1];
+	char idn[ORDER_ID_MAX];
 	int64_t wait = 0;
 
 	*n = 0;
+	if (!(public_id = norm_or_missing(public_id, idn)))
+		return SD_NOT_FOUND;
 	if ((r = actor_valid(actor)) != SD_OK || (r = db_begin(db)) != SD_OK)
 		return r;
 	if ((r = order_state_read(db, public_id, &o)) != SD_OK)
@@ -502,8 +539,11 @@ enum sd_result order_set_email(struct db *db, const char *public_id, const char 
 	struct order_state o;
 	struct db_stmt *st;
 	enum sd_result r;
+	char idn[ORDER_ID_MAX];
 
 	*changed = 0;
+	if (!(public_id = norm_or_missing(public_id, idn)))
+		return SD_NOT_FOUND;
 	if (!email || mail_address_valid(email) != SD_OK)
 		return err_set(SD_INVALID, "'%.80s' is not an email address like name@example.com",
 			       email ? email : "");
@@ -571,9 +611,11 @@ enum sd_result order_cancel(struct db *db, const char *public_id, const char *ac
 	struct db_stmt *st;
 	enum sd_result r;
 	int64_t now = clock_now_ms(), n = 0;
-	char payload[160], job_id[QUEUE_JOB_ID_MAX + 1];
+	char payload[160], job_id[QUEUE_JOB_ID_MAX + 1], idn[ORDER_ID_MAX];
 
 	memset(res, 0, sizeof *res);
+	if (!(public_id = norm_or_missing(public_id, idn)))
+		return SD_NOT_FOUND;
 	if ((r = actor_valid(actor)) != SD_OK ||
 	    (reason && *reason && (r = text_check("reason", reason, ORDER_REASON_MAX)) != SD_OK))
 		return r;
@@ -759,8 +801,11 @@ enum sd_result order_detail_get(struct db *db, const char *public_id, struct ord
 	enum sd_result r;
 	int64_t id = 0;
 	int row = 0;
+	char idn[ORDER_ID_MAX];
 
 	*out = NULL;
+	if (!(public_id = norm_or_missing(public_id, idn)))
+		return SD_NOT_FOUND;
 	if (!(d = calloc(1, sizeof *d)))
 		return err_set(SD_NOMEM, "out of memory");
 	if ((r = db_begin_snapshot(db)) != SD_OK)	/* one snapshot for the whole order */

@@ -52,6 +52,15 @@ struct order_resend_limit {
 };
 
 /*
+ * order_id_norm: an order's public id as a person types it, in the
+ * capitals the box made it with ("t3r9wf4j84" names T3R9WF4J84).  [out]
+ * out (ORDER_ID_MAX bytes).  SD_INVALID when in cannot be a public id ("T"
+ * and letters or digits).  The functions below that take a public id
+ * apply it themselves: a lookup, a key or a job id never sees another case.
+ */
+enum sd_result order_id_norm(const char *in, char *out);
+
+/*
  * order_resend: queue the order's tickets again, to its address as it is
  * when the email goes: a new intent, so a new key ("tickets-<id>-r<n>"),
  * n counted in the order's row in this very transaction.  [out] *n.

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -677,6 +678,56 @@ static void test_sales_by_the_hour_and_the_queue_history(void **state)
 	assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM queue_history"), 2);
 }
 
+/* ======================== ids as a person types them ===================== */
+
+/* An order's public id names it in any case: a lookup, a resend, a new
+ * address and a cancellation by "t..." reach order T..., and what they
+ * make (the resend's job id, the change's row) names it as it was made;
+ * a text that cannot be an id is no order. */
+static void test_ids_in_any_case(void **state)
+{
+	char id[ORDER_ID_MAX], lower[ORDER_ID_MAX], norm[ORDER_ID_MAX], job[64];
+	struct order_detail *d = NULL;
+	struct order_cancel_result res;
+	int64_t n = 0, oid;
+	int changed = 0;
+	size_t i;
+
+	(void)state;
+	order("Ida Wolf", "ida@example.org", 1, id);
+	oid = order_key(id);
+	for (i = 0; id[i]; i++)
+		lower[i] = (char)tolower((unsigned char)id[i]);
+	lower[i] = '\0';
+	assert_string_not_equal(lower, id);
+	assert_int_equal(order_id_norm(lower, norm), SD_OK);
+	assert_string_equal(norm, id);
+	assert_int_equal(order_id_norm("x123", norm), SD_INVALID);
+	assert_int_equal(order_id_norm("t12 4", norm), SD_INVALID);
+	assert_int_equal(order_id_norm("T", norm), SD_INVALID);
+
+	assert_int_equal(order_detail_get(F.full, lower, &d), SD_OK);
+	assert_string_equal(d->v.public_id, id);
+	order_detail_free(d);
+	assert_int_equal(order_resend(F.full, lower, "cli (ops)", NULL, &n, NULL), SD_OK);
+	assert_int_equal(n, 1);
+	snprintf(job, sizeof job, "outbox:%s:send-r1", id);
+	assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM outbox WHERE job_id = "
+				   "'%s'", job), 1);
+	assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM outbox WHERE job_id = "
+				   "'outbox:%s:send-r1'", lower), 0);
+	assert_int_equal(order_set_email(F.full, lower, "ida2@example.org", "cli (ops)",
+					 &changed), SD_OK);
+	assert_int_equal(changed, 1);
+	assert_int_equal(order_cancel(F.full, lower, "cli (ops)", NULL, &res), SD_OK);
+	assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM order_changes WHERE "
+				   "order_id = %lld", (long long)oid), 3);
+	assert_int_equal(order_resend(F.full, "t!x", "x", NULL, &n, NULL), SD_NOT_FOUND);
+	assert_int_equal(order_detail_get(F.full, "tnosuch22", &d), SD_NOT_FOUND);
+	drain();
+	expect_checks_hold();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -695,6 +746,7 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scan_flood_counted_and_log_pruned, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_ids_in_any_case, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sales_by_the_hour_and_the_queue_history, setup,
 						teardown),
 	};

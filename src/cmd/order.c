@@ -79,22 +79,6 @@ static int order_add_cmd(const char *dbp, int argc, char **argv)
 	return 0;
 }
 
-/* the order's public id: "T" and capitals or digits, so that it is a safe key */
-static enum sd_result order_id_valid(const char *id)
-{
-	size_t i, n = strlen(id);
-
-	if (n < 2 || n >= ORDER_ID_MAX || id[0] != 'T')
-		goto bad;
-	for (i = 1; i < n; i++)
-		if (!((id[i] >= 'A' && id[i] <= 'Z') || (id[i] >= '0' && id[i] <= '9')))
-			goto bad;
-	return SD_OK;
-bad:
-	return err_set(SD_INVALID, "'%.40s' is not an order id (T and 9 letters or digits, as "
-		       "order add prints)", id);
-}
-
 /* ---- show -------------------------------------------------------------- */
 
 static void show_when(int64_t ms, char *buf, size_t size)
@@ -269,7 +253,7 @@ static int order_pdf_cmd(int argc, char **argv)
 		  "where the PDF goes (made 0600)", 0 },
 		ARG_END,
 	};
-	char *pos[ARGS_MAX_POS], key[64], head[PATH_MAX + 16];
+	char *pos[ARGS_MAX_POS], key[64], head[PATH_MAX + 16], id[ORDER_ID_MAX];
 	struct blob_store *bs = NULL;
 	unsigned char *pdf = NULL;
 	size_t len = 0;
@@ -279,18 +263,18 @@ static int order_pdf_cmd(int argc, char **argv)
 	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1,
 			    "order pdf ID --out FILE [--state-dir DIR]")) != 0)
 		return rc;
-	if ((r = order_id_valid(pos[0])) != SD_OK)
+	if ((r = order_id_norm(pos[0], id)) != SD_OK)
 		return cli_fail(r);
 	if (!outp || !*outp)
 		return cli_fail(err_set(SD_INVALID, "order pdf: give --out FILE (the PDF holds the "
 					"buyer's tickets; it is written mode 0600)"));
-	snprintf(key, sizeof key, "tickets/%s.pdf", pos[0]);
+	snprintf(key, sizeof key, "tickets/%s.pdf", id);
 	if ((r = statedir_blobs_open(cli_db_path(dbp), cli_state_dir(state), &bs)) != SD_OK ||
 	    (r = blob_get(bs, key, &pdf, &len)) != SD_OK) {
 		blob_close(bs);
 		if (r == SD_NOT_FOUND)
 			err_set(SD_NOT_FOUND, "order %s has no stored PDF (no such order, or its "
-				"tickets are not rendered yet: see order show %s)", pos[0], pos[0]);
+				"tickets are not rendered yet: see order show %s)", id, id);
 		return cli_fail(r);
 	}
 	blob_close(bs);
@@ -318,13 +302,15 @@ static void cli_actor(char *buf, size_t size)
 static int change_open(int argc, char **argv, struct arg_opt *opts, int npos_min, int npos_max,
 		       const char *usage, char **pos, int *npos, struct db **db)
 {
+	char idn[ORDER_ID_MAX];
 	enum sd_result r;
 	int rc;
 
 	if ((rc = cli_parse(argc, argv, opts, pos, npos, npos_min, npos_max, usage)) != 0)
 		return rc;
-	if ((r = order_id_valid(pos[0])) != SD_OK)
+	if ((r = order_id_norm(pos[0], idn)) != SD_OK)
 		return cli_fail(r);
+	memcpy(pos[0], idn, strlen(idn) + 1);	/* what it prints names the order as made */
 	/* a change is the staff's word to the buyer: FULL, as the order;
 	 * opts[0] is --db */
 	return cli_open_db(*(const char **)opts[0].value, 0, DB_SYNC_FULL, db);
