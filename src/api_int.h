@@ -157,7 +157,8 @@ void api_keyed_write(struct call *c, const struct api_keyed *k);
 /* api_order_json: the order as GET /v1/orders/{id} answers it. */
 json_t *api_order_json(const struct order_detail *d);
 
-/* api_order_id_valid: an {id} that can be an order's public id. */
+/* api_order_id_valid: an {id} that can be an order's public id, in any case
+ * (order_id_norm's rule). */
 int api_order_id_valid(const char *s);
 
 /* api_order_of_call: the order the route's {id} names: 1 with *d

@@ -317,15 +317,9 @@ void api_get_orders(struct call *c)
 
 int api_order_id_valid(const char *s)
 {
-	size_t n = 0;
+	char id[ORDER_ID_MAX];
 
-	if (!s)
-		return 0;
-	for (; s[n]; n++)
-		if (!((s[n] >= 'A' && s[n] <= 'Z') || (s[n] >= '0' && s[n] <= '9') ||
-		      (s[n] >= 'a' && s[n] <= 'z')))
-			return 0;
-	return n >= 1 && n < ORDER_ID_MAX;
+	return order_id_norm(s, id) == SD_OK;	/* the one rule, in any case */
 }
 
 static const char *const ticket_states[] = { "valid", "admitted", "cancelled" };
