@@ -44,14 +44,15 @@ XLIBS   := -lhpdf -lmbedtls -lmbedx509 -lmbedcrypto
 #          pinned playwright-core: tools/npm_deps.sh), ffmpeg to turn a ticket
 #          into the door test's fake camera, libfuse3 for tools/powercut,
 #          strace to make a disk slow to flush for one process,
-#          systemd-analyze (and /bin/kill) to check dist/stagedoor.service
+#          systemd-analyze (and /bin/kill) to check dist/stagedoor.service,
+#          tzdata for the venue-clock tests (Europe/Berlin, Australia/Adelaide)
 #   fuzz:  clang for libFuzzer
 #   peers: the servers make bench-peers measures the queue against, and
 #          hiredis for its Redis client
 DEBS_BUILD := gcc make pkg-config libsqlite3-dev libpq-dev libjansson-dev libhpdf-dev \
               libqrencode-dev libmbedtls-dev libcurl4-openssl-dev libmicrohttpd-dev libsystemd-dev
 DEBS_TEST  := libcmocka-dev postgresql qpdf poppler-utils python3-aiosmtpd openssl curl chromium nodejs \
-              ffmpeg libfuse3-dev fuse3 groff-base systemd procps strace
+              ffmpeg libfuse3-dev fuse3 groff-base systemd procps strace tzdata
 DEBS_FUZZ  := clang
 DEBS_PEERS := redis-server beanstalkd libhiredis-dev
 
@@ -98,7 +99,7 @@ TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 # The suites that depend on the engine, run a second time on PostgreSQL
 # (check-pg): the store, the queue, the outbox, the idempotency primitives,
 # the handlers and the HTTP API.
-PG_TESTS := test_db test_redact test_queue test_outbox test_idem test_orders test_changes test_api test_roles test_procs test_blob test_soak
+PG_TESTS := test_db test_events test_redact test_queue test_outbox test_idem test_orders test_changes test_api test_roles test_procs test_blob test_soak
 
 # Three builds: the product, build/rel (bin/stagedoor), with no failpoint;
 # the test build, build/test (build/test/stagedoor and the rel suite's

@@ -66,6 +66,7 @@
 #include <stdint.h>
 
 #include "db.h"
+#include "event_edit.h"
 #include "events.h"
 #include "orders.h"
 #include "result.h"
@@ -152,6 +153,12 @@ void api_response_free(struct api_response *res);
  * (`order show --json` prints the same).  [out] malloc'd; NULL: no memory. */
 char *api_order_json_text(const struct order_detail *d);
 
+/* api_event_json_text: the event as GET /v1/events/{id} answers it;
+ * api_events_text: every event as GET /v1/events does (the caller frees
+ * both; `event show --json`, `event ls --json`). */
+char *api_event_json_text(const struct event_view *v);
+enum sd_result api_events_text(struct db *db, char **out);
+
 
 /* ---- the pure layer: no database, no allocation kept (fuzzed) --------- */
 
@@ -170,6 +177,12 @@ struct api_order {
 
 struct api_event {
 	struct event_new e;
+	void *json;
+};
+
+/* PATCH /v1/events/{id}: the fields given, their strings in json. */
+struct api_event_change {
+	struct event_change c;
 	void *json;
 };
 
@@ -192,6 +205,8 @@ enum sd_result api_parse_order(const char *body, size_t len, struct api_order *o
 			       struct api_error *err);
 enum sd_result api_parse_event(const char *body, size_t len, struct api_event *out,
 			       struct api_error *err);
+enum sd_result api_parse_event_change(const char *body, size_t len,
+				      struct api_event_change *out, struct api_error *err);
 enum sd_result api_parse_scan(const char *body, size_t len, struct api_scan *out,
 			      struct api_error *err);
 /* api_parse_email: PATCH /v1/orders/{id}'s {"email"}, an address. */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "timefmt.h"
 
 static const char *const refusals[] = {
 	[TOKEN_MISSING] = "an Authorization: Bearer token is required",
@@ -72,11 +73,29 @@ int api_auth_admit(struct call *c, int roles)
 
 /* GET /v1/whoami: the token's role, name and event, so that a page shows
  * only what the token may do */
+/* the venue's zone and its abbreviations by offset ({"3600": "CET", ...}):
+ * the pages show every time in it, never in the browser's */
+static json_t *zone_names(void)
+{
+	struct timefmt_name n[TIMEFMT_NAMES_MAX];
+	json_t *o = json_object();
+	char off[24];
+	int i, k = timefmt_names(clock_now_ms(), n, TIMEFMT_NAMES_MAX);
+
+	for (i = 0; o && i < k; i++) {
+		snprintf(off, sizeof off, "%ld", n[i].offset);
+		json_object_set_new(o, off, json_string(n[i].abbr));
+	}
+	return o;
+}
+
 void api_get_whoami(struct call *c)
 {
 	api_res_json(c->res, 200,
-		     json_pack("{s:s, s:o, s:o, s:b}", "role", token_role_name(c->grant.role),
-			       "name", api_json_text(c->grant.name), "event_id",
+		     json_pack("{s:s, s:o, s:o, s:b, s:s, s:o}", "role",
+			       token_role_name(c->grant.role), "name", api_json_text(c->grant.name),
+			       "event_id",
 			       c->grant.event_id ? json_integer(c->grant.event_id) : json_null(),
-			       "metrics_auth", c->a->metrics_auth));
+			       "metrics_auth", c->a->metrics_auth, "timezone", timefmt_zone_name(),
+			       "zone_names", zone_names()));
 }

@@ -13,8 +13,36 @@
 #include <string.h>
 
 #include "clock.h"
+#include "event_edit.h"
 #include "events.h"
 #include "scans.h"
+
+/* an event's write answered: 2xx with the event as it is now, or the
+ * refusal (404 no such event; 409 a capacity below a seat sold; 400) */
+static void event_answer(struct call *c, enum sd_result r, int status, char *body)
+{
+	if (r == SD_OK) {
+		api_res_set(c->res, status, "application/json", body, strlen(body));
+		return;
+	}
+	free(body);
+	if (r == SD_NOT_FOUND)
+		api_res_fail(c->res, 404, "no such event", NULL);
+	else if (r == SD_CONFLICT)
+		api_res_fail(c->res, 409, err_msg(), "capacity");
+	else if (r == SD_INVALID)
+		api_res_fail(c->res, 400, err_msg(), NULL);
+	else
+		api_res_internal(c->res, c->req, r);
+}
+
+/* the event's JSON as *body, or SD_NOMEM */
+static enum sd_result event_body(const struct event_view *v, char **body)
+{
+	if (!(*body = api_json_take(api_event_json(v))))
+		return err_set(SD_NOMEM, "out of memory");
+	return SD_OK;
+}
 
 /* The event, and the answer built before the commit: a 500 never follows a
  * stored event, so a client that retries after one makes no second event. */
@@ -31,27 +59,21 @@ void api_post_event(struct call *c)
 		api_bad_body(c, r, &err);
 		return;
 	}
+	if (event_start_valid(ev.e.starts_at, clock_now_ms()) != SD_OK) {
+		api_parse_free(ev.json);
+		api_res_fail(c->res, 400, err_msg(), "starts_at");
+		return;
+	}
 	if ((r = db_begin(c->db)) != SD_OK) {
 		api_parse_free(ev.json);
 		api_res_internal(c->res, c->req, r);
 		return;
 	}
-	if ((r = event_add(c->db, &ev.e, &id)) == SD_OK &&
-	    (r = event_get(c->db, id, &v)) == SD_OK) {
-		if (!(body = api_json_take(api_event_json(&v))))
-			r = err_set(SD_NOMEM, "out of memory");
-	}
+	if ((r = event_add(c->db, &ev.e, &id)) == SD_OK && (r = event_get(c->db, id, &v)) == SD_OK)
+		r = event_body(&v, &body);
 	r = db_end(c->db, r);
 	api_parse_free(ev.json);
-	if (r == SD_OK) {
-		api_res_set(c->res, 201, "application/json", body, strlen(body));
-		return;
-	}
-	free(body);
-	if (r == SD_INVALID)
-		api_res_fail(c->res, 400, err_msg(), NULL);
-	else
-		api_res_internal(c->res, c->req, r);
+	event_answer(c, r, 201, body);
 }
 
 /* the {id} of an event route: 1 with *id, 0 with the refusal in c->res
@@ -86,6 +108,51 @@ void api_get_event(struct call *c)
 		api_res_json(c->res, 200, api_event_json(&v));
 }
 
+/* PATCH /v1/events/{id}: name, venue, capacity (never below a seat sold),
+ * start (never in the past); the event as it is after */
+void api_patch_event(struct call *c)
+{
+	struct api_event_change ch;
+	struct api_error err;
+	struct event_view v;
+	enum sd_result r;
+	char *body = NULL;
+	int64_t id;
+
+	if (!event_of_call(c, &id))
+		return;
+	if ((r = api_parse_event_change(c->req->body, c->req->body_len, &ch, &err)) != SD_OK) {
+		api_bad_body(c, r, &err);
+		return;
+	}
+	if ((ch.c.set & EVENT_SET_STARTS) &&
+	    event_start_valid(ch.c.starts_at, clock_now_ms()) != SD_OK) {
+		api_parse_free(ch.json);
+		api_res_fail(c->res, 400, err_msg(), "starts_at");
+		return;
+	}
+	if ((r = event_set(c->db, id, &ch.c, &v)) == SD_OK)
+		r = event_body(&v, &body);
+	api_parse_free(ch.json);
+	event_answer(c, r, 200, body);
+}
+
+/* POST /v1/events/{id}/close: its sales stop (its doors still admit); a
+ * closed event answers as it is */
+void api_post_event_close(struct call *c)
+{
+	struct event_view v;
+	enum sd_result r;
+	char *body = NULL;
+	int64_t id;
+
+	if (!event_of_call(c, &id))
+		return;
+	if ((r = event_close(c->db, id, &v, NULL)) == SD_OK)
+		r = event_body(&v, &body);
+	event_answer(c, r, 200, body);
+}
+
 struct event_list {
 	json_t *events;
 	int short_of;		/* events that could not be added (memory) */
@@ -113,6 +180,29 @@ enum sd_result api_events_list(struct db *db, json_t **out)
 	}
 	*out = l.events;
 	return SD_OK;
+}
+
+char *api_event_json_text(const struct event_view *v)
+{
+	json_t *o = api_event_json(v);
+	char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+
+	json_decref(o);
+	return s;
+}
+
+enum sd_result api_events_text(struct db *db, char **out)
+{
+	json_t *events, *o;
+	enum sd_result r;
+
+	*out = NULL;
+	if ((r = api_events_list(db, &events)) != SD_OK)
+		return r;
+	o = json_pack("{s:o}", "events", events);
+	*out = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(o);
+	return *out ? SD_OK : err_set(SD_NOMEM, "out of memory");
 }
 
 /* GET /v1/events: every event with its seats, by id */

@@ -116,6 +116,8 @@ int api_auth_admit(struct call *c, int roles);
 void api_post_event(struct call *c);
 void api_get_events(struct call *c);
 void api_get_event(struct call *c);
+void api_patch_event(struct call *c);
+void api_post_event_close(struct call *c);
 void api_post_scan(struct call *c);
 void api_post_order(struct call *c);
 void api_get_orders(struct call *c);

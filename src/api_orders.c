@@ -216,6 +216,8 @@ static void order_refused(struct call *c, enum sd_result r)
 		api_res_fail(c->res, 404, err_msg(), "event_id");
 	else if (r == SD_SOLD_OUT)
 		api_res_fail(c->res, 422, err_msg(), "seats");
+	else if (r == SD_CONFLICT)	/* its sales are closed */
+		api_res_fail(c->res, 409, err_msg(), "event_id");
 	else if (r == SD_INVALID)
 		api_res_fail(c->res, 400, err_msg(), NULL);
 	else
@@ -236,10 +238,12 @@ static enum sd_result order_write(struct call *c, void *arg, int *status, char *
 		return r;
 	failpoint(FP_API_ORDER_TX);
 	*status = 201;
-	*body = api_json_take(json_pack("{s:s, s:I, s:s, s:s, s:I, s:I}", "id", public_id,
+	*body = api_json_take(json_pack("{s:s, s:I, s:s, s:o, s:I, s:I, s:o}", "id", public_id,
 					 "event_id", (json_int_t)po->o.event_id, "name", po->o.name,
-					 "email", po->o.email, "seats", (json_int_t)po->o.seats,
-					 "created_at", (json_int_t)clock_now_ms()));
+					 "email", po->o.email ? json_string(po->o.email) : json_null(),
+					 "seats", (json_int_t)po->o.seats,
+					 "created_at", (json_int_t)clock_now_ms(), "payment",
+					 po->o.payment ? json_string(po->o.payment) : json_null()));
 	return SD_OK;
 }
 
@@ -272,7 +276,8 @@ static void order_recent_row(const struct order_recent *o, void *arg)
 					     (json_int_t)o->seats, "pdf", o->pdf_stored, "email",
 					     o->email, "created_at", (json_int_t)o->created_at,
 					     "name", api_json_text(o->name), "email_address",
-					     api_json_text(o->email_address), "cancelled",
+					     o->email_address[0] ? api_json_text(o->email_address)
+								 : json_null(), "cancelled",
 					     o->cancelled));
 }
 
@@ -383,10 +388,12 @@ json_t *api_order_json(const struct order_detail *d)
 				d->changes[i].detail[0] ? api_json_text(d->changes[i].detail)
 							: json_null()));
 	api_utc_text(v->starts_at, when, sizeof when);
-	o = json_pack("{s:s, s:I, s:o, s:o, s:s, s:o, s:o, s:I, s:I, s:b, s:o}", "id", v->public_id,
-		      "event_id", (json_int_t)v->event_id, "event", api_json_text(v->event_name),
-		      "venue", api_json_text(v->venue), "starts_at", when, "name",
-		      api_json_text(v->buyer_name), "email", api_json_text(v->buyer_email), "seats",
+	o = json_pack("{s:s, s:I, s:o, s:o, s:s, s:o, s:o, s:o, s:I, s:I, s:b, s:o}", "id",
+		      v->public_id, "event_id", (json_int_t)v->event_id, "event",
+		      api_json_text(v->event_name), "venue", api_json_text(v->venue), "starts_at",
+		      when, "name", api_json_text(v->buyer_name), "email",
+		      v->buyer_email[0] ? api_json_text(v->buyer_email) : json_null(), "payment",
+		      v->payment[0] ? json_string(v->payment) : json_null(), "seats",
 		      (json_int_t)v->seats, "created_at", (json_int_t)d->created_at, "pdf_stored",
 		      v->pdf_stored, "pdf_key",
 		      d->pdf_tickets ? json_string(d->pdf_key) : json_null());

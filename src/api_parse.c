@@ -100,6 +100,18 @@ static enum sd_result get_int(json_t *o, const char *f, int64_t *n, struct api_e
 	return SD_OK;
 }
 
+/* an optional string field: *s NULL when absent or null */
+static enum sd_result get_opt_string(json_t *o, const char *f, const char **s,
+				     struct api_error *err)
+{
+	json_t *v = json_object_get(o, f);
+
+	*s = NULL;
+	if (!v || json_is_null(v))
+		return SD_OK;
+	return get_string(o, f, s, err);
+}
+
 /* text_field_valid, its message moved into err. */
 static enum sd_result text_field(const char *f, const char *s, struct api_error *err)
 {
@@ -116,7 +128,8 @@ void api_parse_free(void *json)
 enum sd_result api_parse_order(const char *body, size_t len, struct api_order *out,
 			       struct api_error *err)
 {
-	static const char *const allowed[] = { "event_id", "name", "email", "seats", NULL };
+	static const char *const allowed[] = { "event_id", "name", "email", "seats", "payment",
+					       NULL };
 	json_t *o;
 	enum sd_result r;
 
@@ -126,7 +139,8 @@ enum sd_result api_parse_order(const char *body, size_t len, struct api_order *o
 		return r;
 	if ((r = get_int(o, "event_id", &out->o.event_id, err)) != SD_OK ||
 	    (r = get_string(o, "name", &out->o.name, err)) != SD_OK ||
-	    (r = get_string(o, "email", &out->o.email, err)) != SD_OK ||
+	    (r = get_opt_string(o, "email", &out->o.email, err)) != SD_OK ||
+	    (r = get_opt_string(o, "payment", &out->o.payment, err)) != SD_OK ||
 	    (r = get_int(o, "seats", &out->o.seats, err)) != SD_OK)
 		goto fail;
 	if (out->o.event_id < 1) {
@@ -135,8 +149,14 @@ enum sd_result api_parse_order(const char *body, size_t len, struct api_order *o
 	}
 	if ((r = text_field("name", out->o.name, err)) != SD_OK)
 		goto fail;
-	if (strlen(out->o.email) > 254 || mail_address_valid(out->o.email) != SD_OK) {
-		r = perr(err, "email", "email must be an address like name@example.com");
+	if (out->o.email &&
+	    (strlen(out->o.email) > 254 || mail_address_valid(out->o.email) != SD_OK)) {
+		r = perr(err, "email", "email must be an address like name@example.com (or "
+			 "absent: a walk-up buyer's tickets are printed)");
+		goto fail;
+	}
+	if (out->o.payment && order_payment_valid(out->o.payment) != SD_OK) {
+		r = perr(err, "payment", "%s", err_msg());
 		goto fail;
 	}
 	if (out->o.seats < 1 || out->o.seats > TICKETS_SEATS_MAX) {
@@ -151,11 +171,35 @@ fail:
 	return r;
 }
 
+/* a time a person gives (timefmt_parse), its message moved into err */
+static enum sd_result get_time(json_t *o, const char *f, int64_t *ms, struct api_error *err)
+{
+	const char *s;
+	enum sd_result r;
+
+	if ((r = get_string(o, f, &s, err)) != SD_OK)
+		return r;
+	if (timefmt_parse(s, ms) != SD_OK)
+		return perr(err, f, "%s", err_msg());
+	return SD_OK;
+}
+
+static enum sd_result capacity_field(json_t *o, int64_t *n, struct api_error *err)
+{
+	enum sd_result r;
+
+	if ((r = get_int(o, "capacity", n, err)) != SD_OK)
+		return r;
+	if (*n < 1 || *n > 1000000)
+		return perr(err, "capacity", "capacity must be between 1 and 1000000");
+	return SD_OK;
+}
+
 enum sd_result api_parse_event(const char *body, size_t len, struct api_event *out,
 			       struct api_error *err)
 {
 	static const char *const allowed[] = { "name", "venue", "starts_at", "capacity", NULL };
-	json_t *o, *v;
+	json_t *o;
 	enum sd_result r;
 
 	memset(out, 0, sizeof *out);
@@ -165,42 +209,51 @@ enum sd_result api_parse_event(const char *body, size_t len, struct api_event *o
 	if ((r = get_string(o, "name", &out->e.name, err)) != SD_OK ||
 	    (r = text_field("name", out->e.name, err)) != SD_OK ||
 	    (r = get_string(o, "venue", &out->e.venue, err)) != SD_OK ||
-	    (r = text_field("venue", out->e.venue, err)) != SD_OK)
-		goto fail;
-	v = json_object_get(o, "starts_at");
-	if (!v) {
-		r = perr(err, "starts_at", "starts_at is missing");
-		goto fail;
-	}
-	if (!json_is_string(v) || timefmt_parse(json_string_value(v), &out->e.starts_at)) {
-		r = perr(err, "starts_at", "starts_at must be a date and time like "
-			 "\"2026-12-31T20:00Z\"");
-		goto fail;
-	}
-	if ((r = get_int(o, "capacity", &out->e.capacity, err)) != SD_OK)
-		goto fail;
-	if (out->e.capacity < 1 || out->e.capacity > 1000000) {
-		r = perr(err, "capacity", "capacity must be between 1 and 1000000");
-		goto fail;
+	    (r = text_field("venue", out->e.venue, err)) != SD_OK ||
+	    (r = get_time(o, "starts_at", &out->e.starts_at, err)) != SD_OK ||
+	    (r = capacity_field(o, &out->e.capacity, err)) != SD_OK) {
+		json_decref(o);
+		memset(&out->e, 0, sizeof out->e);
+		return r;
 	}
 	out->json = o;
 	return SD_OK;
-fail:
-	json_decref(o);
-	memset(&out->e, 0, sizeof out->e);
-	return r;
 }
 
-/* an optional string field: *s NULL when absent or null */
-static enum sd_result get_opt_string(json_t *o, const char *f, const char **s,
-				     struct api_error *err)
+enum sd_result api_parse_event_change(const char *body, size_t len,
+				      struct api_event_change *out, struct api_error *err)
 {
-	json_t *v = json_object_get(o, f);
+	static const char *const allowed[] = { "name", "venue", "starts_at", "capacity", NULL };
+	struct event_change *c = &out->c;
+	json_t *o;
+	enum sd_result r = SD_OK;
 
-	*s = NULL;
-	if (!v || json_is_null(v))
-		return SD_OK;
-	return get_string(o, f, s, err);
+	memset(out, 0, sizeof *out);
+	memset(err, 0, sizeof *err);
+	if ((r = parse_object(body, len, allowed, &o, err)) != SD_OK)
+		return r;
+	if (json_object_get(o, "name") && (r = get_string(o, "name", &c->name, err)) == SD_OK &&
+	    (r = text_field("name", c->name, err)) == SD_OK)
+		c->set |= EVENT_SET_NAME;
+	if (r == SD_OK && json_object_get(o, "venue") &&
+	    (r = get_string(o, "venue", &c->venue, err)) == SD_OK &&
+	    (r = text_field("venue", c->venue, err)) == SD_OK)
+		c->set |= EVENT_SET_VENUE;
+	if (r == SD_OK && json_object_get(o, "starts_at") &&
+	    (r = get_time(o, "starts_at", &c->starts_at, err)) == SD_OK)
+		c->set |= EVENT_SET_STARTS;
+	if (r == SD_OK && json_object_get(o, "capacity") &&
+	    (r = capacity_field(o, &c->capacity, err)) == SD_OK)
+		c->set |= EVENT_SET_CAPACITY;
+	if (r == SD_OK && !c->set)
+		r = perr(err, NULL, "nothing to change: give name, venue, starts_at or capacity");
+	if (r != SD_OK) {
+		json_decref(o);
+		memset(c, 0, sizeof *c);
+		return r;
+	}
+	out->json = o;
+	return SD_OK;
 }
 
 enum sd_result api_parse_scan(const char *body, size_t len, struct api_scan *out,

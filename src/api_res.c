@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "events.h"
 #include "log.h"
 #include "text.h"
@@ -124,17 +125,27 @@ void api_utc_text(int64_t ms, char *buf, size_t size)
 
 json_t *api_event_json(const struct event_view *v)
 {
-	char when[32];
+	char when[32], closed[32];
+	json_t *o;
 
 	api_utc_text(v->starts_at, when, sizeof when);
-	return json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
-			 (json_int_t)v->id, "name", v->name, "venue", v->venue, "starts_at", when,
-			 "starts_at_ms", (json_int_t)v->starts_at, "capacity",
-			 (json_int_t)v->capacity, "orders", (json_int_t)v->orders, "seats_sold",
-			 (json_int_t)v->seats_sold, "seats_remaining",
-			 (json_int_t)(v->capacity - v->seats_sold), "admitted",
-			 (json_int_t)v->admitted, "to_come", (json_int_t)(v->seats_sold - v->admitted),
-			 "cancelled", (json_int_t)v->cancelled);
+	if (v->closed_at)
+		api_utc_text(v->closed_at, closed, sizeof closed);
+	o = json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
+		      (json_int_t)v->id, "name", v->name, "venue", v->venue, "starts_at", when,
+		      "starts_at_ms", (json_int_t)v->starts_at, "capacity", (json_int_t)v->capacity,
+		      "orders", (json_int_t)v->orders, "seats_sold", (json_int_t)v->seats_sold,
+		      "seats_remaining", (json_int_t)(v->capacity - v->seats_sold), "admitted",
+		      (json_int_t)v->admitted, "to_come", (json_int_t)(v->seats_sold - v->admitted),
+		      "cancelled", (json_int_t)v->cancelled);
+	if (o && (json_object_set_new(o, "state",
+				      json_string(event_state_name(v, clock_now_ms()))) != 0 ||
+		  json_object_set_new(o, "closed_at",
+				      v->closed_at ? json_string(closed) : json_null()) != 0)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 /* A body the parser refused: 400 naming the field, or a 500 when it was

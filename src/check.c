@@ -188,7 +188,7 @@ static int email_order(const struct order_check *o, void *arg)
 		return 1;
 	}
 	if (o->cancelled) {
-		if (o->cancel_sent != 1) {
+		if (o->cancel_sent != !o->no_address) {
 			broken(rep, CHECK_EMAILS, "order %s is cancelled and its cancellation "
 			       "email is not sent", o->public_id);
 			return 1;
@@ -196,11 +196,11 @@ static int email_order(const struct order_check *o, void *arg)
 		rep->emails_sent += o->emails_sent + o->resends_sent + o->cancel_sent;
 		return 0;
 	}
-	if (o->emails == 0) {
+	if (o->emails == 0 && !o->no_address && !o->address_added) {
 		broken(rep, CHECK_EMAILS, "order %s has no ticket email recorded", o->public_id);
 		return 1;
 	}
-	if (o->emails_sent != 1) {
+	if (o->emails_sent != 1 && (o->emails || !(o->no_address || o->address_added))) {
 		broken(rep, CHECK_EMAILS, "order %s has its ticket email claimed but never sent",
 		       o->public_id);
 		return 1;

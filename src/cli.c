@@ -19,11 +19,13 @@
 #include "code.h"
 #include "config.h"
 #include "db.h"
+#include "event_edit.h"
 #include "help.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
 #include "queue.h"
+#include "timefmt.h"
 #include "worker.h"
 
 /* from_file: key k of the config file ($STAGEDOOR_CONFIG, else the default
@@ -73,16 +75,40 @@ static const char *setting(enum config_key k)
 	return env && *env ? env : from_file(k);
 }
 
+/* rules_of: the events' rules (events.h) from cfg, else from the
+ * environment and the config file */
+static enum sd_result rules_of(const struct config *cfg, struct event_rules *rules)
+{
+	const char *flags[CONFIG_N_KEYS] = { 0 };
+	struct config own;
+	enum sd_result r;
+
+	if (!cfg) {
+		if ((r = config_resolve(&own, NULL, flags)) != SD_OK)
+			return r;
+	}
+	rules->start_grace_ms = config_int(cfg ? cfg : &own, CONFIG_START_GRACE);
+	rules->sales_close_after_ms = config_int(cfg ? cfg : &own, CONFIG_SALES_CLOSE_AFTER);
+	if (!cfg)
+		config_free(&own);
+	return SD_OK;
+}
+
 int cli_box_apply(const struct config *cfg)
 {
 	const char *key = cfg ? cfg->value[CONFIG_TICKET_KEY_FILE] : setting(CONFIG_TICKET_KEY_FILE);
 	const char *blobs = cfg ? cfg->value[CONFIG_BLOB_STORE] : setting(CONFIG_BLOB_STORE);
 	const char *state = cfg ? cfg->value[CONFIG_STATE_DIR] : setting(CONFIG_STATE_DIR);
+
+	const char *zone = cfg ? cfg->value[CONFIG_TIMEZONE] : setting(CONFIG_TIMEZONE);
+	struct event_rules rules;
 	enum sd_result r;
 
 	metrics_home_set(state);
-	if ((r = code_key_file_set(key)) != SD_OK || (r = blob_where_set(blobs)) != SD_OK)
+	if ((r = code_key_file_set(key)) != SD_OK || (r = blob_where_set(blobs)) != SD_OK ||
+	    (r = timefmt_zone_set(zone)) != SD_OK || (r = rules_of(cfg, &rules)) != SD_OK)
 		return cli_fail(r);
+	event_rules_set(&rules);
 	return 0;
 }
 

@@ -153,6 +153,14 @@ static const struct keydef {
 	[CONFIG_SCAN_LOG_RETENTION] = { "scan_log_retention", K_DUR, 0, 3650 * DAY_MS, "30d", 1,
 		"the scan log's rows are kept this long after their event starts (0: for ever); "
 		  "the per-minute counts stay" },
+	[CONFIG_TIMEZONE] = { "timezone", K_STR, 0, 0, NULL, 0,
+		"the venue's time zone, a name of the tz database such as Europe/Berlin (default: "
+		  "the system's); every time a person reads is in it" },
+	[CONFIG_START_GRACE] = { "start_grace", K_DUR, 0, 7 * DAY_MS, "0", 0,
+		"how far in the past an event's start may be when it is added or moved (for a show "
+		  "already running; 0: not at all)" },
+	[CONFIG_SALES_CLOSE_AFTER] = { "sales_close_after", K_DUR, 0, 7 * DAY_MS, "2h", 0,
+		"an event's sales stop this long after it starts (at the window, a late-comer)" },
 	[CONFIG_LOG_LEVEL] = { "log_level", K_LEVEL, 0, 0, "info", 1,
 		"debug, info, warn, error or off" },
 	[CONFIG_LOG_FILE] = { "log_file", K_PATH, 0, 0, NULL, 1,

@@ -80,6 +80,9 @@ enum config_key {
 	CONFIG_SCAN_RATE,		/* scans a second one door token makes, on average */
 	CONFIG_SCAN_BURST,		/* and at once */
 	CONFIG_SCAN_LOG_RETENTION,	/* the scan log's rows kept this long after the event */
+	CONFIG_TIMEZONE,		/* the venue's zone, an IANA name; default: the system's */
+	CONFIG_START_GRACE,		/* an event may start this far in the past when set */
+	CONFIG_SALES_CLOSE_AFTER,	/* an event's sales stop this long after it starts */
 	CONFIG_LOG_LEVEL,
 	CONFIG_LOG_FILE,		/* append here instead of stderr; reopened on SIGHUP */
 	CONFIG_MAIL_URL,

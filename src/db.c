@@ -71,7 +71,42 @@ enum sd_result db_box_lock_hold(struct db *db)
 	return db->eng->box_lock_hold ? db->eng->box_lock_hold(db) : SD_OK;
 }
 
+/* SQLite: a migration may rebuild a table by SQLite's own procedure, with
+ * foreign keys off while it runs and every one checked before its commit */
+static enum sd_result fk_enforce(struct db *db, int on)
+{
+	if (db->eng->kind != DB_SQLITE)
+		return SD_OK;
+	return db_exec(db, on ? "PRAGMA foreign_keys = ON" : "PRAGMA foreign_keys = OFF");
+}
+
+static enum sd_result fk_hold(struct db *db)
+{
+	char problem[256];
+	enum sd_result r;
+	int ok = 0;
+
+	if (db->eng->kind != DB_SQLITE)
+		return SD_OK;
+	if ((r = db_foreign_key_check(db, &ok, problem, sizeof problem)) != SD_OK)
+		return r;
+	return ok ? SD_OK : err_set(SD_DB, "%s", problem);
+}
+
+static enum sd_result db_migrate_steps(struct db *db);
+
 static enum sd_result db_migrate(struct db *db)
+{
+	enum sd_result r, r2;
+
+	if ((r = fk_enforce(db, 0)) != SD_OK)
+		return r;
+	r = db_migrate_steps(db);
+	r2 = fk_enforce(db, 1);
+	return r != SD_OK ? r : r2;
+}
+
+static enum sd_result db_migrate_steps(struct db *db)
 {
 	const struct db_migration *ms = db->eng->kind == DB_PG ? db_migrations_pg : db_migrations;
 	int count = db->eng->kind == DB_PG ? db_migration_count_pg : db_migration_count;
@@ -98,7 +133,7 @@ static enum sd_result db_migrate(struct db *db)
 		/* a database in use is migrated only when no box runs on it */
 		if (v > 0 && (r = db->eng->migration_guard(db, v, count)) != SD_OK)
 			goto fail;
-		if ((r = db_exec(db, m->sql)) != SD_OK) {
+		if ((r = db_exec(db, m->sql)) != SD_OK || (r = fk_hold(db)) != SD_OK) {
 			err_set(r, "migration %s failed: %s", m->name, err_msg());
 			goto fail;
 		}

@@ -18,40 +18,6 @@
 #include "clock.h"
 #include "text.h"
 
-/* ======================== events ========================================= */
-
-static const char SQL_EVENT_ADD[] =
-	"INSERT INTO events (name, venue, starts_at, capacity, created_at) "
-	"VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id";
-
-enum sd_result event_add(struct db *db, const struct event_new *e, int64_t *id)
-{
-	struct db_stmt *st;
-	enum sd_result r;
-
-	if ((r = text_field_valid("event name", e->name)) != SD_OK ||
-	    (r = text_field_valid("venue", e->venue)) != SD_OK)
-		return r;
-	if (e->capacity < 1 || e->capacity > 1000000)
-		return err_set(SD_INVALID, "capacity must be between 1 and 1000000");
-	if ((r = db_begin(db)) != SD_OK)
-		return r;
-	if (!(st = db_stmt(db, SQL_EVENT_ADD))) {
-		r = SD_DB;
-		goto out;
-	}
-	db_bind_text(st, 1, e->name);
-	db_bind_text(st, 2, e->venue);
-	db_bind_int(st, 3, e->starts_at);
-	db_bind_int(st, 4, e->capacity);
-	db_bind_int(st, 5, clock_now_ms());
-	if (db_next(st, &r))
-		*id = db_col_int(st, 0);
-	db_reset(st);
-out:
-	return db_end(db, r);
-}
-
 /* ======================== an event's summary ============================= */
 
 /* The counts come from event_totals (schema 0006), kept by triggers in the
@@ -121,7 +87,9 @@ out:
 #define EVENT_VIEW_SQL \
 	"SELECT e.id, e.name, e.venue, e.starts_at, e.capacity, e.created_at, " \
 	"coalesce(t.orders - t.orders_cancelled, 0), coalesce(t.tickets - t.cancelled, 0), " \
-	"coalesce(t.admitted, 0), coalesce(t.cancelled, 0) FROM events e " \
+	"coalesce(t.admitted, 0), coalesce(t.cancelled, 0), coalesce(e.closed_at, 0), " \
+	"(SELECT coalesce(max(seat_no), 0) FROM tickets k WHERE k.event_id = e.id " \
+	"AND k.cancelled_at IS NULL) FROM events e " \
 	"LEFT JOIN event_totals t ON t.event_id = e.id "
 static const char SQL_EVENT_GET[] = EVENT_VIEW_SQL "WHERE e.id = ?1";
 static const char SQL_EVENT_EACH[] = EVENT_VIEW_SQL "ORDER BY e.id";
@@ -142,6 +110,8 @@ static void event_view_read(struct db_stmt *st, struct event_view *v)
 	v->seats_sold = db_col_int(st, 7);
 	v->admitted = db_col_int(st, 8);
 	v->cancelled = db_col_int(st, 9);
+	v->closed_at = db_col_int(st, 10);
+	v->last_seat = db_col_int(st, 11);
 }
 
 enum sd_result event_get(struct db *db, int64_t id, struct event_view *v)

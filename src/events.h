@@ -14,16 +14,6 @@
 #include "result.h"
 #include "text.h"
 
-struct event_new {
-	const char *name;
-	const char *venue;
-	int64_t starts_at;	/* ms */
-	int64_t capacity;
-};
-
-/* event_add: a new event.  [out] *id. */
-enum sd_result event_add(struct db *db, const struct event_new *e, int64_t *id);
-
 /* One event with what it has sold, in one statement from the kept totals. */
 struct event_view {
 	int64_t id, starts_at, capacity, created_at;
@@ -31,6 +21,8 @@ struct event_view {
 	int64_t seats_sold;		/* live tickets */
 	int64_t admitted;		/* tickets admitted at the door */
 	int64_t cancelled;		/* tickets cancelled */
+	int64_t closed_at;		/* ms: its sales were closed; 0: on sale */
+	int64_t last_seat;		/* the highest seat a live ticket holds */
 	char name[TEXT_FIELD_MAX + 1];
 	char venue[TEXT_FIELD_MAX + 1];
 };

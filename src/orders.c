@@ -23,6 +23,7 @@
 #include <sys/random.h>
 
 #include "clock.h"
+#include "event_edit.h"
 #include "code.h"
 #include "jobkinds.h"
 #include "outbox.h"
@@ -69,17 +70,18 @@ static void seat_label(int64_t seat_no, char *buf, size_t size)
 }
 
 static const char SQL_ORDER_BY_KEY[] =
-	"SELECT public_id, event_id, buyer_name, buyer_email, seats FROM orders "
-	"WHERE idempotency_key = ?1";
-/* The event's capacity and the highest seat ever sold (live or not). */
+	"SELECT public_id, event_id, buyer_name, coalesce(buyer_email, ''), seats, "
+	"coalesce(payment, '') FROM orders WHERE idempotency_key = ?1";
+/* The event's capacity, the highest seat ever sold (live or not), and
+ * whether it sells (event_edit.h). */
 static const char SQL_EVENT_SEATS[] =
-	"SELECT e.capacity, (SELECT coalesce(max(seat_no), 0) FROM tickets WHERE event_id = e.id) "
-	"FROM events e WHERE e.id = ?1";
+	"SELECT e.capacity, (SELECT coalesce(max(seat_no), 0) FROM tickets WHERE event_id = e.id), "
+	"e.starts_at, coalesce(e.closed_at, 0) FROM events e WHERE e.id = ?1";
 /* Seats cancelled tickets gave back and no live ticket holds again, the
  * lowest first (the partial index tickets_freed). */
 static const char SQL_FREED_SEATS[] =
 	"SELECT DISTINCT c.seat_no FROM tickets c WHERE c.event_id = ?1 "
-	"AND c.cancelled_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM tickets l "
+	"AND c.cancelled_at IS NOT NULL AND c.seat_no <= ?3 AND NOT EXISTS (SELECT 1 FROM tickets l "
 	"WHERE l.event_id = ?1 AND l.seat_no = c.seat_no AND l.cancelled_at IS NULL) "
 	"ORDER BY c.seat_no LIMIT ?2";
 /* A public id that is taken returns no row (draw again); any other
@@ -87,7 +89,8 @@ static const char SQL_FREED_SEATS[] =
  * PostgreSQL, where a failed statement ends the transaction. */
 static const char SQL_ORDER_INSERT[] =
 	"INSERT INTO orders (public_id, event_id, buyer_name, buyer_email, seats, idempotency_key, "
-	"created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (public_id) DO NOTHING "
+	"created_at, payment) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+	"ON CONFLICT (public_id) DO NOTHING "
 	"RETURNING id";
 /* PostgreSQL, where writers do not queue for one lock as in SQLite: the
  * order's event row is locked first, so that intake for one event runs one
@@ -107,6 +110,13 @@ static const char SQL_TICKET_INSERT[] =
 	"INSERT INTO tickets (order_id, event_id, seat_no, seat_label, code_id) "
 	"VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (code_id) DO NOTHING RETURNING id";
 
+enum sd_result order_payment_valid(const char *s)
+{
+	if (s && (strcmp(s, "cash") == 0 || strcmp(s, "card") == 0))
+		return SD_OK;
+	return err_set(SD_INVALID, "payment must be cash or card (taken at the box office)");
+}
+
 static enum sd_result order_validate(const struct order_new *o)
 {
 	enum sd_result r;
@@ -114,9 +124,11 @@ static enum sd_result order_validate(const struct order_new *o)
 
 	if ((r = text_field_valid("buyer name", o->name)) != SD_OK)
 		return r;
-	if (!o->email || mail_address_valid(o->email) != SD_OK)
+	if (o->email && mail_address_valid(o->email) != SD_OK)
 		return err_set(SD_INVALID, "'%.80s' is not an email address like name@example.com",
-			       o->email ? o->email : "");
+			       o->email);
+	if (o->payment && (r = order_payment_valid(o->payment)) != SD_OK)
+		return r;
 	if (o->seats < 1 || o->seats > TICKETS_SEATS_MAX)
 		return err_set(SD_INVALID, "seats must be between 1 and %d", TICKETS_SEATS_MAX);
 	if (o->event_id < 1)
@@ -150,7 +162,9 @@ static enum sd_result order_replay(struct db *db, const struct order_new *o, cha
 	*found = 1;
 	snprintf(public_id, ORDER_ID_MAX, "%s", db_col_text(st, 0));
 	if (db_col_int(st, 1) != o->event_id || strcmp(db_col_text(st, 2), o->name) != 0 ||
-	    strcmp(db_col_text(st, 3), o->email) != 0 || db_col_int(st, 4) != o->seats)
+	    strcmp(db_col_text(st, 3), o->email ? o->email : "") != 0 ||
+	    db_col_int(st, 4) != o->seats ||
+	    strcmp(db_col_text(st, 5), o->payment ? o->payment : "") != 0)
 		r = err_set(SD_INVALID, "idempotency key '%s' was used for a different order (%s)",
 			    o->idempotency_key, public_id);
 out:
@@ -170,7 +184,7 @@ static enum sd_result order_seats(struct db *db, int64_t event_id, int64_t n, in
 {
 	struct db_stmt *st;
 	enum sd_result r;
-	int64_t capacity = 0, last = 0, got = 0;
+	int64_t capacity = 0, last = 0, got = 0, starts_at = 0, closed_at = 0;
 	int row = 0;
 
 	if (!(st = db_stmt(db, SQL_EVENT_SEATS)))
@@ -181,14 +195,19 @@ static enum sd_result order_seats(struct db *db, int64_t event_id, int64_t n, in
 	if (row) {
 		capacity = db_col_int(st, 0);
 		last = db_col_int(st, 1);
+		starts_at = db_col_int(st, 2);
+		closed_at = db_col_int(st, 3);
 	}
 	db_reset(st);
 	if (!row)
 		return err_set(SD_NOT_FOUND, "no event %lld", (long long)event_id);
+	if ((r = event_sale_check(event_id, starts_at, closed_at, clock_now_ms())) != SD_OK)
+		return r;
 	if (!(st = db_stmt(db, SQL_FREED_SEATS)))
 		return SD_DB;
 	db_bind_int(st, 1, event_id);
 	db_bind_int(st, 2, n);
+	db_bind_int(st, 3, capacity);
 	while (db_next(st, &r) && got < n)
 		seats[got++] = db_col_int(st, 0);
 	db_reset(st);
@@ -276,6 +295,7 @@ static enum sd_result order_insert(struct db *db, const struct order_new *o, cha
 		db_bind_int(st, 5, o->seats);
 		db_bind_text(st, 6, o->idempotency_key);
 		db_bind_int(st, 7, clock_now_ms());
+		db_bind_text(st, 8, o->payment);
 		r = db_step(st, &row);
 		if (r == SD_OK && row)
 			*order_id = db_col_int(st, 0);
@@ -372,8 +392,8 @@ static const char *norm_or_missing(const char *public_id, char *buf)
 }
 
 static const char SQL_ORDER_STATE[] =
-	"SELECT id, event_id, seats, coalesce(cancelled_at, 0), buyer_email FROM orders "
-	"WHERE public_id = ?1";
+	"SELECT id, event_id, seats, coalesce(cancelled_at, 0), coalesce(buyer_email, '') "
+	"FROM orders WHERE public_id = ?1";
 static const char SQL_CHANGE_ADD[] =
 	"INSERT INTO order_changes (order_id, at, kind, actor, detail) VALUES (?1, ?2, ?3, ?4, ?5)";
 
@@ -505,6 +525,11 @@ enum sd_result order_resend(struct db *db, const char *public_id, const char *ac
 			    public_id);
 		goto out;
 	}
+	if (!o.email[0]) {
+		r = err_set(SD_CONFLICT, "order %s has no email address (sold at the window): give "
+			    "it one first", public_id);
+		goto out;
+	}
 	/* n is taken from the order's own row in this transaction: two resends
 	 * at once get two numbers, two intents, two keys */
 	if (!(st = db_stmt(db, SQL_RESEND_COUNT))) {
@@ -557,7 +582,7 @@ enum sd_result order_set_email(struct db *db, const char *public_id, const char 
 	}
 	db_bind_int(st, 1, o.id);
 	db_bind_text(st, 2, email);
-	if ((r = db_run(st)) == SD_OK && (r = change_add(db, o.id, "email", actor, o.email)) == SD_OK)
+	if ((r = db_run(st)) == SD_OK && (r = change_add(db, o.id, "email", actor, o.email[0] ? o.email : NULL)) == SD_OK)
 		*changed = 1;
 out:
 	return db_end(db, r);
@@ -851,8 +876,9 @@ void order_detail_free(struct order_detail *d)
 	"SELECT o.public_id, o.event_id, o.seats, o.created_at, "                            \
 	"(SELECT count(*) > 0 AND count(*) = count(t.pdf_key) FROM tickets t "              \
 	" WHERE t.order_id = o.id), "                                                       \
-	"CASE WHEN s.sent_at IS NOT NULL THEN 'sent' WHEN s.claimed_at IS NOT NULL "        \
-	"THEN 'sending' ELSE 'pending' END, o.buyer_name, o.buyer_email, "                  \
+	"CASE WHEN o.buyer_email IS NULL THEN 'none' WHEN s.sent_at IS NOT NULL THEN 'sent' " \
+	"WHEN s.claimed_at IS NOT NULL "                                                    \
+	"THEN 'sending' ELSE 'pending' END, o.buyer_name, coalesce(o.buyer_email, ''), "     \
 	"o.cancelled_at IS NOT NULL "                                                       \
 	"FROM orders o LEFT JOIN email_sends s ON s.order_id = o.id AND s.kind = 'tickets' "
 static const char SQL_ORDERS_RECENT[] = ORDER_LIST_SQL "ORDER BY o.id DESC LIMIT ?1";
@@ -965,7 +991,9 @@ static const char SQL_CHECK_ORDERS[] =
 	"(SELECT count(*) FROM email_sends s WHERE s.order_id = o.id AND s.kind LIKE 'tickets-r%' "
 	" AND s.sent_at IS NOT NULL), "
 	"(SELECT count(*) FROM email_sends s WHERE s.order_id = o.id AND s.kind = 'cancel' "
-	" AND s.sent_at IS NOT NULL) "
+	" AND s.sent_at IS NOT NULL), o.buyer_email IS NULL, "
+	"EXISTS (SELECT 1 FROM order_changes c WHERE c.order_id = o.id AND c.kind = 'email' "
+	" AND c.detail IS NULL) "
 	"FROM orders o LEFT JOIN tickets t ON t.order_id = o.id GROUP BY o.id ORDER BY o.id";
 
 enum sd_result order_check_each(struct db *db, order_check_fn fn, void *arg)
@@ -992,6 +1020,8 @@ enum sd_result order_check_each(struct db *db, order_check_fn fn, void *arg)
 		o.resends = db_col_int(st, 12);
 		o.resends_sent = db_col_int(st, 13);
 		o.cancel_sent = db_col_int(st, 14);
+		o.no_address = db_col_int(st, 15) != 0;
+		o.address_added = db_col_int(st, 16) != 0;
 		if (fn(&o, arg))
 			break;
 	}

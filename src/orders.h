@@ -23,10 +23,15 @@
 struct order_new {
 	int64_t event_id;
 	const char *name;
-	const char *email;
+	const char *email;		/* NULL: a walk-up buyer's, no ticket email */
 	int64_t seats;
 	const char *idempotency_key;	/* may be NULL */
+	const char *payment;		/* "cash", "card": taken at the box office;
+					 * NULL: not recorded */
 };
+
+/* order_payment_valid: SD_OK when s names a payment an order may record. */
+enum sd_result order_payment_valid(const char *s);
 
 /*
  * order_add: the order, one ticket per seat and the outbox rows for
@@ -226,6 +231,9 @@ struct order_check {
 	int64_t resends;		/* resends queued */
 	int64_t resends_sent;		/* email_sends rows "tickets-r<n>" with sent_at */
 	int64_t cancel_sent;		/* email_sends "cancel" with sent_at (0 or 1) */
+	int no_address;			/* a walk-up order without an address: owes no email */
+	int address_added;		/* a walk-up order given its address later: its
+					 * tickets reach it by a resend */
 };
 
 /* Return nonzero to stop the walk.  The callback must not use db. */

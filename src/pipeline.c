@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "event_edit.h"
 #include "events.h"
 #include "notify.h"
 #include "orders.h"
@@ -210,7 +211,7 @@ enum sd_result pipeline_sample_orders(struct db *db, int64_t event_id, int64_t n
 
 	*seats = 0;
 	for (i = 0; i < n; i++) {
-		struct order_new o;
+		struct order_new o = { 0 };
 
 		snprintf(email, sizeof email, "buyer%lld@example.com", (long long)i + 1);
 		snprintf(key, sizeof key, "%s-%lld", prefix, (long long)i + 1);

@@ -162,6 +162,16 @@ static enum job_outcome send_intent(struct handler_ctx *ctx, const struct job *j
 	struct order_view to = *v;	/* the order, to the intent's address */
 	int64_t stale_ms = env->claim_stale_ms > 0 ? env->claim_stale_ms : IDEM_STALE_MS;
 
+	/* a walk-up buyer's order (sold at the window without an address) owes
+	 * no email: its tickets were printed there; an address given later is
+	 * reached by a resend */
+	if (!v->buyer_email[0]) {
+		char q[QUEUE_JOB_ID_MAX * 2 + 8];
+
+		log_event(LOG_INFO, "no email owed", "job_id=%s order=%s: it has no address",
+			  log_quote(q, sizeof q, job->job_id), v->public_id);
+		return JOB_DONE;
+	}
 	tickets_intent_kind(in, kind, sizeof kind);
 	if ((r = idem_effect_claim(db, v->id, kind, stale_ms, &claim, &claimed_at)) != SD_OK)
 		return db_failure(res, job, r, "claim");

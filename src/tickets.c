@@ -73,8 +73,9 @@ void tickets_env_close(struct tickets_env *env)
 /* ======================== loading an order =============================== */
 
 static const char SQL_ORDER_LOAD[] =
-	"SELECT o.id, o.event_id, o.seats, o.public_id, o.buyer_name, o.buyer_email, e.name, "
-	"e.venue, e.starts_at, coalesce(o.cancelled_at, 0), o.resends "
+	"SELECT o.id, o.event_id, o.seats, o.public_id, o.buyer_name, coalesce(o.buyer_email, ''), "
+	"e.name, e.venue, e.starts_at, coalesce(o.cancelled_at, 0), o.resends, "
+	"coalesce(o.payment, '') "
 	"FROM orders o JOIN events e ON e.id = o.event_id WHERE o.id = ?1";
 static const char SQL_ORDER_TICKETS[] =
 	"SELECT id, seat_label, pdf_key IS NOT NULL, code_id FROM tickets WHERE order_id = ?1 "
@@ -107,6 +108,7 @@ enum sd_result tickets_load_order(struct db *db, int64_t order_id, struct order_
 	v->starts_at = db_col_int(st, 8);
 	v->cancelled_at = db_col_int(st, 9);
 	v->resends = db_col_int(st, 10);
+	snprintf(v->payment, sizeof v->payment, "%s", db_col_text(st, 11));
 	db_reset(st);
 	if (!(st = db_stmt(db, SQL_ORDER_TICKETS)))
 		return SD_DB;

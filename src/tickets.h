@@ -60,6 +60,7 @@ struct order_view {
 	int64_t id, event_id, seats, starts_at;
 	int64_t cancelled_at;			/* 0 while the order stands */
 	int64_t resends;			/* resends queued so far */
+	char payment[33];			/* "cash", "card"; "": not recorded */
 	char public_id[ORDER_ID_MAX];
 	char buyer_name[TEXT_FIELD_MAX + 1];
 	char buyer_email[256];

@@ -366,6 +366,108 @@ static void test_events(void **state)
 	assert_int_equal(COUNT("SELECT count(*) FROM events"), 2);
 }
 
+/* an answer's JSON, its status checked */
+static json_t *answer(const struct req *q, int want)
+{
+	struct api_response res;
+	json_t *o;
+
+	call(q, &res);
+	if (res.status != want)
+		fail_msg("%s %s: want %d, got %d: %.*s", q->method, q->path, want, res.status,
+			 (int)res.body_len, res.body);
+	o = body_json(&res);
+	api_response_free(&res);
+	return o;
+}
+
+/* An event's life through the API: changed (never a capacity below a seat
+ * sold, never a start in the past), closed (no order after, the same
+ * answer twice); the window's sale: its payment, no address, one order per
+ * Idempotency-Key. */
+static void test_event_life_and_the_window(void **state)
+{
+	char path[64], cpath[80], opath[64], body[256], id[ORDER_ID_MAX];
+	int64_t ev;
+	json_t *o;
+
+	(void)state;
+	ev = add_event(4);
+	snprintf(path, sizeof path, "/v1/events/%lld", (long long)ev);
+	snprintf(cpath, sizeof cpath, "/v1/events/%lld/close", (long long)ev);
+	snprintf(body, sizeof body, "{\"event_id\":%lld,\"name\":\"Walk Up\",\"seats\":3,"
+		 "\"payment\":\"cash\"}", (long long)ev);
+	o = answer(&(struct req){ "POST", "/v1/orders", NULL, F.auth, "window-1", JSON, body },
+		   201);
+	assert_true(json_is_null(json_object_get(o, "email")));
+	assert_string_equal(json_string_value(json_object_get(o, "payment")), "cash");
+	snprintf(id, sizeof id, "%s", json_string_value(json_object_get(o, "id")));
+	json_decref(o);
+	/* a double click: the same key, the same order, nothing more */
+	o = answer(&(struct req){ "POST", "/v1/orders", NULL, F.auth, "window-1", JSON, body },
+		   201);
+	assert_string_equal(json_string_value(json_object_get(o, "id")), id);
+	json_decref(o);
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 1);
+	assert_int_equal(COUNT("SELECT count(*) FROM tickets"), 3);
+	snprintf(opath, sizeof opath, "/v1/orders/%s", id);
+	o = answer(&(struct req){ "GET", opath, NULL, F.auth }, 200);
+	assert_true(json_is_null(json_object_get(o, "email")));
+	assert_string_equal(json_string_value(json_object_get(o, "payment")), "cash");
+	json_decref(o);
+	/* no address to send to */
+	snprintf(opath, sizeof opath, "/v1/orders/%s/resend", id);
+	expect(&(struct req){ "POST", opath, NULL, F.auth }, 409, "id");
+	snprintf(body, sizeof body, "{\"event_id\":%lld,\"name\":\"X\",\"seats\":1,"
+		 "\"payment\":\"cheque\"}", (long long)ev);
+	expect(&(struct req){ "POST", "/v1/orders", NULL, F.auth, "bad-1", JSON, body }, 400,
+	       "payment");
+	snprintf(body, sizeof body, "{\"event_id\":%lld,\"name\":\"X\",\"seats\":1,"
+		 "\"email\":\"\"}", (long long)ev);
+	expect(&(struct req){ "POST", "/v1/orders", NULL, F.auth, "bad-2", JSON, body }, 400, "email");
+
+	/* changes */
+	expect(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON, "{\"capacity\":2}" }, 409,
+	       "capacity");
+	expect(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON, "{}" }, 400, "");
+	expect(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON, "{\"seats\":2}" }, 400,
+	       "seats");
+	expect(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON,
+			      "{\"starts_at\":\"1970-01-01T00:00Z\"}" }, 400, "starts_at");
+	expect(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON,
+			      "{\"starts_at\":\"soon\"}" }, 400, "starts_at");
+	expect(&(struct req){ "PATCH", "/v1/events/99999", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"x\"}" }, 404, "");
+	o = answer(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON,
+				  "{\"capacity\":3,\"name\":\"Quartet Live\","
+				  "\"starts_at\":\"2036-12-31T21:00Z\"}" }, 200);
+	assert_int_equal(json_integer_value(json_object_get(o, "capacity")), 3);
+	assert_int_equal(json_integer_value(json_object_get(o, "seats_remaining")), 0);
+	assert_string_equal(json_string_value(json_object_get(o, "name")), "Quartet Live");
+	assert_string_equal(json_string_value(json_object_get(o, "venue")), "Hall");
+	assert_string_equal(json_string_value(json_object_get(o, "starts_at")),
+			    "2036-12-31T21:00:00Z");
+	json_decref(o);
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"a\",\"venue\":\"b\",\"starts_at\":"
+			      "\"1970-01-01T00:00Z\",\"capacity\":5}" }, 400, "starts_at");
+
+	/* closed: no order after it, written or not */
+	o = answer(&(struct req){ "POST", cpath, NULL, F.auth }, 200);
+	assert_string_equal(json_string_value(json_object_get(o, "state")), "closed");
+	assert_true(json_is_string(json_object_get(o, "closed_at")));
+	json_decref(o);
+	o = answer(&(struct req){ "POST", cpath, NULL, F.auth }, 200);
+	assert_string_equal(json_string_value(json_object_get(o, "state")), "closed");
+	json_decref(o);
+	order_body(body, sizeof body, ev, 1);
+	expect(&(struct req){ "POST", "/v1/orders", NULL, F.auth, "after-close", JSON, body }, 409,
+	       "event_id");
+	assert_int_equal(COUNT("SELECT count(*) FROM orders"), 1);
+	assert_int_equal(COUNT("SELECT count(*) FROM api_keys"), 1);
+	expect(&(struct req){ "POST", "/v1/events/99999/close", NULL, F.auth }, 404, "");
+}
+
 /* ======================== orders and their keys ========================== */
 
 static void test_order_replay(void **state)
@@ -1778,6 +1880,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_token_recorded_by_another_box, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_auth, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_event_life_and_the_window, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_replay, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_in_flight, setup, teardown),

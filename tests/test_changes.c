@@ -30,6 +30,7 @@
 #include "clock.h"
 #include "code.h"
 #include "db.h"
+#include "event_edit.h"
 #include "events.h"
 #include "idem.h"
 #include "jobkinds.h"
@@ -684,6 +685,118 @@ static void test_sales_by_the_hour_and_the_queue_history(void **state)
  * address and a cancellation by "t..." reach order T..., and what they
  * make (the resend's job id, the change's row) names it as it was made;
  * a text that cannot be an id is no order. */
+/* A walk-up buyer at the window: no address, the payment recorded; the
+ * tickets are rendered and no email is owed, a resend is refused until an
+ * address is given, then it reaches the buyer once.  A key sells once. */
+static void test_walk_up_sale(void **state)
+{
+	struct order_new o = { F.event_id, "Wanda Walkup", NULL, 2, NULL, "cash" };
+	struct order_detail *d = NULL;
+	char id[ORDER_ID_MAX], again[ORDER_ID_MAX], keyed[ORDER_ID_MAX];
+	int64_t n = 0;
+	int replayed = 0, changed = 0;
+
+	(void)state;
+	assert_int_equal(order_add(F.full, &o, id, &replayed), SD_OK);
+	assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM orders WHERE public_id "
+				   "= '%s' AND buyer_email IS NULL AND payment = 'cash'", id), 1);
+	drain();
+	assert_int_equal(order_detail_get(F.full, id, &d), SD_OK);
+	assert_true(d->v.pdf_stored);
+	assert_string_equal(d->v.buyer_email, "");
+	assert_string_equal(d->v.payment, "cash");
+	assert_int_equal(d->n_emails, 0);
+	order_detail_free(d);
+	assert_int_equal(tu_count(F.env->db_path, "SELECT count(*) FROM email_sends"), 0);
+	assert_int_equal(messages_with("Wanda", NULL), 0);
+	/* nothing to send to */
+	assert_int_equal(order_resend(F.full, id, "cli (ops)", NULL, &n, NULL), SD_CONFLICT);
+	assert_non_null(strstr(err_msg(), "no email address"));
+
+	/* a key sells once; the same key with another payment is refused */
+	o.seats = 1;
+	o.idempotency_key = "window-1";
+	assert_int_equal(order_add(F.full, &o, keyed, &replayed), SD_OK);
+	assert_int_equal(replayed, 0);
+	assert_int_equal(order_add(F.full, &o, again, &replayed), SD_OK);
+	assert_int_equal(replayed, 1);
+	assert_string_equal(again, keyed);
+	o.payment = "card";
+	assert_int_equal(order_add(F.full, &o, again, &replayed), SD_INVALID);
+	o.idempotency_key = NULL;
+	o.payment = "cheque";
+	assert_int_equal(order_add(F.full, &o, again, &replayed), SD_INVALID);
+	o.payment = "cash";
+	o.email = "";
+	assert_int_equal(order_add(F.full, &o, again, &replayed), SD_INVALID);
+	assert_int_equal(tu_count(F.env->db_path, "SELECT count(*) FROM orders"), 2);
+
+	/* an address given later: a resend reaches it, once */
+	assert_int_equal(order_set_email(F.full, id, "wanda@example.org", "cli (ops)", &changed),
+			 SD_OK);
+	assert_int_equal(changed, 1);
+	assert_int_equal(order_resend(F.full, id, "cli (ops)", NULL, &n, NULL), SD_OK);
+	drain();
+	assert_int_equal(messages_with("wanda@example.org", NULL), 1);
+	expect_checks_hold();
+}
+
+/* An event's life: a capacity never below a seat sold, sales closed (no
+ * order from then on, written or not), its doors still admitting. */
+static void test_event_capacity_and_close(void **state)
+{
+	struct event_change c = { EVENT_SET_CAPACITY, NULL, NULL, 0, 2 };
+	char a[ORDER_ID_MAX], b[ORDER_ID_MAX], code[CODE_TEXT_MAX];
+	struct event_view v;
+	struct scan_result sr;
+	int was = 0, replayed = 0;
+	struct order_new late = { F.event_id, "Late", "late@example.org", 1, NULL, NULL };
+
+	(void)state;
+	order("Ann", "ann@example.org", 1, a);
+	order("Bob", "bob@example.org", 2, b);	/* seats 1..3 of 4 */
+	assert_int_equal(event_set(F.full, F.event_id, &c, &v), SD_CONFLICT);
+	assert_non_null(strstr(err_msg(), "cannot go below 3"));
+	c.capacity = 3;
+	assert_int_equal(event_set(F.full, F.event_id, &c, &v), SD_OK);
+	assert_int_equal(v.capacity, 3);
+	assert_int_equal(order_add(F.full, &late, b, &replayed), SD_SOLD_OUT);
+	/* a name and a start change nothing else */
+	c = (struct event_change){ EVENT_SET_NAME | EVENT_SET_STARTS, "Renamed Night", NULL,
+				   clock_now_ms() + 7200 * 1000, 0 };
+	assert_int_equal(event_set(F.full, F.event_id, &c, &v), SD_OK);
+	assert_string_equal(v.name, "Renamed Night");
+	assert_string_equal(v.venue, "Hall");
+	assert_int_equal(v.capacity, 3);
+	assert_int_equal(v.seats_sold, 3);
+	/* a start in the past is refused */
+	c = (struct event_change){ EVENT_SET_STARTS, NULL, NULL, clock_now_ms() - 60000, 0 };
+	assert_int_equal(event_set(F.full, F.event_id, &c, &v), SD_INVALID);
+	assert_non_null(strstr(err_msg(), "past"));
+	c = (struct event_change){ EVENT_SET_CAPACITY, NULL, NULL, 0, 4 };
+	assert_int_equal(event_set(F.full, F.event_id, &c, &v), SD_OK);
+
+	drain();
+	assert_int_equal(event_close(F.full, F.event_id, &v, &was), SD_OK);
+	assert_int_equal(was, 0);
+	assert_true(v.closed_at > 0);
+	assert_string_equal(event_state_name(&v, clock_now_ms()), "closed");
+	assert_int_equal(event_close(F.full, F.event_id, &v, &was), SD_OK);
+	assert_int_equal(was, 1);
+	late.idempotency_key = "late-1";
+	assert_int_equal(order_add(F.full, &late, b, &replayed), SD_CONFLICT);
+	assert_non_null(strstr(err_msg(), "closed"));
+	assert_int_equal(tu_count(F.env->db_path, "SELECT count(*) FROM orders"), 2);
+	/* the doors still admit what was sold */
+	first_code(a, code);
+	scan(code, "Door A", NULL, &sr);
+	assert_int_equal(sr.outcome, SCAN_ADMITTED);
+	assert_int_equal(event_get(F.full, F.event_id, &v), SD_OK);
+	assert_int_equal(v.admitted, 1);
+	assert_int_equal(event_close(F.full, 999999, &v, &was), SD_NOT_FOUND);
+	expect_checks_hold();
+}
+
 static void test_ids_in_any_case(void **state)
 {
 	char id[ORDER_ID_MAX], lower[ORDER_ID_MAX], norm[ORDER_ID_MAX], job[64];
@@ -747,6 +860,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_scan_flood_counted_and_log_pruned, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_ids_in_any_case, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_walk_up_sale, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_event_capacity_and_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sales_by_the_hour_and_the_queue_history, setup,
 						teardown),
 	};

@@ -21,6 +21,7 @@
 
 #include "check.h"
 #include "clock.h"
+#include "event_edit.h"
 #include "events.h"
 #include "log.h"
 #include "orders.h"

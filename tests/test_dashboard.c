@@ -222,7 +222,7 @@ static void test_dashboard_in_a_browser(void **state)
 	/* a box with an event, three orders and a job that dies */
 	assert_int_equal(RUN("init", "--db", e->db_path), 0);
 	assert_int_equal(RUN("event", "add", "--name", "Midnight Quartet", "--venue", "Hall",
-			     "--starts-at", "2026-12-31T20:00Z", "--capacity", "10", "--db",
+			     "--starts-at", "2036-12-31T20:00Z", "--capacity", "10", "--db",
 			     e->db_path), 0);
 	snprintf(ev, sizeof ev, "%.*s", (int)strcspn(out, "\n"), out);
 	for (i = 1; i <= 3; i++) {

@@ -121,7 +121,7 @@ static void fault_refuses_then_resumes(const char *on, const char *off, const ch
 	box_up();
 	if (tu_run(out, sizeof out, err, sizeof err,
 		   (const char *const[]){ "event", "add", "--name", "Gig", "--venue", "Hall",
-					  "--starts-at", "2026-12-31T20:00Z", "--capacity", "100",
+					  "--starts-at", "2036-12-31T20:00Z", "--capacity", "100",
 					  "--db", F.db, NULL }) != 0)
 		fail_msg("event add: %s", err);
 	snprintf(ev, sizeof ev, "%.*s", (int)strcspn(out, "\n"), out);

@@ -32,6 +32,7 @@
 
 #include "clock.h"
 #include "code.h"
+#include "event_edit.h"
 #include "events.h"
 #include "orders.h"
 #include "statedir.h"

@@ -44,6 +44,7 @@
 
 #include "blob.h"
 #include "clock.h"
+#include "event_edit.h"
 #include "events.h"
 #include "failpoint.h"
 #include "idem.h"

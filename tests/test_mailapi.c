@@ -35,6 +35,7 @@
 #include "blob.h"
 #include "clock.h"
 #include "code.h"
+#include "event_edit.h"
 #include "events.h"
 #include "idem.h"
 #include "mail.h"

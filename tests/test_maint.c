@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "event_edit.h"
 #include "events.h"
 #include "idem.h"
 #include "log.h"

@@ -24,6 +24,7 @@
 
 #include "api.h"
 #include "clock.h"
+#include "event_edit.h"
 #include "events.h"
 #include "metrics.h"
 #include "queue.h"

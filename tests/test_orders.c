@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "db.h"
+#include "event_edit.h"
 #include "events.h"
 #include "orders.h"
 #include "testutil.h"
@@ -199,7 +200,7 @@ static int64_t run_event_add(const struct tu_env *e, const char *name, const cha
 	char *end;
 	long long id;
 	int rc = RUN("event", "add", "--name", name, "--venue", "Hall", "--starts-at",
-		     "2026-12-31T20:00Z", "--capacity", capacity, "--db", e->db_path);
+		     "2036-12-31T20:00Z", "--capacity", capacity, "--db", e->db_path);
 
 	if (rc != 0)
 		fail_msg("event add %s: rc=%d stderr='%s'", name, rc, err);
@@ -349,7 +350,7 @@ static void test_event_add_prints_id_and_refuses_bad_input(void **state)
 	int64_t id;
 	size_t i;
 	static const char *const bad_times[] = { "tomorrow", "2026-02-30T10:00Z", "2026-12-31",
-						 "2026-13-01T10:00Z", "2026-12-31T24:00Z", "" };
+						 "2026-13-01T10:00Z", "2036-12-31T24:00Z", "" };
 
 	init_db(e);
 	before = rows_now(e);
@@ -362,15 +363,15 @@ static void test_event_add_prints_id_and_refuses_bad_input(void **state)
 				      what);
 	}
 	assert_one_line_error(RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--starts-at",
-				  "2026-12-31T20:00Z", "--capacity", "0", "--db", p), "capacity 0");
+				  "2036-12-31T20:00Z", "--capacity", "0", "--db", p), "capacity 0");
 	assert_one_line_error(RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--starts-at",
-				  "2026-12-31T20:00Z", "--capacity", "-3", "--db", p), "capacity -3");
+				  "2036-12-31T20:00Z", "--capacity", "-3", "--db", p), "capacity -3");
 	assert_one_line_error(RUN("event", "add", "--name", "", "--venue", "Hall", "--starts-at",
-				  "2026-12-31T20:00Z", "--capacity", "10", "--db", p), "empty name");
+				  "2036-12-31T20:00Z", "--capacity", "10", "--db", p), "empty name");
 	assert_one_line_error(RUN("event", "add", "--name", "Gig", "--venue", "", "--starts-at",
-				  "2026-12-31T20:00Z", "--capacity", "10", "--db", p), "empty venue");
+				  "2036-12-31T20:00Z", "--capacity", "10", "--db", p), "empty venue");
 	assert_one_line_error(RUN("event", "add", "--name", "Gig\nNight", "--venue", "Hall",
-				  "--starts-at", "2026-12-31T20:00Z", "--capacity", "10", "--db", p),
+				  "--starts-at", "2036-12-31T20:00Z", "--capacity", "10", "--db", p),
 			      "name with a newline");
 	/* malformed UTF-8 and bidi overrides, in the name and in the venue */
 	{
@@ -381,24 +382,24 @@ static void test_event_add_prints_id_and_refuses_bad_input(void **state)
 
 			snprintf(what, sizeof what, "event text #%zu", i);
 			assert_one_line_error(RUN("event", "add", "--name", bad[i], "--venue", "Hall",
-						  "--starts-at", "2026-12-31T20:00Z", "--capacity",
+						  "--starts-at", "2036-12-31T20:00Z", "--capacity",
 						  "10", "--db", p), what);
 			assert_one_line_error(RUN("event", "add", "--name", "Gig", "--venue", bad[i],
-						  "--starts-at", "2026-12-31T20:00Z", "--capacity",
+						  "--starts-at", "2036-12-31T20:00Z", "--capacity",
 						  "10", "--db", p), what);
 		}
 	}
 	/* each required flag missing in turn */
 	assert_one_line_error(RUN("event", "add", "--venue", "Hall", "--starts-at",
-				  "2026-12-31T20:00Z", "--capacity", "10", "--db", p), "no --name");
+				  "2036-12-31T20:00Z", "--capacity", "10", "--db", p), "no --name");
 	assert_one_line_error(RUN("event", "add", "--name", "Gig", "--starts-at",
-				  "2026-12-31T20:00Z", "--capacity", "10", "--db", p), "no --venue");
+				  "2036-12-31T20:00Z", "--capacity", "10", "--db", p), "no --venue");
 	assert_one_line_error(RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--capacity",
 				  "10", "--db", p), "no --starts-at");
 	assert_one_line_error(RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--starts-at",
-				  "2026-12-31T20:00Z", "--db", p), "no --capacity");
+				  "2036-12-31T20:00Z", "--db", p), "no --capacity");
 	assert_one_line_error(RUN("event", "--name", "Gig", "--venue", "Hall", "--starts-at",
-				  "2026-12-31T20:00Z", "--capacity", "10", "--db", p), "no 'add'");
+				  "2036-12-31T20:00Z", "--capacity", "10", "--db", p), "no 'add'");
 	after = rows_now(e);
 	assert_rows_same(&before, &after, "refused event add");
 	assert_int_equal(after.events, 0);
@@ -408,14 +409,14 @@ static void test_event_add_prints_id_and_refuses_bad_input(void **state)
 	assert_int_equal(n_lines(out), 1);
 	assert_int_equal(tu_countf(p, "SELECT count(*) FROM events WHERE id = %lld AND "
 				   "name = 'New Year''s Gig' AND venue = 'Hall' AND "
-				   "starts_at = 1798747200000 AND capacity = 250", (long long)id), 1);
+				   "starts_at = 2114366400000 AND capacity = 250", (long long)id), 1);
 	assert_int_equal(tu_countf(p, "SELECT count(*) FROM events"), 1);
 	/* a zone offset is the same instant */
 	assert_int_equal(RUN("event", "add", "--name", "Gig 2", "--venue", "Hall", "--starts-at",
-			     "2026-12-31T21:00+01:00", "--capacity", "5", "--db", p), 0);
+			     "2036-12-31T21:00+01:00", "--capacity", "5", "--db", p), 0);
 	id = strtoll(out, NULL, 10);
 	assert_int_equal(tu_countf(p, "SELECT starts_at FROM events WHERE id = %lld", (long long)id),
-			 1798747200000LL);
+			 2114366400000LL);
 }
 
 /* ========================= order add ====================================== */
@@ -723,7 +724,9 @@ static void test_intake_and_render_of_one_event_do_not_deadlock(void **state)
 /* What 0010 added, taken away (the tickets table as 0002 made it): with
  * 0006-0009's own, the file is as schema 5 left it. */
 /* what 0012 added, taken away again */
-#define SCHEMA_BEFORE_0012                                                                    \
+#define SCHEMA_BEFORE_0013                                                                    \
+	"ALTER TABLE events DROP COLUMN closed_at; ALTER TABLE orders DROP COLUMN payment; "
+#define SCHEMA_BEFORE_0012 SCHEMA_BEFORE_0013                                                 \
 	"DROP TABLE scan_minutes; DROP INDEX scans_at; DROP INDEX scans_nonce; "              \
 	"ALTER TABLE scans DROP COLUMN door_id; ALTER TABLE scans DROP COLUMN code_sha; "     \
 	"CREATE UNIQUE INDEX scans_nonce ON scans (device, nonce) WHERE nonce IS NOT NULL; "
@@ -895,7 +898,7 @@ static void test_order_bad_input_refused(void **state)
 	assert_one_line_error(RUN("order", "add", "--event", ev, "--email", "ana@example.com",
 				  "--seats", "1", "--db", e->db_path), "no --name");
 	assert_one_line_error(RUN("order", "add", "--event", ev, "--name", "Ana", "--seats", "1",
-				  "--db", e->db_path), "no --email");
+				  "--payment", "cheque", "--db", e->db_path), "--payment cheque");
 	assert_one_line_error(RUN("order", "add", "--event", ev, "--name", "Ana", "--email",
 				  "ana@example.com", "--db", e->db_path), "no --seats");
 	after = rows_now(e);
@@ -952,8 +955,8 @@ static void test_errors_echo_input_on_one_line(void **state)
 	rc = run_order_add(e, ev, "Ana Lima", "ana@example.com\n", "1", NULL, NULL);
 	CHECK_ONE_LINE("order add --email 'ana@example.com\\n'");
 	rc = RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--starts-at",
-		 "2026-12-31T20:00Z\nstagedoor: ok", "--capacity", "10", "--db", e->db_path);
-	CHECK_ONE_LINE("event add --starts-at '2026-12-31T20:00Z\\nstagedoor: ok'");
+		 "2036-12-31T20:00Z\nstagedoor: ok", "--capacity", "10", "--db", e->db_path);
+	CHECK_ONE_LINE("event add --starts-at '2036-12-31T20:00Z\\nstagedoor: ok'");
 	rc = RUN("order", "show", "T23456789\nX", "--db", e->db_path);
 	CHECK_ONE_LINE("order show 'T23456789\\nX'");
 	rc = run_order_add(e, ev, "Ana Lima", "ana@example.com", "1\n2", NULL, NULL);

@@ -32,10 +32,12 @@
 #include "clock.h"
 #include "code.h"
 #include "db.h"
+#include "event_edit.h"
 #include "events.h"
 #include "orders.h"
 #include "statedir.h"
 #include "testutil.h"
+#include "timefmt.h"
 #include "tickets.h"
 #include "token.h"
 
@@ -200,6 +202,14 @@ static void test_role_table(void **state)
 	}
 	/* writes: an event is the operator's; an order the box office's too */
 	refused(F.api, "POST", "/v1/events", F.bo, 403, "with role operator");
+	snprintf(path, sizeof path, "/v1/events/%lld", (long long)F.ev1);
+	refused(F.api, "PATCH", path, F.bo, 403, "with role operator");
+	refused(F.api, "PATCH", path, F.door, 403, "with role operator");
+	snprintf(path, sizeof path, "/v1/events/%lld/close", (long long)F.ev1);
+	refused(F.api, "POST", path, F.bo, 403, "with role operator");
+	refused(F.api, "POST", path, F.mon, 403, "with role operator");
+	assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM events WHERE id = %lld "
+				   "AND closed_at IS NULL", (long long)F.ev1), 1);
 	assert_int_equal(call(F.api, "POST", "/v1/orders", F.door, "k1", "{}", NULL), 403);
 	assert_int_equal(call(F.api, "POST", "/v1/orders", F.mon, "k1", "{}", NULL), 403);
 	assert_int_equal(call(F.api, "POST", "/v1/scan", F.bo, NULL, "{\"code\":\"x\"}", NULL),
@@ -250,7 +260,20 @@ static void test_whoami(void **state)
 	assert_int_equal(call(F.api, "GET", "/v1/whoami", F.op, NULL, NULL, &o), 200);
 	assert_string_equal(json_string_value(json_object_get(o, "role")), "operator");
 	assert_true(json_is_null(json_object_get(o, "event_id")));
+	/* the venue's zone, for the pages to show every time in */
+	assert_string_equal(json_string_value(json_object_get(o, "timezone")),
+			    timefmt_zone_name());
+	assert_true(json_object_size(json_object_get(o, "zone_names")) >= 1);
 	json_decref(o);
+	assert_int_equal(timefmt_zone_set("Europe/Berlin"), SD_OK);
+	assert_int_equal(call(F.api, "GET", "/v1/whoami", F.bo, NULL, NULL, &o), 200);
+	assert_string_equal(json_string_value(json_object_get(o, "timezone")), "Europe/Berlin");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "zone_names"),
+							      "3600")), "CET");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "zone_names"),
+							      "7200")), "CEST");
+	json_decref(o);
+	assert_int_equal(timefmt_zone_set("UTC"), SD_OK);
 }
 
 /* Revoked: refused at once, here and by another server on the database. */

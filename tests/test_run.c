@@ -433,7 +433,7 @@ static void test_job_lines_carry_ids_not_buyers(void **state)
 	char *p;
 
 	assert_int_equal(RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--starts-at",
-			     "2026-12-31T20:00Z", "--capacity", "10", "--db", e->db_path), 0);
+			     "2036-12-31T20:00Z", "--capacity", "10", "--db", e->db_path), 0);
 	snprintf(ev, sizeof ev, "%.20s", out);
 	if ((p = strchr(ev, '\n')))
 		*p = '\0';
@@ -536,7 +536,7 @@ static void test_state_dir_holds_the_files(void **state)
 	run = tu_spawn((const char *const[]){ "run", "--config", conf, NULL }, log);
 	tu_wait_log(log, "msg=\"worker started\"", 1, 10000);
 	assert_int_equal(RUN("event", "add", "--name", "Gig", "--venue", "Hall", "--starts-at",
-			     "2026-12-31T20:00Z", "--capacity", "10", "--db", e->db_path), 0);
+			     "2036-12-31T20:00Z", "--capacity", "10", "--db", e->db_path), 0);
 	snprintf(ev, sizeof ev, "%.20s", out);
 	if ((p = strchr(ev, '\n')))
 		*p = '\0';

@@ -41,6 +41,7 @@
 
 #include "blob.h"
 #include "code.h"
+#include "event_edit.h"
 #include "events.h"
 #include "idem.h"
 #include "mail.h"

@@ -94,7 +94,7 @@ static void box_up(void **state, int where)
 		fail_msg("init: %s", err);
 	if (tu_run(out, sizeof out, err, sizeof err,
 		   (const char *const[]){ "event", "add", "--name", "Gig", "--venue", "Hall",
-					  "--starts-at", "2026-12-31T20:00Z", "--capacity", "1000",
+					  "--starts-at", "2036-12-31T20:00Z", "--capacity", "1000",
 					  "--db", F.db, NULL }) != 0)
 		fail_msg("event add: %s", err);
 	F.event_id = strtoll(out, NULL, 10);

@@ -284,7 +284,7 @@ binver=$(in_chroot "stagedoor --version" | awk 'NR == 1 { print $2 }')
 [ "$binver" = "$new_ver" ] || die "the installed binary says version $binver, the package $new_ver"
 say "the files are where the package says; user, 0700 state folder and database made; nothing started; logrotate rotates its log"
 
-as_box "/usr/bin/stagedoor event add --name 'Fresh night' --venue Hall --starts-at 2027-06-01T20:00Z --capacity 500" \
+as_box "/usr/bin/stagedoor event add --name 'Fresh night' --venue Hall --starts-at 2036-06-01T20:00Z --capacity 500" \
 	>"$work/event.out" 2>"$work/event.err" || die "event add: $(cat "$work/event.err")"
 tail -n 1 "$work/event.out" >"$root/tmp/event"
 start_box fresh
@@ -309,7 +309,7 @@ v_old=$(sed -n 's/.*schema version \([0-9]*\).*/\1/p' "$work/apt.out")
 [ -n "$v_old" ] || die "$old_name's postinst ran no init: $(cat "$work/apt.out")"
 q "test \"\$(stagedoor --version | head -n 1)\" = 'stagedoor $old_ver'"
 echo "# a local edit, kept across the upgrade" >>"$root/etc/stagedoor/stagedoor.conf"
-as_box "/usr/bin/stagedoor event add --name 'Upgrade night' --venue Hall --starts-at 2027-06-02T20:00Z --capacity 500" \
+as_box "/usr/bin/stagedoor event add --name 'Upgrade night' --venue Hall --starts-at 2036-06-02T20:00Z --capacity 500" \
 	>"$work/event.out" 2>"$work/event.err" || die "event add: $(cat "$work/event.err")"
 tail -n 1 "$work/event.out" >"$root/tmp/event"
 start_box old

@@ -166,7 +166,7 @@ Version: $version
 Architecture: $arch
 Maintainer: Stagedoor Box <dev@stagedoor.invalid>
 Installed-Size: $size
-Depends: $depends, adduser
+Depends: $depends, adduser, tzdata
 Section: misc
 Priority: optional
 Description: ticket seller's background jobs on SQLite or PostgreSQL

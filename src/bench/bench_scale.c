@@ -47,6 +47,7 @@
 #include "args.h"
 #include "clock.h"
 #include "db.h"
+#include "event_edit.h"
 #include "events.h"
 #include "orders.h"
 #include "outbox.h"

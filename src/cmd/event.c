@@ -1,16 +1,22 @@
 /*
- * event.c: `stagedoor event add`: an event on sale.  Parsing and
- * printing only; the work is in events.
+ * event.c: `stagedoor event add | ls | show | set | close`: events and
+ * their life.  Parsing and printing only; the work is in event_edit and
+ * events.  Times are read and shown in the venue's zone (timefmt.h); --json
+ * prints what the API answers.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "api.h"
 #include "args.h"
+#include "clock.h"
 #include "cli.h"
 #include "cmd/commands.h"
 #include "db.h"
+#include "event_edit.h"
 #include "events.h"
-#include "orders.h"
 #include "text.h"
 #include "timefmt.h"
 
@@ -25,13 +31,14 @@ static int event_add_cmd(int argc, char **argv)
 		{ "venue", ARG_STR, &venue, 0, 0, 0, "VENUE",
 		  "where it is", 0 },
 		{ "starts-at", ARG_STR, &starts, 0, 0, 0, "TIME",
-		  "when it starts, ISO 8601 with a zone (2026-12-31T20:00Z)", 0 },
+		  "when it starts: the venue's time (2026-12-31 20:00) or with an offset "
+		  "(2026-12-31T20:00+01:00)", 0 },
 		{ "capacity", ARG_INT, &capacity, 1, 1000000, 0, NULL,
 		  "seats on sale (1..1000000)", 0 },
 		ARG_END,
 	};
 	static const char usage[] =
-		"event add --name NAME --venue VENUE --starts-at ISO8601 --capacity N";
+		"event add --name NAME --venue VENUE --starts-at TIME --capacity N";
 	char *pos[ARGS_MAX_POS];
 	struct event_new e;
 	struct db *db;
@@ -49,7 +56,8 @@ static int event_add_cmd(int argc, char **argv)
 	e.capacity = capacity;
 	if ((r = timefmt_parse(starts, &e.starts_at)) != SD_OK ||
 	    (r = text_field_valid("event name", name)) != SD_OK ||
-	    (r = text_field_valid("venue", venue)) != SD_OK)
+	    (r = text_field_valid("venue", venue)) != SD_OK ||
+	    (r = event_start_valid(e.starts_at, clock_now_ms())) != SD_OK)
 		return cli_fail(r);
 	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
 		return rc;
@@ -61,10 +69,190 @@ static int event_add_cmd(int argc, char **argv)
 	return 0;
 }
 
+/* "on sale", "sales closed", "sold out" */
+static const char *state_text(const struct event_view *v)
+{
+	if (event_state_name(v, clock_now_ms())[0] == 'c')
+		return "sales closed";
+	return v->seats_sold >= v->capacity ? "sold out" : "on sale";
+}
+
+static void ls_row(const struct event_view *v, void *arg)
+{
+	char when[TIMEFMT_TEXT_MAX], sold[48];
+
+	(void)arg;
+	timefmt_format(v->starts_at, when, sizeof when);
+	snprintf(sold, sizeof sold, "%lld/%lld", (long long)v->seats_sold, (long long)v->capacity);
+	printf("%-6lld %-22s %-13s %-9lld %-13s %s, %s\n", (long long)v->id, when, sold,
+	       (long long)v->admitted, state_text(v), v->name, v->venue);
+}
+
+static int event_ls_cmd(int argc, char **argv)
+{
+	const char *dbp = NULL;
+	int json = 0, npos, rc;
+	struct arg_opt opts[] = { ARG_DB(&dbp), ARG_JSON(&json), ARG_END };
+	char *pos[ARGS_MAX_POS], *out = NULL;
+	struct db *db;
+	enum sd_result r;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "event ls [--json]")) != 0)
+		return rc;
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
+		return rc;
+	if (json) {
+		if ((r = api_events_text(db, &out)) == SD_OK)
+			printf("%s\n", out);
+		free(out);
+	} else {
+		printf("%-6s %-22s %-13s %-9s %-13s %s\n", "id", "starts", "sold", "admitted",
+		       "state", "event");
+		r = event_each(db, ls_row, NULL);
+	}
+	db_close(db);
+	return r == SD_OK ? 0 : cli_fail(r);
+}
+
+static void show_text(const struct event_view *v)
+{
+	char when[TIMEFMT_TEXT_MAX];
+
+	timefmt_format(v->starts_at, when, sizeof when);
+	printf("event     %lld: %s\n", (long long)v->id, v->name);
+	printf("venue     %s\n", v->venue);
+	printf("starts    %s\n", when);
+	printf("sold      %lld of %lld seats (%lld order%s), %lld left\n",
+	       (long long)v->seats_sold, (long long)v->capacity, (long long)v->orders,
+	       v->orders == 1 ? "" : "s", (long long)(v->capacity - v->seats_sold));
+	printf("admitted  %lld, to come %lld\n", (long long)v->admitted,
+	       (long long)(v->seats_sold - v->admitted));
+	if (v->cancelled)
+		printf("cancelled %lld tickets\n", (long long)v->cancelled);
+	if (v->closed_at) {
+		timefmt_format(v->closed_at, when, sizeof when);
+		printf("sales     closed at %s (the doors still admit)\n", when);
+	} else {
+		printf("sales     %s\n", state_text(v));
+	}
+}
+
+/* the event's id from the one positional argument */
+static int event_id_arg(const char *s, int64_t *id)
+{
+	char *end;
+	long long n;
+
+	errno = 0;
+	n = strtoll(s, &end, 10);
+	if (s[0] >= '1' && s[0] <= '9' && !*end && errno == 0) {
+		*id = n;
+		return 0;
+	}
+	fprintf(stderr, "stagedoor: '%.40s' is not an event id (event ls lists them)\n", s);
+	return 2;
+}
+
+/* print the event as text, or as the API's JSON */
+static int event_print(const struct event_view *v, int json)
+{
+	char *out;
+
+	if (!json) {
+		show_text(v);
+		return 0;
+	}
+	if (!(out = api_event_json_text(v)))
+		return cli_fail(err_set(SD_NOMEM, "out of memory"));
+	printf("%s\n", out);
+	free(out);
+	return 0;
+}
+
+/* event show ID / event close ID: one event read, or its sales closed */
+static int event_one(int argc, char **argv, int close)
+{
+	const char *dbp = NULL;
+	int json = 0, npos, rc, was = 0;
+	struct arg_opt opts[] = { ARG_DB(&dbp), ARG_JSON(&json), ARG_END };
+	char *pos[ARGS_MAX_POS];
+	struct event_view v;
+	struct db *db;
+	enum sd_result r;
+	int64_t id;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1,
+			    close ? "event close ID [--json]" : "event show ID [--json]")) != 0 ||
+	    (rc = event_id_arg(pos[0], &id)) != 0)
+		return rc;
+	if ((rc = cli_open_db(dbp, 0, close ? DB_SYNC_FULL : DB_SYNC_NORMAL, &db)) != 0)
+		return rc;
+	r = close ? event_close(db, id, &v, &was) : event_get(db, id, &v);
+	db_close(db);
+	if (r != SD_OK)
+		return cli_fail(r);
+	if (was && !json)
+		fprintf(stderr, "stagedoor: event %lld's sales were closed already\n", (long long)id);
+	return event_print(&v, json);
+}
+
+static int event_show_cmd(int argc, char **argv)
+{
+	return event_one(argc, argv, 0);
+}
+
+static int event_close_cmd(int argc, char **argv)
+{
+	return event_one(argc, argv, 1);
+}
+
+static int event_set_cmd(int argc, char **argv)
+{
+	const char *dbp = NULL, *starts = NULL;
+	struct event_change c = { 0 };
+	int json = 0, npos, rc;
+	struct arg_opt opts[] = {
+		ARG_DB(&dbp),
+		{ "name", ARG_STR, &c.name, 0, 0, 0, "NAME", "a new name", 0 },
+		{ "venue", ARG_STR, &c.venue, 0, 0, 0, "VENUE", "a new venue", 0 },
+		{ "starts-at", ARG_STR, &starts, 0, 0, 0, "TIME",
+		  "a new start: the venue's time (2026-12-31 20:00) or with an offset", 0 },
+		{ "capacity", ARG_INT, &c.capacity, 1, 1000000, 0, NULL,
+		  "seats on sale (never below a seat sold)", 0 },
+		ARG_JSON(&json),
+		ARG_END,
+	};
+	static const char usage[] = "event set ID [--name NAME] [--venue VENUE] [--starts-at TIME] "
+				    "[--capacity N] [--json]";
+	char *pos[ARGS_MAX_POS];
+	struct event_view v;
+	struct db *db;
+	enum sd_result r;
+	int64_t id;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, usage)) != 0 ||
+	    (rc = event_id_arg(pos[0], &id)) != 0)
+		return rc;
+	c.set = (c.name ? EVENT_SET_NAME : 0) | (c.venue ? EVENT_SET_VENUE : 0) |
+		(starts ? EVENT_SET_STARTS : 0) | (opts[4].seen ? EVENT_SET_CAPACITY : 0);
+	if (starts && (r = timefmt_parse(starts, &c.starts_at)) != SD_OK)
+		return cli_fail(r);
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
+		return rc;
+	r = event_set(db, id, &c, &v);
+	db_close(db);
+	return r == SD_OK ? event_print(&v, json) : cli_fail(r);
+}
+
 static const struct cli_cmd event_subs[] = {
 	{ "add", event_add_cmd, "add an event on sale (prints its id)", NULL, 0 },
+	{ "ls", event_ls_cmd, "list the events: start, sold, admitted, state", NULL, 0 },
+	{ "show", event_show_cmd, "one event: its start, seats sold and admitted, its sales",
+	  NULL, 0 },
+	{ "set", event_set_cmd, "change an event's name, venue, start or capacity", NULL, 0 },
+	{ "close", event_close_cmd, "stop an event's sales (its doors still admit)", NULL, 0 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };
 
 const struct cli_cmd cmd_event = CLI_NODE("event", NULL, event_subs,
-		"events on sale");
+		"events: add, list, show, change, close their sales");

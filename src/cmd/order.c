@@ -29,7 +29,7 @@
 
 static int order_add_cmd(const char *dbp, int argc, char **argv)
 {
-	const char *name = NULL, *email = NULL, *key = NULL, *dbflag = NULL;
+	const char *name = NULL, *email = NULL, *key = NULL, *dbflag = NULL, *payment = NULL;
 	int64_t event = 0, seats = 0;
 	struct arg_opt opts[] = {
 		ARG_DB(&dbflag),
@@ -38,15 +38,17 @@ static int order_add_cmd(const char *dbp, int argc, char **argv)
 		{ "name", ARG_STR, &name, 0, 0, 0, "NAME",
 		  "the buyer's name", 0 },
 		{ "email", ARG_STR, &email, 0, 0, 0, "ADDR",
-		  "the buyer's address", 0 },
+		  "the buyer's address (none: a walk-up buyer, tickets printed at the window)", 0 },
 		{ "seats", ARG_INT, &seats, 1, TICKETS_SEATS_MAX, 0, NULL,
 		  "seats in the order", 0 },
 		{ "idempotency-key", ARG_STR, &key, 0, 0, 0, "KEY",
 		  "the same key again returns the first order and writes nothing", 0 },
+		{ "payment", ARG_STR, &payment, 0, 0, 0, "cash|card",
+		  "the money taken at the box office, and how", 0 },
 		ARG_END,
 	};
-	static const char usage[] = "order add --event ID --name NAME --email ADDR --seats N "
-				    "[--idempotency-key KEY]";
+	static const char usage[] = "order add --event ID --name NAME [--email ADDR] --seats N "
+				    "[--payment cash|card] [--idempotency-key KEY]";
 	char *pos[ARGS_MAX_POS], public_id[ORDER_ID_MAX];
 	struct order_new o;
 	struct db *db;
@@ -56,7 +58,7 @@ static int order_add_cmd(const char *dbp, int argc, char **argv)
 	(void)dbp;
 	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, usage)) != 0)
 		return rc;
-	if (!opts[1].seen || !name || !email || !opts[4].seen) {
+	if (!opts[1].seen || !name || !opts[4].seen) {
 		fprintf(stderr, "stagedoor: usage: stagedoor %s\n", usage);
 		return 2;
 	}
@@ -65,6 +67,7 @@ static int order_add_cmd(const char *dbp, int argc, char **argv)
 	o.email = email;
 	o.seats = seats;
 	o.idempotency_key = key;
+	o.payment = payment;
 	/* the order is money taken: FULL durability for its transaction */
 	if ((rc = cli_open_db(dbflag, 0, DB_SYNC_FULL, &db)) != 0)
 		return rc;
@@ -126,7 +129,12 @@ static void show_text(const struct order_detail *d)
 	printf("order    %s%s\n", v->public_id, v->cancelled_at ? " (cancelled)" : "");
 	timefmt_format(v->starts_at, when, sizeof when);
 	printf("event    %s, %s, %s\n", v->event_name, v->venue, when);
-	printf("buyer    %s <%s>\n", v->buyer_name, v->buyer_email);
+	if (v->buyer_email[0])
+		printf("buyer    %s <%s>\n", v->buyer_name, v->buyer_email);
+	else
+		printf("buyer    %s (no email: tickets printed at the window)\n", v->buyer_name);
+	if (v->payment[0])
+		printf("payment  %s at the box office\n", v->payment);
 	printf("seats    %lld\n", (long long)v->seats);
 	printf("pdf      %s\n", v->pdf_stored ? d->pdf_key : "not stored yet");
 	show_emails(d);

@@ -20,7 +20,7 @@ db=$tmp/box/stagedoor.db
 mkdir -p "$tmp/box"
 "$bin" init --db "$db" >/dev/null
 event=$("$bin" event add --db "$db" --name "Midnight Quartet" --venue Hall \
-	--starts-at 2026-12-31T20:00:00Z --capacity 100)
+	--starts-at 2036-12-31T20:00:00Z --capacity 100)
 order=$("$bin" order add --db "$db" --event "$event" --name "Ada Lovelace" \
 	--email ada@example.com --seats 1)
 "$bin" relay --drain --db "$db" >/dev/null 2>&1
