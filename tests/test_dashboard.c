@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "code.h"
 #include "testutil.h"
 #include "text.h"
 #include "token.h"
@@ -39,6 +40,7 @@
 #define SCRIPT "tests/browser/dashboard.mjs"
 #define ROLES_SCRIPT "tests/browser/roles.mjs"
 #define DOOR_SCRIPT "tests/browser/door.mjs"
+#define VENUE_SCRIPT "tests/browser/venue.mjs"
 #define CAMERA_SCRIPT "tests/browser/make_camera.sh"
 #define OUT_DIR "build/test-output"
 
@@ -168,6 +170,58 @@ static void copy_file(const char *from, const char *to)
 	free(data);
 }
 
+/* codes_of: the ticket codes an order's PDF carries (pdftotext), in page
+ * order, into codes[0..max); how many */
+static int codes_of(const struct tu_env *e, const char *id, char codes[][CODE_TEXT_MAX], int max)
+{
+	char pdf[512], txt[512], *text, *line, *save = NULL;
+	size_t size;
+	int n = 0;
+
+	snprintf(pdf, sizeof pdf, "%s/%s.pdf", e->dir, id);
+	snprintf(txt, sizeof txt, "%s/%s.txt", e->dir, id);
+	if (RUN("order", "pdf", id, "--out", pdf, "--db", e->db_path) != 0)
+		fail_msg("order pdf: %s", err);
+	assert_int_equal(tu_exec((const char *const[]){ "pdftotext", "-enc", "UTF-8", pdf, txt,
+						       NULL }, NULL, NULL, 20000), 0);
+	text = (char *)tu_slurp(txt, &size);
+	for (line = strtok_r(text, "\n", &save); line && n < max;
+	     line = strtok_r(NULL, "\n", &save)) {
+		size_t len = strspn(line, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
+
+		if (len == 52 && (!line[len] || line[len] == ' ' || line[len] == '\r'))
+			snprintf(codes[n++], CODE_TEXT_MAX, "%.52s", line);
+	}
+	free(text);
+	return n;
+}
+
+/* tonight: "YYYY-MM-DDTHH:MMZ" an hour from now (the doors are open) */
+static void tonight(char *buf, size_t size)
+{
+	time_t t = time(NULL) + 3600;
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, size, "%Y-%m-%dT%H:%MZ", &tm);
+}
+
+/* keep_shot: the screenshot at path as OUT_DIR/name, with -san (ASan) or
+ * -pg (on PostgreSQL) before the ".png" */
+static void keep_shot(const char *path, const char *name)
+{
+	char keep[160];
+	size_t n = strlen(name) - 4;
+	const char *tag = strstr(tu_bin(), "/san/") ? "-san" : tu_pg() ? "-pg" : "";
+
+	if (mkdir("build", 0755) != 0 && errno != EEXIST)
+		fail_msg("mkdir build: %s", strerror(errno));
+	if (mkdir(OUT_DIR, 0755) != 0 && errno != EEXIST)
+		fail_msg("mkdir %s: %s", OUT_DIR, strerror(errno));
+	snprintf(keep, sizeof keep, "%s/%.*s%s.png", OUT_DIR, (int)n, name, tag);
+	copy_file(path, keep);
+}
+
 /* roles_in_a_browser: the page as a box office's, a door's (bound to event
  * ev) and a monitor's token see it (tests/browser/roles.mjs). */
 static void roles_in_a_browser(const struct tu_env *e, const char *url, const char *ev,
@@ -202,7 +256,7 @@ static void test_dashboard_in_a_browser(void **state)
 {
 	const struct tu_env *e = *state;
 	char log[512], nlog[512], shot[512], phone[512], tokpath[512], url[64], line[256], ev[32];
-	char keep[128];
+	char starts[32], admitted[32], codes[2][CODE_TEXT_MAX];
 	char token[128];
 	const char *p;
 	unsigned char *png, *tok;
@@ -219,8 +273,24 @@ static void test_dashboard_in_a_browser(void **state)
 	snprintf(phone, sizeof phone, "%s/dashboard-phone.png", e->dir);
 	snprintf(tokpath, sizeof tokpath, "%s/api.token", e->dir);
 
-	/* a box with an event, three orders and a job that dies */
+	/* a Berlin box with an event, three orders and a job that dies; an
+	 * event tonight with an order whose first ticket was admitted; a winter
+	 * and a summer show */
+	setenv("STAGEDOOR_TIMEZONE", "Europe/Berlin", 1);
 	assert_int_equal(RUN("init", "--db", e->db_path), 0);
+	tonight(starts, sizeof starts);
+	assert_int_equal(RUN("event", "add", "--name", "Tonight's Trio", "--venue", "Club",
+			     "--starts-at", starts, "--capacity", "40", "--db", e->db_path), 0);
+	assert_int_equal(RUN("event", "add", "--name", "Summer Night", "--venue", "Garden",
+			     "--starts-at", "2036-07-04T18:00Z", "--capacity", "50", "--db",
+			     e->db_path), 0);
+	assert_int_equal(RUN("event", "add", "--name", "Winter Night", "--venue", "Hall",
+			     "--starts-at", "2036-12-04T19:00Z", "--capacity", "50", "--db",
+			     e->db_path), 0);
+	if (RUN("order", "add", "--event", "1", "--name", "Ida Early", "--email",
+		"ida@example.org", "--seats", "2", "--db", e->db_path) != 0)
+		fail_msg("order add: %s", err);
+	snprintf(admitted, sizeof admitted, "%.*s", (int)strcspn(out, "\n"), out);
 	assert_int_equal(RUN("event", "add", "--name", "Midnight Quartet", "--venue", "Hall",
 			     "--starts-at", "2036-12-31T20:00Z", "--capacity", "10", "--db",
 			     e->db_path), 0);
@@ -248,10 +318,13 @@ static void test_dashboard_in_a_browser(void **state)
 	if (!(p = strstr(line, " port=")) || (port = atoi(p + 6)) <= 0)
 		fail_msg("no port in: %s", line);
 	/* every order's three jobs done (some twice), the failing one dead */
-	wait_sql(e->db_path, 9, JOBS_MS, "SELECT count(DISTINCT job_id) FROM done_jobs");
+	wait_sql(e->db_path, 12, JOBS_MS, "SELECT count(DISTINCT job_id) FROM done_jobs");
 	wait_sql(e->db_path, 1, JOBS_MS, "SELECT count(*) FROM dead_jobs");
 	wait_sql(e->db_path, 0, JOBS_MS, "SELECT count(*) FROM stream");
-	assert_true(tu_count(e->db_path, "SELECT count(*) FROM done_jobs") > 9);
+	assert_true(tu_count(e->db_path, "SELECT count(*) FROM done_jobs") > 12);
+	assert_int_equal(codes_of(e, admitted, codes, 2), 2);
+	if (RUN("scan", codes[0], "--db", e->db_path) != 0)
+		fail_msg("scan: %s %s", out, err);
 
 	tok = tu_slurp(tokpath, &size);
 	snprintf(token, sizeof token, "%.*s", (int)strcspn((char *)tok, "\r\n"), (char *)tok);
@@ -270,20 +343,37 @@ static void test_dashboard_in_a_browser(void **state)
 	assert_true(size > 8);
 	assert_memory_equal(png, "\x89PNG\r\n\x1a\n", 8);
 	free(png);
-	if (mkdir("build", 0755) != 0 && errno != EEXIST)
-		fail_msg("mkdir build: %s", strerror(errno));
-	if (mkdir(OUT_DIR, 0755) != 0 && errno != EEXIST)
-		fail_msg("mkdir %s: %s", OUT_DIR, strerror(errno));
-	snprintf(keep, sizeof keep, "%s/%s", OUT_DIR,
-		 strstr(tu_bin(), "/san/") ? "dashboard-san.png" : "dashboard.png");
-	copy_file(shot, keep);
-	snprintf(keep, sizeof keep, "%s/%s", OUT_DIR,
-		 strstr(tu_bin(), "/san/") ? "dashboard-san-phone.png" : "dashboard-phone.png");
-	copy_file(phone, keep);
+	keep_shot(shot, "dashboard.png");
+	keep_shot(phone, "dashboard-phone.png");
 
 	roles_in_a_browser(e, url, ev, log);
+
+	/* the venue's work: events set up and closed, sales at the window, the
+	 * night on a phone (tests/browser/venue.mjs) */
+	snprintf(nlog, sizeof nlog, "%s/venue.log", e->dir);
+	snprintf(shot, sizeof shot, "%s/venue.png", e->dir);
+	snprintf(phone, sizeof phone, "%s/venue-phone.png", e->dir);
+	setenv("VENUE_FIXED_TIMES", "1", 1);	/* the winter and the summer show */
+	rc = node((const char *const[]){ "node", VENUE_SCRIPT, url, token, shot, NULL }, nlog,
+		  BROWSER_MS);
+	unsetenv("VENUE_FIXED_TIMES");
+	if (rc != 0) {
+		char *text = text_of(nlog), *rlog = text_of(log);
+		tu_fail_free(text, rlog, "node %s exited %d:\n%s\n--- run.log:\n%s", VENUE_SCRIPT,
+			     rc, text, rlog);
+	}
+	keep_shot(shot, "venue.png");
+	keep_shot(phone, "venue-phone.png");
+	/* what the page did is the box's: one window sale per key, the closed
+	 * event sold nothing after it closed, every check holds */
+	assert_true(tu_count(e->db_path, "SELECT count(*) FROM orders WHERE payment = 'card'") >= 1);
+	assert_true(tu_count(e->db_path, "SELECT count(*) FROM orders WHERE payment = 'cash' AND "
+			     "buyer_email IS NULL") >= 1);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM orders o JOIN events v ON "
+				  "v.id = o.event_id WHERE o.created_at > v.closed_at"), 0);
 	kill(run, SIGTERM);
 	assert_int_equal(tu_reap(run, 60000, "run"), 0);
+	unsetenv("STAGEDOOR_TIMEZONE");
 }
 
 /*
@@ -298,7 +388,8 @@ static void test_door_with_a_fake_camera(void **state)
 {
 	const struct tu_env *e = *state;
 	char log[512], nlog[512], shot[512], idle[512], pdf[512], cam[512], url[64], line[256];
-	char ev[32], id[32], starts[32], token[TOKEN_HEX + 1], keep[128];
+	char ev[32], id[32], starts[32], token[TOKEN_HEX + 1];
+	char codes[2][CODE_TEXT_MAX];
 	const char *p;
 	time_t t = time(NULL) + 3600;	/* tonight: the doors are open */
 	struct tm tm;
@@ -321,7 +412,7 @@ static void test_door_with_a_fake_camera(void **state)
 			     "--starts-at", starts, "--capacity", "10", "--db", e->db_path), 0);
 	snprintf(ev, sizeof ev, "%.*s", (int)strcspn(out, "\n"), out);
 	if (RUN("order", "add", "--event", ev, "--name", "Ada Lovelace", "--email",
-		"ada@example.org", "--seats", "1", "--db", e->db_path) != 0)
+		"ada@example.org", "--seats", "2", "--db", e->db_path) != 0)
 		fail_msg("order add: %s", err);
 	snprintf(id, sizeof id, "%.*s", (int)strcspn(out, "\n"), out);
 	run = tu_spawn((const char *const[]){ "run", "--db", e->db_path, "--workers", "1",
@@ -350,8 +441,10 @@ static void test_door_with_a_fake_camera(void **state)
 	snprintf(token, sizeof token, "%.*s", TOKEN_HEX, out);
 
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/", port);
-	rc = node((const char *const[]){ "node", DOOR_SCRIPT, url, token, cam, shot, NULL }, nlog,
-		  BROWSER_MS);
+	/* the second ticket's code, typed by hand in lower case */
+	assert_int_equal(codes_of(e, id, codes, 2), 2);
+	rc = node((const char *const[]){ "node", DOOR_SCRIPT, url, token, cam, shot, codes[1],
+					 NULL }, nlog, BROWSER_MS);
 	if (rc != 0) {
 		char *text = text_of(nlog), *rlog = text_of(log);
 		tu_fail_free(text, rlog, "node %s exited %d:\n%s\n--- run.log:\n%s", DOOR_SCRIPT, rc,
@@ -360,19 +453,13 @@ static void test_door_with_a_fake_camera(void **state)
 	/* what the box recorded: one admission, by the door's name, and the
 	 * refusals after it */
 	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM tickets WHERE scanned_at IS NOT "
-				  "NULL AND scanned_by = 'North door'"), 1);
+				  "NULL AND scanned_by = 'North door'"), 2);
 	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM scans WHERE outcome = "
-				  "'admitted' AND device = 'North door'"), 1);
+				  "'admitted' AND device = 'North door'"), 2);
 	assert_true(tu_count(e->db_path, "SELECT count(*) FROM scans WHERE outcome = "
 			     "'already_scanned' AND device = 'North door'") >= 2);
-	if (mkdir(OUT_DIR, 0755) != 0 && errno != EEXIST)
-		fail_msg("mkdir %s: %s", OUT_DIR, strerror(errno));
-	snprintf(keep, sizeof keep, "%s/%s", OUT_DIR,
-		 strstr(tu_bin(), "/san/") ? "door-san.png" : "door.png");
-	copy_file(shot, keep);
-	snprintf(keep, sizeof keep, "%s/%s", OUT_DIR,
-		 strstr(tu_bin(), "/san/") ? "door-san-idle.png" : "door-idle.png");
-	copy_file(idle, keep);
+	keep_shot(shot, "door.png");
+	keep_shot(idle, "door-idle.png");
 	kill(run, SIGTERM);
 	assert_int_equal(tu_reap(run, 60000, "run"), 0);
 }

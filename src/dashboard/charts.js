@@ -8,9 +8,13 @@
  * window.StagedoorCharts, with:
  *
  *   sales(figure, {"capacity":N, "sold":N, "hours":[{"hour":MS, "seats":N, "orders":N}]})
- *       seats sold per hour (bars, left scale) and the running total (step
- *       line, right scale) under the capacity (dashed line); "sold N of C"
- *       in the figure's .note
+ *       seats sold per hour of the venue's clock (bars), the running total
+ *       (step line) and the capacity (dashed line), all on ONE scale of
+ *       seats, 0 to the capacity (or to the total, when more were sold): 2
+ *       of 40 sold stays a low line.  "N of C sold" in the figure's .note;
+ *       the <svg> carries data-scale-max (the scale's top), data-plot-top and
+ *       data-plot-bottom (its y in the viewBox), each bar rect.s-seats its
+ *       data-value.
  *   jobs(figure, {"minutes":[{"minute":MS, "done":N, "failed":N, ...}]})
  *       jobs done and failed attempts per minute (stacked bars)
  *   depth(figure, {"minutes":[{"minute":MS, "ready":N, "scheduled":N, "leased":N, "dead":N}]})
@@ -29,7 +33,10 @@
  * wide), so that 11 px labels stay 11 px on a phone; a window resize draws
  * again from the last JSON.  Series colours come from dashboard.css (the
  * classes s-<series>), which the HTML legends share.  Times on the x axis
- * are the server's milliseconds, shown as the browser's local HH:MM.
+ * are the server's milliseconds shown on the venue's clock (useClock: the
+ * dashboard's, from whoami's timezone), as HH:MM, with the zone's
+ * abbreviation once in the figure's .zone; hours are cut at the venue's
+ * hours, never the browser's.
  */
 'use strict';
 
@@ -52,11 +59,22 @@
     return node;
   }
 
+  /* the venue's clock (dashboard.js's venueClock); UTC until it is given */
   const pad2 = (n) => String(n).padStart(2, '0');
-  const hhmm = (ms) => { const d = new Date(ms); return pad2(d.getHours()) + ':' + pad2(d.getMinutes()); };
-  const day = (ms) => new Date(ms).toLocaleDateString(undefined, { day: 'numeric', month: 'short' });
+  let clock = {
+    parts: (ms) => { const t = new Date(ms).toISOString(); return { date: t.slice(0, 10), time: t.slice(11, 16), offset: 0 }; },
+    abbr: () => 'UTC', offsetMs: () => 0, when: (ms) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
+  };
+  function useClock(c) { clock = c; }
+  const hhmm = (ms) => clock.parts(ms).time;
+  const day = (ms) => clock.parts(ms).date;
+  /* zoneOf: the abbreviation of a span's zone ("CET", or "CET/CEST" across a change) */
+  const zoneOf = (t0, t1) => { const a = clock.abbr(t0), b = clock.abbr(t1); return a === b ? a : a + '/' + b; };
+  /* venueHour: the start of the venue's hour that holds ms */
+  const venueHour = (ms) => { const off = clock.offsetMs(ms); return Math.floor((ms + off) / HOUR) * HOUR - off; };
   const n0 = (v) => (typeof v === 'number' && isFinite(v) && v > 0 ? v : 0);
-  const fmt = (v) => (typeof v === 'number' && isFinite(v) ? v.toLocaleString('en-US') : '–');
+  const NUM = new Intl.NumberFormat('en-US');
+  const fmt = (v) => (typeof v === 'number' && isFinite(v) ? NUM.format(v) : '–');
 
   /* niceStep: 1, 2 or 5 times a power of ten, at least 1, so that about
    * `count` steps cover max */
@@ -67,20 +85,20 @@
     return 10 * p;
   }
 
-  /* timeTicks: ticks between t0 and t1 on round local times (every 5 min,
-   * every hour, midnights...), at most about `count` of them; each with its
-   * label: HH:MM, or the date for a midnight when the span is over a day. */
+  /* timeTicks: ticks between t0 and t1 on round times of the venue's clock
+   * (every 5 min, every hour, midnights...), at most about `count` of them;
+   * each with its label: HH:MM, or the date for a midnight when the span is
+   * over a day. */
   function timeTicks(t0, t1, count) {
     const steps = [1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440, 2880, 10080].map((m) => m * MIN);
     const span = Math.max(MIN, t1 - t0);
     let step = steps.find((s) => span / s <= count);
     if (!step) step = Math.ceil(span / count / (7 * DAY)) * 7 * DAY;
     const ticks = [];
-    /* round in local time: the offset of the first tick's day */
-    const off = -new Date(t0).getTimezoneOffset() * MIN;
+    /* round on the venue's clock: the offset of the first tick's day */
+    const off = clock.offsetMs(t0);
     for (let t = Math.ceil((t0 + off) / step) * step - off; t <= t1; t += step) {
-      const d = new Date(t);
-      const midnight = d.getHours() === 0 && d.getMinutes() === 0;
+      const midnight = hhmm(t) === '00:00';
       ticks.push({ t, label: step >= DAY || (midnight && span > DAY) ? day(t) : hhmm(t) });
     }
     return ticks;
@@ -89,13 +107,14 @@
   /* ---- the frame: size, scales, axes ---- */
 
   /* frame: a new <svg> in the figure's .plot, with scales for the time span
-   * [t0, t1] and the value spans [0, ymax] (left) and [0, y2max] (right,
-   * optional).  The caller draws into f.g, then calls done(f). */
+   * [t0, t1] and the values [0, ymax] (rounded up to a round step; o.exact:
+   * ymax itself is the top, labelled), o.unit naming them over the axis.
+   * The caller draws into f.g, then calls done(f). */
   function frame(figure, o) {
     const plot = figure.querySelector('.plot');
     const w = plotWidth(plot);
     const h = w < 480 ? 170 : 210;
-    const m = { l: 38, r: o.y2max ? 40 : 12, t: 14, b: 22 };
+    const m = { l: 38, r: 12, t: o.unit ? 20 : 14, b: 22 };
     const root = svg('svg', { viewBox: `0 0 ${w} ${h}`, width: '100%', role: 'img',
                               'aria-label': o.label, 'data-points': o.points,
                               preserveAspectRatio: 'xMidYMid meet' });
@@ -115,24 +134,21 @@
     f.sx = (t) => f.x0 + ((t - o.t0) / span) * (f.x1 - f.x0);
     const yTicks = Math.max(2, Math.floor((f.y0 - f.y1) / 40));
     const ystep = niceStep(Math.max(1, o.ymax), yTicks);
-    const ytop = Math.max(ystep, Math.ceil(Math.max(1, o.ymax) / ystep) * ystep);
+    const ytop = o.exact ? Math.max(1, o.ymax) : Math.max(ystep, Math.ceil(Math.max(1, o.ymax) / ystep) * ystep);
     f.sy = (v) => f.y0 - (v / ytop) * (f.y0 - f.y1);
+    root.setAttribute('data-scale-max', String(ytop));
+    root.setAttribute('data-plot-top', String(f.y1));
+    root.setAttribute('data-plot-bottom', String(f.y0));
     const axes = svg('g', { class: 'axes' });
-    for (let v = 0; v <= ytop + 1e-9; v += ystep) {
+    const marks = [];
+    for (let v = 0; v <= ytop + 1e-9 && (!o.exact || v < ytop - ystep / 2); v += ystep) marks.push(v);
+    if (o.exact) marks.push(ytop);
+    for (const v of marks) {
       const y = Math.round(f.sy(v)) + 0.5;
       axes.append(svg('line', { x1: f.x0, x2: f.x1, y1: y, y2: y, class: v ? 'grid' : 'base' }),
                   svg('text', { x: f.x0 - 5, y, 'text-anchor': 'end', 'dominant-baseline': 'middle' }, fmt(v)));
     }
-    if (o.y2max) {
-      const top2 = o.y2max;
-      f.sy2 = (v) => f.y0 - (v / top2) * (f.y0 - f.y1);
-      const step2 = niceStep(top2, yTicks);
-      const marks = [];
-      for (let v = 0; v < top2 - step2 / 2; v += step2) marks.push(v);
-      marks.push(top2);
-      for (const v of marks)
-        axes.append(svg('text', { x: f.x1 + 5, y: f.sy2(v), 'dominant-baseline': 'middle', class: 'right' }, fmt(v)));
-    }
+    if (o.unit) axes.append(svg('text', { x: f.x0 - 5, y: 8, 'text-anchor': 'end', class: 'unit' }, o.unit));
     const xt = timeTicks(o.t0, o.t1, Math.max(2, Math.floor((f.x1 - f.x0) / 70)));
     for (const t of xt) {
       const x = Math.round(f.sx(t.t)) + 0.5;
@@ -152,6 +168,12 @@
     if (n) n.textContent = text;
   }
 
+  /* zone: the caption's word on the clock of the x axis */
+  function zone(figure, t0, t1) {
+    const z = figure.querySelector('.zone');
+    if (z) z.textContent = t0 === undefined ? '' : 'times ' + zoneOf(t0, t1);
+  }
+
   /* bars: stacked bars, one per entry, each [t, t + width) with layers
    * (bottom first) [{cls, value, what}]; the tooltip lists them. */
   function bars(f, entries, width, layersOf, label) {
@@ -165,7 +187,7 @@
         if (!(l.value > 0)) continue;
         const yTop = f.sy(base + l.value), yBot = f.sy(base);
         g.append(svg('rect', { x: x.toFixed(1), y: yTop.toFixed(1), width: bw.toFixed(1),
-                               height: Math.max(0.5, yBot - yTop).toFixed(1), class: l.cls }));
+                               height: Math.max(0.5, yBot - yTop).toFixed(1), class: l.cls, 'data-value': l.value }));
         base += l.value;
       }
       /* a hit area the full height, for the tooltip of small bars */
@@ -209,40 +231,53 @@
 
   function sales(figure, data) {
     remember(figure, sales, data);
-    const hours = (data.hours || []).filter((h) => typeof h.hour === 'number').sort((a, b) => a.hour - b.hour);
+    /* the server's hours, cut again at the venue's hours (an offset of a
+     * half hour moves a sale into the venue's hour it was made in) */
+    const byHour = new Map();
+    for (const h of data.hours || []) {
+      if (typeof h.hour !== 'number') continue;
+      const at = venueHour(h.hour);
+      const e = byHour.get(at) || { hour: at, seats: 0, orders: 0 };
+      e.seats += n0(h.seats);
+      e.orders += n0(h.orders);
+      byHour.set(at, e);
+    }
+    const hours = [...byHour.values()].sort((a, b) => a.hour - b.hour);
     const cap = n0(data.capacity), sold = n0(data.sold);
-    note(figure, 'sold ' + fmt(sold) + ' of ' + fmt(cap) + (cap && sold >= cap ? ' (sold out)' : ''));
+    note(figure, fmt(sold) + ' of ' + fmt(cap) + ' sold' + (cap && sold >= cap ? ' (sold out)' : ''));
     figure.classList.toggle('sold-out', cap > 0 && sold >= cap);
     if (!hours.length) {
+      zone(figure);
       done(figure, frame(figure, { label: 'no sales yet', points: 0, empty: 'no sales yet' }));
       return;
     }
     const t1 = hours[hours.length - 1].hour + HOUR;
     const t0 = Math.min(hours[0].hour, t1 - 6 * HOUR);
+    zone(figure, t0, t1);
     let run = 0;
     const cum = hours.map((h) => (run += n0(h.seats)));
+    /* one scale for the bars, the running total and the capacity */
     const f = frame(figure, {
-      label: `seats sold per hour: ${hours.length} hours with sales, sold ${sold} of ${cap}`,
-      points: hours.length, t0, t1,
-      ymax: Math.max(...hours.map((h) => n0(h.seats))),
-      y2max: Math.max(cap, run, 1),
+      label: `seats sold per hour: ${hours.length} hours with sales, ${sold} of ${cap} sold`,
+      points: hours.length, t0, t1, unit: 'seats', exact: true,
+      ymax: Math.max(cap, run, sold, ...hours.map((h) => n0(h.seats)), 1),
     });
     bars(f, hours.map((h) => ({ ...h, t: h.hour })), HOUR,
          (h) => [{ cls: 's-seats', value: n0(h.seats) }],
-         (h) => `${day(h.hour)} ${hhmm(h.hour)}–${hhmm(h.hour + HOUR)}: ${fmt(h.seats)} seats, ${fmt(h.orders)} orders`);
+         (h) => `${day(h.hour)} ${hhmm(h.hour)}–${hhmm(h.hour + HOUR)} ${clock.abbr(h.hour)}: ${fmt(h.seats)} seats, ${fmt(h.orders)} orders`);
     /* the running total: a step up at the start of each hour with sales,
      * level across it at what was sold by its end */
-    let d = `M${f.sx(t0).toFixed(1)},${f.sy2(0).toFixed(1)}`;
+    let d = `M${f.sx(t0).toFixed(1)},${f.sy(0).toFixed(1)}`;
     hours.forEach((h, i) => {
-      d += `H${f.sx(h.hour).toFixed(1)}V${f.sy2(cum[i]).toFixed(1)}`;
+      d += `H${f.sx(h.hour).toFixed(1)}V${f.sy(cum[i]).toFixed(1)}`;
     });
     d += `H${f.sx(t1).toFixed(1)}`;
     /* a white edge under the line keeps it visible across the bars */
     f.g.append(svg('path', { d, class: 'halo', fill: 'none' }),
                tip(svg('path', { d, class: 's-total', fill: 'none' }), `sold so far: ${fmt(run)}`));
     if (cap) {
-      const y = Math.round(f.sy2(cap)) + 0.5;
-      f.g.append(svg('line', { x1: f.x0, x2: f.x1, y1: y, y2: y, class: 's-capacity' }),
+      const y = Math.round(f.sy(cap)) + 0.5;
+      f.g.append(svg('line', { x1: f.x0, x2: f.x1, y1: y, y2: y, class: 's-capacity', 'data-value': cap }),
                  svg('text', { x: f.x1 - 4, y: y + 12, 'text-anchor': 'end', class: 'cap-label' },
                      'capacity ' + fmt(cap)));
     }
@@ -267,6 +302,7 @@
       return;
     }
     const [t0, t1] = lastHour(mins);
+    zone(figure, t0, t1);
     const doneN = mins.reduce((a, m) => a + n0(m.done), 0), failN = mins.reduce((a, m) => a + n0(m.failed), 0);
     note(figure, fmt(doneN) + ' done, ' + fmt(failN) + ' failed');
     const f = frame(figure, {
@@ -289,6 +325,7 @@
       return;
     }
     const [t0, t1] = lastHour(mins);
+    zone(figure, t0, t1);
     const total = (m) => DEPTH.reduce((a, k) => a + n0(m[k]), 0);
     const now = mins[mins.length - 1];
     note(figure, 'now ' + DEPTH.map((k) => fmt(n0(now[k])) + ' ' + k).join(', '));
@@ -342,6 +379,7 @@
     }
     const t1 = mins[mins.length - 1].minute + MIN;
     const t0 = Math.min(mins[0].minute, t1 - 30 * MIN);
+    zone(figure, t0, t1);
     const a = mins.reduce((s, m) => s + n0(m.admitted), 0), r = mins.reduce((s, m) => s + n0(m.refused), 0);
     const f = frame(figure, {
       label: `door scans per minute over ${mins.length} minutes: ${a} admitted, ${r} refused`,
@@ -362,7 +400,7 @@
       const tr = document.createElement('tr');
       tr.dataset.door = d.door;
       const cells = [[d.door, ''], [fmt(d.admitted), 'num'], [fmt(d.refused), 'num'],
-                     [typeof d.last_at === 'number' ? new Date(d.last_at).toLocaleTimeString() : '–', 'num']];
+                     [typeof d.last_at === 'number' ? clock.when(d.last_at) : '–', 'num']];
       cells.forEach(([text, cls], i) => {
         const td = document.createElement('td');
         td.textContent = text;
@@ -376,5 +414,5 @@
     table.hidden = rows.length === 0;
   }
 
-  window.StagedoorCharts = Object.freeze({ sales, jobs, depth, scans, fit, timeTicks });
+  window.StagedoorCharts = Object.freeze({ sales, jobs, depth, scans, fit, timeTicks, useClock });
 })();

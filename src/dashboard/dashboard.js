@@ -45,9 +45,19 @@
  *   POST /v1/scan {"code":"..."} ->
  *     {"result":"invalid"} or
  *     {"result":"admitted|already_scanned", "scanned_at":MS, "seat":"...", "order_id":"T..."}
- *   GET /v1/events -> {"events": [...as in /v1/stats...]}   (box_office: its events list)
- *   GET /v1/events/{id} -> {"id":N, "name":"...", ...as in /v1/stats..., "admitted":N,
- *                           "to_come":N, "cancelled":N}     (a door token: its own event)
+ *   GET /v1/events -> {"events": [EVENT...]}   (operator, box_office, monitor)
+ *   GET /v1/events/{id} -> EVENT                (a door token: its own event)
+ *     EVENT: {"id":N, "name":"...", "venue":"...", "starts_at":"2026-12-04T19:00:00Z" (UTC),
+ *             "starts_at_ms":MS, "capacity":N, "orders":N, "seats_sold":N, "seats_remaining":N,
+ *             "admitted":N, "to_come":N, "cancelled":N, "state":"on_sale|closed",
+ *             "closed_at":"RFC 3339"|null}
+ *   The operator sets events up (box_office gets 403 for these):
+ *   POST /v1/events {"name", "venue", "starts_at":"2026-12-31T20:00", "capacity"} -> 201 EVENT
+ *     (a starts_at without a zone is the venue's local time; 400 {"error", "field":"starts_at"}
+ *     for a past time, or one the venue's clocks skip or pass twice)
+ *   PATCH /v1/events/{id} {the fields changed} -> 200 EVENT
+ *     (409 {"error", "field":"capacity"} for a capacity below the seats sold)
+ *   POST /v1/events/{id}/close -> 200 EVENT (state "closed": no more sales)
  *   Every CHARTS_MS (15 s; at once when the event chosen changes), for the
  *   pictures of the night, drawn by charts.js (its header: what it draws):
  *   GET /v1/events/{id}/sales ->
@@ -102,11 +112,33 @@
  * #order-pdf, #order-close, and #order-message (class ok, error or
  * pending).  A click on a #orders-list row opens that order too.
  *   GET /v1/whoami -> {"role":"operator|box_office|door|monitor", "name":"...",
- *                      "event_id":N|null}
+ *                      "event_id":N|null, "metrics_auth":bool,
+ *                      "timezone":"Europe/Berlin",              (the venue's zone, IANA)
+ *                      "zone_names":{"3600":"CET", "7200":"CEST"}}  (its UTC offsets in
+ *                                                   seconds east -> the abbreviation)
+ *
+ * Every time shown is the venue's (whoami's timezone), never the browser's,
+ * as "YYYY-MM-DD HH:MM ABBR" (venueClock below; the charts' axes HH:MM with
+ * the abbreviation in their caption).
+ *
+ * The operator's page opens on the night (#night: the events of today and
+ * the next 7 days, and those started in the last 12 hours), then the sale at
+ * the window, the door scan, the charts, the box office, all events, recent
+ * orders; the queue's internals (#queue, #leases, #dead) come last.
+ * #night-list tbody tr[data-event-id][data-state="on_sale|closed|sold_out"]
+ * with td.when, td.state, button.edit and button.close-sales (operator), then
+ * tr.confirm-row with button.close-confirm / button.close-keep; #night-empty,
+ * #night-message; #venue-zone.  #event-new opens #event-form[data-mode=
+ * "create|edit"][data-event-id] (#event-name, #event-venue, #event-starts (a
+ * datetime-local in the venue's time), #event-capacity, #event-save,
+ * #event-form-close, #event-error-<field>, #event-message).  The sale at the
+ * window (#sell) is boxoffice.js's.  #state-dead-card has class bad when
+ * dead is not 0.
  */
 'use strict';
 
 (function () {
+  const venueClock = window.venueClock;   /* the venue's clock: clock.js */
   const REFRESH_MS = 3000;
   const CHARTS_MS = 15000;   /* the charts and an open order refresh less often */
   const TOKEN_KEY = 'stagedoor.token';
@@ -135,9 +167,10 @@
   }
 
   /* api: one /v1 call; the parsed JSON, or throws (AuthError on 401,
-   * ApiError on any other non-2xx). */
-  async function api(method, path, body) {
-    const headers = { 'Authorization': 'Bearer ' + token() };
+   * ApiError on any other non-2xx; a network error as fetch throws it).
+   * more: other headers (the sale's Idempotency-Key). */
+  async function api(method, path, body, more) {
+    const headers = Object.assign({ 'Authorization': 'Bearer ' + token() }, more || {});
     const init = { method, headers, cache: 'no-store', credentials: 'omit' };
     if (body !== undefined) {
       headers['Content-Type'] = 'application/json';
@@ -150,7 +183,9 @@
     if (type.startsWith('application/json')) data = await r.json();
     if (!r.ok) {
       const why = data && data.error ? (typeof data.error === 'string' ? data.error : JSON.stringify(data.error)) : r.statusText;
-      throw new ApiError(method + ' ' + path + ': ' + r.status + ' ' + why, r.status, why, data);
+      const e = new ApiError(method + ' ' + path + ': ' + r.status + ' ' + why, r.status, why, data);
+      e.retryAfter = Number(r.headers.get('Retry-After')) || 0;
+      throw e;
     }
     return data;
   }
@@ -162,8 +197,9 @@
     return e;
   }
 
+  const NUM = new Intl.NumberFormat('en-US');
   function num(n) {
-    return typeof n === 'number' && isFinite(n) ? n.toLocaleString('en-US') : '–';
+    return typeof n === 'number' && isFinite(n) ? NUM.format(n) : '–';
   }
 
   function age(ms) {
@@ -177,10 +213,13 @@
     return Math.floor(m / 60) + ' h ' + (m % 60) + ' min';
   }
 
-  function when(ms) {
-    if (typeof ms !== 'number') return ms ? String(ms) : '–';
-    const d = new Date(ms);
-    return isNaN(d) ? '–' : d.toLocaleString();
+
+  let clock = venueClock('UTC', {});
+
+  /* when: a time (ms, or an RFC 3339 string) on the venue's clock */
+  function when(t) {
+    const ms = typeof t === 'string' ? Date.parse(t) : t;
+    return typeof ms === 'number' && isFinite(ms) ? clock.when(ms) : '–';
   }
 
   /* fillRows: replace a table's rows; each cell is labelled with its column's
@@ -189,7 +228,8 @@
     const tbody = tbodyParent.querySelector('tbody');
     const heads = Array.from(tbodyParent.querySelectorAll('thead th'), (th) => th.textContent);
     for (const tr of rows)
-      Array.from(tr.children).forEach((td, i) => { td.dataset.label = heads[i] || ''; });
+      if (!tr.classList.contains('confirm-row'))
+        Array.from(tr.children).forEach((td, i) => { td.dataset.label = heads[i] || ''; });
     tbody.replaceChildren(...rows);
     if (emptyId) $(emptyId).hidden = rows.length > 0;
   }
@@ -229,6 +269,7 @@
   function showStats(s) {
     const bs = (s.jobs && s.jobs.total) || {};
     for (const st of STATES) $('state-' + st).textContent = num(bs[st] || 0);
+    $('state-dead-card').classList.toggle('bad', (bs.dead || 0) > 0);
     $('orders-total').textContent = num(s.orders);
     $('emails-sent').textContent = num(s.emails_sent);
     const dpm = typeof s.done_per_minute === 'number' ? s.done_per_minute : 0;
@@ -249,13 +290,21 @@
                 el('td', num(k.dead || 0), 'num'), el('td', num(k.done || 0), 'num'));
       return tr;
     }));
-
-    showEvents(s.events || []);
   }
+
+  /* eventState: "on_sale", "closed" or "sold_out", and its words */
+  function eventState(e) {
+    if (e.state === 'closed') return 'closed';
+    return typeof e.seats_remaining === 'number' && e.seats_remaining <= 0 ? 'sold_out' : 'on_sale';
+  }
+  const STATE_WORDS = { on_sale: 'on sale', closed: 'sales closed', sold_out: 'sold out' };
 
   function showEvents(events) {
     eventNames = new Map(events.map((e) => [e.id, e.name]));
+    shownEvents = events;
     showEventChoice(events);
+    if (me && (me.role === 'operator' || me.role === 'box_office')) boxOffice.events(events);
+    if (!$('night').hidden) showNight(events);
     fillRows($('events-list'), null, events.map((e) => {
       const tr = el('tr');
       tr.dataset.eventId = e.id;
@@ -267,9 +316,203 @@
       bar.title = pct.toFixed(0) + '%';
       const tdBar = el('td');
       tdBar.append(bar);
-      tr.append(el('td', e.name), el('td', num(e.seats_sold), 'num sold'), el('td', num(e.capacity), 'num'), tdBar);
+      const st = eventState(e);
+      tr.dataset.state = st;
+      tr.append(el('td', e.name), el('td', when(e.starts_at_ms), 'when'), el('td', STATE_WORDS[st], 'state-' + st),
+                el('td', num(e.seats_sold), 'num sold'), el('td', num(e.capacity), 'num'), tdBar);
       return tr;
     }));
+  }
+
+  /* ---- the night: today's events and the next 7 days' (operator) ---- */
+
+  let shownEvents = [];
+  let closing = null;        /* the event whose "close sales" asks to be confirmed */
+  let eventBusy = false;     /* an event change in flight */
+  let editing = null;        /* the event as it was when its edit opened */
+
+  /* tonight: the events of the venue's today and next 7 days, and those
+   * started in the last 12 hours; by start */
+  function tonight(events) {
+    const now = Date.now(), today = clock.day(now);
+    return events.filter((e) => {
+      const t = e.starts_at_ms;
+      if (typeof t !== 'number') return false;
+      if (t < now) return now - t <= 12 * 3600000;
+      const d = clock.day(t) - today;
+      return d >= 0 && d <= 7;
+    }).sort((a, b) => a.starts_at_ms - b.starts_at_ms);
+  }
+
+  function nightMessage(text, kind) {
+    $('night-message').textContent = text;
+    $('night-message').className = 'order-message ' + (kind || '');
+  }
+
+  function showNight(events) {
+    const list = tonight(events);
+    const operator = me && me.role === 'operator';
+    const rows = [];
+    for (const e of list) {
+      const tr = el('tr');
+      const st = eventState(e);
+      tr.dataset.eventId = e.id;
+      tr.dataset.state = st;
+      const ops = el('td', null, 'ops');
+      if (operator) {
+        const edit = el('button', 'Edit', 'quiet edit');
+        edit.type = 'button';
+        edit.setAttribute('aria-label', 'edit ' + e.name);
+        edit.disabled = eventBusy;
+        edit.addEventListener('click', () => openEventForm(e));
+        ops.append(edit);
+        if (e.state !== 'closed') {
+          const close = el('button', 'Close sales', 'danger close-sales');
+          close.type = 'button';
+          close.setAttribute('aria-label', 'close sales of ' + e.name);
+          close.disabled = eventBusy;
+          close.addEventListener('click', () => { closing = e.id; showNight(shownEvents); });
+          ops.append(close);
+        }
+      }
+      tr.append(el('td', e.name), el('td', e.venue || '–'), el('td', when(e.starts_at_ms), 'when'),
+                el('td', num(e.seats_sold) + ' / ' + num(e.capacity), 'num'),
+                el('td', num(e.admitted), 'num'), el('td', num(e.seats_remaining), 'num'),
+                el('td', STATE_WORDS[st], 'state state-' + st), ops);
+      rows.push(tr);
+      if (operator && closing === e.id && e.state !== 'closed') rows.push(closeRow(e));
+    }
+    fillRows($('night-list'), 'night-empty', rows);
+  }
+
+  /* closeRow: the second step of "close sales", under the event's row */
+  function closeRow(e) {
+    const tr = el('tr', null, 'confirm-row');
+    tr.dataset.eventId = e.id;
+    const td = el('td');
+    td.colSpan = 8;
+    const yes = el('button', 'Yes, close sales', 'danger close-confirm');
+    const keep = el('button', 'Keep selling', 'quiet close-keep');
+    yes.type = keep.type = 'button';
+    yes.disabled = eventBusy;
+    yes.addEventListener('click', () => closeSales(e));
+    keep.addEventListener('click', () => { closing = null; showNight(shownEvents); });
+    td.append(el('p', 'Close sales of ' + e.name + '? No ticket can be sold for it after this; ' +
+                      'the tickets sold stay valid.'), yes, keep);
+    tr.append(td);
+    return tr;
+  }
+
+  async function closeSales(e) {
+    if (eventBusy) return;
+    eventBusy = true;
+    showNight(shownEvents);
+    try {
+      const r = await api('POST', '/v1/events/' + encodeURIComponent(e.id) + '/close');
+      closing = null;
+      nightMessage('Sales of ' + ((r && r.name) || e.name) + ' are closed.', 'ok');
+    } catch (err) {
+      if (err instanceof AuthError) return fail(err);
+      nightMessage(err.why || err.message, 'error');
+    } finally {
+      eventBusy = false;
+    }
+    refresh();
+  }
+
+  /* ---- the event form: a new event, or one edited (operator) ---- */
+
+  const EVENT_FIELDS = ['name', 'venue', 'starts_at', 'capacity'];
+
+  function fieldErrors(prefix, fields, field, text) {
+    for (const f of fields) {
+      const out = $(prefix + '-error-' + f);
+      out.textContent = f === field ? text : '';
+      out.parentElement.classList.toggle('invalid', f === field);
+    }
+  }
+
+  function eventMessage(text, kind) {
+    $('event-message').textContent = text;
+    $('event-message').className = 'order-message ' + (kind || '');
+  }
+
+  /* openEventForm: empty for a new event, or filled from e to edit it */
+  function openEventForm(e) {
+    const f = $('event-form');
+    editing = e || null;
+    f.dataset.mode = e ? 'edit' : 'create';
+    f.dataset.eventId = e ? String(e.id) : '';
+    $('event-form-h').textContent = e ? 'Edit ' + e.name : 'New event';
+    $('event-save').textContent = e ? 'Save the changes' : 'Create the event';
+    $('event-name').value = e ? e.name : '';
+    $('event-venue').value = e ? e.venue || '' : '';
+    $('event-starts').value = e && typeof e.starts_at_ms === 'number' ? clock.local(e.starts_at_ms) : '';
+    $('event-capacity').value = e ? String(e.capacity) : '';
+    $('event-zone').textContent = clock.timezone;
+    fieldErrors('event', EVENT_FIELDS, null, '');
+    eventMessage('', '');
+    f.hidden = false;
+    f.scrollIntoView({ block: 'nearest' });
+    $('event-name').focus();
+  }
+
+  function closeEventForm() {
+    $('event-form').hidden = true;
+    editing = null;
+  }
+
+  /* the form's fields as the API takes them; a start without a zone is the
+   * venue's local time */
+  function eventBody() {
+    const cap = $('event-capacity').value.trim();
+    return {
+      name: $('event-name').value.trim(),
+      venue: $('event-venue').value.trim(),
+      starts_at: $('event-starts').value.slice(0, 16),
+      capacity: cap === '' ? null : Number(cap),
+    };
+  }
+
+  async function saveEvent(ev) {
+    ev.preventDefault();
+    if (eventBusy) return;
+    const body = eventBody();
+    let method = 'POST', path = '/v1/events', send = body;
+    if (editing) {
+      const was = { name: editing.name, venue: editing.venue || '', capacity: editing.capacity,
+                    starts_at: typeof editing.starts_at_ms === 'number' ? clock.local(editing.starts_at_ms) : '' };
+      send = {};
+      for (const k of EVENT_FIELDS) if (body[k] !== was[k]) send[k] = body[k];
+      if (!Object.keys(send).length) {
+        eventMessage('Nothing changed.', 'ok');
+        return;
+      }
+      method = 'PATCH';
+      path = '/v1/events/' + encodeURIComponent(editing.id);
+    }
+    eventBusy = true;
+    $('event-save').disabled = true;
+    fieldErrors('event', EVENT_FIELDS, null, '');
+    eventMessage('…', 'pending');
+    try {
+      const r = await api(method, path, send);
+      const name = (r && r.name) || body.name;
+      const at = r && typeof r.starts_at_ms === 'number' ? ', ' + when(r.starts_at_ms) : '';
+      closeEventForm();
+      nightMessage(editing === null && method === 'POST' ? 'Event ' + name + ' created' + at + '.'
+                                                          : 'Event ' + name + ' saved' + at + '.', 'ok');
+    } catch (e) {
+      if (e instanceof AuthError) return fail(e);
+      const field = e.data && typeof e.data.field === 'string' && EVENT_FIELDS.includes(e.data.field) ? e.data.field : null;
+      fieldErrors('event', EVENT_FIELDS, field, e.why || e.message);
+      eventMessage(field ? 'Not saved: see the field marked.' : 'Not saved: ' + (e.why || e.message), 'error');
+      if (field) $({ name: 'event-name', venue: 'event-venue', starts_at: 'event-starts', capacity: 'event-capacity' }[field]).focus();
+    } finally {
+      eventBusy = false;
+      $('event-save').disabled = false;
+    }
+    refresh();
   }
 
   /* The lease's age is the server's lease_age_ms, never this browser's clock
@@ -456,7 +699,8 @@
   async function scan(ev) {
     ev.preventDefault();
     const out = $('scan-result');
-    const code = $('scan-code').value.trim();
+    /* ticket codes are upper case (base32); one typed in lower case is the same */
+    const code = $('scan-code').value.trim().toUpperCase();
     if (!code) return;
     out.className = 'scan-result';
     out.textContent = '…';
@@ -495,8 +739,8 @@
   /* What each role's token may see (the API's route table says the same):
    * a section the role cannot read is hidden, and its data never asked for. */
   const SECTIONS = {
-    operator: ['queue', 'scan', 'events', 'leases', 'dead', 'orders', 'charts', 'box-office'],
-    box_office: ['events', 'orders', 'charts', 'box-office'],
+    operator: ['night', 'sell', 'queue', 'scan', 'events', 'leases', 'dead', 'orders', 'charts', 'box-office'],
+    box_office: ['sell', 'events', 'orders', 'charts', 'box-office'],
     door: ['scan', 'events', 'charts'],
     monitor: ['queue', 'events', 'charts'],
   };
@@ -506,6 +750,10 @@
   function showRole() {
     const can = SECTIONS[me.role] || [];
     for (const id of ALL_SECTIONS) $(id).hidden = !can.includes(id);
+    $('internals-h').hidden = !can.includes('queue');
+    clock = venueClock(me.timezone, me.zone_names);
+    window.StagedoorCharts.useClock(clock);
+    $('venue-zone').textContent = clock.timezone;
     /* an unbound door token reads no event's counts */
     if (me.role === 'door' && !me.event_id) $('events').hidden = true;
     const charts = me.role === 'door' && !me.event_id ? [] : (CHARTS[me.role] || []);
@@ -526,7 +774,7 @@
       want('leases') ? api('GET', '/v1/jobs?state=leased') : null,
       want('dead') ? api('GET', '/v1/jobs?state=dead') : null,
       want('orders') ? api('GET', '/v1/orders?recent=20') : null,
-      want('events') && !want('queue')
+      want('events')
         ? (me.event_id ? api('GET', '/v1/events/' + me.event_id).then((e) => ({ events: [e] }))
                        : api('GET', '/v1/events'))
         : null,
@@ -554,7 +802,7 @@
       }
       refreshes++;
       $('status').dataset.refreshed = String(refreshes);
-      setStatus('updated ' + new Date().toLocaleTimeString());
+      setStatus('updated ' + clock.short(Date.now()));
       $('main').hidden = false;
       window.StagedoorCharts.fit();   /* drawn while hidden: now the real width */
     } catch (e) {
@@ -589,13 +837,18 @@
       refresh();
     });
     $('scan-form').addEventListener('submit', scan);
+    $('event-new').addEventListener('click', () => openEventForm(null));
+    $('event-form').addEventListener('submit', saveEvent);
+    $('event-form-close').addEventListener('click', closeEventForm);
     $('chart-event').addEventListener('change', () => {
       chartEventId = Number($('chart-event').value);
       loadCharts().catch(fail);
     });
     boxOffice = window.StagedoorBoxOffice.attach({
-      api, el, when, num, fillRows, fail, openPdf, AuthError,
+      api, el, when, num, fillRows, fail, openPdf, AuthError, ApiError, token,
       eventName: (id) => eventNames.get(id) || ('#' + id),
+      refresh: () => refresh(),
+      focusBoxOffice: () => $('box-office').scrollIntoView({ block: 'start' }),
     });
     $('forget-token').addEventListener('click', () => askToken(''));
     document.addEventListener('visibilitychange', () => {

@@ -34,7 +34,10 @@
  *
  * The JSON it reads (the contract of issue 16):
  *
- *   GET /v1/whoami -> {"role":"door|operator|...", "name":"North door", "event_id":3|null}
+ *   GET /v1/whoami -> {"role":"door|operator|...", "name":"North door", "event_id":3|null,
+ *                      "timezone":"Europe/Berlin", "zone_names":{"3600":"CET", "7200":"CEST"}}
+ *     (every time shown is on the venue's clock, never the phone's:
+ *     "YYYY-MM-DD HH:MM ABBR", or "HH:MM ABBR" for the venue's today)
  *   GET /v1/events/{id} ->
  *     {"id":3, "name":"...", "venue":"...", "starts_at":"ISO", "starts_at_ms":MS,
  *      "capacity":N, "orders":N, "seats_sold":N, "seats_remaining":N,
@@ -71,6 +74,7 @@
 'use strict';
 
 (function () {
+  const venueClock = window.venueClock;   /* the venue's clock: clock.js */
   const TOKEN_KEY = 'stagedoor.door.token';
   const FRAME_MS = 200;            // a camera frame to the decoder at most this often
   const DEBOUNCE_MS = 3000;        // the camera's same code again within this: not sent
@@ -230,6 +234,7 @@
       return;
     }
     st.doorName = typeof who.name === 'string' ? who.name : '';
+    st.clock = venueClock(who.timezone, who.zone_names);
     const asked = new URLSearchParams(location.search).get('event');
     st.eventId = who.event_id != null ? who.event_id : (asked && /^[0-9]+$/.test(asked) ? Number(asked) : null);
     $('door-name').textContent = st.doorName || 'Door';
@@ -263,24 +268,24 @@
    * The event and its counts
    * ------------------------------------------------------------------- */
 
-  const num = (v) => (typeof v === 'number' && isFinite(v) ? v.toLocaleString() : '–');
+  const NUM = new Intl.NumberFormat('en-US');
+  const num = (v) => (typeof v === 'number' && isFinite(v) ? NUM.format(v) : '–');
 
-  /* when: a time (ms or ISO string) in the phone's own time zone: the time
-   * alone when it is today (with seconds: for a scan), else with the date. */
-  function when(t, seconds) {
+  st.clock = venueClock('UTC', {});
+
+  /* when: a time (ms or RFC 3339 string) on the venue's clock, "YYYY-MM-DD
+   * HH:MM ABBR"; "HH:MM ABBR" alone when it is the venue's today. */
+  function when(t) {
     const ms = typeof t === 'number' ? t : Date.parse(t);
     if (!isFinite(ms)) return '';
-    const d = new Date(ms);
-    const hm = seconds ? { hour: '2-digit', minute: '2-digit', second: '2-digit' }
-                       : { hour: '2-digit', minute: '2-digit' };
-    if (d.toDateString() === new Date().toDateString()) return d.toLocaleTimeString([], hm);
-    return d.toLocaleString([], Object.assign({ weekday: 'short', day: 'numeric', month: 'short',
-                                                year: 'numeric' }, hm));
+    const p = st.clock.parts(ms);
+    const hm = p.time + ' ' + st.clock.abbrOffset(p.offset);
+    return p.date === st.clock.parts(Date.now()).date ? hm : p.date + ' ' + hm;
   }
 
   function eventLine(e) {
     if (!e) return '';
-    const at = when(typeof e.starts_at_ms === 'number' ? e.starts_at_ms : e.starts_at, false);
+    const at = when(typeof e.starts_at_ms === 'number' ? e.starts_at_ms : e.starts_at);
     return [e.name, at].filter(Boolean).join(' · ');
   }
 
@@ -317,8 +322,10 @@
    * Scans: one at a time, each with its nonce, retried with the same nonce
    * ------------------------------------------------------------------- */
 
+  /* submit: a code to scan, upper case (ticket codes are base32: one typed
+   * in lower case is the same code) */
   function submit(code) {
-    code = code.slice(0, CODE_MAX);
+    code = code.slice(0, CODE_MAX).toUpperCase();
     if (!code || !st.running) return;
     st.queue.push(code);
     pump();
@@ -388,7 +395,7 @@
       showResult('admitted', [a.seat ? 'Seat ' + a.seat : '', a.order_id ? 'Order ' + a.order_id : '']);
       break;
     case 'already_scanned':
-      showResult('already_scanned', ['First admitted ' + when(a.scanned_at, true),
+      showResult('already_scanned', ['First admitted ' + when(a.scanned_at),
                                      a.scanned_by ? 'at ' + a.scanned_by : '', seatOrder(a)]);
       break;
     case 'invalid':
@@ -397,15 +404,15 @@
     case 'wrong_event':
       showResult('wrong_event', ['This ticket is for', a.event ? a.event.name : '',
                                  a.event ? when(typeof a.event.starts_at_ms === 'number'
-                                   ? a.event.starts_at_ms : a.event.starts_at, false) : '']);
+                                   ? a.event.starts_at_ms : a.event.starts_at) : '']);
       break;
     case 'cancelled':
       showResult('cancelled', ['This ticket was cancelled', seatOrder(a)]);
       break;
     case 'doors_closed':
       showResult('doors_closed', [eventLine(a.event),
-                                  a.doors_open_at ? 'Doors open ' + when(a.doors_open_at, false) : '',
-                                  a.doors_close_at ? 'Doors close ' + when(a.doors_close_at, false) : '']);
+                                  a.doors_open_at ? 'Doors open ' + when(a.doors_open_at) : '',
+                                  a.doors_close_at ? 'Doors close ' + when(a.doors_close_at) : '']);
       break;
     default:
       showResult('error', ['The box answered "' + String(a.result).slice(0, 40) + '"']);

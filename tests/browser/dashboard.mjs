@@ -7,7 +7,8 @@
 //      with the same token (the page refreshes itself: it waits for a match);
 //   3. checks the in-flight and dead lists against GET /v1/jobs, and each
 //      lease's age shown against its lease_age_ms;
-//   4. scans a bogus code in the door-scan box and expects "invalid";
+//   4. scans a bogus code typed in lower case in the door-scan box: it is
+//      sent upper-cased, and the answer is "invalid";
 //   5. clicks Retry on a dead job and waits for it to leave the dead list
 //      (and checks the API no longer holds that dead letter: on a real box a
 //      job that fails every time may die again, as a new dead letter), then
@@ -15,8 +16,9 @@
 //   6. checks the pictures of the night: each chart's <svg> drew as many
 //      points (data-points) as its endpoint returned (GET /v1/events/{id}/sales
 //      and /scans for the event the page shows, /v1/stats/history), the
-//      sales' "sold N of C", and the doors' table against per_door;
-//   7. the box office: finds the newest order by its id, opens it and checks
+//      sales' "N of C sold", and the doors' table against per_door;
+//   7. the box office: finds the newest order by its id typed in lower case,
+//      opens it and checks
 //      its tickets against GET /v1/orders/{id}, sends its tickets again (a
 //      success message, and the resend in the page's history and the API's);
 //      finds the next order by its buyer's email in capitals, cancels it
@@ -73,7 +75,8 @@ async function shown(page) {
                             low: document.getElementById(id + '-card').classList.contains('low') });
     const backup = { text: t('backup-age'), ms: document.getElementById('backup-age').dataset.ms,
                      low: document.getElementById('backup-card').classList.contains('low') };
-    return { states, orders: t('orders-total'), emails: t('emails-sent'), jps: t('jobs-per-sec'), events,
+    const deadRed = document.getElementById('state-dead-card').classList.contains('bad');
+    return { states, deadRed, orders: t('orders-total'), emails: t('emails-sent'), jps: t('jobs-per-sec'), events,
              absorbed, stale: t('stale-acks'), diskDb: disk('disk-db'), diskState: disk('disk-state'), backup };
   });
 }
@@ -82,6 +85,8 @@ function compare(s, p) {
   const diffs = [];
   for (const [k, v] of Object.entries(s.jobs.total))
     if (toNum(p.states[k]) !== v) diffs.push(`${k}: page ${p.states[k]}, api ${v}`);
+  /* the dead card is red for a dead job, never for 0 */
+  if (p.deadRed !== (s.jobs.total.dead > 0)) diffs.push(`dead card red: ${p.deadRed}, api dead ${s.jobs.total.dead}`);
   if (toNum(p.orders) !== s.orders) diffs.push(`orders: page ${p.orders}, api ${s.orders}`);
   if (toNum(p.emails) !== s.emails_sent) diffs.push(`emails_sent: page ${p.emails}, api ${s.emails_sent}`);
   if (Math.abs(toNum(p.jps) - s.done_per_minute / 60) > 0.051)
@@ -152,7 +157,7 @@ async function pictures(page) {
       const sales = await api(`/v1/events/${encodeURIComponent(ev)}/sales`);
       if (Number(p.sales.points) !== sales.hours.length)
         diffs.push(`#chart-sales: ${p.sales.points} points drawn, event ${ev}'s sales have ${sales.hours.length} hours`);
-      const want = `sold ${sales.sold.toLocaleString('en-US')} of ${sales.capacity.toLocaleString('en-US')}`;
+      const want = `${sales.sold.toLocaleString('en-US')} of ${sales.capacity.toLocaleString('en-US')} sold`;
       if (!p.sales.note.startsWith(want)) diffs.push(`#chart-sales says "${p.sales.note}", not "${want}"`);
       if (p.scans.ev !== ev) diffs.push(`#chart-scans shows event ${p.scans.ev}, the sales ${ev}`);
       const scans = await api(`/v1/events/${encodeURIComponent(ev)}/scans`);
@@ -197,7 +202,7 @@ async function boxOffice(page) {
 
   // the newest order, by its id: its tickets, then a resend
   const first = recent[0];
-  await openOrder(page, first.id, first.id);
+  await openOrder(page, first.id.toLowerCase(), first.id);
   const detail = await api('/v1/orders/' + encodeURIComponent(first.id));
   check(detail.tickets.length > 0, `order ${first.id} has no tickets in the API`);
   const seats = await page.$$eval('#order-tickets tbody tr', (l) => l.map((tr) => tr.firstElementChild.textContent));
@@ -323,9 +328,12 @@ async function main() {
     check(await page.locator('#orders-list tbody tr').count() === orders.length,
           'recent orders: the page shows another count than /v1/orders?recent=20');
 
-    // 4. the door-scan box
-    await page.fill('#scan-code', 'NOT-A-TICKET');
+    // 4. the door-scan box: a code typed in lower case goes out in upper case
+    const scanSent = page.waitForRequest((r) => r.method() === 'POST' && new URL(r.url()).pathname === '/v1/scan');
+    await page.fill('#scan-code', 'not-a-ticket');
     await page.click('#scan-go');
+    const scanBody = JSON.parse((await scanSent).postData());
+    check(scanBody.code === 'NOT-A-TICKET', 'the scan box sent ' + JSON.stringify(scanBody));
     await page.waitForFunction(() => /invalid|error/.test(document.getElementById('scan-result').className));
     check(await page.locator('#scan-result.invalid').count() === 1,
           'scan of a bogus code: ' + await page.textContent('#scan-result'));

@@ -17,7 +17,10 @@
 //      and the page shows ALREADY SCANNED, naming when and the door
 //      (scanned_by); a new nonce; the counts do not move;  -> SCREENSHOT
 //   5. types the code into the keyboard-wedge input (it must have the focus)
-//      then Enter: ALREADY SCANNED again, with yet another nonce;
+//      in lower case, then Enter: sent in upper case, ALREADY SCANNED again,
+//      with yet another nonce; then a second ticket's code (SECOND_CODE;
+//      against fake_door.mjs one made up) typed by hand in lower case in
+//      the manual field: sent upper-cased, ADMITTED, the counts move by one;
 //   6. loses the answer to the first attempt of a scan typed in the manual
 //      field (the box got it; the page sees a network error): the page must
 //      send the same body with the same nonce again, and show the answer
@@ -27,8 +30,15 @@
 //      that "Forget token" forgets it;
 //   8. checks that it asked nothing of any other origin and threw no script
 //      error.
+// Every time shown is on the venue's clock (whoami's timezone and
+// zone_names): the event's start in #door-event and the first admission's
+// time in ALREADY SCANNED, as "YYYY-MM-DD HH:MM ABBR" ("HH:MM ABBR" for the
+// venue's today), computed here from whoami for the comparison.
 //
-// usage: node door.mjs URL TOKEN CAMERA.y4m SCREENSHOT.png
+// usage: node door.mjs URL TOKEN CAMERA.y4m SCREENSHOT.png [SECOND_CODE]
+//   SECOND_CODE: the code of another ticket of the door's event, not scanned
+//   yet (without it, and not against fake_door.mjs, step 5's second ticket
+//   is skipped, and said so).
 // DOOR_TIMEOUT_MS (default 20000): each wait; raise it for a slow box.
 // CHROMIUM (default /usr/bin/chromium): the browser.
 // exit 0 on success; 1 with "door: FAIL: ..." on stderr otherwise.
@@ -36,7 +46,7 @@ import { chromium } from 'playwright-core';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 
-const [url, token, y4m, shot] = process.argv.slice(2);
+const [url, token, y4m, shot, secondArg] = process.argv.slice(2);
 if (!url || !token || !y4m || !shot) {
   console.error('usage: node door.mjs URL TOKEN CAMERA.y4m SCREENSHOT.png');
   process.exit(2);
@@ -80,6 +90,22 @@ async function nextResult(page, seq, what) {
                    `${r.result || 'nothing'} "${r.title}")`);
   }
   return result(page);
+}
+
+/* venueWhen: ms on the venue's clock as the page must show it, from whoami's
+ * timezone and zone_names: "YYYY-MM-DD HH:MM ABBR", "HH:MM ABBR" on its today */
+function venueWhen(ms, who) {
+  const f = new Intl.DateTimeFormat('en-CA', { timeZone: who.timezone, hourCycle: 'h23', year: 'numeric',
+    month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', timeZoneName: 'longOffset' });
+  const parts = (t) => Object.fromEntries(f.formatToParts(t).map((x) => [x.type, x.value]));
+  const p = parts(ms), today = parts(Date.now());
+  const m = /([+-])(\d{2}):(\d{2})/.exec(p.timeZoneName);
+  const off = m ? (m[1] === '-' ? -1 : 1) * (Number(m[2]) * 3600 + Number(m[3]) * 60) : 0;
+  const names = who.zone_names || {};
+  const abbr = names[String(off)] ||
+    (off ? (off < 0 ? '-' : '+') + m[2] + ':' + m[3] : 'UTC');
+  const date = `${p.year}-${p.month}-${p.day}`, hm = `${p.hour}:${p.minute} ${abbr}`;
+  return date === `${today.year}-${today.month}-${today.day}` ? hm : date + ' ' + hm;
 }
 
 async function counts(page) {
@@ -126,7 +152,11 @@ async function main() {
       if (m.type() === 'error' && !/status of 401|ERR_CONNECTION_RESET/.test(m.text()))
         problems.push('console error: ' + m.text());
     });
-    const scans = [];
+    const scans = [], answers = [];
+    page.on('response', async (r) => {
+      if (r.request().method() === 'POST' && new URL(r.url()).pathname === '/v1/scan' && r.ok())
+        answers.push(await r.json().catch(() => ({})));
+    });
     page.on('request', (r) => {
       const u = r.url();
       if (!u.startsWith('blob:') && !u.startsWith('data:') && new URL(u).origin !== origin)
@@ -165,6 +195,10 @@ async function main() {
           `#door-name shows "${await page.textContent('#door-name')}", whoami says "${who.name}"`);
     check((await page.textContent('#door-event')).includes(before.name),
           `#door-event shows "${await page.textContent('#door-event')}", the event is "${before.name}"`);
+    check(typeof who.timezone === 'string' && who.timezone, 'GET /v1/whoami has no timezone');
+    const startShown = venueWhen(before.starts_at_ms, who);
+    check((await page.textContent('#door-event')).endsWith(' · ' + startShown),
+          `#door-event shows "${await page.textContent('#door-event')}": not the venue's start "${startShown}"`);
     const shownFirst = await counts(page);
     check(/[0-9]/.test(shownFirst.admitted) && /[0-9]/.test(shownFirst.to_come),
           `the counts shown are "${shownFirst.admitted}", "${shownFirst.to_come}"`);
@@ -201,6 +235,11 @@ async function main() {
           `the same ticket again shows ${second.result} "${second.title}: ${second.detail}"`);
     check(second.detail.includes(who.name) && /First admitted \S/.test(second.detail),
           `ALREADY SCANNED does not say when and at which door: "${second.detail}"`);
+    const firstAt = answers.length && answers[0].result === 'admitted' ? answers[0].scanned_at : null;
+    check(typeof firstAt === 'number', 'the first scan\'s answer has no scanned_at: ' + JSON.stringify(answers[0]));
+    check(second.detail.includes('First admitted ' + venueWhen(firstAt, who)),
+          `ALREADY SCANNED does not give the first admission on the venue's clock ` +
+          `("${venueWhen(firstAt, who)}"): "${second.detail}"`);
     check(scans.length === 2 && scans[1].code === code && scans[1].nonce !== scans[0].nonce,
           'the second scan did not send the same code with a new nonce: ' + JSON.stringify(scans));
     await countsBecome(page, after, 'the counts after the second scan');
@@ -215,7 +254,29 @@ async function main() {
     check(third.result === 'already_scanned', `the wedge scan shows ${third.result} "${third.title}"`);
     const wedged = scans[scans.length - 1];
     check(wedged.code === code && new Set(scans.map((s) => s.nonce)).size === scans.length,
-          'the wedge scan did not send the code with a fresh nonce: ' + JSON.stringify(wedged));
+          'the wedge scan did not send the code (upper case) with a fresh nonce: ' + JSON.stringify(wedged));
+
+    // 5b. a second ticket's code typed by hand in lower case: sent upper-cased, admitted
+    const fake = await fetch(new URL('/fake/scans', origin)).then((r) => r.ok, () => false);
+    const B32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+    const code2 = secondArg ? secondArg.toUpperCase()
+      : fake ? Array.from({ length: 52 }, (_, i) => B32[(i * 7 + Date.now()) % 32]).join('') : null;
+    let seqNow = third.seq;
+    if (code2) {
+      await page.fill('#door-manual', code2.toLowerCase());
+      await page.press('#door-manual', 'Enter');
+      const typedOne = await nextResult(page, seqNow, 'the second ticket typed in lower case');
+      seqNow = typedOne.seq;
+      const sentTyped = scans[scans.length - 1];
+      check(sentTyped.code === code2, `the code typed in lower case was sent as "${sentTyped.code}", not "${code2}"`);
+      check(typedOne.result === 'admitted' && typedOne.title === 'ADMITTED',
+            `the second ticket typed in lower case shows ${typedOne.result} "${typedOne.title}: ${typedOne.detail}"`);
+      after.admitted += 1;
+      after.to_come -= 1;
+      await countsBecome(page, after, 'the counts after the second ticket');
+    } else {
+      console.log('door: no SECOND_CODE: the lower-case code typed by hand was tried on an admitted ticket only');
+    }
 
     // 6. flaky Wi-Fi: the first attempt reaches the box but its answer is
     //    lost; the retry must carry the same nonce (the box answers it from
@@ -232,7 +293,7 @@ async function main() {
     });
     await page.fill('#door-manual', 'not-a-ticket');
     await page.press('#door-manual', 'Enter');
-    const fourth = await nextResult(page, third.seq, 'the manual scan with a cut attempt');
+    const fourth = await nextResult(page, seqNow, 'the manual scan with a cut attempt');
     await page.unroute('**/v1/scan');
     check(attempts.length >= 2, `the cut scan was not sent again (${attempts.length} attempt)`);
     check(attempts.every((b) => b === attempts[0]), 'the retry is not the same request: ' + attempts.join(' | '));

@@ -6,7 +6,12 @@
 // dead list and shows up as ready; tonight's event keeps selling, its doors
 // keep scanning, the queue's history rolls by the minute; orders can be
 // found, sent again, given a new email address and cancelled (refused, 409,
-// when a seat was admitted).
+// when a seat was admitted).  The venue is in Europe/Berlin (whoami's
+// timezone and zone_names).  Events are set up (POST /v1/events, a start
+// without a zone in the venue's time; PATCH; close); a sale at the window
+// (POST /v1/orders) is taken under its Idempotency-Key: the same key and
+// body again answers the first order, never a second one; its tickets' PDF
+// answers 404 until it is "rendered" (RENDER_MS later), then a small PDF.
 //
 // Every /v1 call needs "Authorization: Bearer <token>": --token T is an
 // operator's; T-box_office, T-door (bound to event 1) and T-monitor are the
@@ -19,6 +24,7 @@ import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { randomInt } from 'node:crypto';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const assetsDir = path.resolve(here, '../../src/dashboard');
@@ -33,6 +39,7 @@ const token = arg('token', 'test-token');
 const assets = {
   '/': ['index.html', 'text/html; charset=utf-8'],
   '/dashboard.js': ['dashboard.js', 'text/javascript; charset=utf-8'],
+  '/clock.js': ['clock.js', 'text/javascript; charset=utf-8'],
   '/charts.js': ['charts.js', 'text/javascript; charset=utf-8'],
   '/boxoffice.js': ['boxoffice.js', 'text/javascript; charset=utf-8'],
   '/dashboard.css': ['dashboard.css', 'text/css; charset=utf-8'],
@@ -62,10 +69,14 @@ function noise(n, salt = 0) {
 /* tonight's event started an hour ago (its doors scanning since); the
  * other one, sold out, is next month */
 const tonight = hourOf(t0) - HOUR;
+const iso = (ms) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const state = {
   events: [
-    { id: 1, name: 'Midnight Quartet', venue: 'Hall', starts_at: new Date(tonight).toISOString(), starts_at_ms: tonight, capacity: 200, orders: 20, seats_sold: 0, seats_remaining: 200 },
-    { id: 2, name: 'Stagedoor <Revue> & "Friends"', venue: 'Cellar', starts_at: '2027-01-02T19:30:00Z', starts_at_ms: 1798918200000, capacity: 80, orders: 30, seats_sold: 0, seats_remaining: 80 },
+    { id: 1, name: 'Midnight Quartet', venue: 'Hall', starts_at: iso(tonight), starts_at_ms: tonight, capacity: 200, orders: 20, seats_sold: 0, seats_remaining: 200, state: 'on_sale', closed_at: null },
+    { id: 2, name: 'Stagedoor <Revue> & "Friends"', venue: 'Cellar', starts_at: '2027-01-02T19:30:00Z', starts_at_ms: 1798918200000, capacity: 80, orders: 30, seats_sold: 0, seats_remaining: 80, state: 'on_sale', closed_at: null },
+    /* a summer night (CEST) gone by, sales closed; and one in winter (CET) */
+    { id: 3, name: 'Summer Serenade', venue: 'Garden', starts_at: '2026-07-04T18:00:00Z', starts_at_ms: Date.UTC(2026, 6, 4, 18), capacity: 40, orders: 0, seats_sold: 0, seats_remaining: 40, state: 'closed', closed_at: '2026-07-04T18:00:00Z' },
+    { id: 4, name: 'Advent Gala', venue: 'Hall', starts_at: '2026-12-04T19:00:00Z', starts_at_ms: Date.UTC(2026, 11, 4, 19), capacity: 40, orders: 0, seats_sold: 0, seats_remaining: 40, state: 'on_sale', closed_at: null },
   ],
   sales: new Map(),   /* event id -> [{hour, seats, orders}], oldest first */
   freed: new Map(),   /* event id -> seats freed by cancellations */
@@ -124,6 +135,9 @@ for (const [id, seats, hours, salt, quiet] of [[1, 150, 48, 1, 0.5], [2, 80, 24 
   });
 }
 
+/* the gala: 2 of 40 sold, an hour ago (its chart must not look full) */
+addSale(4, hourOf(t0) - HOUR + MIN, 2);
+
 /* ---- orders: buyers, tickets, emails, changes ---- */
 
 const buyers = ['Ada Lovelace', 'Grace Hopper', 'Alan Turing', 'Edsger Dijkstra', 'Barbara Liskov', 'Ken Thompson',
@@ -144,7 +158,7 @@ for (let i = 0; i < 12; i++) {
   state.orders.push({
     id: 'T' + String(1000 + i), event_id, seats, pdf: i !== 0,
     email: i === 0 ? 'pending' : i === 1 ? 'sending' : 'sent',
-    created_at, name, email_address: email, cancelled_at: null, resends: 0, tickets,
+    created_at, name, email_address: email, payment: null, cancelled_at: null, resends: 0, tickets,
     emails: [{ kind: 'tickets', state: i === 0 ? 'pending' : i === 1 ? 'sending' : 'sent',
                sent_at: i > 1 ? created_at + 4000 : null }],
     changes: [],
@@ -167,7 +181,7 @@ function orderJson(o) {
   const ev = state.events.find((e) => e.id === o.event_id);
   return {
     id: o.id, event_id: o.event_id, event: ev.name, venue: ev.venue, starts_at: ev.starts_at,
-    name: o.name, email: o.email_address, seats: o.seats, created_at: o.created_at,
+    name: o.name, email: o.email_address, payment: o.payment, seats: o.seats, created_at: o.created_at,
     pdf_stored: o.pdf, pdf_key: o.pdf ? 'tickets/' + o.id + '.pdf' : null,
     cancelled_at: o.cancelled_at, resends: o.resends,
     tickets: o.tickets, emails: o.emails, changes: o.changes, jobs: [],
@@ -177,6 +191,132 @@ function orderJson(o) {
 function orderRow(o) {
   return { id: o.id, event_id: o.event_id, seats: o.seats, pdf: o.pdf, email: o.email, created_at: o.created_at,
            name: o.name, email_address: o.email_address, cancelled: o.cancelled_at !== null };
+}
+
+/* ---- the venue's clock: Europe/Berlin ---- */
+
+const TZ = 'Europe/Berlin';
+const ZONE_NAMES = { 3600: 'CET', 7200: 'CEST' };
+const berlin = new Intl.DateTimeFormat('en-CA', { timeZone: TZ, hourCycle: 'h23', year: 'numeric', month: '2-digit',
+                                                  day: '2-digit', hour: '2-digit', minute: '2-digit' });
+function localOf(ms) {
+  const p = Object.fromEntries(berlin.formatToParts(ms).map((x) => [x.type, x.value]));
+  return `${p.year}-${p.month}-${p.day}T${p.hour}:${p.minute}`;
+}
+
+/* startsAt: a starts_at of a request as UTC ms, or {error}: RFC 3339 with a
+ * zone, or "YYYY-MM-DDTHH:MM[:SS]" without one: the venue's local time,
+ * refused when the clocks skip it or pass it twice */
+function startsAt(v) {
+  if (typeof v !== 'string') return { error: 'starts_at must be a date and time, e.g. 2026-12-31T20:00' };
+  const m = v.match(/^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?(Z|[+-]\d{2}:\d{2})?$/);
+  if (!m) return { error: 'starts_at must be a date and time, e.g. 2026-12-31T20:00' };
+  const wall = Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +(m[6] || 0));
+  if (isNaN(wall) || new Date(wall).getUTCDate() !== +m[3]) return { error: 'starts_at is no date: ' + v };
+  if (m[7]) {
+    const off = m[7] === 'Z' ? 0 : (m[7][0] === '-' ? -1 : 1) * (+m[7].slice(1, 3) * 60 + +m[7].slice(4)) * MIN;
+    return { ms: wall - off };
+  }
+  const local = `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}`;
+  const fits = Object.keys(ZONE_NAMES).map((off) => wall - off * 1000).filter((ms) => localOf(ms) === local);
+  if (!fits.length) return { error: `${local} does not happen in ${TZ}: the clocks skip that hour` };
+  if (fits.length > 1) return { error: `${local} happens twice in ${TZ} (the clocks go back): give the offset, e.g. ${local}+01:00` };
+  return { ms: fits[0] };
+}
+
+function eventJson(ev) {
+  const s = scans(ev.id, Date.now());
+  const cancelled = state.orders.filter((o) => o.event_id === ev.id && o.cancelled_at !== null)
+    .reduce((a, o) => a + o.seats, 0);
+  return { ...ev, admitted: s.admitted, to_come: s.to_come, cancelled };
+}
+
+/* eventFields: the fields of a POST or PATCH body checked; {error, field} or the changes */
+function eventFields(body, creating) {
+  const out = {};
+  for (const k of ['name', 'venue']) {
+    if (body[k] === undefined) { if (creating) return { error: k + ' is required', field: k }; continue; }
+    if (typeof body[k] !== 'string' || !body[k].trim() || body[k].length > 200)
+      return { error: k + ' must be 1 to 200 characters', field: k };
+    out[k] = body[k].trim();
+  }
+  if (body.capacity !== undefined || creating) {
+    if (!Number.isInteger(body.capacity) || body.capacity < 1 || body.capacity > 100000)
+      return { error: 'capacity must be a whole number from 1 to 100000', field: 'capacity' };
+    out.capacity = body.capacity;
+  }
+  if (body.starts_at !== undefined || creating) {
+    const t = startsAt(body.starts_at);
+    if (t.error) return { error: t.error, field: 'starts_at' };
+    if (t.ms <= Date.now()) return { error: 'starts_at is in the past: ' + localOf(t.ms) + ' in ' + TZ, field: 'starts_at' };
+    out.starts_at_ms = t.ms;
+    out.starts_at = iso(t.ms);
+  }
+  return out;
+}
+
+/* ---- sales at the window: orders under an Idempotency-Key ---- */
+
+const RENDER_MS = 1500;
+const keys = new Map();       /* token + key -> {body, status, answer} (a 201 only) */
+const inflight = new Set();
+const B32 = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+const newOrderId = () => 'T' + Array.from({ length: 9 }, () => B32[randomInt(B32.length)]).join('');
+
+/* a small PDF that a PDF viewer opens: one empty A4 page */
+function tinyPdf(title) {
+  const objs = ['<< /Type /Catalog /Pages 2 0 R >>', '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+                '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] >>',
+                `<< /Title (${title.replace(/[()\\]/g, '')}) >>`];
+  let out = '%PDF-1.4\n';
+  const offs = objs.map((o, i) => { const at = out.length; out += `${i + 1} 0 obj\n${o}\nendobj\n`; return at; });
+  const xref = out.length;
+  out += `xref\n0 ${objs.length + 1}\n0000000000 65535 f \n` + offs.map((o) => String(o).padStart(10, '0') + ' 00000 n \n').join('');
+  out += `trailer\n<< /Size ${objs.length + 1} /Root 1 0 R /Info 4 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return out;
+}
+
+/* orderFields: a sale's body checked: {error, field} or the order's fields */
+function orderFields(body) {
+  const ev = state.events.find((e) => e.id === body.event_id);
+  if (!Number.isInteger(body.event_id)) return { status: 400, error: 'event_id must be an event\'s id', field: 'event_id' };
+  if (!ev) return { status: 404, error: 'no event ' + body.event_id, field: 'event_id' };
+  if (!Number.isInteger(body.seats) || body.seats < 1 || body.seats > 100)
+    return { status: 400, error: 'seats must be a whole number from 1 to 100', field: 'seats' };
+  if (typeof body.name !== 'string' || !body.name.trim() || body.name.length > 200)
+    return { status: 400, error: 'name must be 1 to 200 characters', field: 'name' };
+  if (body.email !== undefined && body.email !== null &&
+      (typeof body.email !== 'string' || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(body.email)))
+    return { status: 400, error: 'email must be an email address (or left out)', field: 'email' };
+  if (body.payment !== 'cash' && body.payment !== 'card')
+    return { status: 400, error: 'payment must be "cash" or "card"', field: 'payment' };
+  if (ev.state === 'closed') return { status: 409, error: 'sales for this event are closed', field: 'event_id' };
+  if (body.seats > ev.seats_remaining)
+    return { status: 409, error: 'sold out: ' + ev.seats_remaining + ' seats left', field: 'seats' };
+  return { ev, seats: body.seats, name: body.name.trim(), email: body.email || null, payment: body.payment };
+}
+
+function sell(f, who, now) {
+  const n = nextSeat.get(f.ev.id) || 0;
+  nextSeat.set(f.ev.id, n + f.seats);
+  const o = {
+    id: newOrderId(), event_id: f.ev.id, seats: f.seats, pdf: false, email: f.email ? 'pending' : null,
+    created_at: now, name: f.name, email_address: f.email, payment: f.payment, cancelled_at: null, resends: 0,
+    tickets: Array.from({ length: f.seats }, (_, k) => ({ id: 100000 + state.orders.length * 100 + k, seat: 'W-' + (n + k + 1),
+                                                            state: 'valid', scanned_at: null, scanned_by: null, pdf_stored: false })),
+    emails: f.email ? [{ kind: 'tickets', state: 'pending', sent_at: null }] : [],
+    changes: [],
+  };
+  state.orders.unshift(o);
+  f.ev.orders++;
+  addSale(f.ev.id, now, f.seats);
+  setTimeout(() => {
+    o.pdf = true;
+    for (const t of o.tickets) t.pdf_stored = true;
+    if (o.emails[0]) { o.email = 'sent'; sendLater(o, o.emails[0]); }
+  }, RENDER_MS);
+  return { id: o.id, event_id: o.event_id, name: o.name, email: o.email_address, seats: o.seats,
+           payment: o.payment, created_at: now };
 }
 
 /* an email goes out a moment later */
@@ -244,7 +384,7 @@ function scans(eventId, now) {
 /* tonight keeps selling: a seat or two every 20 s, up to the capacity */
 setInterval(() => {
   const ev = state.events[0];
-  if (ev.seats_sold < ev.capacity) addSale(1, Date.now(), 1 + (Date.now() % 2));
+  if (ev.state === 'on_sale' && ev.seats_sold < ev.capacity) addSale(1, Date.now(), 1 + (Date.now() % 2));
   state.done += 3;
 }, 20000).unref();
 
@@ -267,7 +407,7 @@ function stats() {
     },
     orders: state.orders.length,
     emails_sent: state.emails_sent,
-    events: state.events,
+    events: state.events.map(eventJson),
     done_per_minute: 90,
     duplicates_absorbed: { check_state: 3, unique_claim: 5, provider_key: 1, processed_jobs: 2 },
     stale_acks: 1,
@@ -314,12 +454,16 @@ const ROUTES = [
   ['GET', /^\/v1\/stats$/, OP | MON],
   ['GET', /^\/v1\/stats\/history$/, OP | MON],
   ['GET', /^\/v1\/events$/, OP | BO | MON],
+  ['POST', /^\/v1\/events$/, OP],
+  ['PATCH', /^\/v1\/events\/[^/]+$/, OP],
+  ['POST', /^\/v1\/events\/[^/]+\/close$/, OP],
   ['GET', /^\/v1\/events\/[^/]+$/, OP | BO | DOOR | MON],
   ['GET', /^\/v1\/events\/[^/]+\/sales$/, OP | BO],
   ['GET', /^\/v1\/events\/[^/]+\/scans$/, OP | BO | DOOR],
   ['GET', /^\/v1\/jobs$/, OP],
   ['POST', /^\/v1\/jobs\/[^/]+\/retry$/, OP],
   ['GET', /^\/v1\/orders$/, OP | BO],
+  ['POST', /^\/v1\/orders$/, OP | BO],
   ['GET', /^\/v1\/orders\/[^/]+$/, OP | BO],
   ['PATCH', /^\/v1\/orders\/[^/]+$/, OP | BO],
   ['POST', /^\/v1\/orders\/[^/]+\/(resend|cancel)$/, OP | BO],
@@ -349,22 +493,47 @@ const server = http.createServer(async (req, res) => {
 
   const now = Date.now();
   const eventOf = (id) => state.events.find((e) => String(e.id) === id);
-  if (p === '/v1/whoami') return send(res, 200, { role: who.role, name: who.name, event_id: who.event_id });
+  if (p === '/v1/whoami')
+    return send(res, 200, { role: who.role, name: who.name, event_id: who.event_id, metrics_auth: false,
+                            timezone: TZ, zone_names: ZONE_NAMES });
   if (p === '/v1/stats') return send(res, 200, stats());
   if (p === '/v1/stats/history') return send(res, 200, history(now));
-  if (p === '/v1/events') return send(res, 200, { events: state.events });
-  let m = p.match(/^\/v1\/events\/([^/]+)(?:\/(sales|scans))?$/);
+  if (req.method === 'GET' && p === '/v1/events') return send(res, 200, { events: state.events.map(eventJson) });
+  if (req.method === 'POST' && p === '/v1/events') {
+    const body = await readJson(req);
+    if (body === null) return send(res, 400, { error: 'the body is not a JSON object' });
+    const f = eventFields(body, true);
+    if (f.error) return send(res, 400, f);
+    const ev = { id: Math.max(...state.events.map((e) => e.id)) + 1, name: f.name, venue: f.venue,
+                 starts_at: f.starts_at, starts_at_ms: f.starts_at_ms, capacity: f.capacity, orders: 0,
+                 seats_sold: 0, seats_remaining: f.capacity, state: 'on_sale', closed_at: null };
+    state.events.push(ev);
+    return send(res, 201, eventJson(ev));
+  }
+  let m = p.match(/^\/v1\/events\/([^/]+)(?:\/(sales|scans|close))?$/);
   if (m) {
     const ev = eventOf(decodeURIComponent(m[1]));
     if (!ev) return send(res, 404, { error: 'no event ' + m[1], field: 'id' });
+    if (req.method === 'PATCH') {
+      const body = await readJson(req);
+      if (body === null) return send(res, 400, { error: 'the body is not a JSON object' });
+      const f = eventFields(body, false);
+      if (f.error) return send(res, 400, f);
+      if (f.capacity !== undefined && f.capacity < ev.seats_sold)
+        return send(res, 409, { error: `capacity ${f.capacity} is below the ${ev.seats_sold} seats sold`, field: 'capacity' });
+      Object.assign(ev, f);
+      syncEvent(ev.id);
+      return send(res, 200, eventJson(ev));
+    }
+    if (m[2] === 'close') {
+      if (ev.state !== 'closed') Object.assign(ev, { state: 'closed', closed_at: iso(now) });
+      return send(res, 200, eventJson(ev));
+    }
     if (who.event_id !== null && ev.id !== who.event_id) return send(res, 403, { error: 'this door reads its own event only' });
     if (m[2] === 'sales')
       return send(res, 200, { event_id: ev.id, capacity: ev.capacity, sold: ev.seats_sold, hours: state.sales.get(ev.id) || [] });
     if (m[2] === 'scans') return send(res, 200, scans(ev.id, now));
-    const s = scans(ev.id, now);
-    const cancelled = state.orders.filter((o) => o.event_id === ev.id && o.cancelled_at !== null)
-      .reduce((a, o) => a + o.seats, 0);
-    return send(res, 200, { ...ev, admitted: s.admitted, to_come: s.to_come, cancelled });
+    return send(res, 200, eventJson(ev));
   }
   if (req.method === 'GET' && p === '/v1/jobs') {
     const st = url.searchParams.get('state');
@@ -387,22 +556,60 @@ const server = http.createServer(async (req, res) => {
       const t = q.trim().toLowerCase();
       if (!t) return send(res, 400, { error: 'q is empty', field: 'q' });
       const found = state.orders.filter((o) => o.id.toLowerCase().startsWith(t) ||
-        o.email_address.toLowerCase() === t || o.name.toLowerCase().includes(t));
+        (o.email_address || '').toLowerCase() === t || o.name.toLowerCase().includes(t));
       return send(res, 200, { orders: found.sort((a, b) => b.created_at - a.created_at).slice(0, 20).map(orderRow) });
     }
     const n = Number(url.searchParams.get('recent') || 20);
     if (!Number.isInteger(n) || n < 1 || n > 100) return send(res, 400, { error: 'recent must be between 1 and 100', field: 'recent' });
     return send(res, 200, { orders: state.orders.slice(0, n).map(orderRow) });
   }
+  if (req.method === 'POST' && p === '/v1/orders') {
+    const hdr = (req.headers['idempotency-key'] || '').trim();
+    if (!hdr) return send(res, 400, { error: 'the Idempotency-Key header is required', field: 'Idempotency-Key' });
+    /* as the box reads it: an sf-string "abc", or a bare sf-token abc (a letter first) */
+    const m = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/.exec(hdr) ||
+              /^([A-Za-z*][A-Za-z0-9!#$%&'*+\-.^_`|~:/]*)$/.exec(hdr);
+    const key = m ? m[1].replace(/\\(["\\])/g, '$1') : '';
+    if (!key || key.length > 200 || /[^\x21-\x7e]/.test(key))
+      return send(res, 400, { error: 'the Idempotency-Key must be a string of 1 to 200 printable ASCII characters, quoted ("abc") or bare (abc) without spaces', field: 'Idempotency-Key' });
+    const text = await readBody(req);
+    let body = null;
+    try { body = JSON.parse(text); } catch { /* below */ }
+    if (!body || typeof body !== 'object' || Array.isArray(body)) return send(res, 400, { error: 'the body is not a JSON object' });
+    const k = auth + '\n' + key, same = JSON.stringify(body);
+    const seen = keys.get(k);
+    if (seen) {
+      if (seen.body !== same)
+        return send(res, 422, { error: 'this Idempotency-Key was used with a different request body', field: 'Idempotency-Key' });
+      return send(res, seen.status, seen.answer);
+    }
+    if (inflight.has(k)) {
+      res.setHeader('Retry-After', '1');
+      return send(res, 409, { error: 'a request with this Idempotency-Key is still running', field: 'Idempotency-Key' });
+    }
+    inflight.add(k);
+    try {
+      await new Promise((r) => setTimeout(r, 250));   /* the commit takes a moment: a double click meets it */
+      const f = orderFields(body);
+      if (f.error) return send(res, f.status, { error: f.error, field: f.field });
+      const answer = JSON.stringify(sell(f, who, Date.now()));
+      keys.set(k, { body: same, status: 201, answer });
+      return send(res, 201, answer);
+    } finally {
+      inflight.delete(k);
+    }
+  }
   m = p.match(/^\/v1\/orders\/([^/]+)\/tickets\.pdf$/);
   if (req.method === 'GET' && m) {
-    const o = state.orders.find((x) => x.id === decodeURIComponent(m[1]));
-    if (!o || !o.pdf) return send(res, 404, { error: 'no tickets yet' });
-    return send(res, 200, '%PDF-1.4\n% fake\n%%EOF\n', 'application/pdf');
+    const id = decodeURIComponent(m[1]).toUpperCase();
+    const o = state.orders.find((x) => x.id === id);
+    if (!o) return send(res, 404, { error: 'no order ' + id, field: 'id' });
+    if (!o.pdf) return send(res, 404, { error: 'the tickets are not rendered yet' });
+    return send(res, 200, tinyPdf('Tickets ' + o.id), 'application/pdf');
   }
   m = p.match(/^\/v1\/orders\/([^/]+)(?:\/(resend|cancel))?$/);
   if (m) {
-    const o = state.orders.find((x) => x.id === decodeURIComponent(m[1]));
+    const o = state.orders.find((x) => x.id === decodeURIComponent(m[1]).toUpperCase());
     if (!o) return send(res, 404, { error: 'no order ' + decodeURIComponent(m[1]), field: 'id' });
     if (req.method === 'GET') return send(res, 200, orderJson(o));
     const body = await readJson(req);
@@ -410,6 +617,8 @@ const server = http.createServer(async (req, res) => {
     if (m[2] === 'resend') {
       if (o.cancelled_at !== null)
         return send(res, 409, { error: `order ${o.id} is cancelled: its tickets are not sent again`, field: 'id' });
+      if (!o.email_address)
+        return send(res, 409, { error: `order ${o.id} has no email address: give it one first`, field: 'email' });
       o.resends++;
       const mail = { kind: 'tickets-r' + o.resends, state: 'pending', sent_at: null };
       o.emails.push(mail);
@@ -452,6 +661,7 @@ const server = http.createServer(async (req, res) => {
   if (req.method === 'POST' && p === '/v1/scan') {
     let code = '';
     try { code = JSON.parse(await readBody(req)).code || ''; } catch { return send(res, 400, { error: 'bad JSON' }); }
+    code = String(code).toUpperCase();
     const door = who.role === 'door' ? who.name : 'South door';
     if (!/^SD[A-Z0-9]{6,}$/.test(code)) {
       state.scans.push({ at: now, event_id: 1, door, admitted: false });

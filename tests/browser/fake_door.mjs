@@ -7,7 +7,8 @@
 // under the box's own policy), and these /v1 routes, each needing
 // "Authorization: Bearer <token>":
 //
-//   GET  /v1/whoami        {"role":"door", "name":NAME, "event_id":1}
+//   GET  /v1/whoami        {"role":"door", "name":NAME, "event_id":1,
+//                          "timezone":"Europe/Berlin", "zone_names":{"3600":"CET", "7200":"CEST"}}
 //   GET  /v1/events/1      the event, with admitted and to_come that move
 //                          with the scans (another id: 403, as for a door
 //                          token bound to event 1)
@@ -138,7 +139,9 @@ const server = http.createServer(async (req, res) => {
   if (req.headers.authorization !== 'Bearer ' + token)
     return send(res, 401, { error: 'unknown token', field: 'Authorization' });
 
-  if (req.method === 'GET' && p === '/v1/whoami') return send(res, 200, { role: 'door', name: doorName, event_id: event.id });
+  if (req.method === 'GET' && p === '/v1/whoami')
+    return send(res, 200, { role: 'door', name: doorName, event_id: event.id, metrics_auth: false,
+                            timezone: 'Europe/Berlin', zone_names: { 3600: 'CET', 7200: 'CEST' } });
   const m = p.match(/^\/v1\/events\/([0-9]+)$/);
   if (req.method === 'GET' && m) {
     if (Number(m[1]) !== event.id) return send(res, 403, { error: 'this door token is for event 1', field: 'id' });
@@ -158,7 +161,7 @@ const server = http.createServer(async (req, res) => {
     }
     state.log.push({ code, nonce: nonce === undefined ? null : nonce, replayed: false });
     if (code === 'FAKE500') return send(res, 500, { error: 'internal error' });
-    const bytes = JSON.stringify(answer(code, Date.now()));
+    const bytes = JSON.stringify(answer(code.toUpperCase(), Date.now()));   /* any case, as the box */
     if (key) state.nonces.set(key, bytes);
     return send(res, 200, bytes);
   }

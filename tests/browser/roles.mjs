@@ -3,8 +3,13 @@
 // page, waits for the first refresh, and checks that:
 //   - the page names the role (body[data-role], #role);
 //   - exactly the sections that role may read are shown (the API's route
-//     table: box_office reads events and orders and works the box office,
-//     door scans and reads its event, monitor reads the queue and events),
+//     table: box_office reads events and orders, sells at the window and
+//     works the box office, door scans and reads its event, monitor reads
+//     the queue and events; the night, where events are set up, is the
+//     operator's),
+//   - a box office sees the sale form (offering events on sale), and
+//     nothing to create, edit or close an event; a monitor or a door sees
+//     neither the sale nor the event set-up;
 //     and exactly the charts it may read (box_office: sales and scans; door:
 //     its event's scans; monitor: jobs and queue depth), each drawn (an
 //     <svg> with data-points);
@@ -22,8 +27,8 @@ if (!url || !token || !role || !shot) {
   process.exit(2);
 }
 const SHOWN = {
-  operator: ['queue', 'scan', 'events', 'leases', 'dead', 'orders', 'charts', 'box-office'],
-  box_office: ['events', 'orders', 'charts', 'box-office'],
+  operator: ['night', 'sell', 'queue', 'scan', 'events', 'leases', 'dead', 'orders', 'charts', 'box-office'],
+  box_office: ['sell', 'events', 'orders', 'charts', 'box-office'],
   door: ['scan', 'events', 'charts'],
   monitor: ['queue', 'events', 'charts'],
 };
@@ -74,6 +79,18 @@ async function main() {
     }
     if (SHOWN[role].includes('events')) {
       await page.waitForFunction(() => document.querySelectorAll('#events-list tbody tr').length > 0);
+    }
+    /* the event set-up is the operator's: no form, no button to open it, edit or close */
+    for (const sel of ['#event-new', '#event-form'])
+      check(!(await page.locator(sel).isVisible()), `${sel} is shown to a ${role} token`);
+    check(await page.locator('button.edit:visible, button.close-sales:visible').count() === 0,
+          `a ${role} token sees a button to edit or close an event`);
+    if (role === 'box_office') {
+      check(await page.locator('#sell-form').isVisible(), 'a box office token does not see the sale form');
+      await page.waitForFunction(() => document.querySelectorAll('#sell-event option:not([value=""])').length > 0)
+        .catch(() => { throw new Fail('the sale form offers a box office token no event'); });
+    } else {
+      check(!(await page.locator('#sell-form').isVisible()), `the sale form is shown to a ${role} token`);
     }
     if (role === 'door') {
       await page.fill('#scan-code', 'NOT-A-TICKET');

@@ -2,8 +2,10 @@
 # run_fake.sh [SCREENSHOT]: the browser test against fake_box.mjs (no box
 # needed): dashboard.mjs with the operator's token (SCREENSHOT, and
 # SCREENSHOT with -phone), then roles.mjs with each other role's token
-# (SCREENSHOT with -box_office, -door, -monitor).  Installs playwright-core
-# from the lock file when missing.
+# (SCREENSHOT with -box_office, -door, -monitor), then venue.mjs with the
+# operator's token (SCREENSHOT with -venue, and -venue-phone): it sells, sets
+# events up and closes one, so it runs last.  Installs playwright-core from
+# the lock file when missing.
 set -eu
 cd "$(dirname "$0")"
 shot=${1:-/tmp/stagedoor-dashboard.png}
@@ -24,3 +26,4 @@ for role in box_office door monitor; do
 	node roles.mjs "$url" "fake-token-$role" $role "${shot%.png}-$role.png"
 	echo "roles: ok ($role)"
 done
+node venue.mjs "$url" fake-token "${shot%.png}-venue.png"
