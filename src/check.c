@@ -211,7 +211,7 @@ static int email_order(const struct order_check *o, void *arg)
 		       (long long)o->resends_sent);
 		return 1;
 	}
-	rep->emails_sent += 1 + o->resends_sent;
+	rep->emails_sent += o->emails_sent + o->resends_sent;
 	return 0;
 }
 

@@ -739,6 +739,13 @@ static void test_walk_up_sale(void **state)
 	drain();
 	assert_int_equal(messages_with("wanda@example.org", NULL), 1);
 	expect_checks_hold();
+	/* check counts the emails sent, not one per order: the resend alone */
+	{
+		struct check_report rep;
+
+		assert_int_equal(check_db(F.env->db, tu_state(F.env), &rep), SD_OK);
+		assert_int_equal(rep.emails_sent, 1);
+	}
 }
 
 /* An event's life: a capacity never below a seat sold, sales closed (no
