@@ -117,6 +117,7 @@ void api_patch_event(struct call *c)
 	struct event_view v;
 	enum sd_result r;
 	char *body = NULL;
+	unsigned refused = 0;
 	int64_t id;
 
 	if (!event_of_call(c, &id))
@@ -131,9 +132,14 @@ void api_patch_event(struct call *c)
 		api_res_fail(c->res, 400, err_msg(), "starts_at");
 		return;
 	}
-	if ((r = event_set(c->db, id, &ch.c, &v)) == SD_OK)
+	if ((r = event_set(c->db, id, &ch.c, &v, &refused)) == SD_OK)
 		r = event_body(&v, &body);
 	api_parse_free(ch.json);
+	if (r == SD_CONFLICT && !(refused & EVENT_SET_CAPACITY)) {
+		api_res_fail(c->res, 409, err_msg(),
+			     refused & EVENT_SET_STARTS ? "starts_at" : "venue");
+		return;
+	}
 	event_answer(c, r, 200, body);
 }
 

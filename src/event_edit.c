@@ -144,18 +144,32 @@ static enum sd_result event_update(struct db *db, int64_t id, const struct event
 }
 
 enum sd_result event_set(struct db *db, int64_t id, const struct event_change *c,
-			 struct event_view *after)
+			 struct event_view *after, unsigned *refused)
 {
 	struct event_view v;
 	enum sd_result r;
 
+	if (refused)
+		*refused = 0;
 	if ((r = change_valid(c, clock_now_ms())) != SD_OK)
 		return r;
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
 	if ((r = event_lock(db, id, &v)) != SD_OK)
 		goto out;
+	/* its buyers hold tickets that print its start and venue */
+	if ((c->set & (EVENT_SET_STARTS | EVENT_SET_VENUE)) && v.seats_sold > 0) {
+		if (refused)
+			*refused = c->set & (EVENT_SET_STARTS | EVENT_SET_VENUE);
+		r = err_set(SD_CONFLICT, "event %lld has %lld seat%s sold, whose tickets print its "
+			    "start and venue: those stay as they are (moving a sold event is not "
+			    "done here)", (long long)id, (long long)v.seats_sold,
+			    v.seats_sold == 1 ? "" : "s");
+		goto out;
+	}
 	if ((c->set & EVENT_SET_CAPACITY) && c->capacity < v.last_seat) {
+		if (refused)
+			*refused = EVENT_SET_CAPACITY;
 		r = err_set(SD_CONFLICT, "event %lld's capacity cannot go below %lld: %lld seat%s "
 			    "sold, up to seat %lld", (long long)id, (long long)v.last_seat,
 			    (long long)v.seats_sold, v.seats_sold == 1 ? " is" : "s are",

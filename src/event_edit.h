@@ -55,11 +55,13 @@ struct event_change {
 };
 
 /* event_set: the change, in one transaction with the checks it needs
- * (SD_CONFLICT: a capacity below a seat sold; SD_INVALID: a start in the
- * past, an empty change); [out] *after (may be NULL): the event as it is
- * now.  SD_NOT_FOUND when there is no such event. */
+ * (SD_CONFLICT: a capacity below a seat sold, or a new start or venue for
+ * an event with seats sold, whose tickets print them; SD_INVALID: a start
+ * in the past, an empty change); [out] *after (may be NULL): the event as
+ * it is now; *refused (may be NULL): the EVENT_SET_ bits of a conflict.
+ * SD_NOT_FOUND when there is no such event. */
 enum sd_result event_set(struct db *db, int64_t id, const struct event_change *c,
-			 struct event_view *after);
+			 struct event_view *after, unsigned *refused);
 
 /* event_close: the event's sales stop now (a closed one stays as it was).
  * [out] *after (may be NULL); *was_closed (may be NULL): 1 when it was. */

@@ -748,40 +748,60 @@ static void test_walk_up_sale(void **state)
 	}
 }
 
-/* An event's life: a capacity never below a seat sold, sales closed (no
- * order from then on, written or not), its doors still admitting. */
+/* An event's life: moved while unsold, its start and venue kept once
+ * sold, a capacity never below a seat sold, sales closed (no order from
+ * then on, written or not), its doors still admitting. */
 static void test_event_capacity_and_close(void **state)
 {
-	struct event_change c = { EVENT_SET_CAPACITY, NULL, NULL, 0, 2 };
+	struct event_change c;
 	char a[ORDER_ID_MAX], b[ORDER_ID_MAX], code[CODE_TEXT_MAX];
 	struct event_view v;
 	struct scan_result sr;
 	int was = 0, replayed = 0;
 	struct order_new late = { F.event_id, "Late", "late@example.org", 1, NULL, NULL };
 
+	unsigned refused = 0;
+	int64_t starts;
+
 	(void)state;
-	order("Ann", "ann@example.org", 1, a);
-	order("Bob", "bob@example.org", 2, b);	/* seats 1..3 of 4 */
-	assert_int_equal(event_set(F.full, F.event_id, &c, &v), SD_CONFLICT);
-	assert_non_null(strstr(err_msg(), "cannot go below 3"));
-	c.capacity = 3;
-	assert_int_equal(event_set(F.full, F.event_id, &c, &v), SD_OK);
-	assert_int_equal(v.capacity, 3);
-	assert_int_equal(order_add(F.full, &late, b, &replayed), SD_SOLD_OUT);
-	/* a name and a start change nothing else */
-	c = (struct event_change){ EVENT_SET_NAME | EVENT_SET_STARTS, "Renamed Night", NULL,
-				   clock_now_ms() + 7200 * 1000, 0 };
-	assert_int_equal(event_set(F.full, F.event_id, &c, &v), SD_OK);
-	assert_string_equal(v.name, "Renamed Night");
-	assert_string_equal(v.venue, "Hall");
-	assert_int_equal(v.capacity, 3);
-	assert_int_equal(v.seats_sold, 3);
+	/* unsold, it moves: a new start and venue */
+	starts = clock_now_ms() + 7200 * 1000;
+	c = (struct event_change){ EVENT_SET_STARTS | EVENT_SET_VENUE, NULL, "Studio", starts, 0 };
+	assert_int_equal(event_set(F.full, F.event_id, &c, &v, &refused), SD_OK);
+	assert_int_equal(v.starts_at, starts);
+	assert_string_equal(v.venue, "Studio");
 	/* a start in the past is refused */
 	c = (struct event_change){ EVENT_SET_STARTS, NULL, NULL, clock_now_ms() - 60000, 0 };
-	assert_int_equal(event_set(F.full, F.event_id, &c, &v), SD_INVALID);
+	assert_int_equal(event_set(F.full, F.event_id, &c, &v, NULL), SD_INVALID);
 	assert_non_null(strstr(err_msg(), "past"));
+
+	order("Ann", "ann@example.org", 1, a);
+	order("Bob", "bob@example.org", 2, b);	/* seats 1..3 of 4 */
+	c = (struct event_change){ EVENT_SET_CAPACITY, NULL, NULL, 0, 2 };
+	assert_int_equal(event_set(F.full, F.event_id, &c, &v, &refused), SD_CONFLICT);
+	assert_non_null(strstr(err_msg(), "cannot go below 3"));
+	assert_int_equal(refused, EVENT_SET_CAPACITY);
+	c.capacity = 3;
+	assert_int_equal(event_set(F.full, F.event_id, &c, &v, NULL), SD_OK);
+	assert_int_equal(v.capacity, 3);
+	assert_int_equal(order_add(F.full, &late, b, &replayed), SD_SOLD_OUT);
+	/* sold, its tickets print its start and venue: those stay */
+	c = (struct event_change){ EVENT_SET_STARTS, NULL, NULL, starts + 3600 * 1000, 0 };
+	assert_int_equal(event_set(F.full, F.event_id, &c, &v, &refused), SD_CONFLICT);
+	assert_int_equal(refused, EVENT_SET_STARTS);
+	c = (struct event_change){ EVENT_SET_VENUE, NULL, "Garden", 0, 0 };
+	assert_int_equal(event_set(F.full, F.event_id, &c, &v, &refused), SD_CONFLICT);
+	assert_int_equal(refused, EVENT_SET_VENUE);
+	/* a name changes nothing else */
+	c = (struct event_change){ EVENT_SET_NAME, "Renamed Night", NULL, 0, 0 };
+	assert_int_equal(event_set(F.full, F.event_id, &c, &v, NULL), SD_OK);
+	assert_string_equal(v.name, "Renamed Night");
+	assert_string_equal(v.venue, "Studio");
+	assert_int_equal(v.starts_at, starts);
+	assert_int_equal(v.capacity, 3);
+	assert_int_equal(v.seats_sold, 3);
 	c = (struct event_change){ EVENT_SET_CAPACITY, NULL, NULL, 0, 4 };
-	assert_int_equal(event_set(F.full, F.event_id, &c, &v), SD_OK);
+	assert_int_equal(event_set(F.full, F.event_id, &c, &v, NULL), SD_OK);
 
 	drain();
 	assert_int_equal(event_close(F.full, F.event_id, &v, &was), SD_OK);

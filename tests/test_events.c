@@ -161,15 +161,21 @@ static void test_refused_starts_write_nothing(void **state)
 static void test_set_and_close(void **state)
 {
 	const struct tu_env *e = *state;
-	assert_int_equal(event_add(e, "Quartet", "2036-12-31 20:00"), 1);
+	assert_int_equal(event_add(e, "Quartet", "2036-12-31 19:00"), 1);
+	/* unsold, it moves */
+	assert_int_equal(RUN("event", "set", "1", "--starts-at", "2036-12-31 20:00", "--venue",
+			     "Hall", "--db", e->db_path), 0);
+	assert_non_null(strstr(out, "starts    2036-12-31 20:00 CET"));
 	assert_int_equal(RUN("order", "add", "--event", "1", "--name", "Ana", "--email",
 			     "ana@example.org", "--seats", "3", "--db", e->db_path), 0);
 	refused(RUN("event", "set", "1", "--capacity", "2", "--db", e->db_path), 3,
 		"cannot go below 3");
 	assert_int_equal(tu_count(e->db_path, "SELECT capacity FROM events"), 10);
+	refused(RUN("event", "set", "1", "--starts-at", "2036-12-31 21:30", "--db", e->db_path), 3,
+		"tickets print its start and venue");
 	assert_int_equal(RUN("event", "set", "1", "--capacity", "3", "--name", "Quartet Live",
-			     "--starts-at", "2036-12-31 21:30", "--db", e->db_path), 0);
-	assert_non_null(strstr(out, "starts    2036-12-31 21:30 CET"));
+			     "--db", e->db_path), 0);
+	assert_non_null(strstr(out, "starts    2036-12-31 20:00 CET"));
 	assert_non_null(strstr(out, "sold      3 of 3 seats"));
 	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM events WHERE name = "
 				  "'Quartet Live' AND venue = 'Hall' AND capacity = 3"), 1);

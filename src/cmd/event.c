@@ -239,7 +239,7 @@ static int event_set_cmd(int argc, char **argv)
 		return cli_fail(r);
 	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
 		return rc;
-	r = event_set(db, id, &c, &v);
+	r = event_set(db, id, &c, &v, NULL);
 	db_close(db);
 	return r == SD_OK ? event_print(&v, json) : cli_fail(r);
 }

@@ -235,7 +235,9 @@ async function main() {
     answers.length = 0;
     await page.click('#event-save');
     await page.waitForFunction(() => document.getElementById('event-error-starts_at').textContent !== '');
-    const refusal = answers.find((a) => a.path === '/v1/events');
+    /* the answer's body is read by the listener after the page has shown it */
+    const refusal = await until(() => answers.find((a) => a.path === '/v1/events'),
+                                'no answer to the page\'s POST /v1/events was seen');
     check(refusal && refusal.status === 400 && refusal.body && refusal.body.field === 'starts_at',
           'a start in the past: the box answered ' + JSON.stringify(refusal));
     const shownWhy = await page.textContent('#event-error-starts_at');
@@ -348,7 +350,8 @@ async function main() {
     answers.length = 0;
     await page.click('#event-save');
     await page.waitForFunction(() => document.getElementById('event-error-capacity').textContent !== '');
-    const capNo = answers.find((a) => a.path === '/v1/events/' + made.id);
+    const capNo = await until(() => answers.find((a) => a.path === '/v1/events/' + made.id),
+                              'no answer to the page\'s PATCH was seen');
     check(capNo && capNo.status === 409 && capNo.body.field === 'capacity', 'capacity 2: the box answered ' + JSON.stringify(capNo));
     check(await page.textContent('#event-error-capacity') === capNo.body.error,
           `the capacity's refusal shows "${await page.textContent('#event-error-capacity')}", the box said "${capNo.body.error}"`);
