@@ -1639,7 +1639,7 @@ static void test_demo_twenty_orders(void **state)
 
 		assert_non_null(p);
 		assert_non_null(d);
-		snprintf(want, sizeof want, "\ndashboard: %s serve --db ", bin);
+		snprintf(want, sizeof want, "\ndashboard: %s run --db ", bin);
 		if (strncmp(d, want, strlen(want)) != 0)
 			tu_fail_free(text, errtext, "dashboard hint does not start with '%s':\n%s",
 				     want + 1, d + 1);

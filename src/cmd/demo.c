@@ -6,8 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +24,6 @@
 #include "pipeline.h"
 #include "progress.h"
 #include "queue.h"
-#include "serve.h"
 #include "statedir.h"
 #include "ticket_jobs.h"
 #include "tickets.h"
@@ -135,40 +132,27 @@ static void demo_placed(int64_t done, int64_t n, void *arg)
 	progress_update(arg, done);
 }
 
-/* demo_serve: on a terminal, the dashboard over the demo's box until
- * Ctrl-C; otherwise (a script, a test) the command that would serve it. */
+/* demo_serve: on a terminal, the demo's box running (`run`: the dashboard,
+ * and the workers that render and send what is sold in it) until Ctrl-C;
+ * otherwise (a script, a test) the command that would run it. */
 static int demo_serve(const struct config *cfg)
 {
 	const char *listen = config_str(cfg, CONFIG_HTTP_LISTEN);
-	struct serve *sv = NULL;
-	sigset_t set;
-	enum sd_result r;
-	int sig;
+	char *const av[] = { (char *)demo_self(), "run", "--db", DEMO_DB, "--http-listen",
+			     (char *)listen, NULL };
 
 	if (strcmp(listen, "off") == 0)
 		return 0;
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-		printf("dashboard: %s serve --db %s   (then http://%s/, token in %s/api.token)\n",
-		       demo_self(), DEMO_DB, listen, DEMO_DIR);
+		printf("dashboard: %s run --db %s --http-listen %s   (then http://%s/, token in "
+		       "%s/api.token)\n", demo_self(), DEMO_DB, listen, listen, DEMO_DIR);
 		return 0;
 	}
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	if ((r = serve_start(&(struct serve_opts){ DEMO_DB, NULL, listen,
-						   config_int(cfg, CONFIG_API_KEY_TTL_MS),
-						   config_int(cfg, CONFIG_DISK_WARN_BYTES), 0 },
-			     &sv)) != SD_OK)
-		return cli_fail(r);
 	printf("dashboard: http://%s/   (API token: %s/api.token; Ctrl-C to stop)\n", listen,
 	       DEMO_DIR);
 	fflush(stdout);
-	while (sigwait(&set, &sig) != 0)
-		;
-	serve_stop(sv);
-	printf("\n");
-	return 0;
+	execv("/proc/self/exe", av);
+	return cli_fail(err_set(SD_IO, "cannot start the box: %s", strerror(errno)));
 }
 
 static int demo_main(int argc, char **argv)
