@@ -75,23 +75,30 @@ static const char *setting(enum config_key k)
 	return env && *env ? env : from_file(k);
 }
 
-/* rules_of: the events' rules (events.h) from cfg, else from the
- * environment and the config file */
+/* rules_of: the events' rules (event_edit.h) from cfg, else from the
+ * environment and the config file, as the box's other files are */
 static enum sd_result rules_of(const struct config *cfg, struct event_rules *rules)
 {
-	const char *flags[CONFIG_N_KEYS] = { 0 };
+	static const enum config_key ks[] = { CONFIG_START_GRACE, CONFIG_SALES_CLOSE_AFTER };
 	struct config own;
-	enum sd_result r;
+	enum sd_result r = SD_OK;
+	const char *v, *env;
+	size_t i;
 
 	if (!cfg) {
-		if ((r = config_resolve(&own, NULL, flags)) != SD_OK)
-			return r;
+		config_init(&own);
+		for (i = 0; i < sizeof ks / sizeof ks[0] && r == SD_OK; i++) {
+			env = getenv(config_key_env(ks[i]));
+			if ((v = setting(ks[i])))
+				r = config_set(&own, ks[i], v, env && *env ? config_key_env(ks[i])
+									   : config_key_name(ks[i]));
+		}
 	}
 	rules->start_grace_ms = config_int(cfg ? cfg : &own, CONFIG_START_GRACE);
 	rules->sales_close_after_ms = config_int(cfg ? cfg : &own, CONFIG_SALES_CLOSE_AFTER);
 	if (!cfg)
 		config_free(&own);
-	return SD_OK;
+	return r;
 }
 
 int cli_box_apply(const struct config *cfg)

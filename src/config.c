@@ -406,7 +406,7 @@ static enum sd_result set_n(struct config *c, enum config_key k, const char *val
  * ("--mail-from", "stagedoor.conf:3").  SD_INVALID names origin and key,
  * never the value.
  */
-static enum sd_result config_set(struct config *c, enum config_key k, const char *value,
+enum sd_result config_set(struct config *c, enum config_key k, const char *value,
 			  const char *origin)
 {
 	if (!value)

@@ -135,6 +135,11 @@ void config_init(struct config *c);
 void config_free(struct config *c);
 
 
+/* config_set: key k set to value, checked as the file's lines are; origin
+ * names where it came from for the message ("STAGEDOOR_START_GRACE"). */
+enum sd_result config_set(struct config *c, enum config_key k, const char *value,
+			  const char *origin);
+
 /* config_load_file: the keys the file at path sets (see above).  Keys
  * already set are overwritten; call it before config_load_env. */
 enum sd_result config_load_file(struct config *c, const char *path);

@@ -256,8 +256,12 @@ static void test_child_that_cannot_start_backs_off(void **state)
 	char log[512];
 	pid_t run;
 
-	assert_int_equal(RUN("run", "--db", e->db_path, "--mail-url", "gopher://mail.example"), 2);
+	/* a setting run cannot take stops it with 78: systemd does not restart
+	 * it into the same mistake */
+	assert_int_equal(RUN("run", "--db", e->db_path, "--mail-url", "gopher://mail.example"), 78);
 	assert_non_null(strstr(err, "gopher"));
+	assert_int_equal(RUN("run", "--db", e->db_path, "--timezone", "Mars/Olympus"), 78);
+	assert_non_null(strstr(err, "Mars/Olympus"));
 
 	setenv("STAGEDOOR_FAILPOINTS", "worker_start=crash", 1);
 	snprintf(log, sizeof log, "%s/run.log", e->dir);

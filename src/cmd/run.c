@@ -566,7 +566,9 @@ static int startup_check(struct run *R)
 				  config_mail_from(&R->cfg), &mc, &env)) != SD_OK ||
 	    (r = config_apply_leases(&R->cfg, 0, NULL)) != SD_OK) {
 		tickets_env_close(env);
-		return cli_fail(r);
+		/* a setting refused (a mail URL's scheme) is not restarted into;
+		 * a disk that failed may be tried again */
+		return r == SD_INVALID ? (cli_fail(r), CLI_EXIT_CONFIG) : cli_fail(r);
 	}
 	tickets_env_close(env);
 	return 0;
@@ -823,8 +825,10 @@ static int run_main(int argc, char **argv)
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, &R.oldmask);
 	signal(SIGPIPE, SIG_IGN);
+	/* a setting it cannot take (a malformed value, an unknown zone, an
+	 * unreadable file) is the configuration's to fix: no restart into it */
 	if ((rc = cli_config_load(&R.cf, &R.cfg)) != 0)
-		return rc;
+		return CLI_EXIT_CONFIG;
 	R.argc = argc;
 	R.argv = argv;
 	R.db_path = config_str(&R.cfg, CONFIG_DB);
