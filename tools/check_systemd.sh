@@ -18,6 +18,9 @@
 # 3. The HTTP port taken by another process: `systemctl start stagedoor`
 #    fails within seconds (not after TimeoutStartSec), with status 78, not
 #    restarted, and the journal names the address and the reason.
+# 4. A timezone the tz database lacks: the start fails with status 78, not
+#    restarted, the journal names it; with Europe/Berlin the box's whoami
+#    gives the zone and its abbreviations.
 #
 # Prints each step with its time and closes on "check-systemd: ok" or a
 # "check-systemd: FAILED: ..." line (exit 1).  CHECK_SYSTEMD_DIR (default
@@ -181,6 +184,32 @@ say "port taken: systemctl start failed in $took s, status 78, not restarted; sy
 say "status text: '$(c "systemctl show -p StatusText --value stagedoor")'"
 
 c "systemctl stop holder" >/dev/null 2>&1 || true
+
+# ---- 4. a wrong timezone: refused at once, not restarted; the right one in force ------
+c "systemctl reset-failed stagedoor" >/dev/null 2>&1 || true
+sed -i 's|^# timezone = Europe/Berlin |timezone = Mars/Olympus |' "$conf"
+grep -q '^timezone = Mars/Olympus' "$conf" || die "the shipped stagedoor.conf has no timezone example line"
+if c "timeout 120 systemctl start stagedoor" >"$work/zone.log" 2>&1; then
+	die "systemctl start succeeded with timezone = Mars/Olympus"
+fi
+sleep 3
+show=$(c "systemctl show -p ExecMainStatus -p NRestarts stagedoor" | tr '\n' ' ')
+case $show in *"ExecMainStatus=78"*"NRestarts=0"* | *"NRestarts=0"*"ExecMainStatus=78"*) ;;
+*) die "after a start with a wrong timezone: $show" ;;
+esac
+c "journalctl -u stagedoor --no-pager" | grep -q "Mars/Olympus" ||
+	die "the journal does not name the wrong timezone"
+sed -i 's|^timezone = Mars/Olympus |timezone = Europe/Berlin |' "$conf"
+c "systemctl reset-failed stagedoor" >/dev/null 2>&1 || true
+c "timeout 120 systemctl start stagedoor" >"$work/zone2.log" 2>&1 ||
+	die "systemctl start with timezone = Europe/Berlin failed: $(cat "$work/zone2.log")"
+zone=$(c "curl -fsS --max-time 10 -H \"Authorization: Bearer \$(cat /var/lib/stagedoor/api.token)\" \
+	http://127.0.0.1:$port/v1/whoami" || true)
+case $zone in *'"timezone":"Europe/Berlin"'*'"3600":"CET"'* | *'"3600":"CET"'*'"timezone":"Europe/Berlin"'*) ;;
+*) die "whoami under the unit with timezone = Europe/Berlin: '$zone'" ;;
+esac
+say "timezone: a wrong one failed the start with status 78, not restarted, named in the journal; Europe/Berlin in force"
+
 c "systemctl poweroff" >/dev/null 2>&1 || true
 for i in $(seq 1 100); do kill -0 "$leader" 2>/dev/null || break; sleep 0.2; done
 say "ok"
