@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "mail.h"
+#include "money.h"
 #include "scans.h"
 #include "text.h"
 #include "timefmt.h"
@@ -195,10 +196,38 @@ static enum sd_result capacity_field(json_t *o, int64_t *n, struct api_error *er
 	return SD_OK;
 }
 
+/* price_fields: "price" ("25.00": a string, as a person writes it; null:
+ * none) and "currency" ("EUR"), both or neither.  [out] *present: either
+ * was given. */
+static enum sd_result price_fields(json_t *o, int64_t *minor, char *code, int *present,
+				   struct api_error *err)
+{
+	json_t *p = json_object_get(o, "price"), *cur = json_object_get(o, "currency");
+
+	*present = p || cur;
+	*minor = 0;
+	code[0] = '\0';
+	if (!*present)
+		return SD_OK;
+	if (p && json_is_null(p) && (!cur || json_is_null(cur)))
+		return SD_OK;	/* no price: the shop does not sell it */
+	if (!p || !json_is_string(p))
+		return perr(err, "price", "price must be a string of digits like \"25.00\", with "
+			    "its currency (or null: no price)");
+	if (!cur || !json_is_string(cur))
+		return perr(err, "currency", "currency must be an ISO 4217 code like \"EUR\", "
+			    "with the price");
+	if (event_price_parse(json_string_value(p), json_string_value(cur), minor, code) != SD_OK)
+		return perr(err, money_exponent(code) < 0 ? "currency" : "price", "%s", err_msg());
+	return SD_OK;
+}
+
 enum sd_result api_parse_event(const char *body, size_t len, struct api_event *out,
 			       struct api_error *err)
 {
-	static const char *const allowed[] = { "name", "venue", "starts_at", "capacity", NULL };
+	static const char *const allowed[] = { "name", "venue", "starts_at", "capacity", "price",
+					       "currency", NULL };
+	int priced;
 	json_t *o;
 	enum sd_result r;
 
@@ -211,7 +240,8 @@ enum sd_result api_parse_event(const char *body, size_t len, struct api_event *o
 	    (r = get_string(o, "venue", &out->e.venue, err)) != SD_OK ||
 	    (r = text_field("venue", out->e.venue, err)) != SD_OK ||
 	    (r = get_time(o, "starts_at", &out->e.starts_at, err)) != SD_OK ||
-	    (r = capacity_field(o, &out->e.capacity, err)) != SD_OK) {
+	    (r = capacity_field(o, &out->e.capacity, err)) != SD_OK ||
+	    (r = price_fields(o, &out->e.price_minor, out->e.currency, &priced, err)) != SD_OK) {
 		json_decref(o);
 		memset(&out->e, 0, sizeof out->e);
 		return r;
@@ -223,10 +253,12 @@ enum sd_result api_parse_event(const char *body, size_t len, struct api_event *o
 enum sd_result api_parse_event_change(const char *body, size_t len,
 				      struct api_event_change *out, struct api_error *err)
 {
-	static const char *const allowed[] = { "name", "venue", "starts_at", "capacity", NULL };
+	static const char *const allowed[] = { "name", "venue", "starts_at", "capacity", "price",
+					       "currency", NULL };
 	struct event_change *c = &out->c;
 	json_t *o;
 	enum sd_result r = SD_OK;
+	int priced = 0;
 
 	memset(out, 0, sizeof *out);
 	memset(err, 0, sizeof *err);
@@ -245,8 +277,12 @@ enum sd_result api_parse_event_change(const char *body, size_t len,
 	if (r == SD_OK && json_object_get(o, "capacity") &&
 	    (r = capacity_field(o, &c->capacity, err)) == SD_OK)
 		c->set |= EVENT_SET_CAPACITY;
+	if (r == SD_OK && (r = price_fields(o, &c->price_minor, c->currency, &priced, err)) == SD_OK &&
+	    priced)
+		c->set |= EVENT_SET_PRICE;
 	if (r == SD_OK && !c->set)
-		r = perr(err, NULL, "nothing to change: give name, venue, starts_at or capacity");
+		r = perr(err, NULL, "nothing to change: give name, venue, starts_at, capacity or "
+			 "price");
 	if (r != SD_OK) {
 		json_decref(o);
 		memset(c, 0, sizeof *c);

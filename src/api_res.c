@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "events.h"
 #include "log.h"
+#include "money.h"
 #include "text.h"
 
 void api_res_set(struct api_response *res, int status, const char *type, char *body,
@@ -123,6 +124,22 @@ void api_utc_text(int64_t ms, char *buf, size_t size)
 	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* "price": "25.00", "price_minor": 2500, "currency": "EUR"; nulls with no
+ * price.  0, or -1 when out of memory. */
+int api_price_set(json_t *o, int64_t minor, const char *currency)
+{
+	char plain[MONEY_TEXT_MAX];
+
+	if (!currency[0])
+		return json_object_set_new(o, "price", json_null()) ||
+		       json_object_set_new(o, "price_minor", json_null()) ||
+		       json_object_set_new(o, "currency", json_null()) ? -1 : 0;
+	money_plain(minor, currency, plain, sizeof plain);
+	return json_object_set_new(o, "price", json_string(plain)) ||
+	       json_object_set_new(o, "price_minor", json_integer(minor)) ||
+	       json_object_set_new(o, "currency", json_string(currency)) ? -1 : 0;
+}
+
 json_t *api_event_json(const struct event_view *v)
 {
 	char when[32], closed[32];
@@ -141,7 +158,8 @@ json_t *api_event_json(const struct event_view *v)
 	if (o && (json_object_set_new(o, "state",
 				      json_string(event_state_name(v, clock_now_ms()))) != 0 ||
 		  json_object_set_new(o, "closed_at",
-				      v->closed_at ? json_string(closed) : json_null()) != 0)) {
+				      v->closed_at ? json_string(closed) : json_null()) != 0 ||
+		  api_price_set(o, v->price_minor, v->currency) != 0)) {
 		json_decref(o);
 		return NULL;
 	}

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "clock.h"
+#include "money.h"
 #include "text.h"
 #include "timefmt.h"
 
@@ -42,9 +43,47 @@ static enum sd_result capacity_check(int64_t capacity)
 	return SD_OK;
 }
 
+enum sd_result event_price_parse(const char *price, const char *currency, int64_t *minor,
+				 char *code)
+{
+	enum sd_result r;
+
+	*minor = -1;
+	code[0] = '\0';
+	if (!price != !currency)
+		return err_set(SD_INVALID, "a price needs its currency, and a currency its price "
+			       "(--price 25.00 --currency EUR)");
+	if (!price)
+		return SD_OK;
+	if ((r = money_currency_norm(currency, code, NULL)) != SD_OK)
+		return r;
+	return money_parse(price, code, minor);
+}
+
+static enum sd_result price_valid(int64_t minor, const char *code)
+{
+	if (!code[0])
+		return SD_OK;	/* no price, whatever minor says */
+	if (minor < 0 || minor > MONEY_MINOR_MAX || money_exponent(code) < 0)
+		return err_set(SD_INVALID, "a price is 0 to %lld minor units of an ISO 4217 "
+			       "currency", MONEY_MINOR_MAX);
+	return SD_OK;
+}
+
+static void bind_price(struct db_stmt *st, int at, int64_t minor, const char *code)
+{
+	if (!code[0]) {
+		db_bind_null(st, at);
+		db_bind_null(st, at + 1);
+	} else {
+		db_bind_int(st, at, minor);
+		db_bind_text(st, at + 1, code);
+	}
+}
+
 static const char SQL_EVENT_ADD[] =
-	"INSERT INTO events (name, venue, starts_at, capacity, created_at) "
-	"VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id";
+	"INSERT INTO events (name, venue, starts_at, capacity, created_at, price_minor, currency) "
+	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id";
 
 enum sd_result event_add(struct db *db, const struct event_new *e, int64_t *id)
 {
@@ -54,7 +93,9 @@ enum sd_result event_add(struct db *db, const struct event_new *e, int64_t *id)
 
 	if ((r = text_field_valid("event name", e->name)) != SD_OK ||
 	    (r = text_field_valid("venue", e->venue)) != SD_OK ||
-	    (r = capacity_check(e->capacity)) != SD_OK || (r = event_start_valid(e->starts_at, now)))
+	    (r = capacity_check(e->capacity)) != SD_OK ||
+	    (r = price_valid(e->price_minor, e->currency)) != SD_OK ||
+	    (r = event_start_valid(e->starts_at, now)))
 		return r;
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
@@ -67,6 +108,7 @@ enum sd_result event_add(struct db *db, const struct event_new *e, int64_t *id)
 	db_bind_int(st, 3, e->starts_at);
 	db_bind_int(st, 4, e->capacity);
 	db_bind_int(st, 5, now);
+	bind_price(st, 6, e->price_minor, e->currency);
 	if (db_next(st, &r))
 		*id = db_col_int(st, 0);
 	db_reset(st);
@@ -79,9 +121,10 @@ static enum sd_result change_valid(const struct event_change *c, int64_t now)
 {
 	enum sd_result r = SD_OK;
 
-	if (!(c->set & (EVENT_SET_NAME | EVENT_SET_VENUE | EVENT_SET_STARTS | EVENT_SET_CAPACITY)))
-		return err_set(SD_INVALID, "nothing to change: give a name, venue, start or "
-			       "capacity");
+	if (!(c->set & (EVENT_SET_NAME | EVENT_SET_VENUE | EVENT_SET_STARTS | EVENT_SET_CAPACITY |
+			EVENT_SET_PRICE)))
+		return err_set(SD_INVALID, "nothing to change: give a name, venue, start, "
+			       "capacity or price");
 	if (c->set & EVENT_SET_NAME)
 		r = text_field_valid("event name", c->name);
 	if (r == SD_OK && (c->set & EVENT_SET_VENUE))
@@ -90,6 +133,8 @@ static enum sd_result change_valid(const struct event_change *c, int64_t now)
 		r = capacity_check(c->capacity);
 	if (r == SD_OK && (c->set & EVENT_SET_STARTS))
 		r = event_start_valid(c->starts_at, now);
+	if (r == SD_OK && (c->set & EVENT_SET_PRICE))
+		r = price_valid(c->price_minor, c->currency);
 	return r;
 }
 
@@ -98,22 +143,29 @@ static enum sd_result change_valid(const struct event_change *c, int64_t now)
  * flight.  SQLite's writer lock does the same. */
 static const char SQL_EVENT_UPDATE[] =
 	"UPDATE events SET name = coalesce(?2, name), venue = coalesce(?3, venue), "
-	"starts_at = coalesce(?4, starts_at), capacity = coalesce(?5, capacity) WHERE id = ?1";
+	"starts_at = coalesce(?4, starts_at), capacity = coalesce(?5, capacity), "
+	"price_minor = CASE WHEN ?6 = 1 THEN ?7 ELSE price_minor END, "
+	"currency = CASE WHEN ?6 = 1 THEN ?8 ELSE currency END WHERE id = ?1";
 static const char SQL_PG_EVENT_LOCK[] = "SELECT id FROM events WHERE id = ?1 FOR NO KEY UPDATE";
+
+enum sd_result event_row_lock(struct db *db, int64_t id)
+{
+	struct db_stmt *st;
+
+	if (db_kind(db) != DB_PG)
+		return SD_OK;
+	if (!(st = db_stmt(db, SQL_PG_EVENT_LOCK)))
+		return SD_DB;
+	db_bind_int(st, 1, id);
+	return db_run(st);
+}
 
 static enum sd_result event_lock(struct db *db, int64_t id, struct event_view *v)
 {
-	struct db_stmt *st;
-	enum sd_result r = SD_OK;
+	enum sd_result r;
 
-	if (db_kind(db) == DB_PG) {
-		if (!(st = db_stmt(db, SQL_PG_EVENT_LOCK)))
-			return SD_DB;
-		db_bind_int(st, 1, id);
-		r = db_run(st);
-		if (r != SD_OK)
-			return r;
-	}
+	if ((r = event_row_lock(db, id)) != SD_OK)
+		return r;
 	return event_get(db, id, v);
 }
 
@@ -140,6 +192,8 @@ static enum sd_result event_update(struct db *db, int64_t id, const struct event
 		db_bind_int(st, 5, c->capacity);
 	else
 		db_bind_null(st, 5);
+	db_bind_int(st, 6, (c->set & EVENT_SET_PRICE) != 0);
+	bind_price(st, 7, c->price_minor, c->currency);
 	return db_run(st);
 }
 

@@ -35,7 +35,18 @@ struct event_new {
 	const char *venue;
 	int64_t starts_at;	/* ms */
 	int64_t capacity;
+	int64_t price_minor;	/* a seat's price in minor units */
+	char currency[4];	/* its ISO 4217 code; "": no price (the shop does
+				 * not sell it) */
 };
+
+/*
+ * event_price_parse: a price as a person writes it ("25.00") in currency
+ * ("EUR", any case) into [out] *minor and code (4 bytes, capitals).  A price
+ * without a currency, or a currency without a price, is SD_INVALID.
+ */
+enum sd_result event_price_parse(const char *price, const char *currency, int64_t *minor,
+				 char *code);
 
 /* event_start_valid: SD_OK when an event may start at starts_at (not
  * further in the past than the grace); SD_INVALID saying why not. */
@@ -46,12 +57,17 @@ enum sd_result event_start_valid(int64_t starts_at, int64_t now);
 enum sd_result event_add(struct db *db, const struct event_new *e, int64_t *id);
 
 /* A change to an event: the fields whose bit is in set. */
-enum { EVENT_SET_NAME = 1, EVENT_SET_VENUE = 2, EVENT_SET_STARTS = 4, EVENT_SET_CAPACITY = 8 };
+enum { EVENT_SET_NAME = 1, EVENT_SET_VENUE = 2, EVENT_SET_STARTS = 4, EVENT_SET_CAPACITY = 8,
+       EVENT_SET_PRICE = 16 };
 
+/* A new price (EVENT_SET_PRICE) is for the seats sold from then on: an
+ * order keeps what it was charged. */
 struct event_change {
 	unsigned set;
 	const char *name, *venue;
 	int64_t starts_at, capacity;
+	int64_t price_minor;
+	char currency[4];	/* "": no price any more (the shop stops selling it) */
 };
 
 /* event_set: the change, in one transaction with the checks it needs
@@ -66,6 +82,12 @@ enum sd_result event_set(struct db *db, int64_t id, const struct event_change *c
 /* event_close: the event's sales stop now (a closed one stays as it was).
  * [out] *after (may be NULL); *was_closed (may be NULL): 1 when it was. */
 enum sd_result event_close(struct db *db, int64_t id, struct event_view *after, int *was_closed);
+
+/* event_row_lock: in the caller's transaction, the lock that puts every
+ * write that counts an event's seats (an order, a hold, a change) in line:
+ * on PostgreSQL its row FOR NO KEY UPDATE; on SQLite the writer's lock,
+ * which BEGIN IMMEDIATE took, so nothing more. */
+enum sd_result event_row_lock(struct db *db, int64_t id);
 
 /* event_sale_check: SD_OK when event id (starting at starts_at, closed at
  * closed_at, 0: open) takes an order at now; SD_CONFLICT with why not. */

@@ -89,7 +89,8 @@ out:
 	"coalesce(t.orders - t.orders_cancelled, 0), coalesce(t.tickets - t.cancelled, 0), " \
 	"coalesce(t.admitted, 0), coalesce(t.cancelled, 0), coalesce(e.closed_at, 0), " \
 	"(SELECT coalesce(max(seat_no), 0) FROM tickets k WHERE k.event_id = e.id " \
-	"AND k.cancelled_at IS NULL) FROM events e " \
+	"AND k.cancelled_at IS NULL), coalesce(e.price_minor, -1), coalesce(e.currency, '') " \
+	"FROM events e " \
 	"LEFT JOIN event_totals t ON t.event_id = e.id "
 static const char SQL_EVENT_GET[] = EVENT_VIEW_SQL "WHERE e.id = ?1";
 static const char SQL_EVENT_EACH[] = EVENT_VIEW_SQL "ORDER BY e.id";
@@ -112,6 +113,8 @@ static void event_view_read(struct db_stmt *st, struct event_view *v)
 	v->cancelled = db_col_int(st, 9);
 	v->closed_at = db_col_int(st, 10);
 	v->last_seat = db_col_int(st, 11);
+	v->price_minor = db_col_int(st, 12);
+	text_copy(v->currency, sizeof v->currency, db_col_text(st, 13));
 }
 
 enum sd_result event_get(struct db *db, int64_t id, struct event_view *v)

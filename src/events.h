@@ -23,6 +23,9 @@ struct event_view {
 	int64_t cancelled;		/* tickets cancelled */
 	int64_t closed_at;		/* ms: its sales were closed; 0: on sale */
 	int64_t last_seat;		/* the highest seat a live ticket holds */
+	int64_t price_minor;		/* a seat's price in currency's minor units;
+					 * -1: no price (the shop does not sell it) */
+	char currency[4];		/* ISO 4217; "" with no price */
 	char name[TEXT_FIELD_MAX + 1];
 	char venue[TEXT_FIELD_MAX + 1];
 };

@@ -12,5 +12,8 @@
 #define JOB_KIND_SEND "send_tickets"		/* unique claim + provider key */
 #define JOB_KIND_COUNT "update_sales_counter"	/* processed_jobs */
 #define JOB_KIND_CANCEL "cancel_order"		/* processed_jobs + unique claim + key */
+#define JOB_KIND_RECONCILE "reconcile_hold"	/* check state: holds.state, conditional end */
+#define JOB_KIND_REFUND "refund_payment"	/* unique claim + provider key */
+#define JOB_KIND_REFUND_MAIL "send_refund_notice" /* unique claim + provider key */
 
 #endif

@@ -24,6 +24,7 @@
 
 #include "clock.h"
 #include "event_edit.h"
+#include "holds.h"
 #include "code.h"
 #include "jobkinds.h"
 #include "outbox.h"
@@ -76,7 +77,9 @@ static const char SQL_ORDER_BY_KEY[] =
  * whether it sells (event_edit.h). */
 static const char SQL_EVENT_SEATS[] =
 	"SELECT e.capacity, (SELECT coalesce(max(seat_no), 0) FROM tickets WHERE event_id = e.id), "
-	"e.starts_at, coalesce(e.closed_at, 0) FROM events e WHERE e.id = ?1";
+	"e.starts_at, coalesce(e.closed_at, 0), "
+	"coalesce((SELECT tickets - cancelled FROM event_totals WHERE event_id = e.id), 0), "
+	"coalesce(e.price_minor, 0), coalesce(e.currency, '') FROM events e WHERE e.id = ?1";
 /* Seats cancelled tickets gave back and no live ticket holds again, the
  * lowest first (the partial index tickets_freed). */
 static const char SQL_FREED_SEATS[] =
@@ -89,7 +92,8 @@ static const char SQL_FREED_SEATS[] =
  * PostgreSQL, where a failed statement ends the transaction. */
 static const char SQL_ORDER_INSERT[] =
 	"INSERT INTO orders (public_id, event_id, buyer_name, buyer_email, seats, idempotency_key, "
-	"created_at, payment) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+	"created_at, payment, amount_minor, currency, payment_ref) "
+	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
 	"ON CONFLICT (public_id) DO NOTHING "
 	"RETURNING id";
 /* PostgreSQL, where writers do not queue for one lock as in SQLite: the
@@ -103,8 +107,6 @@ static const char SQL_ORDER_INSERT[] =
  * again; with FOR UPDATE here, that check waited for this intake while this
  * intake's own totals update waited for the render: a deadlock, one in a
  * few hundred orders on a busy event. */
-static const char SQL_PG_EVENT_LOCK[] =
-	"SELECT id FROM events WHERE id = ?1 FOR NO KEY UPDATE";
 /* A code_id that is taken returns no row (draw again), as a public id. */
 static const char SQL_TICKET_INSERT[] =
 	"INSERT INTO tickets (order_id, event_id, seat_no, seat_label, code_id) "
@@ -127,7 +129,9 @@ static enum sd_result order_validate(const struct order_new *o)
 	if (o->email && mail_address_valid(o->email) != SD_OK)
 		return err_set(SD_INVALID, "'%.80s' is not an email address like name@example.com",
 			       o->email);
-	if (o->payment && (r = order_payment_valid(o->payment)) != SD_OK)
+	/* "online" only with the provider's payment, which the shop gives */
+	if (o->payment && !(o->payment_ref && strcmp(o->payment, "online") == 0) &&
+	    (r = order_payment_valid(o->payment)) != SD_OK)
 		return r;
 	if (o->seats < 1 || o->seats > TICKETS_SEATS_MAX)
 		return err_set(SD_INVALID, "seats must be between 1 and %d", TICKETS_SEATS_MAX);
@@ -172,19 +176,48 @@ out:
 	return r;
 }
 
+/* What an order is charged: the shop's hold says (o->currency), else the
+ * event's price for its seats, else nothing (an event with no price). */
+struct order_charge {
+	int64_t amount_minor;
+	char currency[4];		/* "": none recorded */
+};
+
+/* seats_left: the event has n seats free for o of tickets and of the live
+ * holds but o's own hold (holds.h), else SD_SOLD_OUT saying how many. */
+static enum sd_result seats_left(struct db *db, const struct order_new *o, int64_t capacity,
+				 int64_t live, int64_t now)
+{
+	enum sd_result r;
+	int64_t held = 0, left;
+
+	if ((r = holds_held(db, o->event_id, o->hold_id, now, &held)) != SD_OK)
+		return r;
+	left = capacity - live - held;
+	if (left >= o->seats)
+		return SD_OK;
+	if (left <= 0)
+		return err_set(SD_SOLD_OUT, "event %lld is sold out%s", (long long)o->event_id,
+			       held ? " for now (buyers are paying for the last seats)" : "");
+	return err_set(SD_SOLD_OUT, "event %lld has only %lld seat%s left, not %lld",
+		       (long long)o->event_id, (long long)left, left == 1 ? "" : "s",
+		       (long long)o->seats);
+}
+
 /*
  * order_seats: the n seats an order of event_id gets, read inside its write
  * transaction: the seats given back first, then those after the highest one
  * ever sold.  [out] seats[0..n), *left: the seats the event has left (for
- * the message when the schema refuses one past the capacity).
+ * the message when the schema refuses one past the capacity), *charge.
  * SD_NOT_FOUND when there is no such event.
  */
-static enum sd_result order_seats(struct db *db, int64_t event_id, int64_t n, int64_t *seats,
-				  int64_t *left)
+static enum sd_result order_seats(struct db *db, const struct order_new *o, int64_t *seats,
+				  int64_t *left, struct order_charge *charge)
 {
 	struct db_stmt *st;
 	enum sd_result r;
-	int64_t capacity = 0, last = 0, got = 0, starts_at = 0, closed_at = 0;
+	int64_t capacity = 0, last = 0, got = 0, starts_at = 0, closed_at = 0, live = 0, price = 0;
+	int64_t event_id = o->event_id, n = o->seats, now = clock_now_ms();
 	int row = 0;
 
 	if (!(st = db_stmt(db, SQL_EVENT_SEATS)))
@@ -197,12 +230,21 @@ static enum sd_result order_seats(struct db *db, int64_t event_id, int64_t n, in
 		last = db_col_int(st, 1);
 		starts_at = db_col_int(st, 2);
 		closed_at = db_col_int(st, 3);
+		live = db_col_int(st, 4);
+		price = db_col_int(st, 5);
+		text_copy(charge->currency, sizeof charge->currency, db_col_text(st, 6));
 	}
 	db_reset(st);
 	if (!row)
 		return err_set(SD_NOT_FOUND, "no event %lld", (long long)event_id);
-	if ((r = event_sale_check(event_id, starts_at, closed_at, clock_now_ms())) != SD_OK)
+	if ((r = event_sale_check(event_id, starts_at, closed_at, now)) != SD_OK ||
+	    (r = seats_left(db, o, capacity, live, now)) != SD_OK)
 		return r;
+	charge->amount_minor = charge->currency[0] ? price * n : 0;
+	if (o->currency && *o->currency) {
+		charge->amount_minor = o->amount_minor;
+		text_copy(charge->currency, sizeof charge->currency, o->currency);
+	}
 	if (!(st = db_stmt(db, SQL_FREED_SEATS)))
 		return SD_DB;
 	db_bind_int(st, 1, event_id);
@@ -276,7 +318,8 @@ static enum sd_result order_tickets(struct db *db, const struct order_new *o, in
 }
 
 /* order_insert: the order's row under a fresh public id.  [out] *order_id. */
-static enum sd_result order_insert(struct db *db, const struct order_new *o, char *public_id,
+static enum sd_result order_insert(struct db *db, const struct order_new *o,
+				   const struct order_charge *charge, char *public_id,
 				   int64_t *order_id)
 {
 	struct db_stmt *st;
@@ -296,6 +339,14 @@ static enum sd_result order_insert(struct db *db, const struct order_new *o, cha
 		db_bind_text(st, 6, o->idempotency_key);
 		db_bind_int(st, 7, clock_now_ms());
 		db_bind_text(st, 8, o->payment);
+		if (charge->currency[0]) {
+			db_bind_int(st, 9, charge->amount_minor);
+			db_bind_text(st, 10, charge->currency);
+		} else {
+			db_bind_null(st, 9);
+			db_bind_null(st, 10);
+		}
+		db_bind_text(st, 11, o->payment_ref);
 		r = db_step(st, &row);
 		if (r == SD_OK && row)
 			*order_id = db_col_int(st, 0);
@@ -311,7 +362,7 @@ static enum sd_result order_insert(struct db *db, const struct order_new *o, cha
 enum sd_result order_add(struct db *db, const struct order_new *o, char *public_id,
 			 int *replayed)
 {
-	struct db_stmt *st;
+	struct order_charge charge = { 0, "" };
 	enum sd_result r;
 	int64_t order_id = 0, left = 0, seats[TICKETS_SEATS_MAX];
 	char payload[160], job_id[QUEUE_JOB_ID_MAX + 1];
@@ -322,15 +373,8 @@ enum sd_result order_add(struct db *db, const struct order_new *o, char *public_
 		return r;
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
-	if (db_kind(db) == DB_PG) {
-		if (!(st = db_stmt(db, SQL_PG_EVENT_LOCK))) {
-			r = SD_DB;
-			goto out;
-		}
-		db_bind_int(st, 1, o->event_id);
-		if ((r = db_run(st)) != SD_OK)
-			goto out;
-	}
+	if ((r = event_row_lock(db, o->event_id)) != SD_OK)
+		goto out;
 	if (o->idempotency_key) {
 		if ((r = order_replay(db, o, public_id, &found)) != SD_OK)
 			goto out;
@@ -339,8 +383,8 @@ enum sd_result order_add(struct db *db, const struct order_new *o, char *public_
 			goto out;
 		}
 	}
-	if ((r = order_seats(db, o->event_id, o->seats, seats, &left)) != SD_OK ||
-	    (r = order_insert(db, o, public_id, &order_id)) != SD_OK ||
+	if ((r = order_seats(db, o, seats, &left, &charge)) != SD_OK ||
+	    (r = order_insert(db, o, &charge, public_id, &order_id)) != SD_OK ||
 	    (r = order_tickets(db, o, order_id, seats, left)) != SD_OK)
 		goto out;
 	snprintf(payload, sizeof payload, "{\"order_id\":%lld}", (long long)order_id);

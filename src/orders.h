@@ -27,7 +27,14 @@ struct order_new {
 	int64_t seats;
 	const char *idempotency_key;	/* may be NULL */
 	const char *payment;		/* "cash", "card": taken at the box office;
+					 * "online": by the payment provider;
 					 * NULL: not recorded */
+	int64_t hold_id;		/* the shop's hold this order is made for (its
+					 * seats are this order's), 0: none */
+	int64_t amount_minor;		/* with currency: what was charged (the
+					 * hold's amount) */
+	const char *currency;		/* NULL: the event's price for the seats */
+	const char *payment_ref;	/* the provider's payment; NULL: none */
 };
 
 /* order_payment_valid: SD_OK when s names a payment an order may record. */

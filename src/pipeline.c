@@ -188,7 +188,7 @@ out:
 enum sd_result pipeline_sample_event(struct db *db, const char *name, int64_t orders,
 				     int64_t *event_id)
 {
-	struct event_new ev;
+	struct event_new ev = { 0 };
 
 	ev.name = name;
 	ev.venue = "Théâtre du Parc";

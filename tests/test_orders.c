@@ -724,7 +724,12 @@ static void test_intake_and_render_of_one_event_do_not_deadlock(void **state)
 /* What 0010 added, taken away (the tickets table as 0002 made it): with
  * 0006-0009's own, the file is as schema 5 left it. */
 /* what 0012 added, taken away again */
-#define SCHEMA_BEFORE_0013                                                                    \
+#define SCHEMA_BEFORE_0014                                                                    \
+	"DROP TABLE effects; DROP TABLE refunds; DROP TABLE holds; DROP INDEX orders_payment_ref; " \
+	"ALTER TABLE events DROP COLUMN price_minor; ALTER TABLE events DROP COLUMN currency; "  \
+	"ALTER TABLE orders DROP COLUMN amount_minor; ALTER TABLE orders DROP COLUMN currency; " \
+	"ALTER TABLE orders DROP COLUMN payment_ref; "
+#define SCHEMA_BEFORE_0013 SCHEMA_BEFORE_0014                                                 \
 	"ALTER TABLE events DROP COLUMN closed_at; ALTER TABLE orders DROP COLUMN payment; "
 #define SCHEMA_BEFORE_0012 SCHEMA_BEFORE_0013                                                 \
 	"DROP TABLE scan_minutes; DROP INDEX scans_at; DROP INDEX scans_nonce; "              \

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api.h"
 #include "args.h"
@@ -17,12 +18,14 @@
 #include "db.h"
 #include "event_edit.h"
 #include "events.h"
+#include "money.h"
 #include "text.h"
 #include "timefmt.h"
 
 static int event_add_cmd(int argc, char **argv)
 {
-	const char *dbp = NULL, *name = NULL, *venue = NULL, *starts = NULL;
+	const char *dbp = NULL, *name = NULL, *venue = NULL, *starts = NULL, *price = NULL,
+		   *currency = NULL;
 	int64_t capacity = 0, id = 0;
 	struct arg_opt opts[] = {
 		ARG_DB(&dbp),
@@ -35,12 +38,17 @@ static int event_add_cmd(int argc, char **argv)
 		  "(2026-12-31T20:00+01:00)", 0 },
 		{ "capacity", ARG_INT, &capacity, 1, 1000000, 0, NULL,
 		  "seats on sale (1..1000000)", 0 },
+		{ "price", ARG_STR, &price, 0, 0, 0, "AMOUNT",
+		  "a seat's price (25.00), with --currency: the shop sells only priced events", 0 },
+		{ "currency", ARG_STR, &currency, 0, 0, 0, "CODE",
+		  "the price's ISO 4217 currency (EUR, GBP, USD)", 0 },
 		ARG_END,
 	};
 	static const char usage[] =
-		"event add --name NAME --venue VENUE --starts-at TIME --capacity N";
+		"event add --name NAME --venue VENUE --starts-at TIME --capacity N "
+		"[--price AMOUNT --currency CODE]";
 	char *pos[ARGS_MAX_POS];
-	struct event_new e;
+	struct event_new e = { 0 };
 	struct db *db;
 	enum sd_result r;
 	int npos, rc;
@@ -57,7 +65,8 @@ static int event_add_cmd(int argc, char **argv)
 	if ((r = timefmt_parse(starts, &e.starts_at)) != SD_OK ||
 	    (r = text_field_valid("event name", name)) != SD_OK ||
 	    (r = text_field_valid("venue", venue)) != SD_OK ||
-	    (r = event_start_valid(e.starts_at, clock_now_ms())) != SD_OK)
+	    (r = event_start_valid(e.starts_at, clock_now_ms())) != SD_OK ||
+	    (r = event_price_parse(price, currency, &e.price_minor, e.currency)) != SD_OK)
 		return cli_fail(r);
 	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
 		return rc;
@@ -116,7 +125,7 @@ static int event_ls_cmd(int argc, char **argv)
 
 static void show_text(const struct event_view *v)
 {
-	char when[TIMEFMT_TEXT_MAX];
+	char when[TIMEFMT_TEXT_MAX], price[MONEY_TEXT_MAX];
 
 	timefmt_format(v->starts_at, when, sizeof when);
 	printf("event     %lld: %s\n", (long long)v->id, v->name);
@@ -125,6 +134,12 @@ static void show_text(const struct event_view *v)
 	printf("sold      %lld of %lld seats (%lld order%s), %lld left\n",
 	       (long long)v->seats_sold, (long long)v->capacity, (long long)v->orders,
 	       v->orders == 1 ? "" : "s", (long long)(v->capacity - v->seats_sold));
+	if (v->currency[0]) {
+		money_plain(v->price_minor, v->currency, price, sizeof price);
+		printf("price     %s %s a seat\n", price, v->currency);
+	} else {
+		printf("price     none (the shop does not sell it)\n");
+	}
 	printf("admitted  %lld, to come %lld\n", (long long)v->admitted,
 	       (long long)(v->seats_sold - v->admitted));
 	if (v->cancelled)
@@ -208,7 +223,7 @@ static int event_close_cmd(int argc, char **argv)
 
 static int event_set_cmd(int argc, char **argv)
 {
-	const char *dbp = NULL, *starts = NULL;
+	const char *dbp = NULL, *starts = NULL, *price = NULL, *currency = NULL;
 	struct event_change c = { 0 };
 	int json = 0, npos, rc;
 	struct arg_opt opts[] = {
@@ -219,11 +234,16 @@ static int event_set_cmd(int argc, char **argv)
 		  "a new start: the venue's time (2026-12-31 20:00) or with an offset", 0 },
 		{ "capacity", ARG_INT, &c.capacity, 1, 1000000, 0, NULL,
 		  "seats on sale (never below a seat sold)", 0 },
+		{ "price", ARG_STR, &price, 0, 0, 0, "AMOUNT",
+		  "a new price for the seats sold from now on, with --currency; \"none\": no "
+		  "price (the shop stops selling it)", 0 },
+		{ "currency", ARG_STR, &currency, 0, 0, 0, "CODE", "the price's ISO 4217 currency",
+		  0 },
 		ARG_JSON(&json),
 		ARG_END,
 	};
 	static const char usage[] = "event set ID [--name NAME] [--venue VENUE] [--starts-at TIME] "
-				    "[--capacity N] [--json]";
+				    "[--capacity N] [--price AMOUNT|none --currency CODE] [--json]";
 	char *pos[ARGS_MAX_POS];
 	struct event_view v;
 	struct db *db;
@@ -237,6 +257,12 @@ static int event_set_cmd(int argc, char **argv)
 		(starts ? EVENT_SET_STARTS : 0) | (opts[4].seen ? EVENT_SET_CAPACITY : 0);
 	if (starts && (r = timefmt_parse(starts, &c.starts_at)) != SD_OK)
 		return cli_fail(r);
+	if (price || currency) {
+		c.set |= EVENT_SET_PRICE;
+		if (!(price && strcmp(price, "none") == 0 && !currency) &&
+		    (r = event_price_parse(price, currency, &c.price_minor, c.currency)) != SD_OK)
+			return cli_fail(r);
+	}
 	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
 		return rc;
 	r = event_set(db, id, &c, &v, NULL);
@@ -249,7 +275,8 @@ static const struct cli_cmd event_subs[] = {
 	{ "ls", event_ls_cmd, "list the events: start, sold, admitted, state", NULL, 0 },
 	{ "show", event_show_cmd, "one event: its start, seats sold and admitted, its sales",
 	  NULL, 0 },
-	{ "set", event_set_cmd, "change an event's name, venue, start or capacity", NULL, 0 },
+	{ "set", event_set_cmd, "change an event's name, venue, start, capacity or price", NULL,
+	  0 },
 	{ "close", event_close_cmd, "stop an event's sales (its doors still admit)", NULL, 0 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };

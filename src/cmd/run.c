@@ -149,13 +149,19 @@ static int64_t mono_ms(void)
 static void child_exec(struct run *R, struct child *c, pid_t parent, int ready_w)
 {
 	char *av[ARGS_MAX_POS + 8 + 256], fd[16];
+	sigset_t child_mask;
 	int n = 0, i;
 
 	/* SIGTERM when the supervisor dies, even by SIGKILL */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	if (getppid() != parent)
 		_exit(1);
-	sigprocmask(SIG_SETMASK, &R->oldmask, NULL);
+	/* SIGHUP stays blocked across the exec: a reload that reaches a child
+	 * before it has set up its own taking of SIGHUP (cli_hup_start, serve)
+	 * waits for it, pending, instead of killing it by default */
+	child_mask = R->oldmask;
+	sigaddset(&child_mask, SIGHUP);
+	sigprocmask(SIG_SETMASK, &child_mask, NULL);
 	/* the write end survives exec; the read end (close-on-exec) does not */
 	if (ready_w >= 0 && fcntl(ready_w, F_SETFD, 0) == 0) {
 		snprintf(fd, sizeof fd, "%d", ready_w);
