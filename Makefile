@@ -229,14 +229,14 @@ build/san/tests/testutil.o: tests/testutil.c
 # The rel and pg suites run the test build (build/test/stagedoor); each suite
 # also checks the product binary (STAGEDOOR_PRODUCT_BIN) holds no failpoint.
 export STAGEDOOR_PRODUCT_BIN := $(CURDIR)/bin/stagedoor
-check-rel: bin/stagedoor build/test/stagedoor build/stagedoor-bench build/sqlbench build/mailsink build/chaos build/powercut \
+check-rel: bin/stagedoor build/test/stagedoor build/stagedoor-bench build/sqlbench build/mailsink build/paysink build/chaos build/powercut \
 	$(addprefix build/rel/tests/,$(TESTS))
 	@STAGEDOOR_BENCH_BIN=$(CURDIR)/build/stagedoor-bench \
 		sh tools/run_tests.sh rel $(CURDIR)/build/test/stagedoor $(addprefix build/rel/tests/,$(TESTS))
-check-pg: bin/stagedoor build/test/stagedoor build/stagedoor-bench build/mailsink build/chaos $(addprefix build/rel/tests/,$(PG_TESTS))
+check-pg: bin/stagedoor build/test/stagedoor build/stagedoor-bench build/mailsink build/paysink build/chaos $(addprefix build/rel/tests/,$(PG_TESTS))
 	@STAGEDOOR_BENCH_BIN=$(CURDIR)/build/stagedoor-bench \
 		sh tools/pg_tests.sh pg $(CURDIR)/build/test/stagedoor $(addprefix build/rel/tests/,$(PG_TESTS))
-check-san: bin/stagedoor build/san/stagedoor build/san/stagedoor-bench build/mailsink build/chaos build/powercut \
+check-san: bin/stagedoor build/san/stagedoor build/san/stagedoor-bench build/mailsink build/paysink build/chaos build/powercut \
 	$(addprefix build/san/tests/,$(TESTS))
 	@STAGEDOOR_BENCH_BIN=$(CURDIR)/build/san/stagedoor-bench \
 		sh tools/run_tests.sh san $(CURDIR)/build/san/stagedoor $(addprefix build/san/tests/,$(TESTS))
@@ -279,6 +279,14 @@ build/sqlbench: tools/bench/sqlbench.c src/queue_sql.h build/rel/schema.o build/
 build/mailsink: $(wildcard tools/mailsink/*.c) $(REL_OBJS)
 	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MT $@ -MF $@.d -Isrc -o $@ $(wildcard tools/mailsink/*.c) $(REL_OBJS) \
 		-lmbedtls -lmbedx509 -lmbedcrypto $(LDLIBS)
+
+# The local Stripe-like payment provider the payment tests, soaks and the
+# offline demo run against (tools/paysink): none of src/, so that it judges
+# the box's payments without leaning on the box's code.
+build/paysink: $(wildcard tools/paysink/*.c) $(wildcard tools/paysink/*.h)
+	@mkdir -p build
+	$(call say,CCLD,$@)$(CC) $(WARN) $(CFLAGS) $(shell pkg-config --cflags libmicrohttpd jansson libcurl) -pthread \
+		-o $@ $(wildcard tools/paysink/*.c) $(shell pkg-config --libs libmicrohttpd jansson libcurl) -lmbedcrypto -pthread
 
 # The crash soak (tools/chaos): its own SQLite, libpq and jansson, none of src/, so
 # that its verdict does not lean on the code it judges.
