@@ -21,10 +21,12 @@
 #include "db.h"
 #include "event_edit.h"
 #include "help.h"
+#include "lang.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
 #include "queue.h"
+#include "stripe.h"
 #include "timefmt.h"
 #include "worker.h"
 
@@ -108,15 +110,42 @@ int cli_box_apply(const struct config *cfg)
 	const char *state = cfg ? cfg->value[CONFIG_STATE_DIR] : setting(CONFIG_STATE_DIR);
 
 	const char *zone = cfg ? cfg->value[CONFIG_TIMEZONE] : setting(CONFIG_TIMEZONE);
+	const char *locale = cfg ? cfg->value[CONFIG_LOCALE] : setting(CONFIG_LOCALE);
 	struct event_rules rules;
 	enum sd_result r;
 
 	metrics_home_set(state);
 	if ((r = code_key_file_set(key)) != SD_OK || (r = blob_where_set(blobs)) != SD_OK ||
-	    (r = timefmt_zone_set(zone)) != SD_OK || (r = rules_of(cfg, &rules)) != SD_OK)
+	    (r = timefmt_zone_set(zone)) != SD_OK || (r = lang_set(locale)) != SD_OK ||
+	    (r = rules_of(cfg, &rules)) != SD_OK)
 		return cli_fail(r);
 	event_rules_set(&rules);
 	return 0;
+}
+
+void cli_reload_log(const struct cli_config_flags *cf)
+{
+	struct config nc;
+
+	if (config_resolve(&nc, cf->file, cf->value) != SD_OK)
+		return;
+	if (log_open_file(nc.value[CONFIG_LOG_FILE]) != SD_OK)
+		log_event(LOG_ERROR, "log not reopened", NULL);
+	log_set_level((enum log_level)log_level_parse(config_str(&nc, CONFIG_LOG_LEVEL)));
+	config_free(&nc);
+}
+
+enum sd_result cli_provider_open(const struct config *cfg, struct stripe **out)
+{
+	struct stripe_config sc;
+	enum sd_result r;
+	int on = 0;
+
+	*out = NULL;
+	if ((r = config_provider(cfg, &on, &sc)) != SD_OK || !on)
+		return r;
+	sc.timeout_ms = 20000;
+	return stripe_open(&sc, out);
 }
 
 int cli_fail(int r)

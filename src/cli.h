@@ -121,6 +121,24 @@ struct cli_config_flags {
 	CLI_KEY(f, CONFIG_TIMEZONE), \
 	CLI_KEY(f, CONFIG_START_GRACE), \
 	CLI_KEY(f, CONFIG_SALES_CLOSE_AFTER), \
+	CLI_KEY(f, CONFIG_LOCALE), \
+	CLI_KEY(f, CONFIG_SHOP_LISTEN), \
+	CLI_KEY(f, CONFIG_SHOP_URL), \
+	CLI_KEY(f, CONFIG_SHOP_NAME), \
+	CLI_KEY(f, CONFIG_SHOP_TLS_CERT), \
+	CLI_KEY(f, CONFIG_SHOP_TLS_KEY), \
+	CLI_KEY(f, CONFIG_SHOP_TRUSTED_PROXIES), \
+	CLI_KEY(f, CONFIG_SHOP_HOLD), \
+	CLI_KEY(f, CONFIG_SHOP_HOLD_RENEWALS), \
+	CLI_KEY(f, CONFIG_SHOP_HOLDS_PER_CLIENT), \
+	CLI_KEY(f, CONFIG_SHOP_HOLDS_PER_EMAIL), \
+	CLI_KEY(f, CONFIG_SHOP_SEATS_MAX), \
+	CLI_KEY(f, CONFIG_SHOP_RATE), \
+	CLI_KEY(f, CONFIG_PAYMENT_PROVIDER), \
+	CLI_KEY(f, CONFIG_STRIPE_API_URL), \
+	CLI_KEY(f, CONFIG_STRIPE_KEY_FILE), \
+	CLI_KEY(f, CONFIG_STRIPE_WEBHOOK_SECRET_FILE), \
+	CLI_KEY(f, CONFIG_STRIPE_CA_FILE), \
 	CLI_KEY(f, CONFIG_LOG_LEVEL), \
 	CLI_KEY(f, CONFIG_LOG_FILE), \
 	CLI_KEY(f, CONFIG_MAIL_URL), \
@@ -155,5 +173,15 @@ void cli_ready(void);
  * Prints the message as cli_fail does and returns CLI_EXIT_CONFIG. */
 int cli_cannot_start(int r);
 
+
+/* cli_reload_log: SIGHUP in a listener (serve, shop): the settings read
+ * again for the log's file (reopened) and level; a bad file changes
+ * nothing. */
+void cli_reload_log(const struct cli_config_flags *cf);
+
+/* cli_provider_open: the payment provider the settings name: [out] *out
+ * NULL for none; for stripe, its key read now (stripe.h).  SD_INVALID for
+ * a provider the box does not know or a key it cannot use. */
+enum sd_result cli_provider_open(const struct config *cfg, struct stripe **out);
 
 #endif

@@ -137,6 +137,36 @@ void code_sha256_hex(const void *data, size_t len, char out[CODE_SHA256_HEX + 1]
 		snprintf(out + 2 * i, 3, "%02x", h[i]);
 }
 
+void code_hmac_sha256_hex(const void *key, size_t klen, const char *prefix, const void *data,
+			  size_t len, char out[CODE_SHA256_HEX + 1])
+{
+	const mbedtls_md_info_t *md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);
+	mbedtls_md_context_t ctx;
+	unsigned char h[32];
+	size_t i;
+	int rc;
+
+	out[0] = '\0';	/* an empty string on failure: it matches no signature */
+	if (!md)
+		return;
+	mbedtls_md_init(&ctx);
+	rc = mbedtls_md_setup(&ctx, md, 1);
+	if (rc == 0)
+		rc = mbedtls_md_hmac_starts(&ctx, key, klen);
+	if (rc == 0)
+		rc = mbedtls_md_hmac_update(&ctx, (const unsigned char *)prefix, strlen(prefix));
+	if (rc == 0)
+		rc = mbedtls_md_hmac_update(&ctx, data, len);
+	if (rc == 0)
+		rc = mbedtls_md_hmac_finish(&ctx, h);
+	mbedtls_md_free(&ctx);
+	if (rc != 0)
+		return;
+	for (i = 0; i < sizeof h; i++)
+		snprintf(out + 2 * i, 3, "%02x", h[i]);
+	mbedtls_platform_zeroize(h, sizeof h);
+}
+
 static void code_put_be64(unsigned char *p, int64_t v)
 {
 	uint64_t u = (uint64_t)v;

@@ -40,6 +40,12 @@ int code_ct_equal(const void *a, const void *b, size_t n);
 /* code_sha256_hex: the SHA-256 of data as 64 hex digits and a NUL. */
 void code_sha256_hex(const void *data, size_t len, char out[CODE_SHA256_HEX + 1]);
 
+/* code_hmac_sha256_hex: HMAC-SHA256 keyed with key[0..klen) over prefix (a
+ * C string, may be "") followed by data[0..len), as 64 hex digits and a
+ * NUL (a provider's webhook signature: Stripe signs "<t>.<payload>"). */
+void code_hmac_sha256_hex(const void *key, size_t klen, const char *prefix, const void *data,
+			  size_t len, char out[CODE_SHA256_HEX + 1]);
+
 /* code_sha256_file: the SHA-256 of the file at path, read in pieces, as 64
  * hex digits; [out] *size its length.  SD_IO naming the path on a failed
  * read. */

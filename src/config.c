@@ -161,6 +161,53 @@ static const struct keydef {
 		  "already running; 0: not at all)" },
 	[CONFIG_SALES_CLOSE_AFTER] = { "sales_close_after", K_DUR, 0, 7 * DAY_MS, "2h", 0,
 		"an event's sales stop this long after it starts (at the window, a late-comer)" },
+	[CONFIG_LOCALE] = { "locale", K_STR, 0, 0, "en-GB", 0,
+		"how the shop writes dates and amounts for buyers: en-GB, en-US, de-DE, fr-FR, "
+		  "nl-NL, es-ES, it-IT, ..." },
+	[CONFIG_SHOP_LISTEN] = { "shop_listen", K_STR, 0, 0, "off", 0,
+		"ADDRESS:PORT of the public shop (its own listener; never the API or the "
+		  "dashboard), or off; anything but loopback needs shop_tls_cert and shop_tls_key" },
+	[CONFIG_SHOP_URL] = { "shop_url", K_STR, 0, 0, NULL, 0,
+		"the shop's address as buyers reach it, https://tickets.venue.example (behind a "
+		  "reverse proxy); default: the listener's own" },
+	[CONFIG_SHOP_NAME] = { "shop_name", K_STR, 0, 0, "Tickets", 0,
+		"the name at the top of the shop's pages (the venue's)" },
+	[CONFIG_SHOP_TLS_CERT] = { "shop_tls_cert", K_PATH, 0, 0, NULL, 0,
+		"the shop listener's certificate (PEM), when it faces the internet itself" },
+	[CONFIG_SHOP_TLS_KEY] = { "shop_tls_key", K_PATH, 0, 0, NULL, 0,
+		"its private key (PEM, mode 0600); also read from "
+		  "$CREDENTIALS_DIRECTORY/shop_tls_key" },
+	[CONFIG_SHOP_TRUSTED_PROXIES] = { "shop_trusted_proxies", K_HOSTS, 0, 0, NULL, 0,
+		"addresses of reverse proxies in front of the shop, comma-separated: their "
+		  "X-Forwarded-For names the buyer (default: none, the peer is the buyer)" },
+	[CONFIG_SHOP_HOLD] = { "shop_hold", K_DUR, 60000, 3600000, "10m", 0,
+		"how long seats are held while a buyer pays (1m to 1h)" },
+	[CONFIG_SHOP_HOLD_RENEWALS] = { "shop_hold_renewals", K_INT, 0, 5, "1", 0,
+		"how often a buyer may ask for that time again" },
+	[CONFIG_SHOP_HOLDS_PER_CLIENT] = { "shop_holds_per_client", K_INT, 1, 1000, "4", 0,
+		"unpaid checkouts one client address may hold at once" },
+	[CONFIG_SHOP_HOLDS_PER_EMAIL] = { "shop_holds_per_email", K_INT, 1, 100, "2", 0,
+		"unpaid checkouts one email address may hold at once" },
+	[CONFIG_SHOP_SEATS_MAX] = { "shop_seats_max", K_INT, 1, 100, "10", 0,
+		"seats one checkout may take" },
+	[CONFIG_SHOP_RATE] = { "shop_rate", K_INT, 0, 100000, "10", 0,
+		"checkouts a minute one client address may start (0: no limit); more are "
+		  "refused with 429" },
+	[CONFIG_PAYMENT_PROVIDER] = { "payment_provider", K_STR, 0, 0, "none", 0,
+		"none (orders at the window and through the API only) or stripe (the shop takes "
+		  "payments)" },
+	[CONFIG_STRIPE_API_URL] = { "stripe_api_url", K_STR, 0, 0, "https://api.stripe.com", 0,
+		"Stripe's API (another only for a provider run on this machine, tools/paysink)" },
+	[CONFIG_STRIPE_KEY_FILE] = { "stripe_key_file", K_PATH, 0, 0, NULL, 0,
+		"a file holding the Stripe secret key, sk_... (mode 0600; or "
+		  "$CREDENTIALS_DIRECTORY/stripe_key)" },
+	[CONFIG_STRIPE_WEBHOOK_SECRET_FILE] = { "stripe_webhook_secret_file", K_PATH, 0, 0, NULL, 0,
+		"a file holding the webhook endpoint's secret, whsec_..., and while rotating the "
+		  "old one on a second line (mode 0600; or "
+		  "$CREDENTIALS_DIRECTORY/stripe_webhook_secret)" },
+	[CONFIG_STRIPE_CA_FILE] = { "stripe_ca_file", K_PATH, 0, 0, NULL, 0,
+		"the CA certificates Stripe's certificate is checked against (default: the "
+		  "system's)" },
 	[CONFIG_LOG_LEVEL] = { "log_level", K_LEVEL, 0, 0, "info", 1,
 		"debug, info, warn, error or off" },
 	[CONFIG_LOG_FILE] = { "log_file", K_PATH, 0, 0, NULL, 1,
@@ -700,6 +747,31 @@ static const struct {
 	{ JOB_KIND_CANCEL, CONFIG_SEND_LEASE_MS },
 };
 
+/* The payment provider's jobs wait out an outage of days: a payment must
+ * become its order or its refund, however long the provider is away (the
+ * queue's backoff, capped at an hour, for some 20 days of attempts). */
+#define PROVIDER_ATTEMPTS 500
+#define PROVIDER_BACKOFF_CAP_MS 3600000
+
+static enum sd_result provider_policies(const struct kind_policy *common)
+{
+	static const char *const kinds[] = { JOB_KIND_RECONCILE, JOB_KIND_REFUND,
+					     JOB_KIND_REFUND_MAIL };
+	struct kind_policy p;
+	enum sd_result r;
+	size_t i;
+
+	for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		p = *common;
+		p.max_attempts = PROVIDER_ATTEMPTS;
+		if (p.backoff_cap_ms < PROVIDER_BACKOFF_CAP_MS)
+			p.backoff_cap_ms = PROVIDER_BACKOFF_CAP_MS;
+		if ((r = queue_policy_set(kinds[i], &p)) != SD_OK)
+			return r;
+	}
+	return SD_OK;
+}
+
 enum sd_result config_apply_leases(const struct config *c, int64_t base_lease_ms,
 				   int64_t *send_lease_ms)
 {
@@ -744,5 +816,33 @@ enum sd_result config_apply_leases(const struct config *c, int64_t base_lease_ms
 		if ((r = queue_policy_set(kind_keys[i].kind, &p)) != SD_OK)
 			return r;
 	}
+	return provider_policies(&common);
+}
+
+enum sd_result config_provider(const struct config *c, int *stripe_on, struct stripe_config *sc)
+{
+	const char *p = config_str(c, CONFIG_PAYMENT_PROVIDER);
+	int on = strcmp(p, "stripe") == 0;
+
+	if (!on && strcmp(p, "none") != 0)
+		return err_set(SD_INVALID, "%s: payment_provider must be none or stripe",
+			       config_origin(c, CONFIG_PAYMENT_PROVIDER));
+	if (stripe_on)
+		*stripe_on = on;
+	if (sc) {
+		memset(sc, 0, sizeof *sc);
+		sc->api_url = config_str(c, CONFIG_STRIPE_API_URL);
+		sc->key_file = config_str(c, CONFIG_STRIPE_KEY_FILE);
+		sc->ca_file = config_str(c, CONFIG_STRIPE_CA_FILE);
+	}
 	return SD_OK;
+}
+
+void config_hold_rules(const struct config *c, struct hold_rules *h)
+{
+	h->ttl_ms = config_int(c, CONFIG_SHOP_HOLD);
+	h->renewals = config_int(c, CONFIG_SHOP_HOLD_RENEWALS);
+	h->per_client = config_int(c, CONFIG_SHOP_HOLDS_PER_CLIENT);
+	h->per_email = config_int(c, CONFIG_SHOP_HOLDS_PER_EMAIL);
+	h->seats_max = config_int(c, CONFIG_SHOP_SEATS_MAX);
 }

@@ -26,8 +26,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "holds.h"
 #include "mail.h"
 #include "result.h"
+#include "stripe.h"
 
 /* The keys, as indexes into struct config's values. */
 enum config_key {
@@ -83,6 +85,24 @@ enum config_key {
 	CONFIG_TIMEZONE,		/* the venue's zone, an IANA name; default: the system's */
 	CONFIG_START_GRACE,		/* an event may start this far in the past when set */
 	CONFIG_SALES_CLOSE_AFTER,	/* an event's sales stop this long after it starts */
+	CONFIG_LOCALE,			/* the shop's dates and amounts: "de-DE" */
+	CONFIG_SHOP_LISTEN,		/* the public shop under `run`; "off": none */
+	CONFIG_SHOP_URL,		/* the shop's address as buyers reach it */
+	CONFIG_SHOP_NAME,		/* the name its pages carry */
+	CONFIG_SHOP_TLS_CERT,		/* the shop listener's own certificate */
+	CONFIG_SHOP_TLS_KEY,
+	CONFIG_SHOP_TRUSTED_PROXIES,	/* whose X-Forwarded-For is believed */
+	CONFIG_SHOP_HOLD,		/* how long seats are held while a buyer pays */
+	CONFIG_SHOP_HOLD_RENEWALS,	/* renewals of one hold at most */
+	CONFIG_SHOP_HOLDS_PER_CLIENT,	/* open holds from one client address */
+	CONFIG_SHOP_HOLDS_PER_EMAIL,	/* open holds for one email address */
+	CONFIG_SHOP_SEATS_MAX,		/* seats in one checkout */
+	CONFIG_SHOP_RATE,		/* checkouts a minute from one client address */
+	CONFIG_PAYMENT_PROVIDER,	/* none | stripe */
+	CONFIG_STRIPE_API_URL,
+	CONFIG_STRIPE_KEY_FILE,
+	CONFIG_STRIPE_WEBHOOK_SECRET_FILE,
+	CONFIG_STRIPE_CA_FILE,
 	CONFIG_LOG_LEVEL,
 	CONFIG_LOG_FILE,		/* append here instead of stderr; reopened on SIGHUP */
 	CONFIG_MAIL_URL,
@@ -190,5 +210,14 @@ const char *config_mail_from(const struct config *c);
  */
 enum sd_result config_apply_leases(const struct config *c, int64_t base_lease_ms,
 				   int64_t *send_lease_ms);
+
+/* config_provider: SD_OK when payment_provider names one the box knows
+ * (none, stripe); [out] *stripe_on (may be NULL); sc (may be NULL) filled
+ * from the stripe_ keys (its strings point into c). */
+enum sd_result config_provider(const struct config *c, int *stripe_on,
+			       struct stripe_config *sc);
+
+/* config_hold_rules: the shop's holds, from the shop_ keys. */
+void config_hold_rules(const struct config *c, struct hold_rules *h);
 
 #endif

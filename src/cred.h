@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
+#include "result.h"
+
 /* cred_find: $CREDENTIALS_DIRECTORY/name when the variable is set and that
  * file exists.  [out] path (size bytes).  1: found; 0: not. */
 int cred_find(const char *name, char *path, size_t size);
@@ -25,5 +27,16 @@ int cred_find(const char *name, char *path, size_t size);
  * (the rules above)?  1: yes; 0: others may read or change it.  The caller
  * says why in its own words. */
 int cred_mode_ok(const char *path, const struct stat *st);
+
+/*
+ * cred_read: the secret in the file at path, a regular file no group or
+ * other may read (cred_mode_ok), of at most max bytes in at most lines_max
+ * lines (a final LF or CRLF is dropped; no empty line, no CR).  [out] *out,
+ * NUL-terminated: the caller wipes (explicit_bzero) and frees it.  what
+ * ("mail password file") and the path may be named in messages; the
+ * content never is.
+ */
+enum sd_result cred_read(const char *path, const char *what, size_t max, int lines_max,
+			 char **out);
 
 #endif

@@ -43,7 +43,7 @@ void hold_rules_fill(struct hold_rules *r)
 {
 	if (r->ttl_ms <= 0)
 		r->ttl_ms = HOLD_TTL_MS_DEFAULT;
-	if (r->renewals <= 0)
+	if (r->renewals < 0)
 		r->renewals = HOLD_RENEWALS_DEFAULT;
 	if (r->per_client <= 0)
 		r->per_client = HOLD_PER_CLIENT_DEFAULT;
@@ -405,10 +405,11 @@ out:
 }
 
 static const char SQL_SETTLE[] =
-	"UPDATE holds SET state = ?2, order_id = ?3, payment_ref = coalesce(?4, payment_ref), "
-	"settled_at = ?5 WHERE id = ?1 AND (state = 'open' OR (state = 'expired' AND ?6 = 1))";
+	"UPDATE holds SET state = ?2, order_id = (SELECT id FROM orders WHERE public_id = ?3), "
+	"payment_ref = coalesce(?4, payment_ref), settled_at = ?5 "
+	"WHERE id = ?1 AND (state = 'open' OR (state = 'expired' AND ?6 = 1))";
 
-enum sd_result hold_settle(struct db *db, int64_t id, enum hold_state to, int64_t order_id,
+enum sd_result hold_settle(struct db *db, int64_t id, enum hold_state to, const char *order,
 			   const char *payment_ref, int *won)
 {
 	struct db_stmt *st = db_stmt(db, SQL_SETTLE);
@@ -419,10 +420,7 @@ enum sd_result hold_settle(struct db *db, int64_t id, enum hold_state to, int64_
 		return SD_DB;
 	db_bind_int(st, 1, id);
 	db_bind_text(st, 2, STATE_NAMES[to]);
-	if (order_id)
-		db_bind_int(st, 3, order_id);
-	else
-		db_bind_null(st, 3);
+	db_bind_text(st, 3, order);
 	db_bind_text(st, 4, payment_ref);
 	db_bind_int(st, 5, clock_now_ms());
 	db_bind_int(st, 6, payment_ref && *payment_ref);

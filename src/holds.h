@@ -49,7 +49,8 @@ struct hold_rules {
 #define HOLD_PER_EMAIL_DEFAULT 2
 #define HOLD_SEATS_MAX_DEFAULT 10
 
-/* hold_rules_fill: r's zero fields set to the defaults. */
+/* hold_rules_fill: r's zero fields (renewals: a negative one) set to the
+ * defaults. */
 void hold_rules_fill(struct hold_rules *r);
 
 struct hold_new {
@@ -113,13 +114,14 @@ enum sd_result hold_set_session(struct db *db, int64_t id, const char *session_i
 				const char *url, struct hold_view *out);
 
 /*
- * hold_settle: end hold id as to (HOLD_ORDERED with order_id, HOLD_REFUNDED,
+ * hold_settle: end hold id as to (HOLD_ORDERED with order, its public id;
+ * HOLD_REFUNDED,
  * HOLD_EXPIRED), with payment_ref (may be NULL), in the caller's
  * transaction, by a conditional update that matches only a hold still open
  * (or, for a payment, expired: a late payment settles an expired hold).
  * [out] *won: 1 when this call ended it.
  */
-enum sd_result hold_settle(struct db *db, int64_t id, enum hold_state to, int64_t order_id,
+enum sd_result hold_settle(struct db *db, int64_t id, enum hold_state to, const char *order,
 			   const char *payment_ref, int *won);
 
 /* holds_held: the seats event_id's live holds hold at now, but hold

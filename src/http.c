@@ -106,6 +106,7 @@ struct http_server {
 	http_handler_fn fn;		/* the handler */
 	void *arg;			/* its argument */
 	struct http_names names;	/* the names, the bound port, HTTPS or not */
+	int no_assets;			/* every request goes to the handler */
 	unsigned conn_max;		/* connections at once */
 	unsigned per_client_max;	/* connections per client address */
 	int64_t header_ms;		/* header_timeout_s, in ms */
@@ -521,9 +522,26 @@ static int valid_seconds(const char *s)
  * send_answer: queue status, body and the headers every response carries.
  * [in] body: freed here when own is set (also on failure); else static.
  */
+/* page_headers: a handler's page (the shop): its own policy, its redirect
+ * and cookie, and nothing cached, framed or referred */
+static void page_headers(struct MHD_Response *r, const struct http_response *page)
+{
+	if (page->location[0])
+		MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, page->location);
+	if (page->set_cookie[0])
+		MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, page->set_cookie);
+	if (!page->csp[0])
+		return;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(r, "Content-Security-Policy", page->csp);
+	MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+}
+
 static enum MHD_Result send_answer(struct MHD_Connection *mc, const char *path, int status,
 				   const char *type, char *body, size_t len, int own,
-				   const char *retry_after, int dashboard)
+				   const char *retry_after, int dashboard,
+				   const struct http_response *page)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ok;
@@ -557,6 +575,8 @@ static enum MHD_Result send_answer(struct MHD_Connection *mc, const char *path, 
 		MHD_add_response_header(r, "X-Frame-Options", "DENY");
 		MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
 	}
+	if (page)
+		page_headers(r, page);
 	ok = MHD_queue_response(mc, (unsigned)status, r);
 	MHD_destroy_response(r);
 	return ok;
@@ -566,7 +586,7 @@ static enum MHD_Result send_error(struct MHD_Connection *mc, const char *path, i
 				  const char *json)
 {
 	return send_answer(mc, path, status, "application/json", (char *)json, strlen(json), 0,
-			   NULL, 0);
+			   NULL, 0, NULL);
 }
 
 
@@ -582,12 +602,34 @@ static const struct http_asset *asset_find(const char *method, const char *path)
 	return NULL;
 }
 
+/* peer_name: the client's address as text ("" when unknown) */
+static void peer_name(struct MHD_Connection *mc, char *buf, size_t size)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	buf[0] = '\0';
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, buf,
+			  (socklen_t)size);
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+			  buf, (socklen_t)size);
+}
+
+const char *http_request_header(const struct http_request *req, const char *name)
+{
+	return req->conn ? MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name) : NULL;
+}
+
 /* call_handler: the whole request to the handler, its answer to the client. */
 static enum MHD_Result call_handler(struct http_server *s, struct MHD_Connection *mc,
 				   struct conn *c, const char *method, const char *path)
 {
 	struct http_request req;
 	struct http_response res;
+	char client[INET6_ADDRSTRLEN];
 	const char *type;
 
 	memset(&req, 0, sizeof req);
@@ -602,6 +644,9 @@ static enum MHD_Result call_handler(struct http_server *s, struct MHD_Connection
 						       MHD_HTTP_HEADER_CONTENT_TYPE);
 	req.body = c->body ? c->body : "";
 	req.body_len = c->len;
+	peer_name(mc, client, sizeof client);
+	req.client = client;
+	req.conn = mc;
 	s->fn(s->arg, &req, &res);
 
 	res.content_type[sizeof res.content_type - 1] = '\0';
@@ -620,8 +665,17 @@ static enum MHD_Result call_handler(struct http_server *s, struct MHD_Connection
 		type = res.body_len ? "application/json" : "text/plain; charset=utf-8";
 	log_event(LOG_DEBUG, "http request", "method=%s status=%d bytes=%zu", method, res.status,
 		  res.body_len);
+	res.location[sizeof res.location - 1] = '\0';
+	res.set_cookie[sizeof res.set_cookie - 1] = '\0';
+	res.csp[sizeof res.csp - 1] = '\0';
+	/* a header value never carries a line break (response splitting) */
+	if (strpbrk(res.location, "\r\n") || strpbrk(res.set_cookie, "\r\n") ||
+	    strpbrk(res.csp, "\r\n")) {
+		free(res.body);
+		return send_error(mc, path, 500, INTERNAL);
+	}
 	return send_answer(mc, path, res.status, type, res.body, res.body_len, 1,
-			   valid_seconds(res.retry_after) ? res.retry_after : NULL, 0);
+			   valid_seconds(res.retry_after) ? res.retry_after : NULL, 0, &res);
 }
 
 
@@ -713,10 +767,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
 	track_set(s, mc, PH_BUSY, 0);
 	if (c->discarded)
 		return send_error(mc, url, 413, TOO_LARGE);
-	a = asset_find(method, url);
+	a = s->no_assets ? NULL : asset_find(method, url);
 	if (a)
 		return send_answer(mc, url, 200, a->content_type, (char *)a->data, a->len, 0, NULL,
-				   1);
+				   1, NULL);
 	return call_handler(s, mc, c, method, url);
 }
 
@@ -1034,6 +1088,7 @@ static void server_free(struct http_server *s)
 	}
 	http_names_free(s->names.hosts);
 	http_names_free(s->names.extra);
+	free(s->names.origin);
 	free(s);
 }
 
@@ -1103,7 +1158,10 @@ enum sd_result http_start_opts(const struct http_opts *o, http_handler_fn fn, vo
 			       "them)", o->listen);
 	if ((r = server_new(o, fn, arg, &s)) != SD_OK)
 		return r;
-	if ((r = http_names_copy(o->hosts, 0, &s->names.hosts)) != SD_OK ||
+	s->no_assets = o->no_assets;
+	if (o->origin && !(s->names.origin = strdup(o->origin)))
+		r = err_set(SD_NOMEM, "out of memory");
+	if (r != SD_OK || (r = http_names_copy(o->hosts, 0, &s->names.hosts)) != SD_OK ||
 	    (!o->hosts && (r = http_names_copy(o->hosts_extra, 1, &s->names.extra)) != SD_OK))
 		goto out;
 	if (tls && ((r = pem_read(o->tls_cert, 0, &cert, &cert_size)) != SD_OK ||

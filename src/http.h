@@ -84,6 +84,7 @@
 					 * database, the log, the mail and the threads */
 #define HTTP_PER_CLIENT_MAX 32		/* open connections per client IP address */
 #define HTTP_HEADER_TIMEOUT_S 10	/* a request line and headers arrive within this */
+#define HTTP_LOCATION_MAX 2048	/* a redirect's target */
 #define HTTP_BODY_MIN_RATE 1024		/* bytes/s a request body must keep up, past
 					 * HTTP_HEADER_TIMEOUT_S of grace */
 
@@ -101,7 +102,13 @@ struct http_request {
 	const char *content_type;	/* the header's value, or NULL */
 	const char *body;		/* never NULL ("" when none); a NUL follows body_len */
 	size_t body_len;		/* 0 .. HTTP_BODY_MAX */
+	const char *client;		/* the peer's address ("192.0.2.1", "2001:db8::1") */
+	void *conn;			/* the connection, for http_request_header */
 };
+
+/* http_request_header: the value of the request's header name (the first,
+ * when it came more than once), or NULL. */
+const char *http_request_header(const struct http_request *req, const char *name);
 
 /*
  * The handler's answer; the server hands it a zeroed one.  Field by field
@@ -119,6 +126,13 @@ struct http_response {
 	char *body;
 	size_t body_len;
 	char retry_after[16];
+	/* a page's extras (the shop's; api.h has none of them): */
+	char location[HTTP_LOCATION_MAX];	/* "": none; else sent as Location */
+	char set_cookie[256];		/* "": none; else sent as Set-Cookie */
+	char csp[512];			/* "": none; else a page: sent as
+					 * Content-Security-Policy, with
+					 * X-Frame-Options DENY, Referrer-Policy
+					 * no-referrer, Cache-Control no-store */
 };
 
 /* The handler: fill res for req.  [in] arg as given to http_start. */
@@ -147,6 +161,11 @@ struct http_opts {
 					 * defaults (serve: the certificate's names),
 					 * NULL-terminated; NULL: none; ignored when
 					 * hosts is set */
+	const char *origin;		/* an origin a state-changing request may also
+					 * come from ("https://tickets.venue.example": a
+					 * listener behind a reverse proxy); NULL: none */
+	int no_assets;			/* 1: serve none of the pages' files (the shop:
+					 * every request goes to the handler) */
 	unsigned per_client_max;	/* open connections per client IP; 0: HTTP_PER_CLIENT_MAX */
 	unsigned header_timeout_s;	/* 0: HTTP_HEADER_TIMEOUT_S */
 	unsigned body_min_rate;		/* bytes/s; 0: HTTP_BODY_MIN_RATE */

@@ -106,6 +106,8 @@ static int origin_allowed(const struct http_names *s, const char *local, const c
 	char name[HTTP_HOST_MAX];
 	long port;
 
+	if (s->origin && strcasecmp(origin, s->origin) == 0)
+		return 1;	/* the public origin of a listener behind a proxy */
 	if (strncasecmp(origin, scheme, sl) != 0)
 		return 0;	/* "null", the other scheme, anything else */
 	origin += sl;

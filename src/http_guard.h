@@ -31,6 +31,7 @@ struct http_names {
 	char **extra;		/* with hosts NULL: names besides the defaults, or NULL */
 	int port;		/* the port the server listens on */
 	int tls;		/* 1: HTTPS (the origin's scheme) */
+	char *origin;		/* one more origin allowed ("https://shop.example"), or NULL */
 };
 
 /* One header as received: value_len bytes, which may hold a NUL. */

@@ -1,6 +1,6 @@
 /*
- * idem.c: the idempotency primitives.  This module owns email_sends and
- * processed_jobs; the conditional write of technique 1 belongs to the module
+ * idem.c: the idempotency primitives.  This module owns email_sends,
+ * effects and processed_jobs; the conditional write of technique 1 belongs to the module
  * that owns the state's table, which hands its statement in.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -31,19 +31,59 @@ enum sd_result idem_conditional(struct db *db, struct db_stmt *st, int *won)
 	return SD_OK;
 }
 
-/* Technique 2.s claim (dist/doc/design.md §1.2): insert, or take over a
- * stale unsent claim;
- * RETURNING says whether this statement won. */
-static const char SQL_CLAIM[] =
-	"INSERT INTO email_sends (order_id, kind, claimed_at) VALUES (?1, ?2, ?3) "
-	"ON CONFLICT (order_id, kind) DO UPDATE SET claimed_at = excluded.claimed_at "
-	"WHERE email_sends.sent_at IS NULL AND email_sends.claimed_at < ?4 "
-	"RETURNING order_id";
-static const char SQL_SENT[] =
-	"SELECT sent_at IS NOT NULL, claimed_at FROM email_sends WHERE order_id = ?1 AND kind = ?2";
+/* Technique 2 (dist/doc/design.md §1.2) over one of two tables: an order's
+ * emails in email_sends (order_id, kind), other effects in effects
+ * (subject, kind), the same statements on each.  The claim inserts, or
+ * takes over a stale undone claim; RETURNING says whether it won.  The
+ * done and release writes name the claim by its time: a run whose claim
+ * was taken over matches nothing. */
+struct fx_sql {
+	const char *claim, *sent, *fix, *done, *release;
+};
 
-enum sd_result idem_effect_claim(struct db *db, int64_t subject_id, const char *kind,
-				 int64_t stale_ms, enum idem_claim *claim, int64_t *claimed_at)
+#define FX_SQL(T, S, DONE, PID) { \
+	"INSERT INTO " T " (" S ", kind, claimed_at) VALUES (?1, ?2, ?3) " \
+	"ON CONFLICT (" S ", kind) DO UPDATE SET claimed_at = excluded.claimed_at " \
+	"WHERE " T "." DONE " IS NULL AND " T ".claimed_at < ?4 RETURNING " S, \
+	"SELECT " DONE " IS NOT NULL, claimed_at FROM " T " WHERE " S " = ?1 AND kind = ?2", \
+	"UPDATE " T " SET target = coalesce(target, ?3), " \
+	"provider_key = coalesce(provider_key, ?4) WHERE " S " = ?1 AND kind = ?2 " \
+	"RETURNING target, provider_key", \
+	"UPDATE " T " SET " DONE " = ?3, " PID " = ?4 " \
+	"WHERE " S " = ?1 AND kind = ?2 AND claimed_at = ?5 AND " DONE " IS NULL", \
+	"UPDATE " T " SET claimed_at = 0 " \
+	"WHERE " S " = ?1 AND kind = ?2 AND claimed_at = ?5 AND " DONE " IS NULL " \
+	"AND ?3 = ?3 AND CAST(?4 AS TEXT) IS NOT DISTINCT FROM CAST(?4 AS TEXT)" }
+
+static const struct fx_sql EMAILS = FX_SQL("email_sends", "order_id", "sent_at",
+					   "provider_message_id");
+static const struct fx_sql EFFECTS = FX_SQL("effects", "subject", "done_at", "provider_id");
+
+/* One effect's row: an order's (id) in email_sends, or a named one. */
+struct fx {
+	const struct fx_sql *q;
+	int64_t id;
+	const char *name;
+};
+
+static void bind_subject(struct db_stmt *st, const struct fx *f)
+{
+	if (f->name)
+		db_bind_text(st, 1, f->name);
+	else
+		db_bind_int(st, 1, f->id);
+}
+
+static const char *subject_text(const struct fx *f, char *buf, size_t size)
+{
+	if (f->name)
+		return f->name;
+	snprintf(buf, size, "%lld", (long long)f->id);
+	return buf;
+}
+
+static enum sd_result fx_claim(struct db *db, const struct fx *f, const char *kind,
+			       int64_t stale_ms, enum idem_claim *claim, int64_t *claimed_at)
 {
 	int64_t now = clock_now_ms();
 	struct db_stmt *st;
@@ -52,11 +92,11 @@ enum sd_result idem_effect_claim(struct db *db, int64_t subject_id, const char *
 
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
-	if (!(st = db_stmt(db, SQL_CLAIM))) {
+	if (!(st = db_stmt(db, f->q->claim))) {
 		r = SD_DB;
 		goto out;
 	}
-	db_bind_int(st, 1, subject_id);
+	bind_subject(st, f);
 	db_bind_text(st, 2, kind);
 	db_bind_int(st, 3, now);
 	db_bind_int(st, 4, now - stale_ms);
@@ -70,11 +110,11 @@ enum sd_result idem_effect_claim(struct db *db, int64_t subject_id, const char *
 		goto out;
 	}
 	/* no row back: the effect is done, or someone holds a fresh claim */
-	if (!(st = db_stmt(db, SQL_SENT))) {
+	if (!(st = db_stmt(db, f->q->sent))) {
 		r = SD_DB;
 		goto out;
 	}
-	db_bind_int(st, 1, subject_id);
+	bind_subject(st, f);
 	db_bind_text(st, 2, kind);
 	if ((r = db_step(st, &row)) != SD_OK)
 		goto out;
@@ -87,26 +127,22 @@ out:
 	return db_end(db, r);
 }
 
-static const char SQL_FIX[] =
-	"UPDATE email_sends SET target = coalesce(target, ?3), "
-	"provider_key = coalesce(provider_key, ?4) WHERE order_id = ?1 AND kind = ?2 "
-	"RETURNING target, provider_key";
-
-enum sd_result idem_effect_fix(struct db *db, int64_t subject_id, const char *kind,
-			       const char *target, const char *key, char *target_out,
-			       char *key_out, size_t size)
+static enum sd_result fx_fix(struct db *db, const struct fx *f, const char *kind,
+			     const char *target, const char *key, char *target_out, char *key_out,
+			     size_t size)
 {
 	struct db_stmt *st;
 	enum sd_result r;
+	char subj[24];
 	int row = 0;
 
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
-	if (!(st = db_stmt(db, SQL_FIX))) {
+	if (!(st = db_stmt(db, f->q->fix))) {
 		r = SD_DB;
 		goto out;
 	}
-	db_bind_int(st, 1, subject_id);
+	bind_subject(st, f);
 	db_bind_text(st, 2, kind);
 	db_bind_text(st, 3, target);
 	db_bind_text(st, 4, key);
@@ -116,28 +152,18 @@ enum sd_result idem_effect_fix(struct db *db, int64_t subject_id, const char *ki
 			r = err_set(SD_DB, "an effect's target or key is longer than %zu bytes",
 				    size - 1);
 		else if (!row)
-			r = err_set(SD_NOT_FOUND, "no effect row %lld %s to fix", (long long)subject_id,
-				    kind);
+			r = err_set(SD_NOT_FOUND, "no effect row %s %s to fix",
+				    subject_text(f, subj, sizeof subj), kind);
 	} else if (r == SD_INVALID) {
-		r = err_set(SD_INVALID, "the key %s of effect %lld %s is another effect's", key,
-			    (long long)subject_id, kind);
+		r = err_set(SD_INVALID, "the key %s of effect %s %s is another effect's", key,
+			    subject_text(f, subj, sizeof subj), kind);
 	}
 	db_reset(st);
 out:
 	return db_end(db, r);
 }
 
-/* Both writes name the claim by its time: a run whose claim was taken
- * over matches nothing. */
-static const char SQL_DONE[] =
-	"UPDATE email_sends SET sent_at = ?3, provider_message_id = ?4 "
-	"WHERE order_id = ?1 AND kind = ?2 AND claimed_at = ?5 AND sent_at IS NULL";
-static const char SQL_RELEASE[] =
-	"UPDATE email_sends SET claimed_at = 0 "
-	"WHERE order_id = ?1 AND kind = ?2 AND claimed_at = ?5 AND sent_at IS NULL "
-	"AND ?3 = ?3 AND CAST(?4 AS TEXT) IS NOT DISTINCT FROM CAST(?4 AS TEXT)";
-
-static enum sd_result claim_update(struct db *db, const char *sql, int64_t subject_id,
+static enum sd_result claim_update(struct db *db, const char *sql, const struct fx *f,
 				   const char *kind, int64_t claimed_at, const char *provider_id)
 {
 	struct db_stmt *st;
@@ -149,7 +175,7 @@ static enum sd_result claim_update(struct db *db, const char *sql, int64_t subje
 		db_rollback(db);
 		return SD_DB;
 	}
-	db_bind_int(st, 1, subject_id);
+	bind_subject(st, f);
 	db_bind_text(st, 2, kind);
 	db_bind_int(st, 3, clock_now_ms());
 	db_bind_text(st, 4, provider_id);
@@ -161,24 +187,94 @@ static enum sd_result claim_update(struct db *db, const char *sql, int64_t subje
 	return db_commit(db);
 }
 
+enum sd_result idem_effect_claim(struct db *db, int64_t subject_id, const char *kind,
+				 int64_t stale_ms, enum idem_claim *claim, int64_t *claimed_at)
+{
+	const struct fx f = { &EMAILS, subject_id, NULL };
+
+	return fx_claim(db, &f, kind, stale_ms, claim, claimed_at);
+}
+
+enum sd_result idem_effect_fix(struct db *db, int64_t subject_id, const char *kind,
+			       const char *target, const char *key, char *target_out,
+			       char *key_out, size_t size)
+{
+	const struct fx f = { &EMAILS, subject_id, NULL };
+
+	return fx_fix(db, &f, kind, target, key, target_out, key_out, size);
+}
+
 enum sd_result idem_effect_done(struct db *db, int64_t subject_id, const char *kind,
 				int64_t claimed_at, const char *provider_id)
 {
-	return claim_update(db, SQL_DONE, subject_id, kind, claimed_at, provider_id);
+	const struct fx f = { &EMAILS, subject_id, NULL };
+
+	return claim_update(db, EMAILS.done, &f, kind, claimed_at, provider_id);
 }
 
 enum sd_result idem_effect_release(struct db *db, int64_t subject_id, const char *kind,
 				   int64_t claimed_at)
 {
-	return claim_update(db, SQL_RELEASE, subject_id, kind, claimed_at, NULL);
+	const struct fx f = { &EMAILS, subject_id, NULL };
+
+	return claim_update(db, EMAILS.release, &f, kind, claimed_at, NULL);
+}
+
+enum sd_result idem_named_claim(struct db *db, const char *subject, const char *kind,
+				int64_t stale_ms, enum idem_claim *claim, int64_t *claimed_at)
+{
+	const struct fx f = { &EFFECTS, 0, subject };
+
+	return fx_claim(db, &f, kind, stale_ms, claim, claimed_at);
+}
+
+enum sd_result idem_named_fix(struct db *db, const char *subject, const char *kind,
+			      const char *target, const char *key, char *target_out,
+			      char *key_out, size_t size)
+{
+	const struct fx f = { &EFFECTS, 0, subject };
+
+	return fx_fix(db, &f, kind, target, key, target_out, key_out, size);
+}
+
+enum sd_result idem_named_done(struct db *db, const char *subject, const char *kind,
+			       int64_t claimed_at, const char *provider_id)
+{
+	const struct fx f = { &EFFECTS, 0, subject };
+
+	return claim_update(db, EFFECTS.done, &f, kind, claimed_at, provider_id);
+}
+
+enum sd_result idem_named_release(struct db *db, const char *subject, const char *kind,
+				  int64_t claimed_at)
+{
+	const struct fx f = { &EFFECTS, 0, subject };
+
+	return claim_update(db, EFFECTS.release, &f, kind, claimed_at, NULL);
 }
 
 static const char SQL_RELEASE_ALL[] =
 	"UPDATE email_sends SET claimed_at = 0 WHERE sent_at IS NULL AND claimed_at > 0";
+static const char SQL_RELEASE_ALL_NAMED[] =
+	"UPDATE effects SET claimed_at = 0 WHERE done_at IS NULL AND claimed_at > 0";
 
 enum sd_result idem_release_unsent(struct db *db, int64_t *n)
 {
-	return db_run_changes(db, db_stmt(db, SQL_RELEASE_ALL), n);
+	enum sd_result r;
+	int64_t k = 0;
+
+	if ((r = db_run_changes(db, db_stmt(db, SQL_RELEASE_ALL), n)) != SD_OK ||
+	    (r = db_run_changes(db, db_stmt(db, SQL_RELEASE_ALL_NAMED), &k)) != SD_OK)
+		return r;
+	*n += k;
+	return SD_OK;
+}
+
+int64_t idem_held_delay_ms(int64_t claimed_at, int64_t stale_ms)
+{
+	int64_t d = claimed_at + stale_ms + 1 - clock_now_ms();
+
+	return d < 1 ? 1 : d > stale_ms + 1 ? stale_ms + 1 : d;
 }
 
 void idem_provider_key(char *buf, size_t size, const char *intent, const char *subject)

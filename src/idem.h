@@ -76,12 +76,33 @@ enum sd_result idem_effect_release(struct db *db, int64_t subject_id, const char
 				   int64_t claimed_at);
 
 /*
+ * The same four for an effect whose subject is no order (a refund at the
+ * provider, a hold's email): the row (subject, kind) of the effects table,
+ * subject a name no lost commit can give to another ("refund:pi_...").
+ */
+enum sd_result idem_named_claim(struct db *db, const char *subject, const char *kind,
+				int64_t stale_ms, enum idem_claim *claim, int64_t *claimed_at);
+enum sd_result idem_named_fix(struct db *db, const char *subject, const char *kind,
+			      const char *target, const char *key, char *target_out,
+			      char *key_out, size_t size);
+enum sd_result idem_named_done(struct db *db, const char *subject, const char *kind,
+			       int64_t claimed_at, const char *provider_id);
+enum sd_result idem_named_release(struct db *db, const char *subject, const char *kind,
+				  int64_t claimed_at);
+
+/*
  * idem_release_unsent: every claim not marked done is given up, so the next
  * run takes it at once instead of when it goes stale.  For a box made from
  * a backup: its claims' holders run (or ran) on another box, and the
  * provider's key, not the claim, keeps their sends from doubling.  [out] *n.
  */
 enum sd_result idem_release_unsent(struct db *db, int64_t *n);
+
+/* idem_held_delay_ms: how long a run that found the claim held waits: until
+ * just past the moment the holder's claim (made at claimed_at) goes stale,
+ * from 1 ms (already stale: a takeover raced it) to stale_ms + 1 (a claim
+ * stamped ahead of this clock, by another box's). */
+int64_t idem_held_delay_ms(int64_t claimed_at, int64_t stale_ms);
 
 /* Technique 3: "<intent>-<subject>", the same on every attempt.  The
  * subject is an identity no lost commit can give to another (an order's

@@ -51,13 +51,12 @@
 #include <unistd.h>
 
 #include "cred.h"
+#include "httpc.h"
 
 #define MAIL_CURL_HOST_MAX 255
 #define MAIL_CURL_PASSWORD_MAX 1024
 #define MAIL_CURL_CRED_NAME "mail_password"
 #define MAIL_CURL_PATH_MAX 1024
-#define MAIL_CURL_ANSWER_MAX (64 * 1024)	/* more of an answer is not kept */
-#define MAIL_CURL_RETRY_AFTER_MAX_S 3600	/* a longer Retry-After is capped */
 
 struct mail_curl {
 	int implicit_tls;	/* 1: smtps://, TLS from the first byte */
@@ -72,17 +71,6 @@ struct mail_curl {
 	long connect_timeout_ms;
 	long timeout_ms;
 };
-
-/* ======================== global set-up ================================= */
-
-/* curl_global_init is not thread-safe in libcurl 7.88: run it once. */
-static pthread_once_t mail_curl_once = PTHREAD_ONCE_INIT;
-static CURLcode mail_curl_init_rc = CURLE_FAILED_INIT;
-
-static void mail_curl_init(void)
-{
-	mail_curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 /* ======================== opening ======================================= */
 
@@ -173,75 +161,6 @@ static enum sd_result mail_curl_parse(struct mail_curl *c, const char *url)
 	return SD_OK;
 }
 
-/*
- * Read the password from path: a regular file no group or other may read,
- * one line (a final LF or CRLF is dropped).  [out] *out (the caller zeroes
- * and frees it).  The path may be named in messages; the content never is.
- */
-static enum sd_result mail_curl_password(const char *path, char **out)
-{
-	char buf[MAIL_CURL_PASSWORD_MAX + 2];
-	struct stat st;
-	size_t got = 0;
-	ssize_t n;
-	enum sd_result r = SD_OK;
-	int fd;
-
-	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return err_set(SD_INVALID, "mail password file %s: %s", path, strerror(errno));
-	if (fstat(fd, &st) != 0) {
-		r = err_set(SD_IO, "mail password file %s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		r = err_set(SD_INVALID, "mail password file %s is not a regular file", path);
-		goto out;
-	}
-	if (!cred_mode_ok(path, &st)) {
-		r = err_set(SD_INVALID, "mail password file %s has mode %04o: others may read "
-			    "it; refused (chmod 600 it)", path, (unsigned)(st.st_mode & 07777));
-		goto out;
-	}
-	while (got < sizeof buf - 1) {
-		n = read(fd, buf + got, sizeof buf - 1 - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = err_set(SD_IO, "mail password file %s: %s", path, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	if (got > MAIL_CURL_PASSWORD_MAX) {
-		r = err_set(SD_INVALID, "mail password file %s is longer than %d bytes", path,
-			    MAIL_CURL_PASSWORD_MAX);
-		goto out;
-	}
-	if (got > 0 && buf[got - 1] == '\n')
-		got--;
-	if (got > 0 && buf[got - 1] == '\r')
-		got--;
-	buf[got] = '\0';
-	if (got == 0) {
-		r = err_set(SD_INVALID, "mail password file %s is empty", path);
-		goto out;
-	}
-	if (strlen(buf) != got || strpbrk(buf, "\r\n")) {
-		r = err_set(SD_INVALID, "mail password file %s must hold one line", path);
-		goto out;
-	}
-	if (!(*out = strdup(buf)))
-		r = err_set(SD_NOMEM, "out of memory reading the mail password");
-out:
-	explicit_bzero(buf, sizeof buf);
-	close(fd);
-	return r;
-}
-
 enum sd_result mail_curl_open(const char *url, const struct mail_config *cfg,
 			      struct mail_curl **out)
 {
@@ -254,10 +173,8 @@ enum sd_result mail_curl_open(const char *url, const struct mail_config *cfg,
 	*out = NULL;
 	if (!cfg)
 		cfg = &defaults;
-	pthread_once(&mail_curl_once, mail_curl_init);
-	if (mail_curl_init_rc != CURLE_OK)
-		return err_set(SD_IO, "libcurl did not initialise: %s",
-			       curl_easy_strerror(mail_curl_init_rc));
+	if ((r = httpc_init()) != SD_OK)	/* curl_global_init, once per process */
+		return r;
 	if (!(c = calloc(1, sizeof *c)))
 		return err_set(SD_NOMEM, "out of memory opening the SMTP mailer");
 	if ((r = mail_curl_parse(c, url)) != SD_OK)
@@ -310,7 +227,8 @@ enum sd_result mail_curl_open(const char *url, const struct mail_config *cfg,
 			r = err_set(SD_NOMEM, "out of memory opening the SMTP mailer");
 			goto out;
 		}
-		if ((r = mail_curl_password(pw_path, &c->password)) != SD_OK)
+		if ((r = cred_read(pw_path, "mail password file", MAIL_CURL_PASSWORD_MAX, 1,
+				   &c->password)) != SD_OK)
 			goto out;
 	} else if (cfg->password_file && *cfg->password_file) {
 		r = err_set(SD_INVALID, "mail password file is set but mail user is not");
@@ -483,31 +401,6 @@ out:
 
 /* ======================== the HTTPS mail API ============================ */
 
-struct mail_curl_answer {
-	char *p;	/* the answer's body, NUL-terminated; at most ANSWER_MAX */
-	size_t len;
-};
-
-/* CURLOPT_WRITEFUNCTION: keep the first MAIL_CURL_ANSWER_MAX bytes. */
-static size_t mail_curl_write(char *buf, size_t size, size_t nitems, void *arg)
-{
-	struct mail_curl_answer *a = arg;
-	size_t n = size * nitems, keep = n;
-	char *p;
-
-	if (a->len + keep > MAIL_CURL_ANSWER_MAX)
-		keep = MAIL_CURL_ANSWER_MAX - a->len;
-	if (keep == 0)
-		return n;
-	if (!(p = realloc(a->p, a->len + keep + 1)))
-		return 0;	/* libcurl stops with CURLE_WRITE_ERROR */
-	memcpy(p + a->len, buf, keep);
-	a->p = p;
-	a->len += keep;
-	a->p[a->len] = '\0';
-	return n;
-}
-
 /* The answer's string field `field`, or NULL. */
 static const char *mail_curl_answer_str(json_t *doc, const char *field)
 {
@@ -527,42 +420,28 @@ static void mail_curl_clean(char *dst, size_t size, const char *src)
 	dst[i] = '\0';
 }
 
-/* 1 when the provider says this answer is an earlier request's, answered
- * again for our key ("Idempotent-Replayed: true", as Stripe and others send). */
-static int replayed(CURL *h)
-{
-	struct curl_header *hd;
-
-	return curl_easy_header(h, "Idempotent-Replayed", 0, CURLH_HEADER, -1, &hd) ==
-		       CURLHE_OK && strcasecmp(hd->value, "true") == 0;
-}
-
 /* The answer's status and body as one of our results and res. */
-static enum sd_result mail_curl_api_answer(struct mail_curl *c, CURL *h, long status,
-					   const struct mail_curl_answer *a,
+static enum sd_result mail_curl_api_answer(struct mail_curl *c, const struct httpc_res *a,
 					   const char *key, struct mail_result *res)
 {
-	json_t *doc = a->p ? json_loads(a->p, 0, NULL) : NULL;
+	json_t *doc = a->body ? json_loads(a->body, 0, NULL) : NULL;
 	const char *why = mail_curl_answer_str(doc, "error");
 	const char *id = mail_curl_answer_str(doc, "id");
+	long status = a->status;
 	char said[240];
-	curl_off_t retry_after = 0;
 	enum sd_result r;
 
 	if (!why)
 		why = mail_curl_answer_str(doc, "message");
-	mail_curl_clean(said, sizeof said, why ? why : (a->p && a->len < 200 ? a->p : ""));
-	if (curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK &&
-	    retry_after > 0)
-		res->retry_after_ms = (int64_t)(retry_after > MAIL_CURL_RETRY_AFTER_MAX_S
-						? MAIL_CURL_RETRY_AFTER_MAX_S : retry_after) * 1000;
+	mail_curl_clean(said, sizeof said, why ? why : (a->body && a->len < 200 ? a->body : ""));
+	res->retry_after_ms = a->retry_after_ms;
 	if (status >= 200 && status < 300) {
 		/* sent; an answer without an id still means sent: keep the key */
 		if (id && *id && strlen(id) <= MAIL_ID_MAX)
 			mail_curl_clean(res->message_id, sizeof res->message_id, id);
 		else
 			snprintf(res->message_id, sizeof res->message_id, "%s", key);
-		res->duplicate = replayed(h);
+		res->duplicate = a->replayed;
 		r = SD_OK;
 	} else if (status == 409) {
 		res->retry_later = 1;
@@ -583,35 +462,6 @@ static enum sd_result mail_curl_api_answer(struct mail_curl *c, CURL *h, long st
 	return r;
 }
 
-/* libcurl's failure on the way to the API as one of our results. */
-static enum sd_result mail_curl_api_error(struct mail_curl *c, CURLcode rc, const char *detail)
-{
-	const char *why = detail[0] ? detail : curl_easy_strerror(rc);
-
-	switch (rc) {
-	case CURLE_PEER_FAILED_VERIFICATION:
-		return err_set(SD_IO, "mail API %s: the server's TLS certificate was refused: "
-			       "%s", c->where, why);
-	case CURLE_SSL_CONNECT_ERROR:
-		return err_set(SD_IO, "mail API %s: TLS handshake failed: %s", c->where, why);
-	case CURLE_OPERATION_TIMEDOUT:
-		return err_set(SD_IO, "mail API %s: timed out (the message may have been "
-			       "accepted; the retry carries the same key): %s", c->where, why);
-	case CURLE_GOT_NOTHING:
-	case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_PARTIAL_FILE:
-		return err_set(SD_IO, "mail API %s: the connection ended without an answer "
-			       "(the retry carries the same key): %s", c->where, why);
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST:
-		return err_set(SD_IO, "mail API %s: cannot connect: %s", c->where, why);
-	default:
-		return err_set(SD_IO, "mail API %s: %s (%s)", c->where, why,
-			       curl_easy_strerror(rc));
-	}
-}
-
 int mail_curl_is_api(const struct mail_curl *c)
 {
 	return c && c->https;
@@ -620,60 +470,24 @@ int mail_curl_is_api(const struct mail_curl *c)
 enum sd_result mail_curl_post(struct mail_curl *c, const char *key, const char *body,
 			      size_t len, struct mail_result *res)
 {
-	char errbuf[CURL_ERROR_SIZE], keyhdr[MAIL_ID_MAX + 32];
-	struct mail_curl_answer a = { NULL, 0 };
-	struct curl_slist *hdrs = NULL, *h2;
-	enum sd_result r = SD_OK;
-	CURLcode rc = CURLE_OK;
-	long status = 0;
-	CURL *h;
+	char keyhdr[MAIL_ID_MAX + 32], what[MAIL_CURL_HOST_MAX + 32];
+	const char *hdrs[] = { "Content-Type: application/json", "Accept: application/json",
+			       keyhdr, NULL };
+	struct httpc_req q = { "POST", c->url, hdrs, body, len, c->ca_file,
+			       c->connect_timeout_ms, c->timeout_ms, what };
+	struct httpc_res a;
+	enum sd_result r;
 
 	snprintf(keyhdr, sizeof keyhdr, "Idempotency-Key: %s", key);
-	if (!(h = curl_easy_init()))
-		return err_set(SD_NOMEM, "mail API %s: cannot make a libcurl handle", c->where);
-	/* no "Expect: 100-continue": a provider that does not answer it would
-	 * cost every send a second */
-	if (!(hdrs = curl_slist_append(NULL, "Content-Type: application/json")) ||
-	    !(h2 = curl_slist_append(hdrs, "Accept: application/json")) ||
-	    !(h2 = curl_slist_append(hdrs, keyhdr)) || !(h2 = curl_slist_append(hdrs, "Expect:"))) {
-		r = err_set(SD_NOMEM, "out of memory sending mail");
-		goto out;
-	}
-	errbuf[0] = '\0';
-	rc = mail_curl_common(h, c, errbuf, "https");
-#define SET(opt, val) \
-	do { \
-		if (rc == CURLE_OK) \
-			rc = curl_easy_setopt(h, opt, val); \
-	} while (0)
-	SET(CURLOPT_FOLLOWLOCATION, 0L);
-	SET(CURLOPT_HTTPHEADER, hdrs);
-	SET(CURLOPT_POST, 1L);
-	SET(CURLOPT_POSTFIELDS, body);
-	SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	SET(CURLOPT_WRITEFUNCTION, mail_curl_write);
-	SET(CURLOPT_WRITEDATA, &a);
-#undef SET
-	if (rc != CURLE_OK) {
-		r = err_set(SD_IO, "mail API %s: libcurl refused an option: %s", c->where,
-			    curl_easy_strerror(rc));
-		goto out;
-	}
-	rc = curl_easy_perform(h);
-	if (rc != CURLE_OK) {
-		r = mail_curl_api_error(c, rc, errbuf);
-		goto out;
-	}
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	r = mail_curl_api_answer(c, h, status, &a, key, res);
-out:
-	curl_easy_cleanup(h);
-	curl_slist_free_all(hdrs);
-	free(a.p);
+	snprintf(what, sizeof what, "mail API %s", c->where);
+	if ((r = httpc_do(&q, &a)) != SD_OK)
+		return r;
+	r = mail_curl_api_answer(c, &a, key, res);
+	httpc_res_free(&a);
 	return r;
 }
 
 const char *mail_curl_lib_version(void)
 {
-	return curl_version_info(CURLVERSION_NOW)->version;
+	return httpc_lib_version();
 }

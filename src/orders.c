@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "event_edit.h"
 #include "holds.h"
+#include "refunds.h"
 #include "code.h"
 #include "jobkinds.h"
 #include "outbox.h"
@@ -436,15 +437,19 @@ static const char *norm_or_missing(const char *public_id, char *buf)
 }
 
 static const char SQL_ORDER_STATE[] =
-	"SELECT id, event_id, seats, coalesce(cancelled_at, 0), coalesce(buyer_email, '') "
+	"SELECT id, event_id, seats, coalesce(cancelled_at, 0), coalesce(buyer_email, ''), "
+	"coalesce(payment, ''), coalesce(amount_minor, 0), coalesce(currency, ''), payment_ref "
 	"FROM orders WHERE public_id = ?1";
 static const char SQL_CHANGE_ADD[] =
 	"INSERT INTO order_changes (order_id, at, kind, actor, detail) VALUES (?1, ?2, ?3, ?4, ?5)";
 
 /* An order as its changes start from, read inside their transaction. */
 struct order_state {
-	int64_t id, event_id, seats, cancelled_at;
+	int64_t id, event_id, seats, cancelled_at, amount_minor;
 	char email[256];
+	char payment[33];		/* "cash", "card", "online"; "": not recorded */
+	char currency[4];		/* "": no charge recorded */
+	char payment_ref[REFUND_REF_MAX];	/* the provider's payment; "": none */
 };
 
 static enum sd_result order_state_read(struct db *db, const char *public_id,
@@ -463,11 +468,34 @@ static enum sd_result order_state_read(struct db *db, const char *public_id,
 		o->seats = db_col_int(st, 2);
 		o->cancelled_at = db_col_int(st, 3);
 		snprintf(o->email, sizeof o->email, "%s", db_col_text(st, 4));
+		text_copy(o->payment, sizeof o->payment, db_col_text(st, 5));
+		o->amount_minor = db_col_int(st, 6);
+		text_copy(o->currency, sizeof o->currency, db_col_text(st, 7));
+		text_copy(o->payment_ref, sizeof o->payment_ref,
+			  db_col_is_null(st, 8) ? "" : db_col_text(st, 8));
 	}
 	db_reset(st);
 	if (r == SD_OK && !row)
 		r = err_set(SD_NOT_FOUND, "no order '%.40s'", public_id);
 	return r;
+}
+
+/* refund_owed: a cancelled order's money owed back, in the cancellation's
+ * transaction: through the provider (refund_payment, queued before the
+ * cancellation's email job) when the provider took it, at the window when
+ * the box office did; nothing for an order that recorded no charge. */
+static enum sd_result refund_owed(struct db *db, const char *public_id,
+				  const struct order_state *o)
+{
+	struct refund_new rn = { o->payment_ref[0] ? o->payment_ref : NULL, public_id, o->id, 0,
+				 o->amount_minor, o->currency, REFUND_CANCELLED };
+	int added = 0;
+
+	if (!o->currency[0] || o->amount_minor <= 0 ||
+	    (!o->payment_ref[0] && strcmp(o->payment, "cash") != 0 &&
+	     strcmp(o->payment, "card") != 0))
+		return SD_OK;
+	return refund_add(db, &rn, &added, NULL);
 }
 
 /* change_add: the change's row (who, what, why), in the caller's
@@ -717,6 +745,8 @@ enum sd_result order_cancel(struct db *db, const char *public_id, const char *ac
 		goto out;
 	}
 	res->seats_freed = n;
+	if ((r = refund_owed(db, public_id, &o)) != SD_OK)
+		goto out;
 	snprintf(payload, sizeof payload, "{\"order_id\":%lld,\"event_id\":%lld,\"seats\":%lld}",
 		 (long long)o.id, (long long)o.event_id, (long long)n);
 	tickets_job_id(public_id, "cancel", job_id, sizeof job_id);

@@ -15,28 +15,37 @@
 
 struct bucket {
 	char key[RATE_KEY_MAX + 1];	/* "": free */
-	int64_t milli;			/* tokens, in thousandths */
+	int64_t units;			/* tokens, in UNIT parts */
 	int64_t at;			/* when milli was last brought up to date */
 };
 
 struct rate {
 	pthread_mutex_t mu;
-	int64_t per_s, burst;
+	int64_t per_min, burst;		/* tokens earned a minute; held at most */
 	struct bucket b[RATE_KEYS_MAX];
 };
 
+/* A token is UNIT parts, so that a minute's rate earns whole parts a
+ * millisecond: per_min parts each. */
+#define UNIT 60000
+
 enum sd_result rate_new(int64_t per_s, int64_t burst, struct rate **out)
+{
+	return rate_new_per_min(per_s * 60, burst, out);
+}
+
+enum sd_result rate_new_per_min(int64_t per_min, int64_t burst, struct rate **out)
 {
 	struct rate *r;
 
 	*out = NULL;
-	if (per_s < 0 || burst < 1)
+	if (per_min < 0 || burst < 1)
 		return err_set(SD_INVALID, "a rate limit needs a rate of 0 or more and a burst of 1 "
 			       "or more");
 	if (!(r = calloc(1, sizeof *r)))
 		return err_set(SD_NOMEM, "out of memory");
 	pthread_mutex_init(&r->mu, NULL);
-	r->per_s = per_s;
+	r->per_min = per_min;
 	r->burst = burst;
 	*out = r;
 	return SD_OK;
@@ -65,7 +74,7 @@ static struct bucket *bucket_of(struct rate *r, const char *key, int64_t now)
 			oldest = b;
 	}
 	snprintf(oldest->key, sizeof oldest->key, "%s", key);
-	oldest->milli = r->burst * 1000;
+	oldest->units = r->burst * UNIT;
 	oldest->at = now;
 	return oldest;
 }
@@ -77,20 +86,23 @@ int rate_take(struct rate *r, const char *key, int64_t now_ms, int64_t *wait_ms)
 
 	if (wait_ms)
 		*wait_ms = 0;
-	if (!r || r->per_s == 0)
+	if (!r || r->per_min == 0)
 		return 1;
 	pthread_mutex_lock(&r->mu);
 	b = bucket_of(r, key, now_ms);
 	if (now_ms > b->at) {
-		b->milli += (now_ms - b->at) * r->per_s;
-		if (b->milli > r->burst * 1000)
-			b->milli = r->burst * 1000;
+		int64_t d = now_ms - b->at;
+
+		/* a long quiet: full again (and no overflow) */
+		b->units = d > r->burst * UNIT ? r->burst * UNIT : b->units + d * r->per_min;
+		if (b->units > r->burst * UNIT)
+			b->units = r->burst * UNIT;
 	}
 	b->at = now_ms > b->at ? now_ms : b->at;
-	if ((ok = b->milli >= 1000))
-		b->milli -= 1000;
+	if ((ok = b->units >= UNIT))
+		b->units -= UNIT;
 	else if (wait_ms)
-		*wait_ms = (1000 - b->milli + r->per_s - 1) / r->per_s;
+		*wait_ms = (UNIT - b->units + r->per_min - 1) / r->per_min;
 	pthread_mutex_unlock(&r->mu);
 	return ok;
 }

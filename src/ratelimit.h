@@ -26,6 +26,9 @@ struct rate;
 enum sd_result rate_new(int64_t per_s, int64_t burst, struct rate **out);
 void rate_free(struct rate *r);
 
+/* rate_new_per_min: the same, earning per_min tokens a minute. */
+enum sd_result rate_new_per_min(int64_t per_min, int64_t burst, struct rate **out);
+
 /* rate_take: one token of key's bucket at now_ms: 1 when it was there,
  * else 0 with [out] *wait_ms (may be NULL) until the next one.  Thread-safe. */
 int rate_take(struct rate *r, const char *key, int64_t now_ms, int64_t *wait_ms);

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "mail.h"
 #include "outbox.h"
+#include "shop_jobs.h"
 #include "tickets.h"
 
 /* ======================== the handlers =================================== */
@@ -131,16 +132,6 @@ fail:
 /* A provider's 409 without Retry-After: ask again after this long. */
 #define TICKETS_IN_FLIGHT_RETRY_MS 3000
 
-/* held_delay_ms: how long a run that found the claim held waits: until
- * just past the moment the holder's claim (made at claimed_at) goes stale,
- * from 1 ms (already stale: a takeover raced it) to stale_ms + 1 (a claim
- * stamped ahead of this clock, by another box's). */
-static int64_t held_delay_ms(int64_t claimed_at, int64_t stale_ms)
-{
-	int64_t d = claimed_at + stale_ms + 1 - clock_now_ms();
-
-	return d < 1 ? 1 : d > stale_ms + 1 ? stale_ms + 1 : d;
-}
 
 /*
  * Techniques 2 and 3: the intent's email is sent.  The run that claims the
@@ -183,7 +174,7 @@ static enum job_outcome send_intent(struct handler_ctx *ctx, const struct job *j
 		dup_absorbed(ctx, METRICS_UNIQUE_CLAIM, job, v->public_id);
 		/* another run sends right now; just past its claim's stale limit
 		 * it is sent, or the claim is ours to take */
-		res->delay_ms = held_delay_ms(claimed_at, stale_ms);
+		res->delay_ms = idem_held_delay_ms(claimed_at, stale_ms);
 		return JOB_RETRY_LATER;
 	}
 	/* the address this email goes to, and its key, are the ones its first
@@ -367,5 +358,8 @@ const struct handler ticket_handlers[] = {
 	{ JOB_KIND_SEND, ticket_job_send },
 	{ JOB_KIND_COUNT, ticket_job_count },
 	{ JOB_KIND_CANCEL, ticket_job_cancel },
+	{ JOB_KIND_RECONCILE, shop_job_reconcile },
+	{ JOB_KIND_REFUND, shop_job_refund },
+	{ JOB_KIND_REFUND_MAIL, shop_job_refund_notice },
 	{ NULL, NULL },
 };

@@ -20,6 +20,7 @@
 #include "idem.h"
 #include "pdf.h"
 #include "statedir.h"
+#include "stripe.h"
 #include "text.h"
 #include "timefmt.h"
 
@@ -65,6 +66,7 @@ void tickets_env_close(struct tickets_env *env)
 		return;
 	blob_close(env->blobs);
 	mail_close(env->mail);
+	stripe_close(env->stripe);
 	/* the key does not outlive its use in memory */
 	memset(env->key, 0, sizeof env->key);
 	free(env);

@@ -41,6 +41,9 @@ struct tickets_env {
 	 * holder's send times out within its lease, so after it no send of
 	 * that holder can still be on its way (config_send_lease_ms). */
 	int64_t claim_stale_ms;
+	/* the payment provider (payment_provider = stripe), opened by the
+	 * worker; NULL: none, and the shop's provider jobs wait for one */
+	struct stripe *stripe;
 };
 
 /*

@@ -315,20 +315,20 @@ static void test_reconcile_queued_and_one_ending_wins(void **state)
 	assert_int_equal(again.id, h.id);
 
 	assert_int_equal(db_begin(e->db), SD_OK);
-	assert_int_equal(hold_settle(e->db, h.id, HOLD_EXPIRED, 0, NULL, &won), SD_OK);
+	assert_int_equal(hold_settle(e->db, h.id, HOLD_EXPIRED, NULL, NULL, &won), SD_OK);
 	assert_int_equal(db_commit(e->db), SD_OK);
 	assert_int_equal(won, 1);
 	assert_int_equal(db_begin(e->db), SD_OK);
-	assert_int_equal(hold_settle(e->db, h.id, HOLD_EXPIRED, 0, NULL, &won), SD_OK);
+	assert_int_equal(hold_settle(e->db, h.id, HOLD_EXPIRED, NULL, NULL, &won), SD_OK);
 	assert_int_equal(db_commit(e->db), SD_OK);
 	assert_int_equal(won, 0);
 	/* a payment that comes late may still settle an expired hold, once */
 	assert_int_equal(db_begin(e->db), SD_OK);
-	assert_int_equal(hold_settle(e->db, h.id, HOLD_REFUNDED, 0, "pi_late", &won), SD_OK);
+	assert_int_equal(hold_settle(e->db, h.id, HOLD_REFUNDED, NULL, "pi_late", &won), SD_OK);
 	assert_int_equal(db_commit(e->db), SD_OK);
 	assert_int_equal(won, 1);
 	assert_int_equal(db_begin(e->db), SD_OK);
-	assert_int_equal(hold_settle(e->db, h.id, HOLD_REFUNDED, 0, "pi_late", &won), SD_OK);
+	assert_int_equal(hold_settle(e->db, h.id, HOLD_REFUNDED, NULL, "pi_late", &won), SD_OK);
 	assert_int_equal(db_commit(e->db), SD_OK);
 	assert_int_equal(won, 0);
 	assert_int_equal(hold_get(e->db, h.public_id, &again), SD_OK);

@@ -85,7 +85,7 @@
 #define OPTIMIZE_EVERY_MS (3600LL * 1000)
 #define DISK_WARN_EVERY_MS (300LL * 1000)	/* a low disk is said again this often */
 
-enum role { ROLE_RELAY, ROLE_WORKER, ROLE_HTTP, ROLE_BACKUP };
+enum role { ROLE_RELAY, ROLE_WORKER, ROLE_HTTP, ROLE_SHOP, ROLE_BACKUP };
 
 struct child {
 	enum role role;
@@ -118,7 +118,7 @@ struct run {
 	struct db *db;
 	int sfd;			/* signalfd */
 	sigset_t oldmask;
-	struct child kids[3 + RUN_MAX_WORKERS];	/* relay, workers, http, backup last
+	struct child kids[4 + RUN_MAX_WORKERS];	/* relay, workers, http, shop, backup last
 						 * (never wanted: started when due) */
 	int nkids;
 	struct backup_sched backups;	/* when the next periodic backup is due */
@@ -173,6 +173,9 @@ static void child_exec(struct run *R, struct child *c, pid_t parent, int ready_w
 	} else if (c->role == ROLE_HTTP) {
 		av[n++] = "serve";
 		av[n++] = "--supervised";
+	} else if (c->role == ROLE_SHOP) {
+		av[n++] = "shop";
+		av[n++] = "--supervised";
 	} else if (c->role == ROLE_BACKUP) {
 		av[n++] = "backup";
 		av[n++] = "--scheduled";
@@ -221,7 +224,7 @@ static void child_start(struct run *R, struct child *c)
 	c->stopping = 0;
 	log_event(LOG_INFO, "child started", "child=%s role=%s pid=%ld restarts=%d", c->name,
 		  c->role == ROLE_RELAY ? "relay" : c->role == ROLE_HTTP ? "http"
-		  : c->role == ROLE_BACKUP ? "backup" : "worker",
+		  : c->role == ROLE_SHOP ? "shop" : c->role == ROLE_BACKUP ? "backup" : "worker",
 		  (long)pid, c->restarts);
 }
 
@@ -570,6 +573,7 @@ static int startup_check(struct run *R)
 	    (r = token_ensure(R->db_path, sd)) != SD_OK ||
 	    (r = tickets_env_open(R->db_path, sd, config_mail_url(&R->cfg),
 				  config_mail_from(&R->cfg), &mc, &env)) != SD_OK ||
+	    (r = cli_provider_open(&R->cfg, &env->stripe)) != SD_OK ||
 	    (r = config_apply_leases(&R->cfg, 0, NULL)) != SD_OK) {
 		tickets_env_close(env);
 		/* a setting refused (a mail URL's scheme) is not restarted into;
@@ -602,7 +606,7 @@ static int startup_check(struct run *R)
 static void service_status(const struct run *R, char *buf, size_t size)
 {
 	char down[64] = "";
-	int i, workers = 0, up = 0, relay = 0, http = -1;
+	int i, workers = 0, up = 0, relay = 0, http = -1, shop = -1;
 	size_t o;
 
 	for (i = 0; i < R->nkids; i++) {
@@ -616,6 +620,8 @@ static void service_status(const struct run *R, char *buf, size_t size)
 			up += ok;
 		} else if (c->role == ROLE_RELAY) {
 			relay = ok;
+		} else if (c->role == ROLE_SHOP) {
+			shop = ok;
 		} else {
 			http = ok;
 		}
@@ -625,10 +631,11 @@ static void service_status(const struct run *R, char *buf, size_t size)
 		o += (size_t)snprintf(buf + o, size - o, "%d worker%s", up, up == 1 ? "" : "s");
 	else
 		o += (size_t)snprintf(buf + o, size - o, "%d of %d workers", up, workers);
-	snprintf(down, sizeof down, "%s%s%s", !relay ? "relay" : "",
-		 !relay && http == 0 ? ", " : "", http == 0 ? "http" : "");
-	snprintf(buf + o, size - o, "%s ready%s%s", http == 1 ? ", http" : "",
-		 down[0] ? "; down: " : "", down);
+	snprintf(down, sizeof down, "%s%s%s%s%s", !relay ? "relay" : "",
+		 !relay && http == 0 ? ", " : "", http == 0 ? "http" : "",
+		 (!relay || http == 0) && shop == 0 ? ", " : "", shop == 0 ? "shop" : "");
+	snprintf(buf + o, size - o, "%s%s ready%s%s", http == 1 ? ", http" : "",
+		 shop == 1 ? ", shop" : "", down[0] ? "; down: " : "", down);
 }
 
 /* service_healthy: may the watchdog be fed (see above)? */
@@ -731,8 +738,8 @@ static int loop(struct run *R)
 	for (;;) {
 		int64_t now = mono_ms(), wake = now + 1000;
 		struct signalfd_siginfo si;
-		struct pollfd pfd[4 + RUN_MAX_WORKERS];	/* the signalfd and every kid */
-		struct child *who[4 + RUN_MAX_WORKERS];
+		struct pollfd pfd[5 + RUN_MAX_WORKERS];	/* the signalfd and every kid */
+		struct child *who[5 + RUN_MAX_WORKERS];
 		int i, np = 1;
 
 		if (!R->stopping) {
@@ -873,7 +880,7 @@ static int run_main(int argc, char **argv)
 		config_free(&R.cfg);
 		return cli_fail(err_set(SD_IO, "signalfd: %s", strerror(errno)));
 	}
-	R.nkids = 3 + RUN_MAX_WORKERS;
+	R.nkids = 4 + RUN_MAX_WORKERS;
 	for (i = 0; i < R.nkids; i++)
 		R.kids[i].ready_fd = -1;
 	R.kids[0].role = ROLE_RELAY;
@@ -884,6 +891,13 @@ static int run_main(int argc, char **argv)
 		struct child *h = &R.kids[1 + RUN_MAX_WORKERS];
 		h->role = ROLE_HTTP;
 		snprintf(h->name, sizeof h->name, "http");
+		h->wanted = 1;
+	}
+	/* the public shop, when shop_listen is set */
+	if (strcmp(config_str(&R.cfg, CONFIG_SHOP_LISTEN), "off") != 0) {
+		struct child *h = &R.kids[2 + RUN_MAX_WORKERS];
+		h->role = ROLE_SHOP;
+		snprintf(h->name, sizeof h->name, "shop");
 		h->wanted = 1;
 	}
 	R.kids[R.nkids - 1].role = ROLE_BACKUP;

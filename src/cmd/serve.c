@@ -93,14 +93,7 @@ static int serve_main(int argc, char **argv)
 			continue;
 		}
 		if (sig == SIGHUP) {
-			struct config nc;
-			if (config_resolve(&nc, cf.file, cf.value) == SD_OK) {
-				if (log_open_file(nc.value[CONFIG_LOG_FILE]) != SD_OK)
-					log_event(LOG_ERROR, "log not reopened", NULL);
-				log_set_level((enum log_level)log_level_parse(
-					config_str(&nc, CONFIG_LOG_LEVEL)));
-				config_free(&nc);
-			}
+			cli_reload_log(&cf);
 			continue;
 		}
 		break;

@@ -88,8 +88,9 @@ static int worker_main(int argc, char **argv)
 	config_mail(&cfg, &mc);
 	/* a database made before tickets existed gets its key now, as init would */
 	if ((r = statedir_init(dbp, config_str(&cfg, CONFIG_STATE_DIR))) != SD_OK ||
-	    (r = tickets_env_open(dbp, config_str(&cfg, CONFIG_STATE_DIR), config_mail_url(&cfg), config_mail_from(&cfg), &mc,
-				  &env)) != SD_OK ||
+	    (r = tickets_env_open(dbp, config_str(&cfg, CONFIG_STATE_DIR), config_mail_url(&cfg),
+				  config_mail_from(&cfg), &mc, &env)) != SD_OK ||
+	    (r = cli_provider_open(&cfg, &env->stripe)) != SD_OK ||
 	    (r = config_apply_leases(&cfg, 0, &send_lease)) != SD_OK) {
 		config_free(&cfg);
 		tickets_env_close(env);

@@ -1,0 +1,719 @@
+/*
+ * shop.c: the public shop (shop.h): its listener, its routes, the buyer's
+ * address, the forms' tokens and limits.  The pages are shop_html.c's; the
+ * webhook, shop_hook.c's; holds, payments and orders, the domain's.
+ */
+#define _GNU_SOURCE
+#include "shop.h"
+
+#include <arpa/inet.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+
+#include "api.h"
+#include "clock.h"
+#include "code.h"
+#include "db.h"
+#include "event_edit.h"
+#include "events.h"
+#include "http.h"
+#include "lang.h"
+#include "log.h"
+#include "payments.h"
+#include "ratelimit.h"
+#include "shop_hook.h"
+#include "shop_html.h"
+#include "text.h"
+
+#define POOL_MAX 8
+#define PROXIES_MAX 16
+#define EVENTS_SHOWN 200		/* the list shows at most this many */
+#define CSRF_LEN 26
+#define LOOKUP_PER_MIN 30		/* a hold's provider look-ups on return */
+#define HTML "text/html; charset=utf-8"
+
+struct shop {
+	struct http_server *http;
+	char db_path[PATH_MAX];
+	char url[1024];			/* the public base, no trailing '/' */
+	char origin[512];		/* its scheme://host[:port] */
+	char csp[512];
+	char name[TEXT_FIELD_MAX + 1];
+	int secure;			/* the public base is https */
+	struct hold_rules holds;
+	struct rate *rate;		/* checkouts, per client */
+	struct rate *lookups;		/* provider look-ups, per hold */
+	struct stripe *stripe;		/* NULL: the shop takes no payments */
+	char *secrets[STRIPE_SECRETS_MAX];
+	int n_secrets;
+	char proxies[PROXIES_MAX][INET6_ADDRSTRLEN];
+	int n_proxies;
+	pthread_mutex_t mu;		/* guards idle[] */
+	struct db *idle[POOL_MAX];
+	int n_idle;
+};
+
+/* ======================== the pool ======================================= */
+
+static struct db *pool_get(struct shop *s)
+{
+	struct db *db = NULL;
+
+	pthread_mutex_lock(&s->mu);
+	if (s->n_idle)
+		db = s->idle[--s->n_idle];
+	pthread_mutex_unlock(&s->mu);
+	if (!db && db_open(s->db_path, 0, DB_SYNC_FULL, &db) != SD_OK) {
+		log_event(LOG_WARN, "shop: database out of reach", "err=\"%s\"", err_msg());
+		return NULL;
+	}
+	return db;
+}
+
+static void pool_put(struct shop *s, struct db *db)
+{
+	if (!db)
+		return;
+	if (db_in_tx(db))
+		db_rollback(db);
+	pthread_mutex_lock(&s->mu);
+	if (s->n_idle < POOL_MAX) {
+		s->idle[s->n_idle++] = db;
+		db = NULL;
+	}
+	pthread_mutex_unlock(&s->mu);
+	db_close(db);
+}
+
+/* ======================== the request's parts ============================ */
+
+/* an address as the caps count it: IPv4 as it is, IPv6 by its /64 */
+static int client_key(const char *addr, char *out, size_t size)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (inet_pton(AF_INET, addr, &a4) == 1) {
+		inet_ntop(AF_INET, &a4, out, (socklen_t)size);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, addr, &a6) != 1)
+		return -1;
+	memset(a6.s6_addr + 8, 0, 8);
+	inet_ntop(AF_INET6, &a6, out, (socklen_t)size);
+	snprintf(out + strlen(out), size - strlen(out), "/64");
+	return 0;
+}
+
+/* the buyer's address: the peer's, or from a trusted proxy the last
+ * address X-Forwarded-For names (the one that proxy added) */
+static void client_of(const struct shop *s, const struct http_request *req, char *out,
+		      size_t size)
+{
+	const char *xff = http_request_header(req, "X-Forwarded-For"), *last;
+	char addr[INET6_ADDRSTRLEN + 1];
+	int i, trusted = 0;
+
+	for (i = 0; i < s->n_proxies && !trusted; i++)
+		trusted = strcmp(s->proxies[i], req->client) == 0;
+	if (trusted && xff && *xff) {
+		last = strrchr(xff, ',');
+		last = last ? last + 1 : xff;
+		while (*last == ' ')
+			last++;
+		snprintf(addr, sizeof addr, "%.*s", (int)strcspn(last, " "), last);
+		if (client_key(addr, out, size) == 0)
+			return;
+	}
+	if (client_key(req->client, out, size) != 0)
+		snprintf(out, size, "%s", req->client[0] ? req->client : "unknown");
+}
+
+/* the form token from the request's cookie, "" when none */
+static void csrf_cookie(const struct http_request *req, char *out)
+{
+	const char *c = http_request_header(req, "Cookie"), *p;
+	size_t n;
+
+	out[0] = '\0';
+	for (p = c; p && (p = strstr(p, "sd_csrf=")); p += 8) {
+		if (p != c && p[-1] != ' ' && p[-1] != ';')
+			continue;
+		n = strspn(p + 8, "abcdefghijklmnopqrstuvwxyz234567");
+		if (n == CSRF_LEN) {
+			memcpy(out, p + 8, CSRF_LEN);
+			out[CSRF_LEN] = '\0';
+		}
+		return;
+	}
+}
+
+/* the request's form token, made afresh (and set as a cookie) when it has
+ * none */
+static void csrf_token(const struct shop *s, const struct http_request *req,
+		       struct http_response *res, char *tok)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
+	unsigned char rnd[CSRF_LEN];
+	int i;
+
+	csrf_cookie(req, tok);
+	if (tok[0])
+		return;
+	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+		return;	/* no token: the form is refused, never guessable */
+	for (i = 0; i < CSRF_LEN; i++)
+		tok[i] = alphabet[rnd[i] & 31];
+	tok[CSRF_LEN] = '\0';
+	snprintf(res->set_cookie, sizeof res->set_cookie,
+		 "sd_csrf=%s; Path=/; HttpOnly; SameSite=Lax%s", tok, s->secure ? "; Secure" : "");
+}
+
+/* a form's token matches its cookie's */
+static int csrf_ok(const struct http_request *req)
+{
+	char cookie[CSRF_LEN + 1], field[64];
+
+	csrf_cookie(req, cookie);
+	return cookie[0] && api_query_get(req->body, "csrf", field, sizeof field) == 1 &&
+	       strlen(field) == CSRF_LEN && code_ct_equal(cookie, field, CSRF_LEN);
+}
+
+/* ======================== answers ======================================== */
+
+static void page_answer(const struct shop *s, struct http_response *res, int status,
+			struct page *pg)
+{
+	if (pg->oom) {
+		free(pg->p);
+		pg->p = NULL;
+		status = 500;
+		pg->len = 0;
+	}
+	res->status = status;
+	snprintf(res->content_type, sizeof res->content_type, HTML);
+	snprintf(res->csp, sizeof res->csp, "%s", s->csp);
+	res->body = pg->p;
+	res->body_len = pg->len;
+}
+
+static void error_page(const struct shop *s, struct http_response *res, int status,
+		       const char *what)
+{
+	struct page pg = { 0 };
+	struct shop_look look = { s->name, "", 0 };
+
+	shop_page_error(&pg, &look, status, what);
+	page_answer(s, res, status, &pg);
+}
+
+static void redirect(struct http_response *res, const char *to)
+{
+	res->status = 303;
+	snprintf(res->location, sizeof res->location, "%s", to);
+}
+
+/* ======================== the pages ====================================== */
+
+struct listing {
+	struct shop *s;
+	struct db *db;
+	struct event_view ev[EVENTS_SHOWN];
+	int64_t left[EVENTS_SHOWN];
+	int n;
+	int64_t now;
+};
+
+static void list_one(const struct event_view *v, void *arg)
+{
+	struct listing *l = arg;
+
+	if (l->n >= EVENTS_SHOWN || !v->currency[0] ||
+	    event_sale_check(v->id, v->starts_at, v->closed_at, l->now) != SD_OK)
+		return;
+	l->ev[l->n++] = *v;
+}
+
+/* seats free of tickets and of live holds; [out] *held (may be NULL) */
+static int64_t seats_left(struct db *db, const struct event_view *e, int64_t now, int64_t *held)
+{
+	int64_t h = 0;
+
+	if (holds_held(db, e->id, 0, now, &h) != SD_OK)
+		h = 0;
+	if (held)
+		*held = h;
+	return e->capacity - e->seats_sold - h > 0 ? e->capacity - e->seats_sold - h : 0;
+}
+
+static void list_page(struct shop *s, struct db *db, const struct http_request *req,
+		      struct http_response *res)
+{
+	struct listing *l = calloc(1, sizeof *l);
+	struct shop_look look = { s->name, "", 0 };
+	struct page pg = { 0 };
+	int i;
+
+	(void)req;
+	if (!l) {
+		error_page(s, res, 503, "The shop is busy: try again in a moment.");
+		return;
+	}
+	l->now = clock_now_ms();
+	if (event_each(db, list_one, l) != SD_OK) {
+		free(l);
+		error_page(s, res, 503, "The shop is busy: try again in a moment.");
+		return;
+	}
+	for (i = 0; i < l->n; i++)
+		l->left[i] = seats_left(db, &l->ev[i], l->now, NULL);
+	shop_page_list(&pg, &look, l->ev, l->left, l->n);
+	free(l);
+	page_answer(s, res, 200, &pg);
+}
+
+/* the event {id} names, on sale and priced; else the answer is in res */
+static int event_of(struct shop *s, struct db *db, const char *id_text, struct event_view *e,
+		    struct http_response *res)
+{
+	char *end;
+	long long id = strtoll(id_text, &end, 10);
+
+	if (id_text[0] < '1' || id_text[0] > '9' || (*end && *end != '/') ||
+	    strlen(id_text) > 18 || event_get(db, id, e) != SD_OK || !e->currency[0]) {
+		error_page(s, res, 404, NULL);
+		return 0;
+	}
+	return 1;
+}
+
+static void event_page(struct shop *s, struct db *db, const struct event_view *e,
+		       const struct http_request *req, struct http_response *res,
+		       struct event_offer *o, int status)
+{
+	char tok[CSRF_LEN + 1];
+	struct shop_look look = { s->name, tok, 0 };
+	struct page pg = { 0 };
+	int64_t now = clock_now_ms();
+
+	csrf_token(s, req, res, tok);
+	o->left = event_sale_check(e->id, e->starts_at, e->closed_at, now) == SD_OK
+		? seats_left(db, e, now, &o->held) : 0;
+	o->seats_max = s->holds.seats_max;
+	o->selling = s->stripe != NULL;
+	shop_page_event(&pg, &look, e, o);
+	page_answer(s, res, status, &pg);
+}
+
+/* ======================== checkout ======================================= */
+
+/* the provider's session for hold h (the same one however often asked) */
+static enum sd_result session_for(struct shop *s, struct db *db, struct hold_view *h,
+				  const struct event_view *e)
+{
+	char item[TEXT_FIELD_MAX + LANG_TEXT_MAX + 8], when[LANG_TEXT_MAX];
+	char ok[1200], back[1200];
+	struct stripe_checkout c = { h->public_id, item, h->amount_minor / h->seats, h->seats,
+				     h->currency, h->email, ok, back,
+				     h->created_at / 1000 + STRIPE_SESSION_MIN_S + 60 };
+	struct stripe_session ss;
+	enum sd_result r;
+
+	if (h->pay_url[0])
+		return SD_OK;
+	lang_when(e->starts_at, when, sizeof when);
+	snprintf(item, sizeof item, "%s, %s", e->name, when);
+	snprintf(ok, sizeof ok, "%s/h/%s?paid=1", s->url, h->public_id);
+	snprintf(back, sizeof back, "%s/h/%s", s->url, h->public_id);
+	if ((r = stripe_checkout_create(s->stripe, &c, &ss)) != SD_OK)
+		return r;
+	if (!ss.url[0])
+		return err_set(SD_IO, "the provider's session has no payment page");
+	return hold_set_session(db, h->id, ss.id, ss.url, h);
+}
+
+/* the hold's page again, with a problem to say */
+static void hold_page_with(struct shop *s, struct db *db, const struct http_request *req,
+			   struct http_response *res, struct hold_view *h, const char *problem,
+			   int status);
+
+static void checkout(struct shop *s, struct db *db, const struct event_view *e,
+		     const struct http_request *req, struct http_response *res, const char *client)
+{
+	char name[TEXT_FIELD_MAX * 4 + 1], email[512], seats[16], to[HTTP_LOCATION_MAX];
+	struct event_offer o = { 0 };
+	struct hold_new n = { e->id, 0, name, email, client };
+	struct hold_view h;
+	enum sd_result r;
+
+	if (api_query_get(req->body, "name", name, sizeof name) != 1)
+		name[0] = '\0';
+	if (api_query_get(req->body, "email", email, sizeof email) != 1)
+		email[0] = '\0';
+	if (api_query_get(req->body, "seats", seats, sizeof seats) != 1 ||
+	    (n.seats = strtoll(seats, NULL, 10)) < 1)
+		n.seats = 0;
+	o.name = name;
+	o.email = email;
+	o.seats = n.seats;
+	if ((r = hold_add(db, &n, &s->holds, &h)) != SD_OK) {
+		o.error = err_msg();
+		event_page(s, db, e, req, res, &o,
+				  r == SD_INVALID ? 422 : r == SD_LIMITED ? 429
+				  : r == SD_SOLD_OUT || r == SD_CONFLICT ? 409 : 503);
+		return;
+	}
+	log_event(LOG_INFO, "hold made", "hold=%s event=%lld seats=%lld", h.public_id,
+		  (long long)e->id, (long long)h.seats);
+	if ((r = session_for(s, db, &h, e)) != SD_OK) {
+		log_event(LOG_WARN, "no payment session", "hold=%s err=\"%s\"", h.public_id,
+			  err_msg());
+		hold_page_with(s, db, req, res, &h, "The payment service did not answer. "
+				      "Your seats are held: try again in a moment.", 503);
+		return;
+	}
+	snprintf(to, sizeof to, "%s", h.pay_url);
+	redirect(res, to);
+}
+
+/* ======================== a hold's page ================================== */
+
+static void hold_page_with(struct shop *s, struct db *db, const struct http_request *req,
+			   struct http_response *res, struct hold_view *h, const char *problem,
+			   int status)
+{
+	char tok[CSRF_LEN + 1], paid[8];
+	struct shop_look look = { s->name, tok, 0 };
+	struct event_view e;
+	struct page pg = { 0 };
+	int64_t now = clock_now_ms();
+
+	if (event_get(db, h->event_id, &e) != SD_OK) {
+		error_page(s, res, 503, "The shop is busy: try again in a moment.");
+		return;
+	}
+	csrf_token(s, req, res, tok);
+	/* back from the payment page while the hold is still open: the page
+	 * looks again in a few seconds, until a webhook or a look-up ends it */
+	if (h->state == HOLD_OPEN && !problem && req->query &&
+	    api_query_get(req->query, "paid", paid, sizeof paid) == 1 && hold_live(h, now))
+		look.refresh_s = 3;
+	shop_page_hold(&pg, &look, h, &e, now, s->holds.renewals, problem);
+	page_answer(s, res, status, &pg);
+}
+
+/* back from the payment page: ask the provider at once (rate-limited per
+ * hold), and apply what it says: the order need not wait for a webhook */
+static void look_up(struct shop *s, struct db *db, struct hold_view *h)
+{
+	struct stripe_session ss;
+	struct pay_paid p;
+	enum pay_outcome out;
+
+	if (!s->stripe || h->state != HOLD_OPEN || !h->session_id[0] ||
+	    !rate_take(s->lookups, h->public_id + 1, clock_now_ms(), NULL) ||
+	    stripe_session_get(s->stripe, h->session_id, &ss) != SD_OK || !stripe_session_paid(&ss))
+		return;
+	p = (struct pay_paid){ ss.id, ss.payment_ref, ss.amount_total, ss.currency, NULL };
+	if (pay_apply(db, &p, &out, NULL) == SD_OK)
+		hold_get_id(db, h->id, h);
+}
+
+static void hold_route(struct shop *s, struct db *db, const struct http_request *req,
+		       struct http_response *res, const char *rest)
+{
+	char id[HOLD_ID_MAX + 1], paid[8], to[HTTP_LOCATION_MAX];
+	const char *action = strchr(rest, '/');
+	struct hold_view h;
+	struct event_view e;
+	enum sd_result r;
+	int post = strcmp(req->method, "POST") == 0;
+
+	snprintf(id, sizeof id, "%.*s", (int)(action ? (size_t)(action - rest) : strlen(rest)),
+		 rest);
+	if (hold_get(db, id, &h) != SD_OK || (post != (action != NULL)) ||
+	    (action && strcmp(action, "/pay") != 0 && strcmp(action, "/renew") != 0)) {
+		error_page(s, res, 404, NULL);
+		return;
+	}
+	if (!post) {
+		if (req->query && api_query_get(req->query, "paid", paid, sizeof paid) == 1)
+			look_up(s, db, &h);
+		hold_page_with(s, db, req, res, &h, NULL, 200);
+		return;
+	}
+	if (!csrf_ok(req)) {
+		hold_page_with(s, db, req, res, &h, "This page was out of date: try again.",
+				      403);
+		return;
+	}
+	snprintf(to, sizeof to, "%s/h/%s", s->url, h.public_id);
+	if (strcmp(action, "/renew") == 0) {
+		if ((r = hold_renew(db, h.public_id, &s->holds, &h)) != SD_OK) {
+			hold_page_with(s, db, req, res, &h, err_msg(),
+					      r == SD_LIMITED ? 429 : 409);
+			return;
+		}
+		redirect(res, to);
+		return;
+	}
+	if (!hold_live(&h, clock_now_ms()) || !s->stripe) {
+		hold_page_with(s, db, req, res, &h, NULL, 409);
+		return;
+	}
+	if (event_get(db, h.event_id, &e) != SD_OK || session_for(s, db, &h, &e) != SD_OK) {
+		hold_page_with(s, db, req, res, &h, "The payment service did not answer: "
+				      "try again in a moment.", 503);
+		return;
+	}
+	redirect(res, h.pay_url);
+}
+
+/* ======================== the router ===================================== */
+
+static void static_file(struct http_response *res, const char *type, const char *text)
+{
+	res->status = 200;
+	snprintf(res->content_type, sizeof res->content_type, "%s", type);
+	res->body = strdup(text);
+	res->body_len = res->body ? strlen(res->body) : 0;
+	if (!res->body)
+		res->status = 500;
+}
+
+static void event_route(struct shop *s, struct db *db, const struct http_request *req,
+			struct http_response *res, const char *rest, const char *client)
+{
+	struct event_view e;
+	struct event_offer o = { 0 };
+	const char *action = strchr(rest, '/');
+	int64_t wait = 0;
+
+	if (!event_of(s, db, rest, &e, res))
+		return;
+	o.seats = 1;
+	if (!action && strcmp(req->method, "GET") == 0) {
+		event_page(s, db, &e, req, res, &o, 200);
+		return;
+	}
+	if (!action || strcmp(action, "/checkout") != 0 || strcmp(req->method, "POST") != 0) {
+		error_page(s, res, 404, NULL);
+		return;
+	}
+	if (!s->stripe) {
+		event_page(s, db, &e, req, res, &o, 409);
+		return;
+	}
+	if (!csrf_ok(req)) {
+		o.error = "This page was out of date: check the form and send it again.";
+		event_page(s, db, &e, req, res, &o, 403);
+		return;
+	}
+	if (!rate_take(s->rate, client, clock_now_ms(), &wait)) {
+		snprintf(res->retry_after, sizeof res->retry_after, "%d",
+			 (int)((wait + 999) / 1000 < 3600 ? (wait + 999) / 1000 : 3600));
+		o.error = "Too many checkouts from your address: wait a minute and try again.";
+		event_page(s, db, &e, req, res, &o, 429);
+		return;
+	}
+	checkout(s, db, &e, req, res, client);
+}
+
+static void shop_handle(void *arg, const struct http_request *req, struct http_response *res)
+{
+	struct shop *s = arg;
+	char client[INET6_ADDRSTRLEN + 8];
+	const char *p = req->path;
+	int get = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
+	struct db *db;
+
+	if (get && strcmp(p, "/shop.js") == 0)
+		return static_file(res, "text/javascript; charset=utf-8", shop_js);
+	if (get && strcmp(p, "/shop.css") == 0)
+		return static_file(res, "text/css; charset=utf-8", shop_css);
+	if (get && strcmp(p, "/healthz") == 0)
+		return static_file(res, "text/plain; charset=utf-8", "ok\n");
+	if (!get && strcmp(req->method, "POST") != 0) {
+		error_page(s, res, 405, "This address takes GET and POST only.");
+		return;
+	}
+	if (!(db = pool_get(s))) {
+		snprintf(res->retry_after, sizeof res->retry_after, "5");
+		error_page(s, res, 503, "The shop is busy: try again in a moment.");
+		return;
+	}
+	client_of(s, req, client, sizeof client);
+	if (strcmp(p, "/stripe/webhook") == 0 && s->stripe)
+		shop_hook(db, s->secrets, s->n_secrets, req, res);
+	else if (get && strcmp(p, "/") == 0)
+		list_page(s, db, req, res);
+	else if (strncmp(p, "/e/", 3) == 0)
+		event_route(s, db, req, res, p + 3, client);
+	else if (strncmp(p, "/h/", 3) == 0)
+		hold_route(s, db, req, res, p + 3);
+	else
+		error_page(s, res, 404, NULL);
+	pool_put(s, db);
+}
+
+/* ======================== start and stop ================================= */
+
+/* the public base: shop_url, else the listener's own address */
+static enum sd_result base_url(struct shop *s, const struct shop_opts *o, int port)
+{
+	const char *u = o->url, *host;
+	size_t n;
+
+	if (u && *u) {
+		if (strncmp(u, "https://", 8) != 0 && strncmp(u, "http://", 7) != 0)
+			return err_set(SD_INVALID, "shop_url must be https://host (or http:// for a "
+				       "shop on this machine only)");
+		snprintf(s->url, sizeof s->url, "%s", u);
+	} else {
+		snprintf(s->url, sizeof s->url, "%s://%s", o->tls_cert ? "https" : "http",
+			 o->listen[0] == ':' ? "127.0.0.1" : o->listen);
+		if (port > 0 && strrchr(s->url, ':') > s->url + 6)
+			snprintf(strrchr(s->url, ':'), sizeof s->url - (size_t)(strrchr(s->url, ':') -
+				 s->url), ":%d", port);
+	}
+	n = strlen(s->url);
+	while (n > 0 && s->url[n - 1] == '/')
+		s->url[--n] = '\0';
+	s->secure = strncmp(s->url, "https://", 8) == 0;
+	host = strstr(s->url, "://") + 3;
+	snprintf(s->origin, sizeof s->origin, "%.*s", (int)(host - s->url + strcspn(host, "/?#")),
+		 s->url);
+	if (strchr(s->origin, '@') || strlen(host) < 1)
+		return err_set(SD_INVALID, "shop_url names no host");
+	return SD_OK;
+}
+
+/* the page's policy: this origin, and forms that go on to the provider's
+ * payment page (Stripe's checkout, or a provider on this machine) */
+static void policy(struct shop *s, const struct shop_opts *o)
+{
+	char pay[512] = "";
+	const char *api = o->stripe.api_url;
+
+	if (o->stripe_on && api && *api && strcmp(api, STRIPE_API_DEFAULT) != 0) {
+		const char *h = strstr(api, "://");
+
+		if (h)
+			snprintf(pay, sizeof pay, " %.*s", (int)(h + 3 - api + strcspn(h + 3, "/?#")),
+				 api);
+	} else if (o->stripe_on) {
+		snprintf(pay, sizeof pay, " https://checkout.stripe.com");
+	}
+	snprintf(s->csp, sizeof s->csp, "default-src 'none'; script-src 'self'; style-src 'self'; "
+		 "img-src 'self'; form-action 'self'%s; base-uri 'none'; frame-ancestors 'none'",
+		 pay);
+}
+
+static enum sd_result proxies_parse(struct shop *s, const char *list)
+{
+	char buf[1024], *save = NULL, *t;
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	snprintf(buf, sizeof buf, "%s", list ? list : "");
+	for (t = strtok_r(buf, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+		if (s->n_proxies >= PROXIES_MAX)
+			return err_set(SD_INVALID, "shop_trusted_proxies: at most %d", PROXIES_MAX);
+		if (inet_pton(AF_INET, t, &a4) == 1)
+			inet_ntop(AF_INET, &a4, s->proxies[s->n_proxies++], INET6_ADDRSTRLEN);
+		else if (inet_pton(AF_INET6, t, &a6) == 1)
+			inet_ntop(AF_INET6, &a6, s->proxies[s->n_proxies++], INET6_ADDRSTRLEN);
+		else
+			return err_set(SD_INVALID, "shop_trusted_proxies: '%.60s' is no IP address",
+				       t);
+	}
+	return SD_OK;
+}
+
+static enum sd_result provider_open(struct shop *s, const struct shop_opts *o)
+{
+	enum sd_result r;
+
+	if (!o->stripe_on)
+		return SD_OK;
+	if ((r = stripe_open(&o->stripe, &s->stripe)) != SD_OK)
+		return r;
+	return stripe_secrets_read(o->webhook_secret_file, s->secrets, &s->n_secrets);
+}
+
+static enum sd_result listen_on(struct shop *s, const struct shop_opts *o)
+{
+	const char *extra[2] = { NULL, NULL };
+	char host[256];
+	const char *h = strstr(s->url, "://") + 3;
+	enum sd_result r;
+
+	snprintf(host, sizeof host, "%.*s", (int)strcspn(h, ":/?#"), h);
+	if (host[0] == '[')	/* [::1]:8443 */
+		snprintf(host, sizeof host, "%.*s", (int)strcspn(h, "]") + 1, h);
+	extra[0] = host;
+	r = http_start_opts(&(struct http_opts){ .listen = o->listen, .tls_cert = o->tls_cert,
+				  .tls_key = o->tls_key, .hosts_extra = extra,
+				  .origin = s->origin, .no_assets = 1,
+				  .per_client_max = (unsigned)o->per_client_max },
+			    shop_handle, s, &s->http);
+	return r;
+}
+
+enum sd_result shop_start(const struct shop_opts *o, struct shop **out)
+{
+	struct shop *s;
+	enum sd_result r;
+
+	*out = NULL;
+	if (!(s = calloc(1, sizeof *s)))
+		return err_set(SD_NOMEM, "out of memory");
+	pthread_mutex_init(&s->mu, NULL);
+	snprintf(s->db_path, sizeof s->db_path, "%s", o->db_path);
+	snprintf(s->name, sizeof s->name, "%s", o->name && *o->name ? o->name : "Tickets");
+	s->holds = o->holds;
+	hold_rules_fill(&s->holds);
+	if ((r = base_url(s, o, 0)) != SD_OK || (r = proxies_parse(s, o->trusted_proxies)) ||
+	    (r = rate_new_per_min(o->rate_per_min, o->rate_per_min > 5 ? o->rate_per_min : 5,
+				  &s->rate)) != SD_OK ||
+	    (r = rate_new_per_min(LOOKUP_PER_MIN, 2, &s->lookups)) != SD_OK ||
+	    (r = provider_open(s, o)) != SD_OK)
+		goto fail;
+	policy(s, o);
+	if ((r = listen_on(s, o)) != SD_OK)
+		goto fail;
+	if (!(o->url && *o->url))	/* port 0: the port it got */
+		base_url(s, o, http_port(s->http));
+	log_event(LOG_INFO, "shop listening", "url=%s payments=%s", s->url,
+		  s->stripe ? "stripe" : "none");
+	*out = s;
+	return SD_OK;
+fail:
+	shop_stop(s);
+	return r;
+}
+
+int shop_port(const struct shop *s)
+{
+	return s ? http_port(s->http) : 0;
+}
+
+void shop_stop(struct shop *s)
+{
+	if (!s)
+		return;
+	http_stop(s->http);
+	while (s->n_idle)
+		db_close(s->idle[--s->n_idle]);
+	rate_free(s->rate);
+	rate_free(s->lookups);
+	stripe_secrets_free(s->secrets, s->n_secrets);
+	stripe_close(s->stripe);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}

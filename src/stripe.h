@@ -1,0 +1,144 @@
+/*
+ * stripe.h: the payment provider, Stripe: its Checkout Sessions and
+ * refunds (stripe.c), and its webhooks (stripe_hook.c).  Nothing else in the
+ * box speaks Stripe's API.
+ *
+ * The key: the secret key is read from a file (stripe_key_file, a file only
+ * the box user may read) or the systemd credential "stripe_key", when the
+ * provider is opened, and lives in this process's memory only: never in
+ * the database, a log line or a message.
+ *
+ * Every request that changes something carries an Idempotency-Key derived
+ * from its intent (technique 3): "checkout-<hold>", "expire-<hold>",
+ * "refund-<payment>".  Stripe keeps one result per key for at least a day,
+ * and answers a retry with the same parameters by the first result: a
+ * request whose answer was lost is sent again with the same key and makes
+ * nothing twice.  Stripe refuses the same key with other parameters
+ * (idempotency_error), so what a request sends is derived from the intent
+ * too: a session's expiry from its hold's creation, never from the clock
+ * of the attempt.
+ *
+ * Results: SD_OK; SD_IO when the provider could not be asked or asks to be
+ * asked later (no answer, 409 for a key in flight, 429, 5xx): try again
+ * with the same key; SD_INVALID when it refused the request for good (with
+ * its words); SD_CONFLICT as each function says.
+ */
+#ifndef SD_STRIPE_H
+#define SD_STRIPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "result.h"
+
+#define STRIPE_API_DEFAULT "https://api.stripe.com"
+#define STRIPE_API_VERSION "2024-06-20"
+#define STRIPE_KEY_MAX 256
+#define STRIPE_ID_MAX 256		/* an id of Stripe's: cs_..., pi_..., evt_... */
+#define STRIPE_URL_MAX 2048
+#define STRIPE_SESSION_MIN_S 1800	/* Stripe's least lifetime of a session */
+#define STRIPE_TOLERANCE_S 300		/* a webhook's timestamp, at most this far off */
+
+struct stripe_config {
+	const char *api_url;		/* NULL: STRIPE_API_DEFAULT */
+	const char *key_file;		/* NULL: the credential "stripe_key" */
+	const char *ca_file;		/* NULL: the system's store */
+	long timeout_ms;		/* 0: 20000 */
+};
+
+struct stripe;
+
+/* stripe_open: check the URL, read the key.  [out] *out (stripe_close). */
+enum sd_result stripe_open(const struct stripe_config *cfg, struct stripe **out);
+
+/* stripe_close: the key wiped, then freed; accepts NULL. */
+void stripe_close(struct stripe *s);
+
+/* A Checkout Session as the box reads it. */
+struct stripe_session {
+	char id[STRIPE_ID_MAX];
+	char url[STRIPE_URL_MAX];		/* the payment page ("" once it ended) */
+	char status[16];			/* "open", "complete", "expired" */
+	char payment_status[24];		/* "paid", "unpaid", "no_payment_required" */
+	char payment_ref[STRIPE_ID_MAX];	/* its payment intent, "" until paid */
+	char client_reference_id[64];		/* the hold's public id */
+	char currency[4];			/* upper case */
+	int64_t amount_total;			/* minor units */
+};
+
+/* stripe_session_paid: the session's money is taken. */
+int stripe_session_paid(const struct stripe_session *s);
+
+/* What a checkout is for: one line, quantity seats at unit_amount each. */
+struct stripe_checkout {
+	const char *hold;		/* the hold's public id: the key, the reference */
+	const char *item;		/* "Gig, Fri 4 Dec 2026, 20:00 CET" */
+	int64_t unit_amount, quantity;
+	const char *currency;		/* ISO 4217 */
+	const char *email;		/* the buyer's, filled in on the page */
+	const char *success_url, *cancel_url;
+	int64_t expires_at_s;		/* unix seconds, >= STRIPE_SESSION_MIN_S ahead */
+};
+
+/* stripe_checkout_create: the session for a hold, under the key
+ * "checkout-<hold>": the same hold gets the same session however often it
+ * is asked.  [out] *out. */
+enum sd_result stripe_checkout_create(struct stripe *s, const struct stripe_checkout *c,
+				      struct stripe_session *out);
+
+/* stripe_session_get: the session as Stripe has it now (the source of
+ * truth: "look the payment up").  SD_NOT_FOUND when Stripe knows no such
+ * session. */
+enum sd_result stripe_session_get(struct stripe *s, const char *id, struct stripe_session *out);
+
+/* stripe_session_expire: end an open session so that it can no longer be
+ * paid, under the key "expire-<id>".  SD_CONFLICT: it is not open (paid or
+ * ended meanwhile: read it again). */
+enum sd_result stripe_session_expire(struct stripe *s, const char *id);
+
+/* stripe_refund: give back amount of payment_ref under the key
+ * "refund-<payment_ref>" (one refund per payment).  [out] refund_id.
+ * SD_CONFLICT: the payment is refunded already (by another way than this
+ * key; refund_id is then ""). */
+enum sd_result stripe_refund(struct stripe *s, const char *payment_ref, int64_t amount,
+			     char *refund_id, size_t size);
+
+/* ---- webhooks (stripe_hook.c) ------------------------------------------ */
+
+#define STRIPE_SECRETS_MAX 2		/* the current and, while rotating, the old */
+
+/*
+ * stripe_hook_verify: the Stripe-Signature header (t=...,v1=...[,v1=...])
+ * signs body (len bytes) with one of the secrets ("whsec_...", the whole
+ * string is the HMAC key), and its t is within STRIPE_TOLERANCE_S of now_s.
+ * Any v1 matching any secret passes; v0 and unknown schemes are ignored.
+ * Checked before anything reads the body.  SD_OK, or SD_INVALID saying
+ * which rule failed (never a secret or a signature).
+ */
+enum sd_result stripe_hook_verify(const char *const *secrets, int n, const char *header,
+				  const char *body, size_t len, int64_t now_s);
+
+/* One webhook event, as the box reads it. */
+struct stripe_event {
+	char id[STRIPE_ID_MAX];		/* evt_...: recorded with its effect (technique 4) */
+	char type[64];			/* "checkout.session.completed", ... */
+	struct stripe_session session;	/* data.object, when it is a checkout session */
+	int is_session;
+};
+
+/* stripe_session_from_json: a session object (a jansson json_t *, as
+ * void * so that this header needs no jansson) read into *x. */
+void stripe_session_from_json(const void *obj, struct stripe_session *x);
+
+/* stripe_hook_event: parse a verified body.  SD_INVALID when it is no
+ * event. */
+enum sd_result stripe_hook_event(const char *body, size_t len, struct stripe_event *ev);
+
+/* stripe_secrets_read: the webhook secrets, one a line (the current first),
+ * from path (a file only the box user may read), or the credential
+ * "stripe_webhook_secret" when path is NULL.  [out] secrets[0..*n)
+ * (stripe_secrets_free). */
+enum sd_result stripe_secrets_read(const char *path, char **secrets, int *n);
+void stripe_secrets_free(char **secrets, int n);
+
+#endif
