@@ -331,6 +331,11 @@ static pid_t spawn(const char *const *argv, int out_fd, int err_fd)
 	if (argv[0] && strcmp(argv[0], "bench") == 0) {
 		args[n++] = tu_bench_bin();
 		argv++;
+	} else if (argv[0] && strcmp(argv[0], "paysink") == 0) {
+		const char *ps = getenv("PAYSINK_BIN");
+
+		args[n++] = ps && *ps ? ps : "build/paysink";
+		argv++;
 	} else {
 		args[n++] = tu_bin();
 	}

@@ -78,7 +78,8 @@ const char *tu_bench_bin(void);
  * name), stdout captured into out (may be NULL), stderr into err (may be
  * NULL).  Returns the exit status, or -1 when it died by a signal.  An argv
  * that starts with "bench" runs the benchmark program (tu_bench_bin) with
- * the words after it; so does tu_spawn's.
+ * the words after it, one that starts with "paysink" the local payment
+ * provider ($PAYSINK_BIN, else build/paysink); so does tu_spawn's.
  */
 int tu_run(char *out, size_t out_size, char *err, size_t err_size, const char *const *argv);
 
