@@ -369,8 +369,8 @@ bench-peers: deps-peers
 		$(CURDIR)/build/peer_redis $(CURDIR)/build/peer_beanstalk
 
 demo: deps-build
-	@$(MAKE) --no-print-directory bin/stagedoor
-	bin/stagedoor demo
+	@$(MAKE) --no-print-directory bin/stagedoor build/paysink
+	bin/stagedoor demo --shop build/paysink
 
 clean:
 	rm -rf build bin

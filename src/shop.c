@@ -679,7 +679,7 @@ enum sd_result shop_start(const struct shop_opts *o, struct shop **out)
 	s->holds = o->holds;
 	hold_rules_fill(&s->holds);
 	if ((r = base_url(s, o, 0)) != SD_OK || (r = proxies_parse(s, o->trusted_proxies)) ||
-	    (r = rate_new_per_min(o->rate_per_min, o->rate_per_min > 5 ? o->rate_per_min : 5,
+	    (r = rate_new_per_min(o->rate_per_min, o->rate_per_min > 1 ? o->rate_per_min : 1,
 				  &s->rate)) != SD_OK ||
 	    (r = rate_new_per_min(LOOKUP_PER_MIN, 2, &s->lookups)) != SD_OK ||
 	    (r = provider_open(s, o)) != SD_OK)

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "cmd/commands.h"
+#include "cmd/demo_shop.h"
 #include "config.h"
 #include "db.h"
 #include "events.h"
@@ -133,16 +134,32 @@ static void demo_placed(int64_t done, int64_t n, void *arg)
 }
 
 /* demo_serve: on a terminal, the demo's box running (`run`: the dashboard,
- * and the workers that render and send what is sold in it) until Ctrl-C;
- * otherwise (a script, a test) the command that would run it. */
-static int demo_serve(const struct config *cfg)
+ * and the workers that render and send what is sold in it; with a shop,
+ * its script: paysink beside it) until Ctrl-C; otherwise (a script, a
+ * test) the command that would run it. */
+static int demo_serve(const struct config *cfg, const char *script)
 {
 	const char *listen = config_str(cfg, CONFIG_HTTP_LISTEN);
 	char *const av[] = { (char *)demo_self(), "run", "--db", DEMO_DB, "--http-listen",
 			     (char *)listen, NULL };
+	char *const sh[] = { "/bin/sh", (char *)script, NULL };
 
 	if (strcmp(listen, "off") == 0)
 		return 0;
+	if (script && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
+		printf("box and shop: sh %s   (then the shop at http://" DEMO_SHOP_LISTEN "/, the "
+		       "dashboard at http://%s/, token in %s/api.token)\n", script, listen,
+		       DEMO_DIR);
+		return 0;
+	}
+	if (script) {
+		printf("shop: http://" DEMO_SHOP_LISTEN "/   dashboard: http://%s/   (API token: "
+		       "%s/api.token; payments at paysink, on this machine; Ctrl-C to stop)\n",
+		       listen, DEMO_DIR);
+		fflush(stdout);
+		execv(sh[0], sh);
+		return cli_fail(err_set(SD_IO, "cannot start the box: %s", strerror(errno)));
+	}
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		printf("dashboard: %s run --db %s --http-listen %s   (then http://%s/, token in "
 		       "%s/api.token)\n", demo_self(), DEMO_DB, listen, listen, DEMO_DIR);
@@ -158,10 +175,15 @@ static int demo_serve(const struct config *cfg)
 static int demo_main(int argc, char **argv)
 {
 	int64_t orders = 200, event_id = 0, t0, sold = 0;
+	const char *paysink = NULL;
+	char script[PATH_MAX + 16];
 	struct cli_config_flags cf = { 0 };
 	struct arg_opt opts[] = {
 		{ "orders", ARG_INT, &orders, 1, 10000, 0, NULL,
 		  "orders the demo sells (200)", 0 },
+		{ "shop", ARG_STR, &paysink, 0, 0, 0, "PAYSINK",
+		  "the public shop too, selling the demo's event against tools/paysink (the "
+		  "program at PAYSINK: build/paysink), a payment provider on this machine", 0 },
 		CLI_CONFIG_OPTS(&cf),
 		ARG_END,
 	};
@@ -176,7 +198,7 @@ static int demo_main(int argc, char **argv)
 	int npos, rc, maildir;
 
 	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0,
-			    "demo [--orders N] " CLI_CONFIG_USAGE)) != 0)
+			    "demo [--orders N] [--shop PAYSINK] " CLI_CONFIG_USAGE)) != 0)
 		return rc;
 	if ((rc = cli_config_load(&cf, &cfg)) != 0)
 		return rc;
@@ -253,11 +275,15 @@ static int demo_main(int argc, char **argv)
 							  demo_count(db, JOB_KIND_COUNT, "dead")));
 	}
 	printf("\ntry: %s order show %s --db %s\n", demo_self(), first, DEMO_DB);
+	if (paysink && (r = demo_shop_prepare(db, event_id, DEMO_DIR, paysink,
+					      config_str(&cfg, CONFIG_HTTP_LISTEN), script,
+					      sizeof script)) != SD_OK)
+		goto fail;
 	tickets_env_close(env);
 	env = NULL;
 	db_close(db);
 	db = NULL;
-	rc = demo_serve(&cfg);
+	rc = demo_serve(&cfg, paysink ? script : NULL);
 	config_free(&cfg);
 	return rc;
 fail:

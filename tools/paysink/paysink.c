@@ -2,9 +2,10 @@
  * paysink.c: a local Stripe-like payment provider for tests, soaks and
  * offline demos, as tools/mailsink is a local mail provider.
  *
- *   paysink --listen 127.0.0.1:0 [--cert F --key F] --api-key sk_test_...
+ *   paysink --listen 127.0.0.1:0 [--cert F --key F] --api-key sk_test_...|--api-key-file F
  *           --record FILE [--port-file F] [--public-url URL]
- *           [--webhook-url URL --webhook-secret whsec_... [--webhook-secret-2 S]
+ *           [--webhook-url URL --webhook-secret whsec_...|--webhook-secret-file F
+ *            [--webhook-secret-2 S]
  *            [--webhook-ca F] [--webhook-events LIST] [--webhook-timeout-ms N]
  *            [--retry-base-ms N] [--retry-cap-ms N] [--webhook-attempts N]]
  *           [--dup-pct P] [--drop-pct P] [--delay-ms-max N] [--reorder]
@@ -159,9 +160,30 @@ static void usage(void)
 	exit(2);
 }
 
+/* the first line of the file at path (a key kept out of the process list) */
+static const char *file_line(const char *opt, const char *path)
+{
+	char buf[512];
+	FILE *f = fopen(path, "r");
+
+	if (!f || !fgets(buf, sizeof buf, f))
+		die("%s: cannot read a line from %s", opt, path);
+	fclose(f);
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return strdup(buf);
+}
+
 /* the options that take a string */
 static int opt_string(const char *a, const char *v)
 {
+	if (strcmp(a, "--api-key-file") == 0) {
+		ps_opts.api_key = file_line(a, v);
+		return 1;
+	}
+	if (strcmp(a, "--webhook-secret-file") == 0) {
+		ps_opts.webhook_secret = file_line(a, v);
+		return 1;
+	}
 	static const struct { const char *name; size_t off; } strs[] = {
 		{ "--listen", offsetof(struct ps_opts, listen) },
 		{ "--cert", offsetof(struct ps_opts, cert) },
