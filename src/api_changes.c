@@ -138,7 +138,10 @@ void api_post_cancel(struct call *c)
 		return;
 	}
 	order_id_norm(c->id, id);	/* the order as made, whatever case was typed */
-	api_res_json(c->res, 200, json_pack("{s:s, s:b, s:b, s:I}", "id", id, "cancelled", 1,
+	api_res_json(c->res, 200, json_pack("{s:s, s:b, s:b, s:I, s:o}", "id", id, "cancelled", 1,
 					    "already", res.already, "seats_freed",
-					    (json_int_t)res.seats_freed));
+					    (json_int_t)res.seats_freed, "refund",
+					    res.refund == ORDER_REFUND_PROVIDER ? json_string("provider")
+					    : res.refund == ORDER_REFUND_WINDOW ? json_string("window")
+					    : json_null()));
 }

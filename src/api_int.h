@@ -173,6 +173,10 @@ enum sd_result api_events_list(struct db *db, json_t **out);
 /* api_event_json: an event with its seats sold and remaining. */
 json_t *api_event_json(const struct event_view *v);
 
+/* api_amount_set: "amount" ("50.00"), "amount_minor" and "currency" in o,
+ * what an order was charged.  0, or -1 when out of memory. */
+int api_amount_set(json_t *o, int64_t minor, const char *currency);
+
 /* api_price_set: "price" ("25.00"), "price_minor" and "currency" in o,
  * nulls when currency is "" (no price).  0, or -1 when out of memory. */
 int api_price_set(json_t *o, int64_t minor, const char *currency);

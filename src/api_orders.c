@@ -397,6 +397,18 @@ json_t *api_order_json(const struct order_detail *d)
 		      (json_int_t)v->seats, "created_at", (json_int_t)d->created_at, "pdf_stored",
 		      v->pdf_stored, "pdf_key",
 		      d->pdf_tickets ? json_string(d->pdf_key) : json_null());
+	if (v->currency[0] && api_amount_set(o, v->amount_minor, v->currency) == 0) {
+		json_object_set_new(o, "payment_ref", v->payment_ref[0]
+						       ? api_json_text(v->payment_ref) : json_null());
+		json_object_set_new(o, "refund", !d->refund.owed ? json_null() :
+				    json_pack("{s:I, s:s, s:o, s:o}", "amount_minor",
+					      (json_int_t)d->refund.amount_minor, "via",
+					      d->refund.window ? "window" : "provider", "done_at",
+					      ms_or_null(d->refund.done_at), "provider_id",
+					      d->refund.provider_id[0]
+						      ? api_json_text(d->refund.provider_id)
+						      : json_null()));
+	}
 	json_object_set_new(o, "cancelled_at", ms_or_null(v->cancelled_at));
 	json_object_set_new(o, "resends", json_integer(v->resends));
 	/* the first email's state, as before the emails list */

@@ -140,6 +140,16 @@ int api_price_set(json_t *o, int64_t minor, const char *currency)
 	       json_object_set_new(o, "currency", json_string(currency)) ? -1 : 0;
 }
 
+int api_amount_set(json_t *o, int64_t minor, const char *currency)
+{
+	char plain[MONEY_TEXT_MAX];
+
+	money_plain(minor, currency, plain, sizeof plain);
+	return json_object_set_new(o, "amount", json_string(plain)) ||
+	       json_object_set_new(o, "amount_minor", json_integer(minor)) ||
+	       json_object_set_new(o, "currency", json_string(currency)) ? -1 : 0;
+}
+
 json_t *api_event_json(const struct event_view *v)
 {
 	char when[32], closed[32];

@@ -22,6 +22,7 @@
 #include "events.h"
 #include "orders.h"
 #include "outbox.h"
+#include "payments.h"
 #include "queue.h"
 #include "statedir.h"
 
@@ -35,6 +36,7 @@ static const char *const names[] = {
 	[CHECK_EMAILS] = "emails",
 	[CHECK_COUNTERS] = "counters",
 	[CHECK_IDENTITIES] = "identities",
+	[CHECK_PAYMENTS] = "payments",
 };
 
 const char *check_name(enum check_id id)
@@ -326,7 +328,13 @@ enum sd_result check_db(struct db *db, const char *state_dir, struct check_repor
 		goto out;
 	if ((r = event_check_counters(db, counter_event, out)) != SD_OK || !out->ok)
 		goto out;
-	r = event_check_totals(db, totals_event, out);
+	if ((r = event_check_totals(db, totals_event, out)) != SD_OK || !out->ok)
+		goto out;
+	if ((r = pay_check(db, qc.scheduled == 0, out->problem, sizeof out->problem)) == SD_OK &&
+	    out->problem[0]) {
+		out->ok = 0;
+		out->failed = CHECK_PAYMENTS;
+	}
 out:
 	blob_close(w.blobs);
 	return r;

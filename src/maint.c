@@ -57,6 +57,7 @@
 #include "clientkey.h"
 #include "clock.h"
 #include "fsio.h"
+#include "holds.h"
 #include "idem.h"
 #include "log.h"
 #include "queue.h"
@@ -230,6 +231,10 @@ enum sd_result maint_tick(struct db *db, const struct maint_opts *o, struct main
 	st->idem_pruned = st->processed_pruned + st->api_keys_pruned;
 	if (r == SD_OK && d.scan_log_retention_ms > 0)
 		r = scan_log_prune(db, d.scan_log_retention_ms, now, d.batch, &st->scans_pruned);
+	/* the shop's holds that ended unpaid: a flood of checkouts is gone a
+	 * day later (those that made an order or a refund stay with it) */
+	if (r == SD_OK)
+		r = holds_prune(db, now - MAINT_HOLD_RETENTION_MS, d.batch, &st->holds_pruned);
 	/* the minute's row of the queue's last hour (once a minute at most) */
 	if (r == SD_OK)
 		r = queue_history_record(db, now, NULL);

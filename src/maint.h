@@ -61,7 +61,10 @@ struct maint_stats {
 	int64_t api_keys_pruned;	/* expired client Idempotency-Keys (api.h) */
 	int64_t idem_kept;		/* expired records kept: still deliverable */
 	int64_t scans_pruned;		/* the scan log's rows forgotten */
+	int64_t holds_pruned;		/* the shop's holds that ended unpaid */
 };
+
+#define MAINT_HOLD_RETENTION_MS (24 * 3600 * 1000LL)	/* an unpaid hold's page stays a day */
 
 /* maint_opts_default: every field its default. */
 void maint_opts_default(struct maint_opts *o);

@@ -485,7 +485,7 @@ static enum sd_result order_state_read(struct db *db, const char *public_id,
  * cancellation's email job) when the provider took it, at the window when
  * the box office did; nothing for an order that recorded no charge. */
 static enum sd_result refund_owed(struct db *db, const char *public_id,
-				  const struct order_state *o)
+				  const struct order_state *o, struct order_cancel_result *res)
 {
 	struct refund_new rn = { o->payment_ref[0] ? o->payment_ref : NULL, public_id, o->id, 0,
 				 o->amount_minor, o->currency, REFUND_CANCELLED };
@@ -495,6 +495,7 @@ static enum sd_result refund_owed(struct db *db, const char *public_id,
 	    (!o->payment_ref[0] && strcmp(o->payment, "cash") != 0 &&
 	     strcmp(o->payment, "card") != 0))
 		return SD_OK;
+	res->refund = o->payment_ref[0] ? ORDER_REFUND_PROVIDER : ORDER_REFUND_WINDOW;
 	return refund_add(db, &rn, &added, NULL);
 }
 
@@ -745,7 +746,7 @@ enum sd_result order_cancel(struct db *db, const char *public_id, const char *ac
 		goto out;
 	}
 	res->seats_freed = n;
-	if ((r = refund_owed(db, public_id, &o)) != SD_OK)
+	if ((r = refund_owed(db, public_id, &o, res)) != SD_OK)
 		goto out;
 	snprintf(payload, sizeof payload, "{\"order_id\":%lld,\"event_id\":%lld,\"seats\":%lld}",
 		 (long long)o.id, (long long)o.event_id, (long long)n);
@@ -769,6 +770,9 @@ static const char SQL_DETAIL_EMAILS[] =
 	"SELECT kind, claimed_at, coalesce(sent_at, 0), coalesce(provider_message_id, ''), "
 	"coalesce(target, '') FROM email_sends WHERE order_id = ?1 ORDER BY CASE WHEN kind = 'tickets' THEN 0 "
 	"WHEN kind = 'cancel' THEN 2 ELSE 1 END, length(kind), kind";
+static const char SQL_DETAIL_REFUND[] =
+	"SELECT via = 'window', amount_minor, coalesce(done_at, 0), "
+	"coalesce(provider_refund_id, '') FROM refunds WHERE order_id = ?1";
 static const char SQL_DETAIL_CHANGES[] =
 	"SELECT at, kind, actor, coalesce(detail, '') FROM order_changes WHERE order_id = ?1 "
 	"ORDER BY id DESC LIMIT ?2";
@@ -823,6 +827,26 @@ static enum sd_result detail_emails(struct db *db, struct order_detail *d)
 }
 
 /* the newest changes, turned oldest first */
+static enum sd_result detail_refund(struct db *db, struct order_detail *d)
+{
+	struct db_stmt *st = db_stmt(db, SQL_DETAIL_REFUND);
+	enum sd_result r;
+
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, d->v.id);
+	if (db_next(st, &r)) {
+		d->refund.owed = 1;
+		d->refund.window = (int)db_col_int(st, 0);
+		d->refund.amount_minor = db_col_int(st, 1);
+		d->refund.done_at = db_col_int(st, 2);
+		text_copy(d->refund.provider_id, sizeof d->refund.provider_id,
+			  db_col_text(st, 3));
+	}
+	db_reset(st);
+	return r;
+}
+
 static enum sd_result detail_changes(struct db *db, struct order_detail *d)
 {
 	struct db_stmt *st = db_stmt(db, SQL_DETAIL_CHANGES);
@@ -923,7 +947,7 @@ enum sd_result order_detail_get(struct db *db, const char *public_id, struct ord
 		r = err_set(SD_NOT_FOUND, "no order '%.40s'", public_id);
 	if (r != SD_OK || (r = tickets_load_order(db, id, &d->v)) != SD_OK ||
 	    (r = detail_tickets(db, d)) != SD_OK || (r = detail_emails(db, d)) != SD_OK ||
-	    (r = detail_changes(db, d)) != SD_OK)
+	    (r = detail_changes(db, d)) != SD_OK || (r = detail_refund(db, d)) != SD_OK)
 		goto end;
 	tickets_pdf_key(&d->v, d->pdf_key, sizeof d->pdf_key);
 	dj = (struct detail_jobs){ db, d, SD_OK };

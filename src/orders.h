@@ -105,8 +105,11 @@ struct order_admitted {
 
 #define ORDER_ADMITTED_MAX 8
 
+enum order_refund { ORDER_REFUND_NONE, ORDER_REFUND_PROVIDER, ORDER_REFUND_WINDOW };
+
 struct order_cancel_result {
 	int already;			/* it was cancelled before: nothing changed */
+	enum order_refund refund;	/* what the cancellation owes back */
 	int64_t seats_freed;
 	int n_admitted;			/* SD_CONFLICT: the admitted tickets (the first few) */
 	struct order_admitted admitted[ORDER_ADMITTED_MAX];
@@ -177,6 +180,12 @@ struct order_detail {
 	struct order_email emails[ORDER_EMAILS_MAX];
 	struct order_change changes[ORDER_CHANGES_MAX];
 	struct order_job jobs[ORDER_JOBS_MAX];
+	struct {			/* its money owed back, when it was cancelled */
+		int owed;		/* 1: a refund is owed (or was paid) */
+		int window;		/* 1: at the box office; 0: through the provider */
+		int64_t amount_minor, done_at;	/* done_at 0: not yet */
+		char provider_id[256];	/* the provider's refund, "" */
+	} refund;
 };
 
 /* order_detail_get: [out] *out (order_detail_free) for public_id.

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "event_edit.h"
 #include "holds.h"
 #include "idem.h"
@@ -147,4 +148,76 @@ enum sd_result pay_expire(struct db *db, const char *session_id, const char *eve
 		*out = PAY_EXPIRED;
 out:
 	return db_end(db, r);
+}
+
+/* ---- the checks of a drained box (`stagedoor check`) --------------------- */
+
+/* Each query returns the first row that breaks its rule, with one text. */
+static const char SQL_ORDERED_WITHOUT[] =
+	"SELECT h.public_id FROM holds h LEFT JOIN orders o ON o.id = h.order_id "
+	"WHERE h.state = 'ordered' AND (o.id IS NULL OR o.payment_ref IS NULL OR "
+	"o.payment_ref <> h.payment_ref OR o.payment <> 'online') LIMIT 1";
+static const char SQL_ONLINE_WITHOUT[] =
+	"SELECT o.public_id FROM orders o WHERE o.payment = 'online' AND NOT EXISTS "
+	"(SELECT 1 FROM holds h WHERE h.order_id = o.id AND h.payment_ref = o.payment_ref) "
+	"LIMIT 1";
+static const char SQL_REFUNDED_WITHOUT[] =
+	"SELECT h.public_id FROM holds h WHERE h.state = 'refunded' AND NOT EXISTS "
+	"(SELECT 1 FROM refunds r WHERE r.payment_ref = h.payment_ref AND r.hold_id = h.id) "
+	"LIMIT 1";
+static const char SQL_REFUND_UNPAID[] =
+	"SELECT payment_ref FROM refunds WHERE via = 'provider' AND done_at IS NULL LIMIT 1";
+static const char SQL_OPEN_PAST[] =
+	"SELECT public_id FROM holds WHERE state = 'open' AND expires_at < ?1 LIMIT 1";
+
+static enum sd_result first_row(struct db *db, const char *sql, int64_t arg, char *out,
+				size_t size)
+{
+	struct db_stmt *st = db_stmt(db, sql);
+	enum sd_result r;
+
+	out[0] = '\0';
+	if (!st)
+		return SD_DB;
+	if (strstr(sql, "?1"))
+		db_bind_int(st, 1, arg);
+	if (db_next(st, &r))
+		snprintf(out, size, "%s", db_col_text(st, 0));
+	db_reset(st);
+	return r;
+}
+
+enum sd_result pay_check(struct db *db, int settled, char *problem, size_t size)
+{
+	static const struct {
+		const char *sql;
+		int settled_only;
+		const char *fmt;
+	} rules[] = {
+		{ SQL_ORDERED_WITHOUT, 0, "hold %s is ordered, but no online order carries its "
+					  "payment" },
+		{ SQL_ONLINE_WITHOUT, 0, "order %s was paid online, but no hold names it with its "
+					 "payment" },
+		{ SQL_REFUNDED_WITHOUT, 0, "hold %s is refunded, but no refund of its payment is "
+					   "owed" },
+		{ SQL_REFUND_UNPAID, 1, "the refund of payment %s is owed and no job is left to "
+					"pay it" },
+		{ SQL_OPEN_PAST, 1, "hold %s ran out and was never reconciled" },
+	};
+	char id[300];
+	enum sd_result r;
+	size_t i;
+
+	problem[0] = '\0';
+	for (i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+		if (rules[i].settled_only && !settled)
+			continue;
+		if ((r = first_row(db, rules[i].sql, clock_now_ms(), id, sizeof id)) != SD_OK)
+			return r;
+		if (id[0]) {
+			snprintf(problem, size, rules[i].fmt, id);
+			return SD_OK;
+		}
+	}
+	return SD_OK;
 }

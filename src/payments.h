@@ -26,6 +26,7 @@
 #ifndef SD_PAYMENTS_H
 #define SD_PAYMENTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "db.h"
@@ -67,5 +68,14 @@ enum sd_result pay_apply(struct db *db, const struct pay_paid *p, enum pay_outco
  */
 enum sd_result pay_expire(struct db *db, const char *session_id, const char *event_id,
 			  enum pay_outcome *out);
+
+/*
+ * pay_check: the shop's invariants (design.md I34-I38): an ordered hold's
+ * order carries its payment, an online order has its hold, a refunded hold
+ * its refund; with settled (a drained box: nothing scheduled in the stream)
+ * also no refund owed through the provider unpaid and no hold open past its
+ * end.  [out] problem: "" when they hold, else the first broken one.
+ */
+enum sd_result pay_check(struct db *db, int settled, char *problem, size_t size);
 
 #endif

@@ -77,7 +77,8 @@ void tickets_env_close(struct tickets_env *env)
 static const char SQL_ORDER_LOAD[] =
 	"SELECT o.id, o.event_id, o.seats, o.public_id, o.buyer_name, coalesce(o.buyer_email, ''), "
 	"e.name, e.venue, e.starts_at, coalesce(o.cancelled_at, 0), o.resends, "
-	"coalesce(o.payment, '') "
+	"coalesce(o.payment, ''), coalesce(o.amount_minor, 0), coalesce(o.currency, ''), "
+	"coalesce(o.payment_ref, '') "
 	"FROM orders o JOIN events e ON e.id = o.event_id WHERE o.id = ?1";
 static const char SQL_ORDER_TICKETS[] =
 	"SELECT id, seat_label, pdf_key IS NOT NULL, code_id FROM tickets WHERE order_id = ?1 "
@@ -111,6 +112,9 @@ enum sd_result tickets_load_order(struct db *db, int64_t order_id, struct order_
 	v->cancelled_at = db_col_int(st, 9);
 	v->resends = db_col_int(st, 10);
 	snprintf(v->payment, sizeof v->payment, "%s", db_col_text(st, 11));
+	v->amount_minor = db_col_int(st, 12);
+	text_copy(v->currency, sizeof v->currency, db_col_text(st, 13));
+	text_copy(v->payment_ref, sizeof v->payment_ref, db_col_text(st, 14));
 	db_reset(st);
 	if (!(st = db_stmt(db, SQL_ORDER_TICKETS)))
 		return SD_DB;

@@ -63,7 +63,11 @@ struct order_view {
 	int64_t id, event_id, seats, starts_at;
 	int64_t cancelled_at;			/* 0 while the order stands */
 	int64_t resends;			/* resends queued so far */
-	char payment[33];			/* "cash", "card"; "": not recorded */
+	char payment[33];			/* "cash", "card" (the box office),
+						 * "online" (the shop); "": not recorded */
+	int64_t amount_minor;			/* what it was charged, with currency */
+	char currency[4];			/* "": no charge recorded */
+	char payment_ref[256];			/* the provider's payment; "": none */
 	char public_id[ORDER_ID_MAX];
 	char buyer_name[TEXT_FIELD_MAX + 1];
 	char buyer_email[256];

@@ -336,6 +336,32 @@ static void test_reconcile_queued_and_one_ending_wins(void **state)
 	assert_string_equal(again.payment_ref, "pi_late");
 }
 
+/* ended unpaid holds go a while after their end; those that made an order
+ * or a refund, and open ones, stay */
+static void test_prune_takes_unpaid_ends_only(void **state)
+{
+	const struct tu_env *e = *state;
+	struct hold_view a, b, c;
+	int64_t ev = event_priced(e, 10, "5", "EUR"), n = -1;
+	int won = 0;
+
+	assert_int_equal(hold(e, ev, 1, "a@example.org", "192.0.2.1", &a), SD_OK);
+	assert_int_equal(hold(e, ev, 1, "b@example.org", "192.0.2.2", &b), SD_OK);
+	assert_int_equal(hold(e, ev, 1, "c@example.org", "192.0.2.3", &c), SD_OK);
+	assert_int_equal(db_begin(e->db), SD_OK);
+	assert_int_equal(hold_settle(e->db, a.id, HOLD_EXPIRED, NULL, NULL, &won), SD_OK);
+	assert_int_equal(hold_settle(e->db, b.id, HOLD_REFUNDED, NULL, "pi_b", &won), SD_OK);
+	assert_int_equal(db_commit(e->db), SD_OK);
+	assert_int_equal(holds_prune(e->db, clock_now_ms(), 100, &n), SD_OK);
+	assert_int_equal(n, 0);		/* ended just now: kept */
+	clock_fake_advance(1);
+	assert_int_equal(holds_prune(e->db, clock_now_ms(), 100, &n), SD_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(hold_get(e->db, a.public_id, &a), SD_NOT_FOUND);
+	assert_int_equal(hold_get(e->db, b.public_id, &b), SD_OK);
+	assert_int_equal(hold_get(e->db, c.public_id, &c), SD_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -351,6 +377,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_renewal_once_and_never_after_the_end, tu_setup,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_reconcile_queued_and_one_ending_wins, tu_setup,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_prune_takes_unpaid_ends_only, tu_setup,
 						tu_teardown),
 	};
 

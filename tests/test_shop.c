@@ -53,6 +53,7 @@
 #include "holds.h"
 #include "jobkinds.h"
 #include "orders.h"
+#include "payments.h"
 #include "shop.h"
 #include "shop_jobs.h"
 #include "statedir.h"
@@ -680,6 +681,7 @@ static void test_late_payment_order_or_one_refund(void **state)
 	char a[HOLD_ID_MAX], sa[STRIPE_ID_MAX], b[HOLD_ID_MAX], sb[STRIPE_ID_MAX], pid[16];
 	struct order_new o = { F.event_id, "Window", NULL, 2, NULL, "cash", 0, 0, NULL, NULL };
 	int replayed = 0, mails;
+	char problem[512];
 	json_t *rec, *rf;
 
 	(void)state;
@@ -722,6 +724,16 @@ static void test_late_payment_order_or_one_refund(void **state)
 				 refund_of(b)), JOB_DONE);
 	assert_int_equal(tu_count_files(F.maildir), mails);
 	assert_int_equal(mails, 1);
+	/* the shop's invariants hold; an online order that loses its payment's
+	 * trace breaks them */
+	assert_int_equal(pay_check(F.e->db, 0, problem, sizeof problem), SD_OK);
+	assert_string_equal(problem, "");
+	assert_int_equal(db_begin(F.e->db), SD_OK);
+	assert_int_equal(db_exec(F.e->db, "UPDATE holds SET order_id = NULL WHERE state = "
+				 "'ordered'"), SD_OK);
+	assert_int_equal(pay_check(F.e->db, 0, problem, sizeof problem), SD_OK);
+	db_rollback(F.e->db);
+	assert_non_null(strstr(problem, "is ordered, but no online order carries its payment"));
 }
 
 static void test_cancel_refunds_once(void **state)
@@ -729,6 +741,7 @@ static void test_cancel_refunds_once(void **state)
 	char hold[HOLD_ID_MAX], session[STRIPE_ID_MAX], order[16], pid[16];
 	struct order_new o = { F.event_id, "Window", NULL, 1, NULL, "card", 0, 0, NULL, NULL };
 	struct order_cancel_result cr;
+	struct order_detail *d = NULL;
 	struct hold_view h;
 	int replayed = 0;
 	json_t *rec;
@@ -740,6 +753,7 @@ static void test_cancel_refunds_once(void **state)
 	assert_int_equal(hold_get(F.e->db, hold, &h), SD_OK);
 	snprintf(order, sizeof order, "%s", h.order_public_id);
 	assert_int_equal(order_cancel(F.e->db, order, "test", "the buyer asked", &cr), SD_OK);
+	assert_int_equal(cr.refund, ORDER_REFUND_PROVIDER);
 	assert_int_equal(order_cancel(F.e->db, order, "test", "again", &cr), SD_OK);
 	assert_int_equal(cr.already, 1);
 	assert_int_equal(count("SELECT count(*) FROM refunds WHERE reason = 'cancelled' AND "
@@ -752,9 +766,20 @@ static void test_cancel_refunds_once(void **state)
 	rec = record();
 	assert_int_equal(json_array_size(json_object_get(rec, "refunds")), 1);
 	json_decref(rec);
+	/* what the order shows: paid online, refunded with the provider's id */
+	assert_int_equal(order_detail_get(F.e->db, order, &d), SD_OK);
+	assert_string_equal(d->v.payment, "online");
+	assert_int_equal(d->v.amount_minor, 2500);
+	assert_int_equal(strncmp(d->v.payment_ref, "pi_", 3), 0);
+	assert_int_equal(d->refund.owed, 1);
+	assert_int_equal(d->refund.window, 0);
+	assert_true(d->refund.done_at > 0);
+	assert_int_equal(strncmp(d->refund.provider_id, "re_", 3), 0);
+	order_detail_free(d);
 	/* paid at the window: owed back there, no provider */
 	assert_int_equal(order_add(F.e->db, &o, pid, &replayed), SD_OK);
 	assert_int_equal(order_cancel(F.e->db, pid, "test", NULL, &cr), SD_OK);
+	assert_int_equal(cr.refund, ORDER_REFUND_WINDOW);
 	assert_int_equal(tu_countf(F.e->db_path, "SELECT count(*) FROM refunds WHERE via = 'window' "
 				   "AND payment_ref = 'window:%s' AND amount_minor = 1250", pid), 1);
 	assert_int_equal(count("SELECT count(*) FROM outbox WHERE kind = 'refund_payment'"), 1);

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "db.h"
 #include "fsio.h"
+#include "money.h"
 #include "orders.h"
 #include "statedir.h"
 #include "tickets.h"
@@ -84,6 +85,37 @@ static int order_add_cmd(const char *dbp, int argc, char **argv)
 
 /* ---- show -------------------------------------------------------------- */
 
+/* what it was paid and how, and what is owed back */
+static void show_money(const struct order_detail *d)
+{
+	const struct order_view *v = &d->v;
+	char amount[MONEY_TEXT_MAX] = "", when[64];
+
+	if (v->currency[0]) {
+		money_plain(v->amount_minor, v->currency, amount, sizeof amount);
+		snprintf(amount + strlen(amount), sizeof amount - strlen(amount), " %s",
+			 v->currency);
+	}
+	if (strcmp(v->payment, "online") == 0)
+		printf("payment  %s online (%s)\n", amount, v->payment_ref);
+	else if (v->payment[0])
+		printf("payment  %s%s%s at the box office\n", amount, amount[0] ? ", " : "",
+		       v->payment);
+	else if (amount[0])
+		printf("price    %s\n", amount);
+	if (!d->refund.owed)
+		return;
+	money_plain(d->refund.amount_minor, v->currency, amount, sizeof amount);
+	if (d->refund.done_at) {
+		timefmt_format(d->refund.done_at, when, sizeof when);
+		printf("refund   %s %s, refunded %s (%s)\n", amount, v->currency, when,
+		       d->refund.provider_id[0] ? d->refund.provider_id : "the provider's");
+	} else {
+		printf("refund   %s %s, owed %s\n", amount, v->currency,
+		       d->refund.window ? "at the window: pay it out there" : "through the provider");
+	}
+}
+
 static void show_when(int64_t ms, char *buf, size_t size)
 {
 	if (ms)
@@ -133,8 +165,7 @@ static void show_text(const struct order_detail *d)
 		printf("buyer    %s <%s>\n", v->buyer_name, v->buyer_email);
 	else
 		printf("buyer    %s (no email: tickets printed at the window)\n", v->buyer_name);
-	if (v->payment[0])
-		printf("payment  %s at the box office\n", v->payment);
+	show_money(d);
 	printf("seats    %lld\n", (long long)v->seats);
 	printf("pdf      %s\n", v->pdf_stored ? d->pdf_key : "not stored yet");
 	show_emails(d);
@@ -414,8 +445,11 @@ static int order_cancel_cmd(int argc, char **argv)
 		printf("order %s was cancelled before: nothing changed\n", pos[0]);
 	else
 		printf("order %s is cancelled: %lld seat%s back on sale, its tickets refused at "
-		       "the door; the buyer gets the cancellation email\n", pos[0],
-		       (long long)res.seats_freed, res.seats_freed == 1 ? "" : "s");
+		       "the door; %sthe buyer gets the cancellation email\n", pos[0],
+		       (long long)res.seats_freed, res.seats_freed == 1 ? "" : "s",
+		       res.refund == ORDER_REFUND_PROVIDER ? "its payment is refunded and "
+		       : res.refund == ORDER_REFUND_WINDOW ? "its price is owed back at the window "
+			 "(order show says how much); " : "");
 	return 0;
 }
 
