@@ -753,7 +753,7 @@ static const struct {
 #define PROVIDER_ATTEMPTS 500
 #define PROVIDER_BACKOFF_CAP_MS 3600000
 
-static enum sd_result provider_policies(const struct kind_policy *common)
+static enum sd_result provider_policies(const struct config *c, const struct kind_policy *common)
 {
 	static const char *const kinds[] = { JOB_KIND_RECONCILE, JOB_KIND_REFUND,
 					     JOB_KIND_REFUND_MAIL };
@@ -766,6 +766,11 @@ static enum sd_result provider_policies(const struct kind_policy *common)
 		p.max_attempts = PROVIDER_ATTEMPTS;
 		if (p.backoff_cap_ms < PROVIDER_BACKOFF_CAP_MS)
 			p.backoff_cap_ms = PROVIDER_BACKOFF_CAP_MS;
+		/* the refund's email: a send that runs to its timeout ends inside
+		 * its lease, as send_tickets' (its claim's stale limit is that
+		 * lease too: tickets_env.claim_stale_ms) */
+		if (strcmp(kinds[i], JOB_KIND_REFUND_MAIL) == 0)
+			p.lease_ms = config_send_lease_ms(c, p.lease_ms);
 		if ((r = queue_policy_set(kinds[i], &p)) != SD_OK)
 			return r;
 	}
@@ -816,7 +821,7 @@ enum sd_result config_apply_leases(const struct config *c, int64_t base_lease_ms
 		if ((r = queue_policy_set(kind_keys[i].kind, &p)) != SD_OK)
 			return r;
 	}
-	return provider_policies(&common);
+	return provider_policies(c, &common);
 }
 
 enum sd_result config_provider(const struct config *c, int *stripe_on, struct stripe_config *sc)

@@ -65,13 +65,14 @@ static enum job_outcome provider_fail(struct job_result *res, enum sd_result r, 
  * it; 0: it does not, and *out says what the job does (done, or look again
  * when the holder's claim goes stale). */
 static int claim(struct handler_ctx *ctx, const struct job *job, struct job_result *res,
-		 const char *subject, const char *kind, int64_t *claimed_at, enum job_outcome *out)
+		 const char *subject, const char *kind, int64_t stale_ms, int64_t *claimed_at,
+		 enum job_outcome *out)
 {
 	struct db *db = handler_db(ctx);
 	enum idem_claim c;
 	enum sd_result r;
 
-	if ((r = idem_named_claim(db, subject, kind, IDEM_STALE_MS, &c, claimed_at)) != SD_OK) {
+	if ((r = idem_named_claim(db, subject, kind, stale_ms, &c, claimed_at)) != SD_OK) {
 		*out = db_fail(res, job, r, "claim");
 		return 0;
 	}
@@ -80,7 +81,7 @@ static int claim(struct handler_ctx *ctx, const struct job *job, struct job_resu
 	absorbed(ctx, METRICS_UNIQUE_CLAIM, job, subject);
 	*out = JOB_DONE;
 	if (c == IDEM_HELD) {
-		res->delay_ms = idem_held_delay_ms(*claimed_at, IDEM_STALE_MS);
+		res->delay_ms = idem_held_delay_ms(*claimed_at, stale_ms);
 		*out = JOB_RETRY_LATER;
 	}
 	return 0;
@@ -221,7 +222,8 @@ enum job_outcome shop_job_refund(struct handler_ctx *ctx, const struct job *job,
 	if (!env->stripe)
 		return job_failf(res, 0, "refund of %s waits for payment_provider", rf.payment_ref);
 	snprintf(subject, sizeof subject, "refund:%s", rf.payment_ref);
-	if (!claim(ctx, job, res, subject, "refund", &claimed_at, &out))
+	/* the provider's call times out well inside the lease (stripe.h) */
+	if (!claim(ctx, job, res, subject, "refund", IDEM_STALE_MS, &claimed_at, &out))
 		return out;
 	r = stripe_refund(env->stripe, rf.payment_ref, rf.amount_minor, refund_id,
 			  sizeof refund_id);
@@ -315,7 +317,8 @@ enum job_outcome shop_job_refund_notice(struct handler_ctx *ctx, const struct jo
 		return r == SD_INVALID || r == SD_NOT_FOUND ? job_failf(res, 1, "%s", err_msg())
 							     : db_fail(res, job, r, "load refund");
 	snprintf(subject, sizeof subject, "refund:%s", rf.payment_ref);
-	if (!claim(ctx, job, res, subject, "mail", &claimed_at, &out))
+	if (!claim(ctx, job, res, subject, "mail",
+		   env->claim_stale_ms > 0 ? env->claim_stale_ms : IDEM_STALE_MS, &claimed_at, &out))
 		return out;
 	idem_provider_key(want, sizeof want, "refunded", rf.payment_ref);
 	if ((r = idem_named_fix(db, subject, "mail", h.email, want, to, key, sizeof key)) != SD_OK)
