@@ -53,20 +53,27 @@ void hold_rules_fill(struct hold_rules *r)
 		r->seats_max = HOLD_SEATS_MAX_DEFAULT;
 }
 
-/* "H" and 26 characters of lower-case base32: 130 bits from the kernel,
- * never from a clock (a link that could be guessed shows a buyer's name) */
-static enum sd_result hold_public_id(char *buf)
+/* A hold's names, from the kernel's random bytes, never from a clock: its
+ * public id, "H" and 9 characters without look-alikes, and the buyer's
+ * link, 26 characters of lower-case base32 (130 bits: a link that could be
+ * guessed would show a buyer's name). */
+static enum sd_result hold_names(char *public_id, char *link)
 {
-	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
-	unsigned char rnd[HOLD_ID_LEN - 1];
+	static const char ids[] = "23456789ABCDEFGHJKMNPQRSTUVWXYZ";
+	static const char b32[] = "abcdefghijklmnopqrstuvwxyz234567";
+	unsigned char rnd[HOLD_ID_LEN - 1 + HOLD_LINK_LEN];
 	int i;
 
 	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-		return err_set(SD_IO, "no random bytes for a hold's link");
-	buf[0] = 'H';
+		return err_set(SD_IO, "no random bytes for a hold's names");
+	public_id[0] = 'H';
 	for (i = 0; i < HOLD_ID_LEN - 1; i++)
-		buf[i + 1] = alphabet[rnd[i] & 31];
-	buf[HOLD_ID_LEN] = '\0';
+		public_id[i + 1] = ids[rnd[i] % (sizeof ids - 1)];
+	public_id[HOLD_ID_LEN] = '\0';
+	for (i = 0; i < HOLD_LINK_LEN; i++)
+		link[i] = b32[rnd[HOLD_ID_LEN - 1 + i] & 31];
+	link[HOLD_LINK_LEN] = '\0';
+	explicit_bzero(rnd, sizeof rnd);
 	return SD_OK;
 }
 
@@ -76,9 +83,10 @@ static enum sd_result hold_public_id(char *buf)
 	"SELECT h.id, h.public_id, h.event_id, h.seats, h.buyer_name, h.buyer_email, " \
 	"h.amount_minor, h.currency, h.created_at, h.expires_at, h.renewals, h.state, " \
 	"coalesce(h.session_id, ''), coalesce(h.pay_url, ''), coalesce(h.payment_ref, ''), " \
-	"coalesce(h.order_id, 0), coalesce(h.settled_at, 0), coalesce(o.public_id, '') " \
-	"FROM holds h LEFT JOIN orders o ON o.id = h.order_id "
+	"coalesce(h.order_id, 0), coalesce(h.settled_at, 0), coalesce(o.public_id, ''), " \
+	"h.link FROM holds h LEFT JOIN orders o ON o.id = h.order_id "
 static const char SQL_HOLD_BY_PUBLIC[] = HOLD_SQL "WHERE h.public_id = ?1";
+static const char SQL_HOLD_BY_LINK[] = HOLD_SQL "WHERE h.link = ?1";
 static const char SQL_HOLD_BY_SESSION[] = HOLD_SQL "WHERE h.session_id = ?1";
 static const char SQL_HOLD_BY_ID[] = HOLD_SQL "WHERE h.id = ?1";
 
@@ -103,6 +111,7 @@ static void hold_read(struct db_stmt *st, struct hold_view *h)
 	h->order_id = db_col_int(st, 15);
 	h->settled_at = db_col_int(st, 16);
 	text_copy(h->order_public_id, sizeof h->order_public_id, db_col_text(st, 17));
+	text_copy(h->link, sizeof h->link, db_col_text(st, 18));
 }
 
 static enum sd_result hold_find(struct db *db, const char *sql, const char *text, int64_t id,
@@ -131,6 +140,13 @@ enum sd_result hold_get(struct db *db, const char *public_id, struct hold_view *
 	if (!public_id || strlen(public_id) != HOLD_ID_LEN || public_id[0] != 'H')
 		return err_set(SD_NOT_FOUND, "no such hold");
 	return hold_find(db, SQL_HOLD_BY_PUBLIC, public_id, 0, out);
+}
+
+enum sd_result hold_get_link(struct db *db, const char *link, struct hold_view *out)
+{
+	if (!link || strlen(link) != HOLD_LINK_LEN)
+		return err_set(SD_NOT_FOUND, "no such hold");
+	return hold_find(db, SQL_HOLD_BY_LINK, link, 0, out);
 }
 
 enum sd_result hold_get_session(struct db *db, const char *session_id, struct hold_view *out)
@@ -259,14 +275,15 @@ static enum sd_result caps_check(struct db *db, const struct hold_new *n,
 
 static const char SQL_HOLD_INSERT[] =
 	"INSERT INTO holds (public_id, event_id, seats, buyer_name, buyer_email, client, "
-	"amount_minor, currency, created_at, expires_at) "
-	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
-	"ON CONFLICT (public_id) DO NOTHING RETURNING id";
+	"amount_minor, currency, created_at, expires_at, link) "
+	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+	"ON CONFLICT DO NOTHING RETURNING id";
 
 static enum sd_result hold_insert(struct db *db, const struct hold_new *n,
 				  const struct event_view *e, int64_t now, int64_t ttl,
 				  char *public_id, int64_t *id)
 {
+	char link[HOLD_LINK_MAX];
 	struct db_stmt *st;
 	enum sd_result r;
 	int64_t amount;
@@ -276,7 +293,7 @@ static enum sd_result hold_insert(struct db *db, const struct hold_new *n,
 	if ((r = money_total(e->price_minor, n->seats, &amount)) != SD_OK)
 		return r;
 	for (tries = 0; tries < 3 && !*id; tries++) {
-		if ((r = hold_public_id(public_id)) != SD_OK)
+		if ((r = hold_names(public_id, link)) != SD_OK)
 			return r;
 		if (!(st = db_stmt(db, SQL_HOLD_INSERT)))
 			return SD_DB;
@@ -290,6 +307,7 @@ static enum sd_result hold_insert(struct db *db, const struct hold_new *n,
 		db_bind_text(st, 8, e->currency);
 		db_bind_int(st, 9, now);
 		db_bind_int(st, 10, now + ttl);
+		db_bind_text(st, 11, link);
 		r = db_step(st, &row);
 		if (r == SD_OK && row)
 			*id = db_col_int(st, 0);
@@ -297,6 +315,7 @@ static enum sd_result hold_insert(struct db *db, const struct hold_new *n,
 		if (r != SD_OK)
 			return r;
 	}
+	explicit_bzero(link, sizeof link);
 	return *id ? SD_OK : err_set(SD_DB, "no free hold id in 3 draws");
 }
 

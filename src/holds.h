@@ -11,8 +11,10 @@
  * A hold ends one way, by a conditional update only one run can win
  * (technique 1, hold_settle): 'ordered' (its payment made an order),
  * 'refunded' (its payment came when its seats were gone) or 'expired' (its
- * session ended unpaid).  Its public id is the buyer's link: 130 random
- * bits, which show nothing of other buyers.
+ * session ended unpaid).  Its public id ("H" and 9 characters, as an
+ * order's) names it in job ids, provider keys and the log; its link (130
+ * random bits) is the buyer's address of their checkout, shown to them
+ * alone and written nowhere else.
  *
  * Each hold queues, in the transaction that makes it, the reconcile job
  * that looks its payment up when it ends (payments.h): nothing depends on
@@ -27,8 +29,10 @@
 #include "result.h"
 #include "text.h"
 
-#define HOLD_ID_LEN 27			/* "H" and 26 characters of base32 */
-#define HOLD_ID_MAX (HOLD_ID_LEN + 1)
+#define HOLD_ID_LEN 10			/* "H" and 9 characters, as an order's */
+#define HOLD_ID_MAX 16
+#define HOLD_LINK_LEN 26		/* 26 characters of base32: 130 bits */
+#define HOLD_LINK_MAX (HOLD_LINK_LEN + 1)
 #define HOLD_CLIENT_MAX 64		/* a client's address, as kept */
 #define HOLD_URL_MAX 2048		/* a provider's payment page */
 #define HOLD_SESSION_MAX 256		/* a provider's session id */
@@ -67,6 +71,7 @@ struct hold_view {
 	int64_t created_at, expires_at, renewals, settled_at, order_id;
 	enum hold_state state;
 	char public_id[HOLD_ID_MAX];
+	char link[HOLD_LINK_MAX];		/* the buyer's address: /h/<link> */
 	char currency[4];
 	char name[TEXT_FIELD_MAX + 1];
 	char email[256];
@@ -93,9 +98,11 @@ int hold_live(const struct hold_view *h, int64_t now);
 enum sd_result hold_add(struct db *db, const struct hold_new *n, const struct hold_rules *rules,
 			struct hold_view *out);
 
-/* hold_get: by public id; hold_get_session: by the provider's session id;
- * hold_get_id: by row id.  SD_NOT_FOUND. */
+/* hold_get: by public id; hold_get_link: by the buyer's link;
+ * hold_get_session: by the provider's session id; hold_get_id: by row id.
+ * SD_NOT_FOUND. */
 enum sd_result hold_get(struct db *db, const char *public_id, struct hold_view *out);
+enum sd_result hold_get_link(struct db *db, const char *link, struct hold_view *out);
 enum sd_result hold_get_session(struct db *db, const char *session_id, struct hold_view *out);
 enum sd_result hold_get_id(struct db *db, int64_t id, struct hold_view *out);
 

@@ -22,6 +22,7 @@
 #include "event_edit.h"
 #include "events.h"
 #include "http.h"
+#include "httpc.h"
 #include "lang.h"
 #include "log.h"
 #include "payments.h"
@@ -328,12 +329,14 @@ static enum sd_result session_for(struct shop *s, struct db *db, struct hold_vie
 		return SD_OK;
 	lang_when(e->starts_at, when, sizeof when);
 	snprintf(item, sizeof item, "%s, %s", e->name, when);
-	snprintf(ok, sizeof ok, "%s/h/%s?paid=1", s->url, h->public_id);
-	snprintf(back, sizeof back, "%s/h/%s", s->url, h->public_id);
+	snprintf(ok, sizeof ok, "%s/h/%s?paid=1", s->url, h->link);
+	snprintf(back, sizeof back, "%s/h/%s", s->url, h->link);
 	if ((r = stripe_checkout_create(s->stripe, &c, &ss)) != SD_OK)
 		return r;
-	if (!ss.url[0])
-		return err_set(SD_IO, "the provider's session has no payment page");
+	/* the buyer is sent there: https (or a provider on this machine) only */
+	if (!ss.url[0] || httpc_url_check(ss.url, NULL, 0) != SD_OK)
+		return err_set(SD_IO, "the provider's session has no payment page the shop may "
+			       "send a buyer to");
 	return hold_set_session(db, h->id, ss.id, ss.url, h);
 }
 
@@ -416,7 +419,7 @@ static void look_up(struct shop *s, struct db *db, struct hold_view *h)
 	enum pay_outcome out;
 
 	if (!s->stripe || h->state != HOLD_OPEN || !h->session_id[0] ||
-	    !rate_take(s->lookups, h->public_id + 1, clock_now_ms(), NULL) ||
+	    !rate_take(s->lookups, h->public_id, clock_now_ms(), NULL) ||
 	    stripe_session_get(s->stripe, h->session_id, &ss) != SD_OK || !stripe_session_paid(&ss))
 		return;
 	p = (struct pay_paid){ ss.id, ss.payment_ref, ss.amount_total, ss.currency, NULL };
@@ -427,7 +430,7 @@ static void look_up(struct shop *s, struct db *db, struct hold_view *h)
 static void hold_route(struct shop *s, struct db *db, const struct http_request *req,
 		       struct http_response *res, const char *rest)
 {
-	char id[HOLD_ID_MAX + 1], paid[8], to[HTTP_LOCATION_MAX];
+	char id[HOLD_LINK_MAX + 1], paid[8], to[HTTP_LOCATION_MAX];
 	const char *action = strchr(rest, '/');
 	struct hold_view h;
 	struct event_view e;
@@ -436,7 +439,7 @@ static void hold_route(struct shop *s, struct db *db, const struct http_request 
 
 	snprintf(id, sizeof id, "%.*s", (int)(action ? (size_t)(action - rest) : strlen(rest)),
 		 rest);
-	if (hold_get(db, id, &h) != SD_OK || (post != (action != NULL)) ||
+	if (hold_get_link(db, id, &h) != SD_OK || (post != (action != NULL)) ||
 	    (action && strcmp(action, "/pay") != 0 && strcmp(action, "/renew") != 0)) {
 		error_page(s, res, 404, NULL);
 		return;
@@ -452,7 +455,7 @@ static void hold_route(struct shop *s, struct db *db, const struct http_request 
 				      403);
 		return;
 	}
-	snprintf(to, sizeof to, "%s/h/%s", s->url, h.public_id);
+	snprintf(to, sizeof to, "%s/h/%s", s->url, h.link);
 	if (strcmp(action, "/renew") == 0) {
 		if ((r = hold_renew(db, h.public_id, &s->holds, &h)) != SD_OK) {
 			hold_page_with(s, db, req, res, &h, err_msg(),

@@ -245,12 +245,12 @@ static void hold_open(struct page *pg, const struct shop_look *look, const struc
 		money(pg, h->amount_minor, h->currency);
 		page_add(pg, "</a></p>\n");
 	} else {
-		page_fmt(pg, "<form method=\"post\" action=\"/h/%s/pay\">\n", h->public_id);
+		page_fmt(pg, "<form method=\"post\" action=\"/h/%s/pay\">\n", h->link);
 		csrf_field(pg, look);
 		page_add(pg, "<button type=\"submit\">Go to payment</button>\n</form>\n");
 	}
 	if (h->renewals < renewals_max) {
-		page_fmt(pg, "<form method=\"post\" action=\"/h/%s/renew\">\n", h->public_id);
+		page_fmt(pg, "<form method=\"post\" action=\"/h/%s/renew\">\n", h->link);
 		csrf_field(pg, look);
 		page_add(pg, "<button type=\"submit\" class=\"quiet\">I need more time</button>\n"
 			 "</form>\n");

@@ -177,6 +177,16 @@ static void test_held_seats_count_until_the_lease_runs_out(void **state)
 	assert_string_equal(h.currency, "EUR");
 	assert_int_equal(h.expires_at, clock_now_ms() + 10 * MIN_MS);
 	assert_int_equal(strlen(h.public_id), HOLD_ID_LEN);
+	assert_int_equal(h.public_id[0], 'H');
+	assert_int_equal(strlen(h.link), HOLD_LINK_LEN);
+	assert_null(strstr(h.link, h.public_id + 1));	/* the link is not the id */
+	{
+		struct hold_view byl;
+
+		assert_int_equal(hold_get_link(e->db, h.link, &byl), SD_OK);
+		assert_int_equal(byl.id, h.id);
+		assert_int_equal(hold_get_link(e->db, h.public_id, &byl), SD_NOT_FOUND);
+	}
 	assert_int_equal(holds_held(e->db, ev, 0, clock_now_ms(), &held), SD_OK);
 	assert_int_equal(held, 3);
 

@@ -478,6 +478,15 @@ static enum job_outcome run_job(handler_fn fn, const char *kind, const char *key
 	return fn(F.ctx, &job, &res);
 }
 
+/* the buyer's address of the hold's page: /h/<its link> */
+static void hold_path(const char *hold, const char *query, char *path, size_t size)
+{
+	struct hold_view h;
+
+	assert_int_equal(hold_get(F.e->db, hold, &h), SD_OK);
+	snprintf(path, size, "/h/%s%s", h.link, query);
+}
+
 static enum job_outcome reconcile(const char *hold)
 {
 	struct hold_view h;
@@ -664,7 +673,7 @@ static void test_out_of_order_the_return_first(void **state)
 	(void)state;
 	checkout(1, "ed%40example.org", hold, session);
 	pay(session);
-	snprintf(path, sizeof path, "/h/%s?paid=1", hold);
+	hold_path(hold, "?paid=1", path, sizeof path);
 	get(path, NULL, &r);
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.body, "Thank you"));
@@ -797,7 +806,11 @@ static void test_held_seats_come_free(void **state)
 	assert_non_null(strstr(r.body, "Sold out for now"));
 	assert_null(strstr(r.body, "<form"));
 	resp_free(&r);
-	snprintf(path, sizeof path, "/h/%s", hold);
+	snprintf(path, sizeof path, "/h/%s", hold);	/* its public id opens nothing */
+	get(path, NULL, &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	hold_path(hold, "", path, sizeof path);
 	get(path, NULL, &r);
 	assert_non_null(strstr(r.body, "data-left=\"600\""));
 	resp_free(&r);

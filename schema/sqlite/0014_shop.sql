@@ -10,7 +10,9 @@
 -- the event's capacity while state is 'open' and expires_at is ahead, in the
 -- transaction that checks the capacity (orders.c, holds.c), and are free
 -- again the moment it runs out, with no sweeper (as the stream's leases).
--- public_id is the buyer's unguessable link.  A paid hold becomes an order
+-- public_id names it in job ids, provider keys and logs; link is the
+-- buyer's unguessable address of their checkout, and appears nowhere
+-- else.  A paid hold becomes an order
 -- ('ordered') or, when its seats were gone by the time the payment came, a
 -- refund ('refunded'); a hold whose session ended unpaid is 'expired'.
 --
@@ -34,6 +36,7 @@ CREATE UNIQUE INDEX orders_payment_ref ON orders (payment_ref);
 CREATE TABLE holds (
     id            INTEGER PRIMARY KEY,
     public_id     TEXT    NOT NULL UNIQUE,
+    link          TEXT    NOT NULL UNIQUE,
     event_id      INTEGER NOT NULL REFERENCES events (id),
     seats         INTEGER NOT NULL CHECK (seats BETWEEN 1 AND 100),
     buyer_name    TEXT    NOT NULL CHECK (length(buyer_name) BETWEEN 1 AND 200),
