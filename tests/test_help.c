@@ -192,7 +192,7 @@ static void test_help_text_lists_exactly_the_parsers_options(void **state)
  * and a pointer to the help; an option a parser does not know still is. */
 static void test_dispatchers_list_their_subcommands(void **state)
 {
-	char out[8192], err[8192];
+	static char out[64 * 1024], err[8192];
 	static const char *const subs[] = { "add", "show", "find", "pdf", "resend", "set-email",
 					    "cancel" };
 	size_t i;
