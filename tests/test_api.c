@@ -381,6 +381,77 @@ static json_t *answer(const struct req *q, int want)
 	return o;
 }
 
+static const char *jstr(json_t *o, const char *f)
+{
+	return json_string_value(json_object_get(o, f));
+}
+
+/* An event's price, as a person writes it and in minor units: set, shown,
+ * changed and taken away; refused with its field for a bad amount or
+ * currency; an order charged the price of its seats, and owed back at the
+ * window when cancelled. */
+static void test_prices(void **state)
+{
+	static const char base[] = "{\"name\":\"Gala\",\"venue\":\"Hall\","
+				   "\"starts_at\":\"2036-12-31T20:00Z\",\"capacity\":10,";
+	char body[512], path[128], opath[80];
+	json_t *o;
+	int64_t ev;
+
+	(void)state;
+	snprintf(body, sizeof body, "%s\"price\":\"25.5\",\"currency\":\"eur\"}", base);
+	o = answer(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON, body }, 201);
+	assert_string_equal(jstr(o, "price"), "25.50");
+	assert_int_equal(json_integer_value(json_object_get(o, "price_minor")), 2550);
+	assert_string_equal(jstr(o, "currency"), "EUR");
+	ev = json_integer_value(json_object_get(o, "id"));
+	json_decref(o);
+	snprintf(body, sizeof body, "%s\"price\":\"25.505\",\"currency\":\"EUR\"}", base);
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON, body }, 400, "price");
+	snprintf(body, sizeof body, "%s\"price\":25,\"currency\":\"EUR\"}", base);
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON, body }, 400, "price");
+	snprintf(body, sizeof body, "%s\"price\":\"25\",\"currency\":\"EURO\"}", base);
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON, body }, 400,
+	       "currency");
+	snprintf(body, sizeof body, "%s\"price\":\"25\"}", base);
+	expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON, body }, 400,
+	       "currency");
+	assert_int_equal(COUNT("SELECT count(*) FROM events"), 1);
+	/* an order is charged the price of its seats; cancelled, owed back at
+	 * the window it was paid at */
+	snprintf(body, sizeof body, "{\"event_id\":%lld,\"name\":\"Ann\",\"seats\":2,"
+		 "\"payment\":\"card\"}", (long long)ev);
+	o = answer(&(struct req){ "POST", "/v1/orders", NULL, F.auth, "price-1", JSON, body }, 201);
+	snprintf(opath, sizeof opath, "/v1/orders/%s", jstr(o, "id"));
+	json_decref(o);
+	snprintf(path, sizeof path, "%s/cancel", opath);
+	o = answer(&(struct req){ "POST", path, NULL, F.auth, NULL, JSON, "{}" }, 200);
+	assert_string_equal(jstr(o, "refund"), "window");
+	json_decref(o);
+	o = answer(&(struct req){ "GET", opath, NULL, F.auth }, 200);
+	assert_string_equal(jstr(o, "amount"), "51.00");
+	assert_int_equal(json_integer_value(json_object_get(o, "amount_minor")), 5100);
+	assert_true(json_is_null(json_object_get(o, "payment_ref")));
+	assert_string_equal(jstr(json_object_get(o, "refund"), "via"), "window");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "refund"),
+							    "amount_minor")), 5100);
+	json_decref(o);
+	/* a new price for the seats sold from now on; none: the shop stops */
+	snprintf(path, sizeof path, "/v1/events/%lld", (long long)ev);
+	o = answer(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON,
+				  "{\"price\":\"2500\",\"currency\":\"JPY\"}" }, 200);
+	assert_string_equal(jstr(o, "price"), "2500");
+	json_decref(o);
+	expect(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON,
+			      "{\"price\":\"25.5\",\"currency\":\"JPY\"}" }, 400, "price");
+	o = answer(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON, "{\"price\":null}" },
+		   200);
+	assert_true(json_is_null(json_object_get(o, "price")));
+	assert_true(json_is_null(json_object_get(o, "currency")));
+	json_decref(o);
+	assert_int_equal(COUNT("SELECT amount_minor FROM orders"), 5100);
+}
+
 /* An event's life through the API: changed (never a capacity below a seat
  * sold, never a start in the past), closed (no order after, the same
  * answer twice); the window's sale: its payment, no address, one order per
@@ -1884,6 +1955,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_token_recorded_by_another_box, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_auth, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_event_life_and_the_window, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_replay, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_refusals, setup, teardown),

@@ -37,6 +37,7 @@
 #include <curl/curl.h>
 #include <dirent.h>
 #include <jansson.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -73,6 +74,7 @@ struct fx {
 	pid_t ps;
 	int ps_port, port;
 	char ps_url[64], url[64], record[400], key_file[400], secret_file[400], maildir[400];
+	char certs[400], ca[420];		/* a TLS shop's: its test CA */
 	struct shop *shop;
 	struct tickets_env *tenv;
 	struct handler_ctx *ctx;
@@ -87,6 +89,8 @@ struct variant {
 	int64_t rate_per_min;		/* 0: 100 */
 	const char *proxies;		/* shop_trusted_proxies */
 	int capacity;			/* 0: 4 */
+	int no_provider;		/* payment_provider = none */
+	int tls;			/* the shop with its own certificate */
 };
 
 /* ---- set-up ------------------------------------------------------------------ */
@@ -135,9 +139,14 @@ static void paysink_start(const struct variant *v)
 
 	snprintf(port_file, sizeof port_file, "%s/paysink.port", F.e->dir);
 	snprintf(log, sizeof log, "%s/paysink.log", F.e->dir);
-	snprintf(hook, sizeof hook, "http://127.0.0.1:%d/stripe/webhook", F.port);
+	snprintf(hook, sizeof hook, "%s://127.0.0.1:%d/stripe/webhook", v->tls ? "https" : "http",
+		 F.port);
 	for (i = 0; v->faults[i]; i++)
 		args[n++] = v->faults[i];
+	if (v->tls) {
+		args[n++] = "--webhook-ca";
+		args[n++] = F.ca;
+	}
 	args[n] = NULL;
 	F.ps = tu_spawn(args, log);
 	for (waited = 0; waited < 5000 && !F.ps_port; waited += 10) {
@@ -160,7 +169,7 @@ static int setup_with(void **state, const struct variant *v)
 	struct shop_opts so = { 0 };
 	struct event_new ev = { "Late Show", "Main Hall", 0, v->capacity ? v->capacity : 4, 0,
 				"" };
-	char listen[64];
+	char listen[64], cert[450], key[450];
 
 	tu_setup(state);
 	memset(&F, 0, sizeof F);
@@ -172,6 +181,14 @@ static int setup_with(void **state, const struct variant *v)
 	write_secret(F.key_file, KEY "\n");
 	write_secret(F.secret_file, SECRET "\n" OLD_SECRET "\n");
 	F.port = free_port();
+	if (v->tls) {
+		char cmd[500];
+
+		snprintf(F.certs, sizeof F.certs, "%s/certs", F.e->dir);
+		snprintf(F.ca, sizeof F.ca, "%s/ca.pem", F.certs);
+		snprintf(cmd, sizeof cmd, "sh tools/certs.sh '%s'", F.certs);
+		assert_int_equal(system(cmd), 0);
+	}
 	paysink_start(v);
 	sc.api_url = F.ps_url;
 	sc.key_file = F.key_file;
@@ -182,12 +199,18 @@ static int setup_with(void **state, const struct variant *v)
 	so.trusted_proxies = v->proxies;
 	so.holds = (struct hold_rules){ 10 * MIN_MS, 1, 4, 2, 10 };
 	so.rate_per_min = v->rate_per_min ? v->rate_per_min : 100;
-	so.stripe_on = 1;
+	so.stripe_on = !v->no_provider;
 	so.stripe = sc;
 	so.webhook_secret_file = F.secret_file;
+	if (v->tls) {
+		snprintf(cert, sizeof cert, "%s/server.pem", F.certs);
+		snprintf(key, sizeof key, "%s/server.key", F.certs);
+		so.tls_cert = cert;
+		so.tls_key = key;
+	}
 	if (shop_start(&so, &F.shop) != SD_OK)
 		fail_msg("shop_start: %s", err_msg());
-	snprintf(F.url, sizeof F.url, "http://127.0.0.1:%d", F.port);
+	snprintf(F.url, sizeof F.url, "%s://127.0.0.1:%d", v->tls ? "https" : "http", F.port);
 	assert_int_equal(statedir_init(F.e->db_path, tu_state(F.e)), SD_OK);
 	if (tickets_env_open(F.e->db_path, tu_state(F.e), NULL, NULL, NULL, &F.tenv) != SD_OK ||
 	    stripe_open(&sc, &F.tenv->stripe) != SD_OK)
@@ -227,6 +250,16 @@ static int setup_strict(void **state)
 	return setup_with(state, &(struct variant){ { NULL }, 2, "127.0.0.1", 20 });
 }
 
+static int setup_none(void **state)
+{
+	return setup_with(state, &(struct variant){ { NULL }, 0, NULL, 0, 1, 0 });
+}
+
+static int setup_tls(void **state)
+{
+	return setup_with(state, &(struct variant){ { NULL }, 0, NULL, 0, 0, 1 });
+}
+
 static int teardown(void **state)
 {
 	handler_ctx_free(F.ctx);
@@ -247,6 +280,7 @@ struct resp {
 	size_t len;
 	char location[2048];
 	char cookie[128];		/* sd_csrf=... from Set-Cookie */
+	char cookie_line[256];		/* the whole Set-Cookie, attributes and all */
 	char retry_after[16];
 };
 
@@ -287,6 +321,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 
 	take(p, size * n, "Location:", r->location, sizeof r->location);
 	take(p, size * n, "Set-Cookie:", r->cookie, sizeof r->cookie);
+	if (size * n > 11 && strncasecmp(p, "Set-Cookie:", 11) == 0)
+		snprintf(r->cookie_line, sizeof r->cookie_line, "%.*s", (int)strcspn(p, "\r\n"), p);
 	take(p, size * n, "Retry-After:", r->retry_after, sizeof r->retry_after);
 	return size * n;
 }
@@ -315,6 +351,8 @@ static void http(const char *method, const char *url, const char *body,
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
+	if (F.ca[0])
+		curl_easy_setopt(c, CURLOPT_CAINFO, F.ca);
 	if (curl_easy_perform(c) != CURLE_OK)
 		fail_msg("%s %s: no answer", method, url);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
@@ -601,9 +639,16 @@ static void test_signatures_from_the_official_package(void **state)
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.body, "\"outcome\":\"ordered\""));
 	resp_free(&r);
-	/* the same event again, freshly signed: recorded, so it makes nothing */
+	/* the same event again, freshly signed: recorded, so it makes nothing;
+	 * a header of several v1 passes when one of them matches */
 	package_header(ev, SECRET, 0, sig, sizeof sig);
-	hook_post(ev, sig, &r);
+	{
+		char both[600], *v1 = strstr(sig, ",v1=");
+
+		assert_non_null(v1);
+		snprintf(both, sizeof both, "%.*s,v1=%064d%s", (int)(v1 - sig), sig, 0, v1);
+		hook_post(ev, both, &r);
+	}
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.body, "\"outcome\":\"duplicate\""));
 	resp_free(&r);
@@ -890,6 +935,119 @@ static void test_caps_per_email(void **state)
 	assert_int_equal(count("SELECT count(*) FROM holds"), 2);
 }
 
+/* payment_provider = none: the events show, the window sells, the shop
+ * takes no checkout and has no webhook */
+static void test_no_provider_sells_at_the_window(void **state)
+{
+	char path[64], url[128];
+	struct resp r;
+
+	(void)state;
+	snprintf(path, sizeof path, "/e/%lld", (long long)F.event_id);
+	get(path, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "sold at the box office"));
+	assert_null(strstr(r.body, "<form"));
+	resp_free(&r);
+	snprintf(url, sizeof url, "%s/e/%lld/checkout", F.url, (long long)F.event_id);
+	http("POST", url, "seats=1&name=Ada&email=a%40example.org", NULL, &r);
+	assert_int_equal(r.status, 409);
+	resp_free(&r);
+	snprintf(url, sizeof url, "%s/stripe/webhook", F.url);
+	http("POST", url, "{}", NULL, &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	assert_int_equal(count("SELECT count(*) FROM holds"), 0);
+}
+
+/* the shop with its own certificate: HTTPS only, its cookie Secure, a
+ * whole sale through it (paysink's webhook over HTTPS too) */
+static void test_own_certificate(void **state)
+{
+	char hold[HOLD_ID_MAX], session[STRIPE_ID_MAX], url[128];
+	struct resp r;
+	CURL *c;
+
+	(void)state;
+	get("/", NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "Late Show"));
+	resp_free(&r);
+	snprintf(url, sizeof url, "/e/%lld", (long long)F.event_id);
+	get(url, NULL, &r);
+	assert_non_null(strstr(r.cookie_line, "; Secure"));
+	assert_non_null(strstr(r.cookie_line, "; HttpOnly"));
+	assert_non_null(strstr(r.cookie_line, "; SameSite=Lax"));
+	resp_free(&r);
+	checkout(1, "tls%40example.org", hold, session);
+	pay(session);
+	wait_count("SELECT count(*) FROM orders", 1);
+	/* plain HTTP on its port gets no HTTP answer */
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/", F.port);
+	c = curl_easy_init();
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	assert_int_not_equal(curl_easy_perform(c), CURLE_OK);
+	curl_easy_cleanup(c);
+}
+
+/* stagedoor demo --shop: the demo's event priced, its provider's key and
+ * secret made for it (files the user alone may read, out of any command
+ * line), a configuration the box takes, and the script that runs the box
+ * with paysink beside it, printed when there is no terminal */
+static void test_demo_prepares_its_shop(void **state)
+{
+	char bin[PATH_MAX], ps[PATH_MAX], script[PATH_MAX * 3], out[400], path[600];
+	char *text;
+	struct stat st;
+	size_t n;
+	const char *files[] = { "stripe.key", "stripe.whsec", "stagedoor.conf" };
+	size_t i;
+
+	(void)state;
+	TU_SQLITE_ONLY();
+	assert_non_null(realpath(tu_bin(), bin));
+	assert_non_null(realpath(getenv("PAYSINK_BIN") ? getenv("PAYSINK_BIN") : "build/paysink",
+				 ps));
+	snprintf(script, sizeof script, "cd '%s' && exec '%s' demo --orders 5 --shop '%s'",
+		 F.e->dir, bin, ps);
+	snprintf(out, sizeof out, "%s/demo.out", F.e->dir);
+	assert_int_equal(tu_exec((const char *const[]){ "/bin/sh", "-c", script, NULL }, out, NULL,
+				 60000), 0);
+	text = (char *)tu_slurp(out, &n);
+	snprintf(path, sizeof path, "box and shop: sh %s/var/demo/run.sh", F.e->dir);
+	if (!strstr(text, path))
+		tu_fail_free(text, NULL, "demo printed no script line:\n%s", text);
+	free(text);
+	for (i = 0; i < sizeof files / sizeof files[0]; i++) {
+		snprintf(path, sizeof path, "%s/var/demo/%s", F.e->dir, files[i]);
+		assert_int_equal(stat(path, &st), 0);
+		assert_int_equal(st.st_mode & 0777, 0600);
+	}
+	snprintf(path, sizeof path, "%s/var/demo/run.sh", F.e->dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	text = (char *)tu_slurp(path, &n);
+	/* the key and the secret are read from their files, never on a command line */
+	if (strstr(text, "sk_test") || strstr(text, "whsec_") || !strstr(text, "--api-key-file") ||
+	    !strstr(text, " run --config "))
+		tu_fail_free(text, NULL, "run.sh:\n%s", text);
+	free(text);
+	/* the box takes its configuration; the event is priced */
+	snprintf(path, sizeof path, "%s/var/demo/stagedoor.conf", F.e->dir);
+	assert_int_equal(tu_exec((const char *const[]){ bin, "config", "show", "--config", path,
+						       NULL }, out, NULL, 20000), 0);
+	snprintf(script, sizeof script, "'%s' event show 1 --json --db '%s/var/demo/stagedoor.db'",
+		 bin, F.e->dir);
+	assert_int_equal(tu_exec((const char *const[]){ "/bin/sh", "-c", script, NULL }, out, NULL,
+				 20000), 0);
+	text = (char *)tu_slurp(out, &n);
+	if (!strstr(text, "\"price\": \"25.00\"") || !strstr(text, "\"currency\": \"EUR\""))
+		tu_fail_free(text, NULL, "the demo's event has no price:\n%s", text);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -907,6 +1065,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_held_seats_come_free, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_what_strangers_get, setup_strict, teardown),
 		cmocka_unit_test_setup_teardown(test_caps_per_email, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_provider_sells_at_the_window, setup_none,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_own_certificate, setup_tls, teardown),
+		cmocka_unit_test_setup_teardown(test_demo_prepares_its_shop, setup, teardown),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
