@@ -43,7 +43,8 @@
  *                                        "name", "email_address", "cancelled"}]}  (at most 20, newest first)
  *   GET /v1/orders/{id} -> {"id", "event_id", "event", "venue", "starts_at", "name",
  *       "email":"..."|null (null: a walk-up sale, its tickets printed at the window),
- *       "payment":"cash"|"card"|null, "seats",
+ *       "payment":"cash"|"card"|"online"|null, "amount", "currency",
+ *       "refund":null|{"amount_minor","via","done_at"}, "seats",
  *       "created_at", "pdf_stored", "pdf_key", "cancelled_at":MS|null, "resends":N,
  *       "tickets":[{"id", "seat", "state":"valid|admitted|cancelled", "scanned_at", "scanned_by", "pdf_stored"}],
  *       "emails":[{"kind", "state":"sent|sending|pending", "sent_at"}],
@@ -197,7 +198,15 @@
       dl.replaceChildren();
       fact(dl, 'buyer', o.name || '–');
       fact(dl, 'email', o.email || 'no email: tickets printed at the window', o.email ? 'email' : 'email none');
-      fact(dl, 'payment', o.payment === 'cash' || o.payment === 'card' ? o.payment : 'none', 'payment');
+      const paid = o.payment === 'cash' || o.payment === 'card' ? o.payment + ' at the window'
+        : o.payment === 'online' ? 'online' : 'none';
+      fact(dl, 'payment', o.amount ? o.amount + ' ' + o.currency + ', ' + paid : paid, 'payment');
+      if (o.refund) {
+        const back = o.refund.done_at ? 'refunded ' + when(o.refund.done_at)
+          : o.refund.via === 'window' ? 'owed: pay it out at the window' : 'being refunded online';
+        // a refund gives the whole payment back: the order's amount
+        fact(dl, 'refund', o.amount + ' ' + o.currency + ', ' + back, 'refund');
+      }
       fact(dl, 'event', [o.event || eventName(o.event_id), o.venue].filter(Boolean).join(', ') +
                          (o.starts_at ? ' · ' + when(Date.parse(o.starts_at)) : ''));
       fact(dl, 'seats', num(o.seats));

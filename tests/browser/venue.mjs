@@ -23,7 +23,7 @@
 //      made; the key is not the first sale's;
 //   7. prints its tickets: the page polls GET /v1/orders/{id}/tickets.pdf
 //      until it answers application/pdf, and opens it in a new tab (a blob:
-//      URL); then opens the order in the box office: payment cash, "no
+//      URL); then opens the order in the box office: paid cash at the window, "no
 //      email", resend disabled, the email field enabled;
 //   8. sets the capacity below the seats sold: refused (409), the server's
 //      message shown at the capacity field;
@@ -338,7 +338,7 @@ async function main() {
     await page.click('#sold-open');
     await page.waitForFunction((id) => document.getElementById('order-detail').dataset.orderId === id, sold2);
     const facts = await page.$$eval('#order-facts dt', (l) => Object.fromEntries(l.map((dt) => [dt.textContent, dt.nextElementSibling.textContent])));
-    check(facts.payment === 'cash', 'the walk-up order\'s payment shows ' + facts.payment);
+    check(facts.payment === 'cash at the window', 'the walk-up order\'s payment shows ' + facts.payment);
     check(facts.email === 'no email: tickets printed at the window', 'the walk-up order\'s email shows ' + facts.email);
     check(await page.isDisabled('#order-resend') && await page.isEnabled('#order-email'),
           'an order without email: resend must be disabled, the email field enabled');
