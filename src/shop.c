@@ -358,7 +358,9 @@ static void checkout(struct shop *s, struct db *db, const struct event_view *e,
 		name[0] = '\0';
 	if (api_query_get(req->body, "email", email, sizeof email) != 1)
 		email[0] = '\0';
-	if (api_query_get(req->body, "seats", seats, sizeof seats) != 1 ||
+	/* digits only: "1e9" or "2 " is no number of seats */
+	if (api_query_get(req->body, "seats", seats, sizeof seats) != 1 || !seats[0] ||
+	    strspn(seats, "0123456789") != strlen(seats) || strlen(seats) > 3 ||
 	    (n.seats = strtoll(seats, NULL, 10)) < 1)
 		n.seats = 0;
 	o.name = name;

@@ -413,6 +413,18 @@ static void checkout_as(int seats, const char *name, const char *email, const ch
 	http("POST", url, body, headers, r);
 }
 
+/* POST the checkout form with its token and these fields as they are */
+static void checkout_raw(const char *fields, struct resp *r)
+{
+	char tok[32], cookie[160], body[600], url[128];
+	const char *headers[] = { cookie, NULL };
+
+	form_token(tok, sizeof tok, cookie, sizeof cookie);
+	snprintf(body, sizeof body, "csrf=%s&%s", tok, fields);
+	snprintf(url, sizeof url, "%s/e/%lld/checkout", F.url, (long long)F.event_id);
+	http("POST", url, body, headers, r);
+}
+
 /* a checkout that reaches the payment page; [out] hold (HOLD_ID_MAX) and
  * the session id (STRIPE_ID_MAX) */
 static void checkout(int seats, const char *email, char *hold, char *session)
@@ -931,6 +943,16 @@ static void test_caps_per_email(void **state)
 	checkout_as(1, "Ka", "ka%40example.org", NULL, &r);
 	assert_int_equal(r.status, 429);
 	assert_non_null(strstr(r.body, "this email"));
+	resp_free(&r);
+	/* seats are digits, and nothing else */
+	checkout_raw("seats=1e9&name=Lu&email=lu%40example.org", &r);
+	assert_int_equal(r.status, 422);
+	resp_free(&r);
+	checkout_raw("seats=+1&name=Lu&email=lu%40example.org", &r);
+	assert_int_equal(r.status, 422);
+	resp_free(&r);
+	checkout_raw("name=Lu&email=lu%40example.org", &r);
+	assert_int_equal(r.status, 422);
 	resp_free(&r);
 	assert_int_equal(count("SELECT count(*) FROM holds"), 2);
 }
