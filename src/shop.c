@@ -379,7 +379,7 @@ static void checkout(struct shop *s, struct db *db, const struct event_view *e,
 		log_event(LOG_WARN, "no payment session", "hold=%s err=\"%s\"", h.public_id,
 			  err_msg());
 		hold_page_with(s, db, req, res, &h, "The payment service did not answer. "
-				      "Your seats are held: try again in a moment.", 503);
+			       "Your seats are held: try again in a moment.", 503);
 		return;
 	}
 	snprintf(to, sizeof to, "%s", h.pay_url);
@@ -453,15 +453,13 @@ static void hold_route(struct shop *s, struct db *db, const struct http_request 
 		return;
 	}
 	if (!csrf_ok(req)) {
-		hold_page_with(s, db, req, res, &h, "This page was out of date: try again.",
-				      403);
+		hold_page_with(s, db, req, res, &h, "This page was out of date: try again.", 403);
 		return;
 	}
 	snprintf(to, sizeof to, "%s/h/%s", s->url, h.link);
 	if (strcmp(action, "/renew") == 0) {
 		if ((r = hold_renew(db, h.public_id, &s->holds, &h)) != SD_OK) {
-			hold_page_with(s, db, req, res, &h, err_msg(),
-					      r == SD_LIMITED ? 429 : 409);
+			hold_page_with(s, db, req, res, &h, err_msg(), r == SD_LIMITED ? 429 : 409);
 			return;
 		}
 		redirect(res, to);
@@ -473,7 +471,7 @@ static void hold_route(struct shop *s, struct db *db, const struct http_request 
 	}
 	if (event_get(db, h.event_id, &e) != SD_OK || session_for(s, db, &h, &e) != SD_OK) {
 		hold_page_with(s, db, req, res, &h, "The payment service did not answer: "
-				      "try again in a moment.", 503);
+			       "try again in a moment.", 503);
 		return;
 	}
 	redirect(res, h.pay_url);
