@@ -535,7 +535,10 @@ static void page_headers(struct MHD_Response *r, const struct http_response *pag
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	MHD_add_response_header(r, "Content-Security-Policy", page->csp);
 	MHD_add_response_header(r, "X-Frame-Options", "DENY");
-	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	/* same-origin, not no-referrer: under no-referrer a browser sends
+	 * "Origin: null" with a form's POST, which the guard refuses; the
+	 * page's address (a buyer's link) still goes to no other origin */
+	MHD_add_response_header(r, "Referrer-Policy", "same-origin");
 }
 
 static enum MHD_Result send_answer(struct MHD_Connection *mc, const char *path, int status,

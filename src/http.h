@@ -132,7 +132,7 @@ struct http_response {
 	char csp[512];			/* "": none; else a page: sent as
 					 * Content-Security-Policy, with
 					 * X-Frame-Options DENY, Referrer-Policy
-					 * no-referrer, Cache-Control no-store */
+					 * same-origin, Cache-Control no-store */
 };
 
 /* The handler: fill res for req.  [in] arg as given to http_start. */

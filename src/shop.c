@@ -345,27 +345,36 @@ static void hold_page_with(struct shop *s, struct db *db, const struct http_requ
 			   struct http_response *res, struct hold_view *h, const char *problem,
 			   int status);
 
+/* the form's fields into o (name and email: buffers of 801 and 512 bytes);
+ * seats 0 when they are no number: digits only ("1e9" or "+1" is none) */
+static void form_values(const struct http_request *req, struct event_offer *o, char *name,
+			char *email)
+{
+	char seats[16];
+
+	if (api_query_get(req->body, "name", name, TEXT_FIELD_MAX * 4 + 1) != 1)
+		name[0] = '\0';
+	if (api_query_get(req->body, "email", email, 512) != 1)
+		email[0] = '\0';
+	if (api_query_get(req->body, "seats", seats, sizeof seats) != 1 || !seats[0] ||
+	    strspn(seats, "0123456789") != strlen(seats) || strlen(seats) > 3 ||
+	    (o->seats = strtoll(seats, NULL, 10)) < 1)
+		o->seats = 0;
+	o->name = name;
+	o->email = email;
+}
+
 static void checkout(struct shop *s, struct db *db, const struct event_view *e,
 		     const struct http_request *req, struct http_response *res, const char *client)
 {
-	char name[TEXT_FIELD_MAX * 4 + 1], email[512], seats[16], to[HTTP_LOCATION_MAX];
+	char name[TEXT_FIELD_MAX * 4 + 1], email[512], to[HTTP_LOCATION_MAX];
 	struct event_offer o = { 0 };
 	struct hold_new n = { e->id, 0, name, email, client };
 	struct hold_view h;
 	enum sd_result r;
 
-	if (api_query_get(req->body, "name", name, sizeof name) != 1)
-		name[0] = '\0';
-	if (api_query_get(req->body, "email", email, sizeof email) != 1)
-		email[0] = '\0';
-	/* digits only: "1e9" or "2 " is no number of seats */
-	if (api_query_get(req->body, "seats", seats, sizeof seats) != 1 || !seats[0] ||
-	    strspn(seats, "0123456789") != strlen(seats) || strlen(seats) > 3 ||
-	    (n.seats = strtoll(seats, NULL, 10)) < 1)
-		n.seats = 0;
-	o.name = name;
-	o.email = email;
-	o.seats = n.seats;
+	form_values(req, &o, name, email);
+	n.seats = o.seats;
 	if ((r = hold_add(db, &n, &s->holds, &h)) != SD_OK) {
 		o.error = err_msg();
 		event_page(s, db, e, req, res, &o,
@@ -495,6 +504,7 @@ static void event_route(struct shop *s, struct db *db, const struct http_request
 	struct event_view e;
 	struct event_offer o = { 0 };
 	const char *action = strchr(rest, '/');
+	char name[TEXT_FIELD_MAX * 4 + 1], email[512];
 	int64_t wait = 0;
 
 	if (!event_of(s, db, rest, &e, res))
@@ -513,6 +523,7 @@ static void event_route(struct shop *s, struct db *db, const struct http_request
 		return;
 	}
 	if (!csrf_ok(req)) {
+		form_values(req, &o, name, email);	/* what the buyer typed, kept */
 		o.error = "This page was out of date: check the form and send it again.";
 		event_page(s, db, &e, req, res, &o, 403);
 		return;
@@ -539,6 +550,10 @@ static void shop_handle(void *arg, const struct http_request *req, struct http_r
 		return static_file(res, "text/javascript; charset=utf-8", shop_js);
 	if (get && strcmp(p, "/shop.css") == 0)
 		return static_file(res, "text/css; charset=utf-8", shop_css);
+	if (get && strcmp(p, "/favicon.ico") == 0) {	/* none: no 404 in a buyer's console */
+		res->status = 204;
+		return;
+	}
 	if (get && strcmp(p, "/healthz") == 0)
 		return static_file(res, "text/plain; charset=utf-8", "ok\n");
 	if (!get && strcmp(req->method, "POST") != 0) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lang.h"
 
@@ -80,9 +81,10 @@ void page_fmt(struct page *pg, const char *fmt, ...)
 
 void page_open(struct page *pg, const struct shop_look *look, const char *title)
 {
-	page_fmt(pg, "<!doctype html>\n<html lang=\"%s\">\n<head>\n<meta charset=\"utf-8\">\n"
-		 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
-		 lang_tag());
+	/* the pages' words are English; their dates and amounts carry the
+	 * venue's locale (when_where, money) */
+	page_add(pg, "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+		 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
 	if (look->refresh_s > 0)
 		page_fmt(pg, "<meta http-equiv=\"refresh\" content=\"%d\">\n", look->refresh_s);
 	page_add(pg, "<title>");
@@ -107,13 +109,31 @@ static void csrf_field(struct page *pg, const struct shop_look *look)
 	page_add(pg, "\">\n");
 }
 
+/* a machine's reading of ms: "2036-05-01T20:00+02:00", in the venue's zone */
+static void iso_time(struct page *pg, int64_t ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	char buf[40];
+	long off;
+
+	if (!localtime_r(&t, &tm))
+		gmtime_r(&t, &tm);
+	off = tm.tm_gmtoff;
+	strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M", &tm);
+	page_add(pg, buf);
+	page_fmt(pg, "%c%02ld:%02ld", off < 0 ? '-' : '+', labs(off) / 3600, labs(off) / 60 % 60);
+}
+
 /* "Fri 4 Dec 2026, 20:00 CET · Main Hall" */
 static void when_where(struct page *pg, const struct event_view *e)
 {
 	char when[LANG_TEXT_MAX];
 
 	lang_when(e->starts_at, when, sizeof when);
-	page_add(pg, "<p class=\"when\"><time>");
+	page_fmt(pg, "<p class=\"when\"><time lang=\"%s\" datetime=\"", lang_tag());
+	iso_time(pg, e->starts_at);
+	page_add(pg, "\">");
 	page_text(pg, when);
 	page_add(pg, "</time> · ");
 	page_text(pg, e->venue);
@@ -125,7 +145,9 @@ static void money(struct page *pg, int64_t minor, const char *currency)
 	char m[LANG_TEXT_MAX];
 
 	lang_money(minor, currency, m, sizeof m);
+	page_fmt(pg, "<span lang=\"%s\">", lang_tag());
 	page_text(pg, m);
+	page_add(pg, "</span>");
 }
 
 /* ---- the pages ----------------------------------------------------------- */
@@ -165,7 +187,7 @@ static void event_form(struct page *pg, const struct shop_look *look,
 	page_fmt(pg, "<form method=\"post\" action=\"/e/%lld/checkout\">\n", (long long)e->id);
 	csrf_field(pg, look);
 	if (o->error) {
-		page_add(pg, "<p class=\"error\" role=\"alert\">");
+		page_add(pg, "<p class=\"error\" id=\"form-error\" role=\"alert\">");
 		page_text(pg, o->error);
 		page_add(pg, "</p>\n");
 	}
@@ -225,10 +247,14 @@ static void hold_summary(struct page *pg, const struct hold_view *h, const struc
 static void hold_open(struct page *pg, const struct shop_look *look, const struct hold_view *h,
 		      int64_t now, int64_t renewals_max, const char *problem)
 {
-	char until[LANG_TEXT_MAX];
+	time_t t = (time_t)(h->expires_at / 1000);
+	struct tm tm;
+	char until[16];
 	int64_t left_s = (h->expires_at - now + 999) / 1000;
 
-	lang_when(h->expires_at, until, sizeof until);
+	if (!localtime_r(&t, &tm))
+		gmtime_r(&t, &tm);
+	strftime(until, sizeof until, "%H:%M", &tm);
 	page_add(pg, "<p class=\"held\">Your seats are held until ");
 	page_text(pg, until);
 	page_fmt(pg, " (<span data-left=\"%lld\">%lld min</span>).</p>\n", (long long)left_s,
@@ -250,7 +276,8 @@ static void hold_open(struct page *pg, const struct shop_look *look, const struc
 		page_add(pg, "<button type=\"submit\">Go to payment</button>\n</form>\n");
 	}
 	if (h->renewals < renewals_max) {
-		page_fmt(pg, "<form method=\"post\" action=\"/h/%s/renew\">\n", h->link);
+		page_fmt(pg, "<form class=\"more\" method=\"post\" action=\"/h/%s/renew\">\n",
+			 h->link);
 		csrf_field(pg, look);
 		page_add(pg, "<button type=\"submit\" class=\"quiet\">I need more time</button>\n"
 			 "</form>\n");
@@ -342,8 +369,10 @@ const char shop_css[] =
 	"form{display:grid;gap:.8rem;background:#fff;border-radius:.5rem;padding:1rem;"
 	"margin:1rem 0}label{display:grid;gap:.2rem;font-weight:600}"
 	"input,select{font:inherit;padding:.6rem;border:1px solid #999;border-radius:.3rem;"
-	"width:100%}button,.button{display:inline-block;font:inherit;font-weight:600;"
+	"width:100%;min-height:44px}button,.button{display:block;font:inherit;font-weight:600;"
 	"padding:.8rem 1.2rem;border:0;border-radius:.4rem;background:#0b57d0;color:#fff;"
-	"text-decoration:none;text-align:center;cursor:pointer;min-height:44px}"
+	"text-decoration:none;text-align:center;cursor:pointer;min-height:44px;width:100%}"
+	"form.more{background:none;padding:0;margin:.5rem 0}"
 	"button.quiet{background:#e4e2dd;color:#1b1b1f}.error{color:#a00;font-weight:600}"
-	".note{color:#555;margin:0}.held{font-size:1.1rem}\n";
+	".note{color:#555;margin:0}.held{font-size:1.1rem}"
+	"header a,main>p>a{display:inline-block;min-height:44px;line-height:44px}\n";

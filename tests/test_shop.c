@@ -282,6 +282,7 @@ struct resp {
 	char cookie[128];		/* sd_csrf=... from Set-Cookie */
 	char cookie_line[256];		/* the whole Set-Cookie, attributes and all */
 	char retry_after[16];
+	char referrer_policy[32];
 };
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
@@ -324,6 +325,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	if (size * n > 11 && strncasecmp(p, "Set-Cookie:", 11) == 0)
 		snprintf(r->cookie_line, sizeof r->cookie_line, "%.*s", (int)strcspn(p, "\r\n"), p);
 	take(p, size * n, "Retry-After:", r->retry_after, sizeof r->retry_after);
+	take(p, size * n, "Referrer-Policy:", r->referrer_policy, sizeof r->referrer_policy);
 	return size * n;
 }
 
@@ -400,13 +402,14 @@ static void form_token(char *tok, size_t size, char *cookie, size_t csize)
 static void checkout_as(int seats, const char *name, const char *email, const char *xff,
 			struct resp *r)
 {
-	char tok[32], cookie[160], body[600], url[128], x[128];
-	const char *headers[3] = { cookie, NULL, NULL };
+	char tok[32], cookie[160], body[600], url[128], x[128], origin[96];
+	const char *headers[4] = { cookie, origin, NULL, NULL };
 
 	form_token(tok, sizeof tok, cookie, sizeof cookie);
+	snprintf(origin, sizeof origin, "Origin: %s", F.url);	/* as a browser sends it */
 	if (xff) {
 		snprintf(x, sizeof x, "X-Forwarded-For: %s", xff);
-		headers[1] = x;
+		headers[2] = x;
 	}
 	snprintf(body, sizeof body, "csrf=%s&seats=%d&name=%s&email=%s", tok, seats, name, email);
 	snprintf(url, sizeof url, "%s/e/%lld/checkout", F.url, (long long)F.event_id);
@@ -416,10 +419,11 @@ static void checkout_as(int seats, const char *name, const char *email, const ch
 /* POST the checkout form with its token and these fields as they are */
 static void checkout_raw(const char *fields, struct resp *r)
 {
-	char tok[32], cookie[160], body[600], url[128];
-	const char *headers[] = { cookie, NULL };
+	char tok[32], cookie[160], body[600], url[128], origin[96];
+	const char *headers[] = { cookie, origin, NULL };
 
 	form_token(tok, sizeof tok, cookie, sizeof cookie);
+	snprintf(origin, sizeof origin, "Origin: %s", F.url);
 	snprintf(body, sizeof body, "csrf=%s&%s", tok, fields);
 	snprintf(url, sizeof url, "%s/e/%lld/checkout", F.url, (long long)F.event_id);
 	http("POST", url, body, headers, r);
@@ -861,6 +865,8 @@ static void test_held_seats_come_free(void **state)
 	snprintf(path, sizeof path, "/e/%lld", (long long)F.event_id);
 	get(path, NULL, &r);
 	assert_non_null(strstr(r.body, "Sold out for now"));
+	/* not no-referrer: a browser would send its forms with "Origin: null" */
+	assert_string_equal(r.referrer_policy, "same-origin");
 	assert_null(strstr(r.body, "<form"));
 	resp_free(&r);
 	snprintf(path, sizeof path, "/h/%s", hold);	/* its public id opens nothing */
@@ -905,6 +911,17 @@ static void test_what_strangers_get(void **state)
 	     headers, &r);
 	assert_int_equal(r.status, 403);
 	resp_free(&r);
+	/* a form posted from another site: the right token, a foreign Origin */
+	{
+		char body[200];
+		const char *foreign[] = { cookie, "Origin: https://evil.example", NULL };
+
+		snprintf(body, sizeof body, "csrf=%s&seats=1&name=A&email=a%%40example.org", tok);
+		http("POST", url, body, foreign, &r);
+		assert_int_equal(r.status, 403);
+		assert_non_null(strstr(r.body, "cross-origin"));
+		resp_free(&r);
+	}
 	/* bad input: refused with the form again, nothing written; each try
 	 * counts against the address's rate, 2 a minute here */
 	checkout_as(1, "%01Ada", "a%40example.org", NULL, &r);
