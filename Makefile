@@ -335,7 +335,7 @@ powercut: deps-test
 # The benchmarks (stagedoor-bench, src/bench; dist/doc/testing.md says what
 # each measures): a program beside the product, never in its package.
 bench: deps-build
-	@$(MAKE) --no-print-directory bin/stagedoor build/stagedoor-bench build/sqlbench
+	@$(MAKE) --no-print-directory bin/stagedoor build/stagedoor-bench build/sqlbench build/paysink
 	@sh tools/bench/run.sh $(CURDIR)/build/stagedoor-bench $(CURDIR)/build/sqlbench
 	build/stagedoor-bench pipeline --orders 500
 	@sh tools/bench/engines.sh $(CURDIR)/build/stagedoor-bench
@@ -343,6 +343,7 @@ bench: deps-build
 	build/stagedoor-bench intake --orders 400 --clients 1,16
 	build/stagedoor-bench claim --scheduled 300000 --leased 30000 --done 300000
 	build/stagedoor-bench scale --sizes 10000,100000
+	build/stagedoor-bench shop --rounds 3
 
 # The PSS of run's process tree under 10 minutes of orders (tools/bench/memory.sh;
 # MEMORY_MINUTES, MEMORY_RATE orders/s).

@@ -146,14 +146,39 @@ enum sd_result event_each(struct db *db, void (*fn)(const struct event_view *v, 
 		return SD_DB;
 	for (;;) {
 		if ((r = db_step(st, &row)) != SD_OK)
-			return r;
+			break;
 		if (!row)
 			break;
 		event_view_read(st, &v);
 		fn(&v, arg);
 	}
 	db_reset(st);
-	return SD_OK;
+	return r;
+}
+
+/* the events a shop lists: priced, not closed, starting after since (the
+ * sales of those that started before it are over), the soonest first */
+static const char SQL_EVENT_SELLING[] = EVENT_VIEW_SQL
+	"WHERE e.currency IS NOT NULL AND e.closed_at IS NULL AND e.starts_at > ?1 "
+	"ORDER BY e.starts_at, e.id LIMIT ?2";
+
+enum sd_result event_each_selling(struct db *db, int64_t since, int limit,
+				  void (*fn)(const struct event_view *v, void *arg), void *arg)
+{
+	struct db_stmt *st = db_stmt(db, SQL_EVENT_SELLING);
+	struct event_view v;
+	enum sd_result r = SD_OK;
+
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, since);
+	db_bind_int(st, 2, limit);
+	while (db_next(st, &r)) {
+		event_view_read(st, &v);
+		fn(&v, arg);
+	}
+	db_reset(st);
+	return r;
 }
 
 enum sd_result event_box_totals(struct db *db, int64_t *orders, int64_t *emails_sent)

@@ -37,6 +37,12 @@ enum sd_result event_get(struct db *db, int64_t id, struct event_view *v);
 enum sd_result event_each(struct db *db, void (*fn)(const struct event_view *v, void *arg),
 			  void *arg);
 
+/* event_each_selling: fn for at most limit priced events not closed that
+ * start after since, the soonest first (the shop's list; a scan of the
+ * events table that computes the counts of those alone). */
+enum sd_result event_each_selling(struct db *db, int64_t since, int limit,
+				  void (*fn)(const struct event_view *v, void *arg), void *arg);
+
 /* event_box_totals: [out] *orders: every live order; *emails_sent: orders
  * whose ticket email is marked sent. */
 enum sd_result event_box_totals(struct db *db, int64_t *orders, int64_t *emails_sent);

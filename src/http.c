@@ -107,6 +107,7 @@ struct http_server {
 	void *arg;			/* its argument */
 	struct http_names names;	/* the names, the bound port, HTTPS or not */
 	int no_assets;			/* every request goes to the handler */
+	unsigned threads;		/* the pool's threads */
 	unsigned conn_max;		/* connections at once */
 	unsigned per_client_max;	/* connections per client address */
 	int64_t header_ms;		/* header_timeout_s, in ms */
@@ -1048,7 +1049,7 @@ static enum sd_result daemon_start(struct http_server *s, const struct http_opts
 	s->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, on_access, s,
 		MHD_OPTION_LISTEN_SOCKET, fd,
-		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS,
+		MHD_OPTION_THREAD_POOL_SIZE, s->threads,
 		MHD_OPTION_CONNECTION_TIMEOUT, timeout_s ? timeout_s : (unsigned)HTTP_TIMEOUT_S,
 		MHD_OPTION_CONNECTION_LIMIT, s->conn_max,
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->per_client_max,
@@ -1162,6 +1163,7 @@ enum sd_result http_start_opts(const struct http_opts *o, http_handler_fn fn, vo
 	if ((r = server_new(o, fn, arg, &s)) != SD_OK)
 		return r;
 	s->no_assets = o->no_assets;
+	s->threads = o->threads ? o->threads : HTTP_THREADS;
 	if (o->origin && !(s->names.origin = strdup(o->origin)))
 		r = err_set(SD_NOMEM, "out of memory");
 	if (r != SD_OK || (r = http_names_copy(o->hosts, 0, &s->names.hosts)) != SD_OK ||

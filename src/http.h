@@ -166,6 +166,9 @@ struct http_opts {
 					 * listener behind a reverse proxy); NULL: none */
 	int no_assets;			/* 1: serve none of the pages' files (the shop:
 					 * every request goes to the handler) */
+	unsigned threads;		/* the thread pool; 0: HTTP_THREADS (the shop
+					 * takes more: its handler may wait on a
+					 * provider) */
 	unsigned per_client_max;	/* open connections per client IP; 0: HTTP_PER_CLIENT_MAX */
 	unsigned header_timeout_s;	/* 0: HTTP_HEADER_TIMEOUT_S */
 	unsigned body_min_rate;		/* bytes/s; 0: HTTP_BODY_MIN_RATE */

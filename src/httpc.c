@@ -15,9 +15,37 @@
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static CURLcode init_rc = CURLE_FAILED_INIT;
 
+/* One handle per thread, kept between requests: its connections (and their
+ * TLS sessions) to a provider are used again, so a checkout does not pay a
+ * handshake each time.  Freed when its thread ends. */
+static pthread_key_t handle_key;
+
+static void handle_free(void *h)
+{
+	curl_easy_cleanup(h);
+}
+
 static void global_init(void)
 {
 	init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (init_rc == CURLE_OK && pthread_key_create(&handle_key, handle_free) != 0)
+		init_rc = CURLE_FAILED_INIT;
+}
+
+/* this thread's handle, its options reset; NULL when out of memory */
+static CURL *thread_handle(void)
+{
+	CURL *h = pthread_getspecific(handle_key);
+
+	if (h) {
+		curl_easy_reset(h);
+		return h;
+	}
+	if ((h = curl_easy_init()) && pthread_setspecific(handle_key, h) != 0) {
+		curl_easy_cleanup(h);
+		h = NULL;
+	}
+	return h;
 }
 
 enum sd_result httpc_init(void)
@@ -202,7 +230,7 @@ enum sd_result httpc_do(const struct httpc_req *q, struct httpc_res *res)
 	memset(res, 0, sizeof *res);
 	if ((r = httpc_init()) != SD_OK || (r = httpc_url_check(q->url, NULL, 0)) != SD_OK)
 		return r;
-	if (!(h = curl_easy_init()))
+	if (!(h = thread_handle()))
 		return err_set(SD_NOMEM, "%s: cannot make a libcurl handle", q->what);
 	/* no "Expect: 100-continue": a provider that does not answer it would
 	 * cost every request a second */
@@ -228,7 +256,10 @@ enum sd_result httpc_do(const struct httpc_req *q, struct httpc_res *res)
 	answer_headers(h, res);
 	r = SD_OK;
 out:
-	curl_easy_cleanup(h);
+	/* the handle stays with the thread; nothing of this request is left in
+	 * it that the next one's reset does not clear */
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
 	curl_slist_free_all(hdrs);
 	if (r != SD_OK)
 		httpc_res_free(res);

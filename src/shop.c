@@ -32,6 +32,10 @@
 #include "text.h"
 
 #define POOL_MAX 8
+/* A checkout waits on the provider (Stripe: a few hundred ms) on one of the
+ * server's threads, and the connections that thread serves wait with it:
+ * more threads than the API's keep a slow provider from stalling the pages. */
+#define SHOP_THREADS 32
 #define PROXIES_MAX 16
 #define EVENTS_SHOWN 200		/* the list shows at most this many */
 #define CSRF_LEN 26
@@ -266,7 +270,8 @@ static void list_page(struct shop *s, struct db *db, const struct http_request *
 		return;
 	}
 	l->now = clock_now_ms();
-	if (event_each(db, list_one, l) != SD_OK) {
+	if (event_each_selling(db, l->now - event_rules_get()->sales_close_after_ms, EVENTS_SHOWN,
+			       list_one, l) != SD_OK) {
 		free(l);
 		error_page(s, res, 503, "The shop is busy: try again in a moment.");
 		return;
@@ -677,7 +682,7 @@ static enum sd_result listen_on(struct shop *s, const struct shop_opts *o)
 	extra[0] = host;
 	r = http_start_opts(&(struct http_opts){ .listen = o->listen, .tls_cert = o->tls_cert,
 				  .tls_key = o->tls_key, .hosts_extra = extra,
-				  .origin = s->origin, .no_assets = 1,
+				  .origin = s->origin, .no_assets = 1, .threads = SHOP_THREADS,
 				  .per_client_max = (unsigned)o->per_client_max },
 			    shop_handle, s, &s->http);
 	return r;

@@ -382,6 +382,21 @@ stop:
 /* ======================== the run ======================================== */
 
 /* One progress line on stderr: stdout stays one report (or one JSON object). */
+void bench_beside(const char *rel, char *out, size_t size)
+{
+	char exe[PATH_MAX - 64], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+	if (n <= 0) {
+		snprintf(out, size, "%s", rel);
+		return;
+	}
+	exe[n] = '\0';
+	if ((slash = strrchr(exe, '/')))
+		*slash = '\0';
+	snprintf(out, size, "%s/%s", exe, rel);
+}
+
 void bench_progress(const char *fmt, ...)
 {
 	va_list ap;
@@ -783,5 +798,7 @@ const struct cli_cmd bench_commands[] = {
 	  NULL, 0 },
 	{ "intake", bench_intake_cmd, "order intake by many clients over HTTP and the command "
 				      "line", NULL, 0 },
+	{ "shop", bench_shop_cmd, "the public shop against paysink: checkouts/s, and a paid "
+				  "hold's way to its order by webhook, return and reconcile", NULL, 0 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };

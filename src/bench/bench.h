@@ -26,6 +26,10 @@ extern const struct cli_cmd bench_commands[];
 /* bench_progress: one "bench: ..." progress line on stderr. */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* bench_beside: rel (a path) taken from this program's folder, into out:
+ * "../bin/stagedoor" is the product beside build/stagedoor-bench. */
+void bench_beside(const char *rel, char *out, size_t size);
+
 
 
 /*
@@ -89,6 +93,9 @@ int bench_scale_cmd(int argc, char **argv);
 
 /* bench_intake_cmd: `bench intake`, given the words after "intake". */
 int bench_intake_cmd(int argc, char **argv);
+
+/* bench_shop_cmd: `bench shop`, given the words after "shop". */
+int bench_shop_cmd(int argc, char **argv);
 
 /*
  * bench_scratch_make: a new empty schema on the PostgreSQL server of uri
