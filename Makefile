@@ -303,18 +303,20 @@ build/powercut: tools/powercut/powercut.c
 		$(shell pkg-config --libs fuse3) -pthread
 
 soak: deps-test
-	@$(MAKE) --no-print-directory build/test/stagedoor build/mailsink build/chaos
-	build/chaos --bin build/test/stagedoor --mailsink build/mailsink --orders 2000 --kills 100
+	@$(MAKE) --no-print-directory build/test/stagedoor build/mailsink build/paysink build/chaos
+	build/chaos --bin build/test/stagedoor --mailsink build/mailsink --orders 2000 --kills 100 \
+		--buyers 300 --paysink build/paysink
 
 # The crash soak of two boxes on PostgreSQL (a throwaway cluster), and with
 # a synchronous standby that takes over half way (make failover).
 soak-pg: deps-test
-	@$(MAKE) --no-print-directory build/test/stagedoor build/mailsink build/chaos
-	sh tools/pg_soak.sh --bin build/test/stagedoor --mailsink build/mailsink --orders 2000 --kills 100
+	@$(MAKE) --no-print-directory build/test/stagedoor build/mailsink build/paysink build/chaos
+	sh tools/pg_soak.sh --bin build/test/stagedoor --mailsink build/mailsink --orders 2000 --kills 100 \
+		--buyers 300 --paysink build/paysink
 failover: deps-test
-	@$(MAKE) --no-print-directory build/test/stagedoor build/mailsink build/chaos
+	@$(MAKE) --no-print-directory build/test/stagedoor build/mailsink build/paysink build/chaos
 	sh tools/pg_soak.sh --failover --bin build/test/stagedoor --mailsink build/mailsink --orders 2000 \
-		--kills 100
+		--kills 100 --buyers 300 --paysink build/paysink
 
 # The power-cut soak: the box on tools/powercut, 200 cuts (a third torn)
 # while 3000 orders go in through the CLI and the API, mail to the HTTPS

@@ -9,9 +9,10 @@
  *         [--workers W] [--seed S] [--keep] [--drain-timeout-s N]
  *         [--stop-max-ms N] [--certs-sh PATH] [--set KEY=VALUE ...]
  *         [--resend-pct P] [--readdress-pct P] [--cancel-pct P]
+ *         [--buyers N [--paysink PATH]]
  *         [--pg URI [--boxes 2] [--failover CMD]]
  *   chaos --verify-only --db PATH --maildir DIR [--counts FILE] [--orders N]
- *         [--actions FILE] [--door DIR]
+ *         [--actions FILE] [--door DIR] [--record FILE]
  *
  * --pg URI puts the box on PostgreSQL; --boxes 2 runs two `stagedoor run`
  * on it as two boxes (each its own state folder, both given one
@@ -46,10 +47,21 @@
  *     placed on a big event instead, until a cancellation gives seats back,
  *     which the next ones buy.  0 for all three is the soak without
  *     changes.
+ *   - with --buyers N, N buyers buy through the box's public shop and pay at
+ *     tools/paysink (--paysink PATH), which duplicates a quarter of its
+ *     webhooks, drops one in twenty, delays and reorders them (buyers.c):
+ *     some pay and come back, some pay and close the tab, some pay after
+ *     their hold (a minute) ran out, some never pay, on an event that sells
+ *     out while they come.  The changes stay on the box office's orders.
+ *     The worker kills go on until the last buyer is done, and the second
+ *     whole-box kill waits until the first hold has run out, so that it
+ *     falls among the reconcile jobs, the late payments and the webhooks.
  * Every acknowledged order and change goes to <dir>/actions.log with the
  * times it was asked and answered, for the verdict to judge the box by.
- * Then it polls `stagedoor check` until it passes, stops the appliance with
- * SIGTERM (exit 0 expected), stops the provider, and runs verify.c.
+ * Then it polls `stagedoor check` until it passes (with buyers, also until
+ * no hold is open and no refund or refund email is owed), stops the
+ * appliance with SIGTERM (exit 0 expected), stops the providers, and runs
+ * verify.c (and with buyers shopcheck.c, on paysink's record).
  *
  * The config sets max_deliveries = 20 (the default is 5).  The poison rule
  * counts a job's expired leases, and it cannot tell a job that kills its
@@ -158,12 +170,13 @@ static void usage(void)
 		"             [--workers W] [--seed S] [--keep] [--drain-timeout-s N]\n"
 		"             [--stop-max-ms N] [--certs-sh PATH] [--set KEY=VALUE ...]\n"
 		"             [--resend-pct P] [--readdress-pct P] [--cancel-pct P]\n"
+		"             [--buyers N [--paysink PATH]]\n"
 		"             [--power-cuts N [--torn-pct P] [--up-max-ms N] [--powercut PATH]\n"
 		"              [--maildir-on-box] [--backups] [--slow-fsync-ms N]]\n"
 		"             [--pg URI [--boxes 2] [--failover CMD]]\n"
 		"       chaos --verify-only --db PATH --maildir DIR [--counts FILE] [--orders N]\n"
 		"             [--door DIR]\n"
-		"             [--actions FILE]\n");
+		"             [--actions FILE] [--record FILE]\n");
 	exit(2);
 }
 
@@ -220,6 +233,7 @@ static void opts_parse(int argc, char **argv)
 	abs_path(opt.mailsink, sizeof opt.mailsink, "build/mailsink");
 	abs_path(opt.certs_sh, sizeof opt.certs_sh, "tools/certs.sh");
 	abs_path(opt.powercut, sizeof opt.powercut, "build/powercut");
+	abs_path(opt.paysink, sizeof opt.paysink, "build/paysink");
 	opt.torn_pct = 33;
 	opt.up_max_ms = 2500;
 	opt.orders = 2000;
@@ -261,6 +275,12 @@ static void opts_parse(int argc, char **argv)
 			abs_path(opt.certs_sh, sizeof opt.certs_sh, v);
 		else if (strcmp(a, "--powercut") == 0)
 			abs_path(opt.powercut, sizeof opt.powercut, v);
+		else if (strcmp(a, "--paysink") == 0)
+			abs_path(opt.paysink, sizeof opt.paysink, v);
+		else if (strcmp(a, "--buyers") == 0)
+			opt.buyers = opt_num(a, v, 0);
+		else if (strcmp(a, "--record") == 0)
+			opt.record = v;
 		else if (strcmp(a, "--power-cuts") == 0)
 			opt.cuts = opt_num(a, v, 1);
 		else if (strcmp(a, "--torn-pct") == 0)
@@ -337,6 +357,10 @@ static void opts_parse(int argc, char **argv)
 	if (opt.cuts && opt.changes_given) {
 		fprintf(stderr, "chaos: --resend-pct, --readdress-pct and --cancel-pct are the kill "
 			"soak's; the power-cut soak makes no changes\n");
+		exit(2);
+	}
+	if (opt.cuts && opt.buyers) {
+		fprintf(stderr, "chaos: --buyers is the kill soak's; the power-cut soak has no shop\n");
 		exit(2);
 	}
 	if (opt.cuts)	/* its own order placing, none of the changes */
@@ -504,6 +528,8 @@ static int write_config_box(int port, char box, const char *path)
 	if (!set_by_user("workers"))
 		len += (size_t)snprintf(text + len, sizeof text - len, "workers = %ld\n",
 					opt.workers);
+	if (len < sizeof text)	/* --buyers: the shop and its provider */
+		len += buyers_config(box == 'b', text + len, sizeof text - len);
 	for (i = 0; i < opt.n_sets && len < sizeof text; i++) {
 		const char *eq = strchr(opt.sets[i], '=');
 
@@ -533,13 +559,15 @@ static int write_config(int port)
 	return opt.boxes > 1 ? write_config_box(port, 'b', soak.conf_b) : 0;
 }
 
-/* stagedoor event add: its id into *id. */
-static int event_add(const char *name, const char *starts, long capacity, long *id)
+/* stagedoor event add: its id into *id; priced when price is not NULL. */
+static int event_add_priced(const char *name, const char *starts, long capacity,
+			    const char *price, const char *currency, long *id)
 {
 	char out[256], cap[32];
 	const char *argv[] = { opt.bin, "event", "add", "--db", soak.db, "--name", name,
 			       "--venue", "Stagedoor Hall", "--starts-at", starts,
-			       "--capacity", cap, NULL };
+			       "--capacity", cap, price ? "--price" : NULL, price, "--currency",
+			       currency, NULL };
 	int rc;
 
 	snprintf(cap, sizeof cap, "%ld", capacity);
@@ -548,6 +576,11 @@ static int event_add(const char *name, const char *starts, long capacity, long *
 		return -1;
 	}
 	return 0;
+}
+
+static int event_add(const char *name, const char *starts, long capacity, long *id)
+{
+	return event_add_priced(name, starts, capacity, NULL, NULL, id);
 }
 
 /* stagedoor init and three events with room for every order; with
@@ -591,6 +624,10 @@ static int setup_db(void)
 			      &soak.small_event) != 0)
 			return -1;
 	}
+	if (opt.buyers > 0 && event_add_priced("Chaos in the shop", "2036-07-01T20:00Z",
+					       buyers_capacity(), buyers_price(), buyers_currency(),
+					       &soak.shop_event) != 0)
+		return -1;
 	return 0;
 }
 
@@ -1030,14 +1067,15 @@ static int failover_run(void)
 static int attack(void)
 {
 	int64_t next_kill = now_ms() + 100 + (int64_t)rng_below(401);
-	int64_t stop_until = 0, app_kill_after = 0;
+	int64_t stop_until = 0, app_kill_after = 0, app_kill_due_at = 0;
 	pid_t stopped = 0;
 	int stop_done = opt.kills == 0, app_kills_due;
 
 	while (!chaos_interrupted) {
 		int64_t now = now_ms();
 
-		if (orders_step() != 0 || changes_step() != 0 || run_watch() != 0)
+		if (orders_step() != 0 || changes_step() != 0 || buyers_step() != 0 ||
+		    run_watch() != 0)
 			return -1;
 		orphans_reap();
 		if (opt.failover && !failover_t0 && soak.placed >= opt.orders / 2 &&
@@ -1080,15 +1118,26 @@ static int attack(void)
 
 		/* the whole appliance, at half and three quarters of the kills, and
 		 * never while the stopped worker serves its time */
-		app_kills_due = opt.kills == 0 ? 0 : (soak.kills >= opt.kills / 2) + (soak.kills >= opt.kills * 3 / 4);
+		/* with buyers the second waits for a hold to run out: among the
+		 * reconcile jobs, the late payments and their webhooks */
+		app_kills_due = opt.kills == 0 ? 0 : (soak.kills >= opt.kills / 2) +
+			(soak.kills >= opt.kills * 3 / 4 && buyers_holds_ending());
 		if (soak.app_kills < app_kills_due && soak.app_kills < 2 && !stopped &&
-		    now >= app_kill_after) {
+		    now >= app_kill_after && !app_kill_due_at)
+			app_kill_due_at = now;
+		/* with buyers, a whole-box kill meets a checkout under way (or
+		 * goes ahead after 5 s without one) */
+		if (soak.app_kills < app_kills_due && soak.app_kills < 2 && !stopped &&
+		    now >= app_kill_after &&
+		    (buyers_checkout_running(opt.boxes > 1 && soak.app_kills == 0) ||
+		     now - app_kill_due_at > 5000)) {
 			/* two boxes: B first, then A */
 			int b = opt.boxes > 1 && soak.app_kills == 0;
 			pid_t *which = b ? &soak.run_b : &soak.run;
 
 			say("SIGKILL the whole %s (run %d and its children)",
 			    b ? "box B" : opt.boxes > 1 ? "box A" : "appliance", (int)*which);
+			app_kill_due_at = 0;
 			kill_box(which);
 			soak.app_kills++;
 			if ((b ? start_run_b(failpoints) : start_run(failpoints)) != 0)
@@ -1098,8 +1147,8 @@ static int attack(void)
 			app_kill_after = now_ms() + 1000;	/* let it get to work first */
 		}
 
-		/* one worker, every 100-500 ms */
-		if (soak.kills < opt.kills && now >= next_kill) {
+		/* one worker, every 100-500 ms (until the last buyer is done) */
+		if ((soak.kills < opt.kills || (opt.kills && !buyers_done())) && now >= next_kill) {
 			pid_t w[CHAOS_MAX_PIDS];
 			int n = workers_of(soak.run, w, CHAOS_MAX_PIDS, stopped);
 
@@ -1118,7 +1167,7 @@ static int attack(void)
 		}
 
 		if (next_order >= opt.orders && orders_running() == 0 && !changes_pending() &&
-		    soak.kills >= opt.kills &&
+		    buyers_done() && soak.kills >= opt.kills &&
 		    stop_done && !stopped && soak.app_kills >= (opt.kills ? 2 : 0))
 			return 0;
 		sleep_ms(10);
@@ -1160,12 +1209,27 @@ static long log_last_since(const char *log, long from, const char *field,
 	return v;
 }
 
-/* The port of the last "http listening" line of log at or after from. */
+/* The port of the last "http listening" line of log at or after from: the
+ * API's, never the shop's (which logs one too, on its own port). */
 static int log_port_since(const char *log, long from)
 {
-	static const char *const needles[] = { "msg=\"http listening\"", NULL };
+	FILE *f = fopen(log, "r");
+	char line[4096];
+	const char *p;
+	int port = 0, n;
 
-	return (int)log_last_since(log, from, "port", needles);
+	if (!f)
+		return 0;
+	if (from > 0 && fseek(f, from, SEEK_SET) != 0) {
+		fclose(f);
+		return 0;
+	}
+	while (fgets(line, sizeof line, f))
+		if (strstr(line, "msg=\"http listening\"") && (p = strstr(line, " port=")) &&
+		    (n = atoi(p + 6)) > 0 && !buyers_shop_port(n))
+			port = n;
+	fclose(f);
+	return port;
 }
 
 int http_port_since(long from)
@@ -1283,6 +1347,13 @@ static int drain(void)
 		orphans_reap();
 		if ((rc = proc_run(argv, out, sizeof out, 1)) == 0 &&
 		    !strstr(out, "scheduled jobs wait")) {
+			/* with buyers: no hold open, no refund or its email owed
+			 * (the reconcile jobs run a minute after the last hold) */
+			if (!buyers_settled(out, sizeof out)) {
+				rc = 0;
+				sleep_ms(500);
+				continue;
+			}
 			soak.drain_ms = now_ms() - t0;
 			return 0;
 		}
@@ -1360,6 +1431,7 @@ static void cleanup(void)
 		}
 	}
 	changes_cleanup();
+	buyers_cleanup();
 	kill_appliance();
 	kill_box(&soak.run_b);
 	stop_sink();
@@ -1497,6 +1569,7 @@ static void print_figures(const struct verdict *v, int64_t elapsed_ms)
 		printf("drain_s %.1f\n", (double)soak.drain_ms / 1000.0);
 		printf("boxes %ld\n", opt.boxes);
 		changes_print_figures();
+		buyers_print_figures();
 		if (opt.failover) {
 			printf("orders_acknowledged_before_failover %ld\n",
 			       soak.placed_before_failover);
@@ -1534,6 +1607,7 @@ static void print_figures(const struct verdict *v, int64_t elapsed_ms)
 	printf("provider_dropped %ld\n", v->provider_dropped);
 	printf("pdfs_checked %ld\n", v->pdfs_checked);
 	print_intent_figures(v);
+	shop_print_figures(v);
 	printf("messages %ld\n", v->messages);
 	printf("duplicates_delivered %ld\n", v->duplicates);
 	printf("lost %ld\n", v->lost);
@@ -1557,10 +1631,12 @@ static void soak_run(struct verdict *v)
 		    opt.seed, soak.dir, opt.orders, opt.cuts, opt.torn_pct, opt.workers);
 	else
 		say("seed %" PRIu64 ", dir %s, %ld orders, %ld kills, %ld workers; changes: %ld%% "
-		    "resent, %ld%% re-addressed, %ld%% cancelled", opt.seed, soak.dir, opt.orders,
-		    opt.kills, opt.workers, opt.resend_pct, opt.readdress_pct, opt.cancel_pct);
-	if ((opt.cuts && cuts_mount() != 0) || start_sink(&port) != 0 || write_config(port) != 0 ||
-	    setup_db() != 0 || (!opt.cuts && changes_init() != 0) ||
+		    "resent, %ld%% re-addressed, %ld%% cancelled; %ld buyers", opt.seed, soak.dir,
+		    opt.orders, opt.kills, opt.workers, opt.resend_pct, opt.readdress_pct,
+		    opt.cancel_pct, opt.buyers);
+	if ((opt.cuts && cuts_mount() != 0) || start_sink(&port) != 0 ||
+	    buyers_start_provider() != 0 || write_config(port) != 0 ||
+	    setup_db() != 0 || (!opt.cuts && changes_init() != 0) || buyers_init() != 0 ||
 	    (!opt.cuts && start_run(failpoints) != 0) ||
 	    (opt.boxes > 1 && start_run_b(failpoints) != 0))
 		goto end;
@@ -1572,9 +1648,9 @@ static void soak_run(struct verdict *v)
 	if (opt.cuts)
 		say("%ld orders placed; draining", cuts_orders_placed());
 	else
-		say("%ld orders placed (%ld moved off the sold-out event), %ld worker kills, %ld "
-		    "stops, %ld appliance kills; draining", soak.placed, soak.sold_out_moved,
-		    soak.kills, soak.stops, soak.app_kills);
+		say("%ld orders placed (%ld moved off the sold-out event), %ld buyers done, %ld "
+		    "worker kills, %ld stops, %ld appliance kills; draining", soak.placed,
+		    soak.sold_out_moved, opt.buyers, soak.kills, soak.stops, soak.app_kills);
 	if (drain() != 0)
 		goto end;
 	say("stagedoor check passes after %.1f s of draining; SIGTERM to the appliance",
@@ -1582,6 +1658,7 @@ static void soak_run(struct verdict *v)
 	scrape_metrics();
 	if (stop_appliance() != 0)
 		goto end;
+	buyers_stop_provider();
 	stop_sink();
 	if (opt.cuts && cuts_unmount() != 0)
 		goto end;
@@ -1603,6 +1680,7 @@ end:
 	v->door_bin = opt.bin;
 	v->work_dir = soak.dir;
 	v->actions_path = opt.cuts ? NULL : soak.actions_log;
+	v->record_path = buyers_record_path();
 	if (opt.pg || access(disk_db, F_OK) == 0) {
 		say("verifying %s", disk_db);
 		verify_run(v);
@@ -1628,6 +1706,7 @@ int main(int argc, char **argv)
 		v.maildir = opt.maildir;
 		v.counts_path = opt.counts;
 		v.actions_path = opt.actions;
+		v.record_path = opt.record;
 		v.expect_orders = opt.orders_given ? opt.orders : -1;
 		v.door_bin = opt.door ? opt.bin : NULL;
 		v.work_dir = opt.door;

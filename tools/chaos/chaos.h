@@ -1,11 +1,13 @@
 /*
- * chaos.h: what the crash soak's three files share.
+ * chaos.h: what the crash soak's files share.
  *
  *   chaos.c   options, set-up, the kill attack, drain, the figures
  *   changes.c the kill attack's changes to orders: resend, new address, cancel
+ *   buyers.c  the kill attack's buyers in the shop (--buyers), paying at paysink
  *   cuts.c    the power-cut attack (--power-cuts): the box on tools/powercut
  *   procs.c   child processes: spawn, wait, the appliance's process tree
  *   verify.c  the independent verdict, from the database and the provider
+ *   shopcheck.c  its part on the shop: holds, payments, refunds, paysink's record
  *   vdb.c     the database it reads: the SQLite file, or PostgreSQL itself
  *
  * The harness is deliberately not built from src/: it links SQLite and libpq
@@ -28,6 +30,7 @@
 #define CHAOS_CUTS_BACKUPS "backups"	/* --backups: <dir>/box/backups */
 #define CHAOS_ORDER_TRIES 30	/* one order, refused (busy) this often: give up */
 #define CHAOS_ACTIONS_LOG "actions.log"	/* the kill soak's own record, in its folder */
+#define CHAOS_PAYSINK_RECORD "paysink.json"	/* --buyers: paysink's record, in its folder */
 
 /* ---- chaos.c: the options and the run's state ------------------------------ */
 
@@ -36,6 +39,8 @@ struct chaos_opts {
 	char mailsink[CHAOS_PATH_MAX];	/* build/mailsink, absolute */
 	char certs_sh[CHAOS_PATH_MAX];	/* tools/certs.sh */
 	char powercut[CHAOS_PATH_MAX];	/* build/powercut, absolute */
+	char paysink[CHAOS_PATH_MAX];	/* build/paysink, absolute */
+	long buyers;			/* --buyers N: buyers in the shop, 0: none */
 	const char *dir;		/* NULL: a fresh mkdtemp */
 	long orders;
 	long kills;
@@ -67,6 +72,8 @@ struct chaos_opts {
 	const char *actions;		/* --actions FILE: the soak's log to judge by */
 	const char *door;		/* --door DIR: scan the emails' codes, a copy
 					 * of the database in DIR/door */
+	const char *record;		/* --record FILE: paysink's record, for the
+					 * shop's part of the verdict */
 };
 
 struct chaos_state {
@@ -88,6 +95,7 @@ struct chaos_state {
 	long small_event;		/* --cancel-pct: the event that sells out, 0: none */
 	long small_capacity;
 	int small_full;			/* an order found it sold out */
+	long shop_event;		/* --buyers: the priced event they buy */
 	int64_t t0;
 
 	/* figures */
@@ -191,6 +199,40 @@ int changes_step(void);
 int changes_pending(void);
 void changes_cleanup(void);
 void changes_print_figures(void);
+
+/* ---- buyers.c: buyers in the shop while the kill soak runs ------------- */
+
+/* buyers_start_provider: a shop port for each box, paysink's key and
+ * webhook secret files, paysink started (its webhooks to box A's shop).
+ * buyers_config: box b's shop and provider settings, config lines into
+ * text (how many bytes; 0 without --buyers).  buyers_capacity, _price,
+ * _currency: the buyers' event.  buyers_init: the plan (each buyer's
+ * choice, seats, address).  buyers_step: reap finished steps, start due
+ * ones; -1 when a buyer met what the box owes no one.  buyers_done: every
+ * buyer has finished.  buyers_holds_ending: a hold has run out (or all are
+ * done): the second whole-box kill waits for it; buyers_checkout_running: a
+ * buyer's checkout is being asked of box b's shop, for a whole-box kill to
+ * meet (or all are done).  buyers_settled: the box
+ * owes no hold's end, refund or refund email (why not into why).
+ * buyers_stop_provider: paysink stopped (its record written last).
+ * buyers_record_path: that record, NULL without --buyers. */
+int buyers_start_provider(void);
+int buyers_shop_port(int port);		/* a shop's port (not the API's) */
+size_t buyers_config(int box, char *text, size_t size);
+long buyers_capacity(void);
+const char *buyers_price(void);
+const char *buyers_currency(void);
+int buyers_init(void);
+int buyers_step(void);
+int buyers_done(void);
+int buyers_holds_ending(void);
+int buyers_checkout_running(int box);
+long buyers_pending(void);
+int buyers_settled(char *why, size_t size);
+void buyers_stop_provider(void);
+const char *buyers_record_path(void);
+void buyers_cleanup(void);
+void buyers_print_figures(void);
 
 /* ---- cuts.c ------------------------------------------------------------------ */
 
@@ -359,6 +401,18 @@ struct verdict {
 	long readdress_cli, readdress_api, resent_after_readdress;
 	long cancel_cli, cancel_api, cancel_again;
 	long seats_sold_logged, seats_cancelled_logged;
+	long online_orders;		/* orders the shop made (payment 'online') */
+
+	/* the shop (shopcheck.c), with paysink's record */
+	const char *record_path;	/* NULL: no shop part */
+	int shop_checked;
+	long refund_msgs;		/* messages under a refunded-<payment> key */
+	long buyers_logged, buyers_soldout, holds, holds_orphan, sessions, sessions_left_open;
+	long paid, paid_late, late_refused, abandoned, returned;
+	long refunds_late, refunds_cancelled, refunds_of_payments_in_time;
+	long wh_events, wh_duplicated, wh_dropped, wh_gave_up, wh_delivered, wh_applied;
+	long long paid_minor, refunded_minor, online_minor, online_live_minor;
+	long shop_seats_live, shop_capacity;
 
 	/* the first broken check, "" when every one holds */
 	char broken[512];
@@ -367,5 +421,19 @@ struct verdict {
 /* verify_run: every check; v->broken names the first that fails.
  * Returns 0 when all hold, 1 otherwise. */
 int verify_run(struct verdict *v);
+
+/* verify_broken: name the first broken check (later ones are dropped).
+ * verify_field: key=VALUE of a line of the soak's log into buf ("" none). */
+void verify_broken(struct verdict *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void verify_field(const char *line, const char *key, char *buf, size_t size);
+
+/* ---- shopcheck.c: the shop's part of the verdict -------------------------- */
+
+/* shop_verify: the holds, online orders, refunds and webhooks in db against
+ * paysink's record (v->record_path) and the soak's log (v->actions_path,
+ * its "buyer" lines); refund_keys: the keys of the refund emails the mail
+ * provider holds (one entry per message, sorted).  Figures into v. */
+void shop_verify(struct verdict *v, struct vdb *db, char *const *refund_keys, long n_refund_keys);
+void shop_print_figures(const struct verdict *v);
 
 #endif

@@ -50,6 +50,12 @@
  *                 sent; every order rendered (if standing) and counted
  *                 (processed_jobs holds its update_sales_counter job), every
  *                 cancellation counted back (its cancel_order job)
+ *   shop          (with paysink's record, v->record_path) shopcheck.c's
+ *                 checks of the holds, payments, refunds and webhooks
+ *
+ * The shop's orders (payment 'online') are not the soak's: the orders
+ * placed and the log's seats are held to the box office's orders alone,
+ * and a refund email (<refunded-PAYMENT@...>) is shopcheck.c's to judge.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -67,10 +73,11 @@
 
 #include "chaos.h"
 
-/* Name the first broken check; later ones only add to the figures. */
-static void broken(struct verdict *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Name the first broken check; later ones only add to the figures
+ * (verify_broken: shopcheck.c names its own the same way). */
+#define broken(...) verify_broken(__VA_ARGS__)
 
-static void broken(struct verdict *v, const char *fmt, ...)
+void verify_broken(struct verdict *v, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -233,6 +240,7 @@ static int trace_row(void *arg, int ncols, const char *const *vals)
 #define JOB_NEW "ob.job_id"
 #define JOB_OLD "'outbox:' || ob.id"
 static int legacy_jobs;		/* the database predates outbox.job_id */
+static int has_payment;		/* orders.payment is there (schema 13 on) */
 
 static void job_ids_detect(struct vdb *db)
 {
@@ -306,6 +314,7 @@ struct vord {
 	char pub[24];
 	long long event, seats, resends;
 	int cancelled;
+	int online;			/* the shop made it (payment 'online') */
 	char email[V_ADDR_MAX];		/* its address now */
 	long tickets, t_cancelled, t_admitted;
 	/* email_sends sent, by intent; resends 1..resends */
@@ -433,6 +442,7 @@ static int order_row(void *arg, int ncols, const char *const *vals)
 	o->tickets = strtol(vals[7], NULL, 10);
 	o->t_cancelled = strtol(vals[8], NULL, 10);
 	o->t_admitted = strtol(vals[9], NULL, 10);
+	o->online = vals[10] && vals[10][0] == '1';
 	if (o->resends < 0 || o->resends > 100000)
 		o->resends = 0;
 	o->sent_r = calloc((size_t)o->resends + 1, 1);
@@ -529,13 +539,17 @@ static int event_row(void *arg, int ncols, const char *const *vals)
 
 static void load(struct verdict *v, struct vdb *db, struct vstate *s)
 {
-	static const char orders[] =
-		"SELECT o.id, o.public_id, o.event_id, o.seats, o.cancelled_at IS NOT NULL, "
-		"o.resends, o.buyer_email, "
-		"(SELECT count(*) FROM tickets t WHERE t.order_id = o.id), "
-		"(SELECT count(*) FROM tickets t WHERE t.order_id = o.id AND t.cancelled_at IS NOT NULL), "
-		"(SELECT count(*) FROM tickets t WHERE t.order_id = o.id AND t.scanned_at IS NOT NULL) "
-		"FROM orders o ORDER BY o.id";
+#define ORDERS_SQL(ONLINE)                                                                     \
+	"SELECT o.id, o.public_id, o.event_id, o.seats, o.cancelled_at IS NOT NULL, "           \
+	"o.resends, o.buyer_email, "                                                           \
+	"(SELECT count(*) FROM tickets t WHERE t.order_id = o.id), "                            \
+	"(SELECT count(*) FROM tickets t WHERE t.order_id = o.id AND t.cancelled_at IS NOT NULL), " \
+	"(SELECT count(*) FROM tickets t WHERE t.order_id = o.id AND t.scanned_at IS NOT NULL), " \
+	ONLINE " FROM orders o ORDER BY o.id"
+	/* the shop's orders (payment 'online'), from schema 13 on */
+	static const char *const orders[2] = {
+		ORDERS_SQL("0"), ORDERS_SQL("CASE WHEN o.payment = 'online' THEN 1 ELSE 0 END")
+	};
 	static const char sends[] =
 		"SELECT order_id, kind, sent_at IS NOT NULL FROM email_sends ORDER BY order_id, kind";
 	/* an order's count and cancel jobs, and which of them are done */
@@ -562,7 +576,7 @@ static void load(struct verdict *v, struct vdb *db, struct vstate *s)
 		broken(v, "out of memory");
 		return;
 	}
-	if (vdb_each(db, orders, NULL, order_row, s, err, sizeof err) != 0 ||
+	if (vdb_each(db, orders[has_payment], NULL, order_row, s, err, sizeof err) != 0 ||
 	    vdb_each(db, sends, NULL, send_row, &w, err, sizeof err) != 0 ||
 	    vdb_each(db, (vdb_pg(db) ? jobs_pg : jobs_lite)[legacy_jobs], NULL, job_row, &w, err,
 		     sizeof err) != 0 ||
@@ -808,6 +822,8 @@ static void count_messages(struct verdict *v, struct vstate *s)
 		struct vmsg *m = &s->msg[i];
 		struct vord *o;
 
+		if (v->record_path && strncmp(m->key, "refunded-", 9) == 0)
+			continue;	/* a late payment's refund email: shopcheck.c's */
 		if (m->kind == INTENT_KINDS || !m->pub[0]) {
 			v->strangers++;
 			broken(v, "messages: a message at the provider (Message-ID key '%s') names no "
@@ -1095,6 +1111,11 @@ static void field(const char *line, const char *key, char *buf, size_t size)
 		snprintf(buf, size, "%.*s", (int)strcspn(p + n + 2, " \n"), p + n + 2);
 }
 
+void verify_field(const char *line, const char *key, char *buf, size_t size)
+{
+	field(line, key, buf, size);
+}
+
 static long long field_num(const char *line, const char *key)
 {
 	char buf[32];
@@ -1128,6 +1149,8 @@ static void read_log(struct verdict *v, struct vstate *s)
 			v->sold_out_logged++;
 			continue;
 		}
+		if (strcmp(verb, "buyer") == 0)
+			continue;	/* the shop's buyers: shopcheck.c's */
 		field(line, "order", pub, sizeof pub);
 		field(line, "via", via, sizeof via);
 		if (!(o = vord_by_pub(s, pub))) {
@@ -1212,9 +1235,10 @@ static void check_log(struct verdict *v, struct vstate *s)
 	long i;
 	int j, k;
 
-	if (v->placed_logged != v->orders)
-		broken(v, "changes: the log holds %ld acknowledged orders, the database %ld",
-		       v->placed_logged, v->orders);
+	if (v->placed_logged != v->orders - v->online_orders)
+		broken(v, "changes: the log holds %ld acknowledged orders, the database %ld (and %ld "
+		       "the shop made)", v->placed_logged, v->orders - v->online_orders,
+		       v->online_orders);
 	for (id = 1; id <= s->max_id; id++) {
 		struct vord *o = vord_of(s, id);
 
@@ -1244,11 +1268,19 @@ static void check_log(struct verdict *v, struct vstate *s)
 	}
 	for (i = 0; i < s->n_ev; i++) {
 		const struct vevent *e = &s->ev[i];
+		long long online = 0;
 
-		if (e->live != e->sold_logged - e->cancelled_logged)
-			broken(v, "changes: event %lld has %lld live tickets; the soak sold %lld seats "
-			       "and cancelled %lld", e->id, e->live, e->sold_logged,
-			       e->cancelled_logged);
+		/* the shop's orders are not the box office's: shopcheck.c's */
+		for (id = 1; id <= s->max_id; id++) {
+			const struct vord *o = vord_of(s, id);
+
+			if (o && o->online && o->event == e->id)
+				online += o->tickets - o->t_cancelled;
+		}
+		if (e->live - online != e->sold_logged - e->cancelled_logged)
+			broken(v, "changes: event %lld has %lld live tickets (and %lld the shop sold); "
+			       "the soak sold %lld seats and cancelled %lld", e->id, e->live - online,
+			       online, e->sold_logged, e->cancelled_logged);
 		if (e->sold_logged - e->capacity > e->resold)
 			broken(v, "changes: event %lld (capacity %lld) sold %lld seats and sold only "
 			       "%lld of them again", e->id, e->capacity, e->sold_logged, e->resold);
@@ -1447,6 +1479,23 @@ static void check_codes(struct verdict *v, struct vstate *s)
 	free(codes);
 }
 
+/* The shop's part (shopcheck.c), with the refund emails the provider holds. */
+static void shop_check(struct verdict *v, struct vdb *db, struct vstate *s)
+{
+	char **keys = calloc((size_t)s->n_msg + 1, sizeof *keys);
+	long i, n = 0;
+
+	if (!keys) {
+		broken(v, "out of memory");
+		return;
+	}
+	for (i = 0; i < s->n_msg; i++)
+		if (strncmp(s->msg[i].key, "refunded-", 9) == 0)
+			keys[n++] = s->msg[i].key;
+	shop_verify(v, db, keys, n);
+	free(keys);
+}
+
 static void vstate_free(struct vstate *s)
 {
 	long long id;
@@ -1484,11 +1533,17 @@ int verify_run(struct verdict *v)
 	check_integrity(v, db);
 	job_ids_detect(db);
 	v->orders = one_int(v, db, "SELECT count(*) FROM orders");
+	has_payment = vdb_each(db, "SELECT payment FROM orders WHERE 1 = 0", NULL, NULL, NULL,
+			       err, sizeof err) == 0;
+	if (has_payment)	/* the shop's orders apart */
+		v->online_orders = one_int(v, db, "SELECT count(*) FROM orders "
+					   "WHERE payment = 'online'");
 	v->seats = one_int(v, db, "SELECT coalesce(sum(seats), 0) FROM orders");
 	v->events = one_int(v, db, "SELECT count(*) FROM events");
 	v->tickets = one_int(v, db, "SELECT count(*) FROM tickets");
-	if (v->expect_orders >= 0 && v->orders != v->expect_orders)
-		broken(v, "orders: %ld placed, %ld in the database", v->expect_orders, v->orders);
+	if (v->expect_orders >= 0 && v->orders - v->online_orders != v->expect_orders)
+		broken(v, "orders: %ld placed, %ld in the database (and %ld the shop made)",
+		       v->expect_orders, v->orders - v->online_orders, v->online_orders);
 
 	check_pdfs(v, db);
 
@@ -1525,6 +1580,8 @@ int verify_run(struct verdict *v)
 		broken(v, "stream: %ld outbox rows never published", v->outbox_unpublished);
 
 	check_orders_done(v, db, &s);
+	if (v->record_path)
+		shop_check(v, db, &s);
 	if (v->door_bin && !vdb_pg(db))
 		check_codes(v, &s);
 	v->duplicates += v->strangers + v->unmade + v->for_missing_orders;
