@@ -300,9 +300,9 @@ void shop_page_hold(struct page *pg, const struct shop_look *look, const struct 
 	} else if (h->state == HOLD_REFUNDED) {
 		page_add(pg, "<h1>Your payment is refunded</h1>\n");
 		hold_summary(pg, h, e);
-		page_add(pg, "<p>Your payment came after the time we held your seats for, and the "
-			 "event had no seats left by then. No tickets were made, and your payment "
-			 "is refunded in full. An email says so.</p>\n");
+		page_add(pg, "<p>Your payment reached us only after the time we held your seats "
+			 "for had run out, and the event had no seats left by then. No tickets "
+			 "were made, and your payment is refunded in full. An email says so.</p>\n");
 	} else if (h->state == HOLD_EXPIRED) {
 		page_add(pg, "<h1>This checkout has ended</h1>\n");
 		hold_summary(pg, h, e);

@@ -255,8 +255,8 @@ static enum sd_result notice_text(const struct refund_view *rf, const struct hol
 	if (asprintf(subject, "Your payment for %s is refunded", e->name) < 0)
 		*subject = NULL;
 	else if (asprintf(text, "Hello %s,\n\nyour payment of %s %s for %lld seat%s at %s, %s "
-			  "on %s, came after the seats we held for you were given up, and the "
-			  "event had no seats left to take their place.  No tickets were made, and "
+			  "on %s, reached us only after the time we held your seats for had run "
+			  "out, and by then the event had no seats left.  No tickets were made, and "
 			  "your payment is refunded in full: it shows on your statement within a "
 			  "few days.\n\nWe are sorry.  Reference %s\n",
 			  h->name, amount, rf->currency, (long long)h->seats, h->seats == 1 ? "" : "s",
