@@ -164,6 +164,7 @@ static const struct route routes[] = {
 	{ "GET", "/v1/events/*", OP | BO | DOOR | MON, 0, api_get_event },
 	{ "PATCH", "/v1/events/*", OP, R_BODY, api_patch_event },
 	{ "POST", "/v1/events/*/close", OP, 0, api_post_event_close },
+	{ "POST", "/v1/events/*/cancel", OP, R_BODY, api_post_event_cancel },
 	{ "GET", "/v1/events/*/sales", OP | BO, 0, api_get_event_sales },
 	{ "GET", "/v1/events/*/scans", OP | BO | DOOR, 0, api_get_event_scans },
 	{ "POST", "/v1/orders", OP | BO, R_BODY, api_post_order },

@@ -157,6 +157,10 @@ char *api_order_json_text(const struct order_detail *d);
  * api_events_text: every event as GET /v1/events does (the caller frees
  * both; `event show --json`, `event ls --json`). */
 char *api_event_json_text(const struct event_view *v);
+
+/* api_event_runs_text: the event with its runs, as GET /v1/events/{id}
+ * answers it, into [out] *out (free()). */
+enum sd_result api_event_runs_text(struct db *db, int64_t id, char **out);
 enum sd_result api_events_text(struct db *db, char **out);
 
 

@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "event_edit.h"
+#include "event_runs.h"
 #include "events.h"
 #include "scans.h"
 
@@ -91,21 +92,112 @@ static int event_of_call(struct call *c, int64_t *id)
 	return 1;
 }
 
+struct run_list {
+	json_t *runs;
+	int short_of;		/* runs that could not be added (memory) */
+};
+
+static void run_row(const struct event_run_view *r, void *arg)
+{
+	struct run_list *l = arg;
+	json_t *o = api_run_json(r);
+
+	if (!o || json_array_append_new(l->runs, o) != 0)
+		l->short_of++;
+}
+
+/* the event with its runs (their progress), newest first: [out] *o */
+static enum sd_result event_with_runs(struct db *db, int64_t id, json_t **o)
+{
+	struct run_list l = { json_array(), 0 };
+	struct event_view v;
+	enum sd_result r;
+
+	*o = NULL;
+	if (!l.runs)
+		return err_set(SD_NOMEM, "out of memory");
+	if ((r = db_begin_snapshot(db)) != SD_OK) {
+		json_decref(l.runs);
+		return r;
+	}
+	if ((r = event_get(db, id, &v)) == SD_OK &&
+	    (r = event_run_each(db, id, run_row, &l)) == SD_OK &&
+	    (l.short_of || !(*o = api_event_json(&v))))
+		r = err_set(SD_NOMEM, "out of memory");
+	if (r == SD_OK && json_object_set_new(*o, "runs", l.runs) != 0)
+		r = err_set(SD_NOMEM, "out of memory");
+	else if (r != SD_OK)
+		json_decref(l.runs);
+	if (r != SD_OK) {
+		json_decref(*o);
+		*o = NULL;
+	}
+	return db_end(db, r);
+}
+
+enum sd_result api_event_runs_text(struct db *db, int64_t id, char **out)
+{
+	enum sd_result r;
+	json_t *o;
+
+	*out = NULL;
+	if ((r = event_with_runs(db, id, &o)) != SD_OK)
+		return r;
+	*out = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return *out ? SD_OK : err_set(SD_NOMEM, "out of memory");
+}
+
 /* a door token bound to an event sees that event alone */
 void api_get_event(struct call *c)
 {
-	struct event_view v;
 	enum sd_result r;
+	json_t *o;
 	int64_t id;
 
 	if (!event_of_call(c, &id))
 		return;
-	if ((r = event_get(c->db, id, &v)) == SD_NOT_FOUND)
+	if ((r = event_with_runs(c->db, id, &o)) == SD_NOT_FOUND)
 		api_res_fail(c->res, 404, "no such event", NULL);
 	else if (r != SD_OK)
 		api_res_internal(c->res, c->req, r);
 	else
-		api_res_json(c->res, 200, api_event_json(&v));
+		api_res_json(c->res, 200, o);
+}
+
+/* POST /v1/events/{id}/cancel {"reason"}: the event cancelled, its run
+ * started (202); a cancelled event answers with its run as it is (200) */
+void api_post_event_cancel(struct call *c)
+{
+	struct event_run_view run;
+	struct api_error err;
+	char reason[ORDER_REASON_MAX + 1];
+	enum sd_result r;
+	int already = 0;
+	json_t *o;
+	int64_t id;
+
+	if (!event_of_call(c, &id))
+		return;
+	if ((r = api_parse_cancel(c->req->body, c->req->body_len, reason, &err)) != SD_OK) {
+		api_bad_body(c, r, &err);
+		return;
+	}
+	if (!reason[0]) {
+		api_res_fail(c->res, 400, "reason is missing: buyers are told why", "reason");
+		return;
+	}
+	if ((r = event_cancel(c->db, id, c->grant.name, reason, &run, &already)) == SD_NOT_FOUND) {
+		api_res_fail(c->res, 404, "no such event", NULL);
+		return;
+	}
+	if (r == SD_OK)
+		r = event_with_runs(c->db, id, &o);
+	if (r != SD_OK) {
+		api_res_internal(c->res, c->req, r);
+		return;
+	}
+	api_res_json(c->res, already ? 200 : 202, o);
 }
 
 /* PATCH /v1/events/{id}: name, venue, capacity (never below a seat sold),
@@ -132,12 +224,12 @@ void api_patch_event(struct call *c)
 		api_res_fail(c->res, 400, err_msg(), "starts_at");
 		return;
 	}
+	ch.c.actor = c->grant.name;
 	if ((r = event_set(c->db, id, &ch.c, &v, &refused)) == SD_OK)
 		r = event_body(&v, &body);
 	api_parse_free(ch.json);
 	if (r == SD_CONFLICT && !(refused & EVENT_SET_CAPACITY)) {
-		api_res_fail(c->res, 409, err_msg(),
-			     refused & EVENT_SET_STARTS ? "starts_at" : "venue");
+		api_res_fail(c->res, 409, err_msg(), "id");	/* a cancelled event */
 		return;
 	}
 	event_answer(c, r, 200, body);
@@ -250,7 +342,8 @@ static json_t *scan_json(const struct scan_result *sr)
 		return json_pack("{s:s, s:s, s:s}", "result", "cancelled", "seat", sr->seat_label,
 				 "order_id", sr->order_id);
 	case SCAN_WRONG_EVENT:
-		return json_pack("{s:s, s:o}", "result", "wrong_event", "event",
+	case SCAN_EVENT_CANCELLED:
+		return json_pack("{s:s, s:o}", "result", scan_outcome_name(sr->outcome), "event",
 				 scan_event_json(sr));
 	case SCAN_DOORS_CLOSED:
 		api_utc_text(sr->opens_at, opens, sizeof opens);

@@ -118,6 +118,7 @@ void api_get_events(struct call *c);
 void api_get_event(struct call *c);
 void api_patch_event(struct call *c);
 void api_post_event_close(struct call *c);
+void api_post_event_cancel(struct call *c);
 void api_post_scan(struct call *c);
 void api_post_order(struct call *c);
 void api_get_orders(struct call *c);
@@ -172,6 +173,15 @@ enum sd_result api_events_list(struct db *db, json_t **out);
 
 /* api_event_json: an event with its seats sold and remaining. */
 json_t *api_event_json(const struct event_view *v);
+
+struct event_run_view;
+
+/* api_run_json: a whole-event run (event_runs.h) and its progress. */
+json_t *api_run_json(const struct event_run_view *r);
+
+/* api_time_or_null: key in o, ms as UTC text, or null for 0.  0, or -1
+ * when out of memory. */
+int api_time_or_null(json_t *o, const char *key, int64_t ms);
 
 /* api_amount_set: "amount" ("50.00"), "amount_minor" and "currency" in o,
  * what an order was charged.  0, or -1 when out of memory. */

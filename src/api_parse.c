@@ -254,8 +254,9 @@ enum sd_result api_parse_event_change(const char *body, size_t len,
 				      struct api_event_change *out, struct api_error *err)
 {
 	static const char *const allowed[] = { "name", "venue", "starts_at", "capacity", "price",
-					       "currency", NULL };
+					       "currency", "reminders", NULL };
 	struct event_change *c = &out->c;
+	json_t *rem;
 	json_t *o;
 	enum sd_result r = SD_OK;
 	int priced = 0;
@@ -280,9 +281,15 @@ enum sd_result api_parse_event_change(const char *body, size_t len,
 	if (r == SD_OK && (r = price_fields(o, &c->price_minor, c->currency, &priced, err)) == SD_OK &&
 	    priced)
 		c->set |= EVENT_SET_PRICE;
+	if (r == SD_OK && (rem = json_object_get(o, "reminders"))) {
+		if (!json_is_boolean(rem))
+			r = perr(err, "reminders", "reminders must be true or false");
+		c->reminders = json_is_true(rem);
+		c->set |= EVENT_SET_REMINDERS;
+	}
 	if (r == SD_OK && !c->set)
-		r = perr(err, NULL, "nothing to change: give name, venue, starts_at, capacity or "
-			 "price");
+		r = perr(err, NULL, "nothing to change: give name, venue, starts_at, capacity, "
+			 "price or reminders");
 	if (r != SD_OK) {
 		json_decref(o);
 		memset(c, 0, sizeof *c);

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "event_runs.h"
 #include "events.h"
 #include "log.h"
 #include "money.h"
@@ -150,6 +151,38 @@ int api_amount_set(json_t *o, int64_t minor, const char *currency)
 	       json_object_set_new(o, "currency", json_string(currency)) ? -1 : 0;
 }
 
+int api_time_or_null(json_t *o, const char *key, int64_t ms)
+{
+	char when[32];
+
+	if (!ms)
+		return json_object_set_new(o, key, json_null());
+	api_utc_text(ms, when, sizeof when);
+	return json_object_set_new(o, key, json_string(when));
+}
+
+json_t *api_run_json(const struct event_run_view *r)
+{
+	json_t *o = json_pack("{s:I, s:s, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
+			      (json_int_t)r->id, "kind", event_run_kind_name(r->kind), "change",
+			      (json_int_t)r->change_no, "by", api_json_text(r->actor), "reason",
+			      r->reason[0] ? api_json_text(r->reason) : json_null(), "orders",
+			      (json_int_t)r->orders, "done", (json_int_t)r->done, "refunded",
+			      (json_int_t)r->refunded, "at_window", (json_int_t)r->at_window,
+			      "emailed", (json_int_t)r->emailed, "failed", (json_int_t)r->failed);
+
+	if (o && (api_time_or_null(o, "created_at", r->created_at) != 0 ||
+		  api_time_or_null(o, "enqueued_at", r->enqueued_at) != 0 ||
+		  api_time_or_null(o, "finished_at", r->finished_at) != 0 ||
+		  (r->kind == EVENT_RUN_MOVE &&
+		   (api_time_or_null(o, "old_starts_at", r->old_starts_at) != 0 ||
+		    json_object_set_new(o, "old_venue", api_json_text(r->old_venue)) != 0)))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 json_t *api_event_json(const struct event_view *v)
 {
 	char when[32], closed[32];
@@ -169,7 +202,12 @@ json_t *api_event_json(const struct event_view *v)
 				      json_string(event_state_name(v, clock_now_ms()))) != 0 ||
 		  json_object_set_new(o, "closed_at",
 				      v->closed_at ? json_string(closed) : json_null()) != 0 ||
-		  api_price_set(o, v->price_minor, v->currency) != 0)) {
+		  api_price_set(o, v->price_minor, v->currency) != 0 ||
+		  api_time_or_null(o, "cancelled_at", v->cancelled_at) != 0 ||
+		  json_object_set_new(o, "cancel_reason", v->cancel_reason[0] ?
+				      api_json_text(v->cancel_reason) : json_null()) != 0 ||
+		  json_object_set_new(o, "change", json_integer(v->change_no)) != 0 ||
+		  json_object_set_new(o, "reminders", json_boolean(v->reminders)) != 0)) {
 		json_decref(o);
 		return NULL;
 	}

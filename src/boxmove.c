@@ -32,6 +32,7 @@ static const char *const tables[BOXMOVE_TABLES] = {
 	"events", "orders", "tickets", "email_sends", "processed_jobs", "sales_counters",
 	"stream", "done_jobs", "dead_jobs", "done_totals", "outbox", "api_keys", "done_times",
 	"blobs", "api_tokens", "order_changes", "scans", "scan_minutes", "queue_history",
+	"holds", "refunds", "effects", "event_runs", "event_run_orders",
 	"event_totals", "identity_marks",
 };
 #define DERIVED "event_totals"

@@ -24,7 +24,7 @@
 
 #include "result.h"
 
-#define BOXMOVE_TABLES 21
+#define BOXMOVE_TABLES 26
 
 struct boxmove_report {
 	int n_tables;

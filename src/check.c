@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "blob.h"
+#include "event_runs.h"
+#include "jobkinds.h"
 #include "events.h"
 #include "orders.h"
 #include "outbox.h"
@@ -37,6 +39,7 @@ static const char *const names[] = {
 	[CHECK_COUNTERS] = "counters",
 	[CHECK_IDENTITIES] = "identities",
 	[CHECK_PAYMENTS] = "payments",
+	[CHECK_EVENTS] = "events",
 };
 
 const char *check_name(enum check_id id)
@@ -254,6 +257,23 @@ static int totals_event(const struct totals_check *c, void *arg)
 
 /* ---- the run --------------------------------------------------------------- */
 
+/* the stream's scheduled reminders (jobkinds.h: send_reminder) */
+static enum sd_result scheduled_reminders(struct db *db, int64_t *n)
+{
+	struct queue_counts *rows = NULL, total;
+	enum sd_result r;
+	int i, k = 0;
+
+	*n = 0;
+	if ((r = queue_stats(db, &rows, &k, &total)) != SD_OK)
+		return r;
+	for (i = 0; i < k; i++)
+		if (strcmp(rows[i].kind, JOB_KIND_REMINDER) == 0)
+			*n = rows[i].scheduled;
+	free(rows);
+	return SD_OK;
+}
+
 enum sd_result check_db(struct db *db, const char *state_dir, struct check_report *out)
 {
 	struct order_walk w;
@@ -330,10 +350,19 @@ enum sd_result check_db(struct db *db, const char *state_dir, struct check_repor
 		goto out;
 	if ((r = event_check_totals(db, totals_event, out)) != SD_OK || !out->ok)
 		goto out;
-	if ((r = pay_check(db, qc.scheduled == 0, out->problem, sizeof out->problem)) == SD_OK &&
+	/* settled: nothing scheduled but reminders, which wait for their day */
+	if ((r = scheduled_reminders(db, &n)) != SD_OK)
+		goto out;
+	if ((r = pay_check(db, qc.scheduled == n, out->problem, sizeof out->problem)) == SD_OK &&
 	    out->problem[0]) {
 		out->ok = 0;
 		out->failed = CHECK_PAYMENTS;
+		goto out;
+	}
+	if (r == SD_OK && (r = event_run_check(db, out->problem, sizeof out->problem)) == SD_OK &&
+	    out->problem[0]) {
+		out->ok = 0;
+		out->failed = CHECK_EVENTS;
 	}
 out:
 	blob_close(w.blobs);

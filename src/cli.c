@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,11 +78,19 @@ static const char *setting(enum config_key k)
 	return env && *env ? env : from_file(k);
 }
 
+void cli_actor(char *buf, size_t size)
+{
+	struct passwd *pw = getpwuid(geteuid());
+
+	snprintf(buf, size, "cli (%s)", pw && pw->pw_name ? pw->pw_name : "unknown");
+}
+
 /* rules_of: the events' rules (event_edit.h) from cfg, else from the
  * environment and the config file, as the box's other files are */
 static enum sd_result rules_of(const struct config *cfg, struct event_rules *rules)
 {
-	static const enum config_key ks[] = { CONFIG_START_GRACE, CONFIG_SALES_CLOSE_AFTER };
+	static const enum config_key ks[] = { CONFIG_START_GRACE, CONFIG_SALES_CLOSE_AFTER,
+					      CONFIG_REMIND_BEFORE };
 	struct config own;
 	enum sd_result r = SD_OK;
 	const char *v, *env;
@@ -98,6 +107,7 @@ static enum sd_result rules_of(const struct config *cfg, struct event_rules *rul
 	}
 	rules->start_grace_ms = config_int(cfg ? cfg : &own, CONFIG_START_GRACE);
 	rules->sales_close_after_ms = config_int(cfg ? cfg : &own, CONFIG_SALES_CLOSE_AFTER);
+	rules->remind_before_ms = config_int(cfg ? cfg : &own, CONFIG_REMIND_BEFORE);
 	if (!cfg)
 		config_free(&own);
 	return r;
@@ -144,8 +154,25 @@ enum sd_result cli_provider_open(const struct config *cfg, struct stripe **out)
 	*out = NULL;
 	if ((r = config_provider(cfg, &on, &sc)) != SD_OK || !on)
 		return r;
-	sc.timeout_ms = 20000;
 	return stripe_open(&sc, out);
+}
+
+void cli_shop_base(const struct config *cfg, char *buf, size_t size)
+{
+	const char *url = config_str(cfg, CONFIG_SHOP_URL);
+	const char *listen = config_str(cfg, CONFIG_SHOP_LISTEN);
+	size_t n;
+
+	if (url && *url)
+		snprintf(buf, size, "%s", url);
+	else if (listen && *listen && strcmp(listen, "off") != 0)
+		snprintf(buf, size, "%s://%s%s", config_str(cfg, CONFIG_SHOP_TLS_CERT) ? "https"
+			 : "http", listen[0] == ':' ? "127.0.0.1" : "", listen);
+	else
+		buf[0] = '\0';
+	n = strlen(buf);
+	while (n > 0 && buf[n - 1] == '/')
+		buf[--n] = '\0';
 }
 
 int cli_fail(int r)

@@ -50,6 +50,10 @@ struct db;
 int cli_parse(int argc, char **argv, struct arg_opt *opts, char **pos, int *npos, int min_pos,
 	      int max_pos, const char *usage);
 
+/* cli_actor: who makes a change from the command line, "cli (<user>)",
+ * into buf. */
+void cli_actor(char *buf, size_t size);
+
 /* cli_open_db: open --db / $STAGEDOOR_DB; 0 or the exit status (printed). */
 int cli_open_db(const char *flag, int flags, int sync, struct db **db);
 
@@ -121,6 +125,7 @@ struct cli_config_flags {
 	CLI_KEY(f, CONFIG_TIMEZONE), \
 	CLI_KEY(f, CONFIG_START_GRACE), \
 	CLI_KEY(f, CONFIG_SALES_CLOSE_AFTER), \
+	CLI_KEY(f, CONFIG_REMIND_BEFORE), \
 	CLI_KEY(f, CONFIG_LOCALE), \
 	CLI_KEY(f, CONFIG_SHOP_LISTEN), \
 	CLI_KEY(f, CONFIG_SHOP_URL), \
@@ -139,6 +144,7 @@ struct cli_config_flags {
 	CLI_KEY(f, CONFIG_STRIPE_KEY_FILE), \
 	CLI_KEY(f, CONFIG_STRIPE_WEBHOOK_SECRET_FILE), \
 	CLI_KEY(f, CONFIG_STRIPE_CA_FILE), \
+	CLI_KEY(f, CONFIG_STRIPE_TIMEOUT_MS), \
 	CLI_KEY(f, CONFIG_LOG_LEVEL), \
 	CLI_KEY(f, CONFIG_LOG_FILE), \
 	CLI_KEY(f, CONFIG_MAIL_URL), \
@@ -183,5 +189,10 @@ void cli_reload_log(const struct cli_config_flags *cf);
  * NULL for none; for stripe, its key read now (stripe.h).  SD_INVALID for
  * a provider the box does not know or a key it cannot use. */
 enum sd_result cli_provider_open(const struct config *cfg, struct stripe **out);
+
+/* cli_shop_base: the shop as buyers reach it, no trailing '/': shop_url,
+ * else http(s)://<shop_listen> (127.0.0.1 for a listen without a host),
+ * else "" (no shop). */
+void cli_shop_base(const struct config *cfg, char *buf, size_t size);
 
 #endif

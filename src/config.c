@@ -161,6 +161,10 @@ static const struct keydef {
 		  "already running; 0: not at all)" },
 	[CONFIG_SALES_CLOSE_AFTER] = { "sales_close_after", K_DUR, 0, 7 * DAY_MS, "2h", 0,
 		"an event's sales stop this long after it starts (at the window, a late-comer)" },
+	[CONFIG_REMIND_BEFORE] = { "remind_before", K_DUR, 0, 30 * DAY_MS, "24h", 0,
+		"each buyer gets a reminder email this long before the event starts (0: none; "
+		  "set for orders made from then on; `event set ID --reminders off` for one "
+		  "event)" },
 	[CONFIG_LOCALE] = { "locale", K_STR, 0, 0, "en-GB", 0,
 		"how the shop writes dates and amounts for buyers: en-GB, en-US, de-DE, fr-FR, "
 		  "nl-NL, es-ES, it-IT, ..." },
@@ -208,6 +212,9 @@ static const struct keydef {
 	[CONFIG_STRIPE_CA_FILE] = { "stripe_ca_file", K_PATH, 0, 0, NULL, 0,
 		"the CA certificates Stripe's certificate is checked against (default: the "
 		  "system's)" },
+	[CONFIG_STRIPE_TIMEOUT_MS] = { "stripe_timeout_ms", K_INT, 1000, 120000, "20000", 0,
+		"a request to the payment provider gives up after this; the provider's jobs "
+		  "hold their lease, and a refund its claim, at least this + 5 s" },
 	[CONFIG_LOG_LEVEL] = { "log_level", K_LEVEL, 0, 0, "info", 1,
 		"debug, info, warn, error or off" },
 	[CONFIG_LOG_FILE] = { "log_file", K_PATH, 0, 0, NULL, 1,
@@ -745,6 +752,8 @@ static const struct {
 	{ JOB_KIND_SEND, CONFIG_SEND_LEASE_MS },
 	{ JOB_KIND_COUNT, CONFIG_COUNT_LEASE_MS },
 	{ JOB_KIND_CANCEL, CONFIG_SEND_LEASE_MS },
+	{ JOB_KIND_EVENT_NOTICE, CONFIG_SEND_LEASE_MS },
+	{ JOB_KIND_REMINDER, CONFIG_SEND_LEASE_MS },
 };
 
 /* The payment provider's jobs wait out an outage of days: a payment must
@@ -756,7 +765,7 @@ static const struct {
 static enum sd_result provider_policies(const struct config *c, const struct kind_policy *common)
 {
 	static const char *const kinds[] = { JOB_KIND_RECONCILE, JOB_KIND_REFUND,
-					     JOB_KIND_REFUND_MAIL };
+					     JOB_KIND_REFUND_MAIL, JOB_KIND_EVENT_CANCEL_ORDER };
 	struct kind_policy p;
 	enum sd_result r;
 	size_t i;
@@ -771,6 +780,8 @@ static enum sd_result provider_policies(const struct config *c, const struct kin
 		 * lease too: tickets_env.claim_stale_ms) */
 		if (strcmp(kinds[i], JOB_KIND_REFUND_MAIL) == 0)
 			p.lease_ms = config_send_lease_ms(c, p.lease_ms);
+		else if (p.lease_ms < config_provider_stale_ms(c))	/* a call ends inside it */
+			p.lease_ms = config_provider_stale_ms(c);
 		if ((r = queue_policy_set(kinds[i], &p)) != SD_OK)
 			return r;
 	}
@@ -839,8 +850,14 @@ enum sd_result config_provider(const struct config *c, int *stripe_on, struct st
 		sc->api_url = config_str(c, CONFIG_STRIPE_API_URL);
 		sc->key_file = config_str(c, CONFIG_STRIPE_KEY_FILE);
 		sc->ca_file = config_str(c, CONFIG_STRIPE_CA_FILE);
+		sc->timeout_ms = (long)config_int(c, CONFIG_STRIPE_TIMEOUT_MS);
 	}
 	return SD_OK;
+}
+
+int64_t config_provider_stale_ms(const struct config *c)
+{
+	return config_int(c, CONFIG_STRIPE_TIMEOUT_MS) + CONFIG_LEASE_MARGIN_MS;
 }
 
 void config_hold_rules(const struct config *c, struct hold_rules *h)

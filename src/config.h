@@ -85,6 +85,7 @@ enum config_key {
 	CONFIG_TIMEZONE,		/* the venue's zone, an IANA name; default: the system's */
 	CONFIG_START_GRACE,		/* an event may start this far in the past when set */
 	CONFIG_SALES_CLOSE_AFTER,	/* an event's sales stop this long after it starts */
+	CONFIG_REMIND_BEFORE,		/* a buyer's reminder this long before the start */
 	CONFIG_LOCALE,			/* the shop's dates and amounts: "de-DE" */
 	CONFIG_SHOP_LISTEN,		/* the public shop under `run`; "off": none */
 	CONFIG_SHOP_URL,		/* the shop's address as buyers reach it */
@@ -103,6 +104,7 @@ enum config_key {
 	CONFIG_STRIPE_KEY_FILE,
 	CONFIG_STRIPE_WEBHOOK_SECRET_FILE,
 	CONFIG_STRIPE_CA_FILE,
+	CONFIG_STRIPE_TIMEOUT_MS,	/* a provider request's time; its claims' and leases' floor */
 	CONFIG_LOG_LEVEL,
 	CONFIG_LOG_FILE,		/* append here instead of stderr; reopened on SIGHUP */
 	CONFIG_MAIL_URL,
@@ -214,6 +216,12 @@ enum sd_result config_apply_leases(const struct config *c, int64_t base_lease_ms
 /* config_provider: SD_OK when payment_provider names one the box knows
  * (none, stripe); [out] *stripe_on (may be NULL); sc (may be NULL) filled
  * from the stripe_ keys (its strings point into c). */
+/* config_provider_stale_ms: how long a provider call's claim (a refund's)
+ * is held before another run may take it over: stripe_timeout_ms plus
+ * CONFIG_LEASE_MARGIN_MS, when no call of its holder can still be on its
+ * way. */
+int64_t config_provider_stale_ms(const struct config *c);
+
 enum sd_result config_provider(const struct config *c, int *stripe_on,
 			       struct stripe_config *sc);
 

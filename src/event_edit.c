@@ -4,13 +4,16 @@
 #include "event_edit.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #include "clock.h"
+#include "event_runs.h"
 #include "money.h"
 #include "text.h"
 #include "timefmt.h"
 
-static struct event_rules rules = { 0, EVENT_SALES_CLOSE_AFTER_MS_DEFAULT };
+static struct event_rules rules = { 0, EVENT_SALES_CLOSE_AFTER_MS_DEFAULT,
+				     EVENT_REMIND_BEFORE_MS_DEFAULT };
 
 void event_rules_set(const struct event_rules *r)
 {
@@ -122,9 +125,9 @@ static enum sd_result change_valid(const struct event_change *c, int64_t now)
 	enum sd_result r = SD_OK;
 
 	if (!(c->set & (EVENT_SET_NAME | EVENT_SET_VENUE | EVENT_SET_STARTS | EVENT_SET_CAPACITY |
-			EVENT_SET_PRICE)))
+			EVENT_SET_PRICE | EVENT_SET_REMINDERS)))
 		return err_set(SD_INVALID, "nothing to change: give a name, venue, start, "
-			       "capacity or price");
+			       "capacity, price or reminders");
 	if (c->set & EVENT_SET_NAME)
 		r = text_field_valid("event name", c->name);
 	if (r == SD_OK && (c->set & EVENT_SET_VENUE))
@@ -145,7 +148,8 @@ static const char SQL_EVENT_UPDATE[] =
 	"UPDATE events SET name = coalesce(?2, name), venue = coalesce(?3, venue), "
 	"starts_at = coalesce(?4, starts_at), capacity = coalesce(?5, capacity), "
 	"price_minor = CASE WHEN ?6 = 1 THEN ?7 ELSE price_minor END, "
-	"currency = CASE WHEN ?6 = 1 THEN ?8 ELSE currency END WHERE id = ?1";
+	"currency = CASE WHEN ?6 = 1 THEN ?8 ELSE currency END, "
+	"reminders = coalesce(?9, reminders) WHERE id = ?1";
 static const char SQL_PG_EVENT_LOCK[] = "SELECT id FROM events WHERE id = ?1 FOR NO KEY UPDATE";
 
 enum sd_result event_row_lock(struct db *db, int64_t id)
@@ -194,7 +198,18 @@ static enum sd_result event_update(struct db *db, int64_t id, const struct event
 		db_bind_null(st, 5);
 	db_bind_int(st, 6, (c->set & EVENT_SET_PRICE) != 0);
 	bind_price(st, 7, c->price_minor, c->currency);
+	if (c->set & EVENT_SET_REMINDERS)
+		db_bind_int(st, 9, c->reminders != 0);
+	else
+		db_bind_null(st, 9);
 	return db_run(st);
+}
+
+/* a new start or venue that differs from what the tickets print */
+static int moves(const struct event_change *c, const struct event_view *v)
+{
+	return ((c->set & EVENT_SET_STARTS) && c->starts_at != v->starts_at) ||
+	       ((c->set & EVENT_SET_VENUE) && strcmp(c->venue, v->venue) != 0);
 }
 
 enum sd_result event_set(struct db *db, int64_t id, const struct event_change *c,
@@ -202,6 +217,7 @@ enum sd_result event_set(struct db *db, int64_t id, const struct event_change *c
 {
 	struct event_view v;
 	enum sd_result r;
+	int64_t change_no = 0;
 
 	if (refused)
 		*refused = 0;
@@ -211,14 +227,8 @@ enum sd_result event_set(struct db *db, int64_t id, const struct event_change *c
 		return r;
 	if ((r = event_lock(db, id, &v)) != SD_OK)
 		goto out;
-	/* its buyers hold tickets that print its start and venue */
-	if ((c->set & (EVENT_SET_STARTS | EVENT_SET_VENUE)) && v.seats_sold > 0) {
-		if (refused)
-			*refused = c->set & (EVENT_SET_STARTS | EVENT_SET_VENUE);
-		r = err_set(SD_CONFLICT, "event %lld has %lld seat%s sold, whose tickets print its "
-			    "start and venue: those stay as they are (moving a sold event is not "
-			    "done here)", (long long)id, (long long)v.seats_sold,
-			    v.seats_sold == 1 ? "" : "s");
+	if (v.cancelled_at) {
+		r = err_set(SD_CONFLICT, "event %lld is cancelled: it changes no more", (long long)id);
 		goto out;
 	}
 	if ((c->set & EVENT_SET_CAPACITY) && c->capacity < v.last_seat) {
@@ -230,7 +240,15 @@ enum sd_result event_set(struct db *db, int64_t id, const struct event_change *c
 			    (long long)v.last_seat);
 		goto out;
 	}
-	if ((r = event_update(db, id, c)) == SD_OK && after)
+	if ((r = event_update(db, id, c)) != SD_OK)
+		goto out;
+	/* its buyers hold tickets that print its start and venue: each is told,
+	 * and gets them again (event_runs.h) */
+	if (moves(c, &v) && v.orders > 0 &&
+	    (r = event_run_move_add(db, &v, c->actor && *c->actor ? c->actor : "cli",
+				    &change_no)) != SD_OK)
+		goto out;
+	if (after)
 		r = event_get(db, id, after);
 out:
 	return db_end(db, r);
@@ -266,10 +284,16 @@ out:
 	return db_end(db, r);
 }
 
-enum sd_result event_sale_check(int64_t id, int64_t starts_at, int64_t closed_at, int64_t now)
+enum sd_result event_sale_check(int64_t id, int64_t starts_at, int64_t closed_at,
+				int64_t cancelled_at, int64_t now)
 {
 	char when[TIMEFMT_TEXT_MAX];
 
+	if (cancelled_at) {
+		timefmt_format(cancelled_at, when, sizeof when);
+		return err_set(SD_CONFLICT, "event %lld is cancelled (since %s)", (long long)id,
+			       when);
+	}
 	if (closed_at) {
 		timefmt_format(closed_at, when, sizeof when);
 		return err_set(SD_CONFLICT, "sales for event %lld are closed (since %s)",
@@ -285,6 +309,8 @@ enum sd_result event_sale_check(int64_t id, int64_t starts_at, int64_t closed_at
 
 const char *event_state_name(const struct event_view *v, int64_t now)
 {
+	if (v->cancelled_at)
+		return "cancelled";
 	return v->closed_at || now > v->starts_at + rules.sales_close_after_ms ? "closed"
 									       : "on_sale";
 }

@@ -21,12 +21,15 @@
 struct event_rules {
 	int64_t start_grace_ms;		/* a start this far in the past is accepted */
 	int64_t sales_close_after_ms;	/* sales stop this long after the start */
+	int64_t remind_before_ms;	/* a buyer's reminder this long before it; 0: none */
 };
 
 #define EVENT_SALES_CLOSE_AFTER_MS_DEFAULT (2 * 3600000LL)
+#define EVENT_REMIND_BEFORE_MS_DEFAULT (24 * 3600000LL)
 
 /* event_rules_set: the box's rules (cli_box_apply); event_rules_get: them,
- * or the defaults (no grace; sales until 2 h after the start). */
+ * or the defaults (no grace; sales until 2 h after the start; reminders a
+ * day before). */
 void event_rules_set(const struct event_rules *r);
 const struct event_rules *event_rules_get(void);
 
@@ -58,7 +61,7 @@ enum sd_result event_add(struct db *db, const struct event_new *e, int64_t *id);
 
 /* A change to an event: the fields whose bit is in set. */
 enum { EVENT_SET_NAME = 1, EVENT_SET_VENUE = 2, EVENT_SET_STARTS = 4, EVENT_SET_CAPACITY = 8,
-       EVENT_SET_PRICE = 16 };
+       EVENT_SET_PRICE = 16, EVENT_SET_REMINDERS = 32 };
 
 /* A new price (EVENT_SET_PRICE) is for the seats sold from then on: an
  * order keeps what it was charged. */
@@ -68,13 +71,18 @@ struct event_change {
 	int64_t starts_at, capacity;
 	int64_t price_minor;
 	char currency[4];	/* "": no price any more (the shop stops selling it) */
+	int reminders;		/* EVENT_SET_REMINDERS: 1 on, 0 off (for orders that have
+				 * one queued too: it finds them off when it comes) */
+	const char *actor;	/* who changes it (a move's run records it); NULL: "cli" */
 };
 
 /* event_set: the change, in one transaction with the checks it needs
- * (SD_CONFLICT: a capacity below a seat sold, or a new start or venue for
- * an event with seats sold, whose tickets print them; SD_INVALID: a start
- * in the past, an empty change); [out] *after (may be NULL): the event as
- * it is now; *refused (may be NULL): the EVENT_SET_ bits of a conflict.
+ * (SD_CONFLICT: a capacity below a seat sold, a cancelled event;
+ * SD_INVALID: a start in the past, an empty change).  A new start or venue
+ * for an event with live orders moves it: its change number goes up and a
+ * run tells each buyer and renders their tickets again (event_runs.h), in
+ * this same transaction.  [out] *after (may be NULL): the event as it is
+ * now; *refused (may be NULL): the EVENT_SET_ bits of a conflict.
  * SD_NOT_FOUND when there is no such event. */
 enum sd_result event_set(struct db *db, int64_t id, const struct event_change *c,
 			 struct event_view *after, unsigned *refused);
@@ -90,11 +98,13 @@ enum sd_result event_close(struct db *db, int64_t id, struct event_view *after, 
 enum sd_result event_row_lock(struct db *db, int64_t id);
 
 /* event_sale_check: SD_OK when event id (starting at starts_at, closed at
- * closed_at, 0: open) takes an order at now; SD_CONFLICT with why not. */
-enum sd_result event_sale_check(int64_t id, int64_t starts_at, int64_t closed_at, int64_t now);
+ * closed_at, 0: open, cancelled at cancelled_at, 0: not) takes an order at
+ * now; SD_CONFLICT with why not. */
+enum sd_result event_sale_check(int64_t id, int64_t starts_at, int64_t closed_at,
+				int64_t cancelled_at, int64_t now);
 
 /* event_state_name: "on_sale", "closed" (closed by hand or past its
- * sales' end), as the API and the command line show it. */
+ * sales' end), "cancelled", as the API and the command line show it. */
 const char *event_state_name(const struct event_view *v, int64_t now);
 
 #endif

@@ -29,7 +29,10 @@ static const char SQL_SUMMARY[] =
 	"coalesce(t.cancelled, 0), coalesce(t.admitted, 0) FROM (SELECT ?1 AS id) e "
 	"LEFT JOIN event_totals t ON t.event_id = e.id "
 	"LEFT JOIN sales_counters c ON c.event_id = e.id";
-static const char SQL_EVENT_ORDERS[] = "SELECT public_id FROM orders WHERE event_id = ?1";
+/* each order's PDF as its tickets name it (a moved event's names its
+ * version) */
+static const char SQL_EVENT_ORDERS[] =
+	"SELECT DISTINCT order_id, pdf_key FROM tickets WHERE event_id = ?1 AND pdf_key IS NOT NULL";
 
 enum sd_result event_summary(struct db *db, struct blob_store *blobs, int64_t event_id,
 				     struct event_summary *s)
@@ -72,7 +75,7 @@ enum sd_result event_summary(struct db *db, struct blob_store *blobs, int64_t ev
 	for (;;) {
 		if ((r = db_step(st, &row)) != SD_OK || !row)
 			break;
-		snprintf(key, sizeof key, "tickets/%s.pdf", db_col_text(st, 0));
+		snprintf(key, sizeof key, "%s", db_col_text(st, 1));
 		s->pdfs_missing += !blob_exists(blobs, key);
 	}
 	db_reset(st);
@@ -89,7 +92,8 @@ out:
 	"coalesce(t.orders - t.orders_cancelled, 0), coalesce(t.tickets - t.cancelled, 0), " \
 	"coalesce(t.admitted, 0), coalesce(t.cancelled, 0), coalesce(e.closed_at, 0), " \
 	"(SELECT coalesce(max(seat_no), 0) FROM tickets k WHERE k.event_id = e.id " \
-	"AND k.cancelled_at IS NULL), coalesce(e.price_minor, -1), coalesce(e.currency, '') " \
+	"AND k.cancelled_at IS NULL), coalesce(e.price_minor, -1), coalesce(e.currency, ''), " \
+	"coalesce(e.cancelled_at, 0), coalesce(e.cancel_reason, ''), e.change_no, e.reminders " \
 	"FROM events e " \
 	"LEFT JOIN event_totals t ON t.event_id = e.id "
 static const char SQL_EVENT_GET[] = EVENT_VIEW_SQL "WHERE e.id = ?1";
@@ -115,6 +119,10 @@ static void event_view_read(struct db_stmt *st, struct event_view *v)
 	v->last_seat = db_col_int(st, 11);
 	v->price_minor = db_col_int(st, 12);
 	text_copy(v->currency, sizeof v->currency, db_col_text(st, 13));
+	v->cancelled_at = db_col_int(st, 14);
+	text_copy(v->cancel_reason, sizeof v->cancel_reason, db_col_text(st, 15));
+	v->change_no = db_col_int(st, 16);
+	v->reminders = (int)db_col_int(st, 17);
 }
 
 enum sd_result event_get(struct db *db, int64_t id, struct event_view *v)

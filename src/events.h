@@ -26,6 +26,11 @@ struct event_view {
 	int64_t price_minor;		/* a seat's price in currency's minor units;
 					 * -1: no price (the shop does not sell it) */
 	char currency[4];		/* ISO 4217; "" with no price */
+	int64_t cancelled_at;		/* ms: the event was cancelled; 0: it was not */
+	int64_t change_no;		/* its moves so far (a new start or venue once
+					 * it sold: event_runs.h) */
+	int reminders;			/* 1: its buyers get a reminder email */
+	char cancel_reason[201];	/* "" when none */
 	char name[TEXT_FIELD_MAX + 1];
 	char venue[TEXT_FIELD_MAX + 1];
 };

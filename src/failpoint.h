@@ -37,6 +37,13 @@
 #define FP_SEND_CLAIMED "send_after_claim"		/* owns the claim, before sending */
 #define FP_SEND_SENT "after_send_before_mark"		/* sent, before sent_at */
 #define FP_COUNT_BEFORE "count_before_tx"		/* before the counter transaction */
+#define FP_REFUND_CLAIMED "refund_after_claim"		/* owns a refund's claim, before the
+							 * provider */
+#define FP_REFUND_CALLED "refund_after_call"		/* the provider refunded, not marked */
+#define FP_RUN_BATCH "event_run_after_batch"		/* a parent queued a batch of children */
+#define FP_RUN_CANCELLED "event_child_after_cancel"	/* a child cancelled its order */
+#define FP_RUN_REFUNDED "event_child_after_refund"	/* a child recorded its refund */
+#define FP_RUN_RENDERED "event_child_after_render"	/* a move's child stored its new PDF */
 #define FAILPOINT_JOB_DONE "after_work_before_ack"	/* handler returned, result not
 							 * committed */
 #define FP_RELAY_TWICE "relay_publish_twice"		/* the relay publishes a row twice */

@@ -236,7 +236,7 @@ static enum sd_result seats_free(struct db *db, const struct hold_new *n, int64_
 
 	if ((r = event_row_lock(db, n->event_id)) != SD_OK ||
 	    (r = event_get(db, n->event_id, e)) != SD_OK ||
-	    (r = event_sale_check(e->id, e->starts_at, e->closed_at, now)) != SD_OK)
+	    (r = event_sale_check(e->id, e->starts_at, e->closed_at, e->cancelled_at, now)) != SD_OK)
 		return r;
 	if (!e->currency[0])
 		return err_set(SD_CONFLICT, "event %lld is not sold online (it has no price)",

@@ -80,7 +80,8 @@ static const char SQL_EVENT_SEATS[] =
 	"SELECT e.capacity, (SELECT coalesce(max(seat_no), 0) FROM tickets WHERE event_id = e.id), "
 	"e.starts_at, coalesce(e.closed_at, 0), "
 	"coalesce((SELECT tickets - cancelled FROM event_totals WHERE event_id = e.id), 0), "
-	"coalesce(e.price_minor, 0), coalesce(e.currency, '') FROM events e WHERE e.id = ?1";
+	"coalesce(e.price_minor, 0), coalesce(e.currency, ''), coalesce(e.cancelled_at, 0), "
+	"e.reminders FROM events e WHERE e.id = ?1";
 /* Seats cancelled tickets gave back and no live ticket holds again, the
  * lowest first (the partial index tickets_freed). */
 static const char SQL_FREED_SEATS[] =
@@ -182,6 +183,8 @@ out:
 struct order_charge {
 	int64_t amount_minor;
 	char currency[4];		/* "": none recorded */
+	int64_t starts_at;		/* the event's start, for the reminder */
+	int reminders;			/* the event sends reminders */
 };
 
 /* seats_left: the event has n seats free for o of tickets and of the live
@@ -218,6 +221,7 @@ static enum sd_result order_seats(struct db *db, const struct order_new *o, int6
 	struct db_stmt *st;
 	enum sd_result r;
 	int64_t capacity = 0, last = 0, got = 0, starts_at = 0, closed_at = 0, live = 0, price = 0;
+	int64_t cancelled_at = 0;
 	int64_t event_id = o->event_id, n = o->seats, now = clock_now_ms();
 	int row = 0;
 
@@ -234,11 +238,14 @@ static enum sd_result order_seats(struct db *db, const struct order_new *o, int6
 		live = db_col_int(st, 4);
 		price = db_col_int(st, 5);
 		text_copy(charge->currency, sizeof charge->currency, db_col_text(st, 6));
+		cancelled_at = db_col_int(st, 7);
+		charge->reminders = (int)db_col_int(st, 8);
+		charge->starts_at = starts_at;
 	}
 	db_reset(st);
 	if (!row)
 		return err_set(SD_NOT_FOUND, "no event %lld", (long long)event_id);
-	if ((r = event_sale_check(event_id, starts_at, closed_at, now)) != SD_OK ||
+	if ((r = event_sale_check(event_id, starts_at, closed_at, cancelled_at, now)) != SD_OK ||
 	    (r = seats_left(db, o, capacity, live, now)) != SD_OK)
 		return r;
 	charge->amount_minor = charge->currency[0] ? price * n : 0;
@@ -363,7 +370,7 @@ static enum sd_result order_insert(struct db *db, const struct order_new *o,
 enum sd_result order_add(struct db *db, const struct order_new *o, char *public_id,
 			 int *replayed)
 {
-	struct order_charge charge = { 0, "" };
+	struct order_charge charge = { 0, "", 0, 0 };
 	enum sd_result r;
 	int64_t order_id = 0, left = 0, seats[TICKETS_SEATS_MAX];
 	char payload[160], job_id[QUEUE_JOB_ID_MAX + 1];
@@ -395,9 +402,32 @@ enum sd_result order_add(struct db *db, const struct order_new *o, char *public_
 	snprintf(payload, sizeof payload, "{\"order_id\":%lld,\"event_id\":%lld,\"seats\":%lld}",
 		 (long long)order_id, (long long)o->event_id, (long long)o->seats);
 	tickets_job_id(public_id, "count", job_id, sizeof job_id);
-	r = outbox_add(db, JOB_KIND_COUNT, job_id, payload, 0, 0, NULL);
+	if ((r = outbox_add(db, JOB_KIND_COUNT, job_id, payload, 0, 0, NULL)) == SD_OK &&
+	    charge.reminders)
+		r = order_reminder_add(db, order_id, public_id, charge.starts_at);
 out:
 	return db_end(db, r);
+}
+
+enum sd_result order_reminder_add(struct db *db, int64_t order_id, const char *public_id,
+				  int64_t starts_at)
+{
+	int64_t before = event_rules_get()->remind_before_ms, at = starts_at - before;
+	int64_t now = clock_now_ms();
+	char payload[96], intent[40], job_id[QUEUE_JOB_ID_MAX + 1];
+	enum sd_result r;
+	int there = 0;
+
+	if (before <= 0 || at <= now)	/* none, or it would come with the tickets */
+		return SD_OK;
+	snprintf(intent, sizeof intent, "reminder-%lld", (long long)starts_at);
+	tickets_job_id(public_id, intent, job_id, sizeof job_id);
+	/* an event moved back to a start it had: that start's reminder stands */
+	if ((r = outbox_queued(db, job_id, &there)) != SD_OK || there)
+		return r;
+	snprintf(payload, sizeof payload, "{\"order_id\":%lld,\"starts_at\":%lld}",
+		 (long long)order_id, (long long)starts_at);
+	return outbox_add(db, JOB_KIND_REMINDER, job_id, payload, at - now, 0, NULL);
 }
 
 /* ======================== changes ======================================== */
@@ -436,10 +466,12 @@ static const char *norm_or_missing(const char *public_id, char *buf)
 	return NULL;
 }
 
-static const char SQL_ORDER_STATE[] =
-	"SELECT id, event_id, seats, coalesce(cancelled_at, 0), coalesce(buyer_email, ''), "
-	"coalesce(payment, ''), coalesce(amount_minor, 0), coalesce(currency, ''), payment_ref "
-	"FROM orders WHERE public_id = ?1";
+#define SQL_ORDER_STATE_HEAD \
+	"SELECT id, event_id, seats, coalesce(cancelled_at, 0), coalesce(buyer_email, ''), " \
+	"coalesce(payment, ''), coalesce(amount_minor, 0), coalesce(currency, ''), payment_ref, " \
+	"public_id FROM orders WHERE "
+static const char SQL_ORDER_STATE[] = SQL_ORDER_STATE_HEAD "public_id = ?1";
+static const char SQL_ORDER_STATE_ID[] = SQL_ORDER_STATE_HEAD "id = ?1";
 static const char SQL_CHANGE_ADD[] =
 	"INSERT INTO order_changes (order_id, at, kind, actor, detail) VALUES (?1, ?2, ?3, ?4, ?5)";
 
@@ -450,18 +482,23 @@ struct order_state {
 	char payment[33];		/* "cash", "card", "online"; "": not recorded */
 	char currency[4];		/* "": no charge recorded */
 	char payment_ref[REFUND_REF_MAX];	/* the provider's payment; "": none */
+	char public_id[ORDER_ID_MAX];
 };
 
-static enum sd_result order_state_read(struct db *db, const char *public_id,
-				       struct order_state *o)
+/* the order named by public_id, or (public_id NULL) by its row id */
+static enum sd_result order_state_get(struct db *db, const char *public_id, int64_t id,
+				      struct order_state *o)
 {
-	struct db_stmt *st = db_stmt(db, SQL_ORDER_STATE);
+	struct db_stmt *st = db_stmt(db, public_id ? SQL_ORDER_STATE : SQL_ORDER_STATE_ID);
 	enum sd_result r;
 	int row = 0;
 
 	if (!st)
 		return SD_DB;
-	db_bind_text(st, 1, public_id);
+	if (public_id)
+		db_bind_text(st, 1, public_id);
+	else
+		db_bind_int(st, 1, id);
 	if ((row = db_next(st, &r))) {
 		o->id = db_col_int(st, 0);
 		o->event_id = db_col_int(st, 1);
@@ -473,11 +510,19 @@ static enum sd_result order_state_read(struct db *db, const char *public_id,
 		text_copy(o->currency, sizeof o->currency, db_col_text(st, 7));
 		text_copy(o->payment_ref, sizeof o->payment_ref,
 			  db_col_is_null(st, 8) ? "" : db_col_text(st, 8));
+		text_copy(o->public_id, sizeof o->public_id, db_col_text(st, 9));
 	}
 	db_reset(st);
 	if (r == SD_OK && !row)
-		r = err_set(SD_NOT_FOUND, "no order '%.40s'", public_id);
+		r = public_id ? err_set(SD_NOT_FOUND, "no order '%.40s'", public_id)
+			      : err_set(SD_NOT_FOUND, "no order %lld", (long long)id);
 	return r;
+}
+
+static enum sd_result order_state_read(struct db *db, const char *public_id,
+				       struct order_state *o)
+{
+	return order_state_get(db, public_id, 0, o);
 }
 
 /* refund_owed: a cancelled order's money owed back, in the cancellation's
@@ -485,10 +530,12 @@ static enum sd_result order_state_read(struct db *db, const char *public_id,
  * cancellation's email job) when the provider took it, at the window when
  * the box office did; nothing for an order that recorded no charge. */
 static enum sd_result refund_owed(struct db *db, const char *public_id,
-				  const struct order_state *o, struct order_cancel_result *res)
+				  const struct order_state *o, unsigned flags,
+				  struct order_cancel_result *res)
 {
 	struct refund_new rn = { o->payment_ref[0] ? o->payment_ref : NULL, public_id, o->id, 0,
-				 o->amount_minor, o->currency, REFUND_CANCELLED };
+				 o->amount_minor, o->currency, REFUND_CANCELLED,
+				 (flags & ORDER_CANCEL_FOR_EVENT) != 0 };
 	int added = 0;
 
 	if (!o->currency[0] || o->amount_minor <= 0 ||
@@ -702,60 +749,87 @@ static enum sd_result cancel_refused(struct db *db, const char *public_id, int64
 		       res->admitted[0].scanned_by[0] ? " by " : "", res->admitted[0].scanned_by);
 }
 
+/* the cancellation of o, in the caller's transaction */
+static enum sd_result cancel_in(struct db *db, const struct order_state *o, const char *actor,
+				const char *reason, unsigned flags, struct order_cancel_result *res)
+{
+	const char *public_id = o->public_id;
+	struct db_stmt *st;
+	enum sd_result r;
+	int64_t now = clock_now_ms(), n = 0;
+	char payload[160], job_id[QUEUE_JOB_ID_MAX + 1];
+
+	if (!(st = db_stmt(db, SQL_CANCEL_ORDER)))
+		return SD_DB;
+	db_bind_int(st, 1, o->id);
+	db_bind_int(st, 2, now);
+	if ((r = db_run_changes(db, st, &n)) != SD_OK)
+		return r;
+	if (n == 0) {		/* cancelled before: cancelling again changes nothing */
+		res->already = 1;
+		return SD_OK;
+	}
+	if (!(st = db_stmt(db, SQL_CANCEL_TICKETS)))
+		return SD_DB;
+	db_bind_int(st, 1, o->id);
+	db_bind_int(st, 2, now);
+	if ((r = db_run_changes(db, st, &n)) != SD_OK)
+		return r;
+	if (n != o->seats)	/* a ticket was admitted: nothing of this stays */
+		return cancel_refused(db, public_id, o->id, res);
+	res->seats_freed = n;
+	if ((r = refund_owed(db, public_id, o, flags, res)) != SD_OK)
+		return r;
+	/* for an event's cancellation the counter goes back here too, and the
+	 * buyer's one email is the event's (event_runs.h), not this one */
+	snprintf(payload, sizeof payload, "{\"order_id\":%lld,\"event_id\":%lld,\"seats\":%lld%s}",
+		 (long long)o->id, (long long)o->event_id, (long long)n,
+		 flags & ORDER_CANCEL_FOR_EVENT ? ",\"mail\":0" : "");
+	tickets_job_id(public_id, "cancel", job_id, sizeof job_id);
+	if ((r = change_add(db, o->id, "cancel", actor, reason && *reason ? reason : NULL)) ==
+	    SD_OK)
+		r = outbox_add(db, JOB_KIND_CANCEL, job_id, payload, 0, 0, NULL);
+	return r;
+}
+
+static enum sd_result cancel_args_valid(const char *actor, const char *reason)
+{
+	enum sd_result r;
+
+	if ((r = actor_valid(actor)) != SD_OK ||
+	    (reason && *reason && (r = text_check("reason", reason, ORDER_REASON_MAX)) != SD_OK))
+		return r;
+	return SD_OK;
+}
+
 enum sd_result order_cancel(struct db *db, const char *public_id, const char *actor,
 			    const char *reason, struct order_cancel_result *res)
 {
 	struct order_state o;
-	struct db_stmt *st;
 	enum sd_result r;
-	int64_t now = clock_now_ms(), n = 0;
-	char payload[160], job_id[QUEUE_JOB_ID_MAX + 1], idn[ORDER_ID_MAX];
+	char idn[ORDER_ID_MAX];
 
 	memset(res, 0, sizeof *res);
 	if (!(public_id = norm_or_missing(public_id, idn)))
 		return SD_NOT_FOUND;
-	if ((r = actor_valid(actor)) != SD_OK ||
-	    (reason && *reason && (r = text_check("reason", reason, ORDER_REASON_MAX)) != SD_OK))
+	if ((r = cancel_args_valid(actor, reason)) != SD_OK || (r = db_begin(db)) != SD_OK)
 		return r;
-	if ((r = db_begin(db)) != SD_OK)
-		return r;
-	if ((r = order_state_read(db, public_id, &o)) != SD_OK)
-		goto out;
-	if (!(st = db_stmt(db, SQL_CANCEL_ORDER))) {
-		r = SD_DB;
-		goto out;
-	}
-	db_bind_int(st, 1, o.id);
-	db_bind_int(st, 2, now);
-	if ((r = db_run_changes(db, st, &n)) != SD_OK)
-		goto out;
-	if (n == 0) {		/* cancelled before: cancelling again changes nothing */
-		res->already = 1;
-		goto out;
-	}
-	if (!(st = db_stmt(db, SQL_CANCEL_TICKETS))) {
-		r = SD_DB;
-		goto out;
-	}
-	db_bind_int(st, 1, o.id);
-	db_bind_int(st, 2, now);
-	if ((r = db_run_changes(db, st, &n)) != SD_OK)
-		goto out;
-	if (n != o.seats) {	/* a ticket was admitted: nothing of this stays */
-		r = cancel_refused(db, public_id, o.id, res);
-		goto out;
-	}
-	res->seats_freed = n;
-	if ((r = refund_owed(db, public_id, &o, res)) != SD_OK)
-		goto out;
-	snprintf(payload, sizeof payload, "{\"order_id\":%lld,\"event_id\":%lld,\"seats\":%lld}",
-		 (long long)o.id, (long long)o.event_id, (long long)n);
-	tickets_job_id(public_id, "cancel", job_id, sizeof job_id);
-	if ((r = change_add(db, o.id, "cancel", actor, reason && *reason ? reason : NULL)) ==
-	    SD_OK)
-		r = outbox_add(db, JOB_KIND_CANCEL, job_id, payload, 0, 0, NULL);
-out:
+	if ((r = order_state_read(db, public_id, &o)) == SD_OK)
+		r = cancel_in(db, &o, actor, reason, 0, res);
 	return db_end(db, r);
+}
+
+enum sd_result order_cancel_in(struct db *db, int64_t order_id, const char *actor,
+			       const char *reason, unsigned flags, struct order_cancel_result *res)
+{
+	struct order_state o;
+	enum sd_result r;
+
+	memset(res, 0, sizeof *res);
+	if ((r = cancel_args_valid(actor, reason)) != SD_OK ||
+	    (r = order_state_get(db, NULL, order_id, &o)) != SD_OK)
+		return r;
+	return cancel_in(db, &o, actor, reason, flags, res);
 }
 
 /* ======================== what an order looks like ======================= */
@@ -1088,8 +1162,9 @@ static const char SQL_CHECK_ORDERS[] =
 	" AND s.sent_at IS NOT NULL), o.resends, "
 	"(SELECT count(*) FROM email_sends s WHERE s.order_id = o.id AND s.kind LIKE 'tickets-r%' "
 	" AND s.sent_at IS NOT NULL), "
-	"(SELECT count(*) FROM email_sends s WHERE s.order_id = o.id AND s.kind = 'cancel' "
-	" AND s.sent_at IS NOT NULL), o.buyer_email IS NULL, "
+	"(SELECT count(*) FROM email_sends s WHERE s.order_id = o.id "
+	" AND s.kind IN ('cancel', 'cancel-event') AND s.sent_at IS NOT NULL), "
+	"o.buyer_email IS NULL, "
 	"EXISTS (SELECT 1 FROM order_changes c WHERE c.order_id = o.id AND c.kind = 'email' "
 	" AND c.detail IS NULL) "
 	"FROM orders o LEFT JOIN tickets t ON t.order_id = o.id GROUP BY o.id ORDER BY o.id";
@@ -1129,8 +1204,11 @@ enum sd_result order_check_each(struct db *db, order_check_fn fn, void *arg)
 
 /* The key an email row must carry, of the order's public id or row id (X). */
 #define KEY_OF(X)                                                                              \
-	"CASE s.kind WHEN 'tickets' THEN 'tickets-' || " X " WHEN 'cancel' THEN 'cancel-' || " X \
-	" ELSE 'tickets-' || " X " || '-r' || substr(s.kind, 10) END"
+	"CASE WHEN s.kind = 'tickets' THEN 'tickets-' || " X " WHEN s.kind = 'cancel' THEN "      \
+	"'cancel-' || " X " WHEN s.kind = 'cancel-event' THEN 'cancel-event-' || o.event_id || "  \
+	"'-' || " X " WHEN s.kind LIKE 'moved-%' THEN 'moved-' || o.event_id || '-' || "          \
+	"substr(s.kind, 7) || '-' || " X " WHEN s.kind LIKE 'reminder-%' THEN 'reminder-' || " X  \
+	" || '-' || substr(s.kind, 10) ELSE 'tickets-' || " X " || '-r' || substr(s.kind, 10) END"
 static const char SQL_CHECK_CODES[] =
 	"SELECT t.id, t.code_id FROM tickets t, identity_marks m WHERE m.name = 'tickets' AND "
 	"CASE WHEN t.id <= m.upto THEN t.code_id <> t.id ELSE t.code_id < ?1 END "

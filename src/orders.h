@@ -53,6 +53,17 @@ enum sd_result order_payment_valid(const char *s);
 enum sd_result order_add(struct db *db, const struct order_new *o, char *public_id,
 			 int *replayed);
 
+/*
+ * order_reminder_add: in the caller's transaction, the order's reminder
+ * email for an event starting at starts_at, scheduled in the stream
+ * remind_before (event_edit.h) ahead of it: job "outbox:<public
+ * id>:reminder-<starts_at>", kind send_reminder.  None when reminders are
+ * off or the time for it has passed; one already queued for this start
+ * stands.  order_add calls it; a move's child, for the new start.
+ */
+enum sd_result order_reminder_add(struct db *db, int64_t order_id, const char *public_id,
+				  int64_t starts_at);
+
 /* Who makes a change: a token's name, or "cli (<user>)". */
 #define ORDER_ACTOR_MAX 220
 #define ORDER_REASON_MAX 200
@@ -126,6 +137,18 @@ struct order_cancel_result {
  */
 enum sd_result order_cancel(struct db *db, const char *public_id, const char *actor,
 			    const char *reason, struct order_cancel_result *res);
+
+/*
+ * order_cancel_in: order_cancel of the order with row id order_id inside
+ * the caller's transaction (which it leaves to the caller to end: on
+ * SD_CONFLICT it must roll back, or back to a savepoint).  flags
+ * ORDER_CANCEL_FOR_EVENT: its event is cancelled (event_runs.h), whose
+ * child pays the refund itself (no refund_payment job) and sends the
+ * buyer's one email (the cancel_order job only moves the counter back).
+ */
+#define ORDER_CANCEL_FOR_EVENT 1u
+enum sd_result order_cancel_in(struct db *db, int64_t order_id, const char *actor,
+			       const char *reason, unsigned flags, struct order_cancel_result *res);
 
 /* ---- what an order looks like ------------------------------------------- */
 
@@ -246,7 +269,8 @@ struct order_check {
 	int64_t emails_sent;		/* of which sent_at is set */
 	int64_t resends;		/* resends queued */
 	int64_t resends_sent;		/* email_sends rows "tickets-r<n>" with sent_at */
-	int64_t cancel_sent;		/* email_sends "cancel" with sent_at (0 or 1) */
+	int64_t cancel_sent;		/* email_sends "cancel" or "cancel-event" (its
+					 * event's cancellation) with sent_at (0 or 1) */
 	int no_address;			/* a walk-up order without an address: owes no email */
 	int address_added;		/* a walk-up order given its address later: its
 					 * tickets reach it by a resend */

@@ -58,6 +58,20 @@ static enum sd_result job_id_check(struct db *db, const char *job_id)
 	return r;
 }
 
+enum sd_result outbox_queued(struct db *db, const char *job_id, int *there)
+{
+	struct db_stmt *st = db_stmt(db, SQL_JOB_THERE);
+	enum sd_result r;
+
+	*there = 0;
+	if (!st)
+		return SD_DB;
+	db_bind_text(st, 1, job_id);
+	r = db_step(st, there);
+	db_reset(st);
+	return r;
+}
+
 enum sd_result outbox_add(struct db *db, const char *kind, const char *job_id,
 			  const char *payload, int64_t delay_ms, int64_t priority, int64_t *id)
 {

@@ -34,6 +34,10 @@
 enum sd_result outbox_add(struct db *db, const char *kind, const char *job_id,
 			  const char *payload, int64_t delay_ms, int64_t priority, int64_t *id);
 
+/* outbox_queued: [out] *there 1 when job_id is in the outbox (queued, by
+ * now or before). */
+enum sd_result outbox_queued(struct db *db, const char *job_id, int *there);
+
 /*
  * outbox_relay_batch: publish up to limit unpublished rows in one
  * transaction.  [out] *n: how many were published.

@@ -30,6 +30,7 @@
 #include "outbox.h"
 #include "queue.h"
 #include "tickets.h"
+#include "worker.h"
 
 /* ======================== one loop in a thread =========================== */
 
@@ -92,7 +93,10 @@ static enum sd_result pipeline_snapshot(struct db *db, struct pipeline_counts *c
 	c->pending = c->unpublished = 1;
 	if ((r = db_begin_snapshot(db)) != SD_OK)
 		return r;
-	if ((r = queue_pending(db, &c->pending)) != SD_OK ||
+	/* a job scheduled further ahead than a drain waits for (a reminder)
+	 * is the workers' of `run`, not the pipeline's */
+	if ((r = queue_pending_due(db, clock_now_ms() + WORKER_DRAIN_HORIZON_MS,
+				   &c->pending)) != SD_OK ||
 	    (r = outbox_unpublished(db, &c->unpublished)) != SD_OK) {
 		db_rollback(db);
 		return r;

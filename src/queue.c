@@ -1230,6 +1230,7 @@ enum sd_result queue_each_live(struct db *db, const char *kind, const char *fiel
 }
 
 static const char SQL_PENDING[] = "SELECT count(*) FROM stream";
+static const char SQL_PENDING_DUE[] = "SELECT count(*) FROM stream WHERE visible_at <= ?1";
 /* The lowest level, the next one above ?1, and the earliest entry of one
  * level: one seek each in stream_claim. */
 static const char SQL_LEVEL_FIRST[] = "SELECT min(priority) FROM stream";
@@ -1265,6 +1266,14 @@ enum sd_result queue_pending(struct db *db, int64_t *n)
 
 	*n = 0;
 	return one_int(db, SQL_PENDING, 0, &found, n);
+}
+
+enum sd_result queue_pending_due(struct db *db, int64_t before_ms, int64_t *n)
+{
+	int found;
+
+	*n = 0;
+	return one_int(db, SQL_PENDING_DUE, before_ms, &found, n);
 }
 
 /* Level by level, as the claim walks (claim_levels): min(visible_at) over

@@ -206,6 +206,10 @@ enum sd_result queue_each_live(struct db *db, const char *kind, const char *fiel
 /* queue_pending: entries in the stream (ready, scheduled or leased). */
 enum sd_result queue_pending(struct db *db, int64_t *n);
 
+/* queue_pending_due: entries in the stream visible (ready, or a lease that
+ * ends) at before_ms or earlier: what a drain waits for. */
+enum sd_result queue_pending_due(struct db *db, int64_t before_ms, int64_t *n);
+
 /* queue_next_visible: the earliest visible_at in the stream, or -1 if empty. */
 enum sd_result queue_next_visible(struct db *db, int64_t *at);
 

@@ -6,8 +6,9 @@
  * seats were gone (reason "late"), or when a paid order is cancelled
  * ("cancelled").  The provider's payment names it: payment_ref is unique,
  * so a payment is owed back at most once whatever asks twice, and the
- * refund job gives the provider the key "refund-<payment_ref>" (technique
- * 3).  An order the box office took the money for is owed back at the
+ * refund job gives the provider the row's key (technique 3): "refund-<order
+ * public id>" for a cancelled order's, "refund-<payment_ref>" for a late
+ * payment's (and for every row made before schema 15).  An order the box office took the money for is owed back at the
  * window (via "window", its payment_ref "window:<order public id>"): no
  * job, the staff pay it out and the dashboard shows it owed.
  */
@@ -31,6 +32,8 @@ struct refund_new {
 	int64_t amount_minor;
 	const char *currency;
 	enum refund_reason reason;
+	int no_job;			/* 1: the caller pays it itself (an event's
+					 * cancellation child): no refund_payment job */
 };
 
 struct refund_view {
@@ -40,12 +43,13 @@ struct refund_view {
 	char payment_ref[REFUND_REF_MAX];
 	char currency[4];
 	char provider_refund_id[REFUND_REF_MAX];
+	char key[REFUND_REF_MAX + 16];	/* the provider's key for it */
 };
 
 /*
  * refund_add: owe a refund, in the caller's transaction, and for one through
  * the provider queue the refund_payment job (job id
- * "outbox:<payment_ref>:refund").  A payment owed back already changes
+ * "outbox:<payment_ref>:refund"; none with n->no_job).  A payment owed back already changes
  * nothing ([out] *added 0).  [out] *id (may be NULL): the refund's row.
  */
 enum sd_result refund_add(struct db *db, const struct refund_new *n, int *added, int64_t *id);
@@ -58,5 +62,9 @@ enum sd_result refund_get(struct db *db, int64_t id, struct refund_view *out);
  * 1).  [out] *won: 1 when this call marked it. */
 enum sd_result refund_mark_done(struct db *db, int64_t id, const char *provider_refund_id,
 				int *won);
+
+/* refund_of_order: [out] *out, the refund an order owes.  SD_NOT_FOUND:
+ * none. */
+enum sd_result refund_of_order(struct db *db, int64_t order_id, struct refund_view *out);
 
 #endif

@@ -32,6 +32,7 @@ static const char *const outcome_names[] = {
 	[SCAN_ADMITTED] = "admitted",	      [SCAN_ALREADY] = "already_scanned",
 	[SCAN_INVALID] = "invalid",	      [SCAN_WRONG_EVENT] = "wrong_event",
 	[SCAN_DOORS_CLOSED] = "doors_closed", [SCAN_CANCELLED] = "cancelled",
+	[SCAN_EVENT_CANCELLED] = "event_cancelled",
 };
 
 const char *scan_outcome_name(enum scan_outcome o)
@@ -139,8 +140,9 @@ static enum sd_result nonce_answer(struct db *db, const struct scan_by *by,
 }
 
 /* door_refuses: the door's verdict on a ticket of event_id before any
- * write: [out] *refused 1 with res filled when it is the wrong event or the
- * doors are closed. */
+ * write: [out] *refused 1 with res filled when it is the wrong event, its
+ * event is cancelled (at any door, the operator's too) or the doors are
+ * closed. */
 static enum sd_result door_refuses(struct db *db, const struct scan_door *door, int64_t event_id,
 				   int64_t now, struct scan_result *res, int *refused)
 {
@@ -148,18 +150,23 @@ static enum sd_result door_refuses(struct db *db, const struct scan_door *door, 
 	enum sd_result r;
 
 	*refused = 0;
-	if (!door || !door->event_id)
-		return SD_OK;
 	if ((r = event_get(db, event_id, &v)) != SD_OK)
 		return r == SD_NOT_FOUND ? SD_OK : r;	/* no event: the ticket is invalid */
 	res->event_id = v.id;
 	res->event_starts_at = v.starts_at;
 	snprintf(res->event_name, sizeof res->event_name, "%s", v.name);
-	if (event_id != door->event_id) {
+	if (door && door->event_id && event_id != door->event_id) {
 		res->outcome = SCAN_WRONG_EVENT;
 		*refused = 1;
 		return SD_OK;
 	}
+	if (v.cancelled_at) {
+		res->outcome = SCAN_EVENT_CANCELLED;
+		*refused = 1;
+		return SD_OK;
+	}
+	if (!door || !door->event_id)
+		return SD_OK;
 	res->opens_at = v.starts_at - door->open_before_ms;
 	res->closes_at = v.starts_at + door->close_after_ms;
 	if (now < res->opens_at || now > res->closes_at) {
@@ -229,7 +236,10 @@ static enum sd_result scan_log(struct db *db, int64_t now, int64_t event_id, int
 		db_bind_int(st, 3, ticket_id);
 	else
 		db_bind_null(st, 3);
-	db_bind_text(st, 4, scan_outcome_name(res->outcome));
+	/* the log's words are the schema's (0010): a ticket of a cancelled event
+	 * is logged as cancelled; the stored answer keeps which */
+	db_bind_text(st, 4, scan_outcome_name(res->outcome == SCAN_EVENT_CANCELLED ? SCAN_CANCELLED
+										   : res->outcome));
 	db_bind_text(st, 5, by->device);
 	db_bind_text(st, 6, by->nonce);
 	db_bind_text(st, 7, answer);

@@ -18,10 +18,11 @@
 #include "tickets.h"
 
 enum scan_outcome { SCAN_ADMITTED, SCAN_ALREADY, SCAN_INVALID, SCAN_WRONG_EVENT,
-		    SCAN_DOORS_CLOSED, SCAN_CANCELLED };
+		    SCAN_DOORS_CLOSED, SCAN_CANCELLED, SCAN_EVENT_CANCELLED };
 
 /* scan_outcome_name: "admitted", "already_scanned", "invalid", "wrong_event",
- * "doors_closed", "cancelled" (the API's words and the log's). */
+ * "doors_closed", "cancelled", "event_cancelled" (the API's words and the
+ * log's). */
 const char *scan_outcome_name(enum scan_outcome o);
 
 /* Where a scan happens: a door bound to one event, open from open_before_ms
@@ -61,8 +62,9 @@ struct scan_by {
 /*
  * scan_ticket: admit the ticket a code names, once, at door (NULL:
  * anywhere), scanned by `by`.  A ticket of another event than the door's is
- * SCAN_WRONG_EVENT, any ticket outside the door's window SCAN_DOORS_CLOSED,
- * a cancelled one SCAN_CANCELLED: none is marked scanned.  The scan, its
+ * SCAN_WRONG_EVENT, a ticket of a cancelled event SCAN_EVENT_CANCELLED (at
+ * any door), any ticket outside the door's window SCAN_DOORS_CLOSED, a
+ * cancelled one SCAN_CANCELLED: none is marked scanned.  The scan, its
  * log row (a code of this box's) and its minute's count commit together; a
  * code that is none of the box's is counted only.  The same door and nonce
  * with the same code again returns the first answer (res->replayed) and

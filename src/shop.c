@@ -27,6 +27,7 @@
 #include "log.h"
 #include "payments.h"
 #include "ratelimit.h"
+#include "refund_link.h"
 #include "shop_hook.h"
 #include "shop_html.h"
 #include "text.h"
@@ -56,6 +57,7 @@ struct shop {
 	struct stripe *stripe;		/* NULL: the shop takes no payments */
 	char *secrets[STRIPE_SECRETS_MAX];
 	int n_secrets;
+	unsigned char key[CODE_KEY_LEN];	/* the ticket key: signs refund links */
 	char proxies[PROXIES_MAX][INET6_ADDRSTRLEN];
 	int n_proxies;
 	pthread_mutex_t mu;		/* guards idle[] */
@@ -239,7 +241,7 @@ static void list_one(const struct event_view *v, void *arg)
 	struct listing *l = arg;
 
 	if (l->n >= EVENTS_SHOWN || !v->currency[0] ||
-	    event_sale_check(v->id, v->starts_at, v->closed_at, l->now) != SD_OK)
+	    event_sale_check(v->id, v->starts_at, v->closed_at, v->cancelled_at, l->now) != SD_OK)
 		return;
 	l->ev[l->n++] = *v;
 }
@@ -308,7 +310,7 @@ static void event_page(struct shop *s, struct db *db, const struct event_view *e
 	int64_t now = clock_now_ms();
 
 	csrf_token(s, req, res, tok);
-	o->left = event_sale_check(e->id, e->starts_at, e->closed_at, now) == SD_OK
+	o->left = event_sale_check(e->id, e->starts_at, e->closed_at, e->cancelled_at, now) == SD_OK
 		? seats_left(db, e, now, &o->held) : 0;
 	o->seats_max = s->holds.seats_max;
 	o->selling = s->stripe != NULL;
@@ -491,6 +493,55 @@ static void hold_route(struct shop *s, struct db *db, const struct http_request 
 	redirect(res, h.pay_url);
 }
 
+/* ======================== a moved event's refund link ==================== */
+
+static void refund_route(struct shop *s, struct db *db, const struct http_request *req,
+			 struct http_response *res, const char *id)
+{
+	const char *args = strcmp(req->method, "POST") == 0 ? req->body : req->query;
+	char c[24] = "", t[REFUND_LINK_TOKEN_LEN + 2] = "", tok[CSRF_LEN + 1];
+	char action[ORDER_ID_MAX + 8];
+	struct shop_look look = { s->name, tok, 0 };
+	struct refund_link_view v;
+	struct page pg = { 0 };
+	const char *problem = NULL;
+	enum sd_result r;
+	int64_t change_no = 0, now = clock_now_ms();
+	int status = 200;
+
+	if (args && api_query_get(args, "c", c, sizeof c) == 1)
+		change_no = strtoll(c, NULL, 10);
+	if (args)
+		api_query_get(args, "t", t, sizeof t);
+	if (strlen(id) >= ORDER_ID_MAX ||
+	    refund_link_look(db, s->key, id, change_no, t, now, &v) != SD_OK) {
+		error_page(s, res, 404, NULL);
+		return;
+	}
+	csrf_token(s, req, res, tok);
+	if (strcmp(req->method, "POST") == 0 && !csrf_ok(req)) {
+		problem = "This page was out of date: try again.";
+		status = 403;
+	} else if (strcmp(req->method, "POST") == 0) {
+		int was_open = v.state == REFUND_LINK_OPEN;
+
+		r = refund_link_use(db, s->key, id, change_no, t, now, &v);
+		if (r == SD_OK && was_open)
+			log_event(LOG_INFO, "order cancelled by its buyer", "order=%s", v.public_id);
+		else if (r == SD_CONFLICT)
+			status = 409;
+		else if (r != SD_OK) {
+			log_event(LOG_WARN, "refund link not used", "order=%s err=\"%s\"",
+				  v.public_id, err_msg());
+			problem = "The box is busy: try again in a moment.";
+			status = 503;
+		}
+	}
+	snprintf(action, sizeof action, "/r/%s", v.public_id);
+	shop_page_refund(&pg, &look, &v, action, change_no, t, problem);
+	page_answer(s, res, status, &pg);
+}
+
 /* ======================== the router ===================================== */
 
 static void static_file(struct http_response *res, const char *type, const char *text)
@@ -579,6 +630,8 @@ static void shop_handle(void *arg, const struct http_request *req, struct http_r
 		event_route(s, db, req, res, p + 3, client);
 	else if (strncmp(p, "/h/", 3) == 0)
 		hold_route(s, db, req, res, p + 3);
+	else if (strncmp(p, "/r/", 3) == 0)
+		refund_route(s, db, req, res, p + 3);
 	else
 		error_page(s, res, 404, NULL);
 	pool_put(s, db);
@@ -692,6 +745,7 @@ enum sd_result shop_start(const struct shop_opts *o, struct shop **out)
 {
 	struct shop *s;
 	enum sd_result r;
+	char path[PATH_MAX + 16];
 
 	*out = NULL;
 	if (!(s = calloc(1, sizeof *s)))
@@ -701,6 +755,9 @@ enum sd_result shop_start(const struct shop_opts *o, struct shop **out)
 	snprintf(s->name, sizeof s->name, "%s", o->name && *o->name ? o->name : "Tickets");
 	s->holds = o->holds;
 	hold_rules_fill(&s->holds);
+	if ((r = code_key_path(o->db_path, o->state_dir, path, sizeof path)) != SD_OK ||
+	    (r = code_key_load(path, s->key)) != SD_OK)
+		goto fail;
 	if ((r = base_url(s, o, 0)) != SD_OK || (r = proxies_parse(s, o->trusted_proxies)) ||
 	    (r = rate_new_per_min(o->rate_per_min, o->rate_per_min > 1 ? o->rate_per_min : 1,
 				  &s->rate)) != SD_OK ||
@@ -737,6 +794,7 @@ void shop_stop(struct shop *s)
 	rate_free(s->lookups);
 	stripe_secrets_free(s->secrets, s->n_secrets);
 	stripe_close(s->stripe);
+	explicit_bzero(s->key, sizeof s->key);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }

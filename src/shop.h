@@ -34,6 +34,7 @@
 
 struct shop_opts {
 	const char *db_path;
+	const char *state_dir;		/* where the ticket key is (code.h); NULL: beside db_path */
 	const char *listen;		/* "127.0.0.1:8081" */
 	const char *url;		/* as buyers reach it; NULL: http://<listen> */
 	const char *name;		/* shop_name */

@@ -328,6 +328,58 @@ void shop_page_hold(struct page *pg, const struct shop_look *look, const struct 
 	page_close(pg);
 }
 
+void shop_page_refund(struct page *pg, const struct shop_look *look,
+		      const struct refund_link_view *v, const char *action, int64_t change_no,
+		      const char *token, const char *problem)
+{
+	static const char *const heads[] = {
+		[REFUND_LINK_OPEN] = "Cannot come on the new date?",
+		[REFUND_LINK_CANCELLED] = "Your order is cancelled",
+		[REFUND_LINK_EVENT_CANCELLED] = "The event is cancelled",
+		[REFUND_LINK_STARTED] = "The event has started",
+	};
+
+	page_open(pg, look, heads[v->state]);
+	page_fmt(pg, "<h1>%s</h1>\n<p class=\"summary\">Order <b>", heads[v->state]);
+	page_text(pg, v->public_id);
+	page_fmt(pg, "</b>: %lld seat%s for <strong>", (long long)v->seats,
+		 v->seats == 1 ? "" : "s");
+	page_text(pg, v->event_name);
+	page_add(pg, "</strong>, now on ");
+	iso_time(pg, v->starts_at);
+	page_add(pg, "</p>\n");
+	if (problem) {
+		page_add(pg, "<p class=\"error\" role=\"alert\">");
+		page_text(pg, problem);
+		page_add(pg, "</p>\n");
+	}
+	if (v->state == REFUND_LINK_OPEN) {
+		page_add(pg, "<p>Cancel your order and be paid back ");
+		money(pg, v->amount_minor, v->currency);
+		page_add(pg, v->online ? " to the card you paid with." : " at the box office.");
+		page_add(pg, " Your tickets stop admitting anyone at once.</p>\n");
+		page_add(pg, "<form method=\"post\" action=\"");
+		page_text(pg, action);
+		page_fmt(pg, "\">\n<input type=\"hidden\" name=\"c\" value=\"%lld\">\n"
+			 "<input type=\"hidden\" name=\"t\" value=\"", (long long)change_no);
+		page_text(pg, token);
+		page_add(pg, "\">\n");
+		csrf_field(pg, look);
+		page_add(pg, "<button type=\"submit\">Cancel my order and pay me back</button>\n"
+			 "</form>\n");
+	} else if (v->state == REFUND_LINK_CANCELLED) {
+		page_add(pg, v->online ? "<p>Your payment is refunded to the card you paid with: "
+			 "an email says so, and it shows on your statement within a few days.</p>\n"
+			 : "<p>Bring your order number to the box office: it pays you back.</p>\n");
+	} else if (v->state == REFUND_LINK_EVENT_CANCELLED) {
+		page_add(pg, "<p>The whole event is cancelled: every order is paid back, and an "
+			 "email tells you how.</p>\n");
+	} else {
+		page_add(pg, "<p>It is too late to cancel online: the box office can help.</p>\n");
+	}
+	page_close(pg);
+}
+
 void shop_page_error(struct page *pg, const struct shop_look *look, int status,
 		     const char *what)
 {

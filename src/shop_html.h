@@ -13,6 +13,7 @@
 
 #include "events.h"
 #include "holds.h"
+#include "refund_link.h"
 
 /* A page being written; out of memory is remembered and reported at the end. */
 struct page {
@@ -58,6 +59,12 @@ void shop_page_hold(struct page *pg, const struct shop_look *look, const struct 
 		    const char *problem);
 void shop_page_error(struct page *pg, const struct shop_look *look, int status,
 		     const char *what);
+
+/* A moved event's refund link (refund_link.h): what it may do, and its
+ * form (posted to action, with the link's c and t) while it is open. */
+void shop_page_refund(struct page *pg, const struct shop_look *look,
+		      const struct refund_link_view *v, const char *action, int64_t change_no,
+		      const char *token, const char *problem);
 
 /* The script and the style sheet, served as they are. */
 extern const char shop_js[];

@@ -21,6 +21,7 @@
 
 #include "clock.h"
 #include "events.h"
+#include "failpoint.h"
 #include "holds.h"
 #include "idem.h"
 #include "jobkinds.h"
@@ -197,17 +198,63 @@ static enum sd_result refund_record(struct db *db, const struct refund_view *rf,
 	return db_end(db, r);
 }
 
+int shop_refund_pay(struct handler_ctx *ctx, const struct job *job, struct job_result *res,
+		    const struct refund_view *rf, char *refund_id, size_t size,
+		    int64_t *claimed_at, int *refused, enum job_outcome *out)
+{
+	struct tickets_env *env = ctx->app;
+	struct db *db = handler_db(ctx);
+	enum sd_result r;
+	char subject[REFUND_REF_MAX + 16];
+
+	*refused = 0;
+	refund_id[0] = '\0';
+	if (!env->stripe) {
+		*out = job_failf(res, 0, "refund of %s waits for payment_provider", rf->payment_ref);
+		return 0;
+	}
+	snprintf(subject, sizeof subject, "refund:%s", rf->payment_ref);
+	/* the provider's call times out inside the claim's stale limit and
+	 * the lease (config_provider_stale_ms) */
+	if (!claim(ctx, job, res, subject, "refund", env->provider_stale_ms > 0 ?
+		   env->provider_stale_ms : IDEM_STALE_MS, claimed_at, out))
+		return 0;
+	failpoint(FP_REFUND_CLAIMED);
+	r = stripe_refund(env->stripe, rf->payment_ref, rf->key, rf->amount_minor, refund_id, size);
+	if (r != SD_OK && r != SD_CONFLICT) {	/* SD_CONFLICT: refunded already */
+		enum sd_result rr = idem_named_release(db, subject, "refund", *claimed_at);
+
+		(void)rr;
+		*refused = r == SD_INVALID || r == SD_NOT_FOUND;
+		*out = provider_fail(res, r, "refund");
+		return 0;
+	}
+	failpoint(FP_REFUND_CALLED);
+	return 1;
+}
+
+enum sd_result shop_refund_settle(struct db *db, const struct refund_view *rf,
+				  int64_t claimed_at, const char *refund_id)
+{
+	char subject[REFUND_REF_MAX + 16];
+
+	snprintf(subject, sizeof subject, "refund:%s", rf->payment_ref);
+	log_event(LOG_INFO, "payment refunded", "payment=%s refund=%s", rf->payment_ref,
+		  refund_id[0] ? refund_id : "(earlier)");
+	return idem_named_done(db, subject, "refund", claimed_at, refund_id);
+}
+
 /* "payment P is refunded, once" */
 enum job_outcome shop_job_refund(struct handler_ctx *ctx, const struct job *job,
 				 struct job_result *res)
 {
-	struct tickets_env *env = ctx->app;
 	struct db *db = handler_db(ctx);
 	struct refund_view rf;
 	enum job_outcome out;
 	enum sd_result r;
-	char subject[REFUND_REF_MAX + 16], refund_id[STRIPE_ID_MAX];
+	char refund_id[STRIPE_ID_MAX];
 	int64_t claimed_at = 0;
+	int refused = 0;
 
 	if (!db)
 		return db_fail(res, job, SD_DB, "open");
@@ -219,26 +266,13 @@ enum job_outcome shop_job_refund(struct handler_ctx *ctx, const struct job *job,
 			absorbed(ctx, METRICS_CHECK_STATE, job, rf.payment_ref);
 		return JOB_DONE;
 	}
-	if (!env->stripe)
-		return job_failf(res, 0, "refund of %s waits for payment_provider", rf.payment_ref);
-	snprintf(subject, sizeof subject, "refund:%s", rf.payment_ref);
-	/* the provider's call times out well inside the lease (stripe.h) */
-	if (!claim(ctx, job, res, subject, "refund", IDEM_STALE_MS, &claimed_at, &out))
+	if (!shop_refund_pay(ctx, job, res, &rf, refund_id, sizeof refund_id, &claimed_at,
+			     &refused, &out))
 		return out;
-	r = stripe_refund(env->stripe, rf.payment_ref, rf.amount_minor, refund_id,
-			  sizeof refund_id);
-	if (r != SD_OK && r != SD_CONFLICT) {	/* SD_CONFLICT: refunded already */
-		enum sd_result rr = idem_named_release(db, subject, "refund", claimed_at);
-
-		(void)rr;
-		return provider_fail(res, r, "refund");
-	}
 	if ((r = refund_record(db, &rf, refund_id)) != SD_OK)
 		return db_fail(res, job, r, "mark refunded");
-	if ((r = idem_named_done(db, subject, "refund", claimed_at, refund_id)) != SD_OK)
+	if ((r = shop_refund_settle(db, &rf, claimed_at, refund_id)) != SD_OK)
 		return db_fail(res, job, r, "mark claim done");
-	log_event(LOG_INFO, "payment refunded", "payment=%s refund=%s", rf.payment_ref,
-		  refund_id[0] ? refund_id : "(earlier)");
 	return JOB_DONE;
 }
 

@@ -27,7 +27,11 @@
 #ifndef SD_SHOP_JOBS_H
 #define SD_SHOP_JOBS_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "handler.h"
+#include "refunds.h"
 
 enum job_outcome shop_job_reconcile(struct handler_ctx *ctx, const struct job *job,
 				    struct job_result *res);
@@ -35,5 +39,22 @@ enum job_outcome shop_job_refund(struct handler_ctx *ctx, const struct job *job,
 				 struct job_result *res);
 enum job_outcome shop_job_refund_notice(struct handler_ctx *ctx, const struct job *job,
 					struct job_result *res);
+
+/*
+ * shop_refund_pay: techniques 2 and 3 for the refund rf, for any handler
+ * that owes one: the run that owns its claim (subject "refund:<payment>")
+ * asks the provider under rf->key.  1: the provider has refunded it ([out]
+ * refund_id, "" when it was refunded earlier another way; *claimed_at
+ * names the claim): record it in the database, then shop_refund_settle.
+ * 0: the job returns *out (another run holds the claim, or the provider
+ * failed: *refused 1 when it refused for good, a 4xx).
+ */
+int shop_refund_pay(struct handler_ctx *ctx, const struct job *job, struct job_result *res,
+		    const struct refund_view *rf, char *refund_id, size_t size,
+		    int64_t *claimed_at, int *refused, enum job_outcome *out);
+
+/* shop_refund_settle: the claim of a refund recorded as paid, done. */
+enum sd_result shop_refund_settle(struct db *db, const struct refund_view *rf,
+				  int64_t claimed_at, const char *refund_id);
 
 #endif

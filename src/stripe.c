@@ -340,11 +340,10 @@ enum sd_result stripe_session_expire(struct stripe *s, const char *id)
 	return r;
 }
 
-enum sd_result stripe_refund(struct stripe *s, const char *payment_ref, int64_t amount,
-			     char *refund_id, size_t size)
+enum sd_result stripe_refund(struct stripe *s, const char *payment_ref, const char *key,
+			     int64_t amount, char *refund_id, size_t size)
 {
 	struct form f = { .len = 0 };
-	char key[STRIPE_ID_MAX + 16];
 	json_t *doc;
 	enum sd_result r;
 
@@ -353,7 +352,6 @@ enum sd_result stripe_refund(struct stripe *s, const char *payment_ref, int64_t 
 		return r;
 	form_add(&f, "payment_intent", payment_ref);
 	form_int(&f, "amount", amount);
-	snprintf(key, sizeof key, "refund-%s", payment_ref);
 	if ((r = call(s, "POST", "/v1/refunds", &f, key, &doc)) != SD_OK)
 		return r;
 	text_copy(refund_id, size, str_of(doc, "id"));

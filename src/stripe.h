@@ -96,12 +96,12 @@ enum sd_result stripe_session_get(struct stripe *s, const char *id, struct strip
  * ended meanwhile: read it again). */
 enum sd_result stripe_session_expire(struct stripe *s, const char *id);
 
-/* stripe_refund: give back amount of payment_ref under the key
- * "refund-<payment_ref>" (one refund per payment).  [out] refund_id.
+/* stripe_refund: give back amount of payment_ref under key (the refund's
+ * own, refunds.h: one refund per payment).  [out] refund_id.
  * SD_CONFLICT: the payment is refunded already (by another way than this
  * key; refund_id is then ""). */
-enum sd_result stripe_refund(struct stripe *s, const char *payment_ref, int64_t amount,
-			     char *refund_id, size_t size);
+enum sd_result stripe_refund(struct stripe *s, const char *payment_ref, const char *key,
+			     int64_t amount, char *refund_id, size_t size);
 
 /* ---- webhooks (stripe_hook.c) ------------------------------------------ */
 

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "event_jobs.h"
 #include "failpoint.h"
 #include "idem.h"
 #include "jobkinds.h"
@@ -139,9 +140,9 @@ fail:
  * run that finds it done is done, one that finds a fresh claim looks again
  * once that claim would be stale.
  */
-static enum job_outcome send_intent(struct handler_ctx *ctx, const struct job *job,
+enum job_outcome ticket_send_intent(struct handler_ctx *ctx, const struct job *job,
 				    struct job_result *res, const struct order_view *v,
-				    const struct tickets_intent *in)
+				    const struct tickets_intent *in, int *sent)
 {
 	struct tickets_env *env = ctx->app;
 	struct db *db = handler_db(ctx);
@@ -153,6 +154,7 @@ static enum job_outcome send_intent(struct handler_ctx *ctx, const struct job *j
 	struct order_view to = *v;	/* the order, to the intent's address */
 	int64_t stale_ms = env->claim_stale_ms > 0 ? env->claim_stale_ms : IDEM_STALE_MS;
 
+	*sent = 0;
 	/* a walk-up buyer's order (sold at the window without an address) owes
 	 * no email: its tickets were printed there; an address given later is
 	 * reached by a resend */
@@ -168,6 +170,7 @@ static enum job_outcome send_intent(struct handler_ctx *ctx, const struct job *j
 		return db_failure(res, job, r, "claim");
 	if (claim == IDEM_DONE) {
 		dup_absorbed(ctx, METRICS_UNIQUE_CLAIM, job, v->public_id);
+		*sent = 1;
 		return JOB_DONE;
 	}
 	if (claim == IDEM_HELD) {
@@ -180,7 +183,7 @@ static enum job_outcome send_intent(struct handler_ctx *ctx, const struct job *j
 	/* the address this email goes to, and its key, are the ones its first
 	 * attempt used: a retry after an address change resends that request,
 	 * which the provider's key turns into the first one's answer */
-	tickets_intent_key(in, v->public_id, want, sizeof want);
+	tickets_intent_key(in, v, want, sizeof want);
 	if ((r = idem_effect_fix(db, v->id, kind, v->buyer_email, want, to.buyer_email, key,
 				 sizeof key)) != SD_OK)
 		return db_failure(res, job, r, "address and key");
@@ -217,7 +220,17 @@ static enum job_outcome send_intent(struct handler_ctx *ctx, const struct job *j
 	 * the provider's key turns into the first one's answer */
 	if ((r = idem_effect_done(db, v->id, kind, claimed_at, mr.message_id)) != SD_OK)
 		return db_failure(res, job, r, "mark sent");
+	*sent = 1;
 	return JOB_DONE;
+}
+
+static enum job_outcome send_intent(struct handler_ctx *ctx, const struct job *job,
+				    struct job_result *res, const struct order_view *v,
+				    const struct tickets_intent *in)
+{
+	int sent = 0;
+
+	return ticket_send_intent(ctx, job, res, v, in, &sent);
 }
 
 /* "order N's ticket email (its nth resend: {"resend": n}) has been sent" */
@@ -331,7 +344,7 @@ enum job_outcome ticket_job_cancel(struct handler_ctx *ctx, const struct job *jo
 	struct tickets_intent in = { TICKETS_MAIL_CANCEL, 0 };
 	struct order_view v;
 	enum sd_result r;
-	int64_t order_id, event_id = 0, seats = 0;
+	int64_t order_id, event_id = 0, seats = 0, mail = 1;
 	int first = 0;
 
 	if (job_order(job, res, &order_id) != JOB_DONE)
@@ -350,6 +363,9 @@ enum job_outcome ticket_job_cancel(struct handler_ctx *ctx, const struct job *jo
 		return db_failure(res, job, r, "count back");
 	if (!first)
 		dup_absorbed(ctx, METRICS_PROCESSED_JOBS, job, v.public_id);
+	/* an event's cancellation: its child sends the buyer's one email */
+	if (job_arg_int(job, "mail", &mail) == SD_OK && mail == 0)
+		return JOB_DONE;
 	return send_intent(ctx, job, res, &v, &in);
 }
 
@@ -361,5 +377,10 @@ const struct handler ticket_handlers[] = {
 	{ JOB_KIND_RECONCILE, shop_job_reconcile },
 	{ JOB_KIND_REFUND, shop_job_refund },
 	{ JOB_KIND_REFUND_MAIL, shop_job_refund_notice },
+	{ JOB_KIND_EVENT_RUN, event_job_run },
+	{ JOB_KIND_EVENT_CANCEL_ORDER, event_job_cancel_order },
+	{ JOB_KIND_EVENT_MOVE_ORDER, event_job_move_order },
+	{ JOB_KIND_EVENT_NOTICE, event_job_notice },
+	{ JOB_KIND_REMINDER, event_job_reminder },
 	{ NULL, NULL },
 };

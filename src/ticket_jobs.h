@@ -15,7 +15,9 @@
  *                         processed_jobs, in the counter's transaction
  *   cancel_order          "order N's cancellation is counted and announced":
  *                         processed_jobs with the counter moved back, then
- *                         its own email row and key ("cancel-<id>")
+ *                         its own email row and key ("cancel-<id>"); with
+ *                         {"mail": 0} (its event's cancellation) the counter
+ *                         only: the event's child sends the one email
  *
  * A cancelled order needs no tickets: render and send reach their state by
  * doing nothing.  Handlers get a struct tickets_env as handler_ctx.app.
@@ -36,5 +38,19 @@ enum job_outcome ticket_job_count(struct handler_ctx *ctx, const struct job *job
 				  struct job_result *res);
 enum job_outcome ticket_job_cancel(struct handler_ctx *ctx, const struct job *job,
 				   struct job_result *res);
+
+struct order_view;
+struct tickets_intent;
+
+/*
+ * ticket_send_intent: techniques 2 and 3 for one email of order v: the run
+ * that claims the intent's email_sends row sends it with the intent's key
+ * (tickets.h) and marks it; a run that finds it done is done ([out]
+ * *sent 1 in both cases), one that finds a fresh claim looks again once it
+ * would be stale.  For any handler that owes a buyer an email.
+ */
+enum job_outcome ticket_send_intent(struct handler_ctx *ctx, const struct job *job,
+				    struct job_result *res, const struct order_view *v,
+				    const struct tickets_intent *in, int *sent);
 
 #endif

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "event_mail.h"
 #include "idem.h"
 #include "pdf.h"
 #include "statedir.h"
@@ -78,11 +79,11 @@ static const char SQL_ORDER_LOAD[] =
 	"SELECT o.id, o.event_id, o.seats, o.public_id, o.buyer_name, coalesce(o.buyer_email, ''), "
 	"e.name, e.venue, e.starts_at, coalesce(o.cancelled_at, 0), o.resends, "
 	"coalesce(o.payment, ''), coalesce(o.amount_minor, 0), coalesce(o.currency, ''), "
-	"coalesce(o.payment_ref, '') "
+	"coalesce(o.payment_ref, ''), e.change_no, e.cancelled_at IS NOT NULL, e.reminders "
 	"FROM orders o JOIN events e ON e.id = o.event_id WHERE o.id = ?1";
 static const char SQL_ORDER_TICKETS[] =
-	"SELECT id, seat_label, pdf_key IS NOT NULL, code_id FROM tickets WHERE order_id = ?1 "
-	"ORDER BY seat_no";
+	"SELECT id, seat_label, pdf_key IS NOT NULL, code_id, coalesce(pdf_key, '') FROM tickets "
+	"WHERE order_id = ?1 ORDER BY seat_no";
 
 enum sd_result tickets_load_order(struct db *db, int64_t order_id, struct order_view *v)
 {
@@ -115,6 +116,9 @@ enum sd_result tickets_load_order(struct db *db, int64_t order_id, struct order_
 	v->amount_minor = db_col_int(st, 12);
 	text_copy(v->currency, sizeof v->currency, db_col_text(st, 13));
 	text_copy(v->payment_ref, sizeof v->payment_ref, db_col_text(st, 14));
+	v->change_no = db_col_int(st, 15);
+	v->event_cancelled = (int)db_col_int(st, 16);
+	v->event_reminders = (int)db_col_int(st, 17);
 	db_reset(st);
 	if (!(st = db_stmt(db, SQL_ORDER_TICKETS)))
 		return SD_DB;
@@ -129,6 +133,8 @@ enum sd_result tickets_load_order(struct db *db, int64_t order_id, struct order_
 		snprintf(v->tickets[v->n_tickets].seat_label,
 			 sizeof v->tickets[v->n_tickets].seat_label, "%s", db_col_text(st, 1));
 		stored += (int)db_col_int(st, 2);
+		if (!v->pdf_key[0])
+			text_copy(v->pdf_key, sizeof v->pdf_key, db_col_text(st, 4));
 		v->n_tickets++;
 	}
 	db_reset(st);
@@ -138,7 +144,10 @@ enum sd_result tickets_load_order(struct db *db, int64_t order_id, struct order_
 
 void tickets_pdf_key(const struct order_view *v, char *buf, size_t size)
 {
-	snprintf(buf, size, "tickets/%s.pdf", v->public_id);
+	if (v->change_no > 0)
+		snprintf(buf, size, "tickets/%s-c%lld.pdf", v->public_id, (long long)v->change_no);
+	else
+		snprintf(buf, size, "tickets/%s.pdf", v->public_id);
 }
 
 enum sd_result tickets_render_pdf(const struct tickets_env *env, const struct order_view *v,
@@ -180,27 +189,77 @@ enum sd_result tickets_render_store(struct tickets_env *env, const struct order_
 	return r;
 }
 
-void tickets_intent_kind(const struct tickets_intent *in, char *buf, size_t size)
+static const char SQL_PDF_REPLACE[] =
+	"UPDATE tickets SET pdf_key = ?2 WHERE order_id = ?1 AND pdf_key IS NOT NULL "
+	"AND pdf_key <> ?2";
+
+enum sd_result tickets_pdf_replace(struct db *db, int64_t order_id, const char *key, int *won)
 {
-	if (in->mail == TICKETS_MAIL_CANCEL)
-		snprintf(buf, size, "cancel");
-	else if (in->resend > 0)
-		snprintf(buf, size, "tickets-r%lld", (long long)in->resend);
-	else
-		snprintf(buf, size, "tickets");
+	struct db_stmt *st = db_stmt(db, SQL_PDF_REPLACE);
+	enum sd_result r;
+	int64_t n = 0;
+
+	*won = 0;
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, order_id);
+	db_bind_text(st, 2, key);
+	if ((r = db_run_changes(db, st, &n)) == SD_OK)
+		*won = n > 0;
+	return r;
 }
 
-void tickets_intent_key(const struct tickets_intent *in, const char *public_id, char *buf,
+void tickets_intent_kind(const struct tickets_intent *in, char *buf, size_t size)
+{
+	switch (in->mail) {
+	case TICKETS_MAIL_CANCEL:
+		snprintf(buf, size, "cancel");
+		break;
+	case TICKETS_MAIL_EVENT_CANCEL:
+		snprintf(buf, size, "cancel-event");
+		break;
+	case TICKETS_MAIL_MOVED:
+		snprintf(buf, size, "moved-%lld", (long long)in->change_no);
+		break;
+	case TICKETS_MAIL_REMINDER:
+		snprintf(buf, size, "reminder-%lld", (long long)in->starts_at);
+		break;
+	default:
+		if (in->resend > 0)
+			snprintf(buf, size, "tickets-r%lld", (long long)in->resend);
+		else
+			snprintf(buf, size, "tickets");
+	}
+}
+
+void tickets_intent_key(const struct tickets_intent *in, const struct order_view *v, char *buf,
 			size_t size)
 {
-	char kind[TICKETS_KIND_MAX];
+	char kind[TICKETS_KIND_MAX + 32], subject[ORDER_ID_MAX + 24];
 
-	if (in->mail == TICKETS_MAIL_CANCEL || in->resend <= 0) {
-		tickets_intent_kind(in, kind, sizeof kind);
-		idem_provider_key(buf, size, kind, public_id);
-	} else {
-		idem_provider_key(buf, size, "tickets", public_id);
-		snprintf(buf + strlen(buf), size - strlen(buf), "-r%lld", (long long)in->resend);
+	switch (in->mail) {
+	case TICKETS_MAIL_EVENT_CANCEL:
+		snprintf(kind, sizeof kind, "cancel-event-%lld", (long long)v->event_id);
+		idem_provider_key(buf, size, kind, v->public_id);
+		break;
+	case TICKETS_MAIL_MOVED:
+		snprintf(kind, sizeof kind, "moved-%lld-%lld", (long long)v->event_id,
+			 (long long)in->change_no);
+		idem_provider_key(buf, size, kind, v->public_id);
+		break;
+	case TICKETS_MAIL_REMINDER:
+		snprintf(subject, sizeof subject, "%s-%lld", v->public_id, (long long)in->starts_at);
+		idem_provider_key(buf, size, "reminder", subject);
+		break;
+	default:
+		if (in->mail == TICKETS_MAIL_CANCEL || in->resend <= 0) {
+			tickets_intent_kind(in, kind, sizeof kind);
+			idem_provider_key(buf, size, kind, v->public_id);
+		} else {
+			idem_provider_key(buf, size, "tickets", v->public_id);
+			snprintf(buf + strlen(buf), size - strlen(buf), "-r%lld",
+				 (long long)in->resend);
+		}
 	}
 }
 
@@ -215,6 +274,8 @@ static enum sd_result tickets_text(const struct order_view *v, const struct tick
 {
 	int n = v->n_tickets;
 
+	if (in->mail != TICKETS_MAIL_CANCEL && in->mail != TICKETS_MAIL_TICKETS)
+		return event_mail_text(v, in, when, subject, text);
 	if (in->mail == TICKETS_MAIL_CANCEL) {
 		if (asprintf(subject, "Your order for %s is cancelled", v->event_name) < 0)
 			*subject = NULL;
@@ -253,8 +314,12 @@ enum sd_result tickets_send_mail(struct tickets_env *env, const struct order_vie
 	struct mail_message m;
 	enum sd_result r;
 
-	if (in->mail == TICKETS_MAIL_TICKETS) {
-		tickets_pdf_key(v, key, sizeof key);
+	/* the tickets, and a moved event's new ones: the PDF its tickets name */
+	if (in->mail == TICKETS_MAIL_TICKETS || in->mail == TICKETS_MAIL_MOVED) {
+		if (v->pdf_key[0])
+			snprintf(key, sizeof key, "%s", v->pdf_key);
+		else
+			tickets_pdf_key(v, key, sizeof key);
 		if ((r = blob_get(env->blobs, key, &pdf, &len)) != SD_OK)
 			return r;
 	}
@@ -282,7 +347,7 @@ enum sd_result tickets_send_mail(struct tickets_env *env, const struct order_vie
 	/* the intent, not the attempt: every retry of this email carries the
 	 * same key, so the provider drops the repeats */
 	if (!key_in)
-		tickets_intent_key(in, v->public_id, idem, sizeof idem);
+		tickets_intent_key(in, v, idem, sizeof idem);
 	m.idempotency_key = key_in ? key_in : idem;
 	r = mail_send(env->mail, &m, res);
 	free(subject);

@@ -41,9 +41,16 @@ struct tickets_env {
 	 * holder's send times out within its lease, so after it no send of
 	 * that holder can still be on its way (config_send_lease_ms). */
 	int64_t claim_stale_ms;
+	/* a refund's claim older than this is taken over (0: IDEM_STALE_MS):
+	 * the provider's timeout and a margin (config_provider_stale_ms) */
+	int64_t provider_stale_ms;
 	/* the payment provider (payment_provider = stripe), opened by the
 	 * worker; NULL: none, and the shop's provider jobs wait for one */
 	struct stripe *stripe;
+	/* the shop as buyers reach it (shop_url, else http://<shop_listen>),
+	 * no trailing '/'; "": no shop, a moved event's email sends the buyer
+	 * to the box office for a refund */
+	char shop_url[1024];
 };
 
 /*
@@ -73,6 +80,10 @@ struct order_view {
 	char buyer_email[256];
 	char event_name[TEXT_FIELD_MAX + 1];
 	char venue[TEXT_FIELD_MAX + 1];
+	int64_t change_no;			/* its event's moves so far (events.change_no) */
+	int event_cancelled;			/* its event is cancelled */
+	int event_reminders;			/* its event sends reminders */
+	char pdf_key[80];			/* the PDF its tickets name; "" none yet */
 	int pdf_stored;				/* every ticket has its pdf_key */
 	int n_tickets;
 	struct {
@@ -86,7 +97,10 @@ struct order_view {
  * SD_NOT_FOUND when there is none. */
 enum sd_result tickets_load_order(struct db *db, int64_t order_id, struct order_view *v);
 
-/* tickets_pdf_key: "tickets/<public id>.pdf", the order's fixed key. */
+/* tickets_pdf_key: the key of the order's PDF for its event as it is now:
+ * "tickets/<public id>.pdf", and once the event was moved n times
+ * "tickets/<public id>-c<n>.pdf" (a key names its version: the PDF of an
+ * earlier start stays as it was). */
 void tickets_pdf_key(const struct order_view *v, char *buf, size_t size);
 
 /* tickets_render_pdf: the order's PDF with its signed ticket codes, rendered
@@ -94,9 +108,15 @@ void tickets_pdf_key(const struct order_view *v, char *buf, size_t size);
 enum sd_result tickets_render_pdf(const struct tickets_env *env, const struct order_view *v,
 				  unsigned char **pdf, size_t *len);
 
-/* tickets_render_store: tickets_render_pdf, then store the bytes under the
- * order's fixed key (no transaction open). */
+/* tickets_render_store: tickets_render_pdf, then store the bytes under
+ * tickets_pdf_key (no transaction open). */
 enum sd_result tickets_render_store(struct tickets_env *env, const struct order_view *v);
+
+/* tickets_pdf_replace: technique 1 for a moved event's PDF: the order's
+ * tickets name key from now on, where they named another (rendered) one;
+ * tickets not rendered yet are left to render_tickets, which renders the
+ * event as it is.  [out] *won: 1 when this call changed them. */
+enum sd_result tickets_pdf_replace(struct db *db, int64_t order_id, const char *key, int *won);
 
 /* ---- the emails ----------------------------------------------------------- */
 
@@ -108,6 +128,12 @@ enum sd_result tickets_render_store(struct tickets_env *env, const struct order_
  *   the tickets           kind "tickets"       key "tickets-<public id>"
  *   the tickets, again n  kind "tickets-r<n>"  key "tickets-<public id>-r<n>"
  *   the cancellation      kind "cancel"        key "cancel-<public id>"
+ *   its event cancelled   kind "cancel-event"  key "cancel-event-<event>-<public id>"
+ *   its event moved (n)   kind "moved-<n>"     key "moved-<event>-<n>-<public id>"
+ *   the reminder          kind "reminder-<t>"  key "reminder-<public id>-<t>"
+ *
+ * (t: the start, in ms, the reminder is for: a moved event reminds once
+ * for its new start; n: the event's change number, events.change_no.)
  *
  * n counts an order's resends in its own row (orders.resends), taken in the
  * transaction that queues the resend: each resend is a new intent, sent
@@ -120,11 +146,18 @@ enum sd_result tickets_render_store(struct tickets_env *env, const struct order_
  * tickets_job_id): "outbox:<public id>:<intent>", the intent render, count,
  * send, send-r<n> or cancel.
  */
-enum tickets_mail { TICKETS_MAIL_TICKETS, TICKETS_MAIL_CANCEL };
+enum tickets_mail { TICKETS_MAIL_TICKETS, TICKETS_MAIL_CANCEL, TICKETS_MAIL_EVENT_CANCEL,
+		   TICKETS_MAIL_MOVED, TICKETS_MAIL_REMINDER };
 
 struct tickets_intent {
 	enum tickets_mail mail;
 	int64_t resend;			/* TICKETS_MAIL_TICKETS: 0 the first, n the nth again */
+	int64_t change_no;		/* TICKETS_MAIL_MOVED: the event's change */
+	int64_t starts_at;		/* TICKETS_MAIL_REMINDER: the start it is for */
+	const char *reason;		/* TICKETS_MAIL_EVENT_CANCEL: why (may be NULL) */
+	const char *was;		/* TICKETS_MAIL_MOVED: the start and venue before */
+	const char *refund_link;	/* TICKETS_MAIL_MOVED: where the buyer asks for a
+					 * refund (NULL: at the box office) */
 };
 
 #define TICKETS_KIND_MAX 32		/* "tickets-r<n>" */
@@ -132,9 +165,9 @@ struct tickets_intent {
 /* tickets_intent_kind: the intent's email_sends.kind into buf. */
 void tickets_intent_kind(const struct tickets_intent *in, char *buf, size_t size);
 
-/* tickets_intent_key: the intent's provider key for the order with this
- * public id into buf (TICKETS_KEY_MAX + 1 bytes is enough). */
-void tickets_intent_key(const struct tickets_intent *in, const char *public_id, char *buf,
+/* tickets_intent_key: the intent's provider key for the order v into buf
+ * (TICKETS_KEY_MAX + 1 bytes is enough). */
+void tickets_intent_key(const struct tickets_intent *in, const struct order_view *v, char *buf,
 			size_t size);
 
 /* tickets_job_id: the job id of the order's intent ("render", "count",

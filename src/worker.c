@@ -894,7 +894,8 @@ static int loop_prune(struct loop *l, const struct turn *t)
 /*
  * A turn with nothing to write.  Stopping: end once nothing runs or waits
  * for a commit, or when the grace period is over (handlers abandoned).
- * Idle: with drain, end when the stream holds nothing ([out] *r: the count's
+ * Idle: with drain, end when the stream holds nothing due within
+ * WORKER_DRAIN_HORIZON_MS ([out] *r: the count's
  * result, which ends the loop too when it fails); prune when due.
  */
 static enum idle loop_idle(struct loop *l, const struct turn *t, enum sd_result *r)
@@ -915,7 +916,10 @@ static enum idle loop_idle(struct loop *l, const struct turn *t, enum sd_result 
 	if (w->o->drain) {
 		int64_t left = 0;
 
-		if ((*r = queue_pending(w->db, &left)) != SD_OK || left == 0)
+		/* a job scheduled further ahead (a reminder days before its
+		 * event) is for the workers that run all along, not a drain's */
+		if ((*r = queue_pending_due(w->db, clock_now_ms() + WORKER_DRAIN_HORIZON_MS,
+					    &left)) != SD_OK || left == 0)
 			return IDLE_END;
 	}
 	if (w->o->retention_ms > 0 && t->now_us >= l->next_prune_us && loop_prune(l, t))

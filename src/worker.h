@@ -12,6 +12,10 @@
 #ifndef SD_WORKER_H
 #define SD_WORKER_H
 
+/* a drain waits for entries due this soon (a retry's backoff), not for
+ * those scheduled further ahead (a reminder) */
+#define WORKER_DRAIN_HORIZON_MS (10 * 60 * 1000LL)
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,7 +37,8 @@ struct worker_opts {
 	int batch;			/* most entries per claim and acks per commit;
 					 * default = concurrency */
 	int64_t lease_ms;		/* 0: each kind's policy */
-	int drain;			/* exit when the stream holds nothing */
+	int drain;			/* exit when the stream holds nothing due
+					 * within WORKER_DRAIN_HORIZON_MS */
 	int64_t grace_ms;		/* on stop: how long running handlers may finish */
 	int64_t flush_ms;		/* longest a finished job waits for its commit */
 	int64_t retention_ms;		/* prune done jobs older than this; 0: never */
@@ -66,7 +71,7 @@ struct worker_stats {
 };
 
 /*
- * worker_run: run until stopped, or with drain until the stream is empty.
+ * worker_run: run until stopped, or with drain until nothing is due soon.
  * [out] stats (may be NULL) gets the counts.  Returns SD_OK after a clean
  * stop or drain.
  */

@@ -509,17 +509,22 @@ static void test_event_life_and_the_window(void **state)
 			      "{\"starts_at\":\"soon\"}" }, 400, "starts_at");
 	expect(&(struct req){ "PATCH", "/v1/events/99999", NULL, F.auth, NULL, JSON,
 			      "{\"name\":\"x\"}" }, 404, "");
-	/* sold: its start and venue stay as its tickets print them */
+	/* sold, it moves: each move is a change its buyers are told of */
+	o = answer(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON,
+				  "{\"venue\":\"Garden\"}" }, 200);
+	assert_int_equal(json_integer_value(json_object_get(o, "change")), 1);
+	assert_string_equal(json_string_value(json_object_get(o, "venue")), "Garden");
+	json_decref(o);
 	expect(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON,
-			      "{\"starts_at\":\"2036-12-31T21:00Z\"}" }, 409, "starts_at");
-	expect(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON,
-			      "{\"venue\":\"Garden\"}" }, 409, "venue");
+			      "{\"reminders\":\"no\"}" }, 400, "reminders");
+	assert_int_equal(COUNT("SELECT count(*) FROM event_runs WHERE kind = 'move' AND "
+			       "old_venue = 'Hall' AND length(actor) > 0"), 1);
 	o = answer(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON,
 				  "{\"capacity\":3,\"name\":\"Quartet Live\"}" }, 200);
 	assert_int_equal(json_integer_value(json_object_get(o, "capacity")), 3);
 	assert_int_equal(json_integer_value(json_object_get(o, "seats_remaining")), 0);
 	assert_string_equal(json_string_value(json_object_get(o, "name")), "Quartet Live");
-	assert_string_equal(json_string_value(json_object_get(o, "venue")), "Hall");
+	assert_string_equal(json_string_value(json_object_get(o, "venue")), "Garden");
 	assert_string_equal(json_string_value(json_object_get(o, "starts_at")),
 			    "2026-12-31T20:00:00Z");
 	json_decref(o);

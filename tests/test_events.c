@@ -171,11 +171,21 @@ static void test_set_and_close(void **state)
 	refused(RUN("event", "set", "1", "--capacity", "2", "--db", e->db_path), 3,
 		"cannot go below 3");
 	assert_int_equal(tu_count(e->db_path, "SELECT capacity FROM events"), 10);
-	refused(RUN("event", "set", "1", "--starts-at", "2036-12-31 21:30", "--db", e->db_path), 3,
-		"tickets print its start and venue");
+	/* sold, it moves too: a run tells its buyers (test_eventruns) */
+	assert_int_equal(RUN("event", "set", "1", "--starts-at", "2036-12-31 21:30", "--db",
+			     e->db_path), 0);
+	assert_non_null(strstr(out, "starts    2036-12-31 21:30 CET"));
+	assert_non_null(strstr(out, "move 1,"));
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM outbox WHERE job_id = "
+				  "'outbox:event-1:move-1' AND kind = 'event_run'"), 1);
+	assert_int_equal(tu_count(e->db_path, "SELECT change_no FROM events"), 1);
+	/* a new start equal to the one it has is no move */
+	assert_int_equal(RUN("event", "set", "1", "--starts-at", "2036-12-31 21:30", "--db",
+			     e->db_path), 0);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM event_runs"), 1);
 	assert_int_equal(RUN("event", "set", "1", "--capacity", "3", "--name", "Quartet Live",
 			     "--db", e->db_path), 0);
-	assert_non_null(strstr(out, "starts    2036-12-31 20:00 CET"));
+	assert_non_null(strstr(out, "starts    2036-12-31 21:30 CET"));
 	assert_non_null(strstr(out, "sold      3 of 3 seats"));
 	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM events WHERE name = "
 				  "'Quartet Live' AND venue = 'Hall' AND capacity = 3"), 1);

@@ -724,7 +724,12 @@ static void test_intake_and_render_of_one_event_do_not_deadlock(void **state)
 /* What 0010 added, taken away (the tickets table as 0002 made it): with
  * 0006-0009's own, the file is as schema 5 left it. */
 /* what 0012 added, taken away again */
-#define SCHEMA_BEFORE_0014                                                                    \
+#define SCHEMA_BEFORE_0015                                                                    \
+	"DROP TABLE event_run_orders; DROP TABLE event_runs; DROP INDEX orders_event_id; "     \
+	"ALTER TABLE events DROP COLUMN cancelled_at; ALTER TABLE events DROP COLUMN "         \
+	"cancel_reason; ALTER TABLE events DROP COLUMN change_no; ALTER TABLE events DROP "    \
+	"COLUMN reminders; "
+#define SCHEMA_BEFORE_0014 SCHEMA_BEFORE_0015                                                 \
 	"DROP TABLE effects; DROP TABLE refunds; DROP TABLE holds; DROP INDEX orders_payment_ref; " \
 	"ALTER TABLE events DROP COLUMN price_minor; ALTER TABLE events DROP COLUMN currency; "  \
 	"ALTER TABLE orders DROP COLUMN amount_minor; ALTER TABLE orders DROP COLUMN currency; " \

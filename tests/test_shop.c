@@ -50,16 +50,19 @@
 
 #include "clock.h"
 #include "event_edit.h"
+#include "event_runs.h"
 #include "handler.h"
 #include "holds.h"
 #include "jobkinds.h"
 #include "orders.h"
 #include "payments.h"
+#include "pipeline.h"
 #include "shop.h"
 #include "shop_jobs.h"
 #include "statedir.h"
 #include "stripe.h"
 #include "testutil.h"
+#include "ticket_jobs.h"
 #include "tickets.h"
 
 #define KEY "sk_test_shop"
@@ -208,10 +211,11 @@ static int setup_with(void **state, const struct variant *v)
 		so.tls_cert = cert;
 		so.tls_key = key;
 	}
+	so.state_dir = tu_state(F.e);
+	assert_int_equal(statedir_init(F.e->db_path, tu_state(F.e)), SD_OK);
 	if (shop_start(&so, &F.shop) != SD_OK)
 		fail_msg("shop_start: %s", err_msg());
 	snprintf(F.url, sizeof F.url, "%s://127.0.0.1:%d", v->tls ? "https" : "http", F.port);
-	assert_int_equal(statedir_init(F.e->db_path, tu_state(F.e)), SD_OK);
 	if (tickets_env_open(F.e->db_path, tu_state(F.e), NULL, NULL, NULL, &F.tenv) != SD_OK ||
 	    stripe_open(&sc, &F.tenv->stripe) != SD_OK)
 		fail_msg("tickets env: %s", err_msg());
@@ -1087,6 +1091,261 @@ static void test_demo_prepares_its_shop(void **state)
 	free(text);
 }
 
+/* ---- a whole event at once ----------------------------------------------------- */
+
+#define RUN(...) \
+	tu_run(out, sizeof out, err, sizeof err, (const char *const[]){ __VA_ARGS__, NULL })
+static char out[16384], err[16384];
+
+/* the box's jobs, run to the end in this process (the provider is paysink) */
+static void drain(void)
+{
+	struct pipeline_opts po;
+
+	memset(&po, 0, sizeof po);
+	po.worker.db_path = F.e->db_path;
+	po.worker.name = "shop-test";
+	po.worker.concurrency = 2;
+	po.worker.handlers = ticket_handlers;
+	po.worker.app = F.tenv;
+	po.poll_ms = 20;
+	if (pipeline_run(F.e->db, &po, NULL) != SD_OK)
+		fail_msg("pipeline: %s", err_msg());
+}
+
+/* the refunds in paysink's record under key */
+static int refunds_keyed(const char *key, int64_t *amount)
+{
+	json_t *rec = record(), *x;
+	size_t i;
+	int n = 0;
+
+	json_array_foreach(json_object_get(rec, "refunds"), i, x)
+		if (strcmp(json_string_value(json_object_get(x, "idempotency_key")), key) == 0) {
+			n++;
+			*amount = json_integer_value(json_object_get(x, "amount"));
+		}
+	json_decref(rec);
+	return n;
+}
+
+/* a paid shop order of one seat; [out] its public id (16 bytes) */
+static void paid_order(const char *email, char *pid)
+{
+	char hold[HOLD_ID_MAX], session[STRIPE_ID_MAX];
+	struct hold_view h;
+
+	checkout(1, email, hold, session);
+	pay(session);
+	for (int waited = 0; waited < WAIT_MS; waited += 50) {
+		assert_int_equal(hold_get(F.e->db, hold, &h), SD_OK);
+		if (h.order_public_id[0])
+			break;
+		tu_sleep_ms(50);
+	}
+	assert_true(h.order_public_id[0] != '\0');
+	snprintf(pid, 16, "%s", h.order_public_id);
+}
+
+/* a cancelled event refunds each payment once under refund-<order>, even
+ * when the worker dies between the provider's refund and its record */
+static void test_event_cancel_refunds_each_payment_once(void **state)
+{
+	char a[16], b[16], w[16], key[40];
+	struct order_new o = { F.event_id, "Window", NULL, 1, NULL, "card", 0, 0, NULL, NULL };
+	struct event_run_view run;
+	int already = 0, replayed = 0, rc = 0, round;
+	int64_t amount = 0;
+	json_t *rec;
+
+	(void)state;
+	paid_order("a%40example.org", a);
+	paid_order("b%40example.org", b);
+	assert_int_equal(order_add(F.e->db, &o, w, &replayed), SD_OK);
+	/* the holds' look-ups, due when their holds would have run out, done
+	 * now: the workers below, on the real clock, find nothing else ahead */
+	drain();
+	clock_fake_set(real_ms() + 11 * MIN_MS);
+	drain();
+	clock_fake_set(real_ms());
+	assert_int_equal(count("SELECT count(*) FROM stream"), 0);
+	assert_int_equal(event_cancel(F.e->db, F.event_id, "test", "Storm", &run, &already),
+			 SD_OK);
+	/* a worker of its own, with the provider, killed after paysink refunded */
+	setenv("STAGEDOOR_PAYMENT_PROVIDER", "stripe", 1);
+	setenv("STAGEDOOR_STRIPE_API_URL", F.ps_url, 1);
+	setenv("STAGEDOOR_STRIPE_KEY_FILE", F.key_file, 1);
+	setenv("STAGEDOOR_LEASE_MS", "1000", 1);
+	setenv("STAGEDOOR_STRIPE_TIMEOUT_MS", "1000", 1);	/* a refund's claim: stale in 6 s */
+	setenv("STAGEDOOR_FAILPOINTS", "refund_after_call=crash:1", 1);
+	for (round = 0; round < 4 && rc != 70; round++) {
+		assert_int_equal(RUN("relay", "--drain", "--db", F.e->db_path), 0);
+		rc = RUN("worker", "--drain", "--concurrency", "1", "--db", F.e->db_path);
+	}
+	unsetenv("STAGEDOOR_FAILPOINTS");
+	if (rc != 70)
+		fail_msg("the worker was to die after the refund call (exit 70), got %d: %s", rc,
+			 err);
+	/* the next worker takes the job over when the dead one's lease ends, and
+	 * its refund claim once that is stale (the provider's timeout + 5 s) */
+	for (round = 0; round < 4 && count("SELECT count(*) FROM stream") +
+		    count("SELECT count(*) FROM outbox WHERE published_at IS NULL") > 0; round++) {
+		assert_int_equal(RUN("relay", "--drain", "--db", F.e->db_path), 0);
+		assert_int_equal(RUN("worker", "--drain", "--db", F.e->db_path), 0);
+	}
+	assert_int_equal(count("SELECT count(*) FROM stream") +
+			 count("SELECT count(*) FROM outbox WHERE published_at IS NULL"), 0);
+	unsetenv("STAGEDOOR_LEASE_MS");
+	unsetenv("STAGEDOOR_STRIPE_TIMEOUT_MS");
+	unsetenv("STAGEDOOR_PAYMENT_PROVIDER");
+	unsetenv("STAGEDOOR_STRIPE_API_URL");
+	unsetenv("STAGEDOOR_STRIPE_KEY_FILE");
+	/* each payment refunded once, in full, under its order's key */
+	snprintf(key, sizeof key, "refund-%s", a);
+	assert_int_equal(refunds_keyed(key, &amount), 1);
+	assert_int_equal(amount, 1250);
+	snprintf(key, sizeof key, "refund-%s", b);
+	assert_int_equal(refunds_keyed(key, &amount), 1);
+	rec = record();
+	assert_int_equal(json_array_size(json_object_get(rec, "refunds")), 2);
+	/* the dead worker's call was asked again under the same key: replayed */
+	assert_true(json_integer_value(json_object_get(json_object_get(rec, "idempotency"),
+						       "replays")) >= 1);
+	json_decref(rec);
+	assert_int_equal(count("SELECT count(*) FROM refunds WHERE via = 'provider' AND "
+			       "done_at IS NOT NULL AND provider_refund_id LIKE 're_%'"), 2);
+	assert_int_equal(count("SELECT count(*) FROM refunds WHERE via = 'window'"), 1);
+	assert_int_equal(count("SELECT count(*) FROM outbox WHERE kind = 'refund_payment'"), 0);
+	assert_int_equal(count("SELECT refunded FROM event_runs"), 2);
+	assert_int_equal(count("SELECT at_window FROM event_runs"), 1);
+	assert_int_equal(count("SELECT count(*) FROM event_runs WHERE finished_at IS NOT NULL"), 1);
+	/* the buyers with an address: one email each (the window's buyer gave none) */
+	assert_int_equal(count("SELECT count(*) FROM email_sends WHERE kind = 'cancel-event' AND "
+			       "sent_at IS NOT NULL"), 2);
+}
+
+/* the message in the maildir whose name starts with prefix, its quoted-
+ * printable text flattened; malloc'd */
+static char *mail_text(const char *prefix)
+{
+	char path[800], *buf = NULL, *o;
+	const char *p;
+	struct dirent *d;
+	DIR *dp = opendir(F.maildir);
+	FILE *f = NULL;
+	long n;
+
+	assert_non_null(dp);
+	while ((d = readdir(dp)) && !f)
+		if (strncmp(d->d_name, prefix, strlen(prefix)) == 0) {
+			snprintf(path, sizeof path, "%s/%s", F.maildir, d->d_name);
+			f = fopen(path, "rb");
+		}
+	closedir(dp);
+	if (!f)
+		fail_msg("no message %s* in %s", prefix, F.maildir);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	for (p = buf, o = buf; *p; p++) {
+		if (p[0] == '=' && p[1] == '\r' && p[2] == '\n')
+			p += 2;
+		else if (p[0] == '=' && p[1] == '3' && p[2] == 'D')
+			*o++ = '=', p += 2;
+		else
+			*o++ = *p;
+	}
+	*o = '\0';
+	return buf;
+}
+
+/* a buyer who cannot come on a moved event's new date cancels from the
+ * email's link, once, however often they press, and is refunded once */
+static void test_moved_event_refund_link(void **state)
+{
+	char a[16], prefix[48], link[400], path[400], tok[32], cookie[160], body[200];
+	char bad[400], url[440];
+	const char *headers[] = { cookie, NULL };
+	struct event_change ch = { EVENT_SET_STARTS };
+	struct event_view v;
+	struct resp r;
+	int64_t amount = 0;
+	char *text, *p, *q;
+
+	(void)state;
+	snprintf(F.tenv->shop_url, sizeof F.tenv->shop_url, "%s", F.url);
+	paid_order("mover%40example.org", a);
+	drain();
+	ch.starts_at = clock_now_ms() + 40 * 24 * 3600 * 1000LL;
+	ch.actor = "test";
+	assert_int_equal(event_set(F.e->db, F.event_id, &ch, &v, NULL), SD_OK);
+	drain();
+	snprintf(prefix, sizeof prefix, "moved-%lld-1-%s", (long long)F.event_id, a);
+	text = mail_text(prefix);
+	p = strstr(text, F.url);
+	if (!p)
+		fail_msg("no link to the shop in the moved email: %s", text);
+	q = p + strcspn(p, "\r\n ");
+	snprintf(link, sizeof link, "%.*s", (int)(q - p), p);
+	free(text);
+	snprintf(path, sizeof path, "%s", link + strlen(F.url));
+	assert_int_equal(strncmp(path, "/r/", 3), 0);
+	/* the page offers the refund, with its form */
+	get(path, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "Cancel my order and pay me back"));
+	p = strstr(r.body, "name=\"csrf\" value=\"");
+	assert_non_null(p);
+	snprintf(tok, sizeof tok, "%.26s", p + 19);
+	snprintf(cookie, sizeof cookie, "Cookie: %s", r.cookie);
+	resp_free(&r);
+	/* a link for another order, a changed token, a change that never was */
+	snprintf(bad, sizeof bad, "%s", path);
+	bad[strlen(bad) - 1] = bad[strlen(bad) - 1] == '0' ? '1' : '0';
+	get(bad, NULL, &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	snprintf(bad, sizeof bad, "%s", path);
+	p = strstr(bad, "c=1");
+	assert_non_null(p);
+	p[2] = '2';
+	get(bad, NULL, &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	/* the form without its token changes nothing */
+	snprintf(url, sizeof url, "%s/r/%s", F.url, a);
+	p = strstr(link, "t=");
+	snprintf(body, sizeof body, "c=1&%s&csrf=%s", p, "aaaaaaaaaaaaaaaaaaaaaaaaaa");
+	http("POST", url, body, headers, &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+	assert_int_equal(tu_countf(F.e->db_path, "SELECT count(*) FROM orders WHERE public_id = "
+				   "'%s' AND cancelled_at IS NULL", a), 1);
+	/* pressed twice: one cancellation, one refund */
+	snprintf(body, sizeof body, "c=1&%s&csrf=%s", p, tok);
+	http("POST", url, body, headers, &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "Your order is cancelled"));
+	resp_free(&r);
+	http("POST", url, body, headers, &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "Your order is cancelled"));
+	resp_free(&r);
+	drain();
+	snprintf(prefix, sizeof prefix, "refund-%s", a);
+	assert_int_equal(refunds_keyed(prefix, &amount), 1);
+	assert_int_equal(amount, 1250);
+	assert_int_equal(tu_countf(F.e->db_path, "SELECT count(*) FROM order_changes c JOIN orders "
+				   "o ON o.id = c.order_id WHERE o.public_id = '%s' AND c.kind = "
+				   "'cancel' AND c.actor = 'buyer'", a), 1);
+	assert_int_equal(count("SELECT count(*) FROM email_sends WHERE kind = 'cancel' AND "
+			       "sent_at IS NOT NULL"), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1108,6 +1367,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_own_certificate, setup_tls, teardown),
 		cmocka_unit_test_setup_teardown(test_demo_prepares_its_shop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_event_cancel_refunds_each_payment_once, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_moved_event_refund_link, setup, teardown),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);

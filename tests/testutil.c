@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "event_edit.h"
 #include "notify.h"
 #include "queue.h"
 
@@ -173,12 +174,27 @@ static int make_env(void **state, int with_db)
 	if (tu_pg())
 		pg_fresh(e);
 	clock_fake_set(1000000000LL);
+	/* reminders (jobs scheduled a day ahead of an event) are off unless a
+	 * test turns them on (tu_reminders): the commands it runs and this
+	 * process alike */
+	tu_reminders(0);
 	queue_policy_reset();
 	notify_stop_reset();
 	if (with_db)
 		assert_int_equal(db_open(e->db_path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &e->db), SD_OK);
 	*state = e;
 	return 0;
+}
+
+void tu_reminders(int64_t before_ms)
+{
+	struct event_rules rules = *event_rules_get();
+	char v[32];
+
+	snprintf(v, sizeof v, "%lldms", (long long)before_ms);
+	setenv("STAGEDOOR_REMIND_BEFORE", v, 1);
+	rules.remind_before_ms = before_ms;
+	event_rules_set(&rules);
 }
 
 int tu_setup(void **state)

@@ -56,6 +56,11 @@ const char *tu_state(const struct tu_env *e);	/* one value read on the base URI;
 /* cmocka setup/teardown: a fresh tu_env in *state with the database made,
  * the fake clock at 1,000,000,000 ms, policies and the stop flag reset. */
 int tu_setup(void **state);
+
+/* tu_reminders: reminders before_ms ahead of an event (0: none, every
+ * setup's default) for the commands a test runs ($STAGEDOOR_REMIND_BEFORE)
+ * and in this process (event_rules_set). */
+void tu_reminders(int64_t before_ms);
 int tu_teardown(void **state);
 
 /* tu_setup_nodb: as tu_setup, with the directory only (no database). */

@@ -1,5 +1,5 @@
 /*
- * event.c: `stagedoor event add | ls | show | set | close`: events and
+ * event.c: `stagedoor event add | ls | show | set | close | cancel`: events and
  * their life.  Parsing and printing only; the work is in event_edit and
  * events.  Times are read and shown in the venue's zone (timefmt.h); --json
  * prints what the API answers.
@@ -17,6 +17,7 @@
 #include "cmd/commands.h"
 #include "db.h"
 #include "event_edit.h"
+#include "event_runs.h"
 #include "events.h"
 #include "money.h"
 #include "text.h"
@@ -78,9 +79,11 @@ static int event_add_cmd(int argc, char **argv)
 	return 0;
 }
 
-/* "on sale", "sales closed", "sold out" */
+/* "on sale", "sales closed", "sold out", "cancelled" */
 static const char *state_text(const struct event_view *v)
 {
+	if (v->cancelled_at)
+		return "cancelled";
 	if (event_state_name(v, clock_now_ms())[0] == 'c')
 		return "sales closed";
 	return v->seats_sold >= v->capacity ? "sold out" : "on sale";
@@ -144,11 +147,44 @@ static void show_text(const struct event_view *v)
 	       (long long)(v->seats_sold - v->admitted));
 	if (v->cancelled)
 		printf("cancelled %lld tickets\n", (long long)v->cancelled);
-	if (v->closed_at) {
+	if (v->cancelled_at) {
+		timefmt_format(v->cancelled_at, when, sizeof when);
+		printf("CANCELLED at %s: %s\n", when, v->cancel_reason);
+	} else if (v->closed_at) {
 		timefmt_format(v->closed_at, when, sizeof when);
 		printf("sales     closed at %s (the doors still admit)\n", when);
 	} else {
 		printf("sales     %s\n", state_text(v));
+	}
+	printf("reminders %s\n", v->reminders ? "on" : "off");
+}
+
+/* one run and its progress, as `event show` prints it */
+static void run_text(const struct event_run_view *r, void *arg)
+{
+	char when[TIMEFMT_TEXT_MAX], was[TIMEFMT_TEXT_MAX];
+
+	(void)arg;
+	timefmt_format(r->created_at, when, sizeof when);
+	if (r->kind == EVENT_RUN_CANCEL) {
+		printf("run %-5lld cancel, %s by %s\n", (long long)r->id, when, r->actor);
+		printf("          %lld of %lld order%s done: %lld refunded, %lld owed at the "
+		       "window, %lld emailed, %lld failed%s\n", (long long)r->done,
+		       (long long)r->orders, r->orders == 1 ? "" : "s", (long long)r->refunded,
+		       (long long)r->at_window, (long long)r->emailed, (long long)r->failed,
+		       r->enqueued_at ? "" : " (still queueing)");
+	} else {
+		timefmt_format(r->old_starts_at, was, sizeof was);
+		printf("run %-5lld move %lld, %s by %s (was %s, %s)\n", (long long)r->id,
+		       (long long)r->change_no, when, r->actor, was, r->old_venue);
+		printf("          %lld of %lld order%s done, %lld emailed, %lld failed%s\n",
+		       (long long)r->done, (long long)r->orders, r->orders == 1 ? "" : "s",
+		       (long long)r->emailed, (long long)r->failed,
+		       r->enqueued_at ? "" : " (still queueing)");
+	}
+	if (r->finished_at) {
+		timefmt_format(r->finished_at, when, sizeof when);
+		printf("          finished %s\n", when);
 	}
 }
 
@@ -168,17 +204,24 @@ static int event_id_arg(const char *s, int64_t *id)
 	return 2;
 }
 
-/* print the event as text, or as the API's JSON */
-static int event_print(const struct event_view *v, int json)
+/* print the event as text, or as the API's JSON (with db: its runs too) */
+static int event_print(struct db *db, const struct event_view *v, int json)
 {
+	enum sd_result r = SD_OK;
 	char *out;
 
 	if (!json) {
 		show_text(v);
-		return 0;
+		if (db)
+			r = event_run_each(db, v->id, run_text, NULL);
+		return r == SD_OK ? 0 : cli_fail(r);
 	}
-	if (!(out = api_event_json_text(v)))
-		return cli_fail(err_set(SD_NOMEM, "out of memory"));
+	if (db)
+		r = api_event_runs_text(db, v->id, &out);
+	else if (!(out = api_event_json_text(v)))
+		r = err_set(SD_NOMEM, "out of memory");
+	if (r != SD_OK)
+		return cli_fail(r);
 	printf("%s\n", out);
 	free(out);
 	return 0;
@@ -203,12 +246,64 @@ static int event_one(int argc, char **argv, int close)
 	if ((rc = cli_open_db(dbp, 0, close ? DB_SYNC_FULL : DB_SYNC_NORMAL, &db)) != 0)
 		return rc;
 	r = close ? event_close(db, id, &v, &was) : event_get(db, id, &v);
-	db_close(db);
-	if (r != SD_OK)
+	if (r != SD_OK) {
+		db_close(db);
 		return cli_fail(r);
+	}
 	if (was && !json)
 		fprintf(stderr, "stagedoor: event %lld's sales were closed already\n", (long long)id);
-	return event_print(&v, json);
+	rc = event_print(close ? NULL : db, &v, json);
+	db_close(db);
+	return rc;
+}
+
+static int event_cancel_cmd(int argc, char **argv)
+{
+	const char *dbp = NULL, *reason = NULL;
+	int json = 0, npos, rc, already = 0;
+	struct arg_opt opts[] = {
+		ARG_DB(&dbp),
+		{ "reason", ARG_STR, &reason, 0, 0, 0, "TEXT",
+		  "why, in words for the buyers: their email says it (1 to 200 bytes)", 0 },
+		ARG_JSON(&json),
+		ARG_END,
+	};
+	static const char usage[] = "event cancel ID --reason TEXT [--json]";
+	char *pos[ARGS_MAX_POS], actor[EVENT_RUN_ACTOR_MAX];
+	struct event_run_view run;
+	struct event_view v;
+	struct db *db;
+	enum sd_result r;
+	int64_t id;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, usage)) != 0 ||
+	    (rc = event_id_arg(pos[0], &id)) != 0)
+		return rc;
+	if (!reason) {
+		fprintf(stderr, "stagedoor: --reason is missing: every buyer's email says why\n"
+			"stagedoor: usage: stagedoor %s\n", usage);
+		return 2;
+	}
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
+		return rc;
+	cli_actor(actor, sizeof actor);
+	if ((r = event_cancel(db, id, actor, reason, &run, &already)) == SD_OK)
+		r = event_get(db, id, &v);
+	if (r != SD_OK) {
+		db_close(db);
+		return cli_fail(r);
+	}
+	if (!json && already)
+		fprintf(stderr, "stagedoor: event %lld was cancelled already; its run:\n",
+			(long long)id);
+	else if (!json)
+		printf("event %lld is cancelled: its sales are closed, its doors refuse its "
+		       "tickets, and each of its %lld live order%s is cancelled, paid back and "
+		       "told by the workers (`event show %lld` follows them)\n", (long long)id,
+		       (long long)v.orders, v.orders == 1 ? "" : "s", (long long)id);
+	rc = event_print(db, &v, json);
+	db_close(db);
+	return rc;
 }
 
 static int event_show_cmd(int argc, char **argv)
@@ -223,8 +318,9 @@ static int event_close_cmd(int argc, char **argv)
 
 static int event_set_cmd(int argc, char **argv)
 {
-	const char *dbp = NULL, *starts = NULL, *price = NULL, *currency = NULL;
+	const char *dbp = NULL, *starts = NULL, *price = NULL, *currency = NULL, *rem = NULL;
 	struct event_change c = { 0 };
+	char actor[EVENT_RUN_ACTOR_MAX];
 	int json = 0, npos, rc;
 	struct arg_opt opts[] = {
 		ARG_DB(&dbp),
@@ -239,11 +335,14 @@ static int event_set_cmd(int argc, char **argv)
 		  "price (the shop stops selling it)", 0 },
 		{ "currency", ARG_STR, &currency, 0, 0, 0, "CODE", "the price's ISO 4217 currency",
 		  0 },
+		{ "reminders", ARG_STR, &rem, 0, 0, 0, "on|off",
+		  "whether its buyers get a reminder email (remind_before) ahead of it", 0 },
 		ARG_JSON(&json),
 		ARG_END,
 	};
 	static const char usage[] = "event set ID [--name NAME] [--venue VENUE] [--starts-at TIME] "
-				    "[--capacity N] [--price AMOUNT|none --currency CODE] [--json]";
+				    "[--capacity N] [--price AMOUNT|none --currency CODE] "
+				    "[--reminders on|off] [--json]";
 	char *pos[ARGS_MAX_POS];
 	struct event_view v;
 	struct db *db;
@@ -263,11 +362,24 @@ static int event_set_cmd(int argc, char **argv)
 		    (r = event_price_parse(price, currency, &c.price_minor, c.currency)) != SD_OK)
 			return cli_fail(r);
 	}
+	if (rem) {
+		if (strcmp(rem, "on") != 0 && strcmp(rem, "off") != 0)
+			return cli_fail(err_set(SD_INVALID, "--reminders is on or off, not '%.20s'",
+						rem));
+		c.set |= EVENT_SET_REMINDERS;
+		c.reminders = strcmp(rem, "on") == 0;
+	}
 	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
 		return rc;
-	r = event_set(db, id, &c, &v, NULL);
+	cli_actor(actor, sizeof actor);
+	c.actor = actor;
+	if ((r = event_set(db, id, &c, &v, NULL)) != SD_OK) {
+		db_close(db);
+		return cli_fail(r);
+	}
+	rc = event_print(db, &v, json);
 	db_close(db);
-	return r == SD_OK ? event_print(&v, json) : cli_fail(r);
+	return rc;
 }
 
 static const struct cli_cmd event_subs[] = {
@@ -275,11 +387,13 @@ static const struct cli_cmd event_subs[] = {
 	{ "ls", event_ls_cmd, "list the events: start, sold, admitted, state", NULL, 0 },
 	{ "show", event_show_cmd, "one event: its start, seats sold and admitted, its sales",
 	  NULL, 0 },
-	{ "set", event_set_cmd, "change an event's name, venue, start, capacity or price", NULL,
-	  0 },
+	{ "set", event_set_cmd, "change an event's name, venue, start, capacity, price or "
+	  "reminders (a sold event's new start or venue: each buyer told, once)", NULL, 0 },
 	{ "close", event_close_cmd, "stop an event's sales (its doors still admit)", NULL, 0 },
+	{ "cancel", event_cancel_cmd, "cancel an event: every order cancelled, paid back and "
+	  "told, once", NULL, 0 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };
 
 const struct cli_cmd cmd_event = CLI_NODE("event", NULL, event_subs,
-		"events: add, list, show, change, close their sales");
+		"events: add, list, show, change, close their sales, cancel");

@@ -328,14 +328,6 @@ static int order_pdf_cmd(int argc, char **argv)
 
 /* ---- changes ----------------------------------------------------------- */
 
-/* who makes a change from the command line: "cli (<user>)" */
-static void cli_actor(char *buf, size_t size)
-{
-	struct passwd *pw = getpwuid(geteuid());
-
-	snprintf(buf, size, "cli (%s)", pw && pw->pw_name ? pw->pw_name : "unknown");
-}
-
 /* the ID (pos[0]) and the open database a change needs: 0, or the exit
  * code (the message printed) */
 static int change_open(int argc, char **argv, struct arg_opt *opts, int npos_min, int npos_max,

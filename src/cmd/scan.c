@@ -61,6 +61,9 @@ static int scan_main(int argc, char **argv)
 	case SCAN_CANCELLED:
 		printf("cancelled: seat %s, order %s\n", res.seat_label, res.order_id);
 		return 5;
+	case SCAN_EVENT_CANCELLED:
+		printf("event cancelled: %s\n", res.event_name);
+		return 5;
 	case SCAN_INVALID:
 	default:
 		printf("invalid\n");
@@ -70,4 +73,4 @@ static int scan_main(int argc, char **argv)
 
 const struct cli_cmd cmd_scan = CLI_NODE("scan", scan_main, NULL,
 		"admit a ticket at the door (exit 0 admitted, 3 already scanned, 4 invalid, 5 "
-		"cancelled)");
+		"cancelled, or its event is)");

@@ -25,6 +25,7 @@ static enum sd_result shop_options(const struct config *cfg, struct shop_opts *o
 
 	memset(o, 0, sizeof *o);
 	o->db_path = config_str(cfg, CONFIG_DB);
+	o->state_dir = config_str(cfg, CONFIG_STATE_DIR);
 	o->listen = config_str(cfg, CONFIG_SHOP_LISTEN);
 	o->url = config_str(cfg, CONFIG_SHOP_URL);
 	o->name = config_str(cfg, CONFIG_SHOP_NAME);

@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "clock.h"
 #include "cmd/commands.h"
 #include "config.h"
 #include "db.h"
@@ -52,7 +53,8 @@ static int worker_main(int argc, char **argv)
 		{ "batch", ARG_INT, &batch, 1, 10000, 0, NULL,
 		  "rows per transaction", 0 },
 		{ "drain", ARG_FLAG, &drain, 0, 0, 0, NULL,
-		  "stop when nothing is left to do", 0 },
+		  "stop when nothing is left to do in the next 10 minutes (a job scheduled "
+		  "later, such as a reminder, waits for the workers of run)", 0 },
 		/* started by `run`: its maintenance loop prunes, not each worker */
 		CLI_ARG_SUPERVISED(&supervised),
 		CLI_CONFIG_OPTS(&cf),
@@ -82,7 +84,8 @@ static int worker_main(int argc, char **argv)
 		config_free(&cfg);
 		return rc;
 	}
-	if (drain && queue_pending(db, &dp.total) != SD_OK)
+	if (drain &&
+	    queue_pending_due(db, clock_now_ms() + WORKER_DRAIN_HORIZON_MS, &dp.total) != SD_OK)
 		dp.total = 0;
 	db_close(db);
 	config_mail(&cfg, &mc);
@@ -96,6 +99,8 @@ static int worker_main(int argc, char **argv)
 		tickets_env_close(env);
 		return cli_fail(r);
 	}
+	cli_shop_base(&cfg, env->shop_url, sizeof env->shop_url);
+	env->provider_stale_ms = config_provider_stale_ms(&cfg);
 	/* a claim older than the lease can have no send of its holder left */
 	env->claim_stale_ms = send_lease;
 	log_event(LOG_INFO, "mail settings", "send_tickets_lease_ms=%lld mail_timeout_ms=%ld "

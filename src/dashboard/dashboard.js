@@ -49,8 +49,12 @@
  *   GET /v1/events/{id} -> EVENT                (a door token: its own event)
  *     EVENT: {"id":N, "name":"...", "venue":"...", "starts_at":"2026-12-04T19:00:00Z" (UTC),
  *             "starts_at_ms":MS, "capacity":N, "orders":N, "seats_sold":N, "seats_remaining":N,
- *             "admitted":N, "to_come":N, "cancelled":N, "state":"on_sale|closed",
- *             "closed_at":"RFC 3339"|null}
+ *             "admitted":N, "to_come":N, "cancelled":N, "state":"on_sale|closed|cancelled",
+ *             "closed_at":"RFC 3339"|null, "cancelled_at", "cancel_reason", "change":N,
+ *             "reminders":bool, "runs": [RUN] (GET /v1/events/{id} only: its whole-event
+ *             runs, newest first)}
+ *     RUN: {"kind":"cancel|move", "change":N, "orders":N, "done":N, "refunded":N,
+ *           "at_window":N, "emailed":N, "failed":N, "finished_at":...|null, ...}
  *   The operator sets events up (box_office gets 403 for these):
  *   POST /v1/events {"name", "venue", "starts_at":"2026-12-31T20:00", "capacity"} -> 201 EVENT
  *     (a starts_at without a zone is the venue's local time; 400 {"error", "field":"starts_at"}
@@ -58,6 +62,10 @@
  *   PATCH /v1/events/{id} {the fields changed} -> 200 EVENT
  *     (409 {"error", "field":"capacity"} for a capacity below the seats sold)
  *   POST /v1/events/{id}/close -> 200 EVENT (state "closed": no more sales)
+ *   POST /v1/events/{id}/cancel {"reason"} -> 202 EVENT (200 when it was already):
+ *     the night's row asks for the reason first; a cancelled or moved event's
+ *     row shows its latest run's progress, read with GET /v1/events/{id} on
+ *     each refresh (the few events of the night only)
  *   Every CHARTS_MS (15 s; at once when the event chosen changes), for the
  *   pictures of the night, drawn by charts.js (its header: what it draws):
  *   GET /v1/events/{id}/sales ->
@@ -294,10 +302,12 @@
 
   /* eventState: "on_sale", "closed" or "sold_out", and its words */
   function eventState(e) {
+    if (e.state === 'cancelled') return 'cancelled';
     if (e.state === 'closed') return 'closed';
     return typeof e.seats_remaining === 'number' && e.seats_remaining <= 0 ? 'sold_out' : 'on_sale';
   }
-  const STATE_WORDS = { on_sale: 'on sale', closed: 'sales closed', sold_out: 'sold out' };
+  const STATE_WORDS = { on_sale: 'on sale', closed: 'sales closed', sold_out: 'sold out',
+                        cancelled: 'cancelled' };
 
   function showEvents(events) {
     eventNames = new Map(events.map((e) => [e.id, e.name]));
@@ -328,6 +338,8 @@
 
   let shownEvents = [];
   let closing = null;        /* the event whose "close sales" asks to be confirmed */
+  let cancelling = null;     /* the event whose "cancel event" asks for its reason */
+  const runsOf = new Map();  /* event id -> its latest whole-event run */
   let eventBusy = false;     /* an event change in flight */
   let editing = null;        /* the event as it was when its edit opened */
 
@@ -366,21 +378,23 @@
         edit.disabled = eventBusy;
         edit.addEventListener('click', () => openEventForm(e));
         ops.append(edit);
-        if (e.state !== 'closed') {
-          const close = el('button', 'Close sales', 'danger close-sales');
-          close.type = 'button';
-          close.setAttribute('aria-label', 'close sales of ' + e.name);
-          close.disabled = eventBusy;
-          close.addEventListener('click', () => { closing = e.id; showNight(shownEvents); });
-          ops.append(close);
-        }
+        if (e.state !== 'closed' && e.state !== 'cancelled')
+          ops.append(askButton('Close sales', 'close-sales', 'close sales of ' + e.name,
+                               () => { closing = e.id; cancelling = null; }));
+        if (e.state !== 'cancelled')
+          ops.append(askButton('Cancel event', 'cancel-event', 'cancel ' + e.name,
+                               () => { cancelling = e.id; closing = null; }));
       }
+      const stateCell = el('td', STATE_WORDS[st], 'state state-' + st);
+      const run = runsOf.get(e.id);
+      if (run) stateCell.append(el('span', runWords(run), 'run-progress'));
       tr.append(el('td', e.name), el('td', e.venue || '–'), el('td', when(e.starts_at_ms), 'when'),
                 el('td', num(e.seats_sold) + ' / ' + num(e.capacity), 'num'),
                 el('td', num(e.admitted), 'num'), el('td', num(e.seats_remaining), 'num'),
-                el('td', STATE_WORDS[st], 'state state-' + st), ops);
+                stateCell, ops);
       rows.push(tr);
       if (operator && closing === e.id && e.state !== 'closed') rows.push(closeRow(e));
+      if (operator && cancelling === e.id && e.state !== 'cancelled') rows.push(cancelRow(e));
     }
     fillRows($('night-list'), 'night-empty', rows);
   }
@@ -401,6 +415,83 @@
                       'the tickets sold stay valid.'), yes, keep);
     tr.append(td);
     return tr;
+  }
+
+  /* askButton: a row's button whose second step asks first (ask() marks it) */
+  function askButton(text, cls, label, ask) {
+    const b = el('button', text, 'danger ' + cls);
+    b.type = 'button';
+    b.setAttribute('aria-label', label);
+    b.disabled = eventBusy;
+    b.addEventListener('click', () => { ask(); showNight(shownEvents); });
+    return b;
+  }
+
+  /* runWords: a run's progress in one line, from the counts its jobs keep */
+  function runWords(r) {
+    const what = r.kind === 'cancel' ? 'cancelling' : 'moved (change ' + num(r.change) + ')';
+    const parts = [num(r.done) + ' of ' + num(r.orders) + ' orders done'];
+    if (r.kind === 'cancel') parts.push(num(r.refunded) + ' refunded', num(r.at_window) + ' owed at the window');
+    parts.push(num(r.emailed) + ' emailed');
+    if (r.failed) parts.push(num(r.failed) + ' failed');
+    return ' · ' + (r.finished_at ? (r.kind === 'cancel' ? 'cancelled' : 'moved') + ': ' : what + ': ') +
+      parts.join(', ');
+  }
+
+  /* cancelRow: "cancel event" asks why (the buyers' email says it) */
+  function cancelRow(e) {
+    const tr = el('tr', null, 'confirm-row');
+    tr.dataset.eventId = e.id;
+    const td = el('td');
+    td.colSpan = 8;
+    const label = el('label', 'Why (the buyers read it) ');
+    const reason = el('input', null, 'cancel-reason');
+    reason.type = 'text';
+    reason.maxLength = 200;
+    reason.required = true;
+    label.append(reason);
+    const yes = el('button', 'Yes, cancel the event', 'danger cancel-confirm');
+    const keep = el('button', 'Keep the event', 'quiet cancel-keep');
+    yes.type = keep.type = 'button';
+    yes.disabled = eventBusy;
+    yes.addEventListener('click', () => cancelEvent(e, reason.value.trim()));
+    keep.addEventListener('click', () => { cancelling = null; showNight(shownEvents); });
+    td.append(el('p', 'Cancel ' + e.name + '? Its sales stop, its doors refuse its tickets, every ' +
+                      'order is cancelled and paid back, and each buyer gets one email. This cannot ' +
+                      'be undone.'), label, yes, keep);
+    tr.append(td);
+    return tr;
+  }
+
+  async function cancelEvent(e, reason) {
+    if (eventBusy) return;
+    if (!reason) {
+      nightMessage('Say why the event is cancelled: the buyers read it in their email.', 'error');
+      return;
+    }
+    eventBusy = true;
+    showNight(shownEvents);
+    try {
+      const r = await api('POST', '/v1/events/' + encodeURIComponent(e.id) + '/cancel', { reason });
+      cancelling = null;
+      nightMessage(((r && r.name) || e.name) + ' is cancelled: its orders are being cancelled, ' +
+                   'paid back and told, below.', 'ok');
+    } catch (err) {
+      if (err instanceof AuthError) return fail(err);
+      nightMessage(err.why || err.message, 'error');
+    } finally {
+      eventBusy = false;
+    }
+    refresh();
+  }
+
+  /* loadRuns: the latest run of each of the night's cancelled or moved events */
+  async function loadRuns(events) {
+    const want = tonight(events).filter((e) => e.state === 'cancelled' || e.change > 0);
+    const got = await Promise.all(want.map((e) =>
+      api('GET', '/v1/events/' + encodeURIComponent(e.id)).catch(() => null)));
+    runsOf.clear();
+    got.forEach((d) => { if (d && d.runs && d.runs.length) runsOf.set(d.id, d.runs[0]); });
   }
 
   async function closeSales(e) {
@@ -707,10 +798,12 @@
     try {
       const r = await api('POST', '/v1/scan', { code });
       const words = { admitted: 'ADMITTED', already_scanned: 'ALREADY SCANNED', invalid: 'INVALID',
-                      wrong_event: 'WRONG EVENT', doors_closed: 'DOORS CLOSED' };
+                      wrong_event: 'WRONG EVENT', doors_closed: 'DOORS CLOSED',
+                      cancelled: 'CANCELLED', event_cancelled: 'EVENT CANCELLED' };
       let text = words[r.result] || String(r.result);
       if (r.result === 'already_scanned' && r.scanned_at) text += ' at ' + when(r.scanned_at);
-      if ((r.result === 'wrong_event' || r.result === 'doors_closed') && r.event)
+      if ((r.result === 'wrong_event' || r.result === 'doors_closed' ||
+           r.result === 'event_cancelled') && r.event)
         text += ': ' + r.event.name + ', ' + when(r.event.starts_at_ms);
       out.textContent = text;
       out.className = 'scan-result ' + (words[r.result] ? r.result : 'error');
@@ -780,6 +873,7 @@
         : null,
     ]);
     if (stats) showStats(stats);
+    if (events && me.role === 'operator' && !$('night').hidden) await loadRuns(events.events || []);
     if (events) showEvents(events.events || []);
     if (leased) showLeased(leased.jobs || []);
     if (dead) showDead(dead.jobs || []);

@@ -50,6 +50,7 @@
  *     {"result":"cancelled", "seat":"A-1", "order_id":"T..."}
  *     {"result":"wrong_event", "event":{"id":N, "name":"...", "starts_at":"ISO", "starts_at_ms":MS}}
  *     {"result":"doors_closed", "event":{...}, "doors_open_at":"ISO", "doors_close_at":"ISO"}
+ *     {"result":"event_cancelled", "event":{...}}
  *   Errors: any non-2xx status, body {"error":"...", "field":"..."} when JSON;
  *   401: the token is refused (ask again); 403: its role may not do this.
  *
@@ -65,10 +66,10 @@
  *   #door-manual (input) in #door-manual-form, #door-wedge (input);
  *   #door-pending (shown while a scan waits for its answer);
  *   #door-result[data-result="admitted|already_scanned|invalid|wrong_event|
- *     cancelled|doors_closed|error"][data-seq] (the last answer; data-seq
+ *     cancelled|doors_closed|event_cancelled|error"][data-seq] (the last answer; data-seq
  *     counts answers; hidden after RESULT_MS or a tap), #door-result-title
  *     (ADMITTED, ALREADY SCANNED, INVALID, WRONG EVENT, CANCELLED,
- *     DOORS CLOSED, NOT CHECKED), #door-result-detail (lines of text);
+ *     DOORS CLOSED, EVENT CANCELLED, NOT CHECKED), #door-result-detail (lines of text);
  *   #door-forget, #door-main, body[data-ready] (set once the door is shown).
  */
 'use strict';
@@ -88,7 +89,7 @@
   const TITLES = {
     admitted: 'ADMITTED', already_scanned: 'ALREADY SCANNED', invalid: 'INVALID',
     wrong_event: 'WRONG EVENT', cancelled: 'CANCELLED', doors_closed: 'DOORS CLOSED',
-    error: 'NOT CHECKED',
+    event_cancelled: 'EVENT CANCELLED', error: 'NOT CHECKED',
   };
 
   const $ = (id) => document.getElementById(id);
@@ -408,6 +409,9 @@
       break;
     case 'cancelled':
       showResult('cancelled', ['This ticket was cancelled', seatOrder(a)]);
+      break;
+    case 'event_cancelled':
+      showResult('event_cancelled', ['This event is cancelled', eventLine(a.event)]);
       break;
     case 'doors_closed':
       showResult('doors_closed', [eventLine(a.event),

@@ -83,8 +83,8 @@ async function main() {
     /* the event set-up is the operator's: no form, no button to open it, edit or close */
     for (const sel of ['#event-new', '#event-form'])
       check(!(await page.locator(sel).isVisible()), `${sel} is shown to a ${role} token`);
-    check(await page.locator('button.edit:visible, button.close-sales:visible').count() === 0,
-          `a ${role} token sees a button to edit or close an event`);
+    check(await page.locator('button.edit:visible, button.close-sales:visible, button.cancel-event:visible').count() === 0,
+          `a ${role} token sees a button to edit, close or cancel an event`);
     if (role === 'box_office') {
       check(await page.locator('#sell-form').isVisible(), 'a box office token does not see the sale form');
       await page.waitForFunction(() => document.querySelectorAll('#sell-event option:not([value=""])').length > 0)

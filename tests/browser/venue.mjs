@@ -34,6 +34,12 @@
 //      closed before the "yes"): it shows "sales closed", has no Close
 //      button, is not offered in the sale form, and a POST /v1/orders to it
 //      by this script gets 409;
+//  10b. cancels the event through its reason step: without a reason the
+//      page says why and posts nothing; with one, the event is cancelled
+//      (the API's state "cancelled", no Cancel button left) and its row
+//      shows the run's progress until both its orders are done (a free
+//      event: nothing owed) and the one with an address is told (the box's
+//      workers do it);
 //  11. opens an order with a ticket admitted at the door: the cancel is
 //      disabled and the page says so ("N ticket(s) of this order were
 //      admitted at the door; it cannot be cancelled") without asking, and
@@ -403,6 +409,34 @@ async function main() {
     const late = await call('POST', '/v1/orders', { event_id: made.id, seats: 1, name: 'Too late', payment: 'cash' },
                             { 'Idempotency-Key': 'venue-late-' + Date.now() });
     check(late.status === 409, `a sale for the closed event answered ${late.status} ${JSON.stringify(late.body)}`);
+
+    // 10b. cancel the whole event: asked why, then cancelled, its progress shown
+    await page.click(`${rowSel} button.cancel-event`);
+    const cancelSel = `#night-list tr.confirm-row[data-event-id="${cssq(made.id)}"]`;
+    await page.waitForSelector(`${cancelSel} button.cancel-confirm`);
+    const sentBefore = sent.length;
+    await page.click(`${cancelSel} button.cancel-confirm`);
+    await until(async () => /Say why/.test(await page.textContent('#night-message')),
+                'a cancel without a reason says nothing');
+    check(sent.length === sentBefore && (await eventOf(made.id)).state === 'closed',
+          'a cancel without a reason was posted');
+    await page.fill(`${cancelSel} input.cancel-reason`, 'The band is stuck in snow');
+    await page.click(`${cancelSel} button.cancel-confirm`);
+    await page.waitForSelector(`${rowSel}[data-state="cancelled"]`);
+    check(await page.locator(`${rowSel} button.cancel-event`).count() === 0, 'a cancelled event still offers "Cancel event"');
+    const gone = await eventOf(made.id);
+    check(gone.state === 'cancelled' && gone.cancel_reason === 'The band is stuck in snow',
+          'the event is not cancelled in the API: ' + JSON.stringify(gone));
+    let progress = '';
+    await until(async () => {
+      progress = await page.textContent(`${rowSel} td.state .run-progress`).catch(() => '') || '';
+      return /cancelled: 2 of 2 orders done, 0 refunded, 0 owed at the window, 1 emailed/.test(progress);
+    }, 'the cancelled event\'s row does not show its run finished').catch(() => {
+      throw new Fail('the cancelled event\'s row does not show its run finished: it shows "' + progress + '"');
+    });
+    const runs = (await api('/v1/events/' + encodeURIComponent(made.id))).runs;
+    check(runs.length === 1 && runs[0].kind === 'cancel' && runs[0].orders === 2 && runs[0].done === 2,
+          'the run in the API: ' + JSON.stringify(runs));
 
     // 11. the cancel of an order with an admitted ticket is refused before it asks
     let admittedOrder = null;

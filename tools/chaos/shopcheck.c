@@ -18,7 +18,7 @@
  *              hold 'refunded', and one refund email (effects marked sent,
  *              one message under refunded-<payment>); never both, never
  *              neither.  A cancelled online order has its one refund
- *              (reason cancelled) and no refund email
+ *              (reason cancelled, key refund-<order>) and no refund email
  *   orders     no online order without a paid session; no payment_ref on an
  *              order that is not online; no refund at the provider without
  *              a paid session, none twice for one payment; no refund email
@@ -63,6 +63,7 @@ struct rsess {			/* a session in paysink's record */
 	long n_refunds;
 	long long refund_sum;
 	int refund_key_ok;
+	char refund_key[160];
 	long order, hold_row;		/* indexes, -1 none */
 	int paid_logged;		/* a buyer's payment was acknowledged */
 };
@@ -518,9 +519,15 @@ static void check_paid(struct shop *S, long i, char *const *keys, long nkeys)
 			continue;
 		s->n_refunds++;
 		s->refund_sum += S->r[j].amount;
-		snprintf(key, sizeof key, "refund-%s", s->pi);
-		s->refund_key_ok = strcmp(S->r[j].key, key) == 0;
+		copy(s->refund_key, sizeof s->refund_key, S->r[j].key);
 	}
+	/* a late payment's refund is keyed by the payment, a cancelled
+	 * order's by the order (refunds.h) */
+	if (oi >= 0)
+		snprintf(key, sizeof key, "refund-%s", S->o[oi].pub);
+	else
+		snprintf(key, sizeof key, "refund-%s", s->pi);
+	s->refund_key_ok = strcmp(s->refund_key, key) == 0;
 	snprintf(key, sizeof key, "refunded-%s", s->pi);
 	msgs = keys_for(keys, nkeys, key);
 	if (n_orders > 1)
