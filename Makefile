@@ -346,6 +346,7 @@ bench: deps-build
 	build/stagedoor-bench claim --scheduled 300000 --leased 30000 --done 300000
 	build/stagedoor-bench scale --sizes 10000,100000
 	build/stagedoor-bench shop --rounds 3
+	build/stagedoor-bench event
 
 # The PSS of run's process tree under 10 minutes of orders (tools/bench/memory.sh;
 # MEMORY_MINUTES, MEMORY_RATE orders/s).

@@ -800,5 +800,7 @@ const struct cli_cmd bench_commands[] = {
 				      "line", NULL, 0 },
 	{ "shop", bench_shop_cmd, "the public shop against paysink: checkouts/s, and a paid "
 				  "hold's way to its order by webhook, return and reconcile", NULL, 0 },
+	{ "event", bench_event_cmd, "a whole event cancelled: children/s from the cancel to the "
+				    "last email, refunds at paysink", NULL, 0 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };

@@ -94,6 +94,9 @@ int bench_scale_cmd(int argc, char **argv);
 /* bench_intake_cmd: `bench intake`, given the words after "intake". */
 int bench_intake_cmd(int argc, char **argv);
 
+/* bench_event_cmd: `bench event`, given the words after "event". */
+int bench_event_cmd(int argc, char **argv);
+
 /* bench_shop_cmd: `bench shop`, given the words after "shop". */
 int bench_shop_cmd(int argc, char **argv);
 

@@ -102,6 +102,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "bench_child.h"
 #include "bench_http.h"
 #include "clock.h"
 #include "db.h"
@@ -167,98 +168,6 @@ struct bs_args {
 	char journal[16];
 };
 
-/* ======================== child processes ================================ */
-
-struct bs_child {
-	pid_t pid;
-	const char *what;
-	char log[PATH_MAX + 64];
-};
-
-/* the environment of a child: this one's without STAGEDOOR_*, and extra */
-static char **bs_env(char *const *extra)
-{
-	size_t n = 0, k = 0, i;
-	char **env;
-
-	while (environ[n])
-		n++;
-	for (i = 0; extra && extra[i]; i++)
-		n++;
-	if (!(env = calloc(n + 1, sizeof *env)))
-		return NULL;
-	for (i = 0; environ[i]; i++)
-		if (strncmp(environ[i], "STAGEDOOR_", 10) != 0)
-			env[k++] = environ[i];
-	for (i = 0; extra && extra[i]; i++)
-		env[k++] = extra[i];
-	env[k] = NULL;
-	return env;
-}
-
-/* the last line of a child's log, for a message */
-static void bs_log_tail(const char *log, char *out, size_t size)
-{
-	char line[512];
-	FILE *f = fopen(log, "r");
-
-	out[0] = '\0';
-	if (!f)
-		return;
-	while (fgets(line, sizeof line, f))
-		if (line[0] && line[0] != '\n')
-			snprintf(out, size, "%.*s", (int)strcspn(line, "\n"), line);
-	fclose(f);
-}
-
-/*
- * bs_spawn: argv[0] with its output into c->log.  ready_fd >= 0: the write
- * end of a pipe handed to the child as fd 3 (STAGEDOOR_READY_FD=3 is in
- * envp then).
- */
-static enum sd_result bs_spawn(struct bs_child *c, const char *const *argv, char *const *envp,
-			       int ready_fd)
-{
-	posix_spawn_file_actions_t fa;
-	int rc;
-
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, c->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	if (ready_fd >= 0)
-		posix_spawn_file_actions_adddup2(&fa, ready_fd, 3);
-	rc = posix_spawn(&c->pid, argv[0], &fa, NULL, (char *const *)argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc != 0) {
-		c->pid = 0;
-		return err_set(SD_IO, "cannot start %s (%s): %s", c->what, argv[0], strerror(rc));
-	}
-	return SD_OK;
-}
-
-/* bs_stop: SIGTERM, then up to 10 s, then SIGKILL; accepts a child never
- * started */
-static void bs_stop(struct bs_child *c)
-{
-	int st, i;
-
-	if (c->pid <= 0)
-		return;
-	kill(c->pid, SIGTERM);
-	for (i = 0; i < 1000; i++) {
-		if (waitpid(c->pid, &st, WNOHANG) == c->pid) {
-			c->pid = 0;
-			return;
-		}
-		usleep(10000);
-	}
-	kill(c->pid, SIGKILL);
-	waitpid(c->pid, &st, 0);
-	c->pid = 0;
-}
-
-/* bs_cpu_ms: a child's CPU time so far (all its threads), from /proc */
 static double bs_cpu_ms(pid_t pid)
 {
 	char path[64], buf[1024], *p;
@@ -293,100 +202,35 @@ static double bs_self_cpu_ms(void)
 	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000.0;
 }
 
-/* a loopback port free now (the shop takes it a moment later; paysink
- * must know the shop's address before the shop knows paysink's) */
-static int bs_free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t n = sizeof a;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = 0;
-
-	if (fd < 0)
-		return 0;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &n) == 0)
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
-static enum sd_result bs_write_secret(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	size_t n = strlen(text);
-
-	if (fd < 0 || write(fd, text, n) != (ssize_t)n) {
-		if (fd >= 0)
-			close(fd);
-		return err_set(SD_IO, "cannot write %s: %s", path, strerror(errno));
-	}
-	close(fd);
-	return SD_OK;
-}
-
 /* paysink on a loopback port, its webhooks to the shop's port; [out]
  * *port.  drop: every event dropped (--drop-pct 100). */
 static enum sd_result bs_paysink(const struct bs_args *a, const char *dir, const char *tag,
-				 int shop_port, int drop, struct bs_child *c, int *port, char *record)
+				 int shop_port, int drop, struct bench_child *c, int *port, char *record)
 {
-	char port_file[PATH_MAX + 64], hook[96], why[300], slow[24];
-	const char *argv[24] = { a->paysink, "--listen", "127.0.0.1:0", "--api-key", BS_KEY,
-				 "--record", record, "--port-file", port_file, "--webhook-url", hook,
-				 "--webhook-secret", BS_SECRET };
-	char **env;
-	enum sd_result r;
-	int n = 13, waited;
-	FILE *f;
+	char slow[24];
+	const char *more[8];
+	int n = 0;
 
 	snprintf(record, PATH_MAX + 64, "%s/paysink-%s-%d.json", a->paysink_dir ? a->paysink_dir
 		 : dir, tag, (int)getpid());
-	snprintf(port_file, sizeof port_file, "%s/paysink-%s.port", dir, tag);
-	snprintf(hook, sizeof hook, "http://127.0.0.1:%d/stripe/webhook", shop_port);
-	snprintf(c->log, sizeof c->log, "%s/paysink-%s.log", dir, tag);
-	c->what = "paysink";
 	if (drop) {
-		argv[n++] = "--drop-pct";
-		argv[n++] = "100";
+		more[n++] = "--drop-pct";
+		more[n++] = "100";
 	}
 	if (a->slow_ms > 0) {
 		snprintf(slow, sizeof slow, "%lld", (long long)a->slow_ms);
-		argv[n++] = "--slow-ms";
-		argv[n++] = slow;
+		more[n++] = "--slow-ms";
+		more[n++] = slow;
 	}
-	argv[n] = NULL;
-	*port = 0;
-	if (!(env = bs_env(NULL)))
-		return err_set(SD_NOMEM, "out of memory");
-	r = bs_spawn(c, argv, env, -1);
-	free(env);
-	if (r != SD_OK)
-		return r;
-	for (waited = 0; waited < BS_START_MS && !*port; waited += 5) {
-		if ((f = fopen(port_file, "r"))) {
-			if (fscanf(f, "%d", port) != 1)
-				*port = 0;
-			fclose(f);
-		}
-		if (!*port) {
-			if (waitpid(c->pid, NULL, WNOHANG) == c->pid) {
-				c->pid = 0;
-				break;
-			}
-			usleep(5000);
-		}
-	}
-	if (*port)
-		return SD_OK;
-	bs_log_tail(c->log, why, sizeof why);
-	return err_set(SD_IO, "paysink did not start (%s; make build/paysink): %s", a->paysink,
-		       why);
+	more[n] = NULL;
+	return bench_paysink_start(a->paysink, dir, tag, record, shop_port, BS_KEY, BS_SECRET, more,
+				   c, port);
 }
 
 /* `stagedoor <role>` on the box at path, talking to paysink at ps_port,
  * until stopped; waits until it says it started */
 static enum sd_result bs_stagedoor(const struct bs_args *a, const char *dir, const char *path,
-				   const char *role, int ps_port, struct bs_child *c)
+				   const char *role, int ps_port, struct bench_child *c)
 {
 	char db[PATH_MAX + 16], api[64], key[PATH_MAX + 32], why[300] = "";
 	char *extra[] = { "STAGEDOOR_CONFIG=/dev/null", db, "STAGEDOOR_PAYMENT_PROVIDER=stripe", api,
@@ -412,12 +256,12 @@ static enum sd_result bs_stagedoor(const struct bs_args *a, const char *dir, con
 		return err_set(SD_IO, "fcntl: %s", strerror(errno));
 	}
 	close(fds[1]);
-	if (!(env = bs_env(extra))) {
+	if (!(env = bench_child_env(extra))) {
 		close(fds[0]);
 		close(w);
 		return err_set(SD_NOMEM, "out of memory");
 	}
-	r = bs_spawn(c, argv, env, w);
+	r = bench_child_spawn(c, argv, env, w);
 	free(env);
 	close(w);
 	if (r != SD_OK) {
@@ -436,7 +280,7 @@ static enum sd_result bs_stagedoor(const struct bs_args *a, const char *dir, con
 		why[got] = '\0';
 		return err_set(SD_IO, "stagedoor %s cannot start: %s", role, why + 1);
 	}
-	bs_log_tail(c->log, why, sizeof why);
+	bench_child_log_tail(c->log, why, sizeof why);
 	return err_set(SD_IO, "stagedoor %s (%s) did not say it started (make bin/stagedoor): %s",
 		       role, a->stagedoor, why);
 }
@@ -450,7 +294,7 @@ struct bs_box {
 	int shop_port, ps_port;
 	struct shop *shop;
 	struct stripe *stripe;		/* the bench's own client, as the shop's */
-	struct bs_child paysink, relay, worker;
+	struct bench_child paysink, relay, worker;
 	char record[PATH_MAX + 64];	/* paysink's */
 	int outside;			/* record is outside the bench folder: removed at the end */
 };
@@ -476,15 +320,15 @@ static enum sd_result bs_box_start(const struct bs_args *a, const char *parent, 
 	snprintf(secf, sizeof secf, "%s/stripe.whsec", b->dir);
 	if ((r = db_open(b->path, DB_OPEN_CREATE, DB_SYNC_FULL, &b->db)) != SD_OK ||
 	    (r = statedir_init(b->path, NULL)) != SD_OK ||
-	    (r = bs_write_secret(keyf, BS_KEY "\n")) != SD_OK ||
-	    (r = bs_write_secret(secf, BS_SECRET "\n")) != SD_OK)
+	    (r = bench_write_secret(keyf, BS_KEY "\n")) != SD_OK ||
+	    (r = bench_write_secret(secf, BS_SECRET "\n")) != SD_OK)
 		return r;
 	ev.starts_at = (clock_now_ms() / 86400000 + 30) * 86400000 + 20 * 3600000;
 	ev.capacity = seats < 1000000 ? seats : 1000000;
 	if ((r = event_price_parse("25.00", "EUR", &ev.price_minor, ev.currency)) != SD_OK ||
 	    (r = event_add(b->db, &ev, &b->event_id)) != SD_OK)
 		return r;
-	if (!(b->shop_port = bs_free_port()))
+	if (!(b->shop_port = bench_free_port()))
 		return err_set(SD_IO, "no free loopback port");
 	if (a->paysink_dir)
 		b->outside = 1;
@@ -517,9 +361,9 @@ static void bs_box_stop(struct bs_box *b)
 {
 	shop_stop(b->shop);
 	b->shop = NULL;
-	bs_stop(&b->worker);
-	bs_stop(&b->relay);
-	bs_stop(&b->paysink);
+	bench_child_stop(&b->worker);
+	bench_child_stop(&b->relay);
+	bench_child_stop(&b->paysink);
 	if (b->outside && b->record[0]) {
 		char tmp[PATH_MAX + 80];
 

@@ -10,6 +10,7 @@
  *            [--retry-base-ms N] [--retry-cap-ms N] [--webhook-attempts N]]
  *           [--dup-pct P] [--drop-pct P] [--delay-ms-max N] [--reorder]
  *           [--fail-5xx-pct P] [--refund-fail-pct P] [--slow-ms N] [--seed S]
+ *           [--record-at-exit]
  *
  * It serves plain HTTP on loopback only, or HTTPS (--cert and --key, PEM;
  * libmicrohttpd with GnuTLS, TLS 1.2 or later) on any address.  The subset
@@ -75,7 +76,10 @@
  *
  * The record (--record FILE) is the whole state as JSON, rewritten
  * atomically (temp file, fsync, rename, fsync of the folder) after every
- * change; GET /_paysink/record answers the same bytes:
+ * change (with --record-at-exit only when it stops: a benchmark's fast
+ * provider, whose record of thousands of sessions would otherwise be
+ * rewritten and flushed at every request); GET /_paysink/record answers the
+ * same bytes, from memory:
  *   {"sessions": [{"id", "client_reference_id", "metadata", "amount_total",
  *                  "currency", "status", "payment_status", "payment_intent",
  *                  "charges", "amount_refunded", "created", "expires_at",
@@ -156,7 +160,8 @@ static void usage(void)
 		"                [--webhook-ca F] [--webhook-events LIST] [--webhook-timeout-ms N]\n"
 		"                [--retry-base-ms N] [--retry-cap-ms N] [--webhook-attempts N]]\n"
 		"               [--dup-pct P] [--drop-pct P] [--delay-ms-max N] [--reorder]\n"
-		"               [--fail-5xx-pct P] [--refund-fail-pct P] [--slow-ms N] [--seed S]\n");
+		"               [--fail-5xx-pct P] [--refund-fail-pct P] [--slow-ms N] [--seed S]\n"
+		"               [--record-at-exit]\n");
 	exit(2);
 }
 
@@ -285,6 +290,10 @@ static void opts_parse(int argc, char **argv)
 			usage();
 		if (strcmp(a, "--reorder") == 0) {
 			ps_opts.reorder = 1;
+			continue;
+		}
+		if (strcmp(a, "--record-at-exit") == 0) {
+			ps_opts.record_at_exit = 1;
 			continue;
 		}
 		if (strncmp(a, "--", 2) != 0)

@@ -43,6 +43,7 @@ struct ps_opts {
 	long drop_pct;			/* events never delivered, % */
 	long delay_ms_max;		/* each copy waits 0..N ms first */
 	int reorder;			/* a session's later event goes first */
+	int record_at_exit;		/* the record file written when it stops only */
 	long fail_5xx_pct;		/* API POSTs answered 500, % */
 	long refund_fail_pct;		/* refund POSTs answered 500, % */
 	long slow_ms;			/* API POSTs held with their key in flight */

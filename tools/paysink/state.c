@@ -489,10 +489,12 @@ static int write_all(int fd, const char *buf, size_t len)
 void record_write(void)
 {
 	char tmp[PATH_MAX], dir[PATH_MAX];
-	char *text = record_text();
+	char *text;
 	int fd = -1, ok = 0;
 
-	if (!text)
+	if (ps_opts.record_at_exit && !ps_stopping)
+		return;
+	if (!(text = record_text()))
 		goto out;
 	snprintf(tmp, sizeof tmp, "%s.tmp", ps_opts.record);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
