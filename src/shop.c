@@ -528,9 +528,11 @@ static void refund_route(struct shop *s, struct db *db, const struct http_reques
 		r = refund_link_use(db, s->key, id, change_no, t, now, &v);
 		if (r == SD_OK && was_open)
 			log_event(LOG_INFO, "order cancelled by its buyer", "order=%s", v.public_id);
-		else if (r == SD_CONFLICT)
+		else if (r == SD_CONFLICT) {	/* started, cancelled, or a ticket admitted */
 			status = 409;
-		else if (r != SD_OK) {
+			if (v.state == REFUND_LINK_OPEN)
+				problem = err_msg();
+		} else if (r != SD_OK) {
 			log_event(LOG_WARN, "refund link not used", "order=%s err=\"%s\"",
 				  v.public_id, err_msg());
 			problem = "The box is busy: try again in a moment.";
