@@ -4,7 +4,8 @@
  * a payment provider on this machine that answers at once.
  *
  *   stagedoor-bench event [--orders N] [--online-pct P] [--concurrency C]
- *                         [--rounds R] [--paysink PATH] [--keep] [--json]
+ *                         [--rounds R] [--paysink PATH] [--db postgresql://...]
+ *                         [--keep] [--json]
  *
  * paysink runs with --record-at-exit: a fast provider, whose record is
  * read when it has stopped.  Each round makes a fresh box (as `init` makes one, SQLite in WAL mode,
@@ -48,6 +49,7 @@
 #include "httpc.h"
 #include "orders.h"
 #include "pipeline.h"
+#include "statedir.h"
 #include "stripe.h"
 #include "ticket_jobs.h"
 #include "tickets.h"
@@ -72,6 +74,7 @@ struct be_args {
 	char paysink_buf[PATH_MAX];
 	struct be_round r[BE_ROUNDS_MAX];
 	int at;				/* the round running */
+	const char *engine;		/* "SQLite FULL", "PostgreSQL" */
 };
 
 static int64_t be_now_ms(void)
@@ -228,7 +231,7 @@ static enum sd_result be_go(const char *dir, const char *path, void *arg)
 	struct event_run_view run;
 	struct event_view ev;
 	struct db *db = NULL;
-	char token[128], record[PATH_MAX + 32], keyf[PATH_MAX + 32], api[64];
+	char record[PATH_MAX + 32], keyf[PATH_MAX + 32], api[64];
 	const char *more[] = { "--drop-pct", "100", "--record-at-exit", NULL };
 	int64_t event_id, t0, t1, last = 0, refunds = 0, keyed = 0;
 	int port = 0, already = 0;
@@ -238,7 +241,10 @@ static enum sd_result be_go(const char *dir, const char *path, void *arg)
 	snprintf(keyf, sizeof keyf, "%s/stripe.key", dir);
 	price.price_minor = BE_PRICE;
 	snprintf(price.currency, sizeof price.currency, "EUR");
-	if ((r = bench_box(path, "Bench night", a->orders, &db, token, &event_id)) != SD_OK ||
+	/* on PostgreSQL the bench folder is the box's state folder */
+	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_FULL, &db)) != SD_OK ||
+	    (r = statedir_init(path, db_target_is_pg(path) ? dir : NULL)) != SD_OK ||
+	    (r = pipeline_sample_event(db, "Bench night", a->orders, &event_id)) != SD_OK ||
 	    (r = event_set(db, event_id, &price, &ev, NULL)) != SD_OK ||
 	    (r = bench_write_secret(keyf, BE_KEY "\n")) != SD_OK ||
 	    (r = bench_paysink_start(a->paysink, dir, "event", record, bench_free_port(), BE_KEY,
@@ -248,7 +254,8 @@ static enum sd_result be_go(const char *dir, const char *path, void *arg)
 	sc.api_url = api;
 	sc.key_file = keyf;
 	if ((r = stripe_open(&sc, &st)) != SD_OK ||
-	    (r = tickets_env_open(path, NULL, NULL, NULL, NULL, &env)) != SD_OK)
+	    (r = tickets_env_open(path, db_target_is_pg(path) ? dir : NULL, NULL, NULL, NULL,
+				  &env)) != SD_OK)
 		goto out;
 	env->stripe = st;
 	st = NULL;
@@ -321,8 +328,8 @@ static void be_print(const struct be_args *a, int json)
 		return;
 	}
 	printf("event cancel: %lld orders (%lld refunded at paysink, %lld owed at the window), "
-	       "%lld handler threads, SQLite FULL\n", (long long)a->orders,
-	       (long long)a->r[0].online, (long long)a->r[0].window, (long long)a->concurrency);
+	       "%lld handler threads, %s\n", (long long)a->orders, (long long)a->r[0].online,
+	       (long long)a->r[0].window, (long long)a->concurrency, a->engine);
 	for (i = 0; i < a->rounds; i++)
 		printf("  round %lld: %8.1f children/s  all queued %7.1f ms  last email %8.1f ms  "
 		       "drained %8.1f ms\n", (long long)i + 1, a->r[i].children_per_s,
@@ -333,7 +340,8 @@ static void be_print(const struct be_args *a, int json)
 
 int bench_event_cmd(int argc, char **argv)
 {
-	struct be_args a = { BE_ORDERS_DEFAULT, 50, 4, 3, NULL, "", { { 0 } }, 0 };
+	struct be_args a = { BE_ORDERS_DEFAULT, 50, 4, 3, NULL, "", { { 0 } }, 0, NULL };
+	const char *pg = NULL;
 	int json = 0, keep = 0, rc;
 	struct arg_opt opts[] = {
 		{ "orders", ARG_INT, &a.orders, 1, 100000, 0, NULL, "orders of the event", 0 },
@@ -345,13 +353,17 @@ int bench_event_cmd(int argc, char **argv)
 		  "tools/paysink (default: beside this program)", 0 },
 		BENCH_ARG_KEEP(&keep),
 		ARG_JSON(&json),
+		{ "db", ARG_STR, &pg, 0, 0, 0, "URI",
+		  "run on PostgreSQL, in a scratch schema of this postgresql:// database", 0 },
 		ARG_END,
 	};
 	static const char usage[] = "event [--orders N] [--online-pct P] [--concurrency C] "
-				    "[--rounds R] [--paysink PATH] [--keep] [--json]";
+				    "[--rounds R] [--paysink PATH] [--db postgresql://...] [--keep] "
+				    "[--json]";
 
-	if ((rc = bench_args(argc, argv, opts, usage)) != 0)
+	if ((rc = bench_args(argc, argv, opts, usage)) != 0 || (rc = bench_target_set(pg)) != 0)
 		return rc;
+	a.engine = pg && *pg ? "PostgreSQL" : "SQLite FULL";
 	if (!a.paysink) {
 		bench_beside("paysink", a.paysink_buf, sizeof a.paysink_buf);
 		a.paysink = a.paysink_buf;
