@@ -14,6 +14,8 @@
 #   make soak         the long crash soak
 #   make soak-pg      the long crash soak of two boxes on PostgreSQL
 #   make failover     the same, with a standby promoted half way
+#   make soak-event   a whole event's day under the kills, on SQLite, then on two
+#                     boxes on PostgreSQL: sold, moved, reminded, cancelled
 #   make powercut     the long power-cut soak (root, /dev/fuse)
 #   make check-fresh  the README's two commands on a fresh Debian 12 chroot (root)
 #   make deb          build/stagedoor_<VERSION>_<arch>.deb, lintian-clean (adds dpkg-dev,
@@ -144,7 +146,7 @@ build/rel/version.o build/san/version.o build/rel/help_gen.o build/san/help_gen.
 build/rel/db_pg.o build/san/db_pg.o build/rel/runlock.o build/san/runlock.o: VERSION
 
 .PHONY: all deps deps-build deps-test deps-fuzz test check-rel check-pg check-san check-browser \
-	check-door check-vendor check-fresh bench bench-peers bench-memory deps-peers demo soak soak-pg failover powercut fuzz clean \
+	check-door check-vendor check-fresh bench bench-peers bench-memory deps-peers demo soak soak-pg soak-event failover powercut fuzz clean \
 	deps-deb deb check-deb check-systemd install uninstall hooks
 .SUFFIXES:
 
@@ -317,6 +319,17 @@ failover: deps-test
 	@$(MAKE) --no-print-directory build/test/stagedoor build/mailsink build/paysink build/chaos
 	sh tools/pg_soak.sh --failover --bin build/test/stagedoor --mailsink build/mailsink --orders 2000 \
 		--kills 100 --buyers 300 --paysink build/paysink
+
+# A whole event's day (tools/chaos/eventrun.c): 2000 box-office orders and
+# 300 buyers on one event, moved, reminded and cancelled while workers and
+# the whole box are killed and paysink fails 5% of refunds; SQLite, then two
+# boxes on PostgreSQL.
+soak-event: deps-test
+	@$(MAKE) --no-print-directory build/test/stagedoor build/mailsink build/paysink build/chaos
+	build/chaos --bin build/test/stagedoor --mailsink build/mailsink --orders 2000 --kills 100 \
+		--buyers 300 --paysink build/paysink --event-run
+	sh tools/pg_soak.sh --bin build/test/stagedoor --mailsink build/mailsink --orders 2000 \
+		--kills 100 --buyers 300 --paysink build/paysink --event-run
 
 # The power-cut soak: the box on tools/powercut, 200 cuts (a third torn)
 # while 3000 orders go in through the CLI and the API, mail to the HTTPS

@@ -353,6 +353,8 @@ enum sd_result check_db(struct db *db, const char *state_dir, struct check_repor
 	/* settled: nothing scheduled but reminders, which wait for their day */
 	if ((r = scheduled_reminders(db, &n)) != SD_OK)
 		goto out;
+	out->reminders = n;
+	out->scheduled = qc.scheduled - n;
 	if ((r = pay_check(db, qc.scheduled == n, out->problem, sizeof out->problem)) == SD_OK &&
 	    out->problem[0]) {
 		out->ok = 0;

@@ -62,7 +62,9 @@ struct check_report {
 	int64_t pdfs;			/* PDF files read and found valid */
 	int64_t emails_sent;		/* emails sent: tickets, resends, cancellations */
 	int64_t events;			/* events whose counters were compared */
-	int64_t scheduled;		/* stream entries waiting for a later time */
+	int64_t scheduled;		/* stream entries waiting for a later time,
+					 * reminders apart */
+	int64_t reminders;		/* reminders waiting for their day */
 };
 
 /* check_name: "integrity", "foreign_keys", ..., "none". */

@@ -280,6 +280,21 @@ static void test_scheduled_job_is_fine(void **state)
 	assert_non_null(strstr(out, "scheduled jobs wait"));
 }
 
+/* a reminder waits for its day: the box is drained, and says so */
+static void test_scheduled_reminder_is_drained(void **state)
+{
+	struct enqueue e = { "send_reminder", "{\"order_id\":1}", "reminder-later", 3600 * 1000,
+			     0 };
+
+	(void)state;
+	assert_int_equal(queue_enqueue(F.env->db, &e, NULL), SD_OK);
+	assert_int_equal(CHECK("--db", F.env->db_path), 0);
+	assert_null(strstr(out, "scheduled jobs wait"));
+	assert_non_null(strstr(out, "1 reminder waits for its day"));
+	assert_int_equal(CHECK("--db", F.env->db_path, "--json"), 0);
+	assert_non_null(strstr(out, "\"scheduled\":0,\"reminders\":1}"));
+}
+
 static void test_leased_job(void **state)
 {
 	struct enqueue e = { "noop", NULL, "held", 0, 0 };
@@ -370,6 +385,7 @@ int main(void)
 		T(test_counter_bumped),
 		T(test_ready_job),
 		T(test_scheduled_job_is_fine),
+		T(test_scheduled_reminder_is_drained),
 		T(test_leased_job),
 		T(test_dead_job),
 		T(test_unpublished_outbox_row),

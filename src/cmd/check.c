@@ -46,9 +46,10 @@ static void print_json(const struct check_report *rep)
 		json_str(stdout, rep->problem);
 	}
 	printf(",\"orders\":%lld,\"tickets\":%lld,\"pdfs\":%lld,\"emails_sent\":%lld,"
-	       "\"events\":%lld,\"scheduled\":%lld}\n",
+	       "\"events\":%lld,\"scheduled\":%lld,\"reminders\":%lld}\n",
 	       (long long)rep->orders, (long long)rep->tickets, (long long)rep->pdfs,
-	       (long long)rep->emails_sent, (long long)rep->events, (long long)rep->scheduled);
+	       (long long)rep->emails_sent, (long long)rep->events, (long long)rep->scheduled,
+	       (long long)rep->reminders);
 }
 
 static int check_main(int argc, char **argv)
@@ -82,14 +83,20 @@ static int check_main(int argc, char **argv)
 		fprintf(stderr, "stagedoor: check failed: %s\n", rep.problem);
 		return 1;
 	}
-	if (!json)
-		printf("ok: %lld order%s, %lld ticket%s, %lld PDF%s, %lld email%s sent, "
-		       "%lld event counter%s; outbox and stream drained%s\n",
-		       (long long)rep.orders, rep.orders == 1 ? "" : "s", (long long)rep.tickets,
-		       rep.tickets == 1 ? "" : "s", (long long)rep.pdfs, rep.pdfs == 1 ? "" : "s",
-		       (long long)rep.emails_sent, rep.emails_sent == 1 ? "" : "s",
-		       (long long)rep.events, rep.events == 1 ? "" : "s",
-		       rep.scheduled ? " (scheduled jobs wait)" : "");
+	if (json)
+		return 0;
+	printf("ok: %lld order%s, %lld ticket%s, %lld PDF%s, %lld email%s sent, "
+	       "%lld event counter%s; outbox and stream drained%s",
+	       (long long)rep.orders, rep.orders == 1 ? "" : "s", (long long)rep.tickets,
+	       rep.tickets == 1 ? "" : "s", (long long)rep.pdfs, rep.pdfs == 1 ? "" : "s",
+	       (long long)rep.emails_sent, rep.emails_sent == 1 ? "" : "s",
+	       (long long)rep.events, rep.events == 1 ? "" : "s",
+	       rep.scheduled ? " (scheduled jobs wait)" : "");
+	if (rep.reminders)	/* they wait for their day: nothing is owed yet */
+		printf("; %lld reminder%s wait%s for %s day", (long long)rep.reminders,
+		       rep.reminders == 1 ? "" : "s", rep.reminders == 1 ? "s" : "",
+		       rep.reminders == 1 ? "its" : "their");
+	printf("\n");
 	return 0;
 }
 

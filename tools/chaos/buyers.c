@@ -202,7 +202,9 @@ int buyers_start_provider(void)
 				       B.key_file, "--record", B.record, "--port-file", port_file,
 				       "--webhook-url", hook, "--webhook-secret-file", B.secret_file,
 				       "--dup-pct", "25", "--drop-pct", "5", "--delay-ms-max", "3000",
-				       "--reorder", "--retry-base-ms", "500", "--seed", seed, NULL };
+				       "--reorder", "--retry-base-ms", "500", "--seed", seed,
+				       /* --event-run: refunds fail now and then */
+				       opt.event_run ? "--refund-fail-pct" : NULL, "5", NULL };
 
 		B.paysink = proc_spawn(argv, log, log, NULL);
 	}

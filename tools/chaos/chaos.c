@@ -170,7 +170,7 @@ static void usage(void)
 		"             [--workers W] [--seed S] [--keep] [--drain-timeout-s N]\n"
 		"             [--stop-max-ms N] [--certs-sh PATH] [--set KEY=VALUE ...]\n"
 		"             [--resend-pct P] [--readdress-pct P] [--cancel-pct P]\n"
-		"             [--buyers N [--paysink PATH]]\n"
+		"             [--buyers N [--paysink PATH] [--event-run]]\n"
 		"             [--power-cuts N [--torn-pct P] [--up-max-ms N] [--powercut PATH]\n"
 		"              [--maildir-on-box] [--backups] [--slow-fsync-ms N]]\n"
 		"             [--pg URI [--boxes 2] [--failover CMD]]\n"
@@ -258,6 +258,10 @@ static void opts_parse(int argc, char **argv)
 		}
 		if (strcmp(a, "--backups") == 0) {
 			opt.backups = 1;
+			continue;
+		}
+		if (strcmp(a, "--event-run") == 0) {
+			opt.event_run = 1;
 			continue;
 		}
 		if (strcmp(a, "--verify-only") == 0) {
@@ -363,7 +367,12 @@ static void opts_parse(int argc, char **argv)
 		fprintf(stderr, "chaos: --buyers is the kill soak's; the power-cut soak has no shop\n");
 		exit(2);
 	}
-	if (opt.cuts)	/* its own order placing, none of the changes */
+	if (opt.event_run && (opt.cuts || !opt.buyers || opt.changes_given)) {
+		fprintf(stderr, "chaos: --event-run is the kill soak's, with --buyers, and makes "
+			"no changes of its own\n");
+		exit(2);
+	}
+	if (opt.cuts || opt.event_run)	/* none of the changes */
 		opt.resend_pct = opt.readdress_pct = opt.cancel_pct = 0;
 	if (opt.torn_pct > 100) {
 		fprintf(stderr, "chaos: --torn-pct is a share of the cuts, 0 to 100\n");
@@ -525,6 +534,8 @@ static int write_config_box(int port, char box, const char *path)
 	if (!set_by_user("max_deliveries"))
 		len += (size_t)snprintf(text + len, sizeof text - len, "max_deliveries = %d\n",
 					CHAOS_MAX_DELIVERIES);
+	if (opt.event_run && !set_by_user("remind_before"))	/* due in the soak */
+		len += (size_t)snprintf(text + len, sizeof text - len, "remind_before = 3m\n");
 	if (!set_by_user("workers"))
 		len += (size_t)snprintf(text + len, sizeof text - len, "workers = %ld\n",
 					opt.workers);
@@ -624,8 +635,10 @@ static int setup_db(void)
 			      &soak.small_event) != 0)
 			return -1;
 	}
+	/* --event-run: the box office sells on it too */
 	if (opt.buyers > 0 && event_add_priced("Chaos in the shop", "2036-07-01T20:00Z",
-					       buyers_capacity(), buyers_price(), buyers_currency(),
+					       buyers_capacity() + (opt.event_run ? opt.orders * 4 : 0),
+					       buyers_price(), buyers_currency(),
 					       &soak.shop_event) != 0)
 		return -1;
 	return 0;
@@ -805,7 +818,8 @@ static uint64_t order_hash(long idx)
 void order_fields_moved(long idx, int moved, struct order_fields *f)
 {
 	uint64_t h = order_hash(idx);
-	long event = soak.event_ids[h % CHAOS_EVENTS];
+	long event = opt.event_run ? soak.shop_event : soak.event_ids[h % CHAOS_EVENTS];
+	static const char *const paid[] = { "cash", "card", "" };
 
 	/* with a small event, an eighth of the orders ask for it first */
 	if (soak.small_event && !moved && (h >> 20) % 8 == 0)
@@ -814,6 +828,7 @@ void order_fields_moved(long idx, int moved, struct order_fields *f)
 	snprintf(f->name, sizeof f->name, "Buyer %ld", idx + 1);
 	snprintf(f->email, sizeof f->email, "buyer%ld@example.org", idx + 1);
 	snprintf(f->seats, sizeof f->seats, "%d", (int)((h >> 8) % 4) + 1);
+	snprintf(f->payment, sizeof f->payment, "%s", opt.event_run ? paid[(h >> 12) % 3] : "");
 	snprintf(f->key, sizeof f->key, "chaos-%" PRIu64 "-%ld%s", opt.seed, idx,
 		 moved ? "-moved" : "");
 }
@@ -875,7 +890,8 @@ static pid_t place_fields(const struct order_fields *f, const char *out_path,
 {
 	const char *argv[] = { opt.bin, "order", "add", "--db", soak.db, "--event", f->event,
 			       "--name", f->name, "--email", f->email, "--seats", f->seats,
-			       "--idempotency-key", f->key, NULL };
+			       "--idempotency-key", f->key, f->payment[0] ? "--payment" : NULL,
+			       f->payment, NULL };
 	const char *slowed[32];
 	char us[64];
 
@@ -1022,7 +1038,7 @@ static int orders_running(void)
 /* ======================== the attack ==================================== */
 
 /* The run process died without us: count it, keep the soak going. */
-static int run_watch(void)
+int chaos_run_watch(void)
 {
 	int rc;
 
@@ -1064,6 +1080,32 @@ static int failover_run(void)
 	return 0;
 }
 
+int chaos_kill_worker(void)
+{
+	pid_t w[CHAOS_MAX_PIDS];
+	int n = workers_of(soak.run, w, CHAOS_MAX_PIDS, 0);
+	pid_t victim;
+
+	if (soak.run_b)
+		n += workers_of(soak.run_b, w + n, CHAOS_MAX_PIDS - n, 0);
+	victim = n > 0 ? w[rng_below((uint64_t)n)] : 0;
+	if (victim <= 0 || (proc_parent(victim) != soak.run &&
+			    !(soak.run_b && proc_parent(victim) == soak.run_b)))
+		return 0;
+	kill(victim, SIGKILL);
+	soak.kills++;
+	return 1;
+}
+
+int chaos_kill_box(int b)
+{
+	pid_t *which = b ? &soak.run_b : &soak.run;
+
+	kill_box(which);
+	soak.app_kills++;
+	return b ? start_run_b(failpoints) : start_run(failpoints);
+}
+
 static int attack(void)
 {
 	int64_t next_kill = now_ms() + 100 + (int64_t)rng_below(401);
@@ -1075,7 +1117,7 @@ static int attack(void)
 		int64_t now = now_ms();
 
 		if (orders_step() != 0 || changes_step() != 0 || buyers_step() != 0 ||
-		    run_watch() != 0)
+		    chaos_run_watch() != 0)
 			return -1;
 		orphans_reap();
 		if (opt.failover && !failover_t0 && soak.placed >= opt.orders / 2 &&
@@ -1342,7 +1384,7 @@ static int drain(void)
 	int rc = -1;
 
 	while (now_ms() < until && !chaos_interrupted) {
-		if (run_watch() != 0)
+		if (chaos_run_watch() != 0)
 			return -1;
 		orphans_reap();
 		if ((rc = proc_run(argv, out, sizeof out, 1)) == 0 &&
@@ -1570,6 +1612,7 @@ static void print_figures(const struct verdict *v, int64_t elapsed_ms)
 		printf("boxes %ld\n", opt.boxes);
 		changes_print_figures();
 		buyers_print_figures();
+		eventrun_print_figures();
 		if (opt.failover) {
 			printf("orders_acknowledged_before_failover %ld\n",
 			       soak.placed_before_failover);
@@ -1608,6 +1651,7 @@ static void print_figures(const struct verdict *v, int64_t elapsed_ms)
 	printf("pdfs_checked %ld\n", v->pdfs_checked);
 	print_intent_figures(v);
 	shop_print_figures(v);
+	event_print_figures(v);
 	printf("messages %ld\n", v->messages);
 	printf("duplicates_delivered %ld\n", v->duplicates);
 	printf("lost %ld\n", v->lost);
@@ -1653,8 +1697,13 @@ static void soak_run(struct verdict *v)
 		    soak.sold_out_moved, opt.buyers, soak.kills, soak.stops, soak.app_kills);
 	if (drain() != 0)
 		goto end;
-	say("stagedoor check passes after %.1f s of draining; SIGTERM to the appliance",
-	    (double)soak.drain_ms / 1000.0);
+	say("stagedoor check passes after %.1f s of draining", (double)soak.drain_ms / 1000.0);
+	if (opt.event_run && (eventrun_attack() != 0 || drain() != 0))
+		goto end;
+	if (opt.event_run)
+		say("stagedoor check passes after %.1f s of draining the event's runs",
+		    (double)soak.drain_ms / 1000.0);
+	say("SIGTERM to the appliance");
 	scrape_metrics();
 	if (stop_appliance() != 0)
 		goto end;
@@ -1681,6 +1730,7 @@ end:
 	v->work_dir = soak.dir;
 	v->actions_path = opt.cuts ? NULL : soak.actions_log;
 	v->record_path = buyers_record_path();
+	v->expect_reminders = opt.event_run;
 	if (opt.pg || access(disk_db, F_OK) == 0) {
 		say("verifying %s", disk_db);
 		verify_run(v);

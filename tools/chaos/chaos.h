@@ -5,9 +5,11 @@
  *   changes.c the kill attack's changes to orders: resend, new address, cancel
  *   buyers.c  the kill attack's buyers in the shop (--buyers), paying at paysink
  *   cuts.c    the power-cut attack (--power-cuts): the box on tools/powercut
+ *   eventrun.c  a whole event's day (--event-run): moved, reminded, cancelled
  *   procs.c   child processes: spawn, wait, the appliance's process tree
  *   verify.c  the independent verdict, from the database and the provider
  *   shopcheck.c  its part on the shop: holds, payments, refunds, paysink's record
+ *   eventcheck.c its part on an event's runs and the reminders
  *   vdb.c     the database it reads: the SQLite file, or PostgreSQL itself
  *
  * The harness is deliberately not built from src/: it links SQLite and libpq
@@ -23,6 +25,7 @@
 #include <sys/types.h>
 
 #define CHAOS_PATH_MAX 1024
+#define V_ADDR_MAX 128		/* an email address, as the verdict keeps it */
 #define CHAOS_EVENTS 3
 #define CHAOS_MAX_PIDS 256
 #define CHAOS_CUTS_DISK "disk"	/* --power-cuts: <dir>/disk, the disk */
@@ -62,6 +65,8 @@ struct chaos_opts {
 	long resend_pct;		/* --resend-pct: orders resent (kill soak) */
 	long readdress_pct;		/* --readdress-pct: given a new address, then resent */
 	long cancel_pct;		/* --cancel-pct: cancelled; a small event sells out */
+	int event_run;			/* --event-run: the shop's event moved, reminded,
+					 * cancelled under the kills (eventrun.c) */
 	int changes_given;		/* one of the three was given */
 	const char *sets[32];		/* --set KEY=VALUE: more config lines */
 	int n_sets;
@@ -128,6 +133,22 @@ void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * orphans_reap: reap what has died of the killed runs' descendants. */
 int start_run(const char *const *extra_env);
 void kill_appliance(void);
+
+/* chaos_run_watch: a run that exited by itself counted (a failure) and
+ * started again; -1 when it cannot be.  chaos_kill_worker: SIGKILL one
+ * worker of any box, 1 when one was killed.  chaos_kill_box: SIGKILL box b
+ * (0: A, 1: B) whole and start it again. */
+int chaos_run_watch(void);
+int chaos_kill_worker(void);
+int chaos_kill_box(int b);
+
+/* ---- eventrun.c: --event-run -------------------------------------------- */
+
+/* eventrun_attack: after the sale's drain, the shop's event moved (one
+ * whole-box kill), its reminders sent, then cancelled (two), workers killed
+ * throughout.  eventrun_print_figures: its own figures. */
+int eventrun_attack(void);
+void eventrun_print_figures(void);
 void orphans_reap(void);
 
 /* http_port_since: the port of the last "http listening" line of the run
@@ -149,6 +170,7 @@ void box_token_path(int b, char *buf, size_t size);
  * refused it (sold out): a big event and a key of its own. */
 struct order_fields {
 	char event[32], name[64], email[96], seats[8], key[96];
+	char payment[8];		/* --event-run: cash, card or "" (not paid) */
 };
 void order_fields(long idx, struct order_fields *f);
 void order_fields_moved(long idx, int moved, struct order_fields *f);
@@ -344,7 +366,8 @@ int mail_codes(const char *msg, const char *tmp, char (*codes)[CHAOS_CODE_LEN + 
  * copy, the copy's path); 0, or -1 with the reason in err.  mail_door_scan:
  * `bin scan CODE` on it: 1 when the door names an order for the code (its
  * public id into pub: a seat admitted, already admitted or cancelled), 0
- * when it turns the code away as invalid, -1 when the scan failed. */
+ * when it turns the code away as invalid or of a cancelled event, -1 when
+ * the scan failed. */
 int mail_door_open(const char *db_path, const char *key_path, const char *dir, char *copy,
 		   size_t size, char *err, size_t esize);
 int mail_door_scan(const char *bin, const char *copy, const char *code, char *pub, size_t size);
@@ -392,6 +415,15 @@ struct verdict {
 	long wrong_address;		/* messages to an address the intent forbids */
 	long orders_cancelled, tickets_cancelled, live_tickets, seats_resold;
 	long cancelled_mailed;		/* cancelled orders whose tickets email went */
+	/* a whole event's runs (eventcheck.c) */
+	int expect_reminders;		/* input: every reminder came due */
+	long event_runs, event_orders_cancelled, event_orders_moved;
+	long event_children;		/* child jobs queued (outbox rows) */
+	long event_children_twice;	/* outbox rows beyond one for a child's id */
+	long event_children_replayed;	/* finished more than once (a relay's replay) */
+	long event_refunds_provider, event_refunds_window;
+	long event_cancel_emails, event_moved_emails, event_reminders, event_pdfs;
+	long reminders_waiting;		/* reminders the stream holds for later */
 	long excused;			/* intents made, then cancelled before they went */
 	/* from the soak's log */
 	int logged;			/* the log was read */
@@ -426,6 +458,15 @@ int verify_run(struct verdict *v);
  * verify_field: key=VALUE of a line of the soak's log into buf ("" none). */
 void verify_broken(struct verdict *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void verify_field(const char *line, const char *key, char *buf, size_t size);
+
+/* ---- eventcheck.c: a whole event's runs and the reminders ----------------- */
+
+/* event_verify: the runs, their child jobs, refunds, emails (keys[i] and
+ * tos[i]: the messages under cancel-event-, moved- and reminder- keys) and
+ * PDFs in db.  Figures into v. */
+void event_verify(struct verdict *v, struct vdb *db, char *const *keys, char *const *tos,
+		  long n);
+void event_print_figures(const struct verdict *v);
 
 /* ---- shopcheck.c: the shop's part of the verdict -------------------------- */
 

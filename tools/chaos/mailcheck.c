@@ -231,8 +231,9 @@ int mail_door_scan(const char *bin, const char *copy, const char *code, char *pu
 	int rc = proc_run(argv, out, sizeof out, 1);
 
 	pub[0] = '\0';
-	if (rc == 4 && strncmp(out, "invalid", 7) == 0)
-		return 0;	/* the door turns it away */
+	if ((rc == 4 && strncmp(out, "invalid", 7) == 0) ||
+	    (rc == 5 && strncmp(out, "event cancelled", 15) == 0))
+		return 0;	/* the door turns it away (admitting no seat) */
 	if ((rc != 0 && rc != 3 && rc != 5) || !(p = strstr(out, ", order ")))
 		return -1;
 	snprintf(pub, size, "%.*s", (int)strcspn(p + 8, " \r\n"), p + 8);

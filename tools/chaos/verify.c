@@ -67,6 +67,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -241,6 +242,7 @@ static int trace_row(void *arg, int ncols, const char *const *vals)
 #define JOB_OLD "'outbox:' || ob.id"
 static int legacy_jobs;		/* the database predates outbox.job_id */
 static int has_payment;		/* orders.payment is there (schema 13 on) */
+static int has_event_runs;		/* event_runs is there (schema 15 on) */
 
 static void job_ids_detect(struct vdb *db)
 {
@@ -297,7 +299,7 @@ static void trace_order(struct vdb *db, long long id)
 
 /* ======================== what the verdict gathers ====================== */
 
-#define V_ADDR_MAX 128
+
 #define V_KEY_MAX 96
 
 /* A resend the soak was told was made: the address in force when it was
@@ -314,6 +316,8 @@ struct vord {
 	char pub[24];
 	long long event, seats, resends;
 	int cancelled;
+	int by_event;			/* cancelled with its event (an event run's
+					 * child): eventcheck.c judges its email */
 	int online;			/* the shop made it (payment 'online') */
 	char email[V_ADDR_MAX];		/* its address now */
 	long tickets, t_cancelled, t_admitted;
@@ -428,7 +432,6 @@ static int order_row(void *arg, int ncols, const char *const *vals)
 	long long id = strtoll(vals[0], NULL, 10);
 	struct vord *o;
 
-	(void)ncols;
 	if (id < 1 || id > s->max_id)
 		return 0;
 	o = &s->ord[id];
@@ -443,6 +446,7 @@ static int order_row(void *arg, int ncols, const char *const *vals)
 	o->t_cancelled = strtol(vals[8], NULL, 10);
 	o->t_admitted = strtol(vals[9], NULL, 10);
 	o->online = vals[10] && vals[10][0] == '1';
+	o->by_event = ncols > 11 && vals[11] && vals[11][0] == '1';
 	if (o->resends < 0 || o->resends > 100000)
 		o->resends = 0;
 	o->sent_r = calloc((size_t)o->resends + 1, 1);
@@ -481,6 +485,10 @@ static int send_row(void *arg, int ncols, const char *const *vals)
 	} else if (strncmp(kind, "tickets-r", 9) == 0 &&
 		   (n = strtoll(kind + 9, &end, 10)) >= 1 && !*end && n <= o->resends) {
 		o->sent_r[n] = (unsigned char)sent;
+	} else if (has_event_runs && (strcmp(kind, "cancel-event") == 0 ||
+				      strncmp(kind, "moved-", 6) == 0 ||
+				      strncmp(kind, "reminder-", 9) == 0)) {
+		;	/* an event's cancel, move or reminder: eventcheck.c's */
 	} else {
 		broken(w->v, "messages: order %s has an email_sends row '%s' for no intent it made "
 		       "(%lld resends)", o->pub, kind, o->resends);
@@ -539,16 +547,21 @@ static int event_row(void *arg, int ncols, const char *const *vals)
 
 static void load(struct verdict *v, struct vdb *db, struct vstate *s)
 {
-#define ORDERS_SQL(ONLINE)                                                                     \
+#define ORDERS_SQL(ONLINE, BY_EVENT)                                                           \
 	"SELECT o.id, o.public_id, o.event_id, o.seats, o.cancelled_at IS NOT NULL, "           \
 	"o.resends, o.buyer_email, "                                                           \
 	"(SELECT count(*) FROM tickets t WHERE t.order_id = o.id), "                            \
 	"(SELECT count(*) FROM tickets t WHERE t.order_id = o.id AND t.cancelled_at IS NOT NULL), " \
 	"(SELECT count(*) FROM tickets t WHERE t.order_id = o.id AND t.scanned_at IS NOT NULL), " \
-	ONLINE " FROM orders o ORDER BY o.id"
-	/* the shop's orders (payment 'online'), from schema 13 on */
-	static const char *const orders[2] = {
-		ORDERS_SQL("0"), ORDERS_SQL("CASE WHEN o.payment = 'online' THEN 1 ELSE 0 END")
+	ONLINE BY_EVENT " FROM orders o ORDER BY o.id"
+#define ONLINE_SQL "CASE WHEN o.payment = 'online' THEN 1 ELSE 0 END"
+	/* the shop's orders (payment 'online'), from schema 13 on; those an
+	 * event's cancel run cancelled, from schema 15 on */
+	static const char *const orders[3] = {
+		ORDERS_SQL("0", ""), ORDERS_SQL(ONLINE_SQL, ""),
+		ORDERS_SQL(ONLINE_SQL, ", CASE WHEN EXISTS (SELECT 1 FROM event_run_orders ro "
+			   "JOIN event_runs r ON r.id = ro.run_id WHERE ro.order_id = o.id AND "
+			   "r.kind = 'cancel' AND ro.step <> 'skipped') THEN 1 ELSE 0 END")
 	};
 	static const char sends[] =
 		"SELECT order_id, kind, sent_at IS NOT NULL FROM email_sends ORDER BY order_id, kind";
@@ -576,7 +589,7 @@ static void load(struct verdict *v, struct vdb *db, struct vstate *s)
 		broken(v, "out of memory");
 		return;
 	}
-	if (vdb_each(db, orders[has_payment], NULL, order_row, s, err, sizeof err) != 0 ||
+	if (vdb_each(db, orders[has_payment + has_event_runs], NULL, order_row, s, err, sizeof err) != 0 ||
 	    vdb_each(db, sends, NULL, send_row, &w, err, sizeof err) != 0 ||
 	    vdb_each(db, (vdb_pg(db) ? jobs_pg : jobs_lite)[legacy_jobs], NULL, job_row, &w, err,
 		     sizeof err) != 0 ||
@@ -800,6 +813,13 @@ static void scan_maildir(struct verdict *v, struct vstate *s)
 	qsort(s->msg, (size_t)s->n_msg, sizeof *s->msg, key_cmp);
 }
 
+/* A message of a whole event's run or a reminder (eventcheck.c). */
+static int event_key(const char *key)
+{
+	return strncmp(key, "cancel-event-", 13) == 0 || strncmp(key, "moved-", 6) == 0 ||
+	       strncmp(key, "reminder-", 9) == 0;
+}
+
 /* A key names the order o (id): its public id, or its row id (a key made
  * before schema 11). */
 static int key_names(const struct vmsg *m, const struct vord *o, long long id)
@@ -824,6 +844,8 @@ static void count_messages(struct verdict *v, struct vstate *s)
 
 		if (v->record_path && strncmp(m->key, "refunded-", 9) == 0)
 			continue;	/* a late payment's refund email: shopcheck.c's */
+		if (has_event_runs && event_key(m->key))
+			continue;	/* an event's cancel, move or reminder: eventcheck.c's */
 		if (m->kind == INTENT_KINDS || !m->pub[0]) {
 			v->strangers++;
 			broken(v, "messages: a message at the provider (Message-ID key '%s') names no "
@@ -1244,7 +1266,7 @@ static void check_log(struct verdict *v, struct vstate *s)
 
 		if (!o || !o->placed)
 			continue;
-		if (o->cancelled != o->cancel_logged)
+		if (o->cancelled != o->cancel_logged && !(o->by_event && !o->cancel_logged))
 			broken(v, "changes: order %s is %scancelled, and the soak %s", o->pub,
 			       o->cancelled ? "" : "not ",
 			       o->cancelled ? "never cancelled it" : "was told it cancelled it");
@@ -1268,7 +1290,7 @@ static void check_log(struct verdict *v, struct vstate *s)
 	}
 	for (i = 0; i < s->n_ev; i++) {
 		const struct vevent *e = &s->ev[i];
-		long long online = 0;
+		long long online = 0, with_event = 0;
 
 		/* the shop's orders are not the box office's: shopcheck.c's */
 		for (id = 1; id <= s->max_id; id++) {
@@ -1276,8 +1298,10 @@ static void check_log(struct verdict *v, struct vstate *s)
 
 			if (o && o->online && o->event == e->id)
 				online += o->tickets - o->t_cancelled;
+			else if (o && o->by_event && !o->cancel_logged && o->event == e->id)
+				with_event += o->log_seats;
 		}
-		if (e->live - online != e->sold_logged - e->cancelled_logged)
+		if (e->live - online != e->sold_logged - e->cancelled_logged - with_event)
 			broken(v, "changes: event %lld has %lld live tickets (and %lld the shop sold); "
 			       "the soak sold %lld seats and cancelled %lld", e->id, e->live - online,
 			       online, e->sold_logged, e->cancelled_logged);
@@ -1359,7 +1383,7 @@ static void check_orders_done(struct verdict *v, struct vdb *db, struct vstate *
 		why[0] = '\0';
 		v->intents[INTENT_TICKETS]++;
 		v->intents[INTENT_RESEND] += o->resends;
-		if (o->cancelled)
+		if (o->cancelled && !o->by_event)
 			v->intents[INTENT_CANCEL]++;
 		/* the tickets: owed by a standing order, or once marked sent */
 		if (!o->cancelled || o->sent_tickets) {
@@ -1388,9 +1412,9 @@ static void check_orders_done(struct verdict *v, struct vdb *db, struct vstate *
 				ABSORBED("tickets", n);
 			}
 		}
-		if (o->cancelled) {
-			if (!o->cancel_done)
-				WHY(" cancellation not counted back");
+		if (o->cancelled && !o->cancel_done)
+			WHY(" cancellation not counted back");
+		if (o->cancelled && !o->by_event) {	/* by its event: eventcheck.c's email */
 			if (!o->sent_cancel)
 				WHY(" cancellation email not marked sent");
 			if (!o->m_cancel) {
@@ -1515,6 +1539,44 @@ static void vstate_free(struct vstate *s)
 	free(s->ev);
 }
 
+static void event_check(struct verdict *v, struct vdb *db, struct vstate *s)
+{
+	char **keys = calloc((size_t)s->n_msg + 1, sizeof *keys);
+	char **tos = calloc((size_t)s->n_msg + 1, sizeof *tos);
+	long i, n = 0;
+
+	if (keys && tos) {
+		for (i = 0; i < s->n_msg; i++) {
+			if (!event_key(s->msg[i].key))
+				continue;
+			keys[n] = s->msg[i].key;
+			tos[n++] = s->msg[i].to;
+		}
+		event_verify(v, db, keys, tos, n);
+	} else {
+		broken(v, "out of memory");
+	}
+	free(keys);
+	free(tos);
+}
+
+/* The reminders the stream holds: each waits for a later time, unleased
+ * (one due and not sent is a drain that did not end). */
+static void stream_reminders(struct verdict *v, struct vdb *db)
+{
+	struct timespec ts;
+	char sql[256];
+	long due;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	v->reminders_waiting = one_int(v, db, "SELECT count(*) FROM stream "
+				       "WHERE kind = 'send_reminder'");
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM stream WHERE kind = 'send_reminder' AND "
+		 "(visible_at <= %lld OR lease_token IS NOT NULL)", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	if ((due = one_int(v, db, sql)) > 0)
+		broken(v, "stream: %ld reminders due and not sent", due);
+}
+
 /* ======================== all of it ===================================== */
 
 int verify_run(struct verdict *v)
@@ -1535,6 +1597,8 @@ int verify_run(struct verdict *v)
 	v->orders = one_int(v, db, "SELECT count(*) FROM orders");
 	has_payment = vdb_each(db, "SELECT payment FROM orders WHERE 1 = 0", NULL, NULL, NULL,
 			       err, sizeof err) == 0;
+	has_event_runs = has_payment && vdb_each(db, "SELECT id FROM event_runs WHERE 1 = 0", NULL,
+						 NULL, NULL, err, sizeof err) == 0;
 	if (has_payment)	/* the shop's orders apart */
 		v->online_orders = one_int(v, db, "SELECT count(*) FROM orders "
 					   "WHERE payment = 'online'");
@@ -1568,7 +1632,9 @@ int verify_run(struct verdict *v)
 	if (v->logged)
 		check_log(v, &s);
 
-	v->stream_left = one_int(v, db, "SELECT count(*) FROM stream");
+	/* reminders wait in the stream for their day (send_reminder) */
+	v->stream_left = one_int(v, db, "SELECT count(*) FROM stream WHERE kind <> 'send_reminder'");
+	stream_reminders(v, db);
 	v->dead = one_int(v, db, "SELECT count(*) FROM dead_jobs");
 	v->outbox_unpublished = one_int(v, db, "SELECT count(*) FROM outbox "
 					"WHERE published_at IS NULL");
@@ -1582,6 +1648,8 @@ int verify_run(struct verdict *v)
 	check_orders_done(v, db, &s);
 	if (v->record_path)
 		shop_check(v, db, &s);
+	if (has_event_runs)
+		event_check(v, db, &s);
 	if (v->door_bin && !vdb_pg(db))
 		check_codes(v, &s);
 	v->duplicates += v->strangers + v->unmade + v->for_missing_orders;
