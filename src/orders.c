@@ -990,6 +990,27 @@ static void job_of_order(const struct outbox_row *o, void *arg)
 	dj->r = queue_find_job(dj->db, j->job_id, job_entry, j);
 }
 
+enum sd_result order_id_get(struct db *db, const char *public_id, int64_t *id)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	char idn[ORDER_ID_MAX];
+	int row;
+
+	*id = 0;
+	if (!(public_id = norm_or_missing(public_id, idn)))
+		return err_set(SD_NOT_FOUND, "no such order");
+	if (!(st = db_stmt(db, SQL_DETAIL_HEAD)))
+		return SD_DB;
+	db_bind_text(st, 1, public_id);
+	if ((row = db_next(st, &r)))
+		*id = db_col_int(st, 0);
+	db_reset(st);
+	if (r == SD_OK && !row)
+		r = err_set(SD_NOT_FOUND, "no such order");
+	return r;
+}
+
 enum sd_result order_detail_get(struct db *db, const char *public_id, struct order_detail **out)
 {
 	struct db_stmt *st;

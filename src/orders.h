@@ -211,6 +211,10 @@ struct order_detail {
 	} refund;
 };
 
+/* order_id_get: [out] *id, the row id of the order public_id (in the
+ * caller's transaction, if any).  SD_NOT_FOUND when there is none. */
+enum sd_result order_id_get(struct db *db, const char *public_id, int64_t *id);
+
 /* order_detail_get: [out] *out (order_detail_free) for public_id.
  * SD_NOT_FOUND when there is none. */
 enum sd_result order_detail_get(struct db *db, const char *public_id, struct order_detail **out);

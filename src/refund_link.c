@@ -10,12 +10,7 @@
 #include <string.h>
 
 #include "text.h"
-
-static const char SQL_LINK_ORDER[] =
-	"SELECT o.id, o.public_id, e.name, e.starts_at, o.seats, coalesce(o.amount_minor, 0), "
-	"coalesce(o.currency, ''), o.payment_ref IS NOT NULL, coalesce(o.cancelled_at, 0), "
-	"coalesce(e.cancelled_at, 0), e.change_no FROM orders o JOIN events e ON e.id = o.event_id "
-	"WHERE o.public_id = ?1";
+#include "tickets.h"
 
 void refund_link_token(const unsigned char key[CODE_KEY_LEN], const char *public_id,
 		       int64_t change_no, char *out)
@@ -46,9 +41,8 @@ static enum sd_result look_in(struct db *db, const unsigned char key[CODE_KEY_LE
 			      int64_t now, struct refund_link_view *out, int64_t *order_id)
 {
 	char id[ORDER_ID_MAX], want[REFUND_LINK_TOKEN_LEN + 1];
-	struct db_stmt *st;
+	struct order_view v;
 	enum sd_result r;
-	int row;
 
 	memset(out, 0, sizeof *out);
 	if (order_id_norm(public_id, id) != SD_OK || !token ||
@@ -57,28 +51,25 @@ static enum sd_result look_in(struct db *db, const unsigned char key[CODE_KEY_LE
 	refund_link_token(key, id, change_no, want);
 	if (!code_ct_equal(want, token, REFUND_LINK_TOKEN_LEN))
 		return err_set(SD_NOT_FOUND, "this link is not one the box sent");
-	if (!(st = db_stmt(db, SQL_LINK_ORDER)))
-		return SD_DB;
-	db_bind_text(st, 1, id);
-	if ((row = db_next(st, &r))) {
-		*order_id = db_col_int(st, 0);
-		text_copy(out->public_id, sizeof out->public_id, db_col_text(st, 1));
-		text_copy(out->event_name, sizeof out->event_name, db_col_text(st, 2));
-		out->starts_at = db_col_int(st, 3);
-		out->seats = db_col_int(st, 4);
-		out->amount_minor = db_col_int(st, 5);
-		text_copy(out->currency, sizeof out->currency, db_col_text(st, 6));
-		out->online = (int)db_col_int(st, 7);
-		out->state = db_col_int(st, 9) ? REFUND_LINK_EVENT_CANCELLED
-			     : db_col_int(st, 8) ? REFUND_LINK_CANCELLED
-			     : out->starts_at <= now ? REFUND_LINK_STARTED : REFUND_LINK_OPEN;
-		if (change_no > db_col_int(st, 10))
-			row = 0;
-	}
-	db_reset(st);
-	if (r == SD_OK && !row)
-		r = err_set(SD_NOT_FOUND, "this link is not one the box sent");
-	return r;
+	if ((r = order_id_get(db, id, order_id)) == SD_OK)
+		r = tickets_load_order(db, *order_id, &v);
+	if (r == SD_OK && change_no > v.change_no)
+		r = SD_NOT_FOUND;	/* a change its event has not had */
+	if (r == SD_NOT_FOUND)
+		return err_set(SD_NOT_FOUND, "this link is not one the box sent");
+	if (r != SD_OK)
+		return r;
+	text_copy(out->public_id, sizeof out->public_id, v.public_id);
+	text_copy(out->event_name, sizeof out->event_name, v.event_name);
+	out->starts_at = v.starts_at;
+	out->seats = v.seats;
+	out->amount_minor = v.amount_minor;
+	text_copy(out->currency, sizeof out->currency, v.currency);
+	out->online = v.payment_ref[0] != '\0';
+	out->state = v.event_cancelled ? REFUND_LINK_EVENT_CANCELLED
+		     : v.cancelled_at ? REFUND_LINK_CANCELLED
+		     : v.starts_at <= now ? REFUND_LINK_STARTED : REFUND_LINK_OPEN;
+	return SD_OK;
 }
 
 enum sd_result refund_link_look(struct db *db, const unsigned char key[CODE_KEY_LEN],

@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "code.h"
 #include "event_edit.h"
 #include "event_runs.h"
 #include "handler.h"
@@ -56,6 +57,7 @@
 #include "jobkinds.h"
 #include "orders.h"
 #include "payments.h"
+#include "scans.h"
 #include "pipeline.h"
 #include "shop.h"
 #include "shop_jobs.h"
@@ -1265,34 +1267,33 @@ static char *mail_text(const char *prefix)
 
 /* a buyer who cannot come on a moved event's new date cancels from the
  * email's link, once, however often they press, and is refunded once */
-static void test_moved_event_refund_link(void **state)
+/* a paid order for address a (into pub), its event moved 40 days on: the
+ * link in its moved email (its path into path), the form's CSRF token and
+ * cookie from the page the link opens */
+static void moved_order_link(const char *address, char *pub, char *link, size_t lsize,
+			     char *path, size_t psize, char *tok, char *cookie, size_t csize)
 {
-	char a[16], prefix[48], link[400], path[400], tok[32], cookie[160], body[200];
-	char bad[400], url[440];
-	const char *headers[] = { cookie, NULL };
 	struct event_change ch = { EVENT_SET_STARTS };
 	struct event_view v;
 	struct resp r;
-	int64_t amount = 0;
-	char *text, *p, *q;
+	char prefix[48], *text, *p, *q;
 
-	(void)state;
 	snprintf(F.tenv->shop_url, sizeof F.tenv->shop_url, "%s", F.url);
-	paid_order("mover%40example.org", a);
+	paid_order(address, pub);
 	drain();
 	ch.starts_at = clock_now_ms() + 40 * 24 * 3600 * 1000LL;
 	ch.actor = "test";
 	assert_int_equal(event_set(F.e->db, F.event_id, &ch, &v, NULL), SD_OK);
 	drain();
-	snprintf(prefix, sizeof prefix, "moved-%lld-1-%s", (long long)F.event_id, a);
+	snprintf(prefix, sizeof prefix, "moved-%lld-1-%s", (long long)F.event_id, pub);
 	text = mail_text(prefix);
 	p = strstr(text, F.url);
 	if (!p)
 		fail_msg("no link to the shop in the moved email: %s", text);
 	q = p + strcspn(p, "\r\n ");
-	snprintf(link, sizeof link, "%.*s", (int)(q - p), p);
+	snprintf(link, lsize, "%.*s", (int)(q - p), p);
 	free(text);
-	snprintf(path, sizeof path, "%s", link + strlen(F.url));
+	snprintf(path, psize, "%s", link + strlen(F.url));
 	assert_int_equal(strncmp(path, "/r/", 3), 0);
 	/* the page offers the refund, with its form */
 	get(path, NULL, &r);
@@ -1300,9 +1301,23 @@ static void test_moved_event_refund_link(void **state)
 	assert_non_null(strstr(r.body, "Cancel my order and pay me back"));
 	p = strstr(r.body, "name=\"csrf\" value=\"");
 	assert_non_null(p);
-	snprintf(tok, sizeof tok, "%.26s", p + 19);
-	snprintf(cookie, sizeof cookie, "Cookie: %s", r.cookie);
+	snprintf(tok, 32, "%.26s", p + 19);
+	snprintf(cookie, csize, "Cookie: %s", r.cookie);
 	resp_free(&r);
+}
+
+static void test_moved_event_refund_link(void **state)
+{
+	char a[16], prefix[48], link[400], path[400], tok[32], cookie[160], body[200];
+	char bad[400], url[440];
+	const char *headers[] = { cookie, NULL };
+	struct resp r;
+	int64_t amount = 0;
+	char *p;
+
+	(void)state;
+	moved_order_link("mover%40example.org", a, link, sizeof link, path, sizeof path, tok,
+			 cookie, sizeof cookie);
 	/* a link for another order, a changed token, a change that never was */
 	snprintf(bad, sizeof bad, "%s", path);
 	bad[strlen(bad) - 1] = bad[strlen(bad) - 1] == '0' ? '1' : '0';
@@ -1346,6 +1361,41 @@ static void test_moved_event_refund_link(void **state)
 			       "sent_at IS NOT NULL"), 1);
 }
 
+/* a ticket admitted at the door: the link cancels nothing and says why */
+static void test_refund_link_after_admission(void **state)
+{
+	char a[16], link[400], path[400], tok[32], cookie[160], body[200], url[440];
+	char key_path[600], code[CODE_TEXT_MAX];
+	const char *headers[] = { cookie, NULL };
+	unsigned char key[CODE_KEY_LEN];
+	struct scan_result sr;
+	struct resp r;
+
+	(void)state;
+	moved_order_link("admitted%40example.org", a, link, sizeof link, path, sizeof path, tok,
+			 cookie, sizeof cookie);
+	assert_int_equal(code_key_path(F.e->db_path, tu_state(F.e), key_path, sizeof key_path),
+			 SD_OK);
+	assert_int_equal(code_key_load(key_path, key), SD_OK);
+	code_make(key, tu_countf(F.e->db_path, "SELECT t.code_id FROM tickets t JOIN orders o ON "
+				 "o.id = t.order_id WHERE o.public_id = '%s' ORDER BY t.id LIMIT 1",
+				 a), F.event_id, code);
+	assert_int_equal(scan_ticket(F.e->db, key, code, NULL,
+				     &(struct scan_by){ "front-door", NULL, NULL }, &sr), SD_OK);
+	assert_int_equal(sr.outcome, SCAN_ADMITTED);
+	snprintf(url, sizeof url, "%s/r/%s", F.url, a);
+	snprintf(body, sizeof body, "c=1&%s&csrf=%s", strstr(link, "t="), tok);
+	http("POST", url, body, headers, &r);
+	assert_int_equal(r.status, 409);
+	assert_non_null(strstr(r.body, "was admitted at"));
+	assert_non_null(strstr(r.body, "the order is not cancelled"));
+	resp_free(&r);
+	drain();
+	assert_int_equal(tu_countf(F.e->db_path, "SELECT count(*) FROM orders WHERE public_id = "
+				   "'%s' AND cancelled_at IS NULL", a), 1);
+	assert_int_equal(count("SELECT count(*) FROM refunds"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1370,6 +1420,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_event_cancel_refunds_each_payment_once, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_moved_event_refund_link, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refund_link_after_admission, setup, teardown),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
