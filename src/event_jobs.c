@@ -105,18 +105,38 @@ enum job_outcome event_job_run(struct handler_ctx *ctx, const struct job *job,
 
 /* ======================== the children's last step ======================= */
 
-/* the child's last step, with its email job and, for a move, the new
- * start's reminder, in one transaction */
-static enum sd_result finish(struct db *db, const struct event_run_view *run,
+/* a URL the payload can carry as it is (no JSON escape needed) */
+static int plain_url(const char *s)
+{
+	for (; *s; s++)
+		if (*s < 0x21 || *s > 0x7e || *s == '"' || *s == '\\')
+			return 0;
+	return 1;
+}
+
+/*
+ * The child's last step, with its email job and, for a move, the new
+ * start's reminder, in one transaction.  A move's email carries the
+ * refund link under this box's shop address, written into the email job's
+ * payload here: whichever box sends it (or sends it again), the email is
+ * the same bytes, as the mail provider's key requires.
+ */
+static enum sd_result finish(struct handler_ctx *ctx, const struct event_run_view *run,
 			     const struct order_view *v, enum event_run_step from, int skip,
 			     int *won)
 {
+	const struct tickets_env *env = ctx->app;
 	struct event_child_jobs jobs = { 0 };
-	char job_id[QUEUE_JOB_ID_MAX + 1], payload[80];
+	char job_id[QUEUE_JOB_ID_MAX + 1], payload[80 + sizeof env->shop_url];
+	int n;
 
 	event_run_child_job_id(run, v->public_id, ":mail", job_id, sizeof job_id);
-	snprintf(payload, sizeof payload, "{\"run_id\":%lld,\"order_id\":%lld}",
-		 (long long)run->id, (long long)v->id);
+	n = snprintf(payload, sizeof payload, "{\"run_id\":%lld,\"order_id\":%lld",
+		     (long long)run->id, (long long)v->id);
+	if (run->kind == EVENT_RUN_MOVE && plain_url(env->shop_url))
+		n += snprintf(payload + n, sizeof payload - (size_t)n, ",\"shop\":\"%s\"",
+			      env->shop_url);
+	snprintf(payload + n, sizeof payload - (size_t)n, "}");
 	jobs.n = v->buyer_email[0] ? 1 : 0;	/* a walk-up buyer has no address */
 	jobs.kind[0] = JOB_KIND_EVENT_NOTICE;
 	jobs.job_id[0] = job_id;
@@ -125,7 +145,7 @@ static enum sd_result finish(struct db *db, const struct event_run_view *run,
 	/* a move: the reminder for the new start */
 	if (run->kind == EVENT_RUN_MOVE && v->event_reminders)
 		jobs.remind_starts_at = v->starts_at;
-	return event_child_finish(db, run->id, v->id, from, skip, &jobs, won);
+	return event_child_finish(handler_db(ctx), run->id, v->id, from, skip, &jobs, won);
 }
 
 /* ======================== cancel_event_order ============================= */
@@ -202,7 +222,7 @@ enum job_outcome event_job_cancel_order(struct handler_ctx *ctx, const struct jo
 	}
 	if ((r = tickets_load_order(db, order_id, &v)) != SD_OK)
 		return db_fail(res, job, r, "load order");
-	if ((r = finish(db, &run, &v, RUN_STEP_REFUNDED, 0, &won)) != SD_OK)
+	if ((r = finish(ctx, &run, &v, RUN_STEP_REFUNDED, 0, &won)) != SD_OK)
 		return db_fail(res, job, r, "finish");
 	if (!won)
 		absorbed(ctx, job, v.public_id);
@@ -268,7 +288,7 @@ enum job_outcome event_job_move_order(struct handler_ctx *ctx, const struct job 
 	skip = v.change_no != run.change_no || v.cancelled_at || v.event_cancelled;
 	if (!skip && (out = rerender(ctx, job, res, &v)) != JOB_DONE)
 		return out;
-	if ((r = finish(db, &run, &v, RUN_STEP_QUEUED, skip, &won)) != SD_OK)
+	if ((r = finish(ctx, &run, &v, RUN_STEP_QUEUED, skip, &won)) != SD_OK)
 		return db_fail(res, job, r, "finish");
 	if (!won)
 		absorbed(ctx, job, v.public_id);
@@ -288,6 +308,7 @@ enum job_outcome event_job_notice(struct handler_ctx *ctx, const struct job *job
 	enum job_outcome out;
 	enum sd_result r;
 	char was[TIMEFMT_TEXT_MAX + TEXT_FIELD_MAX + 4], link[1200];
+	char shop[sizeof env->shop_url];
 	int64_t order_id = 0;
 	int sent = 0;
 
@@ -308,8 +329,10 @@ enum job_outcome event_job_notice(struct handler_ctx *ctx, const struct job *job
 		in.mail = TICKETS_MAIL_MOVED;
 		in.change_no = run.change_no;
 		in.was = was;
-		refund_link_url(env->shop_url, env->key, v.public_id, run.change_no, link,
-				sizeof link);
+		/* the shop as the child that queued it saw it (finish) */
+		if (job_arg_str(job, "shop", shop, sizeof shop) != SD_OK)
+			snprintf(shop, sizeof shop, "%s", env->shop_url);
+		refund_link_url(shop, env->key, v.public_id, run.change_no, link, sizeof link);
 		in.refund_link = link;
 	}
 	out = ticket_send_intent(ctx, job, res, &v, &in, &sent);

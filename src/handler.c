@@ -132,6 +132,22 @@ enum sd_result job_arg_int(const struct job *job, const char *key, int64_t *out)
 	return r;
 }
 
+enum sd_result job_arg_str(const struct job *job, const char *key, char *buf, size_t size)
+{
+	json_t *root, *v;
+	enum sd_result r = job_arg(job, key, &root, &v);
+
+	if (r != SD_OK)
+		return r;
+	if (!json_is_string(v) || json_string_length(v) >= size)
+		r = err_set(SD_INVALID, "payload field \"%s\" must be a string of at most %zu "
+			    "bytes", key, size - 1);
+	else
+		memcpy(buf, json_string_value(v), json_string_length(v) + 1);
+	json_decref(root);
+	return r;
+}
+
 const char *handler_json_lib_version(void)
 {
 	return jansson_version_str();

@@ -110,6 +110,11 @@ enum job_outcome job_retry_io(struct job_result *res, const struct job *job, con
  * missing, SD_INVALID (message set) when not an integer. */
 enum sd_result job_arg_int(const struct job *job, const char *key, int64_t *v);
 
+/* job_arg_str: string field key of the job's payload into buf (size bytes).
+ * SD_NOT_FOUND when missing, SD_INVALID (message set) when not a string or
+ * longer than fits. */
+enum sd_result job_arg_str(const struct job *job, const char *key, char *buf, size_t size);
+
 
 /* handler_json_lib_version: jansson's version as linked ("2.14"). */
 const char *handler_json_lib_version(void);

@@ -30,8 +30,10 @@
 #include "code.h"
 #include "db.h"
 #include "event_edit.h"
+#include "event_jobs.h"
 #include "event_runs.h"
 #include "events.h"
+#include "jobkinds.h"
 #include "log.h"
 #include "orders.h"
 #include "pipeline.h"
@@ -416,6 +418,61 @@ static void test_move_tells_each_buyer_once_per_change(void **state)
 	expect_checks_hold();
 }
 
+/* the move's emails sent by "box B" (another shop address) while "box A"
+ * ran the children: each carries box A's link, the one its job was queued
+ * with, so that a resend by either box is the same email */
+static enum job_outcome notice_on_box_b(struct handler_ctx *ctx, const struct job *job,
+					struct job_result *res)
+{
+	enum job_outcome o;
+
+	snprintf(F.tenv->shop_url, sizeof F.tenv->shop_url, "https://b.example");
+	o = event_job_notice(ctx, job, res);
+	snprintf(F.tenv->shop_url, sizeof F.tenv->shop_url, "https://a.example");
+	return o;
+}
+
+static void test_move_email_same_whichever_box_sends_it(void **state)
+{
+	struct handler two_boxes[32];
+	struct event_change ch = { EVENT_SET_STARTS };
+	struct event_view v;
+	struct pipeline_opts po;
+	char a[16], path[600], *text;
+	size_t size;
+	int i;
+
+	(void)state;
+	order("Ana", "ana@example.org", "cash", a);
+	drain();
+	for (i = 0; ticket_handlers[i].kind; i++) {
+		two_boxes[i] = ticket_handlers[i];
+		if (strcmp(two_boxes[i].kind, JOB_KIND_EVENT_NOTICE) == 0)
+			two_boxes[i].fn = notice_on_box_b;
+	}
+	two_boxes[i] = ticket_handlers[i];
+	snprintf(F.tenv->shop_url, sizeof F.tenv->shop_url, "https://a.example");
+	ch.starts_at = F.starts_at + DAY_MS;
+	ch.actor = "test";
+	assert_int_equal(event_set(F.full, F.event_id, &ch, &v, NULL), SD_OK);
+	memset(&po, 0, sizeof po);
+	po.worker.db_path = F.env->db_path;
+	po.worker.name = "two-boxes";
+	po.worker.concurrency = 1;	/* one thread: the address flips in turn */
+	po.worker.handlers = two_boxes;
+	po.worker.app = F.tenv;
+	po.poll_ms = 20;
+	assert_int_equal(pipeline_run(F.env->db, &po, NULL), SD_OK);
+	assert_int_equal(mails("moved-"), 1);
+	snprintf(path, sizeof path, "%s/maildir/new/moved-%lld-1-%s.eml", F.env->dir,
+		 (long long)F.event_id, a);
+	text = (char *)tu_slurp(path, &size);
+	assert_non_null(text);
+	if (!strstr(text, "https://a.example/r/") || strstr(text, "https://b.example"))
+		fail_msg("the moved email's link is not box A's: %s", text);
+	free(text);
+}
+
 /* ======================== reminders ====================================== */
 
 static void test_reminders_once_for_the_start_they_are_for(void **state)
@@ -526,6 +583,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cut_after_the_email_left, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cut_before_the_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parent_resumes_from_its_cursor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_move_email_same_whichever_box_sends_it, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_move_tells_each_buyer_once_per_change, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_reminders_once_for_the_start_they_are_for, setup,
