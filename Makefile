@@ -41,7 +41,8 @@ XLIBS   := -lhpdf -lmbedtls -lmbedx509 -lmbedcrypto
 # Every package from Debian 12 itself, one set per purpose.
 #   build: what make, make demo and make bench need (compiler, libraries)
 #   test:  what the suites run against: cmocka, PostgreSQL, real PDF tools,
-#          a real SMTP server, openssl for the throwaway CA, curl as a TLS
+#          a real SMTP server, python3-boto3 (botocore signs the SigV4
+#          requests test_sigv4 verifies), openssl for the throwaway CA, curl as a TLS
 #          client, Debian's chromium and nodejs (npm and tests/browser's
 #          pinned playwright-core: tools/npm_deps.sh), ffmpeg to turn a ticket
 #          into the door test's fake camera, libfuse3 for tools/powercut,
@@ -53,7 +54,7 @@ XLIBS   := -lhpdf -lmbedtls -lmbedx509 -lmbedcrypto
 #          hiredis for its Redis client
 DEBS_BUILD := gcc make pkg-config libsqlite3-dev libpq-dev libjansson-dev libhpdf-dev \
               libqrencode-dev libmbedtls-dev libcurl4-openssl-dev libmicrohttpd-dev libsystemd-dev
-DEBS_TEST  := libcmocka-dev postgresql qpdf poppler-utils python3-aiosmtpd openssl curl chromium nodejs \
+DEBS_TEST  := libcmocka-dev postgresql qpdf poppler-utils python3-aiosmtpd python3-boto3 openssl curl chromium nodejs \
               ffmpeg libfuse3-dev fuse3 groff-base systemd procps strace tzdata
 DEBS_FUZZ  := clang
 DEBS_PEERS := redis-server beanstalkd libhiredis-dev

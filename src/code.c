@@ -137,6 +137,29 @@ void code_sha256_hex(const void *data, size_t len, char out[CODE_SHA256_HEX + 1]
 		snprintf(out + 2 * i, 3, "%02x", h[i]);
 }
 
+void code_hmac_sha256(const void *key, size_t klen, const void *data, size_t len,
+		      unsigned char out[32])
+{
+	const mbedtls_md_info_t *md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);
+
+	if (!md || mbedtls_md_hmac(md, key, klen, data, len, out) != 0)
+		memset(out, 0, 32);
+}
+
+void code_md5_hex(const void *data, size_t len, char out[33])
+{
+	unsigned char h[16];
+	size_t i;
+	const mbedtls_md_info_t *md = mbedtls_md_info_from_type(MBEDTLS_MD_MD5);
+
+	if (!md || mbedtls_md(md, data, len, h) != 0) {
+		out[0] = '\0';
+		return;
+	}
+	for (i = 0; i < sizeof h; i++)
+		snprintf(out + 2 * i, 3, "%02x", h[i]);
+}
+
 void code_hmac_sha256_hex(const void *key, size_t klen, const char *prefix, const void *data,
 			  size_t len, char out[CODE_SHA256_HEX + 1])
 {

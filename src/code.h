@@ -46,6 +46,15 @@ void code_sha256_hex(const void *data, size_t len, char out[CODE_SHA256_HEX + 1]
 void code_hmac_sha256_hex(const void *key, size_t klen, const char *prefix, const void *data,
 			  size_t len, char out[CODE_SHA256_HEX + 1]);
 
+/* code_hmac_sha256: HMAC-SHA256 keyed with key[0..klen) over data[0..len),
+ * the 32 bytes into out (all zero on a failure of the library). */
+void code_hmac_sha256(const void *key, size_t klen, const void *data, size_t len,
+		      unsigned char out[32]);
+
+/* code_md5_hex: the MD5 of data as 32 hex digits and a NUL (a checksum a
+ * protocol asks for, never a security check). */
+void code_md5_hex(const void *data, size_t len, char out[33]);
+
 /* code_sha256_file: the SHA-256 of the file at path, read in pieces, as 64
  * hex digits; [out] *size its length.  SD_IO naming the path on a failed
  * read. */

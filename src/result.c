@@ -26,6 +26,7 @@ const char *sd_result_name(enum sd_result r)
 	case SD_SOLD_OUT: return "sold out";
 	case SD_CONFLICT: return "conflict";
 	case SD_LIMITED: return "limited";
+	case SD_DENIED: return "denied";
 	}
 	return "unknown";
 }

@@ -25,6 +25,7 @@ enum sd_result {
 	SD_CONFLICT,	/* the change contradicts the state it would change (an order
 			 * with an admitted ticket cancelled) */
 	SD_LIMITED,	/* a limit on how often refused it: the same again later */
+	SD_DENIED,	/* a credential or signature that does not prove who asks */
 };
 
 /* sd_result_name: a short stable name for a code ("stale", "invalid"). */

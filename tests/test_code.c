@@ -298,6 +298,27 @@ static void test_sha256_vectors(void **state)
 	assert_string_equal(h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
+/* RFC 1321's and RFC 4231's test 2 answers; the raw HMAC is the hex one */
+static void test_md5_and_raw_hmac_vectors(void **state)
+{
+	unsigned char mac[32];
+	char hex[65], raw_hex[65];
+	int i;
+
+	(void)state;
+	code_md5_hex("", 0, hex);
+	assert_string_equal(hex, "d41d8cd98f00b204e9800998ecf8427e");
+	code_md5_hex("abc", 3, hex);
+	assert_string_equal(hex, "900150983cd24fb0d6963f7d28e17f72");
+	code_hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, mac);
+	for (i = 0; i < 32; i++)
+		snprintf(raw_hex + 2 * i, 3, "%02x", mac[i]);
+	assert_string_equal(raw_hex,
+			    "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+	code_hmac_sha256_hex("Jefe", 4, "", "what do ya want for nothing?", 28, hex);
+	assert_string_equal(hex, raw_hex);
+}
+
 static void test_ct_equal(void **state)
 {
 	(void)state;
@@ -313,6 +334,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_sha256_vectors),
 		cmocka_unit_test(test_ct_equal),
+		cmocka_unit_test(test_md5_and_raw_hmac_vectors),
 		cmocka_unit_test(test_known_answers),
 		cmocka_unit_test(test_length_and_alphabet),
 		cmocka_unit_test(test_every_changed_character_is_invalid),
