@@ -286,8 +286,11 @@ static void test_sigterm_lets_running_handlers_finish(void **state)
 	pid_t run;
 
 	run = START(e, log, "--workers", "2", "--grace-ms", "10000");
-	enqueue(e, "sleep", "{\"ms\":800}");
+	enqueue(e, "sleep", "{\"ms\":2000}");
 	wait_sql(e->db_path, 1, 10000, "SELECT count(*) FROM stream WHERE lease_token IS NOT NULL");
+	/* claimed is not yet running (a job only queued is handed back at a
+	 * stop): give the worker's thread time to start the handler */
+	usleep(500 * 1000);
 	kill(run, SIGTERM);
 	assert_int_equal(tu_reap(run, 15000, "run"), 0);
 	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM done_jobs"), 1);
