@@ -13,6 +13,13 @@
 #include "db.h"
 #include "text.h"
 
+/* quiet: the cascade's list of dropped tables is not the bench's output */
+static void quiet(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
 /* scratch_admin: one command on a connection of its own to uri */
 static enum sd_result scratch_admin(const char *uri, const char *sql)
 {
@@ -28,6 +35,7 @@ static enum sd_result scratch_admin(const char *uri, const char *sql)
 		PQfinish(c);
 		return r;
 	}
+	PQsetNoticeProcessor(c, quiet, NULL);
 	res = PQexec(c, sql);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		r = err_set(SD_DB, "%s", PQerrorMessage(c));
