@@ -52,6 +52,7 @@ static const struct {
 	{ "/usr/share/doc/stagedoor/postgresql.md", 0644 },
 	{ "/usr/share/doc/stagedoor/running.md", 0644 },
 	{ "/usr/share/doc/stagedoor/testing.md", 0644 },
+	{ "/usr/share/doc/stagedoor/tour.md", 0644 },
 	{ "/usr/share/man/man1/stagedoor.1", 0644 },
 	{ "/usr/share/man/man5/stagedoor.conf.5", 0644 },
 };
@@ -196,6 +197,7 @@ static void test_install_puts_the_list_and_uninstall_removes_it(void **state)
 			    "/usr/share/doc/stagedoor/examples/stagedoor.conf\n"
 			    "/usr/share/doc/stagedoor/jobs.md\n/usr/share/doc/stagedoor/postgresql.md\n"
 			    "/usr/share/doc/stagedoor/running.md\n/usr/share/doc/stagedoor/testing.md\n"
+			    "/usr/share/doc/stagedoor/tour.md\n"
 			    "/usr/share/man/man1/stagedoor.1\n/usr/share/man/man5/stagedoor.conf.5\n");
 	for (i = 0; i < N_INSTALLED; i++) {
 		snprintf(p, sizeof p, "%s/root%s", e->dir, installed[i].path);

@@ -92,7 +92,8 @@ $src/dist/doc/design.md 0644 $d/share/doc/stagedoor/design.md
 $src/dist/doc/jobs.md 0644 $d/share/doc/stagedoor/jobs.md
 $src/dist/doc/postgresql.md 0644 $d/share/doc/stagedoor/postgresql.md
 $src/dist/doc/running.md 0644 $d/share/doc/stagedoor/running.md
-$src/dist/doc/testing.md 0644 $d/share/doc/stagedoor/testing.md"
+$src/dist/doc/testing.md 0644 $d/share/doc/stagedoor/testing.md
+$src/dist/doc/tour.md 0644 $d/share/doc/stagedoor/tour.md"
 
 if [ "$mode" = install ]; then
 	[ -n "$bin" ] && [ -n "$man1" ] && [ -n "$man5" ] && [ -n "$completion" ] ||
