@@ -7,12 +7,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -340,4 +342,68 @@ void cli_hup_start(const struct cli_config_flags *cf)
 	pthread_sigmask(SIG_BLOCK, &h.set, NULL);
 	if (pthread_create(&th, NULL, hup_thread, &h) == 0)
 		pthread_detach(th);
+}
+
+/* listener_wait: the signal that stops a listener, SIGHUP and ticks handled */
+static int listener_wait(const sigset_t *set, const struct cli_listener *l,
+			 const struct config *cfg, const struct cli_config_flags *cf)
+{
+	struct timespec t = { l->tick_s > 0 ? l->tick_s : 3600, 0 };
+	int sig;
+
+	for (;;) {
+		if ((sig = sigtimedwait(set, NULL, &t)) < 0) {
+			if (errno == EAGAIN && l->tick)
+				l->tick(cfg);
+			continue;
+		}
+		if (sig != SIGHUP)
+			return sig;
+		cli_reload_log(cf);
+	}
+}
+
+int cli_listener_main(int argc, char **argv, const struct cli_listener *l)
+{
+	int supervised = 0;
+	struct cli_config_flags cf = { 0 };
+	struct arg_opt opts[] = {
+		CLI_ARG_SUPERVISED(&supervised),
+		CLI_CONFIG_OPTS(&cf),
+		ARG_END,
+	};
+	char *pos[ARGS_MAX_POS];
+	void *server = NULL;
+	struct config cfg;
+	struct db *db;
+	sigset_t set;
+	enum sd_result r;
+	int npos, rc, sig;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, l->usage)) != 0)
+		return rc;
+	if ((rc = cli_config_load(&cf, &cfg)) != 0)
+		return rc;
+	if ((rc = cli_open_db(config_str(&cfg, CONFIG_DB), 0, DB_SYNC_FULL, &db)) != 0) {
+		config_free(&cfg);
+		return rc;
+	}
+	db_close(db);
+	/* the server's threads inherit this mask: signals come to sigwait */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if ((r = l->start(&cfg, supervised, &server)) != SD_OK) {
+		config_free(&cfg);
+		return r == SD_INVALID ? cli_cannot_start(r) : cli_fail(r);
+	}
+	cli_ready();
+	sig = listener_wait(&set, l, &cfg, &cf);
+	log_event(LOG_INFO, "listener stopping", "listener=%s signal=%d", l->name, sig);
+	l->stop(server);
+	config_free(&cfg);
+	return 0;
 }

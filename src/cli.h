@@ -139,6 +139,9 @@ struct cli_config_flags {
 	CLI_KEY(f, CONFIG_SHOP_HOLDS_PER_EMAIL), \
 	CLI_KEY(f, CONFIG_SHOP_SEATS_MAX), \
 	CLI_KEY(f, CONFIG_SHOP_RATE), \
+	CLI_KEY(f, CONFIG_SQS_LISTEN), \
+	CLI_KEY(f, CONFIG_SQS_TLS_CERT), \
+	CLI_KEY(f, CONFIG_SQS_TLS_KEY), \
 	CLI_KEY(f, CONFIG_PAYMENT_PROVIDER), \
 	CLI_KEY(f, CONFIG_STRIPE_API_URL), \
 	CLI_KEY(f, CONFIG_STRIPE_KEY_FILE), \
@@ -179,6 +182,26 @@ void cli_ready(void);
  * Prints the message as cli_fail does and returns CLI_EXIT_CONFIG. */
 int cli_cannot_start(int r);
 
+
+/*
+ * A listener's command (serve, shop, sqs): alone, or as run's child.
+ * cli_listener_main parses --supervised and the settings, checks the
+ * database opens, blocks SIGTERM, SIGINT and SIGHUP for every thread,
+ * starts the server (start: with the settings and --supervised; [out]
+ * *server), says ready, and waits: SIGHUP reopens the log, tick (may be
+ * NULL) runs every tick_s seconds, SIGTERM or SIGINT stops the server.
+ * start's SD_INVALID is a setting that cannot work (cli_cannot_start's
+ * exit status).  Returns the exit status.
+ */
+struct cli_listener {
+	const char *name;		/* "shop": its log lines */
+	const char *usage;		/* "shop [--shop-listen ADDR:PORT] " CLI_CONFIG_USAGE */
+	enum sd_result (*start)(const struct config *cfg, int supervised, void **server);
+	void (*stop)(void *server);
+	void (*tick)(const struct config *cfg);
+	int tick_s;
+};
+int cli_listener_main(int argc, char **argv, const struct cli_listener *l);
 
 /* cli_reload_log: SIGHUP in a listener (serve, shop): the settings read
  * again for the log's file (reopened) and level; a bad file changes

@@ -283,6 +283,21 @@ enum sd_result code_id_new(int64_t *out)
 	return SD_OK;
 }
 
+enum sd_result code_uuid4(char out[CODE_UUID_LEN + 1])
+{
+	unsigned char b[16];
+
+	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+		return err_set(SD_IO, "no random bytes for an id: %s", strerror(errno));
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);	/* version 4 */
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);	/* RFC 4122 variant */
+	snprintf(out, CODE_UUID_LEN + 1,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+		 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+		 b[14], b[15]);
+	return SD_OK;
+}
+
 void code_make(const unsigned char key[CODE_KEY_LEN], int64_t code_id, int64_t event_id,
 	       char *out)
 {

@@ -51,6 +51,12 @@ void code_hmac_sha256_hex(const void *key, size_t klen, const char *prefix, cons
 void code_hmac_sha256(const void *key, size_t klen, const void *data, size_t len,
 		      unsigned char out[32]);
 
+#define CODE_UUID_LEN 36
+
+/* code_uuid4: a random (version 4) UUID, as text: an SQS MessageId, a
+ * request's id.  SD_IO when the kernel gives no random bytes. */
+enum sd_result code_uuid4(char out[CODE_UUID_LEN + 1]);
+
 /* code_md5_hex: the MD5 of data as 32 hex digits and a NUL (a checksum a
  * protocol asks for, never a security check). */
 void code_md5_hex(const void *data, size_t len, char out[33]);

@@ -192,6 +192,14 @@ static const struct keydef {
 		"unpaid checkouts one client address may hold at once" },
 	[CONFIG_SHOP_HOLDS_PER_EMAIL] = { "shop_holds_per_email", K_INT, 1, 100, "2", 0,
 		"unpaid checkouts one email address may hold at once" },
+	[CONFIG_SQS_LISTEN] = { "sqs_listen", K_STR, 0, 0, "off", 0,
+		"ADDRESS:PORT of the SQS listener (queues of one's own for any SQS client; its "
+		  "own listener), or off; anything but loopback needs sqs_tls_cert and sqs_tls_key" },
+	[CONFIG_SQS_TLS_CERT] = { "sqs_tls_cert", K_PATH, 0, 0, NULL, 0,
+		"the SQS listener's certificate (PEM)" },
+	[CONFIG_SQS_TLS_KEY] = { "sqs_tls_key", K_PATH, 0, 0, NULL, 0,
+		"its private key (PEM, mode 0600); also read from "
+		  "$CREDENTIALS_DIRECTORY/sqs_tls_key" },
 	[CONFIG_SHOP_SEATS_MAX] = { "shop_seats_max", K_INT, 1, 100, "10", 0,
 		"seats one checkout may take" },
 	[CONFIG_SHOP_RATE] = { "shop_rate", K_INT, 0, 100000, "10", 0,

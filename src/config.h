@@ -99,6 +99,9 @@ enum config_key {
 	CONFIG_SHOP_HOLDS_PER_EMAIL,	/* open holds for one email address */
 	CONFIG_SHOP_SEATS_MAX,		/* seats in one checkout */
 	CONFIG_SHOP_RATE,		/* checkouts a minute from one client address */
+	CONFIG_SQS_LISTEN,		/* the SQS listener under `run`; "off": none */
+	CONFIG_SQS_TLS_CERT,		/* its certificate */
+	CONFIG_SQS_TLS_KEY,
 	CONFIG_PAYMENT_PROVIDER,	/* none | stripe */
 	CONFIG_STRIPE_API_URL,
 	CONFIG_STRIPE_KEY_FILE,

@@ -72,6 +72,7 @@
 
 #include <microhttpd.h>
 
+#include "clock.h"
 #include "cred.h"
 #include "http.h"
 #include "http_guard.h"
@@ -107,6 +108,9 @@ struct http_server {
 	void *arg;			/* its argument */
 	struct http_names names;	/* the names, the bound port, HTTPS or not */
 	int no_assets;			/* every request goes to the handler */
+	size_t body_max;		/* request bytes a handler may get */
+	int suspend;			/* handlers may suspend their requests */
+	int n_suspended;		/* requests suspended now (under mu) */
 	unsigned threads;		/* the pool's threads */
 	unsigned conn_max;		/* connections at once */
 	unsigned per_client_max;	/* connections per client address */
@@ -127,13 +131,15 @@ struct conn {
 	char *body;			/* accumulated body, NUL-terminated; NULL: none yet */
 	size_t len;			/* bytes in body */
 	size_t cap;			/* bytes allocated for body */
-	size_t discarded;		/* bytes thrown away past HTTP_BODY_MAX */
+	size_t discarded;		/* bytes thrown away past the body limit */
 	int started;			/* the access handler has seen this request */
+	int64_t arrived_ms;		/* the whole request was in (0: not yet) */
+	int suspended;			/* its handler suspended it, not yet called again */
 };
 
 static unsigned timeout_s;		/* 0: HTTP_TIMEOUT_S */
 
-static const char TOO_LARGE[] = "{\"error\":\"request body too large (limit 65536 bytes)\"}";
+static const char TOO_LARGE[] = "{\"error\":\"request body too large\"}";
 static const char INTERNAL[] = "{\"error\":\"internal error\"}";
 
 /* The last message libmicrohttpd logged on this thread, and the last one
@@ -472,6 +478,13 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
 	return c;
 }
 
+static void suspended_count(struct http_server *s, int d)
+{
+	pthread_mutex_lock(&s->mu);
+	s->n_suspended += d;
+	pthread_mutex_unlock(&s->mu);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
@@ -479,6 +492,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 	struct conn *c = *con_cls;
 
 	(void)toe;
+	if (c && c->suspended)
+		suspended_count(s, -1);
 	if (c) {
 		free(c->query);
 		free(c->body);
@@ -542,6 +557,21 @@ static void page_headers(struct MHD_Response *r, const struct http_response *pag
 	MHD_add_response_header(r, "Referrer-Policy", "same-origin");
 }
 
+/* extras_valid: a handler's own headers end their strings and carry no
+ * line break or colon in a name */
+static int extras_valid(struct http_response *res)
+{
+	int i;
+
+	for (i = 0; i < HTTP_EXTRA_HEADERS; i++) {
+		res->extra[i].name[sizeof res->extra[i].name - 1] = '\0';
+		res->extra[i].value[sizeof res->extra[i].value - 1] = '\0';
+		if (strpbrk(res->extra[i].name, "\r\n: ") || strpbrk(res->extra[i].value, "\r\n"))
+			return 0;
+	}
+	return 1;
+}
+
 static enum MHD_Result send_answer(struct MHD_Connection *mc, const char *path, int status,
 				   const char *type, char *body, size_t len, int own,
 				   const char *retry_after, int dashboard,
@@ -581,6 +611,9 @@ static enum MHD_Result send_answer(struct MHD_Connection *mc, const char *path, 
 	}
 	if (page)
 		page_headers(r, page);
+	for (int i = 0; page && i < HTTP_EXTRA_HEADERS; i++)
+		if (page->extra[i].name[0])
+			MHD_add_response_header(r, page->extra[i].name, page->extra[i].value);
 	ok = MHD_queue_response(mc, (unsigned)status, r);
 	MHD_destroy_response(r);
 	return ok;
@@ -622,6 +655,11 @@ static void peer_name(struct MHD_Connection *mc, char *buf, size_t size)
 			  buf, (socklen_t)size);
 }
 
+void http_resume(void *conn)
+{
+	MHD_resume_connection(conn);
+}
+
 const char *http_request_header(const struct http_request *req, const char *name)
 {
 	return req->conn ? MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name) : NULL;
@@ -648,11 +686,20 @@ static enum MHD_Result call_handler(struct http_server *s, struct MHD_Connection
 						       MHD_HTTP_HEADER_CONTENT_TYPE);
 	req.body = c->body ? c->body : "";
 	req.body_len = c->len;
+	if (!c->arrived_ms)
+		c->arrived_ms = clock_now_ms();
+	req.arrived_ms = c->arrived_ms;
 	peer_name(mc, client, sizeof client);
 	req.client = client;
 	req.conn = mc;
 	s->fn(s->arg, &req, &res);
-
+	if (res.suspend && s->suspend) {
+		free(res.body);
+		c->suspended = 1;
+		suspended_count(s, 1);
+		MHD_suspend_connection(mc);
+		return MHD_YES;
+	}
 	res.content_type[sizeof res.content_type - 1] = '\0';
 	res.retry_after[sizeof res.retry_after - 1] = '\0';
 	if (!res.body)
@@ -674,7 +721,7 @@ static enum MHD_Result call_handler(struct http_server *s, struct MHD_Connection
 	res.csp[sizeof res.csp - 1] = '\0';
 	/* a header value never carries a line break (response splitting) */
 	if (strpbrk(res.location, "\r\n") || strpbrk(res.set_cookie, "\r\n") ||
-	    strpbrk(res.csp, "\r\n")) {
+	    strpbrk(res.csp, "\r\n") || !extras_valid(&res)) {
 		free(res.body);
 		return send_error(mc, path, 500, INTERNAL);
 	}
@@ -685,9 +732,9 @@ static enum MHD_Result call_handler(struct http_server *s, struct MHD_Connection
 
 /* body_append: keep up to HTTP_BODY_MAX bytes, count the rest.  0, or -1
  * when out of memory. */
-static int body_append(struct conn *c, const char *data, size_t n)
+static int body_append(struct conn *c, const char *data, size_t n, size_t max)
 {
-	if (c->discarded || c->len + n > HTTP_BODY_MAX) {
+	if (c->discarded || c->len + n > max) {
 		/* Past the limit: from now on only counted. */
 		c->discarded += c->len + n;
 		free(c->body);
@@ -754,9 +801,13 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
 		c->started = 1;
 		return access_first(s, mc, url, method, version);
 	}
+	if (c->suspended) {	/* resumed */
+		c->suspended = 0;
+		suspended_count(s, -1);
+	}
 	if (*upload_data_size) {
 		track_body(s, mc, *upload_data_size);
-		if (body_append(c, upload_data, *upload_data_size) != 0)
+		if (body_append(c, upload_data, *upload_data_size, s->body_max) != 0)
 			return MHD_NO;
 		*upload_data_size = 0;
 		/* a chunked body has no length to refuse it by before it
@@ -1030,6 +1081,9 @@ static enum sd_result daemon_start(struct http_server *s, const struct http_opts
 	/* poll, not epoll: libmicrohttpd 0.9.75 spins a core on epoll while a TLS
 	 * handshake waits for its client; poll costs nothing while it waits */
 	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+
+	if (s->suspend)
+		flags |= MHD_ALLOW_SUSPEND_RESUME;
 	enum sd_result r;
 	int n = 0, fd;
 
@@ -1083,6 +1137,16 @@ static void server_free(struct http_server *s)
 		pthread_cond_signal(&s->wake);
 		pthread_mutex_unlock(&s->mu);
 		pthread_join(s->sweeper, NULL);
+	}
+	/* libmicrohttpd stops no daemon with a request suspended: the handler
+	 * has resumed every one (its owner's promise) and they finish */
+	for (int i = 0; s->daemon && i < 1000; i++) {
+		pthread_mutex_lock(&s->mu);
+		int n = s->n_suspended;
+		pthread_mutex_unlock(&s->mu);
+		if (!n)
+			break;
+		usleep(10000);
 	}
 	if (s->daemon)
 		MHD_stop_daemon(s->daemon);
@@ -1163,6 +1227,10 @@ enum sd_result http_start_opts(const struct http_opts *o, http_handler_fn fn, vo
 	if ((r = server_new(o, fn, arg, &s)) != SD_OK)
 		return r;
 	s->no_assets = o->no_assets;
+	s->body_max = o->body_max ? o->body_max : HTTP_BODY_MAX;
+	if (s->body_max > HTTP_BODY_DISCARD_MAX)
+		s->body_max = HTTP_BODY_DISCARD_MAX;
+	s->suspend = o->suspend;
 	s->threads = o->threads ? o->threads : HTTP_THREADS;
 	if (o->origin && !(s->names.origin = strdup(o->origin)))
 		r = err_set(SD_NOMEM, "out of memory");

@@ -71,6 +71,7 @@
 #define SD_HTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "result.h"
 
@@ -87,6 +88,7 @@
 #define HTTP_LOCATION_MAX 2048	/* a redirect's target */
 #define HTTP_BODY_MIN_RATE 1024		/* bytes/s a request body must keep up, past
 					 * HTTP_HEADER_TIMEOUT_S of grace */
+#define HTTP_EXTRA_HEADERS 2		/* a handler's own response headers, at most */
 
 /*
  * One request, as the handler sees it.  Every string is NUL-terminated and
@@ -101,7 +103,9 @@ struct http_request {
 	const char *idempotency_key;	/* the header's value, or NULL */
 	const char *content_type;	/* the header's value, or NULL */
 	const char *body;		/* never NULL ("" when none); a NUL follows body_len */
-	size_t body_len;		/* 0 .. HTTP_BODY_MAX */
+	size_t body_len;		/* 0 .. HTTP_BODY_MAX (or the server's body_max) */
+	int64_t arrived_ms;		/* when the whole request was in (clock_now_ms):
+					 * the same on each call of a resumed request */
 	const char *client;		/* the peer's address ("192.0.2.1", "2001:db8::1") */
 	void *conn;			/* the connection, for http_request_header */
 };
@@ -133,6 +137,16 @@ struct http_response {
 					 * Content-Security-Policy, with
 					 * X-Frame-Options DENY, Referrer-Policy
 					 * same-origin, Cache-Control no-store */
+	/* a protocol's extras (the SQS listener's): */
+	struct {
+		char name[48];		/* "": none */
+		char value[208];
+	} extra[HTTP_EXTRA_HEADERS];
+	int suspend;			/* 1: no answer yet: the connection waits,
+					 * holding no thread, until http_resume (on a
+					 * server started with suspend set), and the
+					 * handler is called again with the same
+					 * request; nothing else of res is read */
 };
 
 /* The handler: fill res for req.  [in] arg as given to http_start. */
@@ -172,6 +186,9 @@ struct http_opts {
 	unsigned per_client_max;	/* open connections per client IP; 0: HTTP_PER_CLIENT_MAX */
 	unsigned header_timeout_s;	/* 0: HTTP_HEADER_TIMEOUT_S */
 	unsigned body_min_rate;		/* bytes/s; 0: HTTP_BODY_MIN_RATE */
+	size_t body_max;		/* request bytes the handler may get; 0:
+					 * HTTP_BODY_MAX; at most HTTP_BODY_DISCARD_MAX */
+	int suspend;			/* 1: handlers may answer res->suspend */
 };
 
 /*
@@ -203,6 +220,15 @@ enum sd_result http_start(const char *listen, http_handler_fn fn, void *arg,
 /* http_stop: close the listening socket and every connection, wait for
  * running handlers to return, free s.  Accepts NULL. */
 void http_stop(struct http_server *s);
+
+/*
+ * http_resume: call the handler again for the request on conn (a
+ * request's conn, whose handler answered res->suspend).  From any thread;
+ * each suspended request must be resumed once, before http_stop.  Resuming
+ * one whose handler has not returned yet is allowed: the handler is then
+ * called again at once.
+ */
+void http_resume(void *conn);
 
 /* http_port: the port s listens on. */
 int http_port(const struct http_server *s);

@@ -184,12 +184,34 @@ int64_t queue_backoff_ms(const struct kind_policy *p, int64_t attempts)
 
 /* ======================== names and ids ================================= */
 
+enum sd_result queue_sqs_name_valid(const char *name)
+{
+	size_t i, len = name ? strlen(name) : 0, fifo = 0;
+
+	if (len > 5 && strcmp(name + len - 5, ".fifo") == 0)
+		fifo = 5;
+	if (len == fifo)
+		return err_set(SD_INVALID, "a queue name is empty");
+	if (len > QUEUE_SQS_NAME_MAX)
+		return err_set(SD_INVALID, "a queue name is at most %d characters here",
+			       QUEUE_SQS_NAME_MAX);
+	for (i = 0; i < len - fifo; i++) {
+		unsigned char c = (unsigned char)name[i];
+		if (!(isalnum(c) || c == '_' || c == '-'))
+			return err_set(SD_INVALID, "a queue name may hold only A-Z, a-z, 0-9, '_' "
+				       "and '-', and end in .fifo");
+	}
+	return SD_OK;
+}
+
 enum sd_result queue_kind_valid(const char *kind)
 {
 	size_t i, len;
 
 	if (!kind || !*kind)
 		return err_set(SD_INVALID, "job kind is empty");
+	if (strncmp(kind, QUEUE_SQS_PREFIX, strlen(QUEUE_SQS_PREFIX)) == 0)
+		return queue_sqs_name_valid(kind + strlen(QUEUE_SQS_PREFIX));
 	len = strlen(kind);
 	if (len > QUEUE_KIND_MAX)
 		return err_set(SD_INVALID, "job kind is longer than %d characters", QUEUE_KIND_MAX);
@@ -269,6 +291,7 @@ static struct job *job_from_row(struct db_stmt *st)
 	j->expiries = db_col_int(st, 6);
 	j->attempts = db_col_int(st, 7);
 	j->created_at = db_col_int(st, 8);
+	j->first_leased_at = db_col_int(st, 9);
 	j->job_id = (char *)(j + 1);
 	j->kind = j->job_id + a;
 	j->payload = j->kind + b;
@@ -304,6 +327,10 @@ enum sd_result queue_enqueue(struct db *db, const struct enqueue *e, char *job_i
 
 	if ((r = queue_kind_valid(e->kind)) != SD_OK)
 		return r;
+	if ((strncmp(e->kind, QUEUE_SQS_PREFIX, strlen(QUEUE_SQS_PREFIX)) == 0) != (e->queue > 0))
+		return err_set(SD_INVALID, e->queue > 0 ? "an SQS queue holds only kind sqs:<name>"
+				: "kind %.64s belongs to an SQS queue: send it through the SQS "
+				"listener", e->kind);
 	if (job_id && (r = queue_job_id_valid(job_id)) != SD_OK)
 		return r;
 	if (e->delay_ms < 0)
@@ -325,6 +352,11 @@ enum sd_result queue_enqueue(struct db *db, const struct enqueue *e, char *job_i
 	db_bind_int(st, 4, e->priority);
 	db_bind_int(st, 5, now + e->delay_ms);
 	db_bind_int(st, 6, now);
+	db_bind_int(st, 7, e->queue);
+	if (e->group)
+		db_bind_text(st, 8, e->group);
+	else
+		db_bind_null(st, 8);
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
 	r = db_run(st);
@@ -350,8 +382,9 @@ enum sd_result queue_enqueue(struct db *db, const struct enqueue *e, char *job_i
 
 static const char SQL_TO_DEAD[] =
 	"INSERT INTO dead_jobs (job_id, kind, payload, priority, deliveries, expiries, attempts, "
-	"last_error, created_at, died_at) SELECT job_id, kind, payload, priority, deliveries, "
-	"expiries, ?3, ?4, created_at, ?5 FROM stream WHERE id = ?1 AND lease_token = ?2";
+	"last_error, created_at, died_at, queue) SELECT job_id, kind, payload, priority, "
+	"deliveries, expiries, ?3, ?4, created_at, ?5, queue FROM stream "
+	"WHERE id = ?1 AND lease_token = ?2";
 
 /* The dead letter's count and expiries, from the entry still in the stream
  * (the copy above is fenced; this runs only when it moved a row). */
@@ -405,6 +438,9 @@ struct claim_req {
 	int64_t lease_ms;	/* lease of every entry, before per-kind policies */
 	int64_t token;		/* the claim's fencing token */
 	const char *worker;	/* leased_by */
+	int64_t lane;		/* stream.queue: 0 for the box's own jobs */
+	int fifo;		/* the lane is a FIFO queue's: heads of groups only */
+	const struct lane_rules *rules;	/* an SQS queue's, or NULL */
 };
 
 /* claim_level: lease up to n - *got visible entries into out[*got..], *got
@@ -414,8 +450,9 @@ struct claim_req {
 static enum sd_result claim_level(struct db *db, const struct claim_req *c, int above,
 				  int has_level, int64_t level, int n, struct job **out, int *got)
 {
-	struct db_stmt *st = above ? db_stmt_for(db, QUEUE_SQL_CLAIM_ABOVE, QUEUE_SQL_PG_CLAIM_ABOVE)
-				   : db_stmt_for(db, QUEUE_SQL_CLAIM, QUEUE_SQL_PG_CLAIM);
+	struct db_stmt *st = c->fifo ? db_stmt_for(db, QUEUE_SQL_CLAIM_FIFO, QUEUE_SQL_PG_CLAIM_FIFO)
+			     : above ? db_stmt_for(db, QUEUE_SQL_CLAIM_ABOVE, QUEUE_SQL_PG_CLAIM_ABOVE)
+				     : db_stmt_for(db, QUEUE_SQL_CLAIM, QUEUE_SQL_PG_CLAIM);
 	enum sd_result r;
 	int row;
 
@@ -426,6 +463,7 @@ static enum sd_result claim_level(struct db *db, const struct claim_req *c, int 
 	db_bind_int(st, 3, c->token);
 	db_bind_text(st, 4, c->worker);
 	db_bind_int(st, 5, n - *got);
+	db_bind_int(st, 7, c->lane);
 	if (above && has_level)
 		db_bind_int(st, 6, level);
 	else if (above)
@@ -472,7 +510,7 @@ static enum sd_result claim_levels(struct db *db, const struct claim_req *c, int
 
 	if ((r = claim_level(db, c, 0, 0, 0, n, out, got)) != SD_OK)
 		return r;
-	while (*got < n) {
+	while (*got < n && !c->fifo) {
 		before = *got;
 		r = claim_level(db, c, 1, *got > 0, *got > 0 ? out[*got - 1]->priority : 0, n, out,
 				got);
@@ -480,6 +518,39 @@ static enum sd_result claim_levels(struct db *db, const struct claim_req *c, int
 			return r;
 	}
 	return SD_OK;
+}
+
+static const char SQL_REDRIVE[] =
+	"UPDATE stream SET queue = ?3, kind = ?4, visible_at = ?5, lease_token = NULL, "
+	"leased_by = NULL, leased_at = NULL, deliveries = 0, expiries = 0, first_leased_at = NULL "
+	"WHERE id = ?1 AND lease_token = ?2";
+
+/* lane_rule: an SQS queue's rules for one claimed entry: SD_OK to hand it
+ * out, SD_STALE when it moved (retention to the dead letters, a redrive to
+ * the dead-letter queue, which is woken), an error else */
+static enum sd_result lane_rule(struct db *db, const struct claim_req *c, const struct job *j)
+{
+	const struct lane_rules *lr = c->rules;
+	struct db_stmt *st;
+	enum sd_result r;
+
+	if (lr->retention_ms && j->created_at <= c->now - lr->retention_ms) {
+		r = move_to_dead(db, j->id, c->token, j->attempts, "retention period passed");
+		return r == SD_OK ? SD_STALE : r;
+	}
+	if (!lr->max_receives || j->deliveries <= lr->max_receives)
+		return SD_OK;
+	if (!(st = db_stmt(db, SQL_REDRIVE)))
+		return SD_DB;
+	db_bind_int(st, 1, j->id);
+	db_bind_int(st, 2, c->token);
+	db_bind_int(st, 3, lr->dlq);
+	db_bind_text(st, 4, lr->dlq_kind);
+	db_bind_int(st, 5, c->now);
+	if ((r = db_run(st)) != SD_OK)
+		return r;
+	db_notify_on_commit(db);
+	return SD_STALE;
 }
 
 /*
@@ -499,7 +570,13 @@ static enum sd_result claim_policies(struct db *db, const struct claim_req *c, i
 		const struct kind_policy *p = queue_policy(j->kind);
 
 		out[i] = NULL;
-		if (j->expiries >= p->max_deliveries) {
+		if (c->rules && (r = lane_rule(db, c, j)) != SD_OK) {
+			job_free(j);
+			if (r != SD_STALE)	/* SD_STALE: the rule moved it */
+				return r;
+			continue;
+		}
+		if (j->expiries >= p->max_deliveries && !(c->rules && c->rules->max_receives)) {
 			char msg[160];
 			snprintf(msg, sizeof msg,
 				 "poison: delivered %lld times, %lld leases expired without an ack",
@@ -531,10 +608,35 @@ static enum sd_result claim_policies(struct db *db, const struct claim_req *c, i
 	return SD_OK;
 }
 
+static enum sd_result claim(struct db *db, struct claim_req *c, int n, int64_t lease_ms,
+			    struct job **out, int *n_out);
+
 enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lease_ms,
 			   struct job **out, int *n_out)
 {
-	struct claim_req c;
+	struct claim_req c = { .worker = worker };
+
+	return claim(db, &c, n, lease_ms, out, n_out);
+}
+
+enum sd_result queue_claim_lane(struct db *db, int64_t lane, const struct lane_rules *rules,
+				const char *worker, int n, int64_t lease_ms, struct job **out,
+				int *n_out)
+{
+	struct claim_req c = { .worker = worker, .lane = lane, .fifo = rules && rules->fifo,
+			       .rules = rules };
+
+	if (lane < 1 || lease_ms < 1)
+		return err_set(SD_INVALID, "an SQS queue's lane is 1 or more, its lease 1 ms or more");
+	if (rules && rules->max_receives && (rules->dlq < 1 || !rules->dlq_kind))
+		return err_set(SD_INVALID, "a redrive names its dead-letter queue");
+	return claim(db, &c, n, lease_ms, out, n_out);
+}
+
+static enum sd_result claim(struct db *db, struct claim_req *cr, int n, int64_t lease_ms,
+			    struct job **out, int *n_out)
+{
+	struct claim_req c = *cr;
 	enum sd_result r;
 	int got = 0, i, kept = 0;
 
@@ -547,7 +649,6 @@ enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lea
 		c.token = 1;
 	assert(c.token > 0);	/* 63 bits, never 0: a lease always has one */
 	c.lease_ms = lease_ms > 0 ? lease_ms : policy_fallback.lease_ms;
-	c.worker = worker;
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
 	if ((r = claim_levels(db, &c, n, out, &got)) != SD_OK ||
@@ -936,8 +1037,8 @@ out:
 
 static const char SQL_DEAD_RETRY[] =
 	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, deliveries, last_error, "
-	"created_at) SELECT job_id, kind, payload, priority, ?2, deliveries, last_error, created_at "
-	"FROM dead_jobs WHERE job_id = ?1 ORDER BY id";
+	"created_at, queue) SELECT job_id, kind, payload, priority, ?2, deliveries, last_error, "
+	"created_at, queue FROM dead_jobs WHERE job_id = ?1 ORDER BY id";
 static const char SQL_TOTALS_UNDEAD[] =
 	"INSERT INTO done_totals (kind, dead, dead_expiries) SELECT kind, -count(*), -sum(expiries) "
 	"FROM dead_jobs WHERE job_id = ?1 GROUP BY kind ON CONFLICT (kind) DO UPDATE SET "
@@ -1229,14 +1330,18 @@ enum sd_result queue_each_live(struct db *db, const char *kind, const char *fiel
 	return SD_OK;
 }
 
-static const char SQL_PENDING[] = "SELECT count(*) FROM stream";
-static const char SQL_PENDING_DUE[] = "SELECT count(*) FROM stream WHERE visible_at <= ?1";
+/* The box's own lane (queue 0): what its workers wait for and drain.  An
+ * SQS queue's messages wait for receivers outside the box. */
+static const char SQL_PENDING[] = "SELECT count(*) FROM stream WHERE queue = 0";
+static const char SQL_PENDING_DUE[] =
+	"SELECT count(*) FROM stream WHERE queue = 0 AND visible_at <= ?1";
 /* The lowest level, the next one above ?1, and the earliest entry of one
  * level: one seek each in stream_claim. */
-static const char SQL_LEVEL_FIRST[] = "SELECT min(priority) FROM stream";
-static const char SQL_LEVEL_NEXT[] = "SELECT min(priority) FROM stream WHERE priority > ?1";
+static const char SQL_LEVEL_FIRST[] = "SELECT min(priority) FROM stream WHERE queue = 0";
+static const char SQL_LEVEL_NEXT[] =
+	"SELECT min(priority) FROM stream WHERE queue = 0 AND priority > ?1";
 static const char SQL_LEVEL_NEXT_VISIBLE[] =
-	"SELECT min(visible_at) FROM stream WHERE priority = ?1";
+	"SELECT min(visible_at) FROM stream WHERE queue = 0 AND priority = ?1";
 
 /* One int64 from sql, ?1 bound to arg (a statement without ?1 ignores it):
  * [out] *found 0 when the answer is NULL or no row, *v left as it was. */

@@ -16,6 +16,8 @@
 
 #define QUEUE_JOB_ID_MAX 200		/* longest job_id, without the NUL */
 #define QUEUE_KIND_MAX 64		/* longest kind name */
+#define QUEUE_SQS_PREFIX "sqs:"		/* an SQS queue's kind: sqs:<queue name> */
+#define QUEUE_SQS_NAME_MAX 60		/* longest SQS queue name, .fifo included */
 #define QUEUE_ERROR_MAX 1000		/* longest stored error text */
 #define QUEUE_LEASE_MS_DEFAULT 60000
 #define QUEUE_MAX_ATTEMPTS_DEFAULT 10
@@ -61,6 +63,7 @@ struct job {
 	int64_t expiries;	/* earlier claims that ended by lease expiry */
 	int64_t attempts;	/* failed attempts so far */
 	int64_t created_at;	/* enqueue time (ms) */
+	int64_t first_leased_at; /* the first claim's time (ms) */
 	char *job_id;		/* identity: survives redelivery and retry */
 	char *kind;
 	char *payload;		/* a JSON object */
@@ -75,11 +78,18 @@ struct enqueue {
 	const char *job_id;
 	int64_t delay_ms;	/* >= 0: visible after this long */
 	int64_t priority;	/* lower runs first; default 0 */
+	int64_t queue;		/* the lane: 0 for the box's own jobs, else an SQS
+				 * queue's id (its kind is then sqs:<name>) */
+	const char *group;	/* a FIFO queue's MessageGroupId, else NULL */
 };
 
 /* queue_kind_valid / queue_job_id_valid: the accepted names; on failure the
- * message says why. */
+ * message says why.  A kind is a-z, 0-9, '_', '-', '.', or sqs:<queue name>. */
 enum sd_result queue_kind_valid(const char *kind);
+
+/* queue_sqs_name_valid: an SQS queue name: 1-60 of A-Z a-z 0-9 '_' '-',
+ * and a FIFO queue's ends in ".fifo" (counted). */
+enum sd_result queue_sqs_name_valid(const char *name);
 enum sd_result queue_job_id_valid(const char *job_id);
 
 /* queue_mint_job_id: a new unique job id, time-ordered.  buf holds
@@ -105,6 +115,29 @@ enum sd_result queue_enqueue(struct db *db, const struct enqueue *e, char *job_i
  */
 enum sd_result queue_claim(struct db *db, const char *worker, int n, int64_t lease_ms,
 			   struct job **out, int *n_out);
+
+/* What an SQS queue's claim does beyond the stream's own rules. */
+struct lane_rules {
+	int fifo;		/* heads of message groups only: one in flight per
+				 * group, in order */
+	int64_t retention_ms;	/* an entry older than this goes to the dead
+				 * letters instead (0: kept) */
+	int64_t max_receives;	/* a RedrivePolicy's maxReceiveCount (0: none):
+				 * an entry claimed more often moves to dlq,
+				 * counts reset, and the poison rule is off */
+	int64_t dlq;		/* the dead-letter queue's lane */
+	const char *dlq_kind;	/* and its kind (sqs:<name>) */
+};
+
+/*
+ * queue_claim_lane: queue_claim for the entries of one SQS queue's lane
+ * (lane >= 1), which queue_claim never takes, under rules (may be NULL).
+ * lease_ms > 0.  [out] *moved (may be NULL): entries moved to the dead
+ * letters or the dead-letter queue instead of being returned.
+ */
+enum sd_result queue_claim_lane(struct db *db, int64_t lane, const struct lane_rules *rules,
+				const char *worker, int n, int64_t lease_ms, struct job **out,
+				int *n_out);
 
 /* The calls below name the lease by (id, token) and return SD_STALE, having
  * changed nothing, when the entry was leased again since or is gone. */

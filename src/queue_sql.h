@@ -7,10 +7,11 @@
 #ifndef SD_QUEUE_SQL_H
 #define SD_QUEUE_SQL_H
 
-/* ?1 job_id ?2 kind ?3 payload ?4 priority ?5 visible_at ?6 created_at */
+/* ?1 job_id ?2 kind ?3 payload ?4 priority ?5 visible_at ?6 created_at
+ * ?7 queue (the lane: 0 for the box's own jobs) ?8 grp (NULL but in FIFO) */
 #define QUEUE_SQL_ENQUEUE \
-	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, created_at) " \
-	"VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, created_at, queue, " \
+	"grp) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
 
 /*
  * The claim, one priority level at a time.  The stream_claim index is ordered
@@ -28,18 +29,21 @@
  * first entry is visible, until one is); it is the heavier statement, so it
  * runs only then.  An entry that still carries a token had its lease expire:
  * that delivery counts as an expiry.  leased_at is the claim's time (the
- * lease's age on the dashboard).
- * ?1 now ?2 lease_ms ?3 token ?4 worker ?5 n [?6 priority or NULL]
+ * lease's age on the dashboard).  Every statement stays in one lane (?7,
+ * the index's first column): the box's workers claim lane 0, an SQS queue's
+ * receivers its own.
+ * ?1 now ?2 lease_ms ?3 token ?4 worker ?5 n [?6 priority or NULL] ?7 lane
  */
 #define QUEUE_SQL_LEASE \
 	"visible_at = ?1 + ?2, lease_token = ?3, leased_by = ?4, leased_at = ?1, " \
-	"deliveries = deliveries + 1, " \
+	"first_leased_at = coalesce(first_leased_at, ?1), deliveries = deliveries + 1, " \
 	"expiries = expiries + CASE WHEN lease_token IS NOT NULL THEN 1 ELSE 0 END "
 #define QUEUE_SQL_CLAIM_SET \
 	"UPDATE stream SET " QUEUE_SQL_LEASE "WHERE id IN (SELECT id FROM stream WHERE priority = "
 #define QUEUE_SQL_CLAIM_TAIL \
-	" AND visible_at <= ?1 ORDER BY visible_at, id LIMIT ?5) " \
-	"RETURNING id, job_id, kind, payload, priority, deliveries, expiries, attempts, created_at"
+	" AND queue = ?7 AND visible_at <= ?1 ORDER BY visible_at, id LIMIT ?5) " \
+	"RETURNING id, job_id, kind, payload, priority, deliveries, expiries, attempts, " \
+	"created_at, first_leased_at"
 /*
  * PostgreSQL: the same claim with the rows picked in a CTE FOR UPDATE SKIP
  * LOCKED, so workers of several boxes claim side by side, each skipping the
@@ -50,27 +54,50 @@
 #define QUEUE_SQL_PG_CLAIM_SET \
 	"WITH c AS (SELECT id FROM stream WHERE priority = "
 #define QUEUE_SQL_PG_CLAIM_TAIL \
-	" AND visible_at <= ?1 ORDER BY visible_at, id LIMIT ?5 FOR UPDATE SKIP LOCKED) " \
+	" AND queue = ?7 AND visible_at <= ?1 ORDER BY visible_at, id LIMIT ?5 " \
+	"FOR UPDATE SKIP LOCKED) " \
 	"UPDATE stream SET " QUEUE_SQL_LEASE "FROM c WHERE stream.id = c.id " \
 	"RETURNING stream.id, job_id, kind, payload, priority, deliveries, expiries, attempts, " \
-	"created_at"
+	"created_at, first_leased_at"
 #define QUEUE_SQL_LEVEL_READY \
 	"(WITH RECURSIVE lv(p) AS (" \
 	"SELECT (SELECT min(priority) FROM stream " \
-	"WHERE priority >= coalesce(?6 + 1, -9223372036854775808)) " \
-	"UNION ALL SELECT (SELECT min(priority) FROM stream WHERE priority > lv.p) FROM lv " \
-	"WHERE lv.p IS NOT NULL AND NOT EXISTS " \
-	"(SELECT 1 FROM stream WHERE priority = lv.p AND visible_at <= ?1)) " \
+	"WHERE queue = ?7 AND priority >= coalesce(?6 + 1, -9223372036854775808)) " \
+	"UNION ALL SELECT (SELECT min(priority) FROM stream WHERE queue = ?7 AND " \
+	"priority > lv.p) FROM lv WHERE lv.p IS NOT NULL AND NOT EXISTS " \
+	"(SELECT 1 FROM stream WHERE queue = ?7 AND priority = lv.p AND visible_at <= ?1)) " \
 	"SELECT p FROM lv WHERE EXISTS " \
-	"(SELECT 1 FROM stream WHERE priority = lv.p AND visible_at <= ?1))"
+	"(SELECT 1 FROM stream WHERE queue = ?7 AND priority = lv.p AND visible_at <= ?1))"
+#define QUEUE_SQL_LEVEL_FIRST "(SELECT min(priority) FROM stream WHERE queue = ?7)"
 #define QUEUE_SQL_CLAIM \
-	QUEUE_SQL_CLAIM_SET "(SELECT min(priority) FROM stream)" QUEUE_SQL_CLAIM_TAIL
+	QUEUE_SQL_CLAIM_SET QUEUE_SQL_LEVEL_FIRST QUEUE_SQL_CLAIM_TAIL
 #define QUEUE_SQL_CLAIM_ABOVE \
 	QUEUE_SQL_CLAIM_SET QUEUE_SQL_LEVEL_READY QUEUE_SQL_CLAIM_TAIL
 #define QUEUE_SQL_PG_CLAIM \
-	QUEUE_SQL_PG_CLAIM_SET "(SELECT min(priority) FROM stream)" QUEUE_SQL_PG_CLAIM_TAIL
+	QUEUE_SQL_PG_CLAIM_SET QUEUE_SQL_LEVEL_FIRST QUEUE_SQL_PG_CLAIM_TAIL
 #define QUEUE_SQL_PG_CLAIM_ABOVE \
 	QUEUE_SQL_PG_CLAIM_SET QUEUE_SQL_LEVEL_READY QUEUE_SQL_PG_CLAIM_TAIL
+
+/*
+ * A FIFO queue's claim: the oldest entry of each message group alone, and
+ * only when it is visible, so a group has one message in flight and the
+ * next one waits for its delete (stream_group finds each entry's elders).
+ * Entries without a group (none in a FIFO queue today) are taken as they
+ * come.  ?1 now ?2 lease_ms ?3 token ?4 worker ?5 n ?7 lane
+ */
+#define QUEUE_SQL_FIFO_PICK \
+	"SELECT id FROM stream s WHERE queue = ?7 AND visible_at <= ?1 AND (grp IS NULL OR " \
+	"NOT EXISTS (SELECT 1 FROM stream o WHERE o.queue = ?7 AND o.grp = s.grp AND " \
+	"o.id < s.id)) ORDER BY id LIMIT ?5"
+#define QUEUE_SQL_CLAIM_FIFO \
+	"UPDATE stream SET " QUEUE_SQL_LEASE "WHERE id IN (" QUEUE_SQL_FIFO_PICK ") " \
+	"RETURNING id, job_id, kind, payload, priority, deliveries, expiries, attempts, " \
+	"created_at, first_leased_at"
+#define QUEUE_SQL_PG_CLAIM_FIFO \
+	"WITH c AS (" QUEUE_SQL_FIFO_PICK " FOR UPDATE SKIP LOCKED) " \
+	"UPDATE stream SET " QUEUE_SQL_LEASE "FROM c WHERE stream.id = c.id " \
+	"RETURNING stream.id, job_id, kind, payload, priority, deliveries, expiries, attempts, " \
+	"created_at, first_leased_at"
 
 /* The ack: copy to done_jobs, then delete; both fenced by the token.
  * ?1 id ?2 token ?3 now */

@@ -33,6 +33,7 @@
 #include "db.h"
 #include "fsio.h"
 #include "log.h"
+#include "queue.h"
 #include "statedir.h"
 #include "text.h"
 #include "timefmt.h"
@@ -183,7 +184,7 @@ enum sd_result token_ensure(const char *db_path, const char *state_dir)
 /* ======================== roles ========================================== */
 
 static const char *const role_names[TOKEN_ROLES] = { "operator", "box_office", "door",
-						     "monitor" };
+						     "monitor", "worker" };
 
 const char *token_role_name(int role)
 {
@@ -202,9 +203,15 @@ int token_role_parse(const char *s)
 
 /* ======================== admitting a request ============================ */
 
-static const char SQL_TOKEN_FIND[] =
-	"SELECT name, role, event_id, expires_at, revoked_at, coalesce(last_used_at, 0) "
-	"FROM api_tokens WHERE sha256 = ?1";
+#define TOKEN_FIND_SQL(where) \
+	"SELECT name, role, event_id, expires_at, revoked_at, coalesce(last_used_at, 0), sha256 " \
+	"FROM api_tokens WHERE " where
+static const char SQL_TOKEN_FIND[] = TOKEN_FIND_SQL("sha256 = ?1");
+/* by id: the SHA-256s that begin with it, in order ("id" < each < "id" "g") */
+static const char SQL_TOKEN_FIND_ID[] =
+	TOKEN_FIND_SQL("sha256 > ?1 AND sha256 < ?1 || 'g' ORDER BY sha256 LIMIT 2");
+static const char SQL_TOKEN_QUEUES[] =
+	"SELECT pattern FROM token_queues WHERE sha256 = ?1 ORDER BY pattern";
 static const char SQL_TOKEN_USED[] =
 	"UPDATE api_tokens SET last_used_at = ?2 WHERE sha256 = ?1 AND "
 	"(last_used_at IS NULL OR last_used_at <= ?2 - ?3)";
@@ -252,22 +259,31 @@ static void mark_used(struct db *db, const char *sha, int64_t now)
 		log_event(LOG_DEBUG, "token use not recorded", "err=%s", err_msg());
 }
 
-enum sd_result token_lookup(struct db *db, const char *hdr, int64_t now, struct token_grant *g,
+/* worker_queues: a worker grant's queue patterns */
+static enum sd_result worker_queues(struct db *db, const char *sha, struct token_grant *g)
+{
+	struct db_stmt *st = db_stmt(db, SQL_TOKEN_QUEUES);
+	enum sd_result r = SD_OK;
+
+	if (!st)
+		return SD_DB;
+	db_bind_text(st, 1, sha);
+	while (g->n_queues < TOKEN_QUEUES_MAX && db_next(st, &r))
+		snprintf(g->queues[g->n_queues++], sizeof g->queues[0], "%s", db_col_text(st, 0));
+	db_reset(st);
+	return r;
+}
+
+/* admit: the grant of the one row st finds (bound, not stepped), or why
+ * not; two rows (two tokens whose ids collide) admit neither */
+static enum sd_result admit(struct db *db, struct db_stmt *st, int64_t now, struct token_grant *g,
 			    int *why)
 {
-	char sha[CODE_SHA256_HEX + 1];
-	struct db_stmt *st;
+	char sha[CODE_SHA256_HEX + 1] = "";
 	enum sd_result r;
 	int64_t used = 0;
 	int row = 0;
 
-	memset(g, 0, sizeof *g);
-	g->role = TOKEN_NONE;
-	if ((*why = bearer_sha(hdr, sha)) != TOKEN_OK)
-		return SD_OK;
-	if (!(st = db_stmt(db, SQL_TOKEN_FIND)))
-		return SD_DB;
-	db_bind_text(st, 1, sha);
 	if ((r = db_step(st, &row)) != SD_OK)
 		return r;
 	if (!row)
@@ -280,11 +296,16 @@ enum sd_result token_lookup(struct db *db, const char *hdr, int64_t now, struct 
 		*why = TOKEN_UNKNOWN;	/* a role this binary does not know */
 	else {
 		snprintf(g->name, sizeof g->name, "%s", db_col_text(st, 0));
+		snprintf(sha, sizeof sha, "%s", db_col_text(st, 6));
 		snprintf(g->id, sizeof g->id, "%.*s", TOKEN_ID_LEN, sha);
 		g->event_id = db_col_is_null(st, 2) ? 0 : db_col_int(st, 2);
 		used = db_col_int(st, 5);
+		if (db_step(st, &row) != SD_OK || row)
+			*why = TOKEN_UNKNOWN;
 	}
 	db_reset(st);
+	if (*why == TOKEN_OK && g->role == TOKEN_WORKER && (r = worker_queues(db, sha, g)) != SD_OK)
+		return r;
 	if (*why != TOKEN_OK) {
 		g->role = TOKEN_NONE;
 		return SD_OK;
@@ -292,6 +313,67 @@ enum sd_result token_lookup(struct db *db, const char *hdr, int64_t now, struct 
 	if (used <= now - TOKEN_USED_EVERY_MS)
 		mark_used(db, sha, now);
 	return SD_OK;
+}
+
+enum sd_result token_lookup(struct db *db, const char *hdr, int64_t now, struct token_grant *g,
+			    int *why)
+{
+	char sha[CODE_SHA256_HEX + 1];
+	struct db_stmt *st;
+
+	memset(g, 0, sizeof *g);
+	g->role = TOKEN_NONE;
+	if ((*why = bearer_sha(hdr, sha)) != TOKEN_OK)
+		return SD_OK;
+	if (!(st = db_stmt(db, SQL_TOKEN_FIND)))
+		return SD_DB;
+	db_bind_text(st, 1, sha);
+	return admit(db, st, now, g, why);
+}
+
+enum sd_result token_lookup_id(struct db *db, const char *id, int64_t now, struct token_grant *g,
+			       int *why)
+{
+	struct db_stmt *st;
+	size_t i;
+
+	memset(g, 0, sizeof *g);
+	g->role = TOKEN_NONE;
+	*why = TOKEN_MALFORMED;
+	for (i = 0; i < TOKEN_ID_LEN; i++)
+		if (!id[i] || !strchr("0123456789abcdef", id[i]))
+			return SD_OK;
+	if (id[i])
+		return SD_OK;
+	*why = TOKEN_OK;
+	if (!(st = db_stmt(db, SQL_TOKEN_FIND_ID)))
+		return SD_DB;
+	db_bind_text(st, 1, id);
+	return admit(db, st, now, g, why);
+}
+
+int token_queue_allowed(const struct token_grant *g, const char *name)
+{
+	int i;
+
+	if (g->role != TOKEN_WORKER)
+		return 0;
+	for (i = 0; i < g->n_queues; i++) {
+		const char *p = g->queues[i];
+		size_t n = strlen(p);
+
+		if (n && p[n - 1] == '*' ? strncmp(p, name, n - 1) == 0 : strcmp(p, name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+void token_id_of(const char *token, char id[TOKEN_ID_LEN + 1])
+{
+	char sha[CODE_SHA256_HEX + 1];
+
+	code_sha256_hex(token, strlen(token), sha);
+	snprintf(id, TOKEN_ID_LEN + 1, "%.*s", TOKEN_ID_LEN, sha);
 }
 
 /* ======================== token add, ls, revoke ========================== */
@@ -314,7 +396,8 @@ static enum sd_result token_new_valid(const struct token_new *t, int64_t now)
 	if (text_field_valid("name", t->name) != SD_OK)
 		return SD_INVALID;
 	if (t->role < 0 || t->role >= TOKEN_ROLES)
-		return err_set(SD_INVALID, "the role must be operator, box_office, door or monitor");
+		return err_set(SD_INVALID, "the role must be operator, box_office, door, monitor "
+			       "or worker");
 	if (t->event_id < 0 || ((t->event_id || t->all_events) && t->role != TOKEN_DOOR))
 		return err_set(SD_INVALID, "only a door token is bound to an event");
 	if (t->role == TOKEN_DOOR && !t->event_id && !t->all_events)
@@ -325,7 +408,58 @@ static enum sd_result token_new_valid(const struct token_new *t, int64_t now)
 		return err_set(SD_INVALID, "a door token is for one event or for all, not both");
 	if (t->expires_at && t->expires_at <= now)
 		return err_set(SD_INVALID, "the expiry must be in the future");
+	if (t->queues && t->role != TOKEN_WORKER)
+		return err_set(SD_INVALID, "only a worker token is given queues");
 	return SD_OK;
+}
+
+static const char SQL_TOKEN_QUEUE_ADD[] =
+	"INSERT INTO token_queues (sha256, pattern) VALUES (?1, ?2) ON CONFLICT DO NOTHING";
+
+/* queue_pattern_valid: a queue name, or the start of one and '*' */
+static enum sd_result queue_pattern_valid(const char *p, size_t n)
+{
+	char name[TOKEN_QUEUE_PATTERN_MAX + 1];
+
+	if (n == 1 && p[0] == '*')
+		return SD_OK;
+	if (n < 1 || n > TOKEN_QUEUE_PATTERN_MAX)
+		return err_set(SD_INVALID, "--queues: a queue name or prefix is 1 to %d "
+			       "characters", TOKEN_QUEUE_PATTERN_MAX - 1);
+	snprintf(name, sizeof name, "%.*s", (int)(p[n - 1] == '*' ? n - 1 : n), p);
+	if (queue_sqs_name_valid(name) != SD_OK)
+		return err_set(SD_INVALID, "--queues: '%s': %s", name, err_msg());
+	return SD_OK;
+}
+
+/* queues_add: a worker token's queue patterns, in token_add's transaction */
+static enum sd_result queues_add(struct db *db, const char *sha, const char *list)
+{
+	const char *p = list ? list : "*";
+	enum sd_result r;
+	int n = 0;
+
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		struct db_stmt *st;
+		char pat[TOKEN_QUEUE_PATTERN_MAX + 1];
+
+		if ((r = queue_pattern_valid(p, len)) != SD_OK)
+			return r;
+		if (++n > TOKEN_QUEUES_MAX)
+			return err_set(SD_INVALID, "--queues: at most %d names", TOKEN_QUEUES_MAX);
+		snprintf(pat, sizeof pat, "%.*s", (int)len, p);
+		if (!(st = db_stmt(db, SQL_TOKEN_QUEUE_ADD)))
+			return SD_DB;
+		db_bind_text(st, 1, sha);
+		db_bind_text(st, 2, pat);
+		if ((r = db_run(st)) != SD_OK)
+			return r;
+		p += len;
+		if (*p == ',' && !*++p)
+			return err_set(SD_INVALID, "--queues: a name is empty");
+	}
+	return n ? SD_OK : err_set(SD_INVALID, "--queues: no queue named");
 }
 
 /* door_event: the token's event is there, and the token lives until its
@@ -389,6 +523,8 @@ enum sd_result token_add(struct db *db, const struct token_new *t, int64_t now,
 	if ((r = db_run(st)) == SD_OK && db_changes(db) != 1)
 		r = err_set(SD_INVALID, "a token named '%s' exists already (token revoke it, or "
 			    "choose another name)", t->name);
+	if (r == SD_OK && t->role == TOKEN_WORKER)
+		r = queues_add(db, sha, t->queues);
 end:
 	r = db_end(db, r);
 out:

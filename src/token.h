@@ -28,7 +28,10 @@ struct db;
 
 /* The roles; TOKEN_NONE: no token (a public route). */
 enum token_role { TOKEN_NONE = -1, TOKEN_OPERATOR, TOKEN_BOX_OFFICE, TOKEN_DOOR, TOKEN_MONITOR,
-		  TOKEN_ROLES };
+		  TOKEN_WORKER, TOKEN_ROLES };
+
+#define TOKEN_QUEUES_MAX 32		/* queue patterns of one worker token */
+#define TOKEN_QUEUE_PATTERN_MAX 61	/* a queue name, or a prefix and '*' */
 
 /* Why a token was not admitted. */
 enum token_refusal { TOKEN_OK, TOKEN_MISSING, TOKEN_MALFORMED, TOKEN_UNKNOWN, TOKEN_EXPIRED,
@@ -41,6 +44,8 @@ struct token_grant {
 	char name[TOKEN_NAME_MAX + 1];
 	char id[TOKEN_ID_LEN + 1];	/* this token's identity, never another's of
 					 * the same name (a door's nonces, its rate) */
+	int n_queues;			/* a worker's: the SQS queues it may use */
+	char queues[TOKEN_QUEUES_MAX][TOKEN_QUEUE_PATTERN_MAX + 1];
 };
 
 /* A token as `token ls` shows it. */
@@ -59,9 +64,13 @@ struct token_new {
 	int64_t expires_at;		/* 0: never */
 	int all_events;			/* a door token for every event, on purpose */
 	int64_t doors_open_before_ms;	/* when a bound door token's doors open */
+	const char *queues;		/* a worker token's SQS queues: names or
+					 * prefixes ending in '*', comma-separated;
+					 * NULL: "*", every queue */
 };
 
-/* token_role_name: "operator", "box_office", "door", "monitor"; "" else. */
+/* token_role_name: "operator", "box_office", "door", "monitor", "worker"
+ * (the SQS listener's alone; no route of the API admits it); "" else. */
 const char *token_role_name(int role);
 /* token_role_parse: the role named s, or TOKEN_NONE. */
 int token_role_parse(const char *s);
@@ -85,6 +94,21 @@ enum sd_result token_ensure(const char *db_path, const char *state_dir);
  */
 enum sd_result token_lookup(struct db *db, const char *hdr, int64_t now, struct token_grant *g,
 			    int *why);
+
+/*
+ * token_lookup_id: token_lookup for the token whose id (TOKEN_ID_LEN hex
+ * digits: its SHA-256's first) is id, as an SQS access key names it; a
+ * worker's grant carries its queue patterns.
+ */
+enum sd_result token_lookup_id(struct db *db, const char *id, int64_t now, struct token_grant *g,
+			       int *why);
+
+/* token_queue_allowed: 1 when the worker grant g may use the SQS queue name
+ * (one of its patterns is the name, or a prefix of it and '*'). */
+int token_queue_allowed(const struct token_grant *g, const char *name);
+
+/* token_id_of: the id of token (64 hex digits) into id. */
+void token_id_of(const char *token, char id[TOKEN_ID_LEN + 1]);
 
 /*
  * token_add: a new token for t, recorded as its SHA-256.  [out] token: the

@@ -14,6 +14,7 @@
 extern const struct cli_cmd cmd_run;		/* run.c */
 extern const struct cli_cmd cmd_serve;		/* serve.c */
 extern const struct cli_cmd cmd_shop;		/* shop.c */
+extern const struct cli_cmd cmd_sqs;		/* sqs.c */
 extern const struct cli_cmd cmd_init;		/* init.c */
 extern const struct cli_cmd cmd_config;		/* config.c */
 extern const struct cli_cmd cmd_enqueue;	/* enqueue.c */

@@ -85,7 +85,7 @@
 #define OPTIMIZE_EVERY_MS (3600LL * 1000)
 #define DISK_WARN_EVERY_MS (300LL * 1000)	/* a low disk is said again this often */
 
-enum role { ROLE_RELAY, ROLE_WORKER, ROLE_HTTP, ROLE_SHOP, ROLE_BACKUP };
+enum role { ROLE_RELAY, ROLE_WORKER, ROLE_HTTP, ROLE_SHOP, ROLE_SQS, ROLE_BACKUP };
 
 struct child {
 	enum role role;
@@ -118,7 +118,7 @@ struct run {
 	struct db *db;
 	int sfd;			/* signalfd */
 	sigset_t oldmask;
-	struct child kids[4 + RUN_MAX_WORKERS];	/* relay, workers, http, shop, backup last
+	struct child kids[5 + RUN_MAX_WORKERS];	/* relay, workers, http, shop, sqs, backup last
 						 * (never wanted: started when due) */
 	int nkids;
 	struct backup_sched backups;	/* when the next periodic backup is due */
@@ -173,8 +173,8 @@ static void child_exec(struct run *R, struct child *c, pid_t parent, int ready_w
 	} else if (c->role == ROLE_HTTP) {
 		av[n++] = "serve";
 		av[n++] = "--supervised";
-	} else if (c->role == ROLE_SHOP) {
-		av[n++] = "shop";
+	} else if (c->role == ROLE_SHOP || c->role == ROLE_SQS) {
+		av[n++] = c->role == ROLE_SHOP ? "shop" : "sqs";
 		av[n++] = "--supervised";
 	} else if (c->role == ROLE_BACKUP) {
 		av[n++] = "backup";
@@ -190,6 +190,15 @@ static void child_exec(struct run *R, struct child *c, pid_t parent, int ready_w
 	av[n] = NULL;
 	fexecve(R->exe_fd, av, environ);
 	_exit(127);
+}
+
+static const char *role_name(enum role r)
+{
+	static const char *const names[] = { [ROLE_RELAY] = "relay", [ROLE_WORKER] = "worker",
+					     [ROLE_HTTP] = "http", [ROLE_SHOP] = "shop",
+					     [ROLE_SQS] = "sqs", [ROLE_BACKUP] = "backup" };
+
+	return names[r];
 }
 
 static void child_start(struct run *R, struct child *c)
@@ -223,9 +232,7 @@ static void child_start(struct run *R, struct child *c)
 		c->down_since = c->started_ms;
 	c->stopping = 0;
 	log_event(LOG_INFO, "child started", "child=%s role=%s pid=%ld restarts=%d", c->name,
-		  c->role == ROLE_RELAY ? "relay" : c->role == ROLE_HTTP ? "http"
-		  : c->role == ROLE_SHOP ? "shop" : c->role == ROLE_BACKUP ? "backup" : "worker",
-		  (long)pid, c->restarts);
+		  role_name(c->role), (long)pid, c->restarts);
 }
 
 static void child_signal(struct child *c, int sig)
@@ -607,7 +614,7 @@ static int startup_check(struct run *R)
 static void service_status(const struct run *R, char *buf, size_t size)
 {
 	char down[64] = "";
-	int i, workers = 0, up = 0, relay = 0, http = -1, shop = -1;
+	int i, workers = 0, up = 0, relay = 0, http = -1, shop = -1, sqs = -1;
 	size_t o;
 
 	for (i = 0; i < R->nkids; i++) {
@@ -623,6 +630,8 @@ static void service_status(const struct run *R, char *buf, size_t size)
 			relay = ok;
 		} else if (c->role == ROLE_SHOP) {
 			shop = ok;
+		} else if (c->role == ROLE_SQS) {
+			sqs = ok;
 		} else {
 			http = ok;
 		}
@@ -632,11 +641,13 @@ static void service_status(const struct run *R, char *buf, size_t size)
 		o += (size_t)snprintf(buf + o, size - o, "%d worker%s", up, up == 1 ? "" : "s");
 	else
 		o += (size_t)snprintf(buf + o, size - o, "%d of %d workers", up, workers);
-	snprintf(down, sizeof down, "%s%s%s%s%s", !relay ? "relay" : "",
+	snprintf(down, sizeof down, "%s%s%s%s%s%s%s", !relay ? "relay" : "",
 		 !relay && http == 0 ? ", " : "", http == 0 ? "http" : "",
-		 (!relay || http == 0) && shop == 0 ? ", " : "", shop == 0 ? "shop" : "");
-	snprintf(buf + o, size - o, "%s%s ready%s%s", http == 1 ? ", http" : "",
-		 shop == 1 ? ", shop" : "", down[0] ? "; down: " : "", down);
+		 (!relay || http == 0) && shop == 0 ? ", " : "", shop == 0 ? "shop" : "",
+		 (!relay || http == 0 || shop == 0) && sqs == 0 ? ", " : "", sqs == 0 ? "sqs" : "");
+	snprintf(buf + o, size - o, "%s%s%s ready%s%s", http == 1 ? ", http" : "",
+		 shop == 1 ? ", shop" : "", sqs == 1 ? ", sqs" : "", down[0] ? "; down: " : "",
+		 down);
 }
 
 /* service_healthy: may the watchdog be fed (see above)? */
@@ -739,8 +750,8 @@ static int loop(struct run *R)
 	for (;;) {
 		int64_t now = mono_ms(), wake = now + 1000;
 		struct signalfd_siginfo si;
-		struct pollfd pfd[5 + RUN_MAX_WORKERS];	/* the signalfd and every kid */
-		struct child *who[5 + RUN_MAX_WORKERS];
+		struct pollfd pfd[6 + RUN_MAX_WORKERS];	/* the signalfd and every kid */
+		struct child *who[6 + RUN_MAX_WORKERS];
 		int i, np = 1;
 
 		if (!R->stopping) {
@@ -881,7 +892,7 @@ static int run_main(int argc, char **argv)
 		config_free(&R.cfg);
 		return cli_fail(err_set(SD_IO, "signalfd: %s", strerror(errno)));
 	}
-	R.nkids = 4 + RUN_MAX_WORKERS;
+	R.nkids = 5 + RUN_MAX_WORKERS;
 	for (i = 0; i < R.nkids; i++)
 		R.kids[i].ready_fd = -1;
 	R.kids[0].role = ROLE_RELAY;
@@ -899,6 +910,13 @@ static int run_main(int argc, char **argv)
 		struct child *h = &R.kids[2 + RUN_MAX_WORKERS];
 		h->role = ROLE_SHOP;
 		snprintf(h->name, sizeof h->name, "shop");
+		h->wanted = 1;
+	}
+	/* the SQS listener, when sqs_listen is set */
+	if (strcmp(config_str(&R.cfg, CONFIG_SQS_LISTEN), "off") != 0) {
+		struct child *h = &R.kids[3 + RUN_MAX_WORKERS];
+		h->role = ROLE_SQS;
+		snprintf(h->name, sizeof h->name, "sqs");
 		h->wanted = 1;
 	}
 	R.kids[R.nkids - 1].role = ROLE_BACKUP;

@@ -3,17 +3,12 @@
  * or as run's child when shop_listen is set.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <signal.h>
 #include <string.h>
 
-#include "args.h"
 #include "cli.h"
 #include "cmd/commands.h"
 #include "config.h"
 #include "cred.h"
-#include "db.h"
-#include "log.h"
 #include "shop.h"
 
 /* the options from the settings; their strings point into cfg */
@@ -46,57 +41,30 @@ static enum sd_result shop_options(const struct config *cfg, struct shop_opts *o
 	return SD_OK;
 }
 
+static enum sd_result shop_begin(const struct config *cfg, int supervised, void **server)
+{
+	static struct shop_opts so;
+	enum sd_result r;
+
+	(void)supervised;
+	if ((r = shop_options(cfg, &so)) != SD_OK)
+		return r;
+	return shop_start(&so, (struct shop **)server);
+}
+
+static void shop_end(void *server)
+{
+	shop_stop(server);
+}
+
 static int shop_main(int argc, char **argv)
 {
-	int supervised = 0;
-	struct cli_config_flags cf = { 0 };
-	struct arg_opt opts[] = {
-		CLI_ARG_SUPERVISED(&supervised),
-		CLI_CONFIG_OPTS(&cf),
-		ARG_END,
+	static const struct cli_listener l = {
+		"shop", "shop [--shop-listen ADDR:PORT] " CLI_CONFIG_USAGE, shop_begin, shop_end,
+		NULL, 0,
 	};
-	char *pos[ARGS_MAX_POS];
-	struct shop_opts so;
-	struct shop *sh = NULL;
-	struct config cfg;
-	struct db *db;
-	sigset_t set;
-	enum sd_result r;
-	int npos, rc, sig;
 
-	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0,
-			    "shop [--shop-listen ADDR:PORT] " CLI_CONFIG_USAGE)) != 0)
-		return rc;
-	if ((rc = cli_config_load(&cf, &cfg)) != 0)
-		return rc;
-	if ((r = shop_options(&cfg, &so)) != SD_OK) {
-		config_free(&cfg);
-		return cli_cannot_start(r);
-	}
-	if ((rc = cli_open_db(so.db_path, 0, DB_SYNC_FULL, &db)) != 0) {
-		config_free(&cfg);
-		return rc;
-	}
-	db_close(db);
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	if ((r = shop_start(&so, &sh)) != SD_OK) {
-		config_free(&cfg);
-		return r == SD_INVALID ? cli_cannot_start(r) : cli_fail(r);
-	}
-	(void)supervised;
-	cli_ready();
-	while ((sig = sigwaitinfo(&set, NULL)) < 0 || sig == SIGHUP)
-		if (sig == SIGHUP)
-			cli_reload_log(&cf);
-	log_event(LOG_INFO, "shop stopping", "signal=%d", sig);
-	shop_stop(sh);
-	config_free(&cfg);
-	return 0;
+	return cli_listener_main(argc, argv, &l);
 }
 
 const struct cli_cmd cmd_shop = CLI_NODE("shop", shop_main, NULL,

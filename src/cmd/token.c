@@ -3,15 +3,20 @@
  * (token.h).
  *
  *   token add --role ROLE --name NAME [--event ID] [--expires-in DUR] [--qr]
+ *             [--sqs] [--queues NAME,PREFIX*]
  *   token ls [--all] [--json]
  *   token revoke NAME
  *
  * A new token is printed once, on stdout (and as a QR code when stdout is a
  * terminal, or with --qr, for a phone's camera); only its SHA-256 is kept.
+ * A worker token is the SQS listener's: its AWS_ACCESS_KEY_ID and
+ * AWS_SECRET_ACCESS_KEY (sqs_cred.h) are printed once instead, as lines a
+ * shell can export.
  * Nothing here logs a token.
  */
 #define _GNU_SOURCE
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,12 +28,14 @@
 #include "config.h"
 #include "db.h"
 #include "qr.h"
+#include "sqs_cred.h"
 #include "text.h"
 #include "timefmt.h"
 #include "token.h"
 
-#define TOKEN_ADD_USAGE "token add --role operator|box_office|door|monitor --name NAME " \
-			"[--event ID | --all-events] [--expires-in DURATION] [--qr]"
+#define TOKEN_ADD_USAGE "token add --role operator|box_office|door|monitor|worker --name NAME " \
+			"[--event ID | --all-events] [--expires-in DURATION] [--qr] " \
+			"[--sqs] [--queues NAME,PREFIX*]"
 #define TOKEN_LS_USAGE "token ls [--all] [--json]"
 
 /* qr_print: the code as text, two modules per character cell (upper and
@@ -52,16 +59,50 @@ static void qr_print(FILE *f, const struct qr *q)
 	}
 }
 
+/* worker_key: the box's ticket key, which a worker's credentials are made
+ * from; loaded before the token is made, so a box without one (never run
+ * or initialised) makes no token */
+static enum sd_result worker_key(struct db *db, const char *state,
+				 unsigned char key[CODE_KEY_LEN])
+{
+	char keypath[PATH_MAX];
+	enum sd_result r;
+
+	if ((r = code_key_path(db_path(db), cli_state_dir(state), keypath, sizeof keypath)) !=
+		    SD_OK ||
+	    (r = code_key_load(keypath, key)) != SD_OK)
+		return err_set(r, "%s (a worker's credentials are made from the box's ticket "
+			       "key: run `stagedoor init` first)", err_msg());
+	return SD_OK;
+}
+
+/* print_sqs: a worker token as the credentials an AWS SDK reads */
+static void print_sqs(const unsigned char key[CODE_KEY_LEN], const char *token,
+		      const char *name)
+{
+	char id[TOKEN_ID_LEN + 1], key_id[SQS_KEY_ID_LEN + 1], secret[SQS_SECRET_LEN + 1];
+
+	token_id_of(token, id);
+	sqs_cred_key_id(id, key_id);
+	sqs_cred_secret(key, id, secret);
+	printf("AWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n", key_id, secret);
+	fflush(stdout);
+	explicit_bzero(secret, sizeof secret);
+	fprintf(stderr, "token '%s' (worker) made; its credentials are shown this once. Any "
+			"region will do; `stagedoor token revoke '%s'` ends them\n", name, name);
+}
+
 static int token_add_cmd(int argc, char **argv)
 {
 	const char *dbp = NULL, *state = NULL, *role_s = NULL, *name = NULL, *expires = NULL;
 	int64_t event_id = 0, ttl = 0, now = clock_now_ms();
-	int qr_flag = 0, all_events = 0, npos, rc;
+	int qr_flag = 0, all_events = 0, sqs = 0, npos, rc;
+	const char *queues = NULL;
 	struct arg_opt opts[] = {
 		ARG_DB(&dbp),
 		ARG_STATE_DIR(&state),
 		{ "role", ARG_STR, &role_s, 0, 0, 0, "ROLE",
-		  "operator, box_office, door or monitor", 0 },
+		  "operator, box_office, door, monitor, or worker (the SQS listener's)", 0 },
 		{ "name", ARG_STR, &name, 0, 0, 0, "NAME",
 		  "the token's name, unique (e.g. \"North door\")", 0 },
 		{ "event", ARG_INT, &event_id, 1, INT64_MAX, 0, "ID",
@@ -73,9 +114,16 @@ static int token_add_cmd(int argc, char **argv)
 		  "it stops working after this long (12h, 3d)", 0 },
 		{ "qr", ARG_FLAG, &qr_flag, 0, 0, 0, NULL,
 		  "also print the token as a QR code, for a phone to read", 0 },
+		{ "sqs", ARG_FLAG, &sqs, 0, 0, 0, NULL,
+		  "a worker token: print it as AWS credentials (what a worker token always "
+		  "prints)", 0 },
+		{ "queues", ARG_STR, &queues, 0, 0, 0, "LIST",
+		  "a worker token: the SQS queues it may use, names or prefixes ending in '*', "
+		  "comma-separated (default '*': every queue)", 0 },
 		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], token[TOKEN_HEX + 1];
+	unsigned char key[CODE_KEY_LEN];
 	const char *none[CONFIG_N_KEYS] = { 0 };
 	struct token_new t = { 0 };
 	struct config cfg;
@@ -83,12 +131,15 @@ static int token_add_cmd(int argc, char **argv)
 	struct qr *q = NULL;
 	enum sd_result r;
 
-	(void)state;
 	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, TOKEN_ADD_USAGE)) != 0)
 		return rc;
 	if (!role_s || (t.role = token_role_parse(role_s)) == TOKEN_NONE) {
-		fprintf(stderr, "stagedoor: token add: --role must be operator, box_office, door "
-				"or monitor\n");
+		fprintf(stderr, "stagedoor: token add: --role must be operator, box_office, door, "
+				"monitor or worker\n");
+		return 2;
+	}
+	if ((sqs || queues) && t.role != TOKEN_WORKER) {
+		fprintf(stderr, "stagedoor: token add: --sqs and --queues are for --role worker\n");
 		return 2;
 	}
 	if (!name) {
@@ -109,10 +160,20 @@ static int token_add_cmd(int argc, char **argv)
 	t.event_id = event_id;
 	t.all_events = all_events;
 	t.expires_at = ttl ? now + ttl : 0;
+	t.queues = queues;
 	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
 		return rc;
-	r = token_add(db, &t, now, token);
+	r = t.role == TOKEN_WORKER ? worker_key(db, state, key) : SD_OK;
+	if (r == SD_OK)
+		r = token_add(db, &t, now, token);
 	db_close(db);
+	if (r == SD_OK && t.role == TOKEN_WORKER) {
+		print_sqs(key, token, name);
+		explicit_bzero(key, sizeof key);
+		explicit_bzero(token, sizeof token);
+		return 0;
+	}
+	explicit_bzero(key, sizeof key);
 	if (r != SD_OK)
 		return cli_fail(r);
 	printf("%s\n", token);

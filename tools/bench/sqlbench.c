@@ -127,6 +127,7 @@ static int64_t enqueue_all(sqlite3 *h, sqlite3_stmt *begin, sqlite3_stmt *commit
 	sqlite3_bind_text(enq, 2, "noop", -1, SQLITE_STATIC);
 	sqlite3_bind_text(enq, 3, "{}", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(enq, 4, 0);
+	sqlite3_bind_int64(enq, 7, 0);	/* the box's own lane */
 	for (n = 0; n < jobs; n += ebatch) {
 		run(h, begin, "begin");
 		now = clock_now_ms();
@@ -178,6 +179,7 @@ static void claim_level(struct turns *t, sqlite3_stmt *st, int *got)
 	int rc;
 
 	sqlite3_bind_int64(st, 5, t->batch - *got);
+	sqlite3_bind_int64(st, 7, 0);	/* the box's own lane */
 	if (st == t->above && *got > 0)
 		sqlite3_bind_int64(st, 6, t->prio);
 	else if (st == t->above)

@@ -1,0 +1,74 @@
+-- 0016_sqs: queues of one's own, reached through the SQS listener.
+--
+-- stream.queue: the lane an entry waits in.  0 is the box's own lane, which
+-- its workers claim; an SQS queue is a lane of its own (sqs_queues.id), which
+-- only its receivers claim, so a message never reaches a built-in handler
+-- and a box job never reaches an outside worker.  A queue's messages are
+-- entries of kind 'sqs:<name>' with the same leases, fencing tokens, claim
+-- order and poison rule as every other entry.  grp: a FIFO queue's
+-- MessageGroupId (NULL elsewhere): the claim takes only the oldest entry of
+-- each group, so one message per group is in flight and order is kept.
+-- first_leased_at: the first claim's time (ApproximateFirstReceiveTimestamp).
+-- dead_jobs.queue: the lane a dead letter goes back to on a retry.
+--
+-- sqs_queues: one row per queue.  attributes: the settable attributes as
+-- SQS names them (a JSON object of strings).  purged_at: the last purge (one
+-- a minute).
+--
+-- sqs_dedup: a FIFO queue's deduplication ids, each for five minutes from
+-- the send that first used it; a send with a live id is taken and answered
+-- with the first send's MessageId, enqueueing nothing.
+--
+-- api_tokens: the worker role (SQS only) and token_queues: the queues a
+-- worker token may use, each a name or a prefix ending in '*'.
+
+ALTER TABLE stream ADD COLUMN queue INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE stream ADD COLUMN grp TEXT CHECK (length(grp) <= 128);
+ALTER TABLE stream ADD COLUMN first_leased_at INTEGER;
+ALTER TABLE dead_jobs ADD COLUMN queue INTEGER NOT NULL DEFAULT 0;
+
+DROP INDEX stream_claim;
+CREATE INDEX stream_claim ON stream (queue, priority, visible_at, id);
+CREATE INDEX stream_group ON stream (queue, grp, id) WHERE grp IS NOT NULL;
+
+CREATE TABLE sqs_queues (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,   -- the lane; never reused
+    name        TEXT    NOT NULL UNIQUE CHECK (length(name) BETWEEN 1 AND 60),
+    fifo        INTEGER NOT NULL CHECK (fifo IN (0, 1)),
+    attributes  TEXT    NOT NULL CHECK (json_valid(attributes)),
+    created_at  INTEGER NOT NULL,
+    modified_at INTEGER NOT NULL,
+    purged_at   INTEGER
+) STRICT;
+
+CREATE TABLE sqs_dedup (
+    queue      INTEGER NOT NULL,
+    dedup_id   TEXT    NOT NULL CHECK (length(dedup_id) BETWEEN 1 AND 128),
+    message_id TEXT    NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (queue, dedup_id)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE api_tokens_0016 (
+    sha256       TEXT    NOT NULL PRIMARY KEY CHECK (length(sha256) = 64),
+    name         TEXT    NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+    role         TEXT    NOT NULL
+                 CHECK (role IN ('operator', 'box_office', 'door', 'monitor', 'worker')),
+    event_id     INTEGER REFERENCES events (id),
+    created_at   INTEGER NOT NULL,
+    expires_at   INTEGER,
+    last_used_at INTEGER,
+    revoked_at   INTEGER,
+    CHECK (event_id IS NULL OR role = 'door')
+);
+INSERT INTO api_tokens_0016 SELECT sha256, name, role, event_id, created_at, expires_at,
+    last_used_at, revoked_at FROM api_tokens;
+DROP TABLE api_tokens;
+ALTER TABLE api_tokens_0016 RENAME TO api_tokens;
+CREATE UNIQUE INDEX api_tokens_live_name ON api_tokens (name) WHERE revoked_at IS NULL;
+
+CREATE TABLE token_queues (
+    sha256  TEXT NOT NULL REFERENCES api_tokens (sha256),
+    pattern TEXT NOT NULL CHECK (length(pattern) BETWEEN 1 AND 61),
+    PRIMARY KEY (sha256, pattern)
+) STRICT, WITHOUT ROWID;
