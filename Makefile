@@ -102,7 +102,7 @@ TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 # The suites that depend on the engine, run a second time on PostgreSQL
 # (check-pg): the store, the queue, the outbox, the idempotency primitives,
 # the handlers and the HTTP API.
-PG_TESTS := test_db test_events test_eventruns test_holds test_shop test_dashboard test_redact test_queue test_outbox test_idem test_orders test_changes test_api test_roles test_procs test_blob test_soak
+PG_TESTS := test_sqs test_db test_events test_eventruns test_holds test_shop test_dashboard test_redact test_queue test_outbox test_idem test_orders test_changes test_api test_roles test_procs test_blob test_soak
 
 # Three builds: the product, build/rel (bin/stagedoor), with no failpoint;
 # the test build, build/test (build/test/stagedoor and the rel suite's

@@ -1249,10 +1249,11 @@ enum sd_result queue_stats(struct db *db, struct queue_counts **rows, int *n,
 }
 
 static const char SQL_COUNT_BY_STATE[] =
-	"SELECT (SELECT count(*) FROM stream WHERE visible_at <= ?1),"
-	" (SELECT count(*) FROM stream WHERE lease_token IS NULL AND visible_at > ?1),"
-	" (SELECT count(*) FROM stream WHERE lease_token IS NOT NULL AND visible_at > ?1),"
-	" (SELECT coalesce(sum(dead), 0) FROM done_totals)";
+	"SELECT (SELECT count(*) FROM stream WHERE queue = 0 AND visible_at <= ?1),"
+	" (SELECT count(*) FROM stream WHERE queue = 0 AND lease_token IS NULL AND visible_at > ?1),"
+	" (SELECT count(*) FROM stream WHERE queue = 0 AND lease_token IS NOT NULL AND "
+	"visible_at > ?1),"
+	" (SELECT coalesce(sum(dead), 0) FROM done_totals WHERE kind NOT LIKE '" QUEUE_SQS_PREFIX "%')";
 
 enum sd_result queue_count_by_state(struct db *db, struct queue_counts *total)
 {

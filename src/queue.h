@@ -215,9 +215,10 @@ enum sd_result queue_stats(struct db *db, struct queue_counts **rows, int *n,
 			   struct queue_counts *total);
 
 /*
- * queue_count_by_state: [out] *total: the stream's ready, scheduled and
- * leased entries and the dead letters, over every kind, in one statement
- * (kind is "" and done is 0: finished jobs are not counted here).
+ * queue_count_by_state: [out] *total: the box's own ready, scheduled and
+ * leased entries and dead letters (lane 0: an SQS queue's messages wait
+ * for workers outside the box), over every kind, in one statement (kind
+ * is "" and done is 0: finished jobs are not counted here).
  */
 enum sd_result queue_count_by_state(struct db *db, struct queue_counts *total);
 
