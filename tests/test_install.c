@@ -47,9 +47,12 @@ static const struct {
 	{ "/usr/share/bash-completion/completions/stagedoor", 0644 },
 	{ "/usr/share/doc/stagedoor/api.md", 0644 },
 	{ "/usr/share/doc/stagedoor/design.md", 0644 },
+	{ "/usr/share/doc/stagedoor/examples/sqs_worker.mjs", 0644 },
+	{ "/usr/share/doc/stagedoor/examples/sqs_worker.py", 0644 },
 	{ "/usr/share/doc/stagedoor/examples/stagedoor.conf", 0644 },
 	{ "/usr/share/doc/stagedoor/jobs.md", 0644 },
 	{ "/usr/share/doc/stagedoor/postgresql.md", 0644 },
+	{ "/usr/share/doc/stagedoor/queues.md", 0644 },
 	{ "/usr/share/doc/stagedoor/running.md", 0644 },
 	{ "/usr/share/doc/stagedoor/testing.md", 0644 },
 	{ "/usr/share/doc/stagedoor/tour.md", 0644 },
@@ -194,8 +197,11 @@ static void test_install_puts_the_list_and_uninstall_removes_it(void **state)
 			    "/usr/share/bash-completion/completions/stagedoor\n"
 			    "/usr/share/doc/stagedoor/\n/usr/share/doc/stagedoor/api.md\n"
 			    "/usr/share/doc/stagedoor/design.md\n/usr/share/doc/stagedoor/examples/\n"
+			    "/usr/share/doc/stagedoor/examples/sqs_worker.mjs\n"
+			    "/usr/share/doc/stagedoor/examples/sqs_worker.py\n"
 			    "/usr/share/doc/stagedoor/examples/stagedoor.conf\n"
 			    "/usr/share/doc/stagedoor/jobs.md\n/usr/share/doc/stagedoor/postgresql.md\n"
+			    "/usr/share/doc/stagedoor/queues.md\n"
 			    "/usr/share/doc/stagedoor/running.md\n/usr/share/doc/stagedoor/testing.md\n"
 			    "/usr/share/doc/stagedoor/tour.md\n"
 			    "/usr/share/man/man1/stagedoor.1\n/usr/share/man/man5/stagedoor.conf.5\n");

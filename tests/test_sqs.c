@@ -14,6 +14,11 @@
  * (tests/browser/sqs_sdk.mjs: the JSON protocol, the SDK's own MD5 checks
  * and exception classes).
  *
+ * The manual's example workers (dist/doc/examples/sqs_worker.py and .mjs)
+ * each killed once after their effect and run again on the same message
+ * (tests/sqs_examples.sh): with the four techniques one charge and one
+ * sale; without (--naive), two.
+ *
  * Runs from the repository root (make runs tools/run_tests.sh there), on
  * both engines.
  */
@@ -27,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -337,6 +343,51 @@ static void test_aws_sdk_for_javascript(void **state)
 				  "kind = 'sqs:js-jobs'"), 12);
 }
 
+/* example: the report of one tests/sqs_examples.sh run, into out */
+static void example(struct tu_env *e, const struct box *b, const char *lang, const char *mode,
+		    const char *crash, char *out, size_t size)
+{
+	char cmd[1024], dir[400];
+	size_t n = 0;
+	FILE *p;
+	int st;
+
+	snprintf(dir, sizeof dir, "%s/%s-%s-%s", e->dir, lang, mode, crash);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(cmd, sizeof cmd, "AWS_ENDPOINT_URL=http://127.0.0.1:%d AWS_ACCESS_KEY_ID=%s "
+		 "AWS_SECRET_ACCESS_KEY=%s sh tests/sqs_examples.sh %s %s %s %s 2>&1", b->port,
+		 b->key_id, b->secret, lang, mode, crash, dir);
+	assert_non_null(p = popen(cmd, "r"));
+	while (n + 1 < size && fgets(out + n, (int)(size - n), p))
+		n += strlen(out + n);
+	out[n] = '\0';
+	st = pclose(p);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("sqs_examples.sh %s %s %s:\n%s", lang, mode, crash, out);
+}
+
+static void test_manual_examples_have_one_effect(void **state)
+{
+	static const char *const langs[] = { "py", "js" };
+	struct tu_env *e = *state;
+	struct box b;
+	char out[8192];
+	size_t i;
+
+	if (access(SDK, F_OK) != 0)
+		fail_msg("%s is missing: run `make deps` (npm ci in tests/browser) first", SDK);
+	box_up(e, &b);
+	for (i = 0; i < 2; i++) {
+		example(e, &b, langs[i], "safe", "charge", out, sizeof out);
+		assert_non_null(strstr(out, "charges 1 sales 2500\n"));
+		example(e, &b, langs[i], "safe", "commit", out, sizeof out);
+		assert_non_null(strstr(out, "charges 1 sales 2500\n"));
+		/* what the techniques prevent: a second charge, a sale counted twice */
+		example(e, &b, langs[i], "naive", "commit", out, sizeof out);
+		assert_non_null(strstr(out, "charges 2 sales 5000\n"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -360,6 +411,8 @@ int main(void)
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_aws_sdk_for_javascript, tu_setup_real,
 						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_manual_examples_have_one_effect,
+						tu_setup_real, tu_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@
 #                                                    /usr/local/lib; elsewhere copy it
 #                                                    to /etc/systemd/system)
 #   P/share/doc/stagedoor/examples/stagedoor.conf    the commented default configuration
+#   P/share/doc/stagedoor/examples/sqs_worker.*       queues.md's example workers
 #   P/share/doc/stagedoor/*.md                        the manual (dist/doc)
 #   E/stagedoor/stagedoor.conf                       the same, only where no file is
 #                                                    (E: /etc); an existing one is kept
@@ -91,6 +92,9 @@ $src/dist/doc/api.md 0644 $d/share/doc/stagedoor/api.md
 $src/dist/doc/design.md 0644 $d/share/doc/stagedoor/design.md
 $src/dist/doc/jobs.md 0644 $d/share/doc/stagedoor/jobs.md
 $src/dist/doc/postgresql.md 0644 $d/share/doc/stagedoor/postgresql.md
+$src/dist/doc/queues.md 0644 $d/share/doc/stagedoor/queues.md
+$src/dist/doc/examples/sqs_worker.py 0644 $d/share/doc/stagedoor/examples/sqs_worker.py
+$src/dist/doc/examples/sqs_worker.mjs 0644 $d/share/doc/stagedoor/examples/sqs_worker.mjs
 $src/dist/doc/running.md 0644 $d/share/doc/stagedoor/running.md
 $src/dist/doc/testing.md 0644 $d/share/doc/stagedoor/testing.md
 $src/dist/doc/tour.md 0644 $d/share/doc/stagedoor/tour.md"
