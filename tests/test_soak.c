@@ -700,11 +700,27 @@ static void assert_changes_made(const char *out, long n)
 			 figure(out, "log.seats_sold") - figure(out, "log.seats_cancelled"));
 }
 
+/* assert_sqs_clean: the external boto3 workers' verdict: every task's
+ * effect once, none lost, the box's queues empty, the workers killed */
+static void assert_sqs_clean(const char *out, long tasks)
+{
+	assert_non_null(strstr(out, "sqs.result ok\n"));
+	assert_int_equal(figure(out, "sqs.tasks"), tasks);
+	assert_int_equal(figure(out, "sqs.effects"), tasks);
+	assert_int_equal(figure(out, "sqs.duplicate_effects"), 0);
+	assert_int_equal(figure(out, "sqs.lost"), 0);
+	assert_int_equal(figure(out, "sqs.left_in_queue"), 0);
+	assert_int_equal(figure(out, "sqs.dead_letters"), 0);
+	assert_true(figure(out, "sqs.worker_kills") >= 20);
+	assert_true(figure(out, "sqs.messages_received") >= tasks);
+}
+
 static void test_short_soak(void **state)
 {
 	struct tu_env *e = *state;
 	const char *args[] = { "--bin", tu_bin(), "--mailsink", "build/mailsink", "--orders", "200",
-			       "--kills", "20", "--workers", "4", "--seed", "20261130", NULL };
+			       "--kills", "20", "--workers", "4", "--seed", "20261130",
+			       "--sqs-tasks", "300", "--sqs-kills", "20", NULL };
 	static const char *const techniques[] = { "check_state", "unique_claim", "provider_key",
 						  "processed_jobs", NULL };
 	static char out[16384], err[65536];
@@ -740,6 +756,7 @@ static void test_short_soak(void **state)
 	assert_true(figure(out, "metrics.handler_runs") >= 3 * 200);	/* 3 jobs per order */
 	assert_changes_made(out, 200);
 	assert_verdict_clean(out, 200);
+	assert_sqs_clean(out, 300);
 	print_message("    one email per intent: tickets %ld of %ld orders, resends %ld of %ld, "
 		      "cancellations %ld of %ld; %ld seats sold again\n",
 		      figure(out, "messages.tickets"), figure(out, "intents.tickets"),
@@ -760,7 +777,8 @@ static void test_two_box_soak_on_postgresql(void **state)
 	struct tu_env *e = *state;
 	const char *args[] = { "--bin", tu_bin(), "--mailsink", "build/mailsink", "--orders", "200",
 			       "--kills", "20", "--workers", "2", "--seed", "20261202", "--pg",
-			       e->db_path, "--boxes", "2", NULL };
+			       e->db_path, "--boxes", "2", "--sqs-tasks", "200", "--sqs-kills", "20",
+			       NULL };
 	static char out[16384], err[65536];
 	int rc = chaos(e, args, out, sizeof out, err, sizeof err);
 
@@ -774,6 +792,7 @@ static void test_two_box_soak_on_postgresql(void **state)
 	assert_true(figure(out, "metrics.handler_runs") > 0);
 	assert_changes_made(out, 200);
 	assert_verdict_clean(out, 200);
+	assert_sqs_clean(out, 200);
 }
 
 /* ---- a standby takes over ------------------------------------------------ */

@@ -134,25 +134,6 @@ static long long rel_ms(int64_t t)
 
 /* ======================== the provider and the shop's settings ========== */
 
-/* a free loopback port, for a listener that must keep it across restarts */
-static int free_port(void)
-{
-	struct sockaddr_in a;
-	socklen_t len = sizeof a;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = 0;
-
-	if (fd < 0)
-		return 0;
-	memset(&a, 0, sizeof a);
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 static int secret_file(const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -178,7 +159,7 @@ int buyers_start_provider(void)
 		int p = 0, tries;
 
 		for (tries = 0; tries < 20 && (p == 0 || (i == 1 && p == B.shop_port[0])); tries++)
-			p = free_port();
+			p = proc_free_port();
 		if (!p) {
 			fail("setup: no free port for the shop");
 			return -1;
@@ -929,12 +910,6 @@ void buyers_cleanup(void)
 
 /* ======================== the drain's extra wait ======================== */
 
-static int first_text(void *arg, int ncols, const char *const *vals)
-{
-	snprintf(arg, 32, "%s", ncols > 0 && vals[0] ? vals[0] : "");
-	return 1;
-}
-
 int buyers_settled(char *why, size_t size)
 {
 	static const struct {
@@ -961,8 +936,8 @@ int buyers_settled(char *why, size_t size)
 	for (i = 0; i < sizeof q / sizeof q[0] && !why[0]; i++) {
 		char n[32] = "";
 
-		if (vdb_each(db, q[i].sql, NULL, first_text, n, err, sizeof err) != 0)
-			snprintf(why, size, "%s", err);
+		if (vdb_one(db, q[i].sql, n, sizeof n) != 0)
+			snprintf(why, size, "cannot read the database: %s", q[i].sql);
 		else if (atol(n) > 0)
 			snprintf(why, size, "%s %s", n, q[i].what);
 	}

@@ -171,6 +171,7 @@ static void usage(void)
 		"             [--stop-max-ms N] [--certs-sh PATH] [--set KEY=VALUE ...]\n"
 		"             [--resend-pct P] [--readdress-pct P] [--cancel-pct P]\n"
 		"             [--buyers N [--paysink PATH] [--event-run]]\n"
+		"             [--sqs-tasks N [--sqs-kills K]]\n"
 		"             [--power-cuts N [--torn-pct P] [--up-max-ms N] [--powercut PATH]\n"
 		"              [--maildir-on-box] [--backups] [--slow-fsync-ms N]]\n"
 		"             [--pg URI [--boxes 2] [--failover CMD]]\n"
@@ -245,6 +246,7 @@ static void opts_parse(int argc, char **argv)
 	opt.resend_pct = 10;
 	opt.readdress_pct = 5;
 	opt.cancel_pct = 5;
+	opt.sqs_kills = 60;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -283,6 +285,10 @@ static void opts_parse(int argc, char **argv)
 			abs_path(opt.paysink, sizeof opt.paysink, v);
 		else if (strcmp(a, "--buyers") == 0)
 			opt.buyers = opt_num(a, v, 0);
+		else if (strcmp(a, "--sqs-tasks") == 0)
+			opt.sqs_tasks = opt_num(a, v, 0);
+		else if (strcmp(a, "--sqs-kills") == 0)
+			opt.sqs_kills = opt_num(a, v, 0);
 		else if (strcmp(a, "--record") == 0)
 			opt.record = v;
 		else if (strcmp(a, "--power-cuts") == 0)
@@ -361,6 +367,10 @@ static void opts_parse(int argc, char **argv)
 	if (opt.cuts && opt.changes_given) {
 		fprintf(stderr, "chaos: --resend-pct, --readdress-pct and --cancel-pct are the kill "
 			"soak's; the power-cut soak makes no changes\n");
+		exit(2);
+	}
+	if (opt.cuts && opt.sqs_tasks) {
+		fprintf(stderr, "chaos: --sqs-tasks is the kill soak's\n");
 		exit(2);
 	}
 	if (opt.cuts && opt.buyers) {
@@ -541,6 +551,8 @@ static int write_config_box(int port, char box, const char *path)
 					opt.workers);
 	if (len < sizeof text)	/* --buyers: the shop and its provider */
 		len += buyers_config(box == 'b', text + len, sizeof text - len);
+	if (len < sizeof text)	/* --sqs-tasks: the SQS listener */
+		len += sqsrun_config(box == 'b', text + len, sizeof text - len);
 	for (i = 0; i < opt.n_sets && len < sizeof text; i++) {
 		const char *eq = strchr(opt.sets[i], '=');
 
@@ -1117,7 +1129,7 @@ static int attack(void)
 		int64_t now = now_ms();
 
 		if (orders_step() != 0 || changes_step() != 0 || buyers_step() != 0 ||
-		    chaos_run_watch() != 0)
+		    sqsrun_step() != 0 || chaos_run_watch() != 0)
 			return -1;
 		orphans_reap();
 		if (opt.failover && !failover_t0 && soak.placed >= opt.orders / 2 &&
@@ -1209,7 +1221,7 @@ static int attack(void)
 		}
 
 		if (next_order >= opt.orders && orders_running() == 0 && !changes_pending() &&
-		    buyers_done() && soak.kills >= opt.kills &&
+		    buyers_done() && sqsrun_done() && soak.kills >= opt.kills &&
 		    stop_done && !stopped && soak.app_kills >= (opt.kills ? 2 : 0))
 			return 0;
 		sleep_ms(10);
@@ -1268,7 +1280,7 @@ static int log_port_since(const char *log, long from)
 	}
 	while (fgets(line, sizeof line, f))
 		if (strstr(line, "msg=\"http listening\"") && (p = strstr(line, " port=")) &&
-		    (n = atoi(p + 6)) > 0 && !buyers_shop_port(n))
+		    (n = atoi(p + 6)) > 0 && !buyers_shop_port(n) && !sqsrun_port(n))
 			port = n;
 	fclose(f);
 	return port;
@@ -1474,6 +1486,7 @@ static void cleanup(void)
 	}
 	changes_cleanup();
 	buyers_cleanup();
+	sqsrun_cleanup();
 	kill_appliance();
 	kill_box(&soak.run_b);
 	stop_sink();
@@ -1681,6 +1694,7 @@ static void soak_run(struct verdict *v)
 	if ((opt.cuts && cuts_mount() != 0) || start_sink(&port) != 0 ||
 	    buyers_start_provider() != 0 || write_config(port) != 0 ||
 	    setup_db() != 0 || (!opt.cuts && changes_init() != 0) || buyers_init() != 0 ||
+	    sqsrun_init() != 0 ||
 	    (!opt.cuts && start_run(failpoints) != 0) ||
 	    (opt.boxes > 1 && start_run_b(failpoints) != 0))
 		goto end;
@@ -1695,7 +1709,7 @@ static void soak_run(struct verdict *v)
 		say("%ld orders placed (%ld moved off the sold-out event), %ld buyers done, %ld "
 		    "worker kills, %ld stops, %ld appliance kills; draining", soak.placed,
 		    soak.sold_out_moved, opt.buyers, soak.kills, soak.stops, soak.app_kills);
-	if (drain() != 0)
+	if (drain() != 0 || sqsrun_settle() != 0)
 		goto end;
 	say("stagedoor check passes after %.1f s of draining", (double)soak.drain_ms / 1000.0);
 	if (opt.event_run && (eventrun_attack() != 0 || drain() != 0))
@@ -1734,6 +1748,8 @@ end:
 	if (opt.pg || access(disk_db, F_OK) == 0) {
 		say("verifying %s", disk_db);
 		verify_run(v);
+		if (!soak.first_broken[0] && !v->broken[0] && !opt.cuts)
+			sqsrun_verify(disk_db, v->broken, sizeof v->broken);
 	} else {
 		snprintf(v->broken, sizeof v->broken, "no database");
 	}

@@ -4,6 +4,8 @@
  *   chaos.c   options, set-up, the kill attack, drain, the figures
  *   changes.c the kill attack's changes to orders: resend, new address, cancel
  *   buyers.c  the kill attack's buyers in the shop (--buyers), paying at paysink
+ *   sqsrun.c  the kill attack's queue of its own (--sqs-tasks): boto3 workers
+ *             outside the box, killed too
  *   cuts.c    the power-cut attack (--power-cuts): the box on tools/powercut
  *   eventrun.c  a whole event's day (--event-run): moved, reminded, cancelled
  *   procs.c   child processes: spawn, wait, the appliance's process tree
@@ -44,6 +46,8 @@ struct chaos_opts {
 	char powercut[CHAOS_PATH_MAX];	/* build/powercut, absolute */
 	char paysink[CHAOS_PATH_MAX];	/* build/paysink, absolute */
 	long buyers;			/* --buyers N: buyers in the shop, 0: none */
+	long sqs_tasks;			/* --sqs-tasks N: tasks through the SQS listener */
+	long sqs_kills;			/* --sqs-kills K: external workers killed */
 	const char *dir;		/* NULL: a fresh mkdtemp */
 	long orders;
 	long kills;
@@ -256,6 +260,27 @@ const char *buyers_record_path(void);
 void buyers_cleanup(void);
 void buyers_print_figures(void);
 
+/* ---- sqsrun.c: --sqs-tasks, an external worker's queue ------------------- */
+
+/* sqsrun_config: box b's sqs_listen line into text (how many bytes; 0
+ * without --sqs-tasks).  sqsrun_init: the worker token and its
+ * credentials, after init.  sqsrun_step: the producer and the boto3 workers
+ * kept running, one worker killed every 300-800 ms until --sqs-kills; -1
+ * when the producer failed.  sqsrun_done: every task sent and every kill
+ * made.  sqsrun_settle: after the box's drain, wait until every task's
+ * effect is in the workers' database and the queue is empty, then stop
+ * the workers.  sqsrun_verify: the verdict (the workers' own database and
+ * the box's), its figures printed; -1 and why into broken when it fails.
+ * sqsrun_cleanup: whatever still runs. */
+size_t sqsrun_config(int box, char *text, size_t size);
+int sqsrun_port(int port);		/* an SQS listener's port (not the API's) */
+int sqsrun_init(void);
+int sqsrun_step(void);
+int sqsrun_done(void);
+int sqsrun_settle(void);
+int sqsrun_verify(const char *db_path, char *broken, size_t size);
+void sqsrun_cleanup(void);
+
 /* ---- cuts.c ------------------------------------------------------------------ */
 
 /* cuts_mount: the powercut daemon on <dir>/disk at <dir>/box, where the box's
@@ -325,6 +350,10 @@ pid_t proc_parent(pid_t pid);
 /* proc_alive: 1 while pid exists and is not a zombie. */
 int proc_alive(pid_t pid);
 
+/* proc_free_port: a loopback port free now, for a listener that must keep
+ * it across restarts (0 when none could be found). */
+int proc_free_port(void);
+
 /* ---- vdb.c: the database the verdict reads ------------------------------ */
 
 #define VDB_COLS_MAX 16
@@ -343,6 +372,9 @@ int vdb_pg(const struct vdb *d);
  * PostgreSQL; param NULL for none) to fn.  0, or -1 with the reason. */
 int vdb_each(struct vdb *d, const char *sql, const char *param, vdb_row_fn fn, void *arg,
 	     char *err, size_t size);
+/* vdb_one: the first column of sql's first row as text into out ("" for
+ * none or NULL); 0, or -1 on an error. */
+int vdb_one(struct vdb *d, const char *sql, char *out, size_t size);
 /* vdb_blob_to_file: PostgreSQL's blobs row key written to path. */
 int vdb_blob_to_file(struct vdb *d, const char *key, const char *path, char *err, size_t size);
 

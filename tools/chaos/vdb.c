@@ -165,3 +165,25 @@ int vdb_blob_to_file(struct vdb *d, const char *key, const char *path, char *err
 		PQfreemem(bytes);
 	return rc;
 }
+
+struct one_text {
+	char *out;
+	size_t size;
+};
+
+static int one_text(void *arg, int ncols, const char *const *vals)
+{
+	struct one_text *o = arg;
+
+	snprintf(o->out, o->size, "%s", ncols > 0 && vals[0] ? vals[0] : "");
+	return 1;
+}
+
+int vdb_one(struct vdb *d, const char *sql, char *out, size_t size)
+{
+	struct one_text o = { out, size };
+	char err[200];
+
+	out[0] = '\0';
+	return vdb_each(d, sql, NULL, one_text, &o, err, sizeof err);
+}
