@@ -724,7 +724,13 @@ static void test_intake_and_render_of_one_event_do_not_deadlock(void **state)
 /* What 0010 added, taken away (the tickets table as 0002 made it): with
  * 0006-0009's own, the file is as schema 5 left it. */
 /* what 0012 added, taken away again */
-#define SCHEMA_BEFORE_0015                                                                    \
+#define SCHEMA_BEFORE_0016                                                                    \
+	"DROP TABLE token_queues; DROP TABLE sqs_dedup; DROP TABLE sqs_queues; "              \
+	"DROP INDEX stream_group; DROP INDEX stream_claim; ALTER TABLE stream DROP COLUMN queue; " \
+	"ALTER TABLE stream DROP COLUMN grp; ALTER TABLE stream DROP COLUMN first_leased_at; " \
+	"ALTER TABLE dead_jobs DROP COLUMN queue; "                                            \
+	"CREATE INDEX stream_claim ON stream (priority, visible_at, id); "
+#define SCHEMA_BEFORE_0015 SCHEMA_BEFORE_0016                                                 \
 	"DROP TABLE event_run_orders; DROP TABLE event_runs; DROP INDEX orders_event_id; "     \
 	"ALTER TABLE events DROP COLUMN cancelled_at; ALTER TABLE events DROP COLUMN "         \
 	"cancel_reason; ALTER TABLE events DROP COLUMN change_no; ALTER TABLE events DROP "    \
