@@ -353,6 +353,7 @@ powercut: deps-test
 bench: deps-build
 	@$(MAKE) --no-print-directory bin/stagedoor build/stagedoor-bench build/sqlbench build/paysink
 	@sh tools/bench/run.sh $(CURDIR)/build/stagedoor-bench $(CURDIR)/build/sqlbench
+	@build/stagedoor-bench sqs --rounds 3
 	build/stagedoor-bench pipeline --orders 500
 	@sh tools/bench/engines.sh $(CURDIR)/build/stagedoor-bench
 	build/stagedoor-bench api --requests 2000 --clients 4

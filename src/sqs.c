@@ -16,12 +16,22 @@
  * on a wake-up) or whose T came; the handler runs the receive again, with
  * the time the request first arrived, and parks it again when there is
  * still nothing and time is left.  A stop resumes all and parks no more.
+ *
+ * No wake-up is lost between a receive's look and its parking: the waker
+ * counts the wake-ups it has seen (s->gen), a request notes the count
+ * before it looks, and a request whose look a wake-up may have missed (the
+ * count moved) looks again instead of parking.  Parking itself wakes the
+ * waker only when it must look sooner: when nothing was parked (it then
+ * waits for a park, not on the database, so a busy box's commits cost it
+ * nothing) or when the new time comes before its next look.
  */
 #define _GNU_SOURCE
 #include "sqs.h"
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +51,7 @@
 #include "token.h"
 
 #define WAKER_NAP_MS 1000		/* the waker looks at the clock at least this often */
+#define LOOKS_MAX 4			/* a receive's looks in a row before it parks anyway */
 #define SIGNED_HEADERS_MAX 24
 
 struct parked {
@@ -51,11 +62,15 @@ struct parked {
 struct sqs_server {
 	struct http_server *http;
 	struct db_pool *pool_queue, *pool_full;
+	struct db_group *group;		/* the sends' group commit (NULL on PostgreSQL) */
 	unsigned char key[CODE_KEY_LEN];
-	pthread_mutex_t mu;		/* guards parked, n_parked, stopping */
+	pthread_mutex_t mu;		/* guards parked, n_parked, stopping, gen, next */
+	pthread_cond_t idle;		/* the waker's while nothing is parked */
 	struct parked parked[SQS_PARKED_MAX];
 	int n_parked;
 	int stopping;
+	_Atomic uint64_t gen;		/* the wake-ups the waker has seen (changed under mu) */
+	int64_t next;			/* the waker's next look (ms); 0: it waits for a park */
 	pthread_t waker;
 	int waker_running;
 	struct notify *nt;
@@ -204,20 +219,35 @@ static void fail(enum sqs_proto proto, enum sd_result r, const char *rid,
 	reply(res, &out, rid);
 }
 
-/* park: put the request aside until `until`, or 0 when it cannot wait */
-static int park(struct sqs_server *s, void *conn, int64_t until)
+enum { PARK_NO, PARK_OK, PARK_AGAIN };
+
+/*
+ * park: put the request aside until `until`: PARK_OK; PARK_AGAIN when a
+ * wake-up came since its receive looked (gen0) and it should look again,
+ * unless anyway (then it parks and the waker resumes it at once); PARK_NO
+ * when it cannot wait.
+ */
+static int park(struct sqs_server *s, void *conn, int64_t until, uint64_t gen0, int anyway)
 {
-	int ok = 0;
+	int how = PARK_NO, idle = 0, sooner = 0;
 
 	pthread_mutex_lock(&s->mu);
-	if (!s->stopping && s->n_parked < SQS_PARKED_MAX) {
+	if (s->stopping || s->n_parked >= SQS_PARKED_MAX) {
+		how = PARK_NO;
+	} else if (atomic_load(&s->gen) != gen0 && !anyway) {
+		how = PARK_AGAIN;
+	} else {
 		s->parked[s->n_parked++] = (struct parked){ conn, until };
-		ok = 1;
+		how = PARK_OK;
+		idle = s->next == 0;
+		sooner = anyway || (!idle && until < s->next);
 	}
 	pthread_mutex_unlock(&s->mu);
-	if (ok)
-		notify_wake(s->nt);	/* the waker's next deadline may be this one */
-	return ok;
+	if (idle)
+		pthread_cond_signal(&s->idle);
+	if (sooner)
+		notify_wake(s->nt);	/* a wake-up: every parked request looks again */
+	return how;
 }
 
 /* run: the action on connections from the pools; [out] *result */
@@ -256,6 +286,7 @@ static void handle(void *arg, const struct http_request *req, struct http_respon
 	json_t *params = NULL, *result = NULL;
 	const char *code = NULL;
 	enum sd_result r;
+	int looks;
 
 	code_uuid4(rid);
 	sqs_fault_clear();
@@ -269,14 +300,24 @@ static void handle(void *arg, const struct http_request *req, struct http_respon
 	}
 	origin_of(s, req, origin, sizeof origin);
 	c.grant = &g;
+	c.group = s->group;
 	c.origin = origin;
 	c.region = a.region;
 	c.key_id = a.key_id;
-	if ((r = run(s, &c, action, params, &result)) != SD_OK)
-		goto fail;
-	if (!result && c.park_until && park(s, req->conn, c.park_until)) {
-		res->suspend = 1;
-		goto out;
+	for (looks = 1;; looks++) {
+		uint64_t gen0 = atomic_load(&s->gen);	/* before the receive looks */
+		int how;
+
+		if ((r = run(s, &c, action, params, &result)) != SD_OK)
+			goto fail;
+		if (result || !c.park_until)
+			break;
+		if ((how = park(s, req->conn, c.park_until, gen0, looks >= LOOKS_MAX)) == PARK_OK) {
+			res->suspend = 1;
+			goto out;
+		}
+		if (how == PARK_NO)
+			break;
 	}
 	if (!result && !(result = json_object())) {	/* nothing, and no more waiting */
 		r = err_set(SD_NOMEM, "out of memory");
@@ -303,6 +344,8 @@ static void resume(struct sqs_server *s, int all)
 	int i;
 
 	pthread_mutex_lock(&s->mu);
+	if (all)
+		atomic_fetch_add(&s->gen, 1);	/* a receive looking now may have missed it */
 	for (i = s->n_parked - 1; i >= 0; i--)
 		if (all || s->parked[i].until <= now) {
 			http_resume(s->parked[i].conn);
@@ -316,17 +359,27 @@ static void *waker_main(void *arg)
 	struct sqs_server *s = arg;
 
 	for (;;) {
-		int64_t now = clock_now_ms(), next = now + WAKER_NAP_MS;
-		int i, stop, woke;
+		int64_t now, next;
+		int i, woke;
 
 		pthread_mutex_lock(&s->mu);
-		stop = s->stopping;
+		/* nothing parked: wait for a park, not on the database's commits
+		 * (those that come meanwhile wake the first look after it) */
+		while (!s->stopping && s->n_parked == 0) {
+			s->next = 0;
+			pthread_cond_wait(&s->idle, &s->mu);
+		}
+		if (s->stopping) {
+			pthread_mutex_unlock(&s->mu);
+			break;
+		}
+		now = clock_now_ms();
+		next = now + WAKER_NAP_MS;
 		for (i = 0; i < s->n_parked; i++)
 			if (s->parked[i].until < next)
 				next = s->parked[i].until;
+		s->next = next > now ? next : now;
 		pthread_mutex_unlock(&s->mu);
-		if (stop)
-			break;
 		woke = notify_wait(s->nt, next > now ? (int)(next - now) : 0);
 		resume(s, woke);
 	}
@@ -376,9 +429,11 @@ enum sd_result sqs_start(const struct sqs_opts *o, struct sqs_server **out)
 	if (!s)
 		return err_set(SD_NOMEM, "out of memory");
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->idle, NULL);
 	if ((r = key_load(s, o)) != SD_OK ||
 	    (r = db_pool_new(o->db_path, DB_SYNC_QUEUE, SQS_THREADS, &s->pool_queue)) != SD_OK ||
 	    (r = db_pool_new(o->db_path, DB_SYNC_FULL, SQS_THREADS, &s->pool_full)) != SD_OK ||
+	    (r = db_group_new(o->db_path, &s->group)) != SD_OK ||
 	    (r = db_open(o->db_path, 0, DB_SYNC_QUEUE, &s->wdb)) != SD_OK ||
 	    (r = notify_open(o->db_path, &s->nt)) != SD_OK ||
 	    (r = hosts_from_cert(s, o->tls_cert)) != SD_OK)
@@ -396,6 +451,10 @@ enum sd_result sqs_start(const struct sqs_opts *o, struct sqs_server **out)
 	ho.no_assets = 1;
 	ho.threads = SQS_THREADS;
 	ho.per_client_max = o->per_client_max > 0 ? (unsigned)o->per_client_max : 0;
+	/* on loopback every client is this machine: one address for all of a
+	 * developer's workers and their long polls */
+	if (http_listen_is_loopback(o->listen) && ho.per_client_max < SQS_LOOPBACK_PER_CLIENT)
+		ho.per_client_max = SQS_LOOPBACK_PER_CLIENT;
 	ho.body_max = SQS_BODY_MAX;
 	ho.suspend = 1;
 	if ((r = http_start_opts(&ho, handle, s, &s->http)) != SD_OK)
@@ -415,6 +474,7 @@ void sqs_stop(struct sqs_server *s)
 		return;
 	pthread_mutex_lock(&s->mu);
 	s->stopping = 1;
+	pthread_cond_signal(&s->idle);
 	pthread_mutex_unlock(&s->mu);
 	if (s->waker_running) {
 		notify_wake(s->nt);
@@ -426,9 +486,11 @@ void sqs_stop(struct sqs_server *s)
 	db_close(s->wdb);
 	db_pool_free(s->pool_queue);
 	db_pool_free(s->pool_full);
+	db_group_free(s->group);
 	for (i = 0; s->hosts[i]; i++)
 		free(s->hosts[i]);
 	explicit_bzero(s->key, sizeof s->key);
+	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }

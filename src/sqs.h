@@ -16,7 +16,9 @@
  *     delayed or leased message comes due, or when its wait is over;
  *   - the listener's limits: request bodies of SQS_BODY_MAX bytes (a 256 KiB
  *     message form-encoded), the HTTP server's connection caps and deadlines
- *     (http.h), SQS_PARKED_MAX waiting receives (more answer at once, empty).
+ *     (http.h; on a loopback listener, where every worker has one address,
+ *     SQS_LOOPBACK_PER_CLIENT connections from it at least), SQS_PARKED_MAX
+ *     waiting receives (more answer at once, empty).
  */
 #ifndef SD_SQS_H
 #define SD_SQS_H
@@ -26,6 +28,8 @@
 #define SQS_BODY_MAX (1024 * 1024)
 #define SQS_PARKED_MAX 1024
 #define SQS_THREADS 8
+#define SQS_LOOPBACK_PER_CLIENT 512	/* connections from 127.0.0.1 to a loopback
+					 * listener, at least (its workers' address) */
 
 struct sqs_opts {
 	const char *db_path;

@@ -294,6 +294,32 @@ static json_t *sent_json(const struct sqs_sent *s, const char *id)
 	return o;
 }
 
+/* One send as the group commits it (db_group.h): its messages in the
+ * group's transaction, on the group's connection, with the others' sends
+ * of the moment, all flushed once. */
+struct send_tx {
+	const struct sqs_queue *q;
+	const struct sqs_send *m;
+	int n;
+	struct sqs_sent *sent;
+};
+
+static enum sd_result send_tx(struct db *db, void *arg)
+{
+	struct send_tx *t = arg;
+
+	return sqs_send_many(db, t->q, t->m, t->n, t->sent);
+}
+
+/* send_durable: n checked messages of q stored, durable before the answer */
+static enum sd_result send_durable(struct sqs_call *c, const struct sqs_queue *q,
+				   const struct sqs_send *m, int n, struct sqs_sent *sent)
+{
+	struct send_tx t = { q, m, n, sent };
+
+	return db_group_run(c->group, c->db_full, send_tx, &t);
+}
+
 static enum sd_result send_message(struct sqs_call *c, json_t *params, json_t **result)
 {
 	struct sqs_queue q;
@@ -303,7 +329,7 @@ static enum sd_result send_message(struct sqs_call *c, json_t *params, json_t **
 
 	if ((r = queue_of(c, params, &q)) == SD_OK && (r = send_read(c, params, &m)) == SD_OK &&
 	    (r = sqs_send_check(&q, &m)) == SD_OK)
-		r = sqs_send_many(c->db_full, &q, &m, 1, &s);
+		r = send_durable(c, &q, &m, 1, &s);
 	sqs_queue_clear(&q);
 	if (r != SD_OK)
 		return r;
@@ -357,13 +383,18 @@ static enum sd_result entries(json_t *params, json_t **out, size_t *n)
 	return SD_OK;
 }
 
-static void batch_failed(json_t *failed, const char *id)
+/* batch_failed_as: entry id refused with the SQS error code and msg */
+static void batch_failed_as(json_t *failed, const char *id, const char *code, const char *msg)
 {
-	const char *code = sqs_fault() ? sqs_fault() : "InternalFailure";
-
 	json_array_append_new(failed, json_pack("{s:s, s:b, s:s, s:s}", "Id", id, "SenderFault",
 						strcmp(code, "InternalFailure") != 0, "Code", code,
-						"Message", err_msg()));
+						"Message", msg));
+}
+
+/* batch_failed: entry id refused as the last sqs_fail said */
+static void batch_failed(json_t *failed, const char *id)
+{
+	batch_failed_as(failed, id, sqs_fault() ? sqs_fault() : "InternalFailure", err_msg());
 	sqs_fault_clear();
 }
 
@@ -378,6 +409,19 @@ static json_t *batch_result(json_t *ok, json_t *failed)
 	json_decref(ok);
 	json_decref(failed);
 	return o;
+}
+
+/* batch_end: the batch's answer made of ok and failed (both taken), or the
+ * failure r */
+static enum sd_result batch_end(enum sd_result r, json_t *ok, json_t *failed, json_t **result)
+{
+	if (r != SD_OK) {
+		json_decref(ok);
+		json_decref(failed);
+		return r;
+	}
+	*result = batch_result(ok, failed);
+	return *result ? SD_OK : err_set(SD_NOMEM, "out of memory");
 }
 
 static enum sd_result send_batch(struct sqs_call *c, json_t *params, json_t **result)
@@ -408,7 +452,7 @@ static enum sd_result send_batch(struct sqs_call *c, json_t *params, json_t **re
 		r = sqs_fail(SD_INVALID, "BatchRequestTooLong",
 			     "Batch requests cannot be longer than 262144 bytes. You have sent "
 			     "%zu bytes.", bytes);
-	} else if (k && (r = sqs_send_many(c->db_full, &q, m, k, s)) == SD_OK) {
+	} else if (k && (r = send_durable(c, &q, m, k, s)) == SD_OK) {
 		for (i = 0; i < (size_t)k; i++)
 			json_array_append_new(ok, sent_json(&s[i], ids[i]));
 	}
@@ -477,13 +521,7 @@ static enum sd_result on_handles(struct sqs_call *c, json_t *params, json_t **re
 		}
 	}
 	sqs_queue_clear(&q);
-	if (r != SD_OK) {
-		json_decref(ok);
-		json_decref(failed);
-		return r;
-	}
-	*result = batch_result(ok, failed);
-	return *result ? SD_OK : err_set(SD_NOMEM, "out of memory");
+	return batch_end(r, ok, failed, result);
 }
 
 static enum sd_result delete_message(struct sqs_call *c, json_t *p, json_t **result)
@@ -491,9 +529,41 @@ static enum sd_result delete_message(struct sqs_call *c, json_t *p, json_t **res
 	return on_handles(c, p, result, -1, 0);
 }
 
-static enum sd_result delete_batch(struct sqs_call *c, json_t *p, json_t **result)
+/* delete_batch: DeleteMessageBatch; the entries of one receive are
+ * deleted in one commit (sqs_delete_many) */
+static enum sd_result delete_batch(struct sqs_call *c, json_t *params, json_t **result)
 {
-	return on_handles(c, p, result, -1, 1);
+	json_t *e = NULL, *ok = json_array(), *failed = json_array();
+	const char *handles[SQS_BATCH_MAX], *ids[SQS_BATCH_MAX];
+	struct sqs_outcome out[SQS_BATCH_MAX];
+	struct sqs_queue q;
+	enum sd_result r;
+	size_t n = 0, i;
+	int k = 0;
+
+	memset(&q, 0, sizeof q);
+	if (!ok || !failed)
+		r = err_set(SD_NOMEM, "out of memory");
+	else if ((r = entries(params, &e, &n)) == SD_OK)
+		r = queue_of(c, params, &q);
+	for (i = 0; r == SD_OK && i < n; i++) {
+		json_t *en = json_array_get(e, i);
+		const char *id = json_string_value(json_object_get(en, "Id"));
+
+		if (need_str(en, "ReceiptHandle", &handles[k]) != SD_OK)
+			batch_failed(failed, id);
+		else
+			ids[k++] = id;
+	}
+	if (r == SD_OK)
+		r = sqs_delete_many(c->db, &q, handles, k, out);
+	for (i = 0; r == SD_OK && i < (size_t)k; i++)
+		if (out[i].r == SD_OK)
+			json_array_append_new(ok, json_pack("{s:s}", "Id", ids[i]));
+		else
+			batch_failed_as(failed, ids[i], out[i].code, out[i].msg);
+	sqs_queue_clear(&q);
+	return batch_end(r, ok, failed, result);
 }
 
 static enum sd_result change_visibility(struct sqs_call *c, json_t *p, json_t **result)

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "db.h"
+#include "db_group.h"
 #include "result.h"
 #include "token.h"
 
@@ -23,6 +24,7 @@
 struct sqs_call {
 	struct db *db;			/* QUEUE durability: receives, deletes, queues */
 	struct db *db_full;		/* FULL: sends (a message taken is kept) */
+	struct db_group *group;		/* the sends' group commit (db_group.h), or NULL */
 	const struct token_grant *grant; /* the worker token's: its queues */
 	const char *origin;		/* "https://box.example:9324": queue URLs */
 	const char *region;		/* the signature's region: QueueArn */

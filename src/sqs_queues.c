@@ -263,6 +263,7 @@ static const char SQL_FIND[] =
 static const char SQL_CREATE[] =
 	"INSERT INTO sqs_queues (name, fifo, attributes, created_at, modified_at) "
 	"VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT (name) DO NOTHING";
+static const char SQL_COUNT[] = "SELECT count(*) FROM sqs_queues";
 static const char SQL_SET[] =
 	"UPDATE sqs_queues SET attributes = ?2, modified_at = ?3 WHERE id = ?1";
 static const char SQL_DROP_MESSAGES[] = "DELETE FROM stream WHERE queue = ?1";
@@ -338,6 +339,30 @@ static enum sd_result dlq_check(struct db *db, json_t *attrs, int fifo, const ch
 	return r;
 }
 
+/* room_for_one: a new queue stays within SQS_QUEUES_MAX (one that exists
+ * already is no new one) */
+static enum sd_result room_for_one(struct db *db, const char *name)
+{
+	struct db_stmt *st = db_stmt(db, SQL_COUNT);
+	enum sd_result r = SD_OK;
+	struct sqs_queue q;
+	int64_t n = 0;
+
+	if (!st)
+		return SD_DB;
+	if (db_next(st, &r))
+		n = db_col_int(st, 0);
+	db_reset(st);
+	if (r != SD_OK || n < SQS_QUEUES_MAX)
+		return r;
+	if ((r = sqs_queue_find(db, name, &q)) != SD_NOT_FOUND) {
+		sqs_queue_clear(&q);
+		return r;
+	}
+	return sqs_fail(SD_LIMITED, "OverLimit", "This box holds %d queues, its most: delete "
+			"one first.", SQS_QUEUES_MAX);
+}
+
 /* attrs_begin: set over old, checked, as stored ([out] *merged, *text, the
  * caller's to free either way), with a transaction begun in which the
  * dead-letter queue it names was found; on failure nothing is open */
@@ -380,6 +405,8 @@ enum sd_result sqs_queue_create(struct db *db, const char *name, json_t *attrs,
 				"characters, hyphens, or underscores, must end with .fifo suffix.");
 	if ((r = attrs_begin(db, NULL, attrs, fifo, name, &merged, &text)) != SD_OK)
 		goto out;
+	if ((r = room_for_one(db, name)) != SD_OK)
+		goto end;
 	if (!(st = db_stmt(db, SQL_CREATE))) {
 		r = SD_DB;
 		goto end;

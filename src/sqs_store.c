@@ -407,6 +407,81 @@ enum sd_result sqs_delete(struct db *db, const struct sqs_queue *q, const char *
 	return r;
 }
 
+/* outcome_of: the refusal r that sqs_fail just made, as an entry's outcome */
+static void outcome_of(struct sqs_outcome *o, enum sd_result r)
+{
+	o->r = r;
+	snprintf(o->code, sizeof o->code, "%s", r == SD_OK ? "" : sqs_fault() ? sqs_fault()
+						 : "InternalFailure");
+	snprintf(o->msg, sizeof o->msg, "%s", r == SD_OK ? "" : err_msg());
+	sqs_fault_clear();
+}
+
+/*
+ * ack_claim: the entries whose token is the first entry's with one (those
+ * of one receive), acked in one commit (queue_ack_many: one finishing
+ * time, so two batches on PostgreSQL never wait for each other in a
+ * circle); each entry's outcome then, and its token set to 0 (done).  A
+ * handle given twice is acked once and answered alike.
+ */
+static enum sd_result ack_claim(struct db *db, const struct sqs_queue *q, const int64_t *id,
+				int64_t *token, int n, struct sqs_outcome *out)
+{
+	int64_t t = 0, ids[SQS_BATCH_MAX] = { 0 };
+	unsigned char acked[SQS_BATCH_MAX];
+	struct sqs_outcome res[SQS_BATCH_MAX];
+	int at[SQS_BATCH_MAX], k = 0, i, j, gone;
+	enum sd_result r;
+
+	for (i = 0; i < n; i++) {
+		if (!t && token[i] > 0)
+			t = token[i];
+		if (!t || token[i] != t)
+			continue;
+		for (j = 0; j < k && ids[j] != id[i]; j++)
+			;
+		if (j == k)
+			ids[k++] = id[i];
+		at[i] = j;
+	}
+	if ((r = queue_ack_many(db, t, ids, k, acked)) != SD_OK)
+		return r;
+	for (j = 0; j < k; j++) {
+		gone = 0;
+		r = acked[j] ? SD_OK : stale(db, q, ids[j], &gone);
+		if (r != SD_OK && r != SD_STALE)
+			return r;	/* the box's failure, not the entry's */
+		outcome_of(&res[j], gone ? SD_OK : r);	/* gone: deleted already, as SQS says */
+	}
+	for (i = 0; i < n; i++)
+		if (token[i] == t) {
+			out[i] = res[at[i]];
+			token[i] = 0;
+		}
+	return SD_OK;
+}
+
+enum sd_result sqs_delete_many(struct db *db, const struct sqs_queue *q,
+			       const char *const *handles, int n, struct sqs_outcome *out)
+{
+	int64_t id[SQS_BATCH_MAX], token[SQS_BATCH_MAX];
+	enum sd_result r = SD_OK;
+	int i;
+
+	if (n < 0 || n > SQS_BATCH_MAX)
+		return err_set(SD_INVALID, "%d entries in one batch", n);
+	for (i = 0; i < n; i++) {
+		token[i] = 0;
+		outcome_of(&out[i], handle_parse(q, handles[i], &id[i], &token[i]));
+		if (out[i].r != SD_OK)
+			token[i] = 0;
+	}
+	for (i = 0; i < n && r == SD_OK; i++)
+		if (token[i] > 0)
+			r = ack_claim(db, q, id, token, n, out);
+	return r;
+}
+
 enum sd_result sqs_visibility(struct db *db, const struct sqs_queue *q, const char *handle,
 			      int64_t seconds)
 {

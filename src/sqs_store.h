@@ -33,6 +33,7 @@
 #define SQS_DELAY_MAX_S 900
 #define SQS_DEDUP_MS (5 * 60 * 1000LL)	/* a FIFO deduplication id's life */
 #define SQS_PURGE_EVERY_MS 60000	/* one purge a minute per queue */
+#define SQS_QUEUES_MAX 1000		/* queues on one box (or one database) */
 
 /*
  * sqs_fail: err_set(r, ...) and the SQS error's name (QueueDoesNotExist,
@@ -152,6 +153,22 @@ enum sd_result sqs_receive(struct db *db, const struct sqs_queue *q, const struc
  * stale SD_STALE (ReceiptHandleIsInvalid) unless the message is gone
  * already (deleted: SD_OK, as SQS answers). */
 enum sd_result sqs_delete(struct db *db, const struct sqs_queue *q, const char *handle);
+
+/* One entry's outcome in a batch. */
+struct sqs_outcome {
+	enum sd_result r;		/* SD_OK, or the entry's refusal */
+	char code[48];			/* its SQS error's name; "" when r is SD_OK */
+	char msg[240];
+};
+
+/*
+ * sqs_delete_many: sqs_delete of each of handles[0..n) (n at most
+ * SQS_BATCH_MAX): the deliveries of one receive (one fencing token) in one
+ * commit.  [out] out[i], each entry's outcome, as sqs_delete answers it.
+ * SD_OK unless the box failed (then out[] says nothing).
+ */
+enum sd_result sqs_delete_many(struct db *db, const struct sqs_queue *q,
+			       const char *const *handles, int n, struct sqs_outcome *out);
 
 /* sqs_visibility: the delivery handle names is visible again after
  * seconds (0: now, given back).  SD_STALE (ReceiptHandleIsInvalid). */

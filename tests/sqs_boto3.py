@@ -27,6 +27,11 @@ def client(config=None, **kw):
 C = client()
 
 
+def client_at(endpoint):
+    return boto3.client("sqs", endpoint_url=endpoint, region_name="eu-west-1",
+                        config=botocore.config.Config(retries={"max_attempts": 1}))
+
+
 def code_of(fn, *a, **kw):
     """the error code a call raises (None when it succeeds)"""
     try:
@@ -254,6 +259,69 @@ def denied():
     assert ENDPOINT + "/000000000000/" + ARG not in C.list_queues().get("QueueUrls", [])
 
 
+def waiters():
+    """200 receives wait at once on 8 server threads: another call is still
+    answered at once, and 200 sends wake 200 receivers"""
+    url = queue("app-many")
+    n, got, ready = 200, [], threading.Barrier(201)
+
+    def receiver():
+        c = client(config=botocore.config.Config(max_pool_connections=1))
+        ready.wait()
+        r = c.receive_message(QueueUrl=url, WaitTimeSeconds=15)
+        got.append(len(r.get("Messages", [])))
+    ths = [threading.Thread(target=receiver) for _ in range(n)]
+    for t in ths:
+        t.start()
+    ready.wait()
+    time.sleep(1.5)     # all parked by now
+    t0 = time.time()
+    C.list_queues()
+    assert time.time() - t0 < 1, "a call waited behind the parked receives"
+    assert counts(url) == (0, 0, 0)
+    for i in range(0, n, 10):
+        C.send_message_batch(QueueUrl=url, Entries=[
+            {"Id": "m%d" % j, "MessageBody": "w"} for j in range(i, i + 10)])
+    t1 = time.time()
+    for t in ths:
+        t.join(20)
+    assert sum(got) == n and len(got) == n, got
+    print("woke_all_s %.2f" % (time.time() - t1))
+
+
+def two_boxes():
+    """ENDPOINT is box A's listener, ARG box B's, on one PostgreSQL database:
+    a receive waiting on B is woken by a send through A (LISTEN/NOTIFY), and
+    a message received on B is deleted through A"""
+    b = client_at(ARG)
+    url = queue("app-shared")
+    url_b = b.get_queue_url(QueueName="app-shared")["QueueUrl"]
+    got = {}
+
+    def receiver():
+        got["r"] = b.receive_message(QueueUrl=url_b, WaitTimeSeconds=10)
+        got["t"] = time.time()
+    th = threading.Thread(target=receiver)
+    th.start()
+    time.sleep(1)
+    t_send = time.time()
+    sent = C.send_message(QueueUrl=url, MessageBody="across")
+    th.join(15)
+    m = got["r"]["Messages"][0]
+    assert m["MessageId"] == sent["MessageId"], (m, sent)
+    assert got["t"] - t_send < 2, got["t"] - t_send
+    C.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+    assert counts(url) == (0, 0, 0)
+    print("latency_ms %.1f" % ((got["t"] - t_send) * 1000))
+
+
+def overlimit():
+    """the box holds its most queues (the test made them): a new one is
+    refused, one that exists is still answered"""
+    assert code_of(C.create_queue, QueueName="app-one-more") == "OverLimit"
+    assert C.create_queue(QueueName="app-full-7")["QueueUrl"].endswith("/app-full-7")
+
+
 def hello():
     """one call this token may make"""
     assert "ResponseMetadata" in C.list_queues()
@@ -284,6 +352,6 @@ def auth():
 
 
 CASES = {f.__name__: f for f in (lifecycle, batch, longpoll, visibility, stale, redrive, fifo,
-                                  errors, denied, hello, auth)}
+                                  errors, denied, waiters, two_boxes, overlimit, hello, auth)}
 CASES[CASE]()
 print("ok", CASE)

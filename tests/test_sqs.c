@@ -217,6 +217,14 @@ static void test_long_poll_is_woken_by_the_send(void **state)
 	one_case(state, "longpoll", &b, out, sizeof out);
 }
 
+static void test_hundreds_of_long_polls_hold_no_thread(void **state)
+{
+	struct box b;
+	char out[8192];
+
+	one_case(state, "waiters", &b, out, sizeof out);
+}
+
 static void test_visibility_changes(void **state)
 {
 	struct box b;
@@ -273,6 +281,21 @@ static void test_refusals_in_sqs_words(void **state)
 	box_up(e, &b);
 	py_ok(&b, "errors", NULL, out, sizeof out);
 	py_ok(&b, "auth", NULL, out, sizeof out);
+}
+
+static void test_queues_are_counted(void **state)
+{
+	struct tu_env *e = *state;
+	struct box b;
+	char out[8192];
+
+	box_up(e, &b);
+	assert_int_equal(db_exec(e->db, "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 "
+				 "FROM n WHERE i < 999) INSERT INTO sqs_queues (name, fifo, "
+				 "attributes, created_at, modified_at) SELECT 'app-full-' || i, 0, "
+				 "'{}', 1, 1 FROM n"), SD_OK);
+	py_ok(&b, "overlimit", NULL, out, sizeof out);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM sqs_queues"), 1000);
 }
 
 static void test_tokens_reach_only_their_queues(void **state)
@@ -343,6 +366,39 @@ static void test_aws_sdk_for_javascript(void **state)
 				  "kind = 'sqs:js-jobs'"), 12);
 }
 
+/*
+ * Two boxes on one PostgreSQL database (each its own state folder, the one
+ * ticket key): one queue, a receive waiting on box B woken by a send
+ * through box A, the message deleted through A.
+ */
+static void test_two_boxes_serve_one_queue(void **state)
+{
+	struct tu_env *e = *state;
+	struct box b;
+	char out[8192], dir_b[400], key[400], log_b[400], arg[64];
+	unsigned char *log;
+	const char *p;
+	size_t n;
+	int port_b;
+
+	TU_PG_ONLY();
+	box_up(e, &b);
+	snprintf(dir_b, sizeof dir_b, "%s/box-b", e->dir);
+	snprintf(key, sizeof key, "%s/ticket.key", e->dir);
+	snprintf(log_b, sizeof log_b, "%s/sqs-b.log", e->dir);
+	assert_int_equal(mkdir(dir_b, 0700), 0);
+	tu_spawn((const char *const[]){ "sqs", "--db", e->db_path, "--sqs-listen", "127.0.0.1:0",
+					"--state-dir", dir_b, "--ticket-key-file", key, NULL },
+		 log_b);
+	tu_wait_log(log_b, "msg=\"sqs listening\"", 1, 15000);
+	log = tu_slurp(log_b, &n);
+	assert_non_null(p = strstr(strstr((char *)log, "msg=\"sqs listening\""), "port="));
+	port_b = atoi(p + 5);
+	free(log);
+	snprintf(arg, sizeof arg, "http://127.0.0.1:%d", port_b);
+	py_ok(&b, "two_boxes", arg, out, sizeof out);
+}
+
 /* example: the report of one tests/sqs_examples.sh run, into out */
 static void example(struct tu_env *e, const struct box *b, const char *lang, const char *mode,
 		    const char *crash, char *out, size_t size)
@@ -388,6 +444,22 @@ static void test_manual_examples_have_one_effect(void **state)
 	}
 }
 
+/* the benchmark (make bench) runs, and checks its own run: a short one */
+static void test_benchmark_runs(void **state)
+{
+	static char out[8192];
+	char err[4096];
+
+	(void)state;
+	if (tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"bench", "sqs", "--messages", "200", "--singles", "20", "--latency", "20",
+		"--rounds", "1", "--no-refs", "--json", NULL }) != 0)
+		fail_msg("stagedoor-bench sqs: %s", err);
+	assert_non_null(strstr(out, "\"bench\":\"sqs\""));
+	assert_non_null(strstr(out, "\"batched\":{\"messages\":200,"));
+	assert_non_null(strstr(out, "\"latency\":{\"messages\":20,"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -396,6 +468,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_batches, tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_long_poll_is_woken_by_the_send, tu_setup_real,
 						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_hundreds_of_long_polls_hold_no_thread,
+						tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_visibility_changes, tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_stale_receipt_handle_is_refused, tu_setup_real,
 						tu_teardown),
@@ -405,12 +479,16 @@ int main(void)
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_refusals_in_sqs_words, tu_setup_real,
 						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_queues_are_counted, tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_tokens_reach_only_their_queues, tu_setup_real,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_expired_token_is_refused, tu_setup_real,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_aws_sdk_for_javascript, tu_setup_real,
 						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_two_boxes_serve_one_queue, tu_setup_real,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_benchmark_runs, tu_setup_real, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_manual_examples_have_one_effect,
 						tu_setup_real, tu_teardown),
 	};

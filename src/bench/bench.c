@@ -802,5 +802,8 @@ const struct cli_cmd bench_commands[] = {
 				  "hold's way to its order by webhook, return and reconcile", NULL, 0 },
 	{ "event", bench_event_cmd, "a whole event cancelled: children/s from the cancel to the "
 				    "last email, refunds at paysink", NULL, 0 },
+	{ "sqs", bench_sqs_cmd, "the SQS listener with signed requests: batched and single "
+				"messages/s, latency to a long poll, boto3 and the AWS SDK beside",
+	  NULL, 0 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };

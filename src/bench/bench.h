@@ -100,6 +100,9 @@ int bench_event_cmd(int argc, char **argv);
 /* bench_shop_cmd: `bench shop`, given the words after "shop". */
 int bench_shop_cmd(int argc, char **argv);
 
+/* bench_sqs_cmd: `bench sqs`, given the words after "sqs". */
+int bench_sqs_cmd(int argc, char **argv);
+
 /*
  * bench_scratch_make: a new empty schema on the PostgreSQL server of uri
  * for a benchmark's fresh box: [out] out = uri with it as the search_path,
