@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <mbedtls/base64.h>
 #include <mbedtls/ctr_drbg.h>
 #include <mbedtls/entropy.h>
 #include <mbedtls/md.h>
@@ -281,6 +282,13 @@ enum sd_result code_id_new(int64_t *out)
 		return err_set(SD_IO, "no random bytes for a ticket's code: %s", strerror(errno));
 	*out = (int64_t)(CODE_ID_MIN | (r & (uint64_t)(CODE_ID_MIN - 1)));
 	return SD_OK;
+}
+
+int code_base64_decode(const char *in, size_t len, unsigned char *out, size_t cap,
+		       size_t *out_len)
+{
+	return mbedtls_base64_decode(out, cap, out_len, (const unsigned char *)in, len) == 0 ? 0
+											      : -1;
 }
 
 enum sd_result code_uuid4(char out[CODE_UUID_LEN + 1])

@@ -51,6 +51,12 @@ void code_hmac_sha256_hex(const void *key, size_t klen, const char *prefix, cons
 void code_hmac_sha256(const void *key, size_t klen, const void *data, size_t len,
 		      unsigned char out[32]);
 
+/* code_base64_decode: the len characters of base64 at in decoded into
+ * out (cap bytes), [out] *out_len of them; 0, or -1 when in is no base64 or
+ * out is too small. */
+int code_base64_decode(const char *in, size_t len, unsigned char *out, size_t cap,
+		       size_t *out_len);
+
 #define CODE_UUID_LEN 36
 
 /* code_uuid4: a random (version 4) UUID, as text: an SQS MessageId, a

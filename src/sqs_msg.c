@@ -1,7 +1,7 @@
 /*
  * sqs_msg.c: an SQS message's body and attributes checked and digested
- * (sqs_msg.h); UTF-8 through text.h's decoder, MD5 through code.h, base64
- * through mbedTLS.
+ * (sqs_msg.h); UTF-8 through text.h's decoder, MD5 and base64 through
+ * code.h.
  *
  * Invariants:
  *  - every check reads within the lengths it is given: a body need not end
@@ -25,7 +25,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include <mbedtls/base64.h>
 
 #include "code.h"
 #include "text.h"
@@ -403,8 +402,7 @@ static unsigned char *sqs_encode(unsigned char *p, const char *name, json_t *v)
 	}
 	*p++ = 2;
 	if (!sqs_b64_len(json_string_value(jv), json_string_length(jv), &n) ||
-	    mbedtls_base64_decode(p + 4, n, &n, (const unsigned char *)json_string_value(jv),
-				  json_string_length(jv)) != 0)
+	    code_base64_decode(json_string_value(jv), json_string_length(jv), p + 4, n, &n) != 0)
 		return NULL;
 	return sqs_put(p, NULL, n);
 }

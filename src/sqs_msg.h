@@ -13,7 +13,7 @@
  * #x10000-#x10FFFF); the body and the attributes together count toward
  * SQS_MSG_MAX.  The digests are those a client's SDK checks: the MD5 of
  * the body's bytes (MD5OfMessageBody) and of the attributes in SQS's own
- * encoding (MD5OfMessageAttributes).  Hashing and base64 are mbedTLS's.
+ * encoding (MD5OfMessageAttributes).  Hashing and base64 are code.h's.
  */
 #ifndef SD_SQS_MSG_H
 #define SD_SQS_MSG_H
