@@ -60,7 +60,8 @@ class Box:
                                               )["QueueUrl"]
                 return getattr(c, name)(QueueUrl=self.url, **kw)
             except (BotoCoreError, ClientError) as e:
-                code = getattr(e, "response", {}).get("Error", {}).get("Code", "")
+                # a connection the box's death closed carries no response
+                code = (getattr(e, "response", None) or {}).get("Error", {}).get("Code", "")
                 if code == "ReceiptHandleIsInvalid":
                     raise
                 self.i += 1
