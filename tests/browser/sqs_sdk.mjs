@@ -2,7 +2,8 @@
 // JavaScript (@aws-sdk/client-sqs, pinned in package.json: the AWS JSON 1.0
 // protocol) against the box's SQS listener, with the credentials in
 // AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.  It asserts what the SDK
-// returns and throws (its own exception classes) and prints "ok" last; any
+// returns and throws (its own exception classes: redrive, FIFO order and
+// deduplication, stale handles, SigV4 refusals) and prints "ok" last; any
 // failed assertion exits non-zero.  The SDK checks the MD5 digests of every
 // body it sends and receives itself.
 import assert from "node:assert/strict";
@@ -10,12 +11,13 @@ import {
   SQSClient, CreateQueueCommand, GetQueueUrlCommand, SendMessageCommand,
   SendMessageBatchCommand, ReceiveMessageCommand, DeleteMessageCommand,
   DeleteMessageBatchCommand, ChangeMessageVisibilityCommand, GetQueueAttributesCommand,
-  ListQueuesCommand, QueueDoesNotExist, ReceiptHandleIsInvalid, TooManyEntriesInBatchRequest,
+  ListQueuesCommand, SetQueueAttributesCommand, QueueDoesNotExist, ReceiptHandleIsInvalid,
+  TooManyEntriesInBatchRequest,
 } from "@aws-sdk/client-sqs";
 
 const endpoint = process.argv[2];
-const mk = (creds) => new SQSClient({
-  endpoint, region: "eu-west-1", maxAttempts: 1,
+const mk = (creds, more) => new SQSClient({
+  endpoint, region: "eu-west-1", maxAttempts: 1, ...more,
   credentials: creds ?? {
     accessKeyId: process.env.AWS_ACCESS_KEY_ID,
     secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY,
@@ -112,6 +114,44 @@ const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, Attribut
 assert.equal(a.Attributes.ApproximateNumberOfMessages, "0");
 assert.equal(a.Attributes.ApproximateNumberOfMessagesNotVisible, "0");
 
+// redrive: past maxReceiveCount the message is in the dead-letter queue
+const { QueueUrl: dlq } = await sqs.send(new CreateQueueCommand({ QueueName: "js-dead" }));
+const arn = (await sqs.send(new GetQueueAttributesCommand({
+  QueueUrl: dlq, AttributeNames: ["QueueArn"],
+}))).Attributes.QueueArn;
+await sqs.send(new SetQueueAttributesCommand({
+  QueueUrl: url,
+  Attributes: { RedrivePolicy: JSON.stringify({ maxReceiveCount: 1, deadLetterTargetArn: arn }) },
+}));
+await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: "poison" }));
+assert.equal((await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 1 })))
+  .Messages[0].Body, "poison");
+await sleep(1200);
+assert.equal((await sqs.send(new ReceiveMessageCommand({ QueueUrl: url }))).Messages, undefined);
+const dead = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlq }));
+assert.equal(dead.Messages[0].Body, "poison");
+await sqs.send(new DeleteMessageCommand({ QueueUrl: dlq, ReceiptHandle: dead.Messages[0].ReceiptHandle }));
+
+// FIFO: a deduplication id sends once; one message in flight per group, in order
+const { QueueUrl: fifo } = await sqs.send(new CreateQueueCommand({
+  QueueName: "js-order.fifo", Attributes: { FifoQueue: "true" },
+}));
+const send = (body, group, dedup) => sqs.send(new SendMessageCommand({
+  QueueUrl: fifo, MessageBody: body, MessageGroupId: group, MessageDeduplicationId: dedup,
+}));
+const first = await send("a1", "A", "d1");
+assert.equal((await send("a1", "A", "d1")).MessageId, first.MessageId);
+await send("a2", "A", "d2");
+await send("b1", "B", "d3");
+const heads = (await sqs.send(new ReceiveMessageCommand({ QueueUrl: fifo, MaxNumberOfMessages: 10 })))
+  .Messages;
+assert.deepEqual(heads.map((x) => x.Body).sort(), ["a1", "b1"]);
+await sqs.send(new DeleteMessageCommand({
+  QueueUrl: fifo, ReceiptHandle: heads.find((x) => x.Body === "a1").ReceiptHandle,
+}));
+assert.deepEqual((await sqs.send(new ReceiveMessageCommand({ QueueUrl: fifo, MaxNumberOfMessages: 10 })))
+  .Messages.map((x) => x.Body), ["a2"]);
+
 // refusals, as the SDK's classes and names
 await rejects(sqs.send(new GetQueueUrlCommand({ QueueName: "js-none" })),
   (e) => assert.ok(e instanceof QueueDoesNotExist, e.name));
@@ -122,4 +162,11 @@ await rejects(mk({ accessKeyId: process.env.AWS_ACCESS_KEY_ID, secretAccessKey: 
 });
 await rejects(mk({ accessKeyId: "SDBX0000000000000000", secretAccessKey: "x".repeat(40) })
   .send(new ListQueuesCommand({})), (e) => assert.equal(e.name, "InvalidClientTokenId"));
+// a request signed 20 minutes in the past
+await rejects(mk(undefined, { systemClockOffset: -20 * 60 * 1000 }).send(new ListQueuesCommand({})),
+  (e) => assert.equal(e.name, "SignatureDoesNotMatch"));
+// a revoked token's credentials (the test revoked it before this run)
+await rejects(mk({
+  accessKeyId: process.env.REVOKED_KEY_ID, secretAccessKey: process.env.REVOKED_SECRET,
+}).send(new ListQueuesCommand({})), (e) => assert.equal(e.name, "InvalidClientTokenId"));
 console.log("ok");
