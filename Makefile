@@ -102,6 +102,10 @@ TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 # The suites that depend on the engine, run a second time on PostgreSQL
 # (check-pg): the store, the queue, the outbox, the idempotency primitives,
 # the handlers and the HTTP API.
+# Each suite runs two test binaries at a time, but these alone: they
+# measure time or CPU (the door's p99, a worker that must not spin, deadlines)
+# or load both cores themselves (the soaks).
+TESTS_ALONE := test_soak test_doorflood test_procs test_http test_frontdoor test_powercut
 PG_TESTS := test_sqs test_db test_events test_eventruns test_holds test_shop test_dashboard test_redact test_queue test_outbox test_idem test_orders test_changes test_api test_roles test_procs test_blob test_soak
 
 # Three builds: the product, build/rel (bin/stagedoor), with no failpoint;
@@ -234,14 +238,14 @@ build/san/tests/testutil.o: tests/testutil.c
 export STAGEDOOR_PRODUCT_BIN := $(CURDIR)/bin/stagedoor
 check-rel: bin/stagedoor build/test/stagedoor build/stagedoor-bench build/sqlbench build/mailsink build/paysink build/chaos build/powercut \
 	$(addprefix build/rel/tests/,$(TESTS))
-	@STAGEDOOR_BENCH_BIN=$(CURDIR)/build/stagedoor-bench \
+	@STAGEDOOR_BENCH_BIN=$(CURDIR)/build/stagedoor-bench TEST_ALONE="$(TESTS_ALONE)" \
 		sh tools/run_tests.sh rel $(CURDIR)/build/test/stagedoor $(addprefix build/rel/tests/,$(TESTS))
 check-pg: bin/stagedoor build/test/stagedoor build/stagedoor-bench build/mailsink build/paysink build/chaos $(addprefix build/rel/tests/,$(PG_TESTS))
-	@STAGEDOOR_BENCH_BIN=$(CURDIR)/build/stagedoor-bench \
+	@STAGEDOOR_BENCH_BIN=$(CURDIR)/build/stagedoor-bench TEST_ALONE="$(TESTS_ALONE)" \
 		sh tools/pg_tests.sh pg $(CURDIR)/build/test/stagedoor $(addprefix build/rel/tests/,$(PG_TESTS))
 check-san: bin/stagedoor build/san/stagedoor build/san/stagedoor-bench build/mailsink build/paysink build/chaos build/powercut \
 	$(addprefix build/san/tests/,$(TESTS))
-	@STAGEDOOR_BENCH_BIN=$(CURDIR)/build/san/stagedoor-bench \
+	@STAGEDOOR_BENCH_BIN=$(CURDIR)/build/san/stagedoor-bench TEST_ALONE="$(TESTS_ALONE)" \
 		sh tools/run_tests.sh san $(CURDIR)/build/san/stagedoor $(addprefix build/san/tests/,$(TESTS))
 
 # Every suite runs, whatever an earlier one did; each is reported, and the

@@ -43,7 +43,7 @@
 #if defined(__SANITIZE_ADDRESS__)
 #define FLOOD_S 20		/* the same flood, shorter under the sanitizers */
 #else
-#define FLOOD_S 60
+#define FLOOD_S 30
 #endif
 #define BEFORE_SCANS 20		/* the real door's scans before the flood, 2 a second */
 #define TICKETS (BEFORE_SCANS + FLOOD_S + 10)

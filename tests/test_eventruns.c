@@ -33,6 +33,7 @@
 #include "event_jobs.h"
 #include "event_runs.h"
 #include "events.h"
+#include "idem.h"
 #include "jobkinds.h"
 #include "log.h"
 #include "orders.h"
@@ -307,6 +308,9 @@ static void cut_at(const char *failpoint)
 	unsetenv("STAGEDOOR_MAIL_TIMEOUT_MS");
 	if (rc != 70)
 		fail_msg("the worker was to die at %s (exit 70), got %d: %s", failpoint, rc, err);
+	/* the dead worker's lease and its claims on effects go stale: their
+	 * time passes on the fake clock, not the test's */
+	clock_fake_set(clock_now_ms() + IDEM_STALE_MS + 1000);
 	drain();
 	expect_cancelled(&o);
 }

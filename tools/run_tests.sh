@@ -5,7 +5,8 @@
 # build/test-output/BUILD/TEST.log.  Then one line per skipped test with the
 # reason it gave (TU_SKIP's "# skipped: why" line), and the closing line
 # "BUILD: N passed, N failed, N skipped", also written to
-# build/test-output/BUILD.result.
+# build/test-output/BUILD.result.  Two binaries run at a time (TEST_JOBS), each
+# named in TEST_ALONE by itself.
 #
 # run_tests.sh --report BUILD...: each BUILD's closing line (a build that did
 # not get as far as its tests counts as one failure), then their sum as
@@ -52,13 +53,25 @@ rm -f "$out_dir/$build.result"
 export STAGEDOOR_BIN="$bin"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-for t in "$@"; do
-	name=$(basename "$t")
-	log=$logs/$name.log
-	t0=$(date +%s)
-	"$t" >"$log" 2>&1
-	rc=$?
-	secs=$(($(date +%s) - t0))
+jobs=${TEST_JOBS:-2}
+running=""
+
+# start NAME PATH: run one binary in the background; its log, exit status
+# and start time in $logs
+start() {
+	rm -f "$logs/$1.rc"
+	date +%s >"$logs/$1.t0"
+	( "$2" >"$logs/$1.log" 2>&1; echo $? >"$logs/$1.rc.tmp"; mv "$logs/$1.rc.tmp" "$logs/$1.rc" ) &
+	running="$running $1"
+}
+
+# report NAME: the finished binary's line (and its log when it failed)
+report() {
+	rname=$1
+	log=$logs/$rname.log
+	rc=$(cat "$logs/$rname.rc")
+	secs=$(($(date +%s) - $(cat "$logs/$rname.t0")))
+	rm -f "$logs/$rname.rc" "$logs/$rname.t0"
 	# cmocka prints "[  PASSED  ] N test(s)." and "[  FAILED  ] N test(s)..."
 	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
 	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
@@ -66,7 +79,7 @@ for t in "$@"; do
 	pass=$((pass + ${p:-0}))
 	skipped=$((skipped + ${k:-0}))
 	# each skipped test once, with the reason printed just before it
-	why=$(awk -v b="$build" -v t="$name" '
+	why=$(awk -v b="$build" -v t="$rname" '
 		/^# skipped: / { why = substr($0, 12); next }
 		/^\[  SKIPPED \] [A-Za-z_]/ && !($4 in seen) {
 			seen[$4] = 1
@@ -76,18 +89,51 @@ for t in "$@"; do
 	[ -n "$why" ] && reasons="$reasons$why
 "
 	if [ "$rc" -eq 0 ]; then
-		printf '  ok    %s %-18s %3s passed %s %4s s\n' "$build" "$name" "${p:-0}" \
+		printf '  ok    %s %-18s %3s passed %s %4s s\n' "$build" "$rname" "${p:-0}" \
 			"$([ "${k:-0}" -gt 0 ] && printf '%3s skipped' "$k" || printf '%11s' '')" "$secs"
 	else
 		fail=$((fail + ${f:-1}))
-		failed="$failed $name"
+		failed="$failed $rname"
 		printf '  FAIL  %s %-18s %3s passed, %s failed, exit %s  %4s s\n' \
-			"$build" "$name" "${p:-0}" "${f:-?}" "$rc" "$secs"
-		printf -- '---- %s %s: its log (%s) ----\n' "$build" "$name" "$log"
+			"$build" "$rname" "${p:-0}" "${f:-?}" "$rc" "$secs"
+		printf -- '---- %s %s: its log (%s) ----\n' "$build" "$rname" "$log"
 		cat "$log"
-		printf -- '---- end of %s %s ----\n' "$build" "$name"
+		printf -- '---- end of %s %s ----\n' "$build" "$rname"
 	fi
+}
+
+# reap: report finished binaries until fewer than $limit run
+reap() {
+	while :; do
+		still=""
+		for r in $running; do
+			if [ -f "$logs/$r.rc" ]; then report "$r"; else still="$still $r"; fi
+		done
+		running=$still
+		set -- $running
+		[ "$#" -lt "$limit" ] && return
+		sleep 0.2
+	done
+}
+
+# TEST_JOBS binaries at a time (two: the machine's two cores), but one that
+# measures time or loads the whole machine (named in TEST_ALONE) runs with
+# nothing beside it
+for t in "$@"; do
+	tname=$(basename "$t")
+	case " ${TEST_ALONE:-} " in
+	*" $tname "*) alone=1 ;;
+	*) alone=0 ;;
+	esac
+	limit=$jobs
+	[ "$alone" = 1 ] && limit=1
+	reap
+	start "$tname" "$t"
+	[ "$alone" = 1 ] && reap
 done
+limit=1
+reap
+wait
 [ -n "$reasons" ] && printf '%s' "$reasons"
 [ -n "$failed" ] && echo "$build: failing:$failed"
 echo "$build: $pass passed, $fail failed, $skipped skipped" | tee "$out_dir/$build.result"
