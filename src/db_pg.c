@@ -39,8 +39,11 @@
 #include "text.h"
 
 /* The advisory lock keys (db_lock_try's and the boxes'): "StageBL" and the
- * key's number. */
+ * key's number, each made the schema's own (PG_LOCK_KEY): the boxes of one
+ * schema (search_path) are one installation, and those of another on the
+ * same database neither lead nor block them. */
 #define PG_LOCK_BASE 0x53746167654c0000LL
+#define PG_LOCK_KEY "hashtextextended(current_schema(), %lld)"
 
 /* The advisory lock key of migrations (any fixed 64-bit number). */
 #define PG_LOCK_MIGRATE 0x5374616765444d31LL	/* "StageDM1" */
@@ -361,9 +364,9 @@ static enum sd_result pg_session(struct db *db, enum db_sync sync)
 
 static enum sd_result pg_box_lock_take(struct db *db)
 {
-	char sql[96];
+	char sql[160];
 
-	snprintf(sql, sizeof sql, "SELECT pg_advisory_lock_shared(%lld)",
+	snprintf(sql, sizeof sql, "SELECT pg_advisory_lock_shared(" PG_LOCK_KEY ")",
 		 (long long)PG_LOCK_BOXES);
 	return pg_simple(db, sql, "box lock");
 }
@@ -409,9 +412,10 @@ static enum sd_result pg_version_write(struct db *db, int version)
 
 static enum sd_result pg_migration_lock(struct db *db)
 {
-	char sql[80];
+	char sql[160];
 
-	snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(%lld)", (long long)PG_LOCK_MIGRATE);
+	snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(" PG_LOCK_KEY ")",
+		 (long long)PG_LOCK_MIGRATE);
 	return pg_simple(db, sql, "migration lock");
 }
 
@@ -896,7 +900,7 @@ static int64_t pg_changes(struct db *db)
 static enum sd_result pg_lock_try(struct db *db, int key, int *held)
 {
 	struct pg *p = PG(db);
-	char sql[96];
+	char sql[160];
 	int64_t got = 0;
 	enum sd_result r;
 
@@ -912,7 +916,7 @@ static enum sd_result pg_lock_try(struct db *db, int key, int *held)
 		*held = 1;
 		return SD_OK;
 	}
-	snprintf(sql, sizeof sql, "SELECT pg_try_advisory_lock(%lld)",
+	snprintf(sql, sizeof sql, "SELECT pg_try_advisory_lock(" PG_LOCK_KEY ")",
 		 (long long)(PG_LOCK_BASE + key));
 	if ((r = pg_int(db, sql, 0, &got)) != SD_OK)
 		return r;
@@ -933,11 +937,11 @@ static enum sd_result pg_box_lock_hold(struct db *db)
 
 static enum sd_result pg_migration_guard(struct db *db, int from, int to)
 {
-	char sql[96];
+	char sql[160];
 	int64_t got = 0;
 	enum sd_result r;
 
-	snprintf(sql, sizeof sql, "SELECT pg_try_advisory_xact_lock(%lld)",
+	snprintf(sql, sizeof sql, "SELECT pg_try_advisory_xact_lock(" PG_LOCK_KEY ")",
 		 (long long)PG_LOCK_BOXES);
 	if ((r = pg_int(db, sql, 0, &got)) != SD_OK)
 		return r;

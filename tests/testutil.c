@@ -180,8 +180,8 @@ static int make_env(void **state, int with_db)
 	tu_reminders(0);
 	queue_policy_reset();
 	notify_stop_reset();
-	if (with_db)
-		assert_int_equal(db_open(e->db_path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &e->db), SD_OK);
+	if (with_db && db_open(e->db_path, DB_OPEN_CREATE, DB_SYNC_NORMAL, &e->db) != SD_OK)
+		fail_msg("the test's database: %s", err_msg());
 	*state = e;
 	return 0;
 }

@@ -30,7 +30,7 @@ static int enqueue_main(int argc, char **argv)
 		ARG_END,
 	};
 	char *pos[ARGS_MAX_POS], out[QUEUE_JOB_ID_MAX + 1];
-	struct enqueue e;
+	struct enqueue e = { 0 };
 	struct db *db;
 	enum sd_result r;
 	int npos, rc;

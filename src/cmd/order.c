@@ -51,7 +51,7 @@ static int order_add_cmd(const char *dbp, int argc, char **argv)
 	static const char usage[] = "order add --event ID --name NAME [--email ADDR] --seats N "
 				    "[--payment cash|card] [--idempotency-key KEY]";
 	char *pos[ARGS_MAX_POS], public_id[ORDER_ID_MAX];
-	struct order_new o;
+	struct order_new o = { 0 };
 	struct db *db;
 	enum sd_result r;
 	int npos, rc, replayed = 0;
