@@ -65,6 +65,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controls.h"
 #include "db.h"
 #include "event_edit.h"
 #include "events.h"
@@ -224,6 +225,11 @@ enum sd_result api_parse_resend(const char *body, size_t len, struct api_error *
  * ("" when none). */
 enum sd_result api_parse_cancel(const char *body, size_t len,
 				char reason[ORDER_REASON_MAX + 1], struct api_error *err);
+/* api_parse_limits: PUT /v1/kinds/{kind}/limits's {"rate": "10/s burst 20",
+ * "concurrency": N, "box_concurrency": N}, each optional (absent, null or
+ * 0: none), into l. */
+enum sd_result api_parse_limits(const char *body, size_t len, struct control_limits *l,
+				struct api_error *err);
 void api_parse_free(void *json);
 
 /* api_key_valid: an Idempotency-Key: 1..TICKETS_KEY_MAX printable ASCII, no space. */

@@ -126,6 +126,14 @@ void api_get_order(struct call *c);
 void api_get_order_pdf(struct call *c);
 void api_get_jobs(struct call *c);
 void api_post_retry(struct call *c);
+
+/* ---- the queue's controls (api_controls.c) -------------------------------- */
+
+void api_get_controls(struct call *c);
+void api_post_pause(struct call *c);
+void api_post_resume(struct call *c);
+void api_put_limits(struct call *c);
+void api_post_job_cancel(struct call *c);
 void api_get_stats(struct call *c);
 void api_get_healthz(struct call *c);
 void api_get_metrics(struct call *c);

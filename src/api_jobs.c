@@ -59,7 +59,7 @@ static void job_row(const struct job_row *row, void *arg)
 void api_get_jobs(struct call *c)
 {
 	static const char *const states[] = { "ready", "scheduled", "leased", "dead", "done",
-					      NULL };
+					      "cancelled", NULL };
 	char state[16], kind[QUEUE_KIND_MAX + 1], lim[16];
 	int has_state, has_kind, has_lim, i, ok = 0;
 	long limit = API_JOBS_LIMIT_DEFAULT;
@@ -73,8 +73,8 @@ void api_get_jobs(struct call *c)
 	for (i = 0; has_state == 1 && states[i]; i++)
 		ok |= strcmp(state, states[i]) == 0;
 	if (has_state < 0 || (has_state == 1 && !ok)) {
-		api_res_fail(c->res, 400, "state must be ready, scheduled, leased, dead or done",
-			 "state");
+		api_res_fail(c->res, 400, "state must be ready, scheduled, leased, dead, done or "
+			     "cancelled", "state");
 		return;
 	}
 	if (has_kind < 0 || (has_kind == 1 && queue_kind_valid(kind) != SD_OK)) {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "controls.h"
 #include "mail.h"
 #include "money.h"
 #include "scans.h"
@@ -544,3 +545,43 @@ int api_query_get(const char *query, const char *name, char *buf, size_t size)
 	return 0;
 }
 
+
+/* an optional integer 0..max: *n 0 when absent or null */
+static enum sd_result get_opt_limit(json_t *o, const char *f, int64_t max, int64_t *n,
+				    struct api_error *err)
+{
+	json_t *v = json_object_get(o, f);
+	enum sd_result r;
+
+	*n = 0;
+	if (!v || json_is_null(v))
+		return SD_OK;
+	if ((r = get_int(o, f, n, err)) != SD_OK)
+		return r;
+	if (*n < 0 || *n > max)
+		return perr(err, f, "%s must be 0 (none) to %lld", f, (long long)max);
+	return SD_OK;
+}
+
+enum sd_result api_parse_limits(const char *body, size_t len, struct control_limits *l,
+				struct api_error *err)
+{
+	static const char *const allowed[] = { "rate", "concurrency", "box_concurrency", NULL };
+	const char *rate = NULL;
+	json_t *o;
+	enum sd_result r;
+
+	memset(l, 0, sizeof *l);
+	memset(err, 0, sizeof *err);
+	if ((r = parse_object(body, len, allowed, &o, err)) != SD_OK)
+		return r;
+	if ((r = get_opt_string(o, "rate", &rate, err)) == SD_OK && rate &&
+	    controls_rate_parse(rate, l) != SD_OK)
+		r = perr(err, "rate", "%s", err_msg());
+	if (r == SD_OK)
+		r = get_opt_limit(o, "concurrency", CONTROLS_LIMIT_MAX, &l->concurrency, err);
+	if (r == SD_OK)
+		r = get_opt_limit(o, "box_concurrency", CONTROLS_LIMIT_MAX, &l->box_concurrency, err);
+	json_decref(o);
+	return r;
+}

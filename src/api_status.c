@@ -12,6 +12,7 @@
 
 #include "backup_sched.h"
 #include "clock.h"
+#include "controls.h"
 #include "maint.h"
 #include "metrics.h"
 #include "events.h"
@@ -205,6 +206,38 @@ static void backup_prom(FILE *f, const struct api *a)
 		(long long)st.failures_total);
 }
 
+/* the queue's controls: per controlled kind, whether it is paused, how
+ * long the oldest ready one has waited for its control, what runs (a
+ * failed read leaves them out: the rest of /metrics still answers) */
+static void controls_prom(FILE *f, struct db *db)
+{
+	static const char *const help[3][2] = {
+		{ "stagedoor_control_paused", "1 while the kind is paused." },
+		{ "stagedoor_control_wait_seconds", "How long the oldest ready job of a paused or "
+		  "limited kind has waited for its control." },
+		{ "stagedoor_control_running", "Live leases of a paused or limited kind." },
+	};
+	struct control *v;
+	int n, i, m;
+
+	if (controls_list(db, &v, &n) != SD_OK)
+		return;
+	for (m = 0; m < 3; m++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", help[m][0], help[m][1], help[m][0]);
+		for (i = 0; i < n; i++) {
+			fprintf(f, "%s{kind=\"", help[m][0]);
+			metrics_prom_label(f, v[i].kind);
+			if (m == 0)
+				fprintf(f, "\"} %d\n", v[i].paused_at != 0);
+			else if (m == 1)
+				fprintf(f, "\"} %.3f\n", v[i].waited_ms / 1000.0);
+			else
+				fprintf(f, "\"} %lld\n", (long long)v[i].running);
+		}
+	}
+	free(v);
+}
+
 void api_get_metrics(struct call *c)
 {
 	static const char *const names[] = { "ready", "scheduled", "leased", "dead" };
@@ -274,6 +307,7 @@ void api_get_metrics(struct call *c)
 			(long long)d.db_free, (long long)d.state_free, (long long)d.warn_bytes);
 	}
 	backup_prom(f, c->a);
+	controls_prom(f, c->db);
 	fprintf(f, "# HELP stagedoor_scans_limited_total Scans refused with 429: past a token's "
 		"scan_rate (since this listener started).\n"
 		"# TYPE stagedoor_scans_limited_total counter\nstagedoor_scans_limited_total %lld\n",

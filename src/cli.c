@@ -21,6 +21,7 @@
 #include "blob.h"
 #include "code.h"
 #include "config.h"
+#include "controls.h"
 #include "db.h"
 #include "event_edit.h"
 #include "help.h"
@@ -115,6 +116,34 @@ static enum sd_result rules_of(const struct config *cfg, struct event_rules *rul
 	return r;
 }
 
+/* box_name_apply: the box's name (controls.h): box_name, else the host's
+ * name up to its first dot, else "box" */
+static enum sd_result box_name_apply(const char *name)
+{
+	char host[256] = "";
+	size_t i;
+
+	if (!name || !*name) {
+		if (gethostname(host, sizeof host - 1) != 0 || !host[0])
+			snprintf(host, sizeof host, "box");
+		host[strcspn(host, ".")] = '\0';
+		host[CONTROLS_BOX_MAX] = '\0';
+		for (i = 0; host[i]; i++)
+			if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-",
+				    host[i]))
+				host[i] = '-';
+		controls_box_set(host[0] ? host : "box");
+		return SD_OK;
+	}
+	if (strlen(name) > CONTROLS_BOX_MAX ||
+	    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+		    strlen(name))
+		return err_set(SD_INVALID, "box_name: 1 to %d of A-Z a-z 0-9 . _ -",
+			       CONTROLS_BOX_MAX);
+	controls_box_set(name);
+	return SD_OK;
+}
+
 int cli_box_apply(const struct config *cfg)
 {
 	const char *key = cfg ? cfg->value[CONFIG_TICKET_KEY_FILE] : setting(CONFIG_TICKET_KEY_FILE);
@@ -123,13 +152,14 @@ int cli_box_apply(const struct config *cfg)
 
 	const char *zone = cfg ? cfg->value[CONFIG_TIMEZONE] : setting(CONFIG_TIMEZONE);
 	const char *locale = cfg ? cfg->value[CONFIG_LOCALE] : setting(CONFIG_LOCALE);
+	const char *box = cfg ? cfg->value[CONFIG_BOX_NAME] : setting(CONFIG_BOX_NAME);
 	struct event_rules rules;
 	enum sd_result r;
 
 	metrics_home_set(state);
 	if ((r = code_key_file_set(key)) != SD_OK || (r = blob_where_set(blobs)) != SD_OK ||
 	    (r = timefmt_zone_set(zone)) != SD_OK || (r = lang_set(locale)) != SD_OK ||
-	    (r = rules_of(cfg, &rules)) != SD_OK)
+	    (r = rules_of(cfg, &rules)) != SD_OK || (r = box_name_apply(box)) != SD_OK)
 		return cli_fail(r);
 	event_rules_set(&rules);
 	return 0;

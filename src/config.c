@@ -56,6 +56,10 @@ static const struct keydef {
 	[CONFIG_DURABILITY] = { "durability", K_DURABILITY, 0, 0, "normal", 0,
 		"normal, or full to fsync every queue commit (orders are always committed in "
 		  "full)" },
+	[CONFIG_BOX_NAME] = { "box_name", K_STR, 0, 0, NULL, 0,
+		"this box's name among the boxes of one database, 1 to 64 of A-Z a-z 0-9 . _ - "
+		  "(default: the host's name); its workers' leases carry it, for the limits per "
+		  "box" },
 	[CONFIG_LEASE_MS] = { "lease_ms", K_INT, 100, 7 * DAY_MS, "60000", 0,
 		"a job's lease: a job not acknowledged in this time is claimed again" },
 	[CONFIG_MAX_ATTEMPTS] = { "max_attempts", K_INT, 1, 1000, "10", 0,

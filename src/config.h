@@ -41,6 +41,7 @@ enum config_key {
 	CONFIG_CONCURRENCY,		/* handler threads per worker */
 	CONFIG_GRACE_MS,		/* on stop: how long running handlers may finish */
 	CONFIG_DURABILITY,		/* normal | full: the workers' synchronous level */
+	CONFIG_BOX_NAME,		/* this box among those on one database; default: host */
 	CONFIG_LEASE_MS,		/* every kind's policy, unless the kind has its own */
 	CONFIG_MAX_ATTEMPTS,
 	CONFIG_MAX_DELIVERIES,

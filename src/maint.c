@@ -56,6 +56,7 @@
 
 #include "clientkey.h"
 #include "clock.h"
+#include "controls.h"
 #include "fsio.h"
 #include "holds.h"
 #include "idem.h"
@@ -223,6 +224,9 @@ enum sd_result maint_tick(struct db *db, const struct maint_opts *o, struct main
 		return err_set(SD_INVALID, "maint_tick needs a connection with no transaction open");
 	if (d.done_retention_ms > 0)
 		r = queue_prune_done(db, d.done_retention_ms, d.batch, &st->done_pruned);
+	/* cancelled jobs are history as the finished ones are */
+	if (r == SD_OK && d.done_retention_ms > 0)
+		r = controls_prune(db, now - d.done_retention_ms, d.batch, &st->cancelled_pruned);
 	if (r == SD_OK && d.idem_retention_ms > 0)
 		r = prune_processed(db, now - d.idem_retention_ms, d.batch, st);
 	/* client keys carry their own expiry, set when they were stored */

@@ -53,6 +53,7 @@ struct maint_stats {
 	int64_t copied_frames;		/* of which copied into the database */
 	int wal_warn;			/* the WAL is still above wal_warn_bytes */
 	int64_t done_pruned;		/* done jobs pruned */
+	int64_t cancelled_pruned;	/* cancelled jobs pruned */
 	int64_t idem_pruned;		/* idempotency records forgotten:
 					 * processed_pruned + api_keys_pruned
 					 * (email_sends rows are kept with their

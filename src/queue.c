@@ -626,8 +626,8 @@ enum sd_result queue_claim_lane(struct db *db, int64_t lane, const struct lane_r
 	struct claim_req c = { .worker = worker, .lane = lane, .fifo = rules && rules->fifo,
 			       .rules = rules };
 
-	if (lane < 1 || lease_ms < 1)
-		return err_set(SD_INVALID, "an SQS queue's lane is 1 or more, its lease 1 ms or more");
+	if (lane == 0 || (lane > 0 && lease_ms < 1))
+		return err_set(SD_INVALID, "a lane is not 0, an SQS queue's lease 1 ms or more");
 	if (rules && rules->max_receives && (rules->dlq < 1 || !rules->dlq_kind))
 		return err_set(SD_INVALID, "a redrive names its dead-letter queue");
 	return claim(db, &c, n, lease_ms, out, n_out);
@@ -1248,10 +1248,12 @@ enum sd_result queue_stats(struct db *db, struct queue_counts **rows, int *n,
 	return SD_OK;
 }
 
+/* lanes 0 and below: the box's own (a controlled kind's lane is below 0) */
 static const char SQL_COUNT_BY_STATE[] =
-	"SELECT (SELECT count(*) FROM stream WHERE queue = 0 AND visible_at <= ?1),"
-	" (SELECT count(*) FROM stream WHERE queue = 0 AND lease_token IS NULL AND visible_at > ?1),"
-	" (SELECT count(*) FROM stream WHERE queue = 0 AND lease_token IS NOT NULL AND "
+	"SELECT (SELECT count(*) FROM stream WHERE queue <= 0 AND visible_at <= ?1),"
+	" (SELECT count(*) FROM stream WHERE queue <= 0 AND lease_token IS NULL AND "
+	"visible_at > ?1),"
+	" (SELECT count(*) FROM stream WHERE queue <= 0 AND lease_token IS NOT NULL AND "
 	"visible_at > ?1),"
 	" (SELECT coalesce(sum(dead), 0) FROM done_totals WHERE kind NOT LIKE '" QUEUE_SQS_PREFIX "%')";
 
@@ -1331,23 +1333,29 @@ enum sd_result queue_each_live(struct db *db, const char *kind, const char *fiel
 	return SD_OK;
 }
 
-/* The box's own lane (queue 0): what its workers wait for and drain.  An
- * SQS queue's messages wait for receivers outside the box. */
-static const char SQL_PENDING[] = "SELECT count(*) FROM stream WHERE queue = 0";
+/* The box's own lanes that its workers take from: 0 and each controlled
+ * kind's that is not paused (what they wait for and drain).  A paused
+ * kind's entries wait for a resume; an SQS queue's messages for receivers
+ * outside the box. */
+#define QUEUE_SQL_RUNNABLE_LANES \
+	"(queue = 0 OR queue IN (SELECT lane FROM controls WHERE lane < 0 AND paused_at IS NULL))"
+static const char SQL_PENDING[] =
+	"SELECT count(*) FROM stream WHERE " QUEUE_SQL_RUNNABLE_LANES;
 static const char SQL_PENDING_DUE[] =
-	"SELECT count(*) FROM stream WHERE queue = 0 AND visible_at <= ?1";
+	"SELECT count(*) FROM stream WHERE " QUEUE_SQL_RUNNABLE_LANES " AND visible_at <= ?1";
 /* The lowest level, the next one above ?1, and the earliest entry of one
  * level: one seek each in stream_claim. */
-static const char SQL_LEVEL_FIRST[] = "SELECT min(priority) FROM stream WHERE queue = 0";
+static const char SQL_LEVEL_FIRST[] = "SELECT min(priority) FROM stream WHERE queue = ?1";
 static const char SQL_LEVEL_NEXT[] =
-	"SELECT min(priority) FROM stream WHERE queue = 0 AND priority > ?1";
+	"SELECT min(priority) FROM stream WHERE queue = ?1 AND priority > ?2";
 static const char SQL_LEVEL_NEXT_VISIBLE[] =
-	"SELECT min(visible_at) FROM stream WHERE queue = 0 AND priority = ?1";
+	"SELECT min(visible_at) FROM stream WHERE queue = ?1 AND priority = ?2";
 
-/* One int64 from sql, ?1 bound to arg (a statement without ?1 ignores it):
- * [out] *found 0 when the answer is NULL or no row, *v left as it was. */
-static enum sd_result one_int(struct db *db, const char *sql, int64_t arg, int *found,
-			      int64_t *v)
+/* lane_int: one int64 from sql with ?1 bound to a, and ?2 to b when sql
+ * has a ?2: [out] *found 0 when the answer is NULL or no row, *v left as
+ * it was. */
+static enum sd_result lane_int(struct db *db, const char *sql, int64_t a, int has_b, int64_t b,
+			       int *found, int64_t *v)
 {
 	struct db_stmt *st = db_stmt(db, sql);
 	enum sd_result r;
@@ -1356,7 +1364,9 @@ static enum sd_result one_int(struct db *db, const char *sql, int64_t arg, int *
 	*found = 0;
 	if (!st)
 		return SD_DB;
-	db_bind_int(st, 1, arg);
+	db_bind_int(st, 1, a);
+	if (has_b)
+		db_bind_int(st, 2, b);
 	if ((r = db_step(st, &row)) != SD_OK)
 		return r;
 	*found = row && !db_col_is_null(st, 0);
@@ -1364,6 +1374,14 @@ static enum sd_result one_int(struct db *db, const char *sql, int64_t arg, int *
 		*v = db_col_int(st, 0);
 	db_reset(st);
 	return SD_OK;
+}
+
+/* One int64 from sql, ?1 bound to arg (a statement without ?1 ignores it):
+ * [out] *found 0 when the answer is NULL or no row, *v left as it was. */
+static enum sd_result one_int(struct db *db, const char *sql, int64_t arg, int *found,
+			      int64_t *v)
+{
+	return lane_int(db, sql, arg, 0, 0, found, v);
 }
 
 enum sd_result queue_pending(struct db *db, int64_t *n)
@@ -1387,21 +1405,26 @@ enum sd_result queue_pending_due(struct db *db, int64_t before_ms, int64_t *n)
  * empty claim of a waiting worker. */
 enum sd_result queue_next_visible(struct db *db, int64_t *at)
 {
+	return queue_lane_next_visible(db, 0, at);
+}
+
+enum sd_result queue_lane_next_visible(struct db *db, int64_t lane, int64_t *at)
+{
 	enum sd_result r;
 	int64_t level, v, best = 0;
 	int found, any = 0;
 
 	*at = -1;
-	if ((r = one_int(db, SQL_LEVEL_FIRST, 0, &found, &level)) != SD_OK)
+	if ((r = lane_int(db, SQL_LEVEL_FIRST, lane, 0, 0, &found, &level)) != SD_OK)
 		return r;
 	while (found) {
-		if ((r = one_int(db, SQL_LEVEL_NEXT_VISIBLE, level, &found, &v)) != SD_OK)
+		if ((r = lane_int(db, SQL_LEVEL_NEXT_VISIBLE, lane, 1, level, &found, &v)) != SD_OK)
 			return r;
 		if (found && (!any || v < best)) {
 			best = v;
 			any = 1;
 		}
-		if ((r = one_int(db, SQL_LEVEL_NEXT, level, &found, &level)) != SD_OK)
+		if ((r = lane_int(db, SQL_LEVEL_NEXT, lane, 1, level, &found, &level)) != SD_OK)
 			return r;
 	}
 	if (any)
@@ -1475,7 +1498,21 @@ enum sd_result queue_done_since(struct db *db, int64_t since_ms, int64_t *n)
 	"'attempts', attempts, 'created_at', created_at, 'finished_at', finished_at, " \
 	"'worker', worker) FROM (SELECT * FROM done_jobs WHERE (?2 IS NULL OR kind = ?2) " \
 	"AND ?1 = ?1 AND ?3 = ?3 ORDER BY id DESC LIMIT ?4) AS d ORDER BY id"
+/* a cancelled job (controls.h): its last_error says by whom */
+#define LIST_CANCELLED_SQL(OBJ, JS) \
+	"SELECT 'cancelled', id, job_id, kind, payload, priority, deliveries, attempts, NULL, " \
+	"created_at, cancelled_at, NULL, why, NULL, " OBJ "'state', 'cancelled', 'id', id, " \
+	"'job_id', job_id, 'kind', kind, 'payload', " JS("payload") ", 'priority', priority, " \
+	"'deliveries', deliveries, 'attempts', attempts, 'created_at', created_at, " \
+	"'cancelled_at', cancelled_at, 'cancelled_by', cancelled_by, 'running', running) " \
+	"FROM (SELECT *, " CANCELLED_WHY " AS why FROM cancelled_jobs WHERE (?2 IS NULL OR " \
+	"kind = ?2) AND ?1 = ?1 AND ?3 = ?3 ORDER BY id DESC LIMIT ?4) AS c ORDER BY id"
+#define CANCELLED_WHY \
+	"'cancelled by ' || cancelled_by || CASE WHEN running = 1 THEN ' while it ran' " \
+	"ELSE '' END"
 static const char SQL_LIST_STREAM[] = LIST_STREAM_SQL(SQ_OBJ, SQ_JS);
+static const char SQL_LIST_CANCELLED[] = LIST_CANCELLED_SQL(SQ_OBJ, SQ_JS);
+static const char SQL_PG_LIST_CANCELLED[] = LIST_CANCELLED_SQL(PG_OBJ, PG_JS);
 static const char SQL_LIST_DEAD[] = LIST_DEAD_SQL(SQ_OBJ, SQ_JS);
 static const char SQL_LIST_DONE[] = LIST_DONE_SQL(SQ_OBJ, SQ_JS);
 static const char SQL_PG_LIST_STREAM[] = LIST_STREAM_SQL(PG_OBJ, PG_JS);
@@ -1496,11 +1533,14 @@ enum sd_result queue_list(struct db *db, const char *state, const char *kind, in
 	} else if (state && strcmp(state, "done") == 0) {
 		sql = SQL_LIST_DONE;
 		pg_sql = SQL_PG_LIST_DONE;
+	} else if (state && strcmp(state, "cancelled") == 0) {
+		sql = SQL_LIST_CANCELLED;
+		pg_sql = SQL_PG_LIST_CANCELLED;
+	} else if (state && strcmp(state, "ready") && strcmp(state, "scheduled") &&
+		   strcmp(state, "leased")) {
+		return err_set(SD_INVALID, "unknown state '%.40s' (ready, scheduled, leased, dead, "
+			       "done, cancelled)", state);
 	}
-	else if (state && strcmp(state, "ready") && strcmp(state, "scheduled") &&
-		 strcmp(state, "leased"))
-		return err_set(SD_INVALID, "unknown state '%.40s' (ready, scheduled, leased, dead, done)",
-			       state);
 	if (!(st = db_stmt_for(db, sql, pg_sql)))
 		return SD_DB;
 	db_bind_int(st, 1, clock_now_ms());
@@ -1541,7 +1581,9 @@ static const char SQL_FIND_JOB[] =
 	"UNION ALL SELECT 'done', id, job_id, kind, deliveries, attempts, NULL, finished_at "
 	"FROM done_jobs WHERE job_id = ?2 "
 	"UNION ALL SELECT 'dead', id, job_id, kind, deliveries, attempts, last_error, died_at "
-	"FROM dead_jobs WHERE job_id = ?2";
+	"FROM dead_jobs WHERE job_id = ?2 "
+	"UNION ALL SELECT 'cancelled', id, job_id, kind, deliveries, attempts, " CANCELLED_WHY ", "
+	"cancelled_at FROM cancelled_jobs WHERE job_id = ?2";
 
 enum sd_result queue_find_job(struct db *db, const char *job_id, queue_row_fn fn, void *arg)
 {

@@ -130,10 +130,11 @@ struct lane_rules {
 };
 
 /*
- * queue_claim_lane: queue_claim for the entries of one SQS queue's lane
- * (lane >= 1), which queue_claim never takes, under rules (may be NULL).
- * lease_ms > 0.  [out] *moved (may be NULL): entries moved to the dead
- * letters or the dead-letter queue instead of being returned.
+ * queue_claim_lane: queue_claim for the entries of one lane other than 0,
+ * which queue_claim never takes: an SQS queue's (lane >= 1, lease_ms > 0),
+ * or a controlled kind's (lane < 0, controls.h; lease_ms 0: each kind's
+ * policy), under rules (may be NULL).  An entry that a rule moves (to the
+ * dead letters, to a dead-letter queue) is not returned.
  */
 enum sd_result queue_claim_lane(struct db *db, int64_t lane, const struct lane_rules *rules,
 				const char *worker, int n, int64_t lease_ms, struct job **out,
@@ -237,15 +238,18 @@ enum sd_result queue_each_live(struct db *db, const char *kind, const char *fiel
 			       void (*fn)(const char *job_id, int64_t value, void *arg),
 			       void *arg);
 
-/* queue_pending: entries in the stream (ready, scheduled or leased). */
+/* queue_pending: entries in the stream (ready, scheduled or leased) that
+ * the box's workers may take: not an SQS queue's, not a paused kind's. */
 enum sd_result queue_pending(struct db *db, int64_t *n);
 
-/* queue_pending_due: entries in the stream visible (ready, or a lease that
- * ends) at before_ms or earlier: what a drain waits for. */
+/* queue_pending_due: those of them visible (ready, or a lease that ends)
+ * at before_ms or earlier: what a drain waits for. */
 enum sd_result queue_pending_due(struct db *db, int64_t before_ms, int64_t *n);
 
-/* queue_next_visible: the earliest visible_at in the stream, or -1 if empty. */
+/* queue_next_visible: the earliest visible_at in lane 0, or -1 if empty;
+ * queue_lane_next_visible: in one lane. */
 enum sd_result queue_next_visible(struct db *db, int64_t *at);
+enum sd_result queue_lane_next_visible(struct db *db, int64_t lane, int64_t *at);
 
 /*
  * queue_reclaims: [out] *n: deliveries that followed an expired lease, over
@@ -261,7 +265,7 @@ enum sd_result queue_done_since(struct db *db, int64_t since_ms, int64_t *n);
 
 /* One listed entry; fields not kept for a state are 0 or NULL. */
 struct job_row {
-	const char *state;	/* ready, scheduled, leased, dead, done */
+	const char *state;	/* ready, scheduled, leased, dead, done, cancelled */
 	int64_t id;
 	const char *job_id;
 	const char *kind;
@@ -269,7 +273,7 @@ struct job_row {
 	int64_t priority, deliveries, attempts;
 	int64_t visible_at;	/* ready/scheduled/leased: when visible (lease end) */
 	int64_t created_at;
-	int64_t finished_at;	/* done: finished; dead: died */
+	int64_t finished_at;	/* done: finished; dead: died; cancelled: then */
 	const char *worker;	/* leased_by or the worker that finished it */
 	const char *last_error;
 	int64_t leased_at;	/* leased: when it was claimed */
@@ -283,13 +287,13 @@ typedef void (*queue_row_fn)(const struct job_row *row, void *arg);
  * leased), of kind (NULL: all), oldest first.  limit (<= 0: none) keeps the
  * oldest rows of the stream and the dead letters (next to run, first to
  * die) and the newest rows of the finished jobs (the recent history).
- * state must be one of ready, scheduled, leased, dead, done.
+ * state must be one of ready, scheduled, leased, dead, done, cancelled.
  */
 enum sd_result queue_list(struct db *db, const char *state, const char *kind, int limit,
 			  queue_row_fn fn, void *arg);
 
 /* queue_find_job: call fn for every entry with this job_id: in the stream,
- * finished or dead (a job delivered twice by a relay has two). */
+ * finished, dead or cancelled (a job delivered twice by a relay has two). */
 enum sd_result queue_find_job(struct db *db, const char *job_id, queue_row_fn fn, void *arg);
 
 #endif

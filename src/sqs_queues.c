@@ -269,6 +269,8 @@ static const char SQL_SET[] =
 static const char SQL_DROP_MESSAGES[] = "DELETE FROM stream WHERE queue = ?1";
 static const char SQL_DROP_DEDUP[] = "DELETE FROM sqs_dedup WHERE queue = ?1";
 static const char SQL_DROP[] = "DELETE FROM sqs_queues WHERE id = ?1";
+/* its pause and limits go with it (a queue made again has a new lane) */
+static const char SQL_DROP_CONTROL[] = "DELETE FROM controls WHERE lane = ?1";
 static const char SQL_PURGE_MARK[] =
 	"UPDATE sqs_queues SET purged_at = ?2 WHERE id = ?1 AND "
 	"(purged_at IS NULL OR purged_at <= ?2 - ?3)";
@@ -480,7 +482,8 @@ enum sd_result sqs_queue_delete(struct db *db, const struct sqs_queue *q)
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
 	if ((r = run_id(db, SQL_DROP_MESSAGES, q->id)) == SD_OK &&
-	    (r = run_id(db, SQL_DROP_DEDUP, q->id)) == SD_OK)
+	    (r = run_id(db, SQL_DROP_DEDUP, q->id)) == SD_OK &&
+	    (r = run_id(db, SQL_DROP_CONTROL, q->id)) == SD_OK)
 		r = run_id(db, SQL_DROP, q->id);
 	return db_end(db, r);
 }

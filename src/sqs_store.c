@@ -26,6 +26,7 @@
 
 #include "clock.h"
 #include "code.h"
+#include "controls.h"
 #include "sqs_msg.h"
 
 /* ======================== sending ======================================== */
@@ -341,7 +342,9 @@ enum sd_result sqs_receive(struct db *db, const struct sqs_queue *q, const struc
 	}
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
-	r = queue_claim_lane(db, q->id, &lr, rq->worker, rq->max, vis ? vis * 1000 : 1, jobs, &n);
+	/* a paused or limited queue (controls.h) hands out what it lets through */
+	r = controls_claim_lane(db, q->id, &lr, rq->worker, rq->max, vis ? vis * 1000 : 1, jobs,
+				&n);
 	/* a visibility timeout of 0: visible again at once, given back
 	 * rather than left to expire (an expiry would count as a failure) */
 	for (i = 0; r == SD_OK && !vis && i < n; i++)

@@ -86,6 +86,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "controls.h"
 #include "db.h"
 #include "episode.h"
 #include "failpoint.h"
@@ -195,6 +196,9 @@ struct worker {
 	const struct worker_opts *o;
 	char name[64];
 	char name_kv[72];		/* "worker=<name>", for log lines */
+	char holder[CONTROLS_BOX_MAX + 72];	/* box/name: its leases' leased_by, so a
+						 * box's leases are told apart from
+						 * another's (controls.h) */
 	struct db *db;			/* the loop's connection */
 	struct notify *nt;
 	const struct handler *table;
@@ -615,6 +619,7 @@ struct loop {
 	unsigned char *stale;		/* per pending slot: its lease had been lost */
 	int more_work;			/* the stream may hold visible entries */
 	int64_t next_visible;		/* the next entry's visible_at; -1: unknown */
+	int64_t control_wake;		/* a controlled lane's next chance; -1: none */
 	int64_t next_prune_us;		/* when to prune finished jobs again */
 	int64_t last_dv;		/* db_data_version when last looked at */
 	int stopping;			/* a stop was asked for: claim no more */
@@ -759,8 +764,25 @@ static enum sd_result loop_extend(struct loop *l, struct turn *t)
 static enum sd_result loop_claim(struct loop *l, struct turn *t)
 {
 	struct worker *w = l->w;
+	enum sd_result r;
+	int got = 0, more = 0, i;
 
-	return queue_claim(w->db, w->name, t->n_claim, w->o->lease_ms, l->claimed, &t->n_got);
+	/* the controlled kinds' lanes first, each as far as its control lets
+	 * it (controls.h), then lane 0 for the rest */
+	if ((r = controls_claim(w->db, w->holder, t->n_claim, w->o->lease_ms, l->claimed, &got,
+				&l->control_wake)) != SD_OK)
+		return r;
+	if (got < t->n_claim &&
+	    (r = queue_claim(w->db, w->holder, t->n_claim - got, w->o->lease_ms, l->claimed + got,
+			     &more)) != SD_OK) {
+		for (i = 0; i < got; i++) {
+			job_free(l->claimed[i]);
+			l->claimed[i] = NULL;
+		}
+		return r;
+	}
+	t->n_got = got + more;
+	return SD_OK;
 }
 
 /*
@@ -861,12 +883,20 @@ static void loop_committed(struct loop *l, struct turn *t)
 	if (t->n_claim == 0)
 		return;
 	l->st.claimed += t->n_got;
-	if (t->n_got < t->n_claim)
+	if (t->n_got < t->n_claim) {
 		l->more_work = 0;
+		/* a controlled lane held back: when it may let one through */
+		l->next_visible = l->control_wake;
+	}
 	if (t->n_got > 0)
 		loop_dispatch(l, t);
-	if (t->n_got == 0 && !l->stopping && queue_next_visible(w->db, &l->next_visible) != SD_OK)
-		l->next_visible = -1;
+	if (t->n_got == 0 && !l->stopping) {
+		int64_t at;
+		if (queue_next_visible(w->db, &at) != SD_OK)
+			l->next_visible = -1;
+		else if (at >= 0 && (l->next_visible < 0 || at < l->next_visible))
+			l->next_visible = at;
+	}
 }
 
 /* ======================== nothing to write: stop, drain, prune =========== */
@@ -1177,6 +1207,7 @@ static enum sd_result worker_open(struct loop *l, const struct worker_opts *o)
 	l->flush_us = (o->flush_ms > 0 ? o->flush_ms : WORKER_FLUSH_MS_DEFAULT) * 1000;
 	l->grace_ms = o->grace_ms > 0 ? o->grace_ms : WORKER_GRACE_MS_DEFAULT;
 	l->next_visible = -1;
+	l->control_wake = -1;
 	l->more_work = 1;
 	w->o = o;
 	w->table = o->handlers ? o->handlers : worker_builtin_handlers;
@@ -1185,6 +1216,8 @@ static enum sd_result worker_open(struct loop *l, const struct worker_opts *o)
 	else
 		snprintf(w->name, sizeof w->name, "w%ld.%d", (long)getpid(),
 			 atomic_fetch_add(&worker_seq, 1));
+	snprintf(w->holder, sizeof w->holder, "%s%s%s", controls_box(), *controls_box() ? "/" : "",
+		 w->name);
 	snprintf(w->name_kv, sizeof w->name_kv, "worker=%s", w->name);
 	w->nslots = l->concurrency + l->batch;
 	n = (size_t)w->nslots;

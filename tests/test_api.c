@@ -1337,6 +1337,56 @@ static void test_disk_space(void **state)
 
 /* ======================== jobs, stats, health, metrics =================== */
 
+/* the queue's controls: pause, limits, resume, cancel, and what they refuse */
+static void test_controls(void **state)
+{
+	struct enqueue e = { "noop", NULL, "job-later-1", 3600000, 0 };
+	json_t *o;
+
+	(void)state;
+	assert_int_equal(queue_enqueue(F.env->db, &e, NULL), SD_OK);
+	o = answer(&(struct req){ "POST", "/v1/kinds/noop/pause", NULL, F.auth }, 200);
+	assert_true(json_is_true(json_object_get(o, "paused")));
+	assert_int_equal(json_integer_value(json_object_get(o, "waiting")), 1);
+	json_decref(o);
+	o = answer(&(struct req){ "PUT", "/v1/kinds/noop/limits", NULL, F.auth, NULL, JSON,
+				  "{\"rate\":\"10/s burst 20\",\"concurrency\":3}" }, 200);
+	assert_string_equal(jstr(o, "rate"), "10/s burst 20");
+	assert_int_equal(json_integer_value(json_object_get(o, "concurrency")), 3);
+	assert_true(json_is_null(json_object_get(o, "box_concurrency")));
+	json_decref(o);
+	o = answer(&(struct req){ "GET", "/v1/controls", NULL, F.auth }, 200);
+	assert_int_equal(json_array_size(json_object_get(o, "controls")), 1);
+	json_decref(o);
+	expect(&(struct req){ "PUT", "/v1/kinds/noop/limits", NULL, F.auth, NULL, JSON,
+			      "{\"rate\":\"fast\"}" }, 400, "rate");
+	expect(&(struct req){ "PUT", "/v1/kinds/noop/limits", NULL, F.auth, NULL, JSON,
+			      "{\"concurrency\":-1}" }, 400, "concurrency");
+	expect(&(struct req){ "PUT", "/v1/kinds/noop/limits", NULL, F.auth, NULL, JSON,
+			      "{\"speed\":1}" }, 400, "speed");
+	expect(&(struct req){ "POST", "/v1/kinds/no%20good/pause", NULL, F.auth }, 404, "");
+	expect(&(struct req){ "POST", "/v1/kinds/sqs:none/pause", NULL, F.auth }, 404, "");
+	/* the limits off and the pause lifted: no control is left */
+	expect(&(struct req){ "PUT", "/v1/kinds/noop/limits", NULL, F.auth, NULL, JSON, "{}" }, 200,
+	       NULL);
+	o = answer(&(struct req){ "POST", "/v1/kinds/noop/resume", NULL, F.auth }, 200);
+	assert_true(json_is_false(json_object_get(o, "paused")));
+	json_decref(o);
+	o = answer(&(struct req){ "GET", "/v1/controls", NULL, F.auth }, 200);
+	assert_int_equal(json_array_size(json_object_get(o, "controls")), 0);
+	json_decref(o);
+	/* cancel: once, then there is nothing to cancel */
+	o = answer(&(struct req){ "POST", "/v1/jobs/job-later-1/cancel", NULL, F.auth }, 200);
+	assert_int_equal(json_integer_value(json_object_get(o, "cancelled")), 1);
+	json_decref(o);
+	expect(&(struct req){ "POST", "/v1/jobs/job-later-1/cancel", NULL, F.auth }, 404, "");
+	assert_int_equal(COUNT("SELECT count(*) FROM cancelled_jobs WHERE cancelled_by LIKE "
+			       "'token:%'"), 1);
+	o = answer(&(struct req){ "GET", "/v1/jobs", "state=cancelled", F.auth }, 200);
+	assert_int_equal(json_array_size(json_object_get(o, "jobs")), 1);
+	json_decref(o);
+}
+
 static void test_jobs_retry(void **state)
 {
 	struct api_response res;
@@ -1976,6 +2026,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_disk_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jobs_retry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_controls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_metrics_health, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_totals_follow_api_orders_and_handlers, setup,
 						teardown),

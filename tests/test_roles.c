@@ -177,6 +177,7 @@ static void test_role_table(void **state)
 		{ "GET", "/v1/stats", 1, 0, 0, 1 },
 		{ "GET", "/v1/stats/history", 1, 0, 0, 1 },
 		{ "GET", "/v1/whoami", 1, 1, 1, 1 },
+		{ "GET", "/v1/controls", 1, 0, 0, 1 },
 	};
 	const char *auth[4] = { F.op, F.bo, F.door, F.mon };
 	char path[64];
@@ -202,6 +203,11 @@ static void test_role_table(void **state)
 	}
 	/* writes: an event is the operator's; an order the box office's too */
 	refused(F.api, "POST", "/v1/events", F.bo, 403, "with role operator");
+	/* the queue's controls are the operator's */
+	refused(F.api, "POST", "/v1/kinds/noop/pause", F.mon, 403, "with role operator");
+	refused(F.api, "POST", "/v1/kinds/noop/resume", F.bo, 403, "with role operator");
+	refused(F.api, "PUT", "/v1/kinds/noop/limits", F.door, 403, "with role operator");
+	refused(F.api, "POST", "/v1/jobs/x/cancel", F.bo, 403, "with role operator");
 	snprintf(path, sizeof path, "/v1/events/%lld", (long long)F.ev1);
 	refused(F.api, "PATCH", path, F.bo, 403, "with role operator");
 	refused(F.api, "PATCH", path, F.door, 403, "with role operator");

@@ -2,8 +2,8 @@
  * bench_claim.c: `stagedoor-bench claim`, what the stream's own calls cost
  * when work waits behind them and history piles up.
  *
- *   stagedoor-bench claim [--scheduled N] [--leased M] [--done K] [--reps R]
- *                         [--json] [--keep]
+ *   stagedoor-bench claim [--scheduled N] [--leased M] [--done K] [--held H]
+ *                         [--reps R] [--json] [--keep]
  *
  * On a fresh database in a temporary directory (bench_in_dir), through the
  * real calls of queue.h, R times each (default 200), the median of each:
@@ -24,6 +24,12 @@
  * K finished jobs in done_jobs (default 1,000,000, finished before the last
  * minute), before the backlog is added: they answer for history, while the
  * stream's counts are the work itself.
+ *
+ * Then the worker's own claim (the controlled kinds' lanes, then lane 0)
+ * with the queue's controls off, and with H entries (default 100,000)
+ * behind each of a pause, a spent rate and a full concurrency limit
+ * (bench_controls.c): what a control holds back must not cost the claims of
+ * other kinds.
  *
  * The backlog and the history go in by one INSERT ... SELECT each over a
  * counting CTE, in one transaction, with their counts added to done_totals
@@ -53,21 +59,23 @@
 
 /* The timed calls, in report order. */
 enum bc_op { BC_CLAIM, BC_IDLE, BC_ENQUEUE, BC_ACK, BC_RECLAIM, BC_STATS, BC_COUNT,
-	     BC_RECLAIMS, BC_DONE_SINCE, BC_PENDING, BC_N_OPS };
+	     BC_RECLAIMS, BC_DONE_SINCE, BC_PENDING, BC_CTL_CLAIM, BC_CTL_IDLE, BC_N_OPS };
 
 static const char *const bc_names[BC_N_OPS] = {
 	"claim 8 ready", "claim, nothing ready", "enqueue one", "ack one",
 	"reclaim an expired lease", "queue_stats", "queue_count_by_state", "queue_reclaims",
-	"queue_done_since (1 min)", "queue_pending",
+	"queue_done_since (1 min)", "queue_pending", "worker's claim of 8",
+	"worker's claim, none ready",
 };
 static const char *const bc_keys[BC_N_OPS] = {
 	"claim8", "claim_idle", "enqueue", "ack", "reclaim", "stats", "count_by_state",
-	"reclaims", "done_since", "pending",
+	"reclaims", "done_since", "pending", "controls_claim8", "controls_idle",
 };
 
 /* What one run measures. */
 struct bc_args {
 	int64_t scheduled, leased, done;	/* backlog and history sizes */
+	int64_t held;				/* entries of each controlled kind */
 	int64_t reps;
 	double empty_us[BC_N_OPS];		/* medians on the empty box */
 	double full_us[BC_N_OPS];		/* with the backlog (calls) or history (reads) */
@@ -301,7 +309,6 @@ static enum sd_result bc_go(const char *dir, const char *path, void *arg)
 	enum sd_result r;
 	int64_t t0, build = 0;
 
-	(void)dir;
 	if ((r = db_open(path, DB_OPEN_CREATE, DB_SYNC_QUEUE, &db)) != SD_OK)
 		return r;
 	bench_progress("empty stream: %lld rounds of the calls and the reads", (long long)a->reps);
@@ -322,7 +329,11 @@ static enum sd_result bc_go(const char *dir, const char *path, void *arg)
 	    (r = bc_insert(db, leased, 1, a->leased, BC_HOUR_MS)) != SD_OK)
 		goto out;
 	build += clock_mono_us() - t0;
-	r = bc_measure(db, a->reps, 0, a->full_us);
+	if ((r = bc_measure(db, a->reps, 0, a->full_us)) != SD_OK)
+		goto out;
+	/* the worker's claim with the controls off, then holding entries back */
+	r = bench_claim_controls(dir, a->reps, a->held, &a->empty_us[BC_CTL_CLAIM],
+				 &a->full_us[BC_CTL_CLAIM]);
 out:
 	a->build_s = (double)build / 1e6;
 	db_close(db);
@@ -337,9 +348,10 @@ static void bc_print(const struct bc_args *a, int json)
 
 	if (json) {
 		printf("{\"program\":\"stagedoor-bench claim\",\"scheduled\":%lld,\"leased\":%lld,"
-		       "\"done\":%lld,\"reps\":%lld,\"build_s\":%.3f,\"target\":%.1f",
-		       (long long)a->scheduled, (long long)a->leased, (long long)a->done,
-		       (long long)a->reps, a->build_s, BC_TARGET);
+		       "\"done\":%lld,\"held\":%lld,\"reps\":%lld,\"build_s\":%.3f,"
+		       "\"target\":%.1f", (long long)a->scheduled, (long long)a->leased,
+		       (long long)a->done, (long long)a->held, (long long)a->reps, a->build_s,
+		       BC_TARGET);
 		for (k = 0; k < BC_N_OPS; k++) {
 			double q = a->empty_us[k] > 0 ? a->full_us[k] / a->empty_us[k] : 0;
 			printf(",\"%s_empty_us\":%.2f,\"%s_full_us\":%.2f,\"%s_ratio\":%.3f,"
@@ -359,6 +371,9 @@ static void bc_print(const struct bc_args *a, int json)
 		if (k == BC_STATS)
 			printf("  %-26s %10s %10s %7s  %s\n", "read", "empty", "history", "ratio",
 			       "<= 1.5");
+		if (k == BC_CTL_CLAIM)
+			printf("  %-26s %10s %10s %7s  %s\n", "with controls", "none", "held", "ratio",
+			       "<= 1.5");
 		printf("  %-26s %10.1f %10.1f %7.2f  %s\n", bc_names[k], a->empty_us[k],
 		       a->full_us[k], q, q <= BC_TARGET ? "met" : "MISSED");
 	}
@@ -377,17 +392,21 @@ int bench_claim_cmd(int argc, char **argv)
 		  "finished jobs in the history", 0 },
 		{ "reps", ARG_INT, &a.reps, 1, 1000000, 0, NULL,
 		  "claims timed", 0 },
+		{ "held", ARG_INT, &a.held, 1, 100000000, 0, NULL,
+		  "entries of each kind a control holds back (paused, rate, concurrency)", 0 },
 		BENCH_ARG_KEEP(&keep),
 		ARG_JSON(&json),
 		ARG_END,
 	};
 	static const char usage[] =
-		"claim [--scheduled N] [--leased M] [--done K] [--reps R] [--json] [--keep]";
+		"claim [--scheduled N] [--leased M] [--done K] [--held H] [--reps R] [--json] "
+		"[--keep]";
 
 	memset(&a, 0, sizeof a);
 	a.scheduled = 1000000;
 	a.leased = 100000;
 	a.done = 1000000;
+	a.held = 100000;
 	a.reps = 200;
 	if ((rc = bench_args(argc, argv, opts, usage)) != 0)
 		return rc;

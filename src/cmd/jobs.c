@@ -1,16 +1,20 @@
 /*
  * jobs.c: `stagedoor jobs ...`: look at and repair the stream's jobs
- * (stats, ls, dead, retry, purge, prune).
+ * (stats, ls, dead, retry, purge, prune), and control them (pause, resume,
+ * limit, controls, cancel: controls.h).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
 #include "cmd/commands.h"
+#include "controls.h"
 #include "db.h"
 #include "help.h"
 #include "queue.h"
@@ -45,10 +49,9 @@ static int jobs_list(struct db *db, const char *state, const char *kind, int64_t
 	enum sd_result r;
 
 	if (state && strcmp(state, "ready") && strcmp(state, "scheduled") && strcmp(state, "leased") &&
-	    strcmp(state, "dead") && strcmp(state, "done"))
-		return cli_fail(err_set(SD_INVALID,
-					"unknown state '%.40s' (ready, scheduled, leased, dead, done)",
-					state));
+	    strcmp(state, "dead") && strcmp(state, "done") && strcmp(state, "cancelled"))
+		return cli_fail(err_set(SD_INVALID, "unknown state '%.40s' (ready, scheduled, leased, "
+					"dead, done, cancelled)", state));
 	char *buf = NULL;
 	size_t len = 0;
 
@@ -112,7 +115,7 @@ static int jobs_cmd(const char *sub, int argc, char **argv)
 	struct arg_opt opts[] = {
 		ARG_DB(&dbp),
 		{ "state", ARG_STR, &state, 0, 0, 0, "STATE",
-		  "ready, scheduled, leased, dead or done", 0 },
+		  "ready, scheduled, leased, dead, done or cancelled", 0 },
 		{ "kind", ARG_STR, &kind, 0, 0, 0, "KIND",
 		  "only jobs of this kind", 0 },
 		{ "limit", ARG_INT, &limit, 1, 1000000, 0, NULL,
@@ -221,6 +224,196 @@ static int jobs_prune_cmd(int argc, char **argv)
 	return jobs_cmd("prune", argc, argv);
 }
 
+/* ---- controls ------------------------------------------------------------ */
+
+/* who: "cli:<login>", the name a pause or a cancel is recorded under */
+static const char *who(char *buf, size_t size)
+{
+	const struct passwd *pw = getpwuid(getuid());
+
+	snprintf(buf, size, "cli:%s", pw && pw->pw_name ? pw->pw_name : "?");
+	return buf;
+}
+
+/* `jobs pause|resume KIND` */
+static int pause_cmd(int pause, int argc, char **argv)
+{
+	const char *dbp = NULL;
+	struct arg_opt opts[] = { ARG_DB(&dbp), ARG_END };
+	char *pos[ARGS_MAX_POS], by[CONTROLS_WHO_MAX + 1];
+	struct db *db;
+	enum sd_result r;
+	int npos, rc, changed = 0;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1,
+			    pause ? "jobs pause KIND" : "jobs resume KIND")) != 0)
+		return rc;
+	if ((r = queue_kind_valid(pos[0])) != SD_OK)
+		return cli_fail(r);
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
+		return rc;
+	r = pause ? controls_pause(db, pos[0], who(by, sizeof by), &changed)
+		  : controls_resume(db, pos[0], &changed);
+	db_close(db);
+	if (r != SD_OK)
+		return cli_fail(r);
+	printf("%s %s%s\n", pos[0], pause ? "paused" : "resumed",
+	       changed ? "" : pause ? " (it already was)" : " (it was not paused)");
+	return 0;
+}
+
+static int jobs_pause_cmd(int argc, char **argv)
+{
+	return pause_cmd(1, argc, argv);
+}
+
+static int jobs_resume_cmd(int argc, char **argv)
+{
+	return pause_cmd(0, argc, argv);
+}
+
+/* a limit as a table cell: "-" for none */
+static const char *cell(int64_t v, char *buf, size_t size)
+{
+	if (v)
+		snprintf(buf, size, "%lld", (long long)v);
+	else
+		snprintf(buf, size, "-");
+	return buf;
+}
+
+/* `jobs limit KIND [--rate R] [--concurrency N] [--box-concurrency N] | --none` */
+static int jobs_limit_cmd(int argc, char **argv)
+{
+	const char *dbp = NULL, *rate = NULL;
+	int64_t conc = 0, box = 0;
+	int none = 0, npos, rc;
+	struct arg_opt opts[] = {
+		ARG_DB(&dbp),
+		{ "rate", ARG_STR, &rate, 0, 0, 0, "RATE",
+		  "N/s, N/m, N/h, N/d or N/<ms>ms, optionally \"burst B\": \"10/s burst 20\"", 0 },
+		{ "concurrency", ARG_INT, &conc, 1, CONTROLS_LIMIT_MAX, 0, NULL,
+		  "running jobs of the kind at most, over every box", 0 },
+		{ "box-concurrency", ARG_INT, &box, 1, CONTROLS_LIMIT_MAX, 0, NULL,
+		  "running jobs of the kind at most, on each box", 0 },
+		{ "none", ARG_FLAG, &none, 0, 0, 0, NULL, "no limits (a pause stays)", 0 },
+		ARG_END,
+	};
+	struct control_limits lim = { 0 };
+	char *pos[ARGS_MAX_POS], text[64], c1[24], c2[24];
+	struct db *db;
+	enum sd_result r;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1,
+			    "jobs limit KIND [--rate RATE] [--concurrency N] [--box-concurrency N] "
+			    "| --none")) != 0)
+		return rc;
+	if (none == (rate || conc || box)) {
+		fprintf(stderr, "stagedoor: jobs limit: give the limits (--rate, --concurrency, "
+			"--box-concurrency), which replace the kind's, or --none\n");
+		return 2;
+	}
+	if ((r = queue_kind_valid(pos[0])) != SD_OK ||
+	    (rate && (r = controls_rate_parse(rate, &lim)) != SD_OK))
+		return cli_fail(r);
+	lim.concurrency = conc;
+	lim.box_concurrency = box;
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
+		return rc;
+	r = controls_limit(db, pos[0], &lim);
+	db_close(db);
+	if (r != SD_OK)
+		return cli_fail(r);
+	controls_rate_text(&lim, text, sizeof text);
+	if (none)
+		printf("%s: no limits\n", pos[0]);
+	else
+		printf("%s: rate %s, concurrency %s, per box %s\n", pos[0], text,
+		       cell(conc, c1, sizeof c1), cell(box, c2, sizeof c2));
+	return 0;
+}
+
+static void controls_print(const struct control *v, int n, int json)
+{
+	char rate[64], a[24], b[24];
+	int i;
+
+	if (json)
+		fputc('[', stdout);
+	else
+		printf("%-24s %-7s %-20s %5s %5s %8s %7s %9s\n", "KIND", "PAUSED", "RATE", "CONC",
+		       "BOX", "WAITING", "RUNNING", "WAITED_S");
+	for (i = 0; i < n; i++) {
+		controls_rate_text(&v[i].lim, rate, sizeof rate);
+		if (json)	/* kinds are [a-z0-9_.:-]; who is "cli:<login>" or a token's name */
+			printf("%s{\"kind\":\"%s\",\"paused\":%s,\"paused_at\":%lld,"
+			       "\"rate\":%s%s%s,\"concurrency\":%lld,\"box_concurrency\":%lld,"
+			       "\"waiting\":%lld,\"running\":%lld,\"waited_ms\":%lld}",
+			       i ? "," : "", v[i].kind, v[i].paused_at ? "true" : "false",
+			       (long long)v[i].paused_at, v[i].lim.rate_n ? "\"" : "",
+			       v[i].lim.rate_n ? rate : "null", v[i].lim.rate_n ? "\"" : "",
+			       (long long)v[i].lim.concurrency, (long long)v[i].lim.box_concurrency,
+			       (long long)v[i].waiting, (long long)v[i].running,
+			       (long long)v[i].waited_ms);
+		else
+			printf("%-24s %-7s %-20s %5s %5s %8lld %7lld %9.1f\n", v[i].kind,
+			       v[i].paused_at ? "yes" : "no", rate,
+			       cell(v[i].lim.concurrency, a, sizeof a),
+			       cell(v[i].lim.box_concurrency, b, sizeof b), (long long)v[i].waiting,
+			       (long long)v[i].running, v[i].waited_ms / 1000.0);
+	}
+	if (json)
+		printf("]\n");
+}
+
+/* `jobs controls [--json]` */
+static int jobs_controls_cmd(int argc, char **argv)
+{
+	const char *dbp = NULL;
+	int json = 0, npos, rc, n;
+	struct arg_opt opts[] = { ARG_DB(&dbp), ARG_JSON(&json), ARG_END };
+	char *pos[ARGS_MAX_POS];
+	struct control *v;
+	struct db *db;
+	enum sd_result r;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 0, 0, "jobs controls [--json]")) != 0)
+		return rc;
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_NORMAL, &db)) != 0)
+		return rc;
+	r = controls_list(db, &v, &n);
+	db_close(db);
+	if (r != SD_OK)
+		return cli_fail(r);
+	controls_print(v, n, json);
+	free(v);
+	return 0;
+}
+
+/* `jobs cancel JOB_ID` */
+static int jobs_cancel_cmd(int argc, char **argv)
+{
+	const char *dbp = NULL;
+	struct arg_opt opts[] = { ARG_DB(&dbp), ARG_END };
+	char *pos[ARGS_MAX_POS], by[CONTROLS_WHO_MAX + 1];
+	int64_t n = 0, running = 0;
+	struct db *db;
+	enum sd_result r;
+	int npos, rc;
+
+	if ((rc = cli_parse(argc, argv, opts, pos, &npos, 1, 1, "jobs cancel JOB_ID")) != 0)
+		return rc;
+	if ((rc = cli_open_db(dbp, 0, DB_SYNC_FULL, &db)) != 0)
+		return rc;
+	r = controls_cancel(db, pos[0], who(by, sizeof by), &n, &running);
+	db_close(db);
+	if (r != SD_OK)
+		return cli_fail(r);
+	printf("cancelled %s%s\n", pos[0], running ? ": it was running; its worker finishes the "
+	       "run it is in, and its ack is refused" : "");
+	return 0;
+}
+
 static const struct cli_cmd jobs_subs[] = {
 	{ "stats", jobs_stats_cmd, "jobs per kind: ready, scheduled, leased, dead and done", NULL,
 	  0 },
@@ -230,6 +423,15 @@ static const struct cli_cmd jobs_subs[] = {
 	  0 },
 	{ "purge", jobs_purge_cmd, "delete the dead letters", NULL, 0 },
 	{ "prune", jobs_prune_cmd, "delete finished jobs older than the retention", NULL, 0 },
+	{ "pause", jobs_pause_cmd, "stop claiming a kind (or sqs:QUEUE); running jobs finish",
+	  NULL, 0 },
+	{ "resume", jobs_resume_cmd, "claim a paused kind again", NULL, 0 },
+	{ "limit", jobs_limit_cmd, "a kind's rate and concurrency limits, over every box", NULL,
+	  0 },
+	{ "controls", jobs_controls_cmd, "the paused and limited kinds, and what waits for them",
+	  NULL, 0 },
+	{ "cancel", jobs_cancel_cmd, "take a job that waits off the stream; one that runs is "
+	  "refused its ack", NULL, 0 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };
 

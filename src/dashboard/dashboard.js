@@ -38,6 +38,10 @@
  *                "priority":N, "deliveries":N, "attempts":N, "created_at":MS,
  *                "died_at":MS, "last_error":"..."}]}
  *   POST /v1/jobs/{job_id}/retry -> 200 {"job_id":"...", "retried":N}   (job_id percent-encoded)
+ *   GET /v1/controls -> {"controls": [{"kind":"...", "paused":bool, "paused_at":MS|null,
+ *                        "paused_by":"...", "rate":"10/s burst 20"|null, "concurrency":N|null,
+ *                        "box_concurrency":N|null, "waiting":N, "running":N, "waited_ms":N}]}
+ *   POST /v1/kinds/{kind}/pause, /resume -> 200 the kind's control (as above)
  *   GET /v1/orders?recent=20 ->
  *     {"orders": [{"id":"T...", "event_id":1, "seats":N, "pdf":true,
  *                  "email":"sent|sending|pending", "created_at":MS}]}   (newest first)
@@ -96,9 +100,12 @@
  * #events-list tr[data-event-id] td.sold,
  * #leased-list tr[data-job-id] td.age[data-ms] (lease_age_ms as given),
  * #dead-list tr[data-job-id][data-dead-id] button.retry, #orders-list, #scan-code,
+ * #controls-list tr[data-kind][data-paused="true|false"] with td.waited[data-ms]
+ * and button.pause or button.resume (operator), #controls-empty,
+ * #control-pause-form (#control-kind, #control-pause, #control-message),
  * #scan-go, #scan-result, #status (data-refreshed counts refreshes), #role (the
  * token's role and name), body[data-role], and the sections #queue, #scan,
- * #events, #leases, #dead, #orders, #charts, #box-office (hidden when the
+ * #events, #controls, #leases, #dead, #orders, #charts, #box-office (hidden when the
  * role may not read them).
  * The pictures, in #charts (data-refreshed counts the chart loads):
  * #chart-sales, #chart-scans, #chart-jobs, #chart-depth (figures, hidden
@@ -640,6 +647,49 @@
     }));
   }
 
+  /* The kinds a control holds back: a pause (with a Resume button for the
+   * operator), a rate, a cap on running jobs, and how long the oldest ready
+   * job has waited, as the server counts it. */
+  function showControls(controls) {
+    const op = me && me.role === 'operator';
+    $('control-pause-form').hidden = !op;
+    fillRows($('controls-list'), 'controls-empty', controls.map((k) => {
+      const tr = el('tr');
+      tr.dataset.kind = k.kind;
+      tr.dataset.paused = String(!!k.paused);
+      const atOnce = [k.concurrency ? String(k.concurrency) : '', k.box_concurrency ? k.box_concurrency + ' per box' : '']
+        .filter(Boolean).join(', ');
+      const tdWait = el('td', k.waited_ms > 0 ? age(k.waited_ms) : '–', 'num waited');
+      tdWait.dataset.ms = String(k.waited_ms || 0);
+      const tdB = el('td');
+      if (op) {
+        const b = el('button', k.paused ? 'Resume' : 'Pause', k.paused ? 'resume' : 'pause');
+        b.type = 'button';
+        b.setAttribute('aria-label', (k.paused ? 'resume ' : 'pause ') + k.kind);
+        b.addEventListener('click', () => setPaused(k.kind, !k.paused, b));
+        tdB.append(b);
+      }
+      tr.append(el('td', k.kind, 'id'),
+                el('td', k.paused ? 'paused' + (k.paused_by ? ' by ' + k.paused_by : '') : 'running', k.paused ? 'state-paused' : ''),
+                el('td', k.rate || '–'), el('td', atOnce || '–'), el('td', num(k.waiting), 'num'),
+                el('td', num(k.running), 'num'), tdWait, tdB);
+      return tr;
+    }));
+  }
+
+  async function setPaused(kind, pause, button) {
+    if (button) button.disabled = true;
+    try {
+      await api('POST', '/v1/kinds/' + encodeURIComponent(kind) + (pause ? '/pause' : '/resume'));
+      $('control-message').textContent = kind + (pause ? ' paused' : ' resumed');
+      refresh();
+    } catch (e) {
+      if (button) button.disabled = false;
+      if (e instanceof AuthError) return fail(e);
+      $('control-message').textContent = 'Not done: ' + (e.why || e.message);
+    }
+  }
+
   function showOrders(orders) {
     fillRows($('orders-list'), 'orders-empty', orders.map((o) => {
       const tr = el('tr');
@@ -832,10 +882,10 @@
   /* What each role's token may see (the API's route table says the same):
    * a section the role cannot read is hidden, and its data never asked for. */
   const SECTIONS = {
-    operator: ['night', 'sell', 'queue', 'scan', 'events', 'leases', 'dead', 'orders', 'charts', 'box-office'],
+    operator: ['night', 'sell', 'queue', 'scan', 'events', 'controls', 'leases', 'dead', 'orders', 'charts', 'box-office'],
     box_office: ['sell', 'events', 'orders', 'charts', 'box-office'],
     door: ['scan', 'events', 'charts'],
-    monitor: ['queue', 'events', 'charts'],
+    monitor: ['queue', 'events', 'controls', 'charts'],
   };
   const ALL_SECTIONS = SECTIONS.operator;
   let me = null;   /* GET /v1/whoami for the token in use */
@@ -862,7 +912,7 @@
   async function load() {
     const can = SECTIONS[me.role] || [];
     const want = (id) => can.includes(id) && !$(id).hidden;
-    const [stats, leased, dead, orders, events] = await Promise.all([
+    const [stats, leased, dead, orders, events, controls] = await Promise.all([
       want('queue') ? api('GET', '/v1/stats') : null,
       want('leases') ? api('GET', '/v1/jobs?state=leased') : null,
       want('dead') ? api('GET', '/v1/jobs?state=dead') : null,
@@ -871,8 +921,10 @@
         ? (me.event_id ? api('GET', '/v1/events/' + me.event_id).then((e) => ({ events: [e] }))
                        : api('GET', '/v1/events'))
         : null,
+      want('controls') ? api('GET', '/v1/controls') : null,
     ]);
     if (stats) showStats(stats);
+    if (controls) showControls(controls.controls || []);
     if (events && me.role === 'operator' && !$('night').hidden) await loadRuns(events.events || []);
     if (events) showEvents(events.events || []);
     if (leased) showLeased(leased.jobs || []);
@@ -933,6 +985,13 @@
     $('scan-form').addEventListener('submit', scan);
     $('event-new').addEventListener('click', () => openEventForm(null));
     $('event-form').addEventListener('submit', saveEvent);
+    $('control-pause-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const kind = $('control-kind').value.trim();
+      if (!kind) return;
+      $('control-kind').value = '';
+      setPaused(kind, true, null);
+    });
     $('event-form-close').addEventListener('click', closeEventForm);
     $('chart-event').addEventListener('change', () => {
       chartEventId = Number($('chart-event').value);

@@ -13,6 +13,9 @@
 //      (and checks the API no longer holds that dead letter: on a real box a
 //      job that fails every time may die again, as a new dead letter), then
 //      that the page's dead list settles on the API's;
+//   5b. checks the kinds held back (#controls-list) against GET /v1/controls,
+//      pauses render_tickets through the page's form and resumes it with its
+//      row's button, each seen in the API;
 //   6. checks the pictures of the night: each chart's <svg> drew as many
 //      points (data-points) as its endpoint returned (GET /v1/events/{id}/sales
 //      and /scans for the event the page shows, /v1/stats/history), the
@@ -361,6 +364,26 @@ async function main() {
       settled = JSON.stringify(a) === JSON.stringify(p);
     }
     check(settled, 'after the retry the dead list does not settle: ' + last);
+
+    // 5b. the kinds held back: the page's table is the API's; pause a kind
+    //     through the form, see it paused, resume it with its row's button
+    const held = async () => (await api('/v1/controls')).controls.map((k) => `${k.kind}:${k.paused}`).sort();
+    const heldShown = async () => (await page.$$eval('#controls-list tbody tr',
+      (rs) => rs.map((r) => `${r.dataset.kind}:${r.dataset.paused}`))).sort();
+    await page.waitForFunction(() => document.querySelectorAll('#controls-list tbody tr').length > 0 ||
+                                     !document.getElementById('controls-empty').hidden);
+    check(JSON.stringify(await heldShown()) === JSON.stringify(await held()),
+          `held back: page ${await heldShown()}, api ${await held()}`);
+    await page.fill('#control-kind', 'render_tickets');
+    await page.click('#control-pause');
+    const pausedRow = '#controls-list tbody tr[data-kind="render_tickets"][data-paused="true"]';
+    await page.waitForSelector(pausedRow);
+    check((await api('/v1/controls')).controls.some((k) => k.kind === 'render_tickets' && k.paused),
+          'the pause of render_tickets is not in the API');
+    await page.click(`${pausedRow} button.resume`);
+    await page.waitForSelector('#controls-list tbody tr[data-kind="render_tickets"]', { state: 'detached' });
+    check(!(await api('/v1/controls')).controls.some((k) => k.kind === 'render_tickets'),
+          'render_tickets is still held back after its resume');
 
     // 6. the pictures of the night, against their endpoints
     await pictures(page);

@@ -81,6 +81,11 @@ const state = {
   sales: new Map(),   /* event id -> [{hour, seats, orders}], oldest first */
   freed: new Map(),   /* event id -> seats freed by cancellations */
   orders: [],
+  /* the queue's controls: one kind held to a rate from the start */
+  controls: [
+    { kind: 'send_tickets', paused: false, paused_at: null, paused_by: null, rate: '10/s burst 20',
+      concurrency: null, box_concurrency: null, waiting: 3, running: 0, waited_ms: 1500 },
+  ],
   leased: [
     { state: 'leased', id: 41, job_id: 'outbox:41', kind: 'render_tickets', payload: { order_id: 41 }, priority: 0, deliveries: 1, attempts: 0, visible_at: t0 + 28800, created_at: t0 - 1500, leased_at: t0 - 200000, worker: 'w1', last_error: null },
     { state: 'leased', id: 42, job_id: 'outbox:42', kind: 'send_tickets', payload: { order_id: 40 }, priority: 0, deliveries: 2, attempts: 1, visible_at: t0 + 15000, created_at: t0 - 60000, leased_at: t0 - 45000, worker: 'w2', last_error: null },
@@ -462,6 +467,8 @@ const ROUTES = [
   ['GET', /^\/v1\/events\/[^/]+\/scans$/, OP | BO | DOOR],
   ['GET', /^\/v1\/jobs$/, OP],
   ['POST', /^\/v1\/jobs\/[^/]+\/retry$/, OP],
+  ['GET', /^\/v1\/controls$/, OP | MON],
+  ['POST', /^\/v1\/kinds\/[^/]+\/(pause|resume)$/, OP],
   ['GET', /^\/v1\/orders$/, OP | BO],
   ['POST', /^\/v1\/orders$/, OP | BO],
   ['GET', /^\/v1\/orders\/[^/]+$/, OP | BO],
@@ -540,6 +547,25 @@ const server = http.createServer(async (req, res) => {
     if (st === 'leased') return send(res, 200, { jobs: state.leased.map((j) => ({ ...j, lease_age_ms: now - j.leased_at, lease_expires_in_ms: j.visible_at - now })) });
     if (st === 'dead') return send(res, 200, { jobs: state.dead });
     return send(res, 400, { error: 'state must be leased or dead' });
+  }
+  if (req.method === 'GET' && p === '/v1/controls') return send(res, 200, { controls: state.controls });
+  m = p.match(/^\/v1\/kinds\/([^/]+)\/(pause|resume)$/);
+  if (req.method === 'POST' && m) {
+    const kind = decodeURIComponent(m[1]);
+    if (!/^([a-z0-9_.-]{1,64}|sqs:[A-Za-z0-9_-]{1,55}(\.fifo)?)$/.test(kind)) return send(res, 404, { error: 'no such kind' });
+    let c = state.controls.find((k) => k.kind === kind);
+    if (!c) {
+      c = { kind, paused: false, paused_at: null, paused_by: null, rate: null, concurrency: null,
+            box_concurrency: null, waiting: 0, running: 0, waited_ms: 0 };
+      state.controls.push(c);
+    }
+    c.paused = m[2] === 'pause';
+    c.paused_at = c.paused ? now : null;
+    c.paused_by = c.paused ? 'token:' + who.name : null;
+    /* a control with nothing on is gone */
+    if (!c.paused && !c.rate && !c.concurrency && !c.box_concurrency) state.controls = state.controls.filter((k) => k !== c);
+    state.controls.sort((a, b) => (a.kind < b.kind ? -1 : 1));
+    return send(res, 200, c);
   }
   m = p.match(/^\/v1\/jobs\/([^/]+)\/retry$/);
   if (req.method === 'POST' && m) {
