@@ -72,6 +72,7 @@
 #include "orders.h"
 #include "result.h"
 #include "scans.h"
+#include "schedule.h"
 #include "tickets.h"
 #include "token.h"
 
@@ -230,6 +231,11 @@ enum sd_result api_parse_cancel(const char *body, size_t len,
  * 0: none), into l. */
 enum sd_result api_parse_limits(const char *body, size_t len, struct control_limits *l,
 				struct api_error *err);
+/* api_parse_schedule: POST /v1/schedules's {"name", "kind", "every": "5m",
+ * "payload": {...} (optional), "missed": "once|skip" (optional)} into s;
+ * s->payload is malloc'd (free()) or NULL. */
+enum sd_result api_parse_schedule(const char *body, size_t len, struct schedule *s,
+				  struct api_error *err);
 void api_parse_free(void *json);
 
 /* api_key_valid: an Idempotency-Key: 1..TICKETS_KEY_MAX printable ASCII, no space. */

@@ -1,6 +1,6 @@
 /*
- * api_controls.c: the queue's controls over HTTP (controls.h), for the
- * operator:
+ * api_controls.c: the queue's controls (controls.h) and periodic jobs
+ * (schedule.h) over HTTP, for the operator:
  *
  *   GET  /v1/controls                 every paused or limited kind and queue,
  *                                     with what waits for it
@@ -21,6 +21,7 @@
 
 #include "controls.h"
 #include "queue.h"
+#include "schedule.h"
 
 static json_t *control_json(const struct control *c)
 {
@@ -163,4 +164,89 @@ void api_post_job_cancel(struct call *c)
 		api_res_json(c->res, 200, json_pack("{s:s, s:I, s:b}", "job_id", c->id,
 						    "cancelled", (json_int_t)n, "was_running",
 						    running > 0));
+}
+
+/* ---- periodic jobs ---------------------------------------------------------
+ *
+ *   GET    /v1/schedules          every schedule, its next and last period
+ *   POST   /v1/schedules          {"name", "kind", "every", "payload", "missed"}
+ *   DELETE /v1/schedules/{name}   the schedule (the jobs it made stay)
+ */
+
+static json_t *schedule_json(const struct schedule *s)
+{
+	json_error_t je;
+	json_t *payload = json_loads(s->payload, 0, &je);
+
+	return json_pack("{s:s, s:s, s:o, s:I, s:s, s:I, s:o, s:o, s:I, s:I}", "name", s->name,
+			 "kind", s->kind, "payload", payload ? payload : json_object(),
+			 "every_ms", (json_int_t)s->every_ms, "missed",
+			 s->skip_missed ? "skip" : "once", "next_at", (json_int_t)s->next_at,
+			 "last_at", s->last_at ? json_integer(s->last_at) : json_null(),
+			 "last_job_id", s->last_job_id[0] ? json_string(s->last_job_id)
+							 : json_null(),
+			 "made", (json_int_t)s->made, "created_at", (json_int_t)s->created_at);
+}
+
+void api_get_schedules(struct call *c)
+{
+	struct schedule *v;
+	json_t *list = json_array();
+	enum sd_result r;
+	int n, i, bad = !list;
+
+	if ((r = schedule_list(c->db, &v, &n)) != SD_OK) {
+		json_decref(list);
+		api_res_internal(c->res, c->req, r);
+		return;
+	}
+	for (i = 0; i < n && !bad; i++)
+		bad = json_array_append_new(list, schedule_json(&v[i])) != 0;
+	schedule_free_all(v, n);
+	if (bad) {
+		json_decref(list);
+		api_res_internal(c->res, c->req, err_set(SD_NOMEM, "out of memory"));
+		return;
+	}
+	api_res_json(c->res, 200, json_pack("{s:o}", "schedules", list));
+}
+
+void api_post_schedule(struct call *c)
+{
+	struct schedule s;
+	struct api_error err;
+	enum sd_result r;
+
+	if ((r = api_parse_schedule(c->req->body, c->req->body_len, &s, &err)) != SD_OK) {
+		api_bad_body(c, r, &err);
+		return;
+	}
+	r = schedule_add(c->db, &s);
+	if (r == SD_CONFLICT)
+		api_res_fail(c->res, 409, err_msg(), "name");
+	else if (r == SD_INVALID)
+		api_res_fail(c->res, 400, err_msg(), "kind");
+	else if (r == SD_LIMITED)
+		api_res_fail(c->res, 429, err_msg(), NULL);
+	else if (r != SD_OK)
+		api_res_internal(c->res, c->req, r);
+	else
+		api_res_json(c->res, 201, schedule_json(&s));
+	free(s.payload);
+}
+
+void api_delete_schedule(struct call *c)
+{
+	enum sd_result r;
+
+	if (!c->id || schedule_name_valid(c->id) != SD_OK) {
+		api_res_fail(c->res, 404, "no such schedule", NULL);
+		return;
+	}
+	if ((r = schedule_rm(c->db, c->id)) == SD_NOT_FOUND)
+		api_res_fail(c->res, 404, "no such schedule", NULL);
+	else if (r != SD_OK)
+		api_res_internal(c->res, c->req, r);
+	else
+		api_res_json(c->res, 200, json_pack("{s:s, s:b}", "name", c->id, "removed", 1));
 }

@@ -16,6 +16,8 @@
 
 #include "controls.h"
 #include "mail.h"
+#include "queue.h"
+#include "schedule.h"
 #include "money.h"
 #include "scans.h"
 #include "text.h"
@@ -582,6 +584,45 @@ enum sd_result api_parse_limits(const char *body, size_t len, struct control_lim
 		r = get_opt_limit(o, "concurrency", CONTROLS_LIMIT_MAX, &l->concurrency, err);
 	if (r == SD_OK)
 		r = get_opt_limit(o, "box_concurrency", CONTROLS_LIMIT_MAX, &l->box_concurrency, err);
+	json_decref(o);
+	return r;
+}
+
+enum sd_result api_parse_schedule(const char *body, size_t len, struct schedule *s,
+				  struct api_error *err)
+{
+	static const char *const allowed[] = { "name", "kind", "payload", "every", "missed", NULL };
+	const char *name = NULL, *kind = NULL, *every = NULL, *missed = NULL;
+	json_t *o, *payload;
+	enum sd_result r;
+
+	memset(s, 0, sizeof *s);
+	memset(err, 0, sizeof *err);
+	if ((r = parse_object(body, len, allowed, &o, err)) != SD_OK)
+		return r;
+	if ((r = get_string(o, "name", &name, err)) == SD_OK && schedule_name_valid(name) != SD_OK)
+		r = perr(err, "name", "%s", err_msg());
+	if (r == SD_OK && (r = get_string(o, "kind", &kind, err)) == SD_OK &&
+	    queue_kind_valid(kind) != SD_OK)
+		r = perr(err, "kind", "%s", err_msg());
+	if (r == SD_OK && (r = get_string(o, "every", &every, err)) == SD_OK &&
+	    (text_duration_ms(every, &s->every_ms) != 0 || s->every_ms < SCHEDULE_EVERY_MIN_MS ||
+	     s->every_ms > SCHEDULE_EVERY_MAX_MS))
+		r = perr(err, "every", "every is a period from 1s to 366d: 30s, 5m, 1h, 1d");
+	if (r == SD_OK && (r = get_opt_string(o, "missed", &missed, err)) == SD_OK && missed &&
+	    strcmp(missed, "once") != 0 && strcmp(missed, "skip") != 0)
+		r = perr(err, "missed", "missed is once or skip");
+	payload = json_object_get(o, "payload");
+	if (r == SD_OK && payload && !json_is_object(payload))
+		r = perr(err, "payload", "payload must be a JSON object");
+	if (r == SD_OK && payload &&
+	    !(s->payload = json_dumps(payload, JSON_COMPACT | JSON_ENSURE_ASCII)))
+		r = err_set(SD_NOMEM, "out of memory");
+	if (r == SD_OK) {
+		snprintf(s->name, sizeof s->name, "%s", name);
+		snprintf(s->kind, sizeof s->kind, "%s", kind);
+		s->skip_missed = missed && strcmp(missed, "skip") == 0;
+	}
 	json_decref(o);
 	return r;
 }

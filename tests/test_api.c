@@ -1387,6 +1387,39 @@ static void test_controls(void **state)
 	json_decref(o);
 }
 
+/* periodic jobs: made, listed, refused, removed */
+static void test_schedules(void **state)
+{
+	json_t *o;
+
+	(void)state;
+	o = answer(&(struct req){ "POST", "/v1/schedules", NULL, F.auth, NULL, JSON,
+				  "{\"name\":\"sweep\",\"kind\":\"noop\",\"every\":\"5m\","
+				  "\"payload\":{\"n\":1},\"missed\":\"skip\"}" }, 201);
+	assert_int_equal(json_integer_value(json_object_get(o, "every_ms")), 300000);
+	assert_string_equal(jstr(o, "missed"), "skip");
+	assert_true(json_integer_value(json_object_get(o, "next_at")) % 300000 == 0);
+	json_decref(o);
+	expect(&(struct req){ "POST", "/v1/schedules", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"sweep\",\"kind\":\"noop\",\"every\":\"5m\"}" },
+	       409, "name");
+	expect(&(struct req){ "POST", "/v1/schedules", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"b\",\"kind\":\"noop\",\"every\":\"soon\"}" }, 400,
+	       "every");
+	expect(&(struct req){ "POST", "/v1/schedules", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"b\",\"kind\":\"noop\",\"every\":\"5m\","
+			      "\"payload\":[1]}" }, 400, "payload");
+	expect(&(struct req){ "POST", "/v1/schedules", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"B B\",\"kind\":\"noop\",\"every\":\"5m\"}" }, 400,
+	       "name");
+	o = answer(&(struct req){ "GET", "/v1/schedules", NULL, F.auth }, 200);
+	assert_int_equal(json_array_size(json_object_get(o, "schedules")), 1);
+	json_decref(o);
+	expect(&(struct req){ "DELETE", "/v1/schedules/sweep", NULL, F.auth }, 200, NULL);
+	expect(&(struct req){ "DELETE", "/v1/schedules/sweep", NULL, F.auth }, 404, "");
+	assert_int_equal(COUNT("SELECT count(*) FROM schedules"), 0);
+}
+
 static void test_jobs_retry(void **state)
 {
 	struct api_response res;
@@ -2027,6 +2060,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_disk_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jobs_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_controls, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_schedules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_metrics_health, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_totals_follow_api_orders_and_handlers, setup,
 						teardown),

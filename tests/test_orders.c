@@ -724,7 +724,11 @@ static void test_intake_and_render_of_one_event_do_not_deadlock(void **state)
 /* What 0010 added, taken away (the tickets table as 0002 made it): with
  * 0006-0009's own, the file is as schema 5 left it. */
 /* what 0012 added, taken away again */
-#define SCHEMA_BEFORE_0016                                                                    \
+#define SCHEMA_BEFORE_0018 "DROP TABLE schedules; "
+#define SCHEMA_BEFORE_0017 SCHEMA_BEFORE_0018                                                 \
+	"DROP TRIGGER stream_lane; DROP INDEX stream_leases; DROP TABLE controls; "             \
+	"DROP TABLE cancelled_jobs; "
+#define SCHEMA_BEFORE_0016 SCHEMA_BEFORE_0017                                                 \
 	"DROP TABLE token_queues; DROP TABLE sqs_dedup; DROP TABLE sqs_queues; "              \
 	"DROP INDEX stream_group; DROP INDEX stream_claim; ALTER TABLE stream DROP COLUMN queue; " \
 	"ALTER TABLE stream DROP COLUMN grp; ALTER TABLE stream DROP COLUMN first_leased_at; " \

@@ -178,6 +178,7 @@ static void test_role_table(void **state)
 		{ "GET", "/v1/stats/history", 1, 0, 0, 1 },
 		{ "GET", "/v1/whoami", 1, 1, 1, 1 },
 		{ "GET", "/v1/controls", 1, 0, 0, 1 },
+		{ "GET", "/v1/schedules", 1, 0, 0, 1 },
 	};
 	const char *auth[4] = { F.op, F.bo, F.door, F.mon };
 	char path[64];
@@ -208,6 +209,8 @@ static void test_role_table(void **state)
 	refused(F.api, "POST", "/v1/kinds/noop/resume", F.bo, 403, "with role operator");
 	refused(F.api, "PUT", "/v1/kinds/noop/limits", F.door, 403, "with role operator");
 	refused(F.api, "POST", "/v1/jobs/x/cancel", F.bo, 403, "with role operator");
+	refused(F.api, "POST", "/v1/schedules", F.mon, 403, "with role operator");
+	refused(F.api, "DELETE", "/v1/schedules/x", F.bo, 403, "with role operator");
 	snprintf(path, sizeof path, "/v1/events/%lld", (long long)F.ev1);
 	refused(F.api, "PATCH", path, F.bo, 403, "with role operator");
 	refused(F.api, "PATCH", path, F.door, 403, "with role operator");

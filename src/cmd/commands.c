@@ -9,7 +9,7 @@
 
 static const struct cli_cmd *const table[] = {
 	&cmd_run, &cmd_serve, &cmd_shop, &cmd_sqs, &cmd_init, &cmd_config, &cmd_enqueue, &cmd_worker, &cmd_relay,
-	&cmd_jobs, &cmd_event, &cmd_order, &cmd_scan, &cmd_token, &cmd_tls, &cmd_demo,
+	&cmd_jobs, &cmd_schedule, &cmd_event, &cmd_order, &cmd_scan, &cmd_token, &cmd_tls, &cmd_demo,
 	&cmd_backup, &cmd_restore, &cmd_migrate, &cmd_check, &cmd_mail, &cmd_help,
 };
 

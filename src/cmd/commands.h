@@ -21,6 +21,7 @@ extern const struct cli_cmd cmd_enqueue;	/* enqueue.c */
 extern const struct cli_cmd cmd_worker;		/* worker.c */
 extern const struct cli_cmd cmd_relay;		/* relay.c */
 extern const struct cli_cmd cmd_jobs;		/* jobs.c */
+extern const struct cli_cmd cmd_schedule;	/* schedule.c */
 extern const struct cli_cmd cmd_event;		/* event.c */
 extern const struct cli_cmd cmd_order;		/* order.c */
 extern const struct cli_cmd cmd_scan;		/* scan.c */

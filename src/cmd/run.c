@@ -65,6 +65,7 @@
 #include "args.h"
 #include "backup_sched.h"
 #include "cli.h"
+#include "clock.h"
 #include "cmd/commands.h"
 #include "config.h"
 #include "db.h"
@@ -72,6 +73,7 @@
 #include "log.h"
 #include "maint.h"
 #include "runlock.h"
+#include "schedule.h"
 #include "sdnotify.h"
 #include "statedir.h"
 #include "text.h"
@@ -125,6 +127,8 @@ struct run {
 	int stopping;
 	int64_t stop_deadline;
 	int64_t next_maint, next_optimize;
+	int64_t next_schedule;		/* when schedule_tick is due (schedule.h) */
+	struct episode schedule_ep;	/* periodic jobs failing to be made */
 	int disk_low;			/* the last look found free space low */
 	int64_t disk_warned_at;		/* when that was last logged */
 	struct episode maint_ep;	/* maintenance failing (a full or failing disk) */
@@ -547,6 +551,32 @@ static void maintain(struct run *R, int64_t now)
 	R->next_maint = now + config_int(&R->cfg, CONFIG_MAINTENANCE_MS);
 }
 
+/* schedules: the periodic jobs due, made (each box's run ticks; the
+ * schedule's conditional update lets one make each period).  Looked at
+ * once a second at least, so a schedule added meanwhile is seen.
+ * [in,out] *wake. */
+static void schedules(struct run *R, int64_t now, int64_t *wake)
+{
+	int64_t made = 0, next = -1, wall;
+
+	if (now >= R->next_schedule) {
+		/* periods are the clock's (now is the loop's monotonic time) */
+		wall = clock_now_ms();
+		if (schedule_tick(R->db, wall, &made, &next) != SD_OK) {
+			episode_fail(&R->schedule_ep, LOG_ERROR, "periodic jobs not made", NULL,
+				     err_msg(), 0, 0);
+			next = -1;
+		} else {
+			episode_end(&R->schedule_ep, "periodic jobs are made again", NULL);
+		}
+		R->next_schedule = now + 1000;
+		if (next >= 0 && next - wall < 1000)
+			R->next_schedule = now + (next > wall ? next - wall : 1);
+	}
+	if (R->next_schedule < *wake)
+		*wake = R->next_schedule;
+}
+
 /* backup_tick: start the periodic backup when it is due and none runs.
  * [in,out] *wake: moved earlier to when the next is due. */
 static void backup_tick(struct run *R, int64_t now, int64_t *wake)
@@ -768,6 +798,7 @@ static int loop(struct run *R)
 			backup_tick(R, now, &wake);
 			if (now >= R->next_maint)
 				maintain(R, now);
+			schedules(R, now, &wake);
 			if (R->next_maint < wake)
 				wake = R->next_maint;
 			service_tick(R, mono_ms(), &wake);

@@ -42,6 +42,10 @@
  *                        "paused_by":"...", "rate":"10/s burst 20"|null, "concurrency":N|null,
  *                        "box_concurrency":N|null, "waiting":N, "running":N, "waited_ms":N}]}
  *   POST /v1/kinds/{kind}/pause, /resume -> 200 the kind's control (as above)
+ *   GET /v1/schedules -> {"schedules": [{"name":"...", "kind":"...", "payload":{...},
+ *                         "every_ms":N, "missed":"once|skip", "next_at":MS,
+ *                         "last_at":MS|null, "last_job_id":"..."|null, "made":N}]}
+ *   POST /v1/schedules {"name", "kind", "every"} -> 201; DELETE /v1/schedules/{name} -> 200
  *   GET /v1/orders?recent=20 ->
  *     {"orders": [{"id":"T...", "event_id":1, "seats":N, "pdf":true,
  *                  "email":"sent|sending|pending", "created_at":MS}]}   (newest first)
@@ -103,6 +107,9 @@
  * #controls-list tr[data-kind][data-paused="true|false"] with td.waited[data-ms]
  * and button.pause or button.resume (operator), #controls-empty,
  * #control-pause-form (#control-kind, #control-pause, #control-message),
+ * #schedules-list tr[data-name] with button.remove (operator), #schedules-empty,
+ * #schedule-form (#schedule-name, #schedule-kind, #schedule-every, #schedule-add,
+ * #schedule-message),
  * #scan-go, #scan-result, #status (data-refreshed counts refreshes), #role (the
  * token's role and name), body[data-role], and the sections #queue, #scan,
  * #events, #controls, #leases, #dead, #orders, #charts, #box-office (hidden when the
@@ -690,6 +697,62 @@
     }
   }
 
+  /* an interval in ms as the schedule was given: 30s, 5m, 2h, 1d */
+  function every(ms) {
+    for (const [u, n] of [['d', 86400000], ['h', 3600000], ['m', 60000], ['s', 1000]])
+      if (ms % n === 0) return (ms / n) + u;
+    return ms + 'ms';
+  }
+
+  function showSchedules(list) {
+    const op = me && me.role === 'operator';
+    $('schedule-form').hidden = !op;
+    fillRows($('schedules-list'), 'schedules-empty', list.map((sc) => {
+      const tr = el('tr');
+      tr.dataset.name = sc.name;
+      const tdB = el('td');
+      if (op) {
+        const b = el('button', 'Remove', 'remove');
+        b.type = 'button';
+        b.setAttribute('aria-label', 'remove schedule ' + sc.name);
+        b.addEventListener('click', () => removeSchedule(sc.name, b));
+        tdB.append(b);
+      }
+      tr.append(el('td', sc.name, 'id'), el('td', sc.kind), el('td', every(sc.every_ms)),
+                el('td', when(sc.next_at)), el('td', sc.last_at ? when(sc.last_at) : '–'),
+                el('td', num(sc.made), 'num'), tdB);
+      return tr;
+    }));
+  }
+
+  async function removeSchedule(name, button) {
+    button.disabled = true;
+    try {
+      await api('DELETE', '/v1/schedules/' + encodeURIComponent(name));
+      $('schedule-message').textContent = name + ' removed';
+      refresh();
+    } catch (e) {
+      button.disabled = false;
+      if (e instanceof AuthError) return fail(e);
+      $('schedule-message').textContent = 'Not removed: ' + (e.why || e.message);
+    }
+  }
+
+  async function addSchedule(ev) {
+    ev.preventDefault();
+    const body = { name: $('schedule-name').value.trim(), kind: $('schedule-kind').value.trim(),
+                   every: $('schedule-every').value.trim() };
+    try {
+      await api('POST', '/v1/schedules', body);
+      $('schedule-message').textContent = body.name + ' added';
+      $('schedule-form').reset();
+      refresh();
+    } catch (e) {
+      if (e instanceof AuthError) return fail(e);
+      $('schedule-message').textContent = 'Not added: ' + (e.why || e.message);
+    }
+  }
+
   function showOrders(orders) {
     fillRows($('orders-list'), 'orders-empty', orders.map((o) => {
       const tr = el('tr');
@@ -882,10 +945,10 @@
   /* What each role's token may see (the API's route table says the same):
    * a section the role cannot read is hidden, and its data never asked for. */
   const SECTIONS = {
-    operator: ['night', 'sell', 'queue', 'scan', 'events', 'controls', 'leases', 'dead', 'orders', 'charts', 'box-office'],
+    operator: ['night', 'sell', 'queue', 'scan', 'events', 'controls', 'schedules', 'leases', 'dead', 'orders', 'charts', 'box-office'],
     box_office: ['sell', 'events', 'orders', 'charts', 'box-office'],
     door: ['scan', 'events', 'charts'],
-    monitor: ['queue', 'events', 'controls', 'charts'],
+    monitor: ['queue', 'events', 'controls', 'schedules', 'charts'],
   };
   const ALL_SECTIONS = SECTIONS.operator;
   let me = null;   /* GET /v1/whoami for the token in use */
@@ -912,7 +975,7 @@
   async function load() {
     const can = SECTIONS[me.role] || [];
     const want = (id) => can.includes(id) && !$(id).hidden;
-    const [stats, leased, dead, orders, events, controls] = await Promise.all([
+    const [stats, leased, dead, orders, events, controls, schedules] = await Promise.all([
       want('queue') ? api('GET', '/v1/stats') : null,
       want('leases') ? api('GET', '/v1/jobs?state=leased') : null,
       want('dead') ? api('GET', '/v1/jobs?state=dead') : null,
@@ -922,9 +985,11 @@
                        : api('GET', '/v1/events'))
         : null,
       want('controls') ? api('GET', '/v1/controls') : null,
+      want('schedules') ? api('GET', '/v1/schedules') : null,
     ]);
     if (stats) showStats(stats);
     if (controls) showControls(controls.controls || []);
+    if (schedules) showSchedules(schedules.schedules || []);
     if (events && me.role === 'operator' && !$('night').hidden) await loadRuns(events.events || []);
     if (events) showEvents(events.events || []);
     if (leased) showLeased(leased.jobs || []);
@@ -985,6 +1050,7 @@
     $('scan-form').addEventListener('submit', scan);
     $('event-new').addEventListener('click', () => openEventForm(null));
     $('event-form').addEventListener('submit', saveEvent);
+    $('schedule-form').addEventListener('submit', addSchedule);
     $('control-pause-form').addEventListener('submit', (ev) => {
       ev.preventDefault();
       const kind = $('control-kind').value.trim();

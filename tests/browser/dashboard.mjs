@@ -16,6 +16,8 @@
 //   5b. checks the kinds held back (#controls-list) against GET /v1/controls,
 //      pauses render_tickets through the page's form and resumes it with its
 //      row's button, each seen in the API;
+//   5c. adds a periodic job through #schedule-form, finds it in GET
+//      /v1/schedules, removes it with its row's button;
 //   6. checks the pictures of the night: each chart's <svg> drew as many
 //      points (data-points) as its endpoint returned (GET /v1/events/{id}/sales
 //      and /scans for the event the page shows, /v1/stats/history), the
@@ -384,6 +386,21 @@ async function main() {
     await page.waitForSelector('#controls-list tbody tr[data-kind="render_tickets"]', { state: 'detached' });
     check(!(await api('/v1/controls')).controls.some((k) => k.kind === 'render_tickets'),
           'render_tickets is still held back after its resume');
+
+    // 5c. periodic jobs: add one through the page's form, see it listed as
+    //     the API lists it, remove it with its row's button
+    await page.fill('#schedule-name', 'page-sweep');
+    await page.fill('#schedule-kind', 'noop');
+    await page.fill('#schedule-every', '5m');
+    await page.click('#schedule-add');
+    const schedRow = '#schedules-list tbody tr[data-name="page-sweep"]';
+    await page.waitForSelector(schedRow);
+    const sc = (await api('/v1/schedules')).schedules.find((x) => x.name === 'page-sweep');
+    check(sc && sc.every_ms === 300000 && sc.kind === 'noop', 'the schedule added is not in the API: ' + JSON.stringify(sc));
+    await page.click(`${schedRow} button.remove`);
+    await page.waitForSelector(schedRow, { state: 'detached' });
+    check(!(await api('/v1/schedules')).schedules.some((x) => x.name === 'page-sweep'),
+          'page-sweep is still a schedule after its removal');
 
     // 6. the pictures of the night, against their endpoints
     await pictures(page);

@@ -81,6 +81,7 @@ const state = {
   sales: new Map(),   /* event id -> [{hour, seats, orders}], oldest first */
   freed: new Map(),   /* event id -> seats freed by cancellations */
   orders: [],
+  schedules: [],
   /* the queue's controls: one kind held to a rate from the start */
   controls: [
     { kind: 'send_tickets', paused: false, paused_at: null, paused_by: null, rate: '10/s burst 20',
@@ -469,6 +470,9 @@ const ROUTES = [
   ['POST', /^\/v1\/jobs\/[^/]+\/retry$/, OP],
   ['GET', /^\/v1\/controls$/, OP | MON],
   ['POST', /^\/v1\/kinds\/[^/]+\/(pause|resume)$/, OP],
+  ['GET', /^\/v1\/schedules$/, OP | MON],
+  ['POST', /^\/v1\/schedules$/, OP],
+  ['DELETE', /^\/v1\/schedules\/[^/]+$/, OP],
   ['GET', /^\/v1\/orders$/, OP | BO],
   ['POST', /^\/v1\/orders$/, OP | BO],
   ['GET', /^\/v1\/orders\/[^/]+$/, OP | BO],
@@ -549,6 +553,29 @@ const server = http.createServer(async (req, res) => {
     return send(res, 400, { error: 'state must be leased or dead' });
   }
   if (req.method === 'GET' && p === '/v1/controls') return send(res, 200, { controls: state.controls });
+  if (req.method === 'GET' && p === '/v1/schedules') return send(res, 200, { schedules: state.schedules });
+  if (req.method === 'POST' && p === '/v1/schedules') {
+    const b = await readJson(req);
+    const units = { s: 1000, m: 60000, h: 3600000, d: 86400000 };
+    const m2 = b && typeof b.every === 'string' ? b.every.match(/^(\d+)([smhd])$/) : null;
+    if (!b || typeof b.name !== 'string' || !/^[a-z0-9_.-]{1,64}$/.test(b.name)) return send(res, 400, { error: 'name', field: 'name' });
+    if (typeof b.kind !== 'string' || !/^[a-z0-9_.-]{1,64}$/.test(b.kind)) return send(res, 400, { error: 'kind', field: 'kind' });
+    if (!m2) return send(res, 400, { error: 'every is a period', field: 'every' });
+    if (state.schedules.some((x) => x.name === b.name)) return send(res, 409, { error: 'exists', field: 'name' });
+    const ms = Number(m2[1]) * units[m2[2]];
+    const sc = { name: b.name, kind: b.kind, payload: b.payload || {}, every_ms: ms, missed: b.missed || 'once',
+                 next_at: (Math.floor(now / ms) + 1) * ms, last_at: null, last_job_id: null, made: 0, created_at: now };
+    state.schedules.push(sc);
+    state.schedules.sort((x, y) => (x.name < y.name ? -1 : 1));
+    return send(res, 201, sc);
+  }
+  m = p.match(/^\/v1\/schedules\/([^/]+)$/);
+  if (req.method === 'DELETE' && m) {
+    const name = decodeURIComponent(m[1]);
+    if (!state.schedules.some((x) => x.name === name)) return send(res, 404, { error: 'no such schedule' });
+    state.schedules = state.schedules.filter((x) => x.name !== name);
+    return send(res, 200, { name, removed: true });
+  }
   m = p.match(/^\/v1\/kinds\/([^/]+)\/(pause|resume)$/);
   if (req.method === 'POST' && m) {
     const kind = decodeURIComponent(m[1]);

@@ -1,0 +1,274 @@
+/*
+ * schedule.c: periodic jobs (schedule.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "schedule.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+
+enum sd_result schedule_name_valid(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n < 1 || n > SCHEDULE_NAME_MAX ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-.") != n)
+		return err_set(SD_INVALID, "a schedule's name is 1 to %d of a-z 0-9 _ - .",
+			       SCHEDULE_NAME_MAX);
+	return SD_OK;
+}
+
+/* the first period's start after now */
+static int64_t period_after(int64_t every_ms, int64_t now)
+{
+	return (now / every_ms + 1) * every_ms;
+}
+
+static const char SQL_COUNT[] = "SELECT count(*) FROM schedules";
+static const char SQL_INSERT[] =
+	"INSERT INTO schedules (name, kind, payload, every_ms, missed, next_at, created_at) "
+	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (name) DO NOTHING";
+
+static enum sd_result add_checked(struct db *db, struct schedule *s, const char *payload)
+{
+	struct db_stmt *st = db_stmt(db, SQL_COUNT);
+	enum sd_result r;
+	int64_t n = 0, changed = 0;
+	int row;
+
+	if (!st)
+		return SD_DB;
+	if ((r = db_step(st, &row)) != SD_OK)
+		return r;
+	n = row ? db_col_int(st, 0) : 0;
+	db_reset(st);
+	if (n >= SCHEDULE_MAX)
+		return err_set(SD_LIMITED, "a database holds %d schedules at most", SCHEDULE_MAX);
+	if (!(st = db_stmt(db, SQL_INSERT)))
+		return SD_DB;
+	db_bind_text(st, 1, s->name);
+	db_bind_text(st, 2, s->kind);
+	db_bind_text(st, 3, payload);
+	db_bind_int(st, 4, s->every_ms);
+	db_bind_text(st, 5, s->skip_missed ? "skip" : "once");
+	db_bind_int(st, 6, s->next_at);
+	db_bind_int(st, 7, s->created_at);
+	if ((r = db_run_changes(db, st, &changed)) != SD_OK)
+		return r;
+	return changed ? SD_OK : err_set(SD_CONFLICT, "a schedule named %s exists already", s->name);
+}
+
+enum sd_result schedule_add(struct db *db, struct schedule *s)
+{
+	const char *payload = s->payload ? s->payload : "{}";
+	enum sd_result r;
+
+	if ((r = schedule_name_valid(s->name)) != SD_OK || (r = queue_kind_valid(s->kind)) != SD_OK)
+		return r;
+	if (strncmp(s->kind, QUEUE_SQS_PREFIX, strlen(QUEUE_SQS_PREFIX)) == 0)
+		return err_set(SD_INVALID, "a schedule makes jobs of the box's own kinds, not SQS "
+			       "messages (%s)", s->kind);
+	if (s->every_ms < SCHEDULE_EVERY_MIN_MS || s->every_ms > SCHEDULE_EVERY_MAX_MS)
+		return err_set(SD_INVALID, "a schedule runs every 1s to 366d");
+	if (payload[strspn(payload, " \t\r\n")] != '{')
+		return err_set(SD_INVALID, "payload must be a JSON object, like {\"ms\": 10}");
+	s->created_at = clock_now_ms();
+	s->next_at = period_after(s->every_ms, s->created_at);
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	return db_end(db, add_checked(db, s, payload));
+}
+
+static const char SQL_RM[] = "DELETE FROM schedules WHERE name = ?1";
+
+enum sd_result schedule_rm(struct db *db, const char *name)
+{
+	struct db_stmt *st;
+	enum sd_result r;
+	int64_t n = 0;
+
+	if ((r = schedule_name_valid(name)) != SD_OK)
+		return r;
+	if (!(st = db_stmt(db, SQL_RM)))
+		return SD_DB;
+	db_bind_text(st, 1, name);
+	if ((r = db_run_changes(db, st, &n)) != SD_OK)
+		return r;
+	return n ? SD_OK : err_set(SD_NOT_FOUND, "no schedule named %s", name);
+}
+
+static const char SQL_LIST[] =
+	"SELECT name, kind, payload, every_ms, missed, next_at, last_at, last_job_id, made, "
+	"created_at FROM schedules ORDER BY name";
+
+static int64_t col0(struct db_stmt *st, int col)
+{
+	return db_col_is_null(st, col) ? 0 : db_col_int(st, col);
+}
+
+/* row_read: one row of SQL_LIST's columns (or SQL_DUE's first six) */
+static enum sd_result row_read(struct db_stmt *st, struct schedule *s, int full)
+{
+	const char *last = full ? db_col_text(st, 7) : NULL;
+
+	memset(s, 0, sizeof *s);
+	snprintf(s->name, sizeof s->name, "%s", db_col_text(st, 0));
+	snprintf(s->kind, sizeof s->kind, "%s", db_col_text(st, 1));
+	if (!(s->payload = strdup(db_col_text(st, 2))))
+		return err_set(SD_NOMEM, "out of memory");
+	s->every_ms = col0(st, 3);
+	s->skip_missed = strcmp(db_col_text(st, 4), "skip") == 0;
+	s->next_at = db_col_int(st, 5);
+	if (!full)
+		return SD_OK;
+	s->last_at = col0(st, 6);
+	snprintf(s->last_job_id, sizeof s->last_job_id, "%s", last ? last : "");
+	s->made = db_col_int(st, 8);
+	s->created_at = db_col_int(st, 9);
+	return SD_OK;
+}
+
+void schedule_free_all(struct schedule *v, int n)
+{
+	int i;
+
+	for (i = 0; v && i < n; i++)
+		free(v[i].payload);
+	free(v);
+}
+
+enum sd_result schedule_list(struct db *db, struct schedule **out, int *n)
+{
+	struct db_stmt *st = db_stmt(db, SQL_LIST);
+	struct schedule *v = calloc(SCHEDULE_MAX, sizeof *v);
+	enum sd_result r = v ? SD_OK : err_set(SD_NOMEM, "out of memory");
+	int row = 0, k = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!st && r == SD_OK)
+		r = SD_DB;
+	while (r == SD_OK && (r = db_step(st, &row)) == SD_OK && row && k < SCHEDULE_MAX)
+		r = row_read(st, &v[k++], 1);
+	if (st)
+		db_reset(st);
+	if (r != SD_OK) {
+		schedule_free_all(v, k);
+		return r;
+	}
+	*out = v;
+	*n = k;
+	return SD_OK;
+}
+
+/* ======================== the tick ======================================= */
+
+static const char SQL_DUE[] =
+	"SELECT name, kind, payload, every_ms, missed, next_at FROM schedules WHERE next_at <= ?1 "
+	"ORDER BY next_at LIMIT ?2";
+/* technique 1: the period is this run's only if next_at is still what it read */
+static const char SQL_TAKE[] =
+	"UPDATE schedules SET next_at = ?3, last_at = ?4, last_job_id = ?5, made = made + ?6 "
+	"WHERE name = ?1 AND next_at = ?2";
+static const char SQL_NEXT[] = "SELECT min(next_at) FROM schedules";
+
+/*
+ * take: schedule s, read due at now: its latest period started by now is
+ * made (once; with skip_missed, not when reached more than
+ * SCHEDULE_LATE_MS late), next_at moves past now, in one transaction.
+ * [out] *made 1 when a job was queued; 0 too when another run took it.
+ */
+static enum sd_result take(struct db *db, const struct schedule *s, int64_t now, int *made)
+{
+	int64_t period = now / s->every_ms * s->every_ms, changed = 0;
+	int make = !s->skip_missed || now - period <= SCHEDULE_LATE_MS;
+	char job_id[QUEUE_JOB_ID_MAX + 1];
+	struct enqueue e = { 0 };
+	struct db_stmt *st;
+	enum sd_result r;
+
+	*made = 0;
+	snprintf(job_id, sizeof job_id, "schedule:%.64s:%" PRId64, s->name, period);
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	if (!(st = db_stmt(db, SQL_TAKE))) {
+		db_rollback(db);
+		return SD_DB;
+	}
+	db_bind_text(st, 1, s->name);
+	db_bind_int(st, 2, s->next_at);
+	db_bind_int(st, 3, period + s->every_ms);
+	if (make) {
+		db_bind_int(st, 4, period);
+		db_bind_text(st, 5, job_id);
+	} else {
+		db_bind_null(st, 4);
+		db_bind_null(st, 5);
+	}
+	db_bind_int(st, 6, make);
+	if ((r = db_run_changes(db, st, &changed)) != SD_OK || !changed || !make) {
+		/* another run took it, or it is skipped: next_at moved alone */
+		return db_end(db, r);
+	}
+	e.kind = s->kind;
+	e.payload = s->payload;
+	e.job_id = job_id;
+	if ((r = queue_enqueue(db, &e, NULL)) != SD_OK) {
+		db_rollback(db);
+		return r;
+	}
+	if ((r = db_commit(db)) == SD_OK)
+		*made = 1;
+	return r;
+}
+
+/* log what take did with s at now */
+static void taken(const struct schedule *s, int64_t now, int made)
+{
+	int64_t period = now / s->every_ms * s->every_ms;
+
+	if (made)
+		log_event(LOG_INFO, "periodic job made", "schedule=%s kind=%s period=%" PRId64
+			  " missed=%" PRId64, s->name, s->kind, period,
+			  (period - s->next_at) / s->every_ms);
+	else if (s->skip_missed && now - period > SCHEDULE_LATE_MS)
+		log_event(LOG_INFO, "periodic job skipped", "schedule=%s period=%" PRId64
+			  " late_ms=%" PRId64, s->name, period, now - period);
+}
+
+enum sd_result schedule_tick(struct db *db, int64_t now, int64_t *made, int64_t *next_due)
+{
+	struct schedule due[SCHEDULE_TICK_BATCH];
+	struct db_stmt *st = db_stmt(db, SQL_DUE);
+	enum sd_result r = st ? SD_OK : SD_DB;
+	int n = 0, i, row = 0, m;
+
+	*made = 0;
+	*next_due = -1;
+	if (st) {
+		db_bind_int(st, 1, now);
+		db_bind_int(st, 2, SCHEDULE_TICK_BATCH);
+		while ((r = db_step(st, &row)) == SD_OK && row && n < SCHEDULE_TICK_BATCH &&
+		       (r = row_read(st, &due[n], 0)) == SD_OK)
+			n++;
+		db_reset(st);
+	}
+	for (i = 0; i < n; i++) {
+		if (r == SD_OK && (r = take(db, &due[i], now, &m)) == SD_OK) {
+			taken(&due[i], now, m);
+			*made += m;
+		}
+		free(due[i].payload);
+	}
+	if (r == SD_OK && (st = db_stmt(db, SQL_NEXT))) {
+		if ((r = db_step(st, &row)) == SD_OK && row && !db_col_is_null(st, 0))
+			*next_due = db_col_int(st, 0);
+		db_reset(st);
+	}
+	return r;
+}

@@ -1,0 +1,282 @@
+/*
+ * test_schedule.c: periodic jobs (schedule.h) under the fake clock, on
+ * SQLite and (the pg suite) PostgreSQL: each period made once whatever the
+ * boxes (two racing for every period) and the restarts (a box down across
+ * a period, down over many), a missed period made once or skipped as the
+ * schedule says, a simulated week of ticks with restarts, and what the
+ * command line refuses.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "db.h"
+#include "log.h"
+#include "queue.h"
+#include "schedule.h"
+#include "testutil.h"
+
+#define MIN_MS 60000LL
+
+static struct db *db_of(void **state)
+{
+	return ((struct tu_env *)*state)->db;
+}
+
+static int setup(void **state)
+{
+	log_set_level(LOG_WARN);	/* a line per job made: thousands in a week */
+	return tu_setup(state);
+}
+
+static void add(struct db *db, const char *name, int64_t every_ms, int skip)
+{
+	struct schedule s;
+
+	memset(&s, 0, sizeof s);
+	snprintf(s.name, sizeof s.name, "%s", name);
+	snprintf(s.kind, sizeof s.kind, "noop");
+	s.payload = "{\"from\":\"schedule\"}";
+	s.every_ms = every_ms;
+	s.skip_missed = skip;
+	assert_int_equal(schedule_add(db, &s), SD_OK);
+	assert_true(s.next_at > clock_now_ms() && s.next_at % every_ms == 0);
+}
+
+static int64_t tick(struct db *db)
+{
+	int64_t made = 0, next = 0;
+
+	assert_int_equal(schedule_tick(db, clock_now_ms(), &made, &next), SD_OK);
+	return made;
+}
+
+static int64_t jobs(void **state, const char *where)
+{
+	struct tu_env *e = *state;
+
+	return tu_countf(e->db_path, "SELECT count(*) FROM stream WHERE kind = 'noop' %s", where);
+}
+
+/* the clock to period start + off */
+static void to_period(int64_t every_ms, int64_t k, int64_t off)
+{
+	clock_fake_set((clock_now_ms() / every_ms + k) * every_ms + off);
+}
+
+static void test_each_period_once(void **state)
+{
+	struct db *db = db_of(state);
+	char where[160];
+	int64_t p;
+
+	add(db, "five", 5 * MIN_MS, 0);
+	assert_int_equal(tick(db), 0);		/* not yet */
+	to_period(5 * MIN_MS, 1, 0);
+	p = clock_now_ms();
+	assert_int_equal(tick(db), 1);
+	assert_int_equal(tick(db), 0);		/* the same period again: nothing */
+	clock_fake_advance(299999);
+	assert_int_equal(tick(db), 0);
+	clock_fake_advance(1);
+	assert_int_equal(tick(db), 1);
+	snprintf(where, sizeof where, "AND job_id = 'schedule:five:%lld' AND payload LIKE "
+		 "'%%schedule%%'", (long long)p);
+	assert_int_equal(jobs(state, where), 1);
+	assert_int_equal(jobs(state, ""), 2);
+}
+
+/* a box down across one period makes it when it is back; down over
+ * twelve, one job for the latest of them (missed once) or none (skip) */
+static void test_restarts_and_missed_periods(void **state)
+{
+	struct tu_env *e = *state;
+	struct db *db = db_of(state), *again;
+	struct schedule *v;
+	int n;
+
+	add(db, "once", 5 * MIN_MS, 0);
+	add(db, "skip", 5 * MIN_MS, 1);
+	to_period(5 * MIN_MS, 1, -1000);
+	assert_int_equal(tick(db), 0);
+	/* down from 1 s before the period to 30 s after: both make it */
+	db_close(db);
+	e->db = NULL;
+	clock_fake_advance(31000);
+	assert_int_equal(db_open(e->db_path, 0, DB_SYNC_NORMAL, &again), SD_OK);
+	e->db = again;
+	assert_int_equal(tick(again), 2);
+	/* down an hour, back 2 min into a period: "once" makes one job (the
+	 * latest period), "skip" none (the period began more than a minute ago) */
+	clock_fake_advance(3600000 + 90000);
+	assert_int_equal(tick(again), 1);
+	assert_int_equal(jobs(state, "AND job_id LIKE 'schedule:once:%'"), 2);
+	assert_int_equal(jobs(state, "AND job_id LIKE 'schedule:skip:%'"), 1);
+	assert_int_equal(tick(again), 0);
+	/* both due again at the next period */
+	to_period(5 * MIN_MS, 1, 10);
+	assert_int_equal(tick(again), 2);
+	assert_int_equal(schedule_list(again, &v, &n), SD_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(v[0].made, 3);
+	assert_int_equal(v[1].made, 2);
+	assert_true(v[0].next_at > clock_now_ms());
+	schedule_free_all(v, n);
+}
+
+/* Two boxes tick every period at the same time, each on its own
+ * connection and thread: one job per period. */
+struct racer {
+	const char *path;
+	pthread_barrier_t *go;
+	int periods;
+	int64_t made;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	struct db *db;
+	int64_t made, next;
+	int i;
+
+	if (db_open(r->path, 0, DB_SYNC_NORMAL, &db) != SD_OK)
+		return NULL;
+	for (i = 0; i < r->periods; i++) {
+		pthread_barrier_wait(r->go);	/* the clock moved */
+		if (schedule_tick(db, clock_now_ms(), &made, &next) == SD_OK)
+			r->made += made;
+		pthread_barrier_wait(r->go);	/* both ticked */
+	}
+	db_close(db);
+	return NULL;
+}
+
+static void test_two_boxes_race_for_each_period(void **state)
+{
+	struct tu_env *e = *state;
+	pthread_barrier_t go;
+	struct racer a = { e->db_path, &go, 100, 0 }, b = a;
+	pthread_t ta, tb;
+	int i;
+
+	add(db_of(state), "race", MIN_MS, 0);
+	assert_int_equal(pthread_barrier_init(&go, NULL, 3), 0);
+	assert_int_equal(pthread_create(&ta, NULL, race, &a), 0);
+	assert_int_equal(pthread_create(&tb, NULL, race, &b), 0);
+	for (i = 0; i < 100; i++) {
+		to_period(MIN_MS, 1, 0);
+		pthread_barrier_wait(&go);
+		pthread_barrier_wait(&go);
+	}
+	assert_int_equal(pthread_join(ta, NULL), 0);
+	assert_int_equal(pthread_join(tb, NULL), 0);
+	pthread_barrier_destroy(&go);
+	print_message("    100 periods, two boxes: %lld and %lld jobs made\n", (long long)a.made,
+		      (long long)b.made);
+	assert_int_equal(a.made + b.made, 100);
+	assert_int_equal(jobs(state, ""), 100);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(DISTINCT job_id) FROM stream"), 100);
+}
+
+/* A week of a 5-minute schedule: ticks 1 s to 4 min 59 s apart (as a box
+ * that loops, sleeps, is busy), the box restarted every 50 ticks: every
+ * period of the week made exactly once. */
+static void test_a_simulated_week(void **state)
+{
+	struct tu_env *e = *state;
+	struct db *db = db_of(state);
+	int64_t start, end, made = 0, ticks = 0, restarts = 0, periods;
+	unsigned seed = 20261206;
+
+	add(db, "week", 5 * MIN_MS, 0);
+	start = clock_now_ms();
+	end = start + 7 * 24 * 60 * MIN_MS;
+	while (clock_now_ms() < end) {
+		clock_fake_advance(1000 + (int64_t)(rand_r(&seed) % 299) * 1000);
+		made += tick(db);
+		if (++ticks % 50 == 0) {
+			db_close(db);
+			e->db = NULL;
+			assert_int_equal(db_open(e->db_path, 0, DB_SYNC_NORMAL, &db), SD_OK);
+			e->db = db;
+			restarts++;
+		}
+	}
+	periods = clock_now_ms() / (5 * MIN_MS) - start / (5 * MIN_MS);
+	print_message("    a week every 5 min: %lld periods, %lld jobs made, %lld ticks, %lld "
+		      "restarts\n", (long long)periods, (long long)made, (long long)ticks,
+		      (long long)restarts);
+	assert_int_equal(made, periods);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(DISTINCT job_id) FROM stream"),
+			 periods);
+	assert_int_equal(jobs(state, ""), periods);
+}
+
+static void test_add_rm_and_refusals(void **state)
+{
+	struct tu_env *e = *state;
+	struct db *db = db_of(state);
+	struct schedule s;
+	char out[2048], err[1024];
+
+	add(db, "a", MIN_MS, 0);
+	memset(&s, 0, sizeof s);
+	snprintf(s.name, sizeof s.name, "a");
+	snprintf(s.kind, sizeof s.kind, "noop");
+	s.every_ms = MIN_MS;
+	assert_int_equal(schedule_add(db, &s), SD_CONFLICT);
+	snprintf(s.name, sizeof s.name, "B");
+	assert_int_equal(schedule_add(db, &s), SD_INVALID);
+	snprintf(s.name, sizeof s.name, "b");
+	s.every_ms = 999;
+	assert_int_equal(schedule_add(db, &s), SD_INVALID);
+	s.every_ms = MIN_MS;
+	s.payload = "[1]";
+	assert_int_equal(schedule_add(db, &s), SD_INVALID);
+	assert_int_equal(schedule_rm(db, "a"), SD_OK);
+	assert_int_equal(schedule_rm(db, "a"), SD_NOT_FOUND);
+	/* the command line, a clear error and nothing written */
+	assert_int_not_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"schedule", "add", "x", "--every", "soon", "noop", "--db", e->db_path, NULL }), 0);
+	assert_non_null(strstr(err, "--every"));
+	assert_int_not_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"schedule", "add", "x", "--every", "5m", "noop", "--missed", "never", "--db",
+		e->db_path, NULL }), 0);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM schedules"), 0);
+	assert_int_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"schedule", "add", "nightly", "--every", "1d", "noop", "{\"n\":1}", "--db", e->db_path,
+		NULL }), 0);
+	assert_int_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"schedule", "ls", "--json", "--db", e->db_path, NULL }), 0);
+	assert_non_null(strstr(out, "\"name\":\"nightly\",\"kind\":\"noop\",\"payload\":{\"n\":1},"
+				    "\"every_ms\":86400000,\"missed\":\"once\""));
+	assert_int_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"schedule", "rm", "nightly", "--db", e->db_path, NULL }), 0);
+	assert_int_not_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"schedule", "rm", "nightly", "--db", e->db_path, NULL }), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_each_period_once, setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_restarts_and_missed_periods, setup,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_two_boxes_race_for_each_period, setup,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_a_simulated_week, setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_add_rm_and_refusals, setup, tu_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
