@@ -103,9 +103,9 @@ TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 # (check-pg): the store, the queue, the outbox, the idempotency primitives,
 # the handlers and the HTTP API.
 # Each suite runs two test binaries at a time, but these alone: they
-# measure time or CPU (the door's p99, a worker that must not spin, deadlines)
-# or load both cores themselves (the soaks).
-TESTS_ALONE := test_soak test_doorflood test_procs test_http test_frontdoor test_powercut
+# measure time or CPU (the door's p99, a worker that must not spin,
+# deadlines).
+TESTS_ALONE := test_doorflood test_procs test_http test_frontdoor test_powercut
 PG_TESTS := test_sqs test_controls test_schedule test_db test_events test_eventruns test_holds test_shop test_dashboard test_redact test_queue test_outbox test_idem test_orders test_changes test_api test_roles test_procs test_blob test_soak
 
 # Three builds: the product, build/rel (bin/stagedoor), with no failpoint;
@@ -251,10 +251,12 @@ check-san: bin/stagedoor build/san/stagedoor build/san/stagedoor-bench build/mai
 # Every suite runs, whatever an earlier one did; each is reported, and the
 # last line counts them all.  A suite whose build failed counts as a failure.
 SUITES := rel pg san
+# make test builds each suite's programs on every core
+BUILD_JOBS := $(shell nproc 2>/dev/null || echo 2)
 test: deps-test
 	@rm -f $(SUITES:%=build/test-output/%.result)
 	@rc=0; for s in $(SUITES); do \
-		$(MAKE) --no-print-directory check-$$s || rc=1; \
+		$(MAKE) --no-print-directory -j$(BUILD_JOBS) check-$$s || rc=1; \
 	done; \
 	sh tools/run_tests.sh --report $(SUITES) || rc=1; \
 	exit $$rc

@@ -12,8 +12,8 @@
  * that went to the old address, a cancellation counted back twice, and a
  * resend the log says was made that the box does not hold.
  *
- * The short soak (200 orders, 20 worker kills, 4 workers, `make soak` runs
- * 2000 and 100) runs the real appliance through build/chaos and reads the
+ * The short soak (200 orders, 100 under the sanitizers, 20 worker kills, 4
+ * workers, `make soak` runs 2000 and 100) runs the real appliance through build/chaos and reads the
  * figures it prints: every kind of attack happened, the box office resent,
  * re-addressed and cancelled orders by both doors while it did, the small
  * event sold out and sold its given-back seats again, one email per intent
@@ -23,8 +23,8 @@
  * a missing one, the email of an order the database lacks, an owed email
  * whose key holds another order's, a code that admits another order's seat.
  *
- * The short power-cut soak (150 orders, 12 cuts, half of them torn; `make
- * powercut` runs 3000 and 200) runs the box on tools/powercut and cuts its
+ * The short power-cut soak (150 orders, 80 under the sanitizers, 12 cuts,
+ * half of them torn; `make powercut` runs 3000 and 200) runs the box on tools/powercut and cuts its
  * power: no acknowledged order lost, no corrupt database, every order done
  * once; again with the maildir transport writing on the cut disk and run
  * backing up every second onto it (every named backup verifies after
@@ -56,6 +56,23 @@
 #include <unistd.h>
 
 #include "testutil.h"
+
+/* The soaks under the sanitizers run half the orders: the same paths are
+ * taken (every failpoint, kill and technique is asserted as in rel), in
+ * the time the suite has. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SHORT_ORDERS 100
+#define SHORT_SQS 150
+#define CUT_ORDERS 80
+#else
+#define SHORT_ORDERS 200
+#define SHORT_SQS 300
+#define CUT_ORDERS 150
+#endif
+#define SLOW_ORDERS 80
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 
 extern char **environ;
 
@@ -718,9 +735,9 @@ static void assert_sqs_clean(const char *out, long tasks)
 static void test_short_soak(void **state)
 {
 	struct tu_env *e = *state;
-	const char *args[] = { "--bin", tu_bin(), "--mailsink", "build/mailsink", "--orders", "200",
-			       "--kills", "20", "--workers", "4", "--seed", "20261130",
-			       "--sqs-tasks", "300", "--sqs-kills", "20", NULL };
+	const char *args[] = { "--bin", tu_bin(), "--mailsink", "build/mailsink", "--orders",
+			       STR(SHORT_ORDERS), "--kills", "20", "--workers", "4", "--seed",
+			       "20261130", "--sqs-tasks", STR(SHORT_SQS), "--sqs-kills", "20", NULL };
 	static const char *const techniques[] = { "check_state", "unique_claim", "provider_key",
 						  "processed_jobs", NULL };
 	static char out[16384], err[65536];
@@ -753,10 +770,10 @@ static void test_short_soak(void **state)
 			fail_msg("%s %ld < %s %ld", mname, figure(out, mname), name,
 				 figure(out, name));
 	}
-	assert_true(figure(out, "metrics.handler_runs") >= 3 * 200);	/* 3 jobs per order */
-	assert_changes_made(out, 200);
-	assert_verdict_clean(out, 200);
-	assert_sqs_clean(out, 300);
+	assert_true(figure(out, "metrics.handler_runs") >= 3 * SHORT_ORDERS);	/* 3 per order */
+	assert_changes_made(out, SHORT_ORDERS);
+	assert_verdict_clean(out, SHORT_ORDERS);
+	assert_sqs_clean(out, SHORT_SQS);
 	print_message("    one email per intent: tickets %ld of %ld orders, resends %ld of %ld, "
 		      "cancellations %ld of %ld; %ld seats sold again\n",
 		      figure(out, "messages.tickets"), figure(out, "intents.tickets"),
@@ -903,7 +920,7 @@ static int cut_soak(const struct tu_env *e, const char *failpoints, const char *
 static void test_short_power_cut_soak(void **state)
 {
 	struct tu_env *e = *state;
-	const char *more[] = { "--orders", "150", "--power-cuts", "12", "--torn-pct", "50",
+	const char *more[] = { "--orders", STR(CUT_ORDERS), "--power-cuts", "12", "--torn-pct", "50",
 			       "--seed", "20261201", NULL };
 	static char out[16384], err[65536];
 	int rc = cut_soak(e, NULL, more, out, sizeof out, err, sizeof err);
@@ -918,7 +935,7 @@ static void test_short_power_cut_soak(void **state)
 	/* both doors were used, and every order was acknowledged in the end */
 	assert_true(figure(out, "orders_acknowledged_cli") > 0);
 	assert_true(figure(out, "orders_acknowledged_api") > 0);
-	assert_int_equal(figure(out, "orders_acknowledged"), 150);
+	assert_int_equal(figure(out, "orders_acknowledged"), CUT_ORDERS);
 	assert_int_equal(figure(out, "acknowledged_lost"), 0);
 	/* a cut may take a commit the box was syncing when it was killed (the
 	 * WAL's cached pages showed it to the reader before the cut), but only
@@ -927,7 +944,7 @@ static void test_short_power_cut_soak(void **state)
 	assert_int_equal(figure(out, "orders_lost_by_cuts"), 0);
 	assert_int_equal(figure(out, "corrupt_databases"), 0);
 	/* the verdict on the disk after the last clean unmount */
-	assert_verdict_clean(out, 150);
+	assert_verdict_clean(out, CUT_ORDERS);
 }
 
 /* A disk slow to flush for the intake (each fsync of an order's process
@@ -938,7 +955,7 @@ static void test_short_power_cut_soak(void **state)
 static void test_power_cut_soak_with_a_slow_flush(void **state)
 {
 	struct tu_env *e = *state;
-	const char *more[] = { "--orders", "120", "--power-cuts", "10", "--torn-pct", "30",
+	const char *more[] = { "--orders", STR(SLOW_ORDERS), "--power-cuts", "10", "--torn-pct", "30",
 			       "--seed", "20261204", "--slow-fsync-ms", "500", NULL };
 	static char out[16384], err[65536];
 	int rc = cut_soak(e, NULL, more, out, sizeof out, err, sizeof err);
@@ -946,14 +963,14 @@ static void test_power_cut_soak_with_a_slow_flush(void **state)
 	if (rc != 0)
 		soak_failed(rc, 0, out, err);
 	assert_int_equal(figure(out, "power_cuts"), 10);
-	assert_int_equal(figure(out, "orders_acknowledged"), 120);
+	assert_int_equal(figure(out, "orders_acknowledged"), SLOW_ORDERS);
 	assert_int_equal(figure(out, "acknowledged_lost"), 0);
 	assert_int_equal(figure(out, "orders_lost_by_cuts"), 0);
 	assert_int_equal(figure(out, "emails_for_orders_not_in_the_database"), 0);
 	assert_int_equal(figure(out, "owed_emails_absorbed_as_duplicates"), 0);
-	assert_true(figure(out, "codes_scanned") >= 120);
+	assert_true(figure(out, "codes_scanned") >= SLOW_ORDERS);
 	assert_int_equal(figure(out, "codes_admitting_another_orders_seat"), 0);
-	assert_verdict_clean(out, 120);
+	assert_verdict_clean(out, SLOW_ORDERS);
 }
 
 static void test_power_cut_soak_maildir_and_backups_on_the_box(void **state)
