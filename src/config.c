@@ -510,6 +510,61 @@ static size_t value_of(const char *v, size_t n, char *buf)
 	return o;
 }
 
+/* limit_line: `rate.KIND = ...`, `concurrency.KIND = N` or
+ * `box_concurrency.KIND = N` into c->limits; SD_NOT_FOUND when key is none
+ * of them */
+static enum sd_result limit_line(struct config *c, const char *path, int lineno, const char *key,
+				 size_t klen, const char *value)
+{
+	static const char *const pre[3] = { "rate.", "concurrency.", "box_concurrency." };
+	char kind[QUEUE_KIND_MAX + 1];
+	struct config_limit *l = NULL;
+	long long v = 0;
+	int t, i, used = 0;
+
+	for (t = 0; t < 3 && !(klen > strlen(pre[t]) && memcmp(key, pre[t], strlen(pre[t])) == 0);
+	     t++)
+		;
+	if (t == 3)
+		return SD_NOT_FOUND;
+	snprintf(kind, sizeof kind, "%.*s", (int)(klen - strlen(pre[t])), key + strlen(pre[t]));
+	if (klen - strlen(pre[t]) > QUEUE_KIND_MAX || queue_kind_valid(kind) != SD_OK)
+		return err_set(SD_INVALID, "%s:%d: %s takes a job kind after the dot", path, lineno,
+			       pre[t]);
+	for (i = 0; i < c->n_limits && !l; i++)
+		if (strcmp(c->limits[i].kind, kind) == 0)
+			l = &c->limits[i];
+	if (!l && c->n_limits == CONFIG_LIMITS_MAX)
+		return err_set(SD_INVALID, "%s:%d: limits for %d kinds at most", path, lineno,
+			       CONFIG_LIMITS_MAX);
+	if (!l) {
+		l = &c->limits[c->n_limits++];
+		memset(l, 0, sizeof *l);
+		snprintf(l->kind, sizeof l->kind, "%s", kind);
+	}
+	if (l->line[t])
+		return err_set(SD_INVALID, "%s:%d: %s%s is set twice (first on line %d)", path,
+			       lineno, pre[t], kind, l->line[t]);
+	l->line[t] = lineno;
+	if (t == 0) {
+		char why[300];
+
+		if (controls_rate_parse(value, &l->lim) == SD_OK)
+			return SD_OK;
+		snprintf(why, sizeof why, "%s", err_msg());
+		return err_set(SD_INVALID, "%s:%d: rate.%s: %s", path, lineno, kind, why);
+	}
+	if (sscanf(value, "%lld%n", &v, &used) != 1 || value[used] || v < 1 ||
+	    v > CONTROLS_LIMIT_MAX)
+		return err_set(SD_INVALID, "%s:%d: %s%s takes a number of jobs, 1 to %d", path,
+			       lineno, pre[t], kind, CONTROLS_LIMIT_MAX);
+	if (t == 1)
+		l->lim.concurrency = v;
+	else
+		l->lim.box_concurrency = v;
+	return SD_OK;
+}
+
 /* parse_line: one line of the file (without its LF).  [in,out] seen[k]:
  * the line that set key k, for the duplicate check. */
 static enum sd_result parse_line(struct config *c, const char *path, int lineno,
@@ -535,6 +590,12 @@ static enum sd_result parse_line(struct config *c, const char *path, int lineno,
 			break;
 	if (k == CONFIG_N_KEYS) {
 		int i, ok = 1;
+		enum sd_result r;
+
+		vlen = value_of(eq + 1, n - (size_t)(eq + 1 - line), value);
+		value[vlen] = '\0';
+		if ((r = limit_line(c, path, lineno, key, klen, value)) != SD_NOT_FOUND)
+			return r;
 
 		/* the key is named only when it looks like one: a line that is
 		 * a stray secret must not be echoed */
@@ -709,6 +770,33 @@ const char *config_origin(const struct config *c, enum config_key k)
 	return c->value[k] ? c->origin[k] : "default";
 }
 
+/* the file's limit lines, as the kinds' limits run sets from them */
+static void limits_show(const struct config *c, FILE *out)
+{
+	char key[96], v[64];
+	int i;
+
+	for (i = 0; i < c->n_limits; i++) {
+		const struct config_limit *l = &c->limits[i];
+
+		if (l->line[0]) {
+			snprintf(key, sizeof key, "rate.%s", l->kind);
+			controls_rate_text(&l->lim, v, sizeof v);
+			fprintf(out, "%-38s = %-40s # %.40s:%d\n", key, v, c->file, l->line[0]);
+		}
+		if (l->line[1]) {
+			snprintf(key, sizeof key, "concurrency.%s", l->kind);
+			snprintf(v, sizeof v, "%lld", (long long)l->lim.concurrency);
+			fprintf(out, "%-38s = %-40s # %.40s:%d\n", key, v, c->file, l->line[1]);
+		}
+		if (l->line[2]) {
+			snprintf(key, sizeof key, "box_concurrency.%s", l->kind);
+			snprintf(v, sizeof v, "%lld", (long long)l->lim.box_concurrency);
+			fprintf(out, "%-38s = %-40s # %.40s:%d\n", key, v, c->file, l->line[2]);
+		}
+	}
+}
+
 void config_show(const struct config *c, FILE *out)
 {
 	char v[1024];
@@ -735,6 +823,7 @@ void config_show(const struct config *c, FILE *out)
 		fprintf(out, "%-38s = %-40s # %s\n", keys[k].name, v,
 			config_origin(c, (enum config_key)k));
 	}
+	limits_show(c, out);
 }
 
 /*

@@ -26,8 +26,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "controls.h"
 #include "holds.h"
 #include "mail.h"
+#include "queue.h"
 #include "result.h"
 #include "stripe.h"
 
@@ -127,8 +129,21 @@ enum config_key {
 #define CONFIG_TIMEOUT_MS_MAX 3600000L	/* one hour */
 #define CONFIG_LEASE_MARGIN_MS 5000L	/* send_tickets lease beyond the mail timeout */
 
+/* A kind's limits from the file's lines `rate.KIND = 10/s [burst B]`,
+ * `concurrency.KIND = N` and `box_concurrency.KIND = N` (controls.h): run
+ * makes them the kind's limits at its start and at each reload. */
+#define CONFIG_LIMITS_MAX 64
+struct config_limit {
+	char kind[QUEUE_KIND_MAX + 1];
+	struct control_limits lim;	/* what the lines set; the rest 0: none */
+	int line[3];			/* the lines that set the rate, concurrency,
+					 * box_concurrency (0: none) */
+};
+
 /* The settings in force.  Strings are owned (config_free). */
 struct config {
+	struct config_limit limits[CONFIG_LIMITS_MAX];
+	int n_limits;
 	char *value[CONFIG_N_KEYS];		/* NULL: not set anywhere */
 	int64_t num[CONFIG_N_KEYS];		/* numeric keys: the parsed value */
 	char origin[CONFIG_N_KEYS][64];		/* "--mail-url", "STAGEDOOR_MAIL_URL",

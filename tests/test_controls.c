@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -429,6 +430,62 @@ static void test_worker_waits_for_a_rate_without_spinning(void **state)
 			 6);
 }
 
+/* The config file's limit lines become the kinds' limits when run starts;
+ * bad lines are refused with the file's line and nothing set. */
+static void test_limits_from_the_config_file(void **state)
+{
+	struct tu_env *e = *state;
+	static char out[32768];
+	char conf[512], log[512], err[2048];
+	struct control c;
+	FILE *f;
+	pid_t pid;
+
+	snprintf(conf, sizeof conf, "%s/box.conf", e->dir);
+	snprintf(log, sizeof log, "%s/run.log", e->dir);
+	assert_non_null(f = fopen(conf, "w"));
+	fprintf(f, "db = %s\nhttp_listen = off\nworkers = 1\nrate.send_tickets = 10/s burst 20\n"
+		"concurrency.render_tickets = 2\nbox_concurrency.render_tickets = 1\n", e->db_path);
+	if (tu_state(e))
+		fprintf(f, "state_dir = %s\n", tu_state(e));
+	fclose(f);
+	assert_int_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"config", "show", "--config", conf, NULL }), 0);
+	assert_non_null(strstr(out, "rate.send_tickets"));
+	assert_non_null(strstr(out, "10/s burst 20"));
+	pid = tu_spawn((const char *const[]){ "run", "--config", conf, NULL }, log);
+	tu_wait_log(log, "msg=\"limits set from the configuration\" kind=render_tickets", 1, 15000);
+	kill(pid, SIGTERM);
+	assert_int_equal(tu_reap(pid, 15000, "run"), 0);
+	assert_int_equal(controls_get(e->db, "send_tickets", &c), SD_OK);
+	assert_int_equal(c.lim.rate_n, 10);
+	assert_int_equal(c.lim.rate_ms, 1000);
+	assert_int_equal(c.lim.burst, 20);
+	assert_int_equal(c.lim.concurrency, 0);
+	assert_int_equal(controls_get(e->db, "render_tickets", &c), SD_OK);
+	assert_int_equal(c.lim.concurrency, 2);
+	assert_int_equal(c.lim.box_concurrency, 1);
+	assert_int_equal(c.lim.rate_n, 0);
+	/* refused: a bad rate, a bad kind, a count of 0, a line twice */
+	assert_non_null(f = fopen(conf, "w"));
+	fprintf(f, "db = %s\nrate.noop = fast\n", e->db_path);
+	fclose(f);
+	assert_int_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"config", "show", "--config", conf, NULL }), 2);
+	assert_non_null(strstr(err, ":2: rate.noop: a rate is"));
+	assert_non_null(f = fopen(conf, "w"));
+	fprintf(f, "db = %s\nconcurrency.noop = 0\nconcurrency.Bad = 1\n", e->db_path);
+	fclose(f);
+	assert_int_not_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"config", "show", "--config", conf, NULL }), 0);
+	assert_non_null(f = fopen(conf, "w"));
+	fprintf(f, "db = %s\nrate.noop = 1/s\nrate.noop = 2/s\n", e->db_path);
+	fclose(f);
+	assert_int_not_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"config", "show", "--config", conf, NULL }), 0);
+	assert_non_null(strstr(err, "set twice"));
+}
+
 /* `bench claim` times the worker's claim with controls off and holding
  * entries back, and checks on the way that it never takes a held one */
 static void test_bench_claim_with_controls_runs(void **state)
@@ -464,6 +521,8 @@ int main(void)
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_worker_waits_for_a_rate_without_spinning,
 						tu_setup_real, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_limits_from_the_config_file, tu_setup_real,
+						tu_teardown),
 		cmocka_unit_test(test_bench_claim_with_controls_runs),
 	};
 

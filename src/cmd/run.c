@@ -68,6 +68,7 @@
 #include "clock.h"
 #include "cmd/commands.h"
 #include "config.h"
+#include "controls.h"
 #include "db.h"
 #include "episode.h"
 #include "log.h"
@@ -402,6 +403,28 @@ static void apply_log(const struct config *c)
 	log_set_level((enum log_level)log_level_parse(config_str(c, CONFIG_LOG_LEVEL)));
 }
 
+/* limits_apply: the config file's limit lines become their kinds' limits
+ * in the database (controls.h), for every box; kinds the file does not
+ * name keep what `jobs limit` or the API set */
+static void limits_apply(struct run *R)
+{
+	char rate[64];
+	int i;
+
+	for (i = 0; i < R->cfg.n_limits; i++) {
+		const struct config_limit *l = &R->cfg.limits[i];
+
+		controls_rate_text(&l->lim, rate, sizeof rate);
+		if (controls_limit(R->db, l->kind, &l->lim) != SD_OK)
+			log_event(LOG_ERROR, "limits not set", "kind=%s err=\"%s\"", l->kind,
+				  err_msg());
+		else
+			log_event(LOG_INFO, "limits set from the configuration", "kind=%s "
+				  "rate=\"%s\" concurrency=%lld box_concurrency=%lld", l->kind, rate,
+				  (long long)l->lim.concurrency, (long long)l->lim.box_concurrency);
+	}
+}
+
 static void reload(struct run *R)
 {
 	struct config nc;
@@ -450,6 +473,7 @@ static void reload(struct run *R)
 	}
 	log_event(LOG_INFO, "configuration reloaded", "changed=%s restart_workers=%s",
 		  o ? changed : "none", restart ? "yes" : "no");
+	limits_apply(R);
 	set_workers(R, (int)config_int(&R->cfg, CONFIG_WORKERS));
 	for (i = 0; i < R->nkids; i++) {
 		struct child *c = &R->kids[i];
@@ -962,6 +986,7 @@ static int run_main(int argc, char **argv)
 		  (long long)config_int(&R.cfg, CONFIG_WORKERS),
 		  (long long)config_int(&R.cfg, CONFIG_CONCURRENCY),
 		  R.cfg.file[0] ? R.cfg.file : "none");
+	limits_apply(&R);
 	rc = loop(&R);
 	log_event(LOG_INFO, "run stopped", "pid=%ld", (long)getpid());
 	close(R.sfd);
