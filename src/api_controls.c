@@ -169,7 +169,8 @@ void api_post_job_cancel(struct call *c)
 /* ---- periodic jobs ---------------------------------------------------------
  *
  *   GET    /v1/schedules          every schedule, its next and last period
- *   POST   /v1/schedules          {"name", "kind", "every", "payload", "missed"}
+ *   POST   /v1/schedules          {"name", "kind", "every" | "cron" [, "timezone"],
+ *                                  "payload", "missed"}
  *   DELETE /v1/schedules/{name}   the schedule (the jobs it made stay)
  */
 
@@ -178,9 +179,12 @@ static json_t *schedule_json(const struct schedule *s)
 	json_error_t je;
 	json_t *payload = json_loads(s->payload, 0, &je);
 
-	return json_pack("{s:s, s:s, s:o, s:I, s:s, s:I, s:o, s:o, s:I, s:I}", "name", s->name,
-			 "kind", s->kind, "payload", payload ? payload : json_object(),
-			 "every_ms", (json_int_t)s->every_ms, "missed",
+	return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:s, s:I, s:o, s:o, s:I, s:I}",
+			 "name", s->name, "kind", s->kind, "payload",
+			 payload ? payload : json_object(), "every_ms",
+			 s->every_ms ? json_integer(s->every_ms) : json_null(), "cron",
+			 s->cron[0] ? json_string(s->cron) : json_null(), "timezone",
+			 s->timezone[0] ? json_string(s->timezone) : json_null(), "missed",
 			 s->skip_missed ? "skip" : "once", "next_at", (json_int_t)s->next_at,
 			 "last_at", s->last_at ? json_integer(s->last_at) : json_null(),
 			 "last_job_id", s->last_job_id[0] ? json_string(s->last_job_id)
@@ -225,7 +229,8 @@ void api_post_schedule(struct call *c)
 	if (r == SD_CONFLICT)
 		api_res_fail(c->res, 409, err_msg(), "name");
 	else if (r == SD_INVALID)
-		api_res_fail(c->res, 400, err_msg(), "kind");
+		api_res_fail(c->res, 400, err_msg(), s.cron[0] && strstr(err_msg(), "cron expression")
+						     ? "cron" : "kind");
 	else if (r == SD_LIMITED)
 		api_res_fail(c->res, 429, err_msg(), NULL);
 	else if (r != SD_OK)

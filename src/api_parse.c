@@ -17,6 +17,8 @@
 #include "controls.h"
 #include "mail.h"
 #include "queue.h"
+#include "cron.h"
+#include "tz.h"
 #include "schedule.h"
 #include "money.h"
 #include "scans.h"
@@ -588,11 +590,43 @@ enum sd_result api_parse_limits(const char *body, size_t len, struct control_lim
 	return r;
 }
 
+/* schedule_when: "every" or "cron" (with "timezone") of o into s */
+static enum sd_result schedule_when(json_t *o, struct schedule *s, struct api_error *err)
+{
+	const char *every = NULL, *cron = NULL, *zone = NULL;
+	struct tz *z = NULL;
+	enum sd_result r;
+
+	if ((r = get_opt_string(o, "every", &every, err)) != SD_OK ||
+	    (r = get_opt_string(o, "cron", &cron, err)) != SD_OK ||
+	    (r = get_opt_string(o, "timezone", &zone, err)) != SD_OK)
+		return r;
+	if (!every == !cron)
+		return perr(err, every ? "cron" : "every", "give every (a period: 30s, 5m, 1h, "
+			    "1d) or cron (\"0 9 * * MON\"), one of them");
+	if (every && (text_duration_ms(every, &s->every_ms) != 0 ||
+		      s->every_ms < SCHEDULE_EVERY_MIN_MS || s->every_ms > SCHEDULE_EVERY_MAX_MS))
+		return perr(err, "every", "every is a period from 1s to 366d: 30s, 5m, 1h, 1d");
+	if (cron && (strlen(cron) >= sizeof s->cron || cron_parse(cron, &(struct cron){ 0 })))
+		return perr(err, "cron", "%s", strlen(cron) >= sizeof s->cron ?
+			    "a cron expression is at most 200 bytes" : err_msg());
+	if (zone && (!cron || strlen(zone) >= sizeof s->timezone))
+		return perr(err, "timezone", "%s", cron ? "a zone's name is at most 64 bytes" :
+			    "a timezone goes with cron; every runs on the epoch's multiples, UTC");
+	if (zone && tz_load(zone, &z) != SD_OK)
+		return perr(err, "timezone", "%s", err_msg());
+	tz_free(z);
+	snprintf(s->cron, sizeof s->cron, "%s", cron ? cron : "");
+	snprintf(s->timezone, sizeof s->timezone, "%s", zone ? zone : "");
+	return SD_OK;
+}
+
 enum sd_result api_parse_schedule(const char *body, size_t len, struct schedule *s,
 				  struct api_error *err)
 {
-	static const char *const allowed[] = { "name", "kind", "payload", "every", "missed", NULL };
-	const char *name = NULL, *kind = NULL, *every = NULL, *missed = NULL;
+	static const char *const allowed[] = { "name", "kind", "payload", "every", "cron",
+					       "timezone", "missed", NULL };
+	const char *name = NULL, *kind = NULL, *missed = NULL;
 	json_t *o, *payload;
 	enum sd_result r;
 
@@ -605,10 +639,8 @@ enum sd_result api_parse_schedule(const char *body, size_t len, struct schedule 
 	if (r == SD_OK && (r = get_string(o, "kind", &kind, err)) == SD_OK &&
 	    queue_kind_valid(kind) != SD_OK)
 		r = perr(err, "kind", "%s", err_msg());
-	if (r == SD_OK && (r = get_string(o, "every", &every, err)) == SD_OK &&
-	    (text_duration_ms(every, &s->every_ms) != 0 || s->every_ms < SCHEDULE_EVERY_MIN_MS ||
-	     s->every_ms > SCHEDULE_EVERY_MAX_MS))
-		r = perr(err, "every", "every is a period from 1s to 366d: 30s, 5m, 1h, 1d");
+	if (r == SD_OK)
+		r = schedule_when(o, s, err);
 	if (r == SD_OK && (r = get_opt_string(o, "missed", &missed, err)) == SD_OK && missed &&
 	    strcmp(missed, "once") != 0 && strcmp(missed, "skip") != 0)
 		r = perr(err, "missed", "missed is once or skip");

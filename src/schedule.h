@@ -2,7 +2,11 @@
  * schedule.h: periodic jobs (schema 0018 schedules).
  *
  * A schedule makes one job of its kind and payload for each of its periods:
- * every `every_ms` from the epoch (UTC; "--every 5m" starts at :00, :05, ...).
+ * every `every_ms` from the epoch (UTC; "--every 5m" starts at :00, :05, ...),
+ * or at each time its cron expression (cron.h) names in its zone (tz.h; ""
+ * for the venue's, timefmt.h).  A period is an instant: a cron time the
+ * clocks skip (02:30 on the night they jump from 02:00 to 03:00) is made
+ * once, at the jump; one they pass twice, once, at its first pass.
  * `run` calls schedule_tick on every box; each due schedule is taken with a
  * conditional update of its next_at (technique 1: only the run that moves
  * it from the value it read wins), and its job is queued in that same
@@ -20,6 +24,7 @@
 
 #include <stdint.h>
 
+#include "cron.h"
 #include "db.h"
 #include "queue.h"
 #include "result.h"
@@ -35,7 +40,9 @@ struct schedule {
 	char name[SCHEDULE_NAME_MAX + 1];
 	char kind[QUEUE_KIND_MAX + 1];
 	char *payload;			/* owned (schedule_free_all) */
-	int64_t every_ms;
+	int64_t every_ms;		/* 0: by cron */
+	char cron[CRON_TEXT_MAX + 1];	/* "": by every_ms */
+	char timezone[65];		/* the cron's zone; "": the venue's */
 	int skip_missed;		/* 1: missed "skip", 0: "once" */
 	int64_t next_at;		/* the next period's start */
 	int64_t last_at;		/* the last period made (0: none yet) */
@@ -48,7 +55,8 @@ struct schedule {
 enum sd_result schedule_name_valid(const char *name);
 
 /* schedule_add: a new schedule (s's name, kind, payload (NULL: "{}"),
- * every_ms, skip_missed), its first period the next start after now.
+ * every_ms or cron and timezone, skip_missed), its first period the next
+ * start after now.
  * SD_CONFLICT when the name is taken.  [out] s->next_at. */
 enum sd_result schedule_add(struct db *db, struct schedule *s);
 

@@ -11,40 +11,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tz.h"
+
 static char zone_name[TIMEFMT_ZONE_MAX + 1];
-
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-	/* H. Hinnant's algorithm: days since 1970-01-01 in the proleptic Gregorian calendar */
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
 
 /* zone_file_ok: name is a zone of the tz database: a relative path of
  * plain characters to a TZif file */
 static int zone_file_ok(const char *name)
 {
-	const char *dir = getenv("TZDIR");
 	char path[512], magic[4];
-	size_t i, n = strlen(name);
 	FILE *f;
 	int ok;
 
-	if (n == 0 || n > TIMEFMT_ZONE_MAX || name[0] == '/' || name[0] == '.' ||
-	    strstr(name, ".."))
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/_+-",
-			    name[i]))
-			return 0;
-	snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : "/usr/share/zoneinfo", name);
-	if (!(f = fopen(path, "rb")))
+	if (tz_path(name, path, sizeof path) != 0 || !(f = fopen(path, "rb")))
 		return 0;
 	ok = fread(magic, 1, 4, f) == 4 && memcmp(magic, "TZif", 4) == 0;
 	fclose(f);
@@ -223,7 +202,7 @@ enum sd_result timefmt_parse(const char *s, int64_t *ms)
 	dim = mdays[mo - 1] + (mo == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0));
 	if (d > dim)
 		goto bad;
-	local = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 + (int64_t)sec * 1000;
+	local = ((tz_days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 + (int64_t)sec * 1000;
 	if (zoned) {
 		*ms = local - (int64_t)sign * (zh * 60 + zm) * 60000;
 		return SD_OK;

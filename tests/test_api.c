@@ -1412,6 +1412,28 @@ static void test_schedules(void **state)
 	expect(&(struct req){ "POST", "/v1/schedules", NULL, F.auth, NULL, JSON,
 			      "{\"name\":\"B B\",\"kind\":\"noop\",\"every\":\"5m\"}" }, 400,
 	       "name");
+	o = answer(&(struct req){ "POST", "/v1/schedules", NULL, F.auth, NULL, JSON,
+				  "{\"name\":\"monday\",\"kind\":\"noop\",\"cron\":\"0 9 * * MON\","
+				  "\"timezone\":\"Europe/Berlin\"}" }, 201);
+	assert_true(json_is_null(json_object_get(o, "every_ms")));
+	assert_string_equal(jstr(o, "cron"), "0 9 * * MON");
+	assert_string_equal(jstr(o, "timezone"), "Europe/Berlin");
+	json_decref(o);
+	expect(&(struct req){ "POST", "/v1/schedules", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"b\",\"kind\":\"noop\",\"cron\":\"0 9 * *\"}" }, 400,
+	       "cron");
+	expect(&(struct req){ "POST", "/v1/schedules", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"b\",\"kind\":\"noop\",\"cron\":\"0 0 31 2 *\"}" }, 400,
+	       "cron");
+	expect(&(struct req){ "POST", "/v1/schedules", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"b\",\"kind\":\"noop\",\"cron\":\"0 9 * * *\","
+			      "\"timezone\":\"../../etc/passwd\"}" }, 400, "timezone");
+	expect(&(struct req){ "POST", "/v1/schedules", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"b\",\"kind\":\"noop\",\"every\":\"5m\","
+			      "\"cron\":\"0 9 * * *\"}" }, 400, "cron");
+	expect(&(struct req){ "POST", "/v1/schedules", NULL, F.auth, NULL, JSON,
+			      "{\"name\":\"b\",\"kind\":\"noop\"}" }, 400, "every");
+	expect(&(struct req){ "DELETE", "/v1/schedules/monday", NULL, F.auth }, 200, NULL);
 	o = answer(&(struct req){ "GET", "/v1/schedules", NULL, F.auth }, 200);
 	assert_int_equal(json_array_size(json_object_get(o, "schedules")), 1);
 	json_decref(o);

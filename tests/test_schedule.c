@@ -3,8 +3,9 @@
  * SQLite and (the pg suite) PostgreSQL: each period made once whatever the
  * boxes (two racing for every period) and the restarts (a box down across
  * a period, down over many), a missed period made once or skipped as the
- * schedule says, a simulated week of ticks with restarts, and what the
- * command line refuses.
+ * schedule says, a simulated week of ticks with restarts, cron times in a
+ * zone across its daylight-saving nights, and what the command line
+ * refuses.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -24,6 +25,7 @@
 #include "queue.h"
 #include "schedule.h"
 #include "testutil.h"
+#include "tz.h"
 
 #define MIN_MS 60000LL
 
@@ -71,6 +73,35 @@ static int64_t jobs(void **state, const char *where)
 static void to_period(int64_t every_ms, int64_t k, int64_t off)
 {
 	clock_fake_set((clock_now_ms() / every_ms + k) * every_ms + off);
+}
+
+/* ======================== by cron ======================================= */
+
+static void add_cron(struct db *db, const char *name, const char *cron, const char *zone)
+{
+	struct schedule s;
+
+	memset(&s, 0, sizeof s);
+	snprintf(s.name, sizeof s.name, "%s", name);
+	snprintf(s.kind, sizeof s.kind, "noop");
+	snprintf(s.cron, sizeof s.cron, "%s", cron);
+	snprintf(s.timezone, sizeof s.timezone, "%s", zone);
+	assert_int_equal(schedule_add(db, &s), SD_OK);
+	assert_true(s.next_at > clock_now_ms());
+}
+
+/* ms of a UTC date and time */
+static int64_t utc_ms(int y, int mo, int d, int h, int mi)
+{
+	return ((tz_days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * MIN_MS;
+}
+
+static int64_t job_at(void **state, const char *name, int64_t period)
+{
+	char where[160];
+
+	snprintf(where, sizeof where, "AND job_id = 'schedule:%s:%lld'", name, (long long)period);
+	return jobs(state, where);
 }
 
 static void test_each_period_once(void **state)
@@ -161,7 +192,8 @@ static void *race(void *arg)
 	return NULL;
 }
 
-static void test_two_boxes_race_for_each_period(void **state)
+/* two boxes tick at each of 100 minutes from now, a schedule due each */
+static void race_minutes(void **state)
 {
 	struct tu_env *e = *state;
 	pthread_barrier_t go;
@@ -169,7 +201,6 @@ static void test_two_boxes_race_for_each_period(void **state)
 	pthread_t ta, tb;
 	int i;
 
-	add(db_of(state), "race", MIN_MS, 0);
 	assert_int_equal(pthread_barrier_init(&go, NULL, 3), 0);
 	assert_int_equal(pthread_create(&ta, NULL, race, &a), 0);
 	assert_int_equal(pthread_create(&tb, NULL, race, &b), 0);
@@ -188,38 +219,115 @@ static void test_two_boxes_race_for_each_period(void **state)
 	assert_int_equal(tu_count(e->db_path, "SELECT count(DISTINCT job_id) FROM stream"), 100);
 }
 
+static void test_two_boxes_race_for_each_period(void **state)
+{
+	add(db_of(state), "race", MIN_MS, 0);
+	race_minutes(state);
+}
+
+/* every minute in Berlin through the spring night's jump, two boxes */
+static void test_two_boxes_race_for_each_cron_minute(void **state)
+{
+	clock_fake_set(utc_ms(2027, 3, 28, 0, 10));
+	add_cron(db_of(state), "race", "* * * * *", "Europe/Berlin");
+	race_minutes(state);
+	assert_int_equal(job_at(state, "race", utc_ms(2027, 3, 28, 1, 0)), 1);
+}
+
 /* A week of a 5-minute schedule: ticks 1 s to 4 min 59 s apart (as a box
  * that loops, sleeps, is busy), the box restarted every 50 ticks: every
  * period of the week made exactly once. */
+/* tick from now to end, 1 to max_s seconds apart, the box restarted every
+ * 50 ticks.  [out] *ticks (may be NULL): the ticks; the restarts are a
+ * fiftieth of them */
+static int64_t tick_until(void **state, int64_t end, int max_s, int64_t *ticks_out)
+{
+	struct tu_env *e = *state;
+	unsigned seed = 20261206;
+	int64_t made = 0, ticks = 0;
+
+	while (clock_now_ms() < end) {
+		clock_fake_advance(1000 + (int64_t)(rand_r(&seed) % (unsigned)max_s) * 1000);
+		made += tick(e->db);
+		if (++ticks % 50 == 0) {
+			db_close(e->db);
+			e->db = NULL;
+			assert_int_equal(db_open(e->db_path, 0, DB_SYNC_NORMAL, &e->db), SD_OK);
+		}
+	}
+	if (ticks_out)
+		*ticks_out = ticks;
+	return made;
+}
+
 static void test_a_simulated_week(void **state)
 {
 	struct tu_env *e = *state;
-	struct db *db = db_of(state);
-	int64_t start, end, made = 0, ticks = 0, restarts = 0, periods;
-	unsigned seed = 20261206;
+	int64_t start, made, ticks = 0, periods;
 
-	add(db, "week", 5 * MIN_MS, 0);
+	add(e->db, "week", 5 * MIN_MS, 0);
 	start = clock_now_ms();
-	end = start + 7 * 24 * 60 * MIN_MS;
-	while (clock_now_ms() < end) {
-		clock_fake_advance(1000 + (int64_t)(rand_r(&seed) % 299) * 1000);
-		made += tick(db);
-		if (++ticks % 50 == 0) {
-			db_close(db);
-			e->db = NULL;
-			assert_int_equal(db_open(e->db_path, 0, DB_SYNC_NORMAL, &db), SD_OK);
-			e->db = db;
-			restarts++;
-		}
-	}
+	made = tick_until(state, start + 7 * 24 * 60 * MIN_MS, 299, &ticks);
 	periods = clock_now_ms() / (5 * MIN_MS) - start / (5 * MIN_MS);
 	print_message("    a week every 5 min: %lld periods, %lld jobs made, %lld ticks, %lld "
 		      "restarts\n", (long long)periods, (long long)made, (long long)ticks,
-		      (long long)restarts);
+		      (long long)(ticks / 50));
 	assert_int_equal(made, periods);
 	assert_int_equal(tu_count(e->db_path, "SELECT count(DISTINCT job_id) FROM stream"),
 			 periods);
 	assert_int_equal(jobs(state, ""), periods);
+}
+
+/* 02:30 and Mondays 09:00 in Berlin over two weeks and the spring night,
+ * then 02:30 over the autumn night: each day once, the skipped 02:30 at
+ * the jump, the repeated one at its first pass */
+static void test_cron_across_daylight_saving(void **state)
+{
+	struct db *db = db_of(state);
+	int64_t ticks = 0, made;
+
+	clock_fake_set(utc_ms(2027, 3, 20, 0, 0));
+	add_cron(db, "night", "30 2 * * *", "Europe/Berlin");
+	add_cron(db, "monday", "0 9 * * MON", "Europe/Berlin");
+	made = tick_until(state, utc_ms(2027, 4, 5, 0, 0), 299, &ticks);
+	print_message("    two weeks over the spring night: %lld jobs made, %lld restarts\n",
+		      (long long)made, (long long)(ticks / 50));
+	assert_int_equal(jobs(state, "AND job_id LIKE 'schedule:night:%'"), 16);
+	assert_int_equal(job_at(state, "night", utc_ms(2027, 3, 27, 1, 30)), 1);
+	assert_int_equal(job_at(state, "night", utc_ms(2027, 3, 28, 1, 0)), 1);	/* the jump */
+	assert_int_equal(job_at(state, "night", utc_ms(2027, 3, 29, 0, 30)), 1);
+	assert_int_equal(jobs(state, "AND job_id LIKE 'schedule:monday:%'"), 2);
+	assert_int_equal(job_at(state, "monday", utc_ms(2027, 3, 22, 8, 0)), 1);
+	assert_int_equal(job_at(state, "monday", utc_ms(2027, 3, 29, 7, 0)), 1);
+	assert_int_equal(made, 18);
+	assert_int_equal(schedule_rm(db_of(state), "monday"), SD_OK);
+	clock_fake_set(utc_ms(2027, 10, 30, 0, 0));
+	made = tick_until(state, utc_ms(2027, 11, 2, 0, 0), 299, NULL);
+	/* the months between: one job, for the latest missed (Oct 29), then three */
+	assert_int_equal(made, 4);
+	assert_int_equal(job_at(state, "night", utc_ms(2027, 10, 29, 0, 30)), 1);
+	assert_int_equal(job_at(state, "night", utc_ms(2027, 10, 30, 0, 30)), 1);
+	assert_int_equal(job_at(state, "night", utc_ms(2027, 10, 31, 0, 30)), 1);
+	assert_int_equal(job_at(state, "night", utc_ms(2027, 11, 1, 1, 30)), 1);
+}
+
+/* a daily cron, the box down three days: one job, for the latest day */
+static void test_cron_missed_days_made_once(void **state)
+{
+	struct db *db = db_of(state);
+	struct schedule *v;
+	int n;
+
+	clock_fake_set(utc_ms(2027, 5, 1, 12, 0));
+	add_cron(db, "daily", "0 6 * * *", "UTC");
+	clock_fake_set(utc_ms(2027, 5, 4, 7, 0));
+	assert_int_equal(tick(db), 1);
+	assert_int_equal(tick(db), 0);
+	assert_int_equal(job_at(state, "daily", utc_ms(2027, 5, 4, 6, 0)), 1);
+	assert_int_equal(schedule_list(db, &v, &n), SD_OK);
+	assert_int_equal(v[0].next_at, utc_ms(2027, 5, 5, 6, 0));
+	assert_int_equal(v[0].last_at, utc_ms(2027, 5, 4, 6, 0));
+	schedule_free_all(v, n);
 }
 
 static void test_add_rm_and_refusals(void **state)
@@ -259,7 +367,31 @@ static void test_add_rm_and_refusals(void **state)
 	assert_int_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
 		"schedule", "ls", "--json", "--db", e->db_path, NULL }), 0);
 	assert_non_null(strstr(out, "\"name\":\"nightly\",\"kind\":\"noop\",\"payload\":{\"n\":1},"
-				    "\"every_ms\":86400000,\"missed\":\"once\""));
+				    "\"every_ms\":86400000,\"cron\":null,\"timezone\":null,"
+				    "\"missed\":\"once\""));
+	assert_int_not_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"schedule", "add", "x", "--cron", "0 24 * * *", "noop", "--db", e->db_path, NULL }), 0);
+	assert_non_null(strstr(err, "hour field"));
+	assert_int_not_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"schedule", "add", "x", "--cron", "0 9 * * *", "--timezone", "Europe/Nowhere", "noop",
+		"--db", e->db_path, NULL }), 0);
+	assert_non_null(strstr(err, "Europe/Nowhere"));
+	assert_int_not_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"schedule", "add", "x", "--cron", "0 9 * * *", "--every", "1d", "noop", "--db",
+		e->db_path, NULL }), 0);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM schedules"), 1);
+	assert_int_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"schedule", "add", "monday", "--cron", "0 9 * * MON", "--timezone", "Europe/Berlin",
+		"noop", "--db", e->db_path, NULL }), 0);
+	assert_non_null(strstr(out, "at \"0 9 * * MON\" in Europe/Berlin"));
+	assert_int_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"schedule", "add", "daily", "--cron", "@daily", "noop", "--db", e->db_path, NULL }), 0);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM schedules WHERE name = 'daily' "
+			 "AND cron = '0 0 * * *' AND timezone IS NULL"), 1);
+	assert_int_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
+		"schedule", "ls", "--json", "--db", e->db_path, NULL }), 0);
+	assert_non_null(strstr(out, "\"every_ms\":null,\"cron\":\"0 9 * * MON\","
+				    "\"timezone\":\"Europe/Berlin\""));
 	assert_int_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
 		"schedule", "rm", "nightly", "--db", e->db_path, NULL }), 0);
 	assert_int_not_equal(tu_run(out, sizeof out, err, sizeof err, (const char *const[]){
@@ -274,7 +406,13 @@ int main(void)
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_two_boxes_race_for_each_period, setup,
 						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_two_boxes_race_for_each_cron_minute, setup,
+						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_a_simulated_week, setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(test_cron_across_daylight_saving, setup,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_cron_missed_days_made_once, setup,
+						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_add_rm_and_refusals, setup, tu_teardown),
 	};
 

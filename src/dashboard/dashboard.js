@@ -45,7 +45,7 @@
  *   GET /v1/schedules -> {"schedules": [{"name":"...", "kind":"...", "payload":{...},
  *                         "every_ms":N, "missed":"once|skip", "next_at":MS,
  *                         "last_at":MS|null, "last_job_id":"..."|null, "made":N}]}
- *   POST /v1/schedules {"name", "kind", "every"} -> 201; DELETE /v1/schedules/{name} -> 200
+ *   POST /v1/schedules {"name", "kind", "every" | "cron" [, "timezone"]} -> 201; DELETE /v1/schedules/{name} -> 200
  *   GET /v1/orders?recent=20 ->
  *     {"orders": [{"id":"T...", "event_id":1, "seats":N, "pdf":true,
  *                  "email":"sent|sending|pending", "created_at":MS}]}   (newest first)
@@ -108,7 +108,8 @@
  * and button.pause or button.resume (operator), #controls-empty,
  * #control-pause-form (#control-kind, #control-pause, #control-message),
  * #schedules-list tr[data-name] with button.remove (operator), #schedules-empty,
- * #schedule-form (#schedule-name, #schedule-kind, #schedule-every, #schedule-add,
+ * #schedule-form (#schedule-name, #schedule-kind, #schedule-every (a period or a cron
+ * expression), #schedule-zone, #schedule-add,
  * #schedule-message),
  * #scan-go, #scan-result, #status (data-refreshed counts refreshes), #role (the
  * token's role and name), body[data-role], and the sections #queue, #scan,
@@ -718,7 +719,8 @@
         b.addEventListener('click', () => removeSchedule(sc.name, b));
         tdB.append(b);
       }
-      tr.append(el('td', sc.name, 'id'), el('td', sc.kind), el('td', every(sc.every_ms)),
+      const at = sc.cron ? sc.cron + (sc.timezone ? ' ' + sc.timezone : '') : every(sc.every_ms);
+      tr.append(el('td', sc.name, 'id'), el('td', sc.kind), el('td', at),
                 el('td', when(sc.next_at)), el('td', sc.last_at ? when(sc.last_at) : '–'),
                 el('td', num(sc.made), 'num'), tdB);
       return tr;
@@ -740,8 +742,15 @@
 
   async function addSchedule(ev) {
     ev.preventDefault();
-    const body = { name: $('schedule-name').value.trim(), kind: $('schedule-kind').value.trim(),
-                   every: $('schedule-every').value.trim() };
+    /* a period has no space; a cron expression has five fields or is @daily and the like */
+    const at = $('schedule-every').value.trim(), zone = $('schedule-zone').value.trim();
+    const body = { name: $('schedule-name').value.trim(), kind: $('schedule-kind').value.trim() };
+    if (/\s/.test(at) || at.startsWith('@')) {
+      body.cron = at;
+      if (zone) body.timezone = zone;
+    } else {
+      body.every = at;
+    }
     try {
       await api('POST', '/v1/schedules', body);
       $('schedule-message').textContent = body.name + ' added';

@@ -17,7 +17,8 @@
 //      pauses render_tickets through the page's form and resumes it with its
 //      row's button, each seen in the API;
 //   5c. adds a periodic job through #schedule-form, finds it in GET
-//      /v1/schedules, removes it with its row's button;
+//      /v1/schedules, removes it with its row's button; the same with a
+//      cron expression and a zone;
 //   6. checks the pictures of the night: each chart's <svg> drew as many
 //      points (data-points) as its endpoint returned (GET /v1/events/{id}/sales
 //      and /scans for the event the page shows, /v1/stats/history), the
@@ -401,6 +402,21 @@ async function main() {
     await page.waitForSelector(schedRow, { state: 'detached' });
     check(!(await api('/v1/schedules')).schedules.some((x) => x.name === 'page-sweep'),
           'page-sweep is still a schedule after its removal');
+    //     and one by a cron expression in a zone of its own
+    await page.fill('#schedule-name', 'page-monday');
+    await page.fill('#schedule-kind', 'noop');
+    await page.fill('#schedule-every', '0 9 * * MON');
+    await page.fill('#schedule-zone', 'Europe/Berlin');
+    await page.click('#schedule-add');
+    const cronRow = '#schedules-list tbody tr[data-name="page-monday"]';
+    await page.waitForSelector(cronRow);
+    const sc2 = (await api('/v1/schedules')).schedules.find((x) => x.name === 'page-monday');
+    check(sc2 && sc2.cron === '0 9 * * MON' && sc2.timezone === 'Europe/Berlin' && sc2.every_ms === null,
+          'the cron schedule added is not in the API: ' + JSON.stringify(sc2));
+    check((await page.textContent(cronRow)).includes('0 9 * * MON Europe/Berlin'),
+          'the cron schedule\'s row does not show its expression and zone');
+    await page.click(`${cronRow} button.remove`);
+    await page.waitForSelector(cronRow, { state: 'detached' });
 
     // 6. the pictures of the night, against their endpoints
     await pictures(page);

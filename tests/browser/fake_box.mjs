@@ -560,11 +560,15 @@ const server = http.createServer(async (req, res) => {
     const m2 = b && typeof b.every === 'string' ? b.every.match(/^(\d+)([smhd])$/) : null;
     if (!b || typeof b.name !== 'string' || !/^[a-z0-9_.-]{1,64}$/.test(b.name)) return send(res, 400, { error: 'name', field: 'name' });
     if (typeof b.kind !== 'string' || !/^[a-z0-9_.-]{1,64}$/.test(b.kind)) return send(res, 400, { error: 'kind', field: 'kind' });
-    if (!m2) return send(res, 400, { error: 'every is a period', field: 'every' });
+    const cron = typeof b.cron === 'string' && /^(\S+ ){4}\S+$/.test(b.cron) ? b.cron : null;
+    if (!m2 === !cron) return send(res, 400, { error: 'give every (a period) or cron', field: 'every' });
     if (state.schedules.some((x) => x.name === b.name)) return send(res, 409, { error: 'exists', field: 'name' });
-    const ms = Number(m2[1]) * units[m2[2]];
-    const sc = { name: b.name, kind: b.kind, payload: b.payload || {}, every_ms: ms, missed: b.missed || 'once',
-                 next_at: (Math.floor(now / ms) + 1) * ms, last_at: null, last_job_id: null, made: 0, created_at: now };
+    const ms = m2 ? Number(m2[1]) * units[m2[2]] : null;
+    /* a cron's next time is not worked out here: an hour ahead stands for it */
+    const sc = { name: b.name, kind: b.kind, payload: b.payload || {}, every_ms: ms, cron,
+                 timezone: cron && b.timezone ? b.timezone : null, missed: b.missed || 'once',
+                 next_at: ms ? (Math.floor(now / ms) + 1) * ms : now + 3600000, last_at: null,
+                 last_job_id: null, made: 0, created_at: now };
     state.schedules.push(sc);
     state.schedules.sort((x, y) => (x.name < y.name ? -1 : 1));
     return send(res, 201, sc);
