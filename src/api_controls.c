@@ -228,7 +228,7 @@ void api_post_schedule(struct call *c)
 	r = schedule_add(c->db, &s);
 	if (r == SD_CONFLICT)
 		api_res_fail(c->res, 409, err_msg(), "name");
-	else if (r == SD_INVALID)
+	else if (r == SD_INVALID || r == SD_NOT_FOUND)
 		api_res_fail(c->res, 400, err_msg(), s.cron[0] && strstr(err_msg(), "cron expression")
 						     ? "cron" : "kind");
 	else if (r == SD_LIMITED)

@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "sqs_store.h"
 #include "timefmt.h"
 #include "tz.h"
 
@@ -135,6 +136,104 @@ static enum sd_result add_checked(struct db *db, struct schedule *s, const char 
 	return changed ? SD_OK : err_set(SD_CONFLICT, "a schedule named %s exists already", s->name);
 }
 
+static int is_sqs(const char *kind)
+{
+	return strncmp(kind, QUEUE_SQS_PREFIX, strlen(QUEUE_SQS_PREFIX)) == 0;
+}
+
+/*
+ * sqs_message: the message of a schedule on SQS queue kind ("sqs:<queue>"):
+ * the payload as its body, the period's id as its attribute
+ * "stagedoor.period" (for a consumer to record with its effect); on a FIFO
+ * queue, in group "schedule.<name>", deduplicated by the period's id.
+ * [out] *q (sqs_queue_clear), *m (m->attrs: json_decref); neither when
+ * it fails.
+ */
+static enum sd_result sqs_message(struct db *db, const char *kind, const char *name,
+				  const char *payload, const char *period_id,
+				  struct sqs_queue *q, struct sqs_send *m, char *group, size_t size)
+{
+	enum sd_result r;
+
+	memset(m, 0, sizeof *m);
+	if ((r = sqs_queue_find(db, kind + strlen(QUEUE_SQS_PREFIX), q)) != SD_OK)
+		return r == SD_NOT_FOUND ? err_set(SD_NOT_FOUND, "no SQS queue named %s",
+						   kind + strlen(QUEUE_SQS_PREFIX)) : r;
+	snprintf(group, size, "schedule.%s", name);
+	m->body = payload;
+	m->body_len = strlen(payload);
+	m->delay_s = -1;
+	m->group = q->fifo ? group : NULL;
+	m->dedup = q->fifo ? period_id : NULL;
+	m->sender = "schedule";
+	if (!(m->attrs = json_pack("{s:{s:s, s:s}}", "stagedoor.period", "DataType", "String",
+				   "StringValue", period_id)))
+		r = err_set(SD_NOMEM, "out of memory");
+	else
+		r = sqs_send_check(q, m);
+	if (r != SD_OK) {
+		json_decref(m->attrs);
+		m->attrs = NULL;
+		sqs_queue_clear(q);
+	}
+	return r;
+}
+
+/* sqs_probe: schedule name's payload can go to SQS queue kind as a message */
+static enum sd_result sqs_probe(struct db *db, const char *kind, const char *name,
+				const char *payload)
+{
+	char group[SCHEDULE_NAME_MAX + 16];
+	struct sqs_queue q;
+	struct sqs_send m;
+	enum sd_result r;
+
+	if ((r = sqs_message(db, kind, name, payload, "schedule:x:0", &q, &m, group,
+			     sizeof group)) == SD_OK) {
+		json_decref(m.attrs);
+		sqs_queue_clear(&q);
+	}
+	return r;
+}
+
+/* make_job: s's job for the period period_id, in the caller's transaction:
+ * an entry of its kind, or a message on its SQS queue */
+static enum sd_result make_job(struct db *db, const struct schedule *s, const char *period_id)
+{
+	char group[SCHEDULE_NAME_MAX + 16];
+	struct enqueue e = { 0 };
+	struct sqs_queue q;
+	struct sqs_send m;
+	struct sqs_sent sent;
+	enum sd_result r;
+
+	if (!is_sqs(s->kind)) {
+		e.kind = s->kind;
+		e.payload = s->payload;
+		e.job_id = period_id;
+		return queue_enqueue(db, &e, NULL);
+	}
+	if ((r = sqs_message(db, s->kind, s->name, s->payload, period_id, &q, &m, group,
+			     sizeof group)) != SD_OK)
+		return r;
+	r = sqs_send_many(db, &q, &m, 1, &sent);
+	json_decref(m.attrs);
+	sqs_queue_clear(&q);
+	return r;
+}
+
+/* sendable: 1 when s's job can be made: always for a kind; for an SQS
+ * queue, while the queue is there and takes the message (a queue deleted
+ * or changed since makes nothing, logged: its periods pass) */
+static int sendable(struct db *db, const struct schedule *s)
+{
+	if (!is_sqs(s->kind) || sqs_probe(db, s->kind, s->name, s->payload) == SD_OK)
+		return 1;
+	log_event(LOG_WARN, "periodic message not sent", "schedule=%s queue=%s why=\"%s\"",
+		  s->name, s->kind + strlen(QUEUE_SQS_PREFIX), err_msg());
+	return 0;
+}
+
 /* when_check: s's every_ms, or its cron and zone, valid; a cron macro
  * (@daily) made its five fields */
 static enum sd_result when_check(struct schedule *s)
@@ -173,13 +272,12 @@ enum sd_result schedule_add(struct db *db, struct schedule *s)
 
 	if ((r = schedule_name_valid(s->name)) != SD_OK || (r = queue_kind_valid(s->kind)) != SD_OK)
 		return r;
-	if (strncmp(s->kind, QUEUE_SQS_PREFIX, strlen(QUEUE_SQS_PREFIX)) == 0)
-		return err_set(SD_INVALID, "a schedule makes jobs of the box's own kinds, not SQS "
-			       "messages (%s)", s->kind);
 	if ((r = when_check(s)) != SD_OK)
 		return r;
 	if (payload[strspn(payload, " \t\r\n")] != '{')
 		return err_set(SD_INVALID, "payload must be a JSON object, like {\"ms\": 10}");
+	if (is_sqs(s->kind) && (r = sqs_probe(db, s->kind, s->name, payload)) != SD_OK)
+		return r;
 	if ((r = when_open(s, &w)) != SD_OK)
 		return r;
 	s->created_at = clock_now_ms();
@@ -303,7 +401,6 @@ static enum sd_result take(struct db *db, const struct schedule *s, int64_t now,
 	int64_t changed = 0;
 	int make = !s->skip_missed || now - period <= SCHEDULE_LATE_MS;
 	char job_id[QUEUE_JOB_ID_MAX + 1];
-	struct enqueue e = { 0 };
 	struct db_stmt *st;
 	enum sd_result r;
 
@@ -311,6 +408,7 @@ static enum sd_result take(struct db *db, const struct schedule *s, int64_t now,
 	snprintf(job_id, sizeof job_id, "schedule:%.64s:%" PRId64, s->name, period);
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
+	make = make && sendable(db, s);
 	if (!(st = db_stmt(db, SQL_TAKE))) {
 		db_rollback(db);
 		return SD_DB;
@@ -330,10 +428,7 @@ static enum sd_result take(struct db *db, const struct schedule *s, int64_t now,
 		/* another run took it, or it is skipped: next_at moved alone */
 		return db_end(db, r);
 	}
-	e.kind = s->kind;
-	e.payload = s->payload;
-	e.job_id = job_id;
-	if ((r = queue_enqueue(db, &e, NULL)) != SD_OK) {
+	if ((r = make_job(db, s, job_id)) != SD_OK) {
 		db_rollback(db);
 		return r;
 	}

@@ -14,6 +14,10 @@
  * identity, which the job's handler may record with its effect (technique
  * 4).  So two boxes, or a box restarted within a period, make one job.
  *
+ * A schedule's kind may be an SQS queue, "sqs:<name>": a period is then a
+ * message on it, the payload its body, the period's id its attribute
+ * "stagedoor.period" (and on a FIFO queue its deduplication id).
+ *
  * After the box was down over several periods, a schedule with missed
  * "once" makes one job, for the latest of them (not one per period missed);
  * with "skip" a period reached more than SCHEDULE_LATE_MS after its start
@@ -54,7 +58,8 @@ struct schedule {
 /* schedule_name_valid: 1 to 64 of a-z 0-9 _ - . */
 enum sd_result schedule_name_valid(const char *name);
 
-/* schedule_add: a new schedule (s's name, kind, payload (NULL: "{}"),
+/* schedule_add: a new schedule (s's name, kind (SD_NOT_FOUND: an SQS queue
+ * that is not there), payload (NULL: "{}"),
  * every_ms or cron and timezone, skip_missed), its first period the next
  * start after now.
  * SD_CONFLICT when the name is taken.  [out] s->next_at. */

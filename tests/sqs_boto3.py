@@ -228,6 +228,32 @@ def fifo():
     assert x["MessageId"] == y["MessageId"] and counts(cb)[0] == 1
 
 
+def scheduled():
+    """ARG "create": the queue; else the messages a schedule sent it, one
+    per period, the payload as body and the period in stagedoor.period"""
+    if ARG == "create":
+        queue("app-sched")
+        return
+    url = C.get_queue_url(QueueName="app-sched")["QueueUrl"]
+    periods = set()
+    for _ in range(20):
+        got = C.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=2,
+                                MessageAttributeNames=["All"]).get("Messages", [])
+        for m in got:   # boto3 checks MD5OfBody and MD5OfMessageAttributes
+            assert m["Body"] == '{"n":1}', m
+            p = m["MessageAttributes"]["stagedoor.period"]
+            assert p["DataType"] == "String" and p["StringValue"].startswith("schedule:ping:"), m
+            assert p["StringValue"] not in periods, (p, periods)
+            periods.add(p["StringValue"])
+            C.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        if len(periods) >= 2:
+            break
+    assert len(periods) >= 2, periods
+    starts = sorted(int(p.rsplit(":", 1)[1]) for p in periods)
+    assert all(s % 1000 == 0 for s in starts) and starts[1] - starts[0] >= 1000, starts
+    print(len(periods))
+
+
 def errors():
     url = queue("app-err")
     assert code_of(C.create_queue, QueueName="app-err", Attributes={"VisibilityTimeout": "7"}) == \
@@ -351,7 +377,7 @@ def auth():
     assert C.list_queues() is not None
 
 
-CASES = {f.__name__: f for f in (lifecycle, batch, longpoll, visibility, stale, redrive, fifo,
+CASES = {f.__name__: f for f in (lifecycle, batch, longpoll, visibility, stale, redrive, fifo, scheduled,
                                   errors, denied, waiters, two_boxes, overlimit, hello, auth)}
 CASES[CASE]()
 print("ok", CASE)

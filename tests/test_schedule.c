@@ -24,6 +24,7 @@
 #include "log.h"
 #include "queue.h"
 #include "schedule.h"
+#include "sqs_store.h"
 #include "testutil.h"
 #include "tz.h"
 
@@ -330,6 +331,79 @@ static void test_cron_missed_days_made_once(void **state)
 	schedule_free_all(v, n);
 }
 
+static void add_to(struct db *db, const char *name, const char *kind, const char *payload,
+		   enum sd_result want)
+{
+	struct schedule s;
+
+	memset(&s, 0, sizeof s);
+	snprintf(s.name, sizeof s.name, "%s", name);
+	snprintf(s.kind, sizeof s.kind, "%s", kind);
+	s.payload = (char *)payload;
+	s.every_ms = MIN_MS;
+	assert_int_equal(schedule_add(db, &s), want);
+}
+
+/* the message a receive on q answers, its body and period attribute */
+static void receive_one(struct db *db, const char *queue, const char *body, int64_t period,
+			const char *name)
+{
+	struct sqs_receive rq = { 1, -1, NULL, json_pack("[s]", "All"), "test" };
+	char want[128];
+	struct sqs_queue q;
+	json_t *msgs, *m;
+
+	assert_int_equal(sqs_queue_find(db, queue, &q), SD_OK);
+	assert_int_equal(sqs_receive(db, &q, &rq, &msgs), SD_OK);
+	assert_int_equal(json_array_size(msgs), 1);
+	m = json_array_get(msgs, 0);
+	assert_string_equal(json_string_value(json_object_get(m, "Body")), body);
+	snprintf(want, sizeof want, "schedule:%s:%lld", name, (long long)period);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(
+		m, "MessageAttributes"), "stagedoor.period"), "StringValue")), want);
+	json_decref(msgs);
+	json_decref(rq.msg_attr_names);
+	sqs_queue_clear(&q);
+}
+
+/* a schedule on an SQS queue (standard and FIFO) sends its payload as a
+ * message each period, its period in an attribute; on a queue deleted
+ * since, the periods pass with nothing sent */
+static void test_periodic_messages_on_sqs_queues(void **state)
+{
+	struct tu_env *e = *state;
+	struct db *db = db_of(state);
+	json_t *fifo = json_pack("{s:s}", "FifoQueue", "true");
+	struct sqs_queue q;
+	int64_t p;
+
+	add_to(db, "ping", "sqs:jobs", "{\"run\":\"report\"}", SD_NOT_FOUND);
+	assert_int_equal(sqs_queue_create(db, "jobs", NULL, &q), SD_OK);
+	sqs_queue_clear(&q);
+	assert_int_equal(sqs_queue_create(db, "ordered.fifo", fifo, &q), SD_OK);
+	sqs_queue_clear(&q);
+	json_decref(fifo);
+	add_to(db, "ping", "sqs:jobs", "{\"run\":\"report\"}", SD_OK);
+	add_to(db, "tick", "sqs:ordered.fifo", "{\"n\":1}", SD_OK);
+	to_period(MIN_MS, 1, 0);
+	p = clock_now_ms();
+	assert_int_equal(tick(db), 2);
+	assert_int_equal(tick(db), 0);
+	receive_one(db, "jobs", "{\"run\":\"report\"}", p, "ping");
+	receive_one(db, "ordered.fifo", "{\"n\":1}", p, "tick");
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM stream WHERE kind = "
+			 "'sqs:ordered.fifo' AND grp = 'schedule.tick'"), 1);
+	/* the queue deleted: the next period passes, nothing sent, the schedule stays */
+	assert_int_equal(sqs_queue_find(db, "jobs", &q), SD_OK);
+	assert_int_equal(sqs_queue_delete(db, &q), SD_OK);
+	sqs_queue_clear(&q);
+	to_period(MIN_MS, 1, 0);
+	assert_int_equal(tick(db), 1);
+	assert_int_equal(tu_count(e->db_path, "SELECT made FROM schedules WHERE name = 'ping'"), 1);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM stream WHERE kind = 'sqs:jobs'"),
+			 0);
+}
+
 static void test_add_rm_and_refusals(void **state)
 {
 	struct tu_env *e = *state;
@@ -412,6 +486,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cron_across_daylight_saving, setup,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_cron_missed_days_made_once, setup,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_periodic_messages_on_sqs_queues, setup,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_add_rm_and_refusals, setup, tu_teardown),
 	};

@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +265,36 @@ static void test_fifo_dedup_and_group_order(void **state)
 		"check", "--db", e->db_path, NULL }), 0);
 }
 
+/* a schedule on a queue: `run` sends its payload once a second, boto3
+ * receives each period's message once, with its period attribute */
+static void test_periodic_messages_reach_boto3(void **state)
+{
+	struct tu_env *e = *state;
+	char out[8192], conf[512], log[512];
+	struct box b;
+	FILE *f;
+	pid_t pid;
+
+	box_up(e, &b);
+	py_ok(&b, "scheduled", "create", out, sizeof out);
+	assert_int_equal(tu_run(out, sizeof out, NULL, 0, (const char *const[]){
+		"schedule", "add", "ping", "--every", "1s", "sqs:app-sched", "{\"n\":1}", "--db",
+		e->db_path, NULL }), 0);
+	snprintf(conf, sizeof conf, "%s/run.conf", e->dir);
+	snprintf(log, sizeof log, "%s/run.log", e->dir);
+	assert_non_null(f = fopen(conf, "w"));
+	fprintf(f, "db = %s\nhttp_listen = off\nworkers = 1\nstate_dir = %s\n", e->db_path,
+		tu_state(e) ? tu_state(e) : e->dir);
+	fclose(f);
+	pid = tu_spawn((const char *const[]){ "run", "--config", conf, NULL }, log);
+	py_ok(&b, "scheduled", NULL, out, sizeof out);
+	kill(pid, SIGTERM);
+	assert_int_equal(tu_reap(pid, 15000, "run"), 0);
+	assert_true(tu_count(e->db_path, "SELECT made FROM schedules WHERE name = 'ping'") >= 2);
+	assert_int_equal(tu_count(e->db_path, "SELECT count(*) FROM done_jobs WHERE kind = "
+				  "'sqs:app-sched' AND deliveries > 1"), 0);
+}
+
 static void test_refusals_in_sqs_words(void **state)
 {
 	struct tu_env *e = *state;
@@ -478,6 +509,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_redrive_to_the_dead_letter_queue, tu_setup_real,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_fifo_dedup_and_group_order, tu_setup_real,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_periodic_messages_reach_boto3, tu_setup_real,
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_refusals_in_sqs_words, tu_setup_real,
 						tu_teardown),
