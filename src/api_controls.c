@@ -76,25 +76,23 @@ static int kind_of_call(struct call *c)
 	return 1;
 }
 
-/* the kind's control as it is now, with what waits for it (none: not
- * paused, no limits) */
-static void answer_control(struct call *c, int status)
+/* answer a change of the call's kind's control that ended in r: the
+ * control as it is now, with what waits for it (none: not paused, no
+ * limits) */
+static void answer_control(struct call *c, enum sd_result r)
 {
-	struct control k, *v;
-	int i, n;
-	enum sd_result r = controls_list(c->db, &v, &n);
+	struct control k;
 
-	if (r != SD_OK) {
+	if (r == SD_OK)
+		r = controls_show(c->db, c->id, &k);
+	if (r == SD_NOT_FOUND)
+		api_res_fail(c->res, 404, err_msg(), NULL);
+	else if (r == SD_LIMITED)
+		api_res_fail(c->res, 429, err_msg(), NULL);
+	else if (r != SD_OK)
 		api_res_internal(c->res, c->req, r);
-		return;
-	}
-	memset(&k, 0, sizeof k);
-	snprintf(k.kind, sizeof k.kind, "%s", c->id);
-	for (i = 0; i < n; i++)
-		if (strcmp(v[i].kind, c->id) == 0)
-			k = v[i];
-	free(v);
-	api_res_json(c->res, status, control_json(&k));
+	else
+		api_res_json(c->res, 200, control_json(&k));
 }
 
 static void pause_call(struct call *c, int pause)
@@ -106,12 +104,7 @@ static void pause_call(struct call *c, int pause)
 		return;
 	snprintf(who, sizeof who, "token:%.190s", c->grant.name);
 	r = pause ? controls_pause(c->db, c->id, who, NULL) : controls_resume(c->db, c->id, NULL);
-	if (r == SD_NOT_FOUND)
-		api_res_fail(c->res, 404, err_msg(), NULL);
-	else if (r != SD_OK)
-		api_res_internal(c->res, c->req, r);
-	else
-		answer_control(c, 200);
+	answer_control(c, r);
 }
 
 void api_post_pause(struct call *c)
@@ -136,12 +129,7 @@ void api_put_limits(struct call *c)
 		api_bad_body(c, r, &err);
 		return;
 	}
-	if ((r = controls_limit(c->db, c->id, &lim)) == SD_NOT_FOUND)
-		api_res_fail(c->res, 404, err_msg(), NULL);
-	else if (r != SD_OK)
-		api_res_internal(c->res, c->req, r);
-	else
-		answer_control(c, 200);
+	answer_control(c, controls_limit(c->db, c->id, &lim));
 }
 
 void api_post_job_cancel(struct call *c)

@@ -104,6 +104,7 @@ static const char SQL_LIST[] =
 static const char SQL_NEXT_LANE[] =
 	"SELECT coalesce(min(lane), 0) - 1 FROM controls WHERE lane < 0";
 static const char SQL_SQS_LANE[] = "SELECT id FROM sqs_queues WHERE name = ?1";
+static const char SQL_COUNT[] = "SELECT count(*) FROM controls";
 static const char SQL_INSERT[] = "INSERT INTO controls (lane, kind) VALUES (?1, ?2)";
 static const char SQL_SET[] =
 	"UPDATE controls SET paused_at = ?2, paused_by = ?3, rate_n = ?4, rate_ms = ?5, "
@@ -204,6 +205,12 @@ static enum sd_result control_make(struct db *db, const char *kind, struct contr
 	if ((r = controls_get(db, kind, c)) != SD_NOT_FOUND)
 		return r;
 	err_clear();
+	if ((r = one(db, SQL_COUNT, NULL, 0, &found, &lane)) != SD_OK)
+		return r;
+	if (lane >= CONTROLS_MAX)
+		return err_set(SD_LIMITED, "a database holds %d controls at most (kinds and queues "
+			       "paused or limited): resume or clear one first", CONTROLS_MAX);
+	lane = 0;
 	if (strncmp(kind, QUEUE_SQS_PREFIX, strlen(QUEUE_SQS_PREFIX)) == 0) {
 		if ((r = one(db, SQL_SQS_LANE, kind + strlen(QUEUE_SQS_PREFIX), 0, &found, &lane)) !=
 		    SD_OK)
@@ -400,6 +407,24 @@ static enum sd_result row_counts(struct db *db, int64_t now, struct control *c)
 		return r;
 	c->waited_ms = next >= 0 && next <= now ? now - next : 0;
 	return SD_OK;
+}
+
+enum sd_result controls_show(struct db *db, const char *kind, struct control *c)
+{
+	enum sd_result r;
+
+	if ((r = db_begin_snapshot(db)) != SD_OK)
+		return r;
+	if ((r = controls_get(db, kind, c)) == SD_NOT_FOUND) {
+		err_clear();
+		memset(c, 0, sizeof *c);
+		snprintf(c->kind, sizeof c->kind, "%s", kind);
+		r = SD_OK;
+	} else if (r == SD_OK) {
+		r = row_counts(db, clock_now_ms(), c);
+	}
+	db_rollback(db);
+	return r;
 }
 
 enum sd_result controls_list(struct db *db, struct control **rows, int *n)

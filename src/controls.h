@@ -84,6 +84,10 @@ enum sd_result controls_limit(struct db *db, const char *kind, const struct cont
 /* controls_list: every control, by kind.  [out] *rows (free()), *n. */
 enum sd_result controls_list(struct db *db, struct control **rows, int *n);
 
+/* controls_show: kind's control as controls_list reads it, with its
+ * counts; a kind with none is all zero but its name.  [out] *c. */
+enum sd_result controls_show(struct db *db, const char *kind, struct control *c);
+
 /* controls_get: kind's control; SD_NOT_FOUND when it has none. */
 enum sd_result controls_get(struct db *db, const char *kind, struct control *out);
 

@@ -167,6 +167,30 @@ static void test_dead_letters_follow_the_lane(void **state)
 	job_free(j);
 }
 
+/* at most CONTROLS_MAX controls: the next is refused, and a resume makes
+ * room again; the waiting entries of all of them still come out */
+static void test_controls_are_capped(void **state)
+{
+	struct db *db = db_of(state);
+	struct control c;
+	char kind[32];
+	int i;
+
+	for (i = 0; i < CONTROLS_MAX; i++) {
+		snprintf(kind, sizeof kind, "kind%d", i);
+		assert_int_equal(controls_pause(db, kind, "test", NULL), SD_OK);
+	}
+	assert_int_equal(controls_pause(db, "one_more", "test", NULL), SD_LIMITED);
+	assert_non_null(strstr(err_msg(), "256 controls at most"));
+	assert_int_equal(controls_get(db, "one_more", &c), SD_NOT_FOUND);
+	assert_int_equal(controls_resume(db, "kind7", NULL), SD_OK);
+	assert_int_equal(controls_pause(db, "one_more", "test", NULL), SD_OK);
+	assert_int_equal(controls_show(db, "one_more", &c), SD_OK);
+	assert_true(c.lane < 0 && c.paused_at > 0);
+	assert_int_equal(controls_show(db, "kind7", &c), SD_OK);
+	assert_true(c.lane == 0 && c.paused_at == 0);
+}
+
 /* ======================== rate ========================================== */
 
 /*
@@ -510,6 +534,7 @@ int main(void)
 						tu_teardown),
 		cmocka_unit_test_setup_teardown(test_dead_letters_follow_the_lane, tu_setup,
 						tu_teardown),
+		cmocka_unit_test_setup_teardown(test_controls_are_capped, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(test_rate_holds_over_a_minute, tu_setup, tu_teardown),
 		cmocka_unit_test(test_rate_parse),
 		cmocka_unit_test_setup_teardown(test_concurrency_counts_a_killed_workers_lease,
