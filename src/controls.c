@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "controls.h"
 #include "log.h"
+#include "queue_lane.h"
 #include "text.h"
 
 static char box_name[CONTROLS_BOX_MAX + 1];
@@ -110,17 +111,6 @@ static const char SQL_SET[] =
 	"UPDATE controls SET paused_at = ?2, paused_by = ?3, rate_n = ?4, rate_ms = ?5, "
 	"burst = ?6, concurrency = ?7, box_concurrency = ?8 WHERE lane = ?1";
 static const char SQL_DROP[] = "DELETE FROM controls WHERE lane = ?1";
-/* the kind's entries and dead letters into its lane, and back */
-static const char SQL_MOVE_IN[] = "UPDATE stream SET queue = ?1 WHERE queue = 0 AND kind = ?2";
-static const char SQL_DEAD_IN[] = "UPDATE dead_jobs SET queue = ?1 WHERE queue = 0 AND kind = ?2";
-static const char SQL_MOVE_OUT[] = "UPDATE stream SET queue = 0 WHERE queue = ?1";
-static const char SQL_DEAD_OUT[] = "UPDATE dead_jobs SET queue = 0 WHERE queue = ?1";
-
-/* int64 or 0 for NULL */
-static int64_t col0(struct db_stmt *st, int col)
-{
-	return db_col_is_null(st, col) ? 0 : db_col_int(st, col);
-}
 
 static void row_read(struct db_stmt *st, struct control *c)
 {
@@ -129,13 +119,13 @@ static void row_read(struct db_stmt *st, struct control *c)
 	memset(c, 0, sizeof *c);
 	c->lane = db_col_int(st, 0);
 	snprintf(c->kind, sizeof c->kind, "%s", db_col_text(st, 1));
-	c->paused_at = col0(st, 2);
+	c->paused_at = db_col_int0(st, 2);
 	snprintf(c->paused_by, sizeof c->paused_by, "%s", by ? by : "");
-	c->lim.rate_n = col0(st, 4);
-	c->lim.rate_ms = col0(st, 5);
-	c->lim.burst = col0(st, 6);
-	c->lim.concurrency = col0(st, 7);
-	c->lim.box_concurrency = col0(st, 8);
+	c->lim.rate_n = db_col_int0(st, 4);
+	c->lim.rate_ms = db_col_int0(st, 5);
+	c->lim.burst = db_col_int0(st, 6);
+	c->lim.concurrency = db_col_int0(st, 7);
+	c->lim.box_concurrency = db_col_int0(st, 8);
 }
 
 enum sd_result controls_get(struct db *db, const char *kind, struct control *out)
@@ -160,24 +150,12 @@ static enum sd_result one(struct db *db, const char *sql, const char *text, int6
 			  int *found, int64_t *v)
 {
 	struct db_stmt *st = db_stmt(db, sql);
-	enum sd_result r;
-	int row;
 
-	*found = 0;
-	if (!st)
-		return SD_DB;
-	if (text)
+	if (st && text)
 		db_bind_text(st, 1, text);
-	else if (strstr(sql, "?1"))
+	else if (st && strstr(sql, "?1"))
 		db_bind_int(st, 1, arg);
-	if ((r = db_step(st, &row)) != SD_OK)
-		return r;
-	if (row && !db_col_is_null(st, 0)) {
-		*v = db_col_int(st, 0);
-		*found = 1;
-	}
-	db_reset(st);
-	return SD_OK;
+	return db_one_int(st, found, v);
 }
 
 /* run sql with ?1 = a and ?2 = text (NULL: not bound) */
@@ -223,8 +201,7 @@ static enum sd_result control_make(struct db *db, const char *kind, struct contr
 	}
 	if ((r = run2(db, SQL_INSERT, lane, kind)) != SD_OK)
 		return r;
-	if (lane < 0 && ((r = run2(db, SQL_MOVE_IN, lane, kind)) != SD_OK ||
-			 (r = run2(db, SQL_DEAD_IN, lane, kind)) != SD_OK))
+	if (lane < 0 && (r = queue_lane_move(db, 0, lane, kind)) != SD_OK)
 		return r;
 	memset(c, 0, sizeof *c);
 	c->lane = lane;
@@ -249,8 +226,7 @@ static enum sd_result control_store(struct db *db, const struct control *c)
 
 	db_notify_on_commit(db);
 	if (!c->paused_at && !c->lim.rate_n && !c->lim.concurrency && !c->lim.box_concurrency) {
-		if (c->lane < 0 && ((r = run2(db, SQL_MOVE_OUT, c->lane, NULL)) != SD_OK ||
-				    (r = run2(db, SQL_DEAD_OUT, c->lane, NULL)) != SD_OK))
+		if (c->lane < 0 && (r = queue_lane_move(db, c->lane, 0, NULL)) != SD_OK)
 			return r;
 		return run2(db, SQL_DROP, c->lane, NULL);
 	}
@@ -355,54 +331,15 @@ enum sd_result controls_limit(struct db *db, const char *kind, const struct cont
 
 /* ======================== looking ======================================= */
 
-/* The live leases of a lane (every box, or box's: leased_by in
- * [box "/", box "0")), and the earliest end among them. */
-static const char SQL_LIVE[] =
-	"SELECT count(*), min(visible_at) FROM stream WHERE queue = ?1 AND queue <> 0 AND "
-	"lease_token IS NOT NULL AND visible_at > ?2";
-static const char SQL_LIVE_BOX[] =
-	"SELECT count(*), min(visible_at) FROM stream WHERE queue = ?1 AND queue <> 0 AND "
-	"lease_token IS NOT NULL AND visible_at > ?2 AND leased_by >= ?3 AND leased_by < ?4";
-static const char SQL_WAITING[] = "SELECT count(*) FROM stream WHERE queue = ?1";
-
-/* live: [out] *n live leases of lane at now (of box's workers when box is
- * not NULL), *end the earliest end (-1: none) */
-static enum sd_result live(struct db *db, int64_t lane, int64_t now, const char *box, int64_t *n,
-			   int64_t *end)
-{
-	struct db_stmt *st = db_stmt(db, box ? SQL_LIVE_BOX : SQL_LIVE);
-	char lo[CONTROLS_BOX_MAX + 2], hi[CONTROLS_BOX_MAX + 2];
-	enum sd_result r;
-	int row;
-
-	if (!st)
-		return SD_DB;
-	db_bind_int(st, 1, lane);
-	db_bind_int(st, 2, now);
-	if (box) {
-		snprintf(lo, sizeof lo, "%s/", box);
-		snprintf(hi, sizeof hi, "%s0", box);	/* '0' follows '/' */
-		db_bind_text(st, 3, lo);
-		db_bind_text(st, 4, hi);
-	}
-	if ((r = db_step(st, &row)) != SD_OK)
-		return r;
-	*n = row ? db_col_int(st, 0) : 0;
-	*end = row && !db_col_is_null(st, 1) ? db_col_int(st, 1) : -1;
-	db_reset(st);
-	return SD_OK;
-}
-
 /* what controls_list adds to a row: its entries, its live leases, and how
  * long its oldest ready entry has waited */
 static enum sd_result row_counts(struct db *db, int64_t now, struct control *c)
 {
 	enum sd_result r;
 	int64_t end, next;
-	int found;
 
-	if ((r = one(db, SQL_WAITING, NULL, c->lane, &found, &c->waiting)) != SD_OK ||
-	    (r = live(db, c->lane, now, NULL, &c->running, &end)) != SD_OK ||
+	if ((r = queue_lane_waiting(db, c->lane, &c->waiting)) != SD_OK ||
+	    (r = queue_lane_live(db, c->lane, now, NULL, &c->running, &end)) != SD_OK ||
 	    (r = queue_lane_next_visible(db, c->lane, &next)) != SD_OK)
 		return r;
 	c->waited_ms = next >= 0 && next <= now ? now - next : 0;
@@ -490,11 +427,11 @@ struct lane_lim {
 static void lim_read(struct db_stmt *st, struct lane_lim *l)
 {
 	l->lane = db_col_int(st, 0);
-	l->lim.rate_n = col0(st, 1);
-	l->lim.rate_ms = col0(st, 2);
-	l->lim.burst = col0(st, 3);
-	l->lim.concurrency = col0(st, 4);
-	l->lim.box_concurrency = col0(st, 5);
+	l->lim.rate_n = db_col_int0(st, 1);
+	l->lim.rate_ms = db_col_int0(st, 2);
+	l->lim.burst = db_col_int0(st, 3);
+	l->lim.concurrency = db_col_int0(st, 4);
+	l->lim.box_concurrency = db_col_int0(st, 5);
 	l->tat = db_col_int(st, 6);
 }
 
@@ -542,7 +479,7 @@ static enum sd_result allow(struct db *db, const struct lane_lim *l, int64_t now
 
 	*k = n;
 	if (l->lim.concurrency) {
-		if ((r = live(db, l->lane, now, NULL, &running, &end)) != SD_OK)
+		if ((r = queue_lane_live(db, l->lane, now, NULL, &running, &end)) != SD_OK)
 			return r;
 		if (l->lim.concurrency - running < *k)
 			*k = l->lim.concurrency - running;
@@ -552,7 +489,7 @@ static enum sd_result allow(struct db *db, const struct lane_lim *l, int64_t now
 		}
 	}
 	if (l->lim.box_concurrency) {
-		if ((r = live(db, l->lane, now, box_name, &running, &end)) != SD_OK)
+		if ((r = queue_lane_live(db, l->lane, now, box_name, &running, &end)) != SD_OK)
 			return r;
 		if (l->lim.box_concurrency - running < *k)
 			*k = l->lim.box_concurrency - running;

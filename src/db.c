@@ -551,6 +551,28 @@ int db_col_is_null(struct db_stmt *st, int col)
 	return st->db->eng->col_is_null(st, col);
 }
 
+int64_t db_col_int0(struct db_stmt *st, int col)
+{
+	return db_col_is_null(st, col) ? 0 : db_col_int(st, col);
+}
+
+enum sd_result db_one_int(struct db_stmt *st, int *found, int64_t *v)
+{
+	enum sd_result r;
+	int row = 0;
+
+	*found = 0;
+	if (!st)
+		return SD_DB;
+	if ((r = db_step(st, &row)) != SD_OK)
+		return r;
+	*found = row && !db_col_is_null(st, 0);
+	if (*found)
+		*v = db_col_int(st, 0);
+	db_reset(st);
+	return SD_OK;
+}
+
 enum sd_result db_lock_try(struct db *db, enum db_lock key, int *held)
 {
 	*held = 0;

@@ -255,6 +255,14 @@ const char *db_col_text(struct db_stmt *st, int col);	/* NULL for SQL NULL */
  * step or reset (NULL, *len 0 for SQL NULL) */
 const void *db_col_blob(struct db_stmt *st, int col, size_t *len);
 int db_col_is_null(struct db_stmt *st, int col);
+/* db_col_int0: db_col_int, 0 for SQL NULL */
+int64_t db_col_int0(struct db_stmt *st, int col);
+
+/* db_one_int: step st (NULL: a db_stmt that failed, SD_DB), its parameters
+ * bound, for the first column of its first row, and reset it.  [out]
+ * *found 0 when there is no row or the value is NULL (*v is then left as
+ * it was). */
+enum sd_result db_one_int(struct db_stmt *st, int *found, int64_t *v);
 
 /* db_fullscan_steps: the steps the connection's cached statements have taken
  * through full table scans so far (SQLITE_STMTSTATUS_FULLSCAN_STEP): what a

@@ -1358,8 +1358,6 @@ static enum sd_result lane_int(struct db *db, const char *sql, int64_t a, int ha
 			       int *found, int64_t *v)
 {
 	struct db_stmt *st = db_stmt(db, sql);
-	enum sd_result r;
-	int row = 0;
 
 	*found = 0;
 	if (!st)
@@ -1367,13 +1365,7 @@ static enum sd_result lane_int(struct db *db, const char *sql, int64_t a, int ha
 	db_bind_int(st, 1, a);
 	if (has_b)
 		db_bind_int(st, 2, b);
-	if ((r = db_step(st, &row)) != SD_OK)
-		return r;
-	*found = row && !db_col_is_null(st, 0);
-	if (*found)
-		*v = db_col_int(st, 0);
-	db_reset(st);
-	return SD_OK;
+	return db_one_int(st, found, v);
 }
 
 /* One int64 from sql, ?1 bound to arg (a statement without ?1 ignores it):

@@ -98,17 +98,13 @@ static const char SQL_INSERT[] =
 
 static enum sd_result add_checked(struct db *db, struct schedule *s, const char *payload)
 {
-	struct db_stmt *st = db_stmt(db, SQL_COUNT);
+	struct db_stmt *st;
 	enum sd_result r;
 	int64_t n = 0, changed = 0;
-	int row;
+	int found;
 
-	if (!st)
-		return SD_DB;
-	if ((r = db_step(st, &row)) != SD_OK)
+	if ((r = db_one_int(db_stmt(db, SQL_COUNT), &found, &n)) != SD_OK)
 		return r;
-	n = row ? db_col_int(st, 0) : 0;
-	db_reset(st);
 	if (n >= SCHEDULE_MAX)
 		return err_set(SD_LIMITED, "a database holds %d schedules at most", SCHEDULE_MAX);
 	if (!(st = db_stmt(db, SQL_INSERT)))
@@ -313,11 +309,6 @@ static const char SQL_LIST[] =
 	"SELECT name, kind, payload, every_ms, missed, next_at, cron, timezone, last_at, "
 	"last_job_id, made, created_at FROM schedules ORDER BY name";
 
-static int64_t col0(struct db_stmt *st, int col)
-{
-	return db_col_is_null(st, col) ? 0 : db_col_int(st, col);
-}
-
 /* row_read: one row of SQL_LIST's columns (or SQL_DUE's first eight) */
 static enum sd_result row_read(struct db_stmt *st, struct schedule *s, int full)
 {
@@ -328,7 +319,7 @@ static enum sd_result row_read(struct db_stmt *st, struct schedule *s, int full)
 	snprintf(s->kind, sizeof s->kind, "%s", db_col_text(st, 1));
 	if (!(s->payload = strdup(db_col_text(st, 2))))
 		return err_set(SD_NOMEM, "out of memory");
-	s->every_ms = col0(st, 3);
+	s->every_ms = db_col_int0(st, 3);
 	s->skip_missed = strcmp(db_col_text(st, 4), "skip") == 0;
 	s->next_at = db_col_int(st, 5);
 	if (!db_col_is_null(st, 6))
@@ -337,7 +328,7 @@ static enum sd_result row_read(struct db_stmt *st, struct schedule *s, int full)
 		snprintf(s->timezone, sizeof s->timezone, "%s", db_col_text(st, 7));
 	if (!full)
 		return SD_OK;
-	s->last_at = col0(st, 8);
+	s->last_at = db_col_int0(st, 8);
 	snprintf(s->last_job_id, sizeof s->last_job_id, "%s", last ? last : "");
 	s->made = db_col_int(st, 10);
 	s->created_at = db_col_int(st, 11);
