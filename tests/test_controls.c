@@ -525,6 +525,7 @@ static void test_bench_claim_with_controls_runs(void **state)
 	assert_non_null(strstr(out, "\"held\":2000,"));
 	assert_non_null(strstr(out, "\"controls_claim8_ratio\":"));
 	assert_non_null(strstr(out, "\"controls_idle_full_us\":"));
+	assert_non_null(strstr(out, "\"controls_enqueue_limited_ratio\":"));
 }
 
 int main(void)

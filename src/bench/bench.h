@@ -86,9 +86,11 @@ int bench_claim_cmd(int argc, char **argv);
 
 /* bench_claim_controls (bench_controls.c): the worker's claim with the
  * queue's controls off and with held entries behind each of three, in dir;
- * [out] off[0..2), on[0..2): claim of 8 and claim of none, medians in us. */
-enum sd_result bench_claim_controls(const char *dir, int64_t reps, int64_t held, double off[2],
-				    double on[2]);
+ * [out] off[0..4), on[0..4): claim of 8, claim of none, enqueue of an
+ * uncontrolled kind, enqueue of a controlled one; medians in us. */
+#define BENCH_CONTROLS_OPS 4
+enum sd_result bench_claim_controls(const char *dir, int64_t reps, int64_t held,
+				    double off[BENCH_CONTROLS_OPS], double on[BENCH_CONTROLS_OPS]);
 
 /* bench_token: the API token `init` wrote beside the database at path, as a
  * client reads it.  [out] token: API_TOKEN_HEX + 1 bytes. */

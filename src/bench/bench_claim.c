@@ -59,17 +59,19 @@
 
 /* The timed calls, in report order. */
 enum bc_op { BC_CLAIM, BC_IDLE, BC_ENQUEUE, BC_ACK, BC_RECLAIM, BC_STATS, BC_COUNT,
-	     BC_RECLAIMS, BC_DONE_SINCE, BC_PENDING, BC_CTL_CLAIM, BC_CTL_IDLE, BC_N_OPS };
+	     BC_RECLAIMS, BC_DONE_SINCE, BC_PENDING, BC_CTL_CLAIM, BC_CTL_IDLE, BC_CTL_ENQ,
+	     BC_CTL_ENQ_HELD, BC_N_OPS };
 
 static const char *const bc_names[BC_N_OPS] = {
 	"claim 8 ready", "claim, nothing ready", "enqueue one", "ack one",
 	"reclaim an expired lease", "queue_stats", "queue_count_by_state", "queue_reclaims",
 	"queue_done_since (1 min)", "queue_pending", "worker's claim of 8",
-	"worker's claim, none ready",
+	"worker's claim, none ready", "enqueue, another kind", "enqueue, a limited kind",
 };
 static const char *const bc_keys[BC_N_OPS] = {
 	"claim8", "claim_idle", "enqueue", "ack", "reclaim", "stats", "count_by_state",
 	"reclaims", "done_since", "pending", "controls_claim8", "controls_idle",
+	"controls_enqueue", "controls_enqueue_limited",
 };
 
 /* What one run measures. */

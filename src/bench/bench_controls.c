@@ -6,7 +6,10 @@
  * one whose rate is spent (1 a day, its one taken), one at its concurrency
  * limit (2, both leases held for an hour).  The claim takes 8 ready entries
  * of another kind, and claims once more when nothing is ready (a waiting
- * worker's turn).  On a database of its own in the bench's folder.
+ * worker's turn).  Each round's enqueues are timed too: an entry of
+ * another kind (the trigger stream_lane looks for its control and finds
+ * none) and one of the rate-held kind (the trigger moves it to its lane).
+ * On a database of its own in the bench's folder.
  */
 #include "bench.h"
 
@@ -22,6 +25,7 @@
 #include "queue.h"
 
 #define BK_CLAIM_N 8
+#define BK_OPS BENCH_CONTROLS_OPS
 
 static int64_t bk_ns(void)
 {
@@ -46,26 +50,44 @@ static enum sd_result bk_take(struct db *db, int n, struct job **out, int *got, 
 	return r;
 }
 
-/* reps rounds of: 8 noop enqueued, the timed claim of 8 (which must take
- * exactly them), their acks, the timed claim that finds nothing; [out]
- * med[0] and med[1], microseconds */
-static enum sd_result bk_measure(struct db *db, int64_t reps, double med[2])
+/* one round's enqueues: 8 noop (their mean into *noop_ns) and one of the
+ * kind held by a rate, for tomorrow (into *held_ns: no claim takes it) */
+static enum sd_result bk_enqueue(struct db *db, int64_t *noop_ns, int64_t *held_ns)
 {
-	struct enqueue e = { 0 };
+	struct enqueue e = { 0 }, h = { 0 };
+	enum sd_result r = SD_OK;
+	int64_t t = bk_ns();
+	int k;
+
+	e.kind = "noop";
+	for (k = 0; k < BK_CLAIM_N && r == SD_OK; k++)
+		r = queue_enqueue(db, &e, NULL);
+	*noop_ns = (bk_ns() - t) / BK_CLAIM_N;
+	h.kind = "held_rate";
+	h.delay_ms = 86400000;
+	t = bk_ns();
+	if (r == SD_OK)
+		r = queue_enqueue(db, &h, NULL);
+	*held_ns = bk_ns() - t;
+	return r;
+}
+
+/* reps rounds of: the enqueues, the timed claim of 8 (which must take
+ * exactly the noop ones), their acks, the timed claim that finds nothing;
+ * [out] med[0..BK_OPS), microseconds */
+static enum sd_result bk_measure(struct db *db, int64_t reps, double med[BK_OPS])
+{
 	struct job *jobs[BK_CLAIM_N];
-	int64_t *v[2], i;
+	int64_t *v[BK_OPS], i;
 	enum sd_result r = SD_OK;
 	int k, got;
 
-	e.kind = "noop";
-	v[0] = malloc((size_t)reps * sizeof *v[0]);
-	v[1] = malloc((size_t)reps * sizeof *v[1]);
-	if (!v[0] || !v[1])
-		r = err_set(SD_NOMEM, "out of memory");
+	for (k = 0; k < BK_OPS; k++)
+		if (!(v[k] = malloc((size_t)reps * sizeof *v[k])))
+			r = err_set(SD_NOMEM, "out of memory");
 	for (i = 0; i < reps && r == SD_OK; i++) {
-		for (k = 0; k < BK_CLAIM_N && r == SD_OK; k++)
-			r = queue_enqueue(db, &e, NULL);
-		if (r != SD_OK || (r = bk_take(db, BK_CLAIM_N, jobs, &got, &v[0][i])) != SD_OK)
+		if ((r = bk_enqueue(db, &v[2][i], &v[3][i])) != SD_OK ||
+		    (r = bk_take(db, BK_CLAIM_N, jobs, &got, &v[0][i])) != SD_OK)
 			break;
 		for (k = 0; k < got; k++) {
 			if (r == SD_OK && strcmp(jobs[k]->kind, "noop") != 0)
@@ -80,7 +102,7 @@ static enum sd_result bk_measure(struct db *db, int64_t reps, double med[2])
 		    got != 0)
 			r = err_set(SD_DB, "a claim with nothing ready took %d", got);
 	}
-	for (k = 0; k < 2; k++) {
+	for (k = 0; k < BK_OPS; k++) {
 		if (r == SD_OK) {
 			bench_sort_i64(v[k], reps);
 			med[k] = (double)(reps % 2 ? v[k][reps / 2]
@@ -148,8 +170,8 @@ static enum sd_result bk_hold(struct db *db, int64_t held)
 	return db_checkpoint(db, DB_CHECKPOINT_TRUNCATE, 1000, NULL);
 }
 
-enum sd_result bench_claim_controls(const char *dir, int64_t reps, int64_t held, double off[2],
-				    double on[2])
+enum sd_result bench_claim_controls(const char *dir, int64_t reps, int64_t held,
+				    double off[BENCH_CONTROLS_OPS], double on[BENCH_CONTROLS_OPS])
 {
 	char path[4096];
 	struct db *db;
