@@ -35,6 +35,8 @@ static const char SQL_ADD[] =
 	"INSERT INTO outbox (kind, payload, priority, delay_ms, created_at, job_id) "
 	"VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id";
 static const char SQL_JOB_THERE[] = "SELECT 1 FROM outbox WHERE job_id = ?1";
+static const char SQL_JOB_WAITING[] =
+	"SELECT 1 FROM outbox WHERE job_id = ?1 AND published_at IS NULL";
 
 /* job_id_check: a job id of the outbox's ("outbox:..."), not in it yet */
 static enum sd_result job_id_check(struct db *db, const char *job_id)
@@ -70,6 +72,16 @@ enum sd_result outbox_queued(struct db *db, const char *job_id, int *there)
 	r = db_step(st, there);
 	db_reset(st);
 	return r;
+}
+
+enum sd_result outbox_waiting(struct db *db, const char *job_id, int *waiting)
+{
+	struct db_stmt *st = db_stmt(db, SQL_JOB_WAITING);
+	int64_t one = 0;
+
+	if (st)
+		db_bind_text(st, 1, job_id);
+	return db_one_int(st, waiting, &one);
 }
 
 enum sd_result outbox_add(struct db *db, const char *kind, const char *job_id,

@@ -38,6 +38,10 @@ enum sd_result outbox_add(struct db *db, const char *kind, const char *job_id,
  * now or before). */
 enum sd_result outbox_queued(struct db *db, const char *job_id, int *there);
 
+/* outbox_waiting: [out] *waiting 1 when job_id's row is in the outbox and
+ * the relay has not published it yet. */
+enum sd_result outbox_waiting(struct db *db, const char *job_id, int *waiting);
+
 /*
  * outbox_relay_batch: publish up to limit unpublished rows in one
  * transaction.  [out] *n: how many were published.

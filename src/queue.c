@@ -1607,3 +1607,15 @@ enum sd_result queue_find_job(struct db *db, const char *job_id, queue_row_fn fn
 	}
 	return SD_OK;
 }
+
+static const char SQL_JOB_WAITING[] = "SELECT 1 FROM stream WHERE job_id = ?1 LIMIT 1";
+
+enum sd_result queue_job_waiting(struct db *db, const char *job_id, int *waiting)
+{
+	struct db_stmt *st = db_stmt(db, SQL_JOB_WAITING);
+	int64_t one = 0;
+
+	if (st)
+		db_bind_text(st, 1, job_id);
+	return db_one_int(st, waiting, &one);
+}

@@ -292,6 +292,10 @@ typedef void (*queue_row_fn)(const struct job_row *row, void *arg);
 enum sd_result queue_list(struct db *db, const char *state, const char *kind, int limit,
 			  queue_row_fn fn, void *arg);
 
+/* queue_job_waiting: [out] *waiting 1 when an entry of job_id is in the
+ * stream (ready, scheduled or leased: it will run), 0 when none is. */
+enum sd_result queue_job_waiting(struct db *db, const char *job_id, int *waiting);
+
 /* queue_find_job: call fn for every entry with this job_id: in the stream,
  * finished, dead or cancelled (a job delivered twice by a relay has two). */
 enum sd_result queue_find_job(struct db *db, const char *job_id, queue_row_fn fn, void *arg);

@@ -233,6 +233,34 @@ static enum job_outcome send_intent(struct handler_ctx *ctx, const struct job *j
 	return ticket_send_intent(ctx, job, res, v, in, &sent);
 }
 
+/*
+ * pdf_wait: the order's PDF is not stored yet.  While its render job is
+ * still to run (in the stream, or in the outbox for the relay), the send
+ * waits for it without spending an attempt: a render held back by a pause
+ * or a concurrency limit, or behind a backlog, must not send a resend to
+ * the dead letters.  With no render coming (dead, or gone), it is a failed
+ * attempt as before.
+ */
+static enum job_outcome pdf_wait(struct db *db, struct job_result *res, const struct job *job,
+				 const struct order_view *v)
+{
+	char render[QUEUE_JOB_ID_MAX + 1];
+	enum sd_result r;
+	int waiting = 0;
+
+	tickets_job_id(v->public_id, "render", render, sizeof render);
+	if ((r = queue_job_waiting(db, render, &waiting)) == SD_OK && !waiting)
+		r = outbox_waiting(db, render, &waiting);
+	if (r != SD_OK)
+		return db_failure(res, job, r, "find the render job");
+	if (!waiting)
+		return job_failf(res, 0, "order %s has no stored PDF yet", v->public_id);
+	res->delay_ms = TICKETS_PDF_WAIT_MS;
+	snprintf(res->error, sizeof res->error, "order %s: its PDF is still to be rendered",
+		 v->public_id);
+	return JOB_RETRY_LATER;
+}
+
 /* "order N's ticket email (its nth resend: {"resend": n}) has been sent" */
 enum job_outcome ticket_job_send(struct handler_ctx *ctx, const struct job *job,
 				 struct job_result *res)
@@ -256,7 +284,7 @@ enum job_outcome ticket_job_send(struct handler_ctx *ctx, const struct job *job,
 	if (v.cancelled_at)
 		return JOB_DONE;	/* a cancelled order's tickets are not sent */
 	if (!v.pdf_stored)
-		return job_failf(res, 0, "order %s has no stored PDF yet", v.public_id);
+		return pdf_wait(db, res, job, &v);
 	return send_intent(ctx, job, res, &v, &in);
 }
 

@@ -27,6 +27,10 @@
 
 #include "handler.h"
 
+/* A send whose order's PDF is still to be rendered waits this long between
+ * looks, without spending an attempt (ticket_job_send). */
+#define TICKETS_PDF_WAIT_MS 2000
+
 /* The four handlers, by kind (jobkinds.h); the worker adds its built-ins. */
 extern const struct handler ticket_handlers[];
 

@@ -36,6 +36,7 @@
 #include "jobkinds.h"
 #include "log.h"
 #include "orders.h"
+#include "outbox.h"
 #include "pipeline.h"
 #include "queue.h"
 #include "queue_history.h"
@@ -226,6 +227,44 @@ static void test_resend_limit_per_day(void **state)
 	assert_int_equal(order_resend(F.full, id, "cli (ops)", &lim, &n, &wait), SD_OK);
 	assert_int_equal(n, 3);
 	clock_real();
+}
+
+/* A resend made before the order's PDF: its send waits, without spending
+ * an attempt, while the render job is still to run (in the outbox, then
+ * in the stream, say held back by a pause); once rendered it sends; with
+ * no render coming (its entry dead) it is a failed attempt. */
+static void test_resend_waits_for_a_coming_pdf(void **state)
+{
+	char id[ORDER_ID_MAX], id2[ORDER_ID_MAX], render[QUEUE_JOB_ID_MAX + 1];
+	struct job_result res;
+	struct jobbuf j;
+	int64_t n = 0;
+
+	(void)state;
+	order("Cy Diaz", "cy@example.org", 1, id);
+	assert_int_equal(order_resend(F.full, id, "cli (ops)", NULL, &n, NULL), SD_OK);
+	outbox_job(&j, JOB_KIND_SEND, order_key(id));
+	memset(&res, 0, sizeof res);
+	assert_int_equal(ticket_job_send(F.ctx, &j.job, &res), JOB_RETRY_LATER);	/* in the outbox */
+	assert_int_equal(res.delay_ms, TICKETS_PDF_WAIT_MS);
+	assert_non_null(strstr(res.error, "still to be rendered"));
+	assert_int_equal(outbox_relay_batch(F.env->db, 100, &n), SD_OK);	/* in the stream */
+	memset(&res, 0, sizeof res);
+	assert_int_equal(ticket_job_send(F.ctx, &j.job, &res), JOB_RETRY_LATER);
+	drain();
+	assert_int_equal(messages_with("cy@example.org", NULL), 2);
+	/* no render coming: the render's entry is not in the stream nor the outbox */
+	order("Di Eng", "di@example.org", 1, id2);
+	tickets_job_id(id2, "render", render, sizeof render);
+	assert_int_equal(db_exec(F.env->db, "UPDATE outbox SET published_at = 1 WHERE "
+				 "published_at IS NULL"), SD_OK);
+	assert_int_equal(order_resend(F.full, id2, "cli (ops)", NULL, &n, NULL), SD_OK);
+	outbox_job(&j, JOB_KIND_SEND, order_key(id2));
+	assert_int_equal(tu_countf(F.env->db_path, "SELECT count(*) FROM stream WHERE job_id = '%s'",
+				   render), 0);
+	memset(&res, 0, sizeof res);
+	assert_int_equal(ticket_job_send(F.ctx, &j.job, &res), JOB_FAIL);
+	assert_non_null(strstr(res.error, "has no stored PDF yet"));
 }
 
 /* Each resend is its own intent: its own n, row and key, one message each
@@ -874,6 +913,7 @@ static void test_ids_in_any_case(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_resend_waits_for_a_coming_pdf, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resend_is_a_new_intent_sent_once, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_resend_limit_per_day, setup, teardown),

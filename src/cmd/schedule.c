@@ -183,8 +183,9 @@ static int schedule_rm_cmd(int argc, char **argv)
 }
 
 static const struct cli_cmd schedule_subs[] = {
-	{ "add", schedule_add_cmd, "a periodic job: one job of KIND every period, made once "
-	  "whatever the boxes and restarts", NULL, 0 },
+	{ "add", schedule_add_cmd, "a periodic job: one job of KIND (or, for sqs:QUEUE, a "
+	  "message with the JSON as its body) every period, made once whatever the boxes and "
+	  "restarts", NULL, 0 },
 	{ "ls", schedule_ls_cmd, "the schedules, their next and last periods", NULL, 0 },
 	{ "rm", schedule_rm_cmd, "remove a schedule", NULL, 0 },
 	{ NULL, NULL, NULL, NULL, 0 },
