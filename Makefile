@@ -314,14 +314,14 @@ build/powercut: tools/powercut/powercut.c
 soak: deps-test
 	@$(MAKE) --no-print-directory build/test/stagedoor build/mailsink build/paysink build/chaos
 	build/chaos --bin build/test/stagedoor --mailsink build/mailsink --orders 2000 --kills 100 \
-		--buyers 300 --paysink build/paysink --sqs-tasks 2000
+		--buyers 300 --paysink build/paysink --sqs-tasks 2000 --controls
 
 # The crash soak of two boxes on PostgreSQL (a throwaway cluster), and with
 # a synchronous standby that takes over half way (make failover).
 soak-pg: deps-test
 	@$(MAKE) --no-print-directory build/test/stagedoor build/mailsink build/paysink build/chaos
 	sh tools/pg_soak.sh --bin build/test/stagedoor --mailsink build/mailsink --orders 2000 --kills 100 \
-		--buyers 300 --paysink build/paysink --sqs-tasks 2000
+		--buyers 300 --paysink build/paysink --sqs-tasks 2000 --controls
 failover: deps-test
 	@$(MAKE) --no-print-directory build/test/stagedoor build/mailsink build/paysink build/chaos
 	sh tools/pg_soak.sh --failover --bin build/test/stagedoor --mailsink build/mailsink --orders 2000 \

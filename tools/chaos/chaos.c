@@ -9,7 +9,7 @@
  *         [--workers W] [--seed S] [--keep] [--drain-timeout-s N]
  *         [--stop-max-ms N] [--certs-sh PATH] [--set KEY=VALUE ...]
  *         [--resend-pct P] [--readdress-pct P] [--cancel-pct P]
- *         [--buyers N [--paysink PATH]]
+ *         [--buyers N [--paysink PATH]] [--controls]
  *         [--pg URI [--boxes 2] [--failover CMD]]
  *   chaos --verify-only --db PATH --maildir DIR [--counts FILE] [--orders N]
  *         [--actions FILE] [--door DIR] [--record FILE]
@@ -69,6 +69,14 @@
  * SIGKILL every 100-500 ms, plus the stop and two appliance kills, a job or
  * two is in hand at five kills and would go dead innocent.  Twenty keeps the
  * rule (a job crashing every worker still goes dead) while the attack runs.
+ *
+ * --controls holds the box to the queue's controls under the attack: the
+ * config limits send_tickets to 40/s, render_tickets to 8 at once and
+ * update_sales_counter to 4 a box (of the 16 handler threads: a limit that
+ * binds, though not so tight that the crashed workers' leases, each
+ * holding its place until it expires, stretch the drain past its
+ * timeout), and `stagedoor jobs pause|resume` holds render_tickets back
+ * for 1-3 s at a time; the verdict is the same.
  *
  * --set KEY=VALUE adds a line to the appliance's config file, in place of
  * the soak's own for that key (max_deliveries=5 shows the rule at its
@@ -170,7 +178,7 @@ static void usage(void)
 		"             [--workers W] [--seed S] [--keep] [--drain-timeout-s N]\n"
 		"             [--stop-max-ms N] [--certs-sh PATH] [--set KEY=VALUE ...]\n"
 		"             [--resend-pct P] [--readdress-pct P] [--cancel-pct P]\n"
-		"             [--buyers N [--paysink PATH] [--event-run]]\n"
+		"             [--buyers N [--paysink PATH] [--event-run]] [--controls]\n"
 		"             [--sqs-tasks N [--sqs-kills K]]\n"
 		"             [--power-cuts N [--torn-pct P] [--up-max-ms N] [--powercut PATH]\n"
 		"              [--maildir-on-box] [--backups] [--slow-fsync-ms N]]\n"
@@ -264,6 +272,10 @@ static void opts_parse(int argc, char **argv)
 		}
 		if (strcmp(a, "--event-run") == 0) {
 			opt.event_run = 1;
+			continue;
+		}
+		if (strcmp(a, "--controls") == 0) {
+			opt.controls = 1;
 			continue;
 		}
 		if (strcmp(a, "--verify-only") == 0) {
@@ -549,6 +561,11 @@ static int write_config_box(int port, char box, const char *path)
 	if (!set_by_user("workers"))
 		len += (size_t)snprintf(text + len, sizeof text - len, "workers = %ld\n",
 					opt.workers);
+	if (opt.controls)	/* the queue's controls: held to them under the attack */
+		len += (size_t)snprintf(text + len, sizeof text - len,
+					"rate.send_tickets = 40/s burst 20\n"
+					"concurrency.render_tickets = 8\n"
+					"box_concurrency.update_sales_counter = 4\n");
 	if (len < sizeof text)	/* --buyers: the shop and its provider */
 		len += buyers_config(box == 'b', text + len, sizeof text - len);
 	if (len < sizeof text)	/* --sqs-tasks: the SQS listener */
@@ -1118,6 +1135,32 @@ int chaos_kill_box(int b)
 	return b ? start_run_b(failpoints) : start_run(failpoints);
 }
 
+/*
+ * pause_step (--controls): render_tickets paused and resumed by `stagedoor
+ * jobs pause|resume`, each for 1-3 s, while the attack runs; done 1 resumes
+ * it for the drain.
+ */
+static int pause_step(int done)
+{
+	static int64_t next_at;
+	static int paused;
+	const char *argv[] = { opt.bin, "jobs", NULL, "render_tickets", "--db", soak.db, NULL };
+	char out[512];
+	int rc;
+
+	if (!opt.controls || (!done && now_ms() < next_at) || (done && !paused))
+		return 0;
+	argv[2] = paused ? "resume" : "pause";
+	if ((rc = proc_run(argv, out, sizeof out, 1)) != 0) {
+		fail("stagedoor jobs %s render_tickets: exit %d: %s", argv[2], rc, out);
+		return -1;
+	}
+	paused = !paused;
+	soak.pauses += paused;
+	next_at = now_ms() + 1000 + (int64_t)rng_below(2001);
+	return 0;
+}
+
 static int attack(void)
 {
 	int64_t next_kill = now_ms() + 100 + (int64_t)rng_below(401);
@@ -1129,7 +1172,7 @@ static int attack(void)
 		int64_t now = now_ms();
 
 		if (orders_step() != 0 || changes_step() != 0 || buyers_step() != 0 ||
-		    sqsrun_step() != 0 || chaos_run_watch() != 0)
+		    sqsrun_step() != 0 || pause_step(0) != 0 || chaos_run_watch() != 0)
 			return -1;
 		orphans_reap();
 		if (opt.failover && !failover_t0 && soak.placed >= opt.orders / 2 &&
@@ -1391,7 +1434,9 @@ static void scrape_metrics(void)
 static int drain(void)
 {
 	const char *argv[] = { opt.bin, "check", "--db", soak.db, NULL };
-	int64_t t0 = now_ms(), until = t0 + opt.drain_timeout_s * 1000;
+	/* under --controls the limits pace the backlog the pauses left: twice
+	 * the time (send_tickets at 40/s alone takes a minute for 2,400 emails) */
+	int64_t t0 = now_ms(), until = t0 + opt.drain_timeout_s * (opt.controls ? 2 : 1) * 1000;
 	char out[2048] = "";
 	int rc = -1;
 
@@ -1418,7 +1463,7 @@ static int drain(void)
 		fail("interrupted while draining");
 	else
 		fail("drain: stagedoor check still failing after %ld s (exit %d): %.300s",
-		     opt.drain_timeout_s, rc, out);
+		     opt.drain_timeout_s * (opt.controls ? 2 : 1), rc, out);
 	return -1;
 }
 
@@ -1623,6 +1668,8 @@ static void print_figures(const struct verdict *v, int64_t elapsed_ms)
 		printf("run_exits %ld\n", soak.run_exits);
 		printf("drain_s %.1f\n", (double)soak.drain_ms / 1000.0);
 		printf("boxes %ld\n", opt.boxes);
+		if (opt.controls)
+			printf("controls.pauses %ld\n", soak.pauses);
 		changes_print_figures();
 		buyers_print_figures();
 		eventrun_print_figures();
@@ -1701,8 +1748,11 @@ static void soak_run(struct verdict *v)
 	if (opt.pg)
 		say("on PostgreSQL, %ld box%s", opt.boxes, opt.boxes > 1 ? "es" : "");
 	say("mailsink on port %d", port);
-	if ((opt.cuts ? cuts_attack() : attack()) != 0)
+	if ((opt.cuts ? cuts_attack() : attack()) != 0 || pause_step(1) != 0)
 		goto end;
+	if (opt.controls)
+		say("controls: send_tickets at 40/s, render_tickets 8 at once, "
+		    "update_sales_counter 4 a box; render_tickets paused %ld times", soak.pauses);
 	if (opt.cuts)
 		say("%ld orders placed; draining", cuts_orders_placed());
 	else

@@ -71,6 +71,8 @@ struct chaos_opts {
 	long cancel_pct;		/* --cancel-pct: cancelled; a small event sells out */
 	int event_run;			/* --event-run: the shop's event moved, reminded,
 					 * cancelled under the kills (eventrun.c) */
+	int controls;			/* --controls: limits set, a kind paused and
+					 * resumed under the kills */
 	int changes_given;		/* one of the three was given */
 	const char *sets[32];		/* --set KEY=VALUE: more config lines */
 	int n_sets;
@@ -111,6 +113,7 @@ struct chaos_state {
 	long placed, order_retries;
 	long sold_out_moved;		/* orders the small event refused, placed elsewhere */
 	long kills, stops, app_kills, run_exits, restart_refusals;
+	long pauses;			/* --controls: render_tickets paused so often */
 	long failover_ms;		/* --failover: the command's own time */
 	long failover_downtime_ms;	/* from its start to the next order accepted */
 	long placed_before_failover;
