@@ -234,7 +234,29 @@ function eventJson(ev) {
   const s = scans(ev.id, Date.now());
   const cancelled = state.orders.filter((o) => o.event_id === ev.id && o.cancelled_at !== null)
     .reduce((a, o) => a + o.seats, 0);
-  return { ...ev, admitted: s.admitted, to_come: s.to_come, cancelled };
+  return { ...ev, admitted: s.admitted, to_come: s.to_come, cancelled, runs: ev.runs || [] };
+}
+
+/* cancelEvent: POST /v1/events/{id}/cancel {"reason"}, as the box answers
+ * it: a reason of 1 to 200 characters, the event cancelled with its live
+ * orders, and its run (finished at once here; the fake sells no priced
+ * seats, so nothing is refunded or owed at the window); 202, or 200 with
+ * the run as it is when it was cancelled before */
+async function cancelEvent(req, res, ev, now) {
+  const body = await readJson(req);
+  if (body === null) return send(res, 400, { error: 'the body is not a JSON object' });
+  const reason = body.reason;
+  if (reason !== undefined && (typeof reason !== 'string' || reason.length > 200))
+    return send(res, 400, { error: 'reason must be a string of at most 200 characters', field: 'reason' });
+  if (!reason) return send(res, 400, { error: 'reason is missing: buyers are told why', field: 'reason' });
+  if (ev.state === 'cancelled') return send(res, 200, eventJson(ev));
+  const live = state.orders.filter((o) => o.event_id === ev.id && o.cancelled_at === null);
+  live.forEach((o) => { o.cancelled_at = now; });
+  Object.assign(ev, { state: 'cancelled', cancel_reason: reason, cancelled_at: iso(now) });
+  ev.runs = [{ kind: 'cancel', orders: live.length, done: live.length, refunded: 0, at_window: 0,
+               emailed: live.filter((o) => o.email_address).length, failed: 0,
+               enqueued_at: iso(now), finished_at: iso(now) }];
+  return send(res, 202, eventJson(ev));
 }
 
 /* eventFields: the fields of a POST or PATCH body checked; {error, field} or the changes */
@@ -463,6 +485,7 @@ const ROUTES = [
   ['POST', /^\/v1\/events$/, OP],
   ['PATCH', /^\/v1\/events\/[^/]+$/, OP],
   ['POST', /^\/v1\/events\/[^/]+\/close$/, OP],
+  ['POST', /^\/v1\/events\/[^/]+\/cancel$/, OP],
   ['GET', /^\/v1\/events\/[^/]+$/, OP | BO | DOOR | MON],
   ['GET', /^\/v1\/events\/[^/]+\/sales$/, OP | BO],
   ['GET', /^\/v1\/events\/[^/]+\/scans$/, OP | BO | DOOR],
@@ -521,7 +544,7 @@ const server = http.createServer(async (req, res) => {
     state.events.push(ev);
     return send(res, 201, eventJson(ev));
   }
-  let m = p.match(/^\/v1\/events\/([^/]+)(?:\/(sales|scans|close))?$/);
+  let m = p.match(/^\/v1\/events\/([^/]+)(?:\/(sales|scans|close|cancel))?$/);
   if (m) {
     const ev = eventOf(decodeURIComponent(m[1]));
     if (!ev) return send(res, 404, { error: 'no event ' + m[1], field: 'id' });
@@ -536,6 +559,7 @@ const server = http.createServer(async (req, res) => {
       syncEvent(ev.id);
       return send(res, 200, eventJson(ev));
     }
+    if (m[2] === 'cancel') return cancelEvent(req, res, ev, now);
     if (m[2] === 'close') {
       if (ev.state !== 'closed') Object.assign(ev, { state: 'closed', closed_at: iso(now) });
       return send(res, 200, eventJson(ev));
