@@ -12,8 +12,10 @@
  * that went to the old address, a cancellation counted back twice, and a
  * resend the log says was made that the box does not hold.
  *
- * The short soak (200 orders, 100 under the sanitizers, 20 worker kills, 4
- * workers, `make soak` runs 2000 and 100) runs the real appliance through build/chaos and reads the
+ * The short soak (150 orders, 100 under the sanitizers, 20 worker kills, 4
+ * workers, `make soak` runs 2000 and 100) runs the real appliance through
+ * build/chaos under the queue's controls (--controls: a rate, two
+ * concurrency limits, render_tickets paused and resumed) and reads the
  * figures it prints: every kind of attack happened, the box office resent,
  * re-addressed and cancelled orders by both doors while it did, the small
  * event sold out and sold its given-back seats again, one email per intent
@@ -23,7 +25,7 @@
  * a missing one, the email of an order the database lacks, an owed email
  * whose key holds another order's, a code that admits another order's seat.
  *
- * The short power-cut soak (150 orders, 80 under the sanitizers, 12 cuts,
+ * The short power-cut soak (120 orders, 80 under the sanitizers, 12 cuts,
  * half of them torn; `make powercut` runs 3000 and 200) runs the box on tools/powercut and cuts its
  * power: no acknowledged order lost, no corrupt database, every order done
  * once; again with the maildir transport writing on the cut disk and run
@@ -57,7 +59,7 @@
 
 #include "testutil.h"
 
-/* The soaks under the sanitizers run half the orders: the same paths are
+/* The soaks under the sanitizers run fewer orders: the same paths are
  * taken (every failpoint, kill and technique is asserted as in rel), in
  * the time the suite has. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -65,9 +67,9 @@
 #define SHORT_SQS 150
 #define CUT_ORDERS 80
 #else
-#define SHORT_ORDERS 200
-#define SHORT_SQS 300
-#define CUT_ORDERS 150
+#define SHORT_ORDERS 150
+#define SHORT_SQS 200
+#define CUT_ORDERS 120
 #endif
 #define SLOW_ORDERS 80
 #define STR_(x) #x
@@ -737,7 +739,8 @@ static void test_short_soak(void **state)
 	struct tu_env *e = *state;
 	const char *args[] = { "--bin", tu_bin(), "--mailsink", "build/mailsink", "--orders",
 			       STR(SHORT_ORDERS), "--kills", "20", "--workers", "4", "--seed",
-			       "20261130", "--sqs-tasks", STR(SHORT_SQS), "--sqs-kills", "20", NULL };
+			       "20261130", "--sqs-tasks", STR(SHORT_SQS), "--sqs-kills", "20",
+			       "--controls", NULL };
 	static const char *const techniques[] = { "check_state", "unique_claim", "provider_key",
 						  "processed_jobs", NULL };
 	static char out[16384], err[65536];
@@ -749,6 +752,8 @@ static void test_short_soak(void **state)
 	assert_true(figure(out, "kills") >= 20);
 	assert_int_equal(figure(out, "sigstops"), 1);
 	assert_int_equal(figure(out, "appliance_kills"), 2);
+	/* the queue's controls held the box: render_tickets paused and resumed */
+	assert_true(figure(out, "controls.pauses") >= 1);
 	/* every failpoint's window was hit and every technique absorbed runs */
 	assert_true(figure(out, "failpoint.after_render_before_update") > 0);
 	assert_true(figure(out, "failpoint.after_work_before_ack") > 0);
