@@ -33,6 +33,14 @@ int cred_find(const char *name, char *path, size_t size)
 	return stat(path, &st) == 0;
 }
 
+const char *cred_tls_key(const char *cert, const char *key, const char *name, char *buf,
+			 size_t size)
+{
+	if (!cert || !*cert || (key && *key))
+		return key;
+	return cred_find(name, buf, size) ? buf : key;
+}
+
 /* inside: path names a file directly in $CREDENTIALS_DIRECTORY. */
 static int inside(const char *path)
 {

@@ -23,6 +23,13 @@
  * file exists.  [out] path (size bytes).  1: found; 0: not. */
 int cred_find(const char *name, char *path, size_t size);
 
+/* cred_tls_key: a listener's TLS key file: key as the settings give it,
+ * or, when they give a certificate (cert) and no key, systemd's credential
+ * name (LoadCredential=name) when there is one, its path in buf (size
+ * bytes).  The key's path, or key itself (NULL or empty) for none. */
+const char *cred_tls_key(const char *cert, const char *key, const char *name, char *buf,
+			 size_t size);
+
 /* cred_mode_ok: may the secret file at path, whose fstat is st, be used
  * (the rules above)?  1: yes; 0: others may read or change it.  The caller
  * says why in its own words. */

@@ -208,13 +208,10 @@ enum sd_result serve_start(const struct serve_opts *o, struct serve **out)
 	memset(&ho, 0, sizeof ho);
 	ho.listen = o->listen;
 	ho.tls_cert = o->tls_cert;
-	ho.tls_key = o->tls_key;
 	/* systemd's LoadCredential=http_tls_key, when the file names none */
-	if (o->tls_cert && *o->tls_cert && (!o->tls_key || !*o->tls_key) &&
-	    cred_find("http_tls_key", key, sizeof key)) {
-		ho.tls_key = key;
+	if ((ho.tls_key = cred_tls_key(o->tls_cert, o->tls_key, "http_tls_key", key,
+				       sizeof key)) == key)
 		log_event(LOG_INFO, "http TLS key from the service's credentials", "path=%s", key);
-	}
 	ho.per_client_max = o->per_client_max > 0 ? (unsigned)o->per_client_max : 0;
 	if ((r = hosts_make(s, o, &extra)) != SD_OK)
 		goto fail;

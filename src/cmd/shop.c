@@ -25,9 +25,7 @@ static enum sd_result shop_options(const struct config *cfg, struct shop_opts *o
 	o->url = config_str(cfg, CONFIG_SHOP_URL);
 	o->name = config_str(cfg, CONFIG_SHOP_NAME);
 	o->tls_cert = config_str(cfg, CONFIG_SHOP_TLS_CERT);
-	if (o->tls_cert && !key && cred_find("shop_tls_key", cred, sizeof cred))
-		key = cred;
-	o->tls_key = key;
+	o->tls_key = cred_tls_key(o->tls_cert, key, "shop_tls_key", cred, sizeof cred);
 	o->trusted_proxies = config_str(cfg, CONFIG_SHOP_TRUSTED_PROXIES);
 	o->per_client_max = (int)config_int(cfg, CONFIG_HTTP_PER_CLIENT_MAX);
 	config_hold_rules(cfg, &o->holds);

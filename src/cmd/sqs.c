@@ -23,9 +23,7 @@ static enum sd_result sqs_options(const struct config *cfg, struct sqs_opts *o)
 	o->state_dir = config_str(cfg, CONFIG_STATE_DIR);
 	o->listen = config_str(cfg, CONFIG_SQS_LISTEN);
 	o->tls_cert = config_str(cfg, CONFIG_SQS_TLS_CERT);
-	if (o->tls_cert && !key && cred_find("sqs_tls_key", cred, sizeof cred))
-		key = cred;
-	o->tls_key = key;
+	o->tls_key = cred_tls_key(o->tls_cert, key, "sqs_tls_key", cred, sizeof cred);
 	o->per_client_max = (int)config_int(cfg, CONFIG_HTTP_PER_CLIENT_MAX);
 	if (strcmp(o->listen, "off") == 0)
 		return err_set(SD_INVALID, "sqs_listen is off: set it to ADDRESS:PORT "
