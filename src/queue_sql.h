@@ -8,10 +8,13 @@
 #define SD_QUEUE_SQL_H
 
 /* ?1 job_id ?2 kind ?3 payload ?4 priority ?5 visible_at ?6 created_at
- * ?7 queue (the lane: 0 for the box's own jobs) ?8 grp (NULL but in FIFO) */
+ * ?7 queue (the lane: 0 for the box's own jobs) ?8 grp (NULL but in FIFO).
+ * A kind of the box's own under a control goes straight to its lane, so
+ * the trigger stream_lane (for the other writers) need not move it after. */
 #define QUEUE_SQL_ENQUEUE \
 	"INSERT INTO stream (job_id, kind, payload, priority, visible_at, created_at, queue, " \
-	"grp) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+	"grp) VALUES (?1, ?2, ?3, ?4, ?5, ?6, CASE WHEN ?7 = 0 THEN coalesce((SELECT lane " \
+	"FROM controls WHERE kind = ?2), 0) ELSE ?7 END, ?8)"
 
 /*
  * The claim, one priority level at a time.  The stream_claim index is ordered

@@ -121,6 +121,8 @@ static void test_pause_holds_a_kind_until_resumed(void **state)
 	job_free(running);
 	/* a new one goes to the lane at once, by any road (the relay too) */
 	enq(db, "noop", 1, 0);
+	assert_int_equal(lane_count(state, "noop", c.lane), 5);
+	assert_int_equal(lane_count(state, "noop", 0), 0);
 	assert_int_equal(db_begin(db), SD_OK);
 	assert_int_equal(outbox_add(db, "noop", NULL, "{}", 0, 0, NULL), SD_OK);
 	assert_int_equal(db_commit(db), SD_OK);
