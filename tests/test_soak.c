@@ -832,6 +832,12 @@ static int pg_sh(const struct tu_env *e, const char *const *args, char *out, siz
 	argv[2 + i] = NULL;
 	snprintf(path, sizeof path, "%s/pg_sh.out", e->dir);
 	rc = tu_exec(argv, path, NULL, 120000);
+	if (rc != 0) {		/* what pg.sh said, for the log */
+		char *text = (char *)tu_slurp(path, &n);
+
+		print_message("    pg.sh %s: exit %d: %.2000s\n", args[0], rc, text ? text : "");
+		free(text);
+	}
 	if (out) {
 		char *text = (char *)tu_slurp(path, &n);
 

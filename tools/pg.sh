@@ -81,6 +81,13 @@ standby)
 	mkdir -p "$sdir"
 	[ "$(id -u)" = 0 ] && chown postgres "$sdir"
 	chmod 0700 "$sdir"
+	# a try that failed (its port taken) leaves a copy no server runs on:
+	# pg_basebackup wants an empty folder, so that copy goes
+	if [ -e "$sdir/data" ]; then
+		[ ! -e "$sdir/data/postmaster.pid" ] ||
+			{ echo "pg.sh: a server runs on $sdir/data" >&2; exit 1; }
+		rm -rf "$sdir/data"
+	fi
 	as_owner "$PGBIN/pg_basebackup" -h 127.0.0.1 -p "$pport" -U stagedoor -D "$sdir/data" \
 		-R -X stream >"$sdir/basebackup.log" 2>&1 || { cat "$sdir/basebackup.log" >&2; exit 1; }
 	# the standby's own port and socket; it waits for no one once promoted
@@ -99,7 +106,11 @@ CONF
 	i=0
 	until [ "$($psql -c "SELECT count(*) FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync'")" = 1 ]; do
 		i=$((i + 1))
-		[ $i -lt 300 ] || { echo "pg.sh: the standby is not synchronous after 30 s" >&2; exit 1; }
+		[ $i -lt 300 ] || {
+			echo "pg.sh: the standby is not synchronous after 30 s" >&2
+			as_owner "$PGBIN/pg_ctl" -D "$sdir/data" -m immediate -w -t 60 stop >/dev/null 2>&1
+			exit 1
+		}
 		sleep 0.1
 	done
 	echo "postgresql://stagedoor@127.0.0.1:$pport,127.0.0.1:$port/postgres?target_session_attrs=read-write"
