@@ -104,8 +104,8 @@ TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 # the handlers and the HTTP API.
 # Each suite runs two test binaries at a time, but these alone: they
 # measure time or CPU (the door's p99, a worker that must not spin,
-# deadlines).
-TESTS_ALONE := test_doorflood test_procs test_http test_frontdoor test_powercut
+# deadlines, the WAL bound of test_maint, power cuts).
+TESTS_ALONE := test_doorflood test_procs test_http test_frontdoor test_powercut test_maint
 PG_TESTS := test_sqs test_controls test_schedule test_db test_events test_eventruns test_holds test_shop test_dashboard test_redact test_queue test_outbox test_idem test_orders test_changes test_api test_roles test_procs test_blob test_soak
 
 # Three builds: the product, build/rel (bin/stagedoor), with no failpoint;
