@@ -823,7 +823,7 @@ static void test_two_box_soak_on_postgresql(void **state)
 static int pg_sh(const struct tu_env *e, const char *const *args, char *out, size_t size)
 {
 	const char *argv[8] = { "/bin/sh", "tools/pg.sh" };
-	char path[400];
+	char path[400], *text;
 	size_t n = 0;
 	int i, rc;
 
@@ -832,18 +832,12 @@ static int pg_sh(const struct tu_env *e, const char *const *args, char *out, siz
 	argv[2 + i] = NULL;
 	snprintf(path, sizeof path, "%s/pg_sh.out", e->dir);
 	rc = tu_exec(argv, path, NULL, 120000);
-	if (rc != 0) {		/* what pg.sh said, for the log */
-		char *text = (char *)tu_slurp(path, &n);
-
-		print_message("    pg.sh %s: exit %d: %.2000s\n", args[0], rc, text ? text : "");
-		free(text);
-	}
-	if (out) {
-		char *text = (char *)tu_slurp(path, &n);
-
+	text = (char *)tu_slurp(path, &n);
+	if (rc != 0)		/* what pg.sh said, for the log */
+		print_message("    pg.sh %s: exit %d: %.2000s\n", args[0], rc, text);
+	if (out)
 		snprintf(out, size, "%.*s", (int)strcspn(text, "\n"), text);
-		free(text);
-	}
+	free(text);
 	return rc;
 }
 
