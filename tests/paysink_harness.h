@@ -1,12 +1,12 @@
 /*
- * paysink_harness.h: what the tests of tools/paysink share: each test's
- * provider (build/paysink, or $PAYSINK_BIN, on a free loopback port,
- * stopped with SIGTERM), a webhook receiver that checks every
- * Stripe-Signature with its own HMAC-SHA256 and keeps what came, one HTTP
- * request by libcurl, and reading JSON by dotted paths.  Included
- * once by each test program (the Makefile builds every tests/test_*.c on
- * its own), so its functions are static; PH_FN marks them, some unused by
- * one program or the other.
+ * paysink_harness.h: what the tests of tools/paysink share (test_paysink.c,
+ * test_paysink_money.c): each test's provider (build/paysink, or
+ * $PAYSINK_BIN, on a free loopback port, stopped with SIGTERM), a webhook
+ * receiver that checks every Stripe-Signature with its own HMAC-SHA256 and
+ * keeps what came, one HTTP request by libcurl, and reading JSON by dotted
+ * paths.  Included once by each test program (the Makefile builds every
+ * tests/test_*.c on its own), so its functions are static; PH_FN marks
+ * them, some unused by one program or the other.
  */
 #ifndef PAYSINK_HARNESS_H
 #define PAYSINK_HARNESS_H
