@@ -14,7 +14,10 @@
 //   (StripeIdempotencyError), a wrong key (StripeAuthenticationError),
 //   expire (and expiring again refused), refund, the refund replayed under
 //   its key, refunds listed, the rest refunded and then
-//   charge_already_refunded; webhooks.constructEvent accepting the payload
+//   charge_already_refunded; a pending refund read back and later
+//   succeeded; a payment intent retrieved; a dispute's event read by
+//   constructEvent and the disputed charge retrieved;
+//   webhooks.constructEvent accepting the payload
 //   and Stripe-Signature paysink delivered and refusing it with one byte
 //   changed; generateTestHeaderString's header accepted by paysink's own rule
 //   (POST /_paysink/verify) and refused for another payload.
@@ -185,6 +188,47 @@ async function refundChecks(stripe, s1, base, agent) {
   passed.push('charge_already_refunded');
 }
 
+// a payment whose refunds answer "pending" (its paysink control); the
+// refund read back pending, then succeeded once paysink settles it
+async function pendingRefundChecks(stripe, base, agent) {
+  const s3 = await stripe.checkout.sessions.create(sessionParams('Gala', 1000));
+  const paid = await control(base, agent, 'POST', `/_paysink/pay/${s3.id}`);
+  const pi = paid.json.payment_intent;
+  const intent = await stripe.paymentIntents.retrieve(pi);
+  check(intent.status === 'succeeded' && intent.amount_received === 2000 &&
+        intent.latest_charge && intent.metadata.order === 'order-node-1', 'payment intent', intent);
+  passed.push('payment_intent');
+  const on = await control(base, agent, 'POST', `/_paysink/refund-pending/${pi}?on=1`);
+  check(on.status === 200, 'refund-pending control', on);
+  const r = await stripe.refunds.create({ payment_intent: pi, amount: 500 });
+  check(r.status === 'pending', 'pending refund', r);
+  const again = await stripe.refunds.retrieve(r.id);
+  check(again.status === 'pending', 'pending refund read back', again);
+  const settled = await control(base, agent, 'POST', `/_paysink/refund-settle/${r.id}?outcome=succeeded`);
+  check(settled.status === 200, 'refund-settle control', settled);
+  const done = await stripe.refunds.retrieve(r.id);
+  check(done.status === 'succeeded', 'pending refund succeeded', done);
+  passed.push('pending_refund');
+  return { pi, charge: intent.latest_charge };
+}
+
+// a dispute on that payment: its event verified and parsed by the package
+async function disputeChecks(stripe, paid, base, agent) {
+  const opened = await control(base, agent, 'POST', `/_paysink/dispute/${paid.pi}?reason=fraudulent`);
+  check(opened.status === 200, 'dispute control', opened);
+  const got = await waitFor('charge.dispute.created', () => deliveries.find((d) => {
+    const ev = JSON.parse(d.body.toString());
+    return ev.type === 'charge.dispute.created' && ev.data.object.id === opened.json.id;
+  }));
+  const ev = stripe.webhooks.constructEvent(got.body, got.sig, SECRET);
+  check(ev.data.object.object === 'dispute' && ev.data.object.status === 'needs_response' &&
+        ev.data.object.charge === paid.charge && ev.data.object.payment_intent === paid.pi,
+        'dispute event', ev.data.object);
+  const ch = await stripe.charges.retrieve(paid.charge);
+  check(ch.disputed === true && ch.object === 'charge', 'disputed charge', ch);
+  passed.push('dispute');
+}
+
 async function webhookChecks(stripe, s1, s2, base, agent) {
   const find = (type, id) => deliveries.find((d) => {
     const ev = JSON.parse(d.body.toString());
@@ -234,6 +278,7 @@ async function main() {
   const bad = new Stripe('sk_test_notTheKey0000', conf);
   const { s1, s2 } = await apiChecks(stripe, bad, base, agent);
   await refundChecks(stripe, s1, base, agent);
+  await disputeChecks(stripe, await pendingRefundChecks(stripe, base, agent), base, agent);
   await webhookChecks(stripe, s1, s2, base, agent);
   console.log(`paysink_stripe: ${passed.length} passed (stripe ${Stripe.PACKAGE_VERSION ?? ''}` +
               ` over ${protocol}): ${passed.join(', ')}`);

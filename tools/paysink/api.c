@@ -9,11 +9,15 @@
  *   GET  /v1/refunds[?payment_intent=&charge=&limit=]   newest first
  *   GET  /v1/refunds/{id}
  *   GET  /v1/payment_intents/{id}
+ *   GET  /v1/charges/{id}
+ *   GET  /v1/disputes/{id}
  *
  * Anything else under /v1/ is 404 "Unrecognized request URL", as Stripe
  * answers.  The order of checks is Stripe's: the API key first (401), then
  * the route, then for a POST: its body's names, the injected 5xx (nothing
  * stored, the key stays unknown), the idempotency table, and the handler.
+ * Every request is first written to the --request-log, as it came.  The
+ * events a request makes name it (request.id, request.idempotency_key).
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -37,6 +41,8 @@ enum ep {
 	EP_REFUND_LIST,
 	EP_REFUND_GET,
 	EP_PI_GET,
+	EP_CHARGE_GET,
+	EP_DISPUTE_GET,
 };
 
 /* ======================== errors ========================================= */
@@ -194,6 +200,12 @@ static enum ep route(const char *method, const char *path, char *id, size_t size
 	if (strncmp(path, "/v1/payment_intents/", 20) == 0 &&
 	    (tail = path_id(path + 20, id, size)) && !*tail && get)
 		return EP_PI_GET;
+	if (strncmp(path, "/v1/charges/", 12) == 0 && (tail = path_id(path + 12, id, size)) &&
+	    !*tail && get)
+		return EP_CHARGE_GET;
+	if (strncmp(path, "/v1/disputes/", 13) == 0 && (tail = path_id(path + 13, id, size)) &&
+	    !*tail && get)
+		return EP_DISPUTE_GET;
 	return EP_NONE;
 }
 
@@ -212,7 +224,7 @@ static json_t *refund_list(const struct ps_req *rq, struct ps_err *e)
 	const char *lim = req_query(rq, "limit");
 	long limit = lim ? strtol(lim, NULL, 10) : 10;
 	json_t *data = json_array();
-	size_t i = state_refund_count();
+	size_t i = state_count(PS_REFUNDS);
 	int more = 0;
 
 	if (limit < 1 || limit > 100) {
@@ -222,7 +234,7 @@ static json_t *refund_list(const struct ps_req *rq, struct ps_err *e)
 		return NULL;
 	}
 	while (i-- > 0) {
-		const struct ps_refund *r = state_refund_at(i);
+		const struct ps_refund *r = state_at(PS_REFUNDS, i);
 
 		if ((pi && *pi && strcmp(r->pi, pi) != 0) || (ch && *ch && strcmp(r->charge, ch) != 0))
 			continue;
@@ -236,27 +248,37 @@ static json_t *refund_list(const struct ps_req *rq, struct ps_err *e)
 			 "url", "/v1/refunds");
 }
 
+/* the object a GET found, or (NULL) Stripe's 404 for what with param */
+static json_t *found(json_t *obj, struct ps_err *e, const char *what, const char *param,
+		     const char *id)
+{
+	if (!obj)
+		no_such(e, what, param, id);
+	return obj;
+}
+
 static json_t *run_get(const struct ps_req *rq, enum ep ep, const char *id, struct ps_err *e)
 {
-	struct ps_session *s;
-	struct ps_refund *r;
+	void *o;
+	struct ps_session *s = ep == EP_PI_GET || ep == EP_CHARGE_GET ? state_session_by_pi(id)
+								       : NULL;
 
 	switch (ep) {
 	case EP_SESSION_GET:
-		if ((s = state_session_find(id)))
-			return session_json(s);
-		no_such(e, "checkout.session", "session", id);
-		return NULL;
+		o = state_find(PS_SESSIONS, id);
+		return found(o ? session_json(o) : NULL, e, "checkout.session", "session", id);
 	case EP_REFUND_GET:
-		if ((r = state_refund_find(id)))
-			return refund_json(r);
-		no_such(e, "refund", "id", id);
-		return NULL;
+		o = state_find(PS_REFUNDS, id);
+		return found(o ? refund_json(o) : NULL, e, "refund", "id", id);
 	case EP_PI_GET:
-		if ((s = state_session_by_pi(id)) && strcmp(s->pi, id) == 0)
-			return pi_json(s);
-		no_such(e, "payment_intent", "intent", id);
-		return NULL;
+		return found(s && strcmp(s->pay.pi, id) == 0 ? pi_json(s) : NULL, e,
+			     "payment_intent", "intent", id);
+	case EP_CHARGE_GET:
+		return found(s && strcmp(s->pay.charge, id) == 0 ? charge_json(s) : NULL, e,
+			     "charge", "id", id);
+	case EP_DISPUTE_GET:
+		o = state_find(PS_DISPUTES, id);
+		return found(o ? dispute_json(o) : NULL, e, "dispute", "dispute", id);
 	case EP_REFUND_LIST:
 		return refund_list(rq, e);
 	default:
@@ -272,7 +294,7 @@ static json_t *run_expire(json_t *p, const char *id, struct ps_err *e)
 
 	if (param_allowed(p, "", keys, e) != 0)
 		return NULL;
-	s = state_session_find(id);
+	s = state_find(PS_SESSIONS, id);
 	if (!s) {
 		no_such(e, "checkout.session", "session", id);
 		return NULL;
@@ -289,15 +311,17 @@ static json_t *run_expire(json_t *p, const char *id, struct ps_err *e)
 	return session_json(s);
 }
 
+/* run a POST; came: when it came, on the business clock (a session's
+ * creation) */
 static json_t *run_post(json_t *p, enum ep ep, const char *id, const char *idem_key,
-			struct ps_err *e)
+			int64_t came, struct ps_err *e)
 {
 	struct ps_session *s;
 	struct ps_refund *r;
 
 	switch (ep) {
 	case EP_SESSION_CREATE:
-		s = checkout_create(p, e);
+		s = checkout_create(p, came, e);
 		return s ? session_json(s) : NULL;
 	case EP_SESSION_EXPIRE:
 		return run_expire(p, id, e);
@@ -401,6 +425,7 @@ static void api_post(struct ps_req *rq, enum ep ep, const char *id, const char *
 	struct ps_err e = { 0 };
 	struct ps_idem *ent = NULL;
 	json_t *p, *obj;
+	int64_t came;
 
 	if (key && !*key)
 		key = NULL;
@@ -422,6 +447,7 @@ static void api_post(struct ps_req *rq, enum ep ep, const char *id, const char *
 		return;
 	}
 	pthread_mutex_lock(&ps_lock);
+	came = ps_now();
 	state_sweep_expiry();
 	if (injected(ep, out))
 		goto done;
@@ -440,7 +466,9 @@ static void api_post(struct ps_req *rq, enum ep ep, const char *id, const char *
 		pthread_mutex_lock(&ps_lock);
 		state_sweep_expiry();
 	}
-	obj = run_post(p, ep, id, key, &e);
+	wh_request(out->request_id, key);
+	obj = run_post(p, ep, id, key, came, &e);
+	wh_request(NULL, NULL);
 	if (obj)
 		resp_json(out, 200, obj);
 	else
@@ -459,6 +487,16 @@ done:
 	json_decref(p);
 }
 
+/* the request as it came, into the --request-log (lock held) */
+static void api_log(const struct ps_req *rq)
+{
+	const char *uri = rq->uri ? rq->uri : rq->path, *q = strchr(uri, '?');
+	char path[sizeof rq->path];
+
+	snprintf(path, sizeof path, "%.*s", (int)(q ? q - uri : (long)strlen(uri)), uri);
+	reqlog_line(rq->method, path, q ? q + 1 : "", rq->body, rq->len);
+}
+
 void api_handle(struct ps_req *rq, struct ps_resp *out)
 {
 	char id[PS_ID_MAX + 40], key[256];
@@ -469,6 +507,7 @@ void api_handle(struct ps_req *rq, struct ps_resp *out)
 	out->api = 1;
 	pthread_mutex_lock(&ps_lock);
 	ps_counts.api_requests++;
+	api_log(rq);
 	pthread_mutex_unlock(&ps_lock);
 	if (auth_check(rq, key, sizeof key, &e) != 0)
 		goto fail;

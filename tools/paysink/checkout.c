@@ -1,13 +1,17 @@
 /*
- * checkout.c: the parameters of POST /v1/checkout/sessions and POST
- * /v1/refunds, checked as Stripe checks them (the same error type, code,
- * param and, where known, message), and the objects they make.
+ * checkout.c: the parameters of POST /v1/checkout/sessions, checked as
+ * Stripe checks them (the same error type, code, param and, where known,
+ * message), the session they make, and the parameter helpers the other
+ * endpoints share.
  *
  * Parameters paysink does not know are refused as Stripe refuses them
  * ("Received unknown parameter: x", code parameter_unknown), but for a few
- * that change nothing here and that clients commonly send (expand,
- * payment_method_types, locale, submit_type): those are accepted and
- * ignored.  Only mode=payment and line_items with price_data are served.
+ * that change nothing here and that clients commonly send (expand, locale,
+ * submit_type): those are accepted and ignored.  Only mode=payment and
+ * line_items with price_data are served.  Amounts follow currency.c: a
+ * currency Stripe takes, amounts its rules allow, a total of 0 (a no-cost
+ * order) or at least Stripe's minimum charge and at most 99999999;
+ * payment_method_types as payment.c checks them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,7 +54,7 @@ int param_allowed(json_t *obj, const char *prefix, const char *const *names, str
 	return 0;
 }
 
-static void missing(struct ps_err *e, const char *label)
+void param_missing(struct ps_err *e, const char *label)
 {
 	err_set(e, 400, "invalid_request_error", "parameter_missing", label,
 		"Missing required param: %s.", label);
@@ -64,7 +68,7 @@ int param_str(json_t *obj, const char *name, const char *label, size_t max, int 
 	*out = NULL;
 	if (!v) {
 		if (required)
-			missing(e, label);
+			param_missing(e, label);
 		return required ? -1 : 0;
 	}
 	if (!json_is_string(v)) {
@@ -161,33 +165,6 @@ int param_metadata(json_t *obj, const char *name, const char *label, json_t **ou
 	return 0;
 }
 
-static int is_zero_decimal(const char *cur)
-{
-	static const char *const zero[] = { "bif", "clp", "djf", "gnf", "jpy", "kmf", "krw",
-					    "mga", "pyg", "rwf", "ugx", "vnd", "vuv", "xaf",
-					    "xof", "xpf", NULL };
-	size_t i;
-
-	for (i = 0; zero[i]; i++)
-		if (strcmp(zero[i], cur) == 0)
-			return 1;
-	return 0;
-}
-
-void amount_format(char *out, size_t size, long long minor, const char *currency)
-{
-	char up[4] = { 0 };
-	size_t i;
-
-	for (i = 0; i < 3 && currency[i]; i++)
-		up[i] = (char)(currency[i] >= 'a' && currency[i] <= 'z' ? currency[i] - 32
-									: currency[i]);
-	if (is_zero_decimal(currency))
-		snprintf(out, size, "%lld %s", minor, up);
-	else
-		snprintf(out, size, "%lld.%02lld %s", minor / 100, minor % 100, up);
-}
-
 /* a URL Stripe would take: http(s)://host... */
 static int url_ok(const char *u)
 {
@@ -195,6 +172,27 @@ static int url_ok(const char *u)
 }
 
 /* ======================== one line item ================================== */
+
+/* a currency parameter, lower-cased into currency: one Stripe takes (it
+ * takes upper case too, and answers in lower case) */
+static int currency_param(json_t *obj, const char *label, char currency[4], struct ps_err *e)
+{
+	const char *cur;
+	size_t k;
+
+	if (param_str(obj, "currency", label, 3, 1, &cur, e) != 0)
+		return -1;
+	for (k = 0; k < 3 && cur[k]; k++)
+		currency[k] = (char)(cur[k] >= 'A' && cur[k] <= 'Z' ? cur[k] + 32 : cur[k]);
+	currency[k] = '\0';
+	if (!currency_supported(currency)) {
+		err_set(e, 400, "invalid_request_error", NULL, label,
+			"Invalid currency: %s. Stripe currently supports these currencies: %s",
+			currency, currency_list());
+		return -1;
+	}
+	return 0;
+}
 
 static int line_parse(json_t *item, size_t i, struct ps_line *line, char currency[4],
 		      struct ps_err *e)
@@ -204,12 +202,11 @@ static int line_parse(json_t *item, size_t i, struct ps_line *line, char currenc
 	static const char *const product_keys[] = { "name", "description", NULL };
 	char pre[64], label[160];
 	json_t *pd, *prod;
-	const char *cur, *name;
-	size_t k;
+	const char *name;
 
 	snprintf(pre, sizeof pre, "line_items[%zu]", i);
 	if (!json_is_object(item)) {
-		missing(e, pre);
+		param_missing(e, pre);
 		return -1;
 	}
 	if (param_allowed(item, pre, item_keys, e) != 0)
@@ -227,33 +224,22 @@ static int line_parse(json_t *item, size_t i, struct ps_line *line, char currenc
 	snprintf(label, sizeof label, "%s[price_data]", pre);
 	pd = json_object_get(item, "price_data");
 	if (!json_is_object(pd)) {
-		missing(e, label);
+		param_missing(e, label);
 		return -1;
 	}
 	if (param_allowed(pd, label, price_keys, e) != 0)
 		return -1;
 	snprintf(label, sizeof label, "%s[price_data][currency]", pre);
-	if (param_str(pd, "currency", label, 3, 1, &cur, e) != 0)
+	if (currency_param(pd, label, currency, e) != 0)
 		return -1;
-	for (k = 0; k < 3; k++) {
-		char c = cur[k] | 0x20;
-
-		if (strlen(cur) != 3 || c < 'a' || c > 'z') {
-			err_set(e, 400, "invalid_request_error", "parameter_invalid_string", label,
-				"Invalid currency: %s. Stripe currently supports these currencies: "
-				"three-letter ISO codes, in lowercase", cur);
-			return -1;
-		}
-		currency[k] = c;
-	}
-	currency[3] = '\0';
 	snprintf(label, sizeof label, "%s[price_data][unit_amount]", pre);
-	if (param_int(pd, "unit_amount", label, 0, PS_AMOUNT_MAX, 1, &line->unit_amount, e) != 0)
+	if (param_int(pd, "unit_amount", label, 0, PS_AMOUNT_MAX, 1, &line->unit_amount, e) != 0 ||
+	    currency_amount_ok(currency, line->unit_amount, label, e) != 0)
 		return -1;
 	snprintf(label, sizeof label, "%s[price_data][product_data]", pre);
 	prod = json_object_get(pd, "product_data");
 	if (!json_is_object(prod)) {
-		missing(e, label);
+		param_missing(e, label);
 		return -1;
 	}
 	if (param_allowed(prod, label, product_keys, e) != 0)
@@ -265,6 +251,24 @@ static int line_parse(json_t *item, size_t i, struct ps_line *line, char currenc
 	return 0;
 }
 
+/* Stripe's minimum charge for the total: 0 is a no-cost order (API version
+ * 2023-08-16 and later), anything else must reach the minimum.  The code
+ * and param of Stripe's answer are not published: amount_too_small is the
+ * code its error-code list has for "less than the minimum amount allowed",
+ * and no param is given. */
+static int total_ok(const struct ps_session *s, struct ps_err *e)
+{
+	long long min = currency_minimum(s->currency);
+	char at_least[64];
+
+	if (s->amount_total == 0 || s->amount_total >= min)
+		return 0;
+	amount_format_stripe(at_least, sizeof at_least, min, s->currency);
+	err_set(e, 400, "invalid_request_error", "amount_too_small", NULL,
+		"The Checkout Session's total amount due must add up to at least %s", at_least);
+	return -1;
+}
+
 /* line_items[0..n) into s: the lines, the currency and the total */
 static int lines_parse(json_t *items, struct ps_session *s, struct ps_err *e)
 {
@@ -272,7 +276,7 @@ static int lines_parse(json_t *items, struct ps_session *s, struct ps_err *e)
 
 	if (n == 0 || n > 100) {
 		if (n == 0)
-			missing(e, "line_items");
+			param_missing(e, "line_items");
 		else
 			err_set(e, 400, "invalid_request_error", NULL, "line_items",
 				"You may only specify up to 100 line items.");
@@ -309,18 +313,38 @@ static int lines_parse(json_t *items, struct ps_session *s, struct ps_err *e)
 			return -1;
 		}
 	}
-	return 0;
+	return total_ok(s, e);
 }
 
 /* ======================== the session ==================================== */
 
+/* expires_at, if given, into s: from 30 minutes to 24 hours after the
+ * session's creation, the time its create request came on the business
+ * clock.  Stripe says "must be at least 30 minutes" and "must be less than
+ * 24 hours" from creation; read to the letter (the strictest reading), the
+ * second excludes 24 hours itself, the default. */
+static int expires_field(json_t *p, struct ps_session *s, int64_t created, struct ps_err *e)
+{
+	long long exp = 0;
+	int rc = param_int(p, "expires_at", "expires_at", 0, INT64_MAX / 2, 0, &exp, e);
+
+	if (rc < 0)
+		return -1;
+	if (rc == 0 && (exp < created + 1800 || exp >= created + 86400)) {
+		err_set(e, 400, "invalid_request_error", NULL, "expires_at",
+			exp < created + 1800 ? "The `expires_at` timestamp must be at least 30 "
+			"minutes from Checkout Session creation." : "The `expires_at` timestamp "
+			"must be less than 24 hours from Checkout Session creation.");
+		return -1;
+	}
+	s->expires_at = rc == 0 ? exp : created + 86400;
+	return 0;
+}
+
 /* the scalar parameters of a session into s */
-static int session_fields(json_t *p, struct ps_session *s, struct ps_err *e)
+static int session_fields(json_t *p, struct ps_session *s, int64_t created, struct ps_err *e)
 {
 	const char *mode, *ok_url, *cancel, *ref, *email;
-	long long exp = 0;
-	int64_t now = ps_now();
-	int rc;
 
 	if (param_str(p, "mode", "mode", 20, 1, &mode, e) != 0)
 		return -1;
@@ -348,17 +372,8 @@ static int session_fields(json_t *p, struct ps_session *s, struct ps_err *e)
 			"Invalid email address: %s", email);
 		return -1;
 	}
-	rc = param_int(p, "expires_at", "expires_at", 0, INT64_MAX / 2, 0, &exp, e);
-	if (rc < 0)
+	if (expires_field(p, s, created, e) != 0)
 		return -1;
-	if (rc == 0 && (exp < now + 1800 || exp > now + 86400)) {
-		err_set(e, 400, "invalid_request_error", NULL, "expires_at",
-			exp < now + 1800 ? "The `expires_at` timestamp must be at least 30 minutes "
-			"from Checkout Session creation." : "The `expires_at` timestamp must be "
-			"less than 24 hours from Checkout Session creation.");
-		return -1;
-	}
-	s->expires_at = rc == 0 ? exp : now + 86400;
 	s->success_url = strdup(ok_url);
 	s->cancel_url = cancel ? strdup(cancel) : NULL;
 	s->client_reference_id = ref ? strdup(ref) : NULL;
@@ -366,7 +381,7 @@ static int session_fields(json_t *p, struct ps_session *s, struct ps_err *e)
 	return 0;
 }
 
-struct ps_session *checkout_create(json_t *p, struct ps_err *e)
+struct ps_session *checkout_create(json_t *p, int64_t created, struct ps_err *e)
 {
 	static const char *const keys[] = { "mode", "line_items", "success_url", "cancel_url",
 					    "client_reference_id", "customer_email", "expires_at",
@@ -380,8 +395,9 @@ struct ps_session *checkout_create(json_t *p, struct ps_err *e)
 		err_set(e, 500, "api_error", NULL, "", "out of memory");
 		return NULL;
 	}
-	if (param_allowed(p, "", keys, e) != 0 || session_fields(p, s, e) != 0 ||
+	if (param_allowed(p, "", keys, e) != 0 || session_fields(p, s, created, e) != 0 ||
 	    lines_parse(json_object_get(p, "line_items"), s, e) != 0 ||
+	    pm_types_parse(p, s->currency, &s->pm_types, e) != 0 ||
 	    param_metadata(p, "metadata", "metadata", &s->metadata, e) != 0)
 		goto fail;
 	if (pid && !json_is_object(pid)) {
@@ -393,7 +409,7 @@ struct ps_session *checkout_create(json_t *p, struct ps_err *e)
 	    param_metadata(pid, "metadata",
 			   "payment_intent_data[metadata]", &s->pi_metadata, e) != 0)
 		goto fail;
-	if (state_session_add(s) != 0) {
+	if (state_session_add(s, created) != 0) {
 		err_set(e, 500, "api_error", NULL, "", "out of memory");
 		goto fail;
 	}
@@ -401,95 +417,4 @@ struct ps_session *checkout_create(json_t *p, struct ps_err *e)
 fail:
 	state_session_free(s);
 	return NULL;
-}
-
-/* ======================== the refund ===================================== */
-
-/* the payment a refund's parameters name, or NULL and e */
-static struct ps_session *refund_target(json_t *p, struct ps_err *e)
-{
-	const char *pi, *charge;
-	struct ps_session *s;
-
-	if (param_str(p, "payment_intent", "payment_intent", 200, 0, &pi, e) != 0 ||
-	    param_str(p, "charge", "charge", 200, 0, &charge, e) != 0)
-		return NULL;
-	if (!pi && !charge) {
-		missing(e, "payment_intent");
-		return NULL;
-	}
-	if (pi && charge) {
-		err_set(e, 400, "invalid_request_error", NULL, "charge",
-			"You cannot specify both charge and payment_intent.");
-		return NULL;
-	}
-	s = state_session_by_pi(pi ? pi : charge);
-	if (!s || (pi && strcmp(s->pi, pi) != 0) || (charge && strcmp(s->charge, charge) != 0)) {
-		err_set(e, 404, "invalid_request_error", "resource_missing",
-			pi ? "payment_intent" : "charge", "No such %s: '%s'",
-			pi ? "payment_intent" : "charge", pi ? pi : charge);
-		e->store = 1;
-		return NULL;
-	}
-	return s;
-}
-
-struct ps_refund *refund_create(json_t *p, const char *idem_key, struct ps_err *e)
-{
-	static const char *const keys[] = { "payment_intent", "charge", "amount", "reason",
-					    "metadata", "expand", NULL };
-	struct ps_session *s;
-	struct ps_refund *r;
-	const char *reason;
-	long long amount = 0, left;
-	json_t *meta = NULL;
-	char a[40], b[40];
-	int rc;
-
-	if (param_allowed(p, "", keys, e) != 0 || !(s = refund_target(p, e)))
-		return NULL;
-	rc = param_int(p, "amount", "amount", 1, PS_AMOUNT_MAX, 0, &amount, e);
-	if (rc < 0 || param_str(p, "reason", "reason", 40, 0, &reason, e) != 0)
-		return NULL;
-	if (reason && strcmp(reason, "duplicate") != 0 && strcmp(reason, "fraudulent") != 0 &&
-	    strcmp(reason, "requested_by_customer") != 0) {
-		err_set(e, 400, "invalid_request_error", NULL, "reason",
-			"Invalid reason: must be one of duplicate, fraudulent, or "
-			"requested_by_customer");
-		return NULL;
-	}
-	left = s->amount_total - s->refunded;
-	if (left <= 0) {
-		err_set(e, 400, "invalid_request_error", "charge_already_refunded", "",
-			"Charge %s has already been refunded.", s->charge);
-		e->store = 1;
-		return NULL;
-	}
-	if (rc == 0 && amount > left) {
-		amount_format(a, sizeof a, amount, s->currency);
-		amount_format(b, sizeof b, left, s->currency);
-		err_set(e, 400, "invalid_request_error", "amount_too_large", "amount",
-			"Refund amount (%s) is greater than unrefunded amount on charge (%s)", a, b);
-		e->store = 1;
-		return NULL;
-	}
-	if (param_metadata(p, "metadata", "metadata", &meta, e) != 0)
-		return NULL;
-	r = state_refund_new();
-	if (!r) {
-		json_decref(meta);
-		err_set(e, 500, "api_error", NULL, "", "out of memory");
-		return NULL;
-	}
-	r->amount = rc == 0 ? amount : left;
-	snprintf(r->pi, sizeof r->pi, "%s", s->pi);
-	snprintf(r->charge, sizeof r->charge, "%s", s->charge);
-	snprintf(r->session, sizeof r->session, "%s", s->id);
-	memcpy(r->currency, s->currency, sizeof r->currency);
-	r->idempotency_key = idem_key ? strdup(idem_key) : NULL;
-	r->reason = reason ? strdup(reason) : NULL;
-	r->metadata = meta;
-	s->refunded += r->amount;
-	wh_event("refund.created", s->id, refund_json(r));
-	return r;
 }

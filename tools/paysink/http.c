@@ -2,11 +2,12 @@
  * http.c: libmicrohttpd, one thread per connection (so a second request
  * can arrive while a first is still held: that is how 409 happens), plain
  * HTTP on loopback or HTTPS with GnuTLS (TLS 1.2 and 1.3, as src/http.c).
- * Each request's body is gathered (up to 1 MiB, else 413) and handed to:
+ * Each request's target is kept as it came (the request log wants the raw
+ * query), its body gathered (up to 1 MiB, else 413), and it is handed to:
  *
  *   /v1/...        api.c       the Stripe API
  *   /pay/{id}      page.c      the hosted payment page
- *   /_paysink/...  page.c      the test controls (loopback clients only)
+ *   /_paysink/...  control.c   the test controls (loopback clients only)
  *
  * Every answer carries Request-Id: req_..., and Cache-Control: no-store.
  */
@@ -143,6 +144,19 @@ static enum MHD_Result dispatch(struct MHD_Connection *mc, struct ps_req *rq)
 	return ok;
 }
 
+/* a request's start: its target as it came (the request log wants the raw
+ * query, which libmicrohttpd parses away); becomes the request's *con_cls */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
+{
+	struct ps_req *rq = calloc(1, sizeof *rq);
+
+	(void)cls;
+	(void)mc;
+	if (rq)
+		rq->uri = strdup(uri ? uri : "");
+	return rq;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const char *url,
 				 const char *method, const char *version, const char *upload,
 				 size_t *upload_size, void **con_cls)
@@ -151,10 +165,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
 
 	(void)cls;
 	(void)version;
-	if (!rq) {
-		rq = calloc(1, sizeof *rq);
-		if (!rq)
-			return MHD_NO;
+	if (!rq)
+		return MHD_NO;	/* on_uri found no memory */
+	if (!rq->conn) {
 		rq->conn = mc;
 		rq->method = method;
 		snprintf(rq->path, sizeof rq->path, "%s", url);
@@ -200,6 +213,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 	(void)toe;
 	if (rq) {
 		free(rq->body);
+		free(rq->uri);
 		free(rq);
 		*con_cls = NULL;
 	}
@@ -235,6 +249,7 @@ int http_start(int fd, int ipv6, char *cert, char *key)
 				    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
 				    MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
 				    MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)NULL,
+				    MHD_OPTION_URI_LOG_CALLBACK, on_uri, (void *)NULL,
 				    MHD_OPTION_ARRAY, tls,
 				    MHD_OPTION_END);
 	return daemon_h ? 0 : -1;

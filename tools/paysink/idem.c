@@ -15,6 +15,9 @@
  *   parameters failed validation     -> the entry is forgotten: a retry runs
  *                                       afresh (Stripe keeps no result for a
  *                                       request that never started executing)
+ *   key done 24 hours ago or more    -> forgotten, as Stripe prunes keys "at
+ *   (business clock)                    least 24 hours old": the request runs
+ *                                       afresh, checked anew
  *
  * Every function runs with ps_lock held.
  */
@@ -31,6 +34,7 @@ struct ps_idem {
 	char *key;
 	char *endpoint;			/* "POST /v1/refunds" */
 	unsigned char sha[32];		/* of the endpoint and the parameters */
+	int64_t created;		/* business clock */
 	int done;
 	int status;			/* once done */
 	char *body;
@@ -54,6 +58,11 @@ enum idem_look idem_begin(const char *api_key, const char *key, const char *endp
 {
 	struct ps_idem *e = idem_find(api_key, key);
 
+	if (e && e->done && ps_now() - e->created >= PS_IDEM_TTL) {
+		idem_forget(e);
+		ps_counts.idem_pruned++;
+		e = NULL;
+	}
 	*out = e;
 	if (e) {
 		if (!e->done)
@@ -76,6 +85,7 @@ enum idem_look idem_begin(const char *api_key, const char *key, const char *endp
 		return IDEM_NEW;	/* out of memory: run without a key */
 	}
 	memcpy(e->sha, sha, 32);
+	e->created = ps_now();
 	e->next = table;
 	table = e;
 	*out = e;

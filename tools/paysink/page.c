@@ -1,30 +1,24 @@
 /*
- * page.c: the hosted payment page, and the test controls.
+ * page.c: the hosted payment page.
  *
  *   GET  /pay/{id}   a small HTML page, no JavaScript, phone-sized first:
- *                    the total, each line's name, quantity and amount, a
- *                    "Pay" button (a form POST to the same URL) and a
- *                    "Cancel" link to cancel_url.  A paid or expired
- *                    session gets a page that says so instead.
- *   POST /pay/{id}   an open session is paid (one charge, a payment intent,
- *                    checkout.session.completed queued) and the answer is
- *                    303 to success_url, {CHECKOUT_SESSION_ID} replaced by
- *                    the id; a paid or expired one gets the page saying so
- *                    (409): a second click never charges twice.
- *
- *   POST /_paysink/pay/{id}      as the Pay button; 200 the session, 409
- *                                JSON when it is not open, 404 unknown
- *   POST /_paysink/expire/{id}   as POST /v1/checkout/sessions/{id}/expire
- *   GET  /_paysink/record        the record (byte for byte the file's text)
- *   POST /_paysink/clock?advance=S   the business clock S seconds on;
- *                                     sessions past expires_at expire
- *   POST /_paysink/verify        body: a payload; headers Stripe-Signature
- *                                and X-Paysink-Secret: {"ok": true|false,
- *                                "reason": ...} by sig_verify, t within
- *                                300 s of the real clock
+ *                    the total, each line's name, quantity and amount, as
+ *                    Stripe's Checkout a choice of the payment method types
+ *                    the session offers ("Card", "SEPA Direct Debit", ...;
+ *                    radio buttons named method, the first chosen) and one
+ *                    "Pay" button (a form POST to the same URL); "Complete
+ *                    order" alone for a total of 0; and a "Cancel" link to
+ *                    cancel_url.  A paid or expired session gets a page that
+ *                    says so instead.
+ *   POST /pay/{id}   method=TYPE (default card): an open session is paid
+ *                    with it (payment.c: at once, or processing for a
+ *                    delayed method; checkout.session.completed queued) and
+ *                    the answer is 303 to success_url, {CHECKOUT_SESSION_ID}
+ *                    replaced by the id; a paid or expired one gets the page
+ *                    saying so (409): a second click never charges twice; a
+ *                    method the session does not offer, 400.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,8 +57,38 @@ static const char page_head[] =
 	"border-bottom:1px solid #dde}\n"
 	"button{width:100%%;padding:.9rem;font-size:1.1rem;border:0;border-radius:6px;"
 	"background:#635bff;color:#fff}\n"
+	"fieldset{border:0;padding:0;margin:0 0 1rem}legend{font-weight:600;margin-bottom:.4rem}\n"
+	"label{display:block;padding:.6rem .2rem;border-bottom:1px solid #dde}\n"
 	"a.cancel{display:block;text-align:center;margin-top:1rem;color:#555}\n"
 	"</style></head><body><main>\n<p class=\"mode\">paysink test mode</p>\n";
+
+/* the payment form: as Stripe's Checkout, a choice of the methods the
+ * session offers (the first chosen already) and one "Pay"
+ * button; a no-cost order asks for no method at all */
+static void page_buttons(FILE *f, const struct ps_session *s)
+{
+	size_t i;
+	json_t *v;
+
+	fprintf(f, "<form method=\"post\" action=\"/pay/%s\">\n", s->id);
+	if (s->amount_total == 0) {
+		fputs("<p>Nothing will be charged.</p>\n<button type=\"submit\">Complete order"
+		      "</button></form>\n", f);
+		return;
+	}
+	fputs("<fieldset><legend>Payment method</legend>\n", f);
+	json_array_foreach(s->pm_types, i, v) {
+		const char *type = json_string_value(v);
+
+		fprintf(f, "<label><input type=\"radio\" name=\"method\" value=\"%s\"%s> ", type,
+			i == 0 ? " checked" : "");
+		html_put(f, pm_type_label(type));
+		if (pm_type_delayed(type))
+			fputs(" <small>(confirmed in a few days)</small>", f);
+		fputs("</label>\n", f);
+	}
+	fputs("</fieldset>\n<button type=\"submit\">Pay</button></form>\n", f);
+}
 
 static char *page_open(const struct ps_session *s)
 {
@@ -88,8 +112,8 @@ static char *page_open(const struct ps_session *s)
 		html_put(f, each);
 		fputs("</span></li>\n", f);
 	}
-	fprintf(f, "</ul>\n<form method=\"post\" action=\"/pay/%s\">"
-		"<button type=\"submit\">Pay</button></form>\n", s->id);
+	fputs("</ul>\n", f);
+	page_buttons(f, s);
 	if (s->cancel_url) {
 		fputs("<a class=\"cancel\" href=\"", f);
 		html_put(f, s->cancel_url);
@@ -148,6 +172,13 @@ static char *success_location(const struct ps_session *s)
 
 static char *page_closed(const struct ps_session *s)
 {
+	if (s->status == PS_COMPLETE && s->amount_total == 0)
+		return page_note("Already complete", "This order is already complete. Nothing "
+				 "was charged.", s->success_url);
+	if (s->status == PS_COMPLETE && s->pay.status == PI_PROCESSING)
+		return page_note("Already paid", "This checkout session is already paid; the "
+				 "payment is processing. Nothing more was charged.",
+				 s->success_url);
 	if (s->status == PS_COMPLETE)
 		return page_note("Already paid", "This checkout session is already paid. "
 				 "Nothing more was charged.", s->success_url);
@@ -155,15 +186,47 @@ static char *page_closed(const struct ps_session *s)
 			 s->cancel_url);
 }
 
+/* the method=TYPE of a POST's form body, or NULL (card) */
+static char *page_method(const struct ps_req *rq)
+{
+	char bad[200];
+	json_t *form = form_parse(rq->body, rq->len, bad, sizeof bad);
+	const char *m = json_string_value(json_object_get(form, "method"));
+	char *method = m && *m ? strdup(m) : NULL;
+
+	json_decref(form);
+	return method;
+}
+
+/* POST /pay/{id}: pay s with method (lock held) */
+static void page_pay(struct ps_session *s, const char *method, struct ps_resp *out)
+{
+	const char *html = "text/html; charset=utf-8";
+	int status;
+	const char *why = state_pay(s, method, &status);
+
+	if (why[0] == '\0') {
+		resp_text(out, 303, html, page_note("Paid", "Paid. Back to the shop...",
+						    s->success_url));
+		out->location = success_location(s);
+	} else if (status == 400) {
+		resp_text(out, 400, html, page_note("Not offered", why, s->cancel_url));
+	} else {
+		resp_text(out, 409, html, page_closed(s));
+	}
+	record_write();	/* state_pay may have found it expired */
+}
+
 void page_handle(struct ps_req *rq, const char *id, struct ps_resp *out)
 {
 	const char *html = "text/html; charset=utf-8";
 	struct ps_session *s;
 	int post = strcmp(rq->method, "POST") == 0;
+	char *method = post ? page_method(rq) : NULL;
 
 	pthread_mutex_lock(&ps_lock);
 	state_sweep_expiry();
-	s = state_session_find(id);
+	s = state_find(PS_SESSIONS, id);
 	if (!s) {
 		resp_text(out, 404, html, page_note("Not found", "There is no such checkout "
 						    "session.", NULL));
@@ -171,105 +234,9 @@ void page_handle(struct ps_req *rq, const char *id, struct ps_resp *out)
 		resp_text(out, 405, html, page_note("Not allowed", "GET or POST only.", NULL));
 	} else if (!post) {
 		resp_text(out, 200, html, s->status == PS_OPEN ? page_open(s) : page_closed(s));
-	} else if (state_pay(s)[0] == '\0') {
-		resp_text(out, 303, html, page_note("Paid", "Paid. Back to the shop...",
-						    s->success_url));
-		out->location = success_location(s);
-		record_write();
 	} else {
-		resp_text(out, 409, html, page_closed(s));
-		record_write();	/* state_pay may have found it expired */
+		page_pay(s, method, out);
 	}
 	pthread_mutex_unlock(&ps_lock);
-}
-
-/* ======================== the test controls ============================== */
-
-static void control_error(struct ps_resp *out, int status, const char *code, const char *msg)
-{
-	struct ps_err e = { 0 };
-
-	err_set(&e, status, "invalid_request_error", code, NULL, "%s", msg);
-	resp_json(out, status, err_json(&e));
-}
-
-/* POST /_paysink/pay/{id} and /_paysink/expire/{id} (lock held) */
-static void control_change(const char *id, int pay, struct ps_resp *out)
-{
-	struct ps_session *s = state_session_find(id);
-	const char *why;
-	char msg[200];
-
-	if (!s) {
-		snprintf(msg, sizeof msg, "No such checkout.session: '%.100s'", id);
-		control_error(out, 404, "resource_missing", msg);
-		return;
-	}
-	why = pay ? state_pay(s) : state_expire(s);
-	if (why[0] == '\0') {
-		resp_json(out, 200, session_json(s));
-		return;
-	}
-	snprintf(msg, sizeof msg, pay ? "Not paid: %s." : "Not expired: the session is %s.", why);
-	control_error(out, 409, "session_not_open", msg);
-}
-
-static void control_clock(struct ps_req *rq, struct ps_resp *out)
-{
-	const char *v = req_query(rq, "advance");
-	char *end;
-	long long n;
-
-	errno = 0;
-	n = v ? strtoll(v, &end, 10) : -1;
-	if (!v || errno || end == v || *end || n < 0 || n > 10LL * 365 * 86400) {
-		control_error(out, 400, "parameter_invalid_integer",
-			      "advance wants whole seconds, 0 to ten years");
-		return;
-	}
-	ps_clock_advance(n);
-	state_sweep_expiry();
-	resp_json(out, 200, json_pack("{s:I,s:I}", "offset", (json_int_t)ps_clock_offset(), "now",
-				      (json_int_t)ps_now()));
-}
-
-static void control_verify(struct ps_req *rq, struct ps_resp *out)
-{
-	const char *why;
-	int ok = sig_verify(req_header(rq, "Stripe-Signature"), rq->body, rq->len,
-			    req_header(rq, "X-Paysink-Secret"), ps_real_now(), PS_SIG_TOLERANCE,
-			    &why);
-
-	resp_json(out, 200, json_pack("{s:b,s:s}", "ok", ok, "reason", why));
-}
-
-void control_handle(struct ps_req *rq, struct ps_resp *out)
-{
-	const char *p = rq->path + strlen("/_paysink/");
-	int post = strcmp(rq->method, "POST") == 0;
-
-	if (post && strcmp(p, "verify") == 0) {
-		control_verify(rq, out);
-		return;
-	}
-	pthread_mutex_lock(&ps_lock);
-	state_sweep_expiry();
-	if (!post && strcmp(rq->method, "GET") == 0 && strcmp(p, "record") == 0) {
-		char *text = record_text();
-
-		resp_text(out, text ? 200 : 500, NULL, text ? text : strdup("{}"));
-	} else if (post && strncmp(p, "pay/", 4) == 0) {
-		control_change(p + 4, 1, out);
-		record_write();
-	} else if (post && strncmp(p, "expire/", 7) == 0) {
-		control_change(p + 7, 0, out);
-		record_write();
-	} else if (post && strcmp(p, "clock") == 0) {
-		control_clock(rq, out);
-		record_write();
-	} else {
-		control_error(out, 404, NULL, "POST /_paysink/pay/{id}, /_paysink/expire/{id}, "
-			      "/_paysink/clock?advance=S, /_paysink/verify or GET /_paysink/record");
-	}
-	pthread_mutex_unlock(&ps_lock);
+	free(method);
 }

@@ -1,6 +1,8 @@
 /*
  * paysink.c: a local Stripe-like payment provider for tests, soaks and
- * offline demos, as tools/mailsink is a local mail provider.
+ * offline demos, as tools/mailsink is a local mail provider.  As strict as
+ * Stripe (API version 2024-06-20) where the box can go wrong, so that a box
+ * that gets Stripe wrong fails against it.
  *
  *   paysink --listen 127.0.0.1:0 [--cert F --key F] --api-key sk_test_...|--api-key-file F
  *           --record FILE [--port-file F] [--public-url URL]
@@ -10,7 +12,7 @@
  *            [--retry-base-ms N] [--retry-cap-ms N] [--webhook-attempts N]]
  *           [--dup-pct P] [--drop-pct P] [--delay-ms-max N] [--reorder]
  *           [--fail-5xx-pct P] [--refund-fail-pct P] [--slow-ms N] [--seed S]
- *           [--record-at-exit]
+ *           [--record-at-exit] [--refund-pending] [--request-log FILE]
  *
  * It serves plain HTTP on loopback only, or HTTPS (--cert and --key, PEM;
  * libmicrohttpd with GnuTLS, TLS 1.2 or later) on any address.  The subset
@@ -20,78 +22,120 @@
  *
  *   POST /v1/checkout/sessions             mode=payment, line_items with
  *        price_data, success_url, cancel_url, client_reference_id,
- *        customer_email, expires_at (30 min to 24 h ahead), metadata,
+ *        customer_email, expires_at, metadata, payment_method_types,
  *        payment_intent_data[metadata]   -> a checkout.session, status open
  *   GET  /v1/checkout/sessions/{id}
  *   POST /v1/checkout/sessions/{id}/expire   open -> expired, else 400
  *   POST /v1/refunds                       payment_intent (or charge),
  *        amount (default: what is left), reason, metadata -> a refund
- *   GET  /v1/refunds[?payment_intent=]     a list, newest first
- *   GET  /v1/refunds/{id}, GET /v1/payment_intents/{id}
+ *   GET  /v1/refunds[?payment_intent=&charge=&limit=]   a list, newest first
+ *   GET  /v1/refunds/{id}, /v1/payment_intents/{id}, /v1/charges/{id},
+ *        /v1/disputes/{id}
+ *
+ * Money as Stripe has it (currency.c): amounts in Stripe's units (cents;
+ * zero-decimal currencies in whole units; ISK and UGX in whole units
+ * written as cents, a multiple of 100; three-decimal currencies with a last
+ * digit 0), only the currencies Stripe takes, a session's total 0 (a
+ * no-cost order: no payment intent, a Customer, "no_payment_required") or
+ * at least Stripe's minimum charge (USD 0.50, EUR 0.50, GBP 0.30, ...) and
+ * at most 99999999.  expires_at from 30 minutes to less than 24 hours after
+ * the session's creation (the time its create request came, on the business
+ * clock).  payment_method_types: Stripe's values, each in a currency it
+ * takes (payment.c); without it, card and the currency's bank debit.
  *
  * Bodies are x-www-form-urlencoded with Stripe's brackets (form.c);
  * authentication is "Authorization: Bearer <--api-key>" or HTTP Basic with
  * the key as user (else 401).  Errors are Stripe's
  * {"error": {"type", "code", "message", "param"}} with Stripe's statuses
- * (api.c, checkout.c).  Every answer carries Request-Id: req_...
+ * (api.c, checkout.c, refund.c).  Every answer carries Request-Id: req_...
  *
  * The buyer's side (page.c): each session's url is <base>/pay/{id}, a
- * small HTML page with a Pay button; paying makes one payment intent and
- * one charge and redirects (303) to success_url.  The test controls under
- * /_paysink/ (loopback clients only, no key): pay, expire, the record, the
- * business clock (+S seconds, for expiry), and the signature check.
+ * small HTML page with a button for each payment method it offers; card
+ * pays at once (a payment intent "succeeded", a charge), a delayed method
+ * (SEPA Direct Debit, ...) completes the session unpaid with the payment
+ * intent "processing" until it settles (payment.c); then 303 to
+ * success_url.  The test controls under /_paysink/ (loopback clients only,
+ * no key; control.c lists their parameters): pay/{cs}[?method=], expire/,
+ * settle/{pi}?outcome=succeeded|failed, refund/{pi} (a Dashboard refund),
+ * refund-pending/{pi}?on=, refund-settle/{re}?outcome=, dispute/{pi},
+ * dispute-close/{dp}?outcome=won|lost, the record, the business clock
+ * (+S seconds, for expiry and key age), and the signature check.
  *
  * Invariants:
  *   - no payment is charged twice: a session is paid only while open, under
  *     the one lock, and a paid session's charge count is 1 for ever;
  *   - refunds never exceed the charge (charge_already_refunded once it is
- *     all refunded; amount_too_large for more than what is left);
+ *     all refunded; amount_too_large for more than what is left; a pending
+ *     refund counts, a failed one no longer does); a payment whose charge
+ *     has not succeeded, or that is disputed, is not refunded (refund.c);
  *   - an Idempotency-Key (per API key) runs its request once: the same
  *     parameters get the stored answer again (Idempotent-Replayed: true,
  *     Original-Request: the first Request-Id), other parameters or another
- *     endpoint 400
- *     idempotency_error, a second request while the first runs 409
- *     idempotency_key_in_use; a 5xx answer or parameters that failed
- *     validation store nothing, so a retry runs afresh (idem.c);
+ *     endpoint 400 idempotency_error, a second request while the first runs
+ *     409 idempotency_key_in_use; a 5xx answer or parameters that failed
+ *     validation store nothing, so a retry runs afresh; a key is forgotten
+ *     at 24 hours old on the business clock, as Stripe prunes them (idem.c);
  *   - a session expires at its expires_at by itself (checked on every
  *     request and by the delivery threads) and its expired event is made;
  *   - every event is delivered at least once unless the dice dropped it or
  *     a copy ran out of attempts, and the record says which (webhook.c).
  *
  * Webhooks (with --webhook-url and --webhook-secret): Stripe event objects
- * (checkout.session.completed, checkout.session.expired, refund.created,
- * as --webhook-events lists them, default all three) POSTed with
- * Stripe-Signature: t=<real unix seconds>,v1=<HMAC-SHA256> (sig.c), a
- * second v1 with --webhook-secret-2; retried with exponential backoff.
+ * (api_version, created, data.object, livemode, pending_webhooks, request
+ * {id, idempotency_key} of the API request that made it or nulls, type)
+ * of the types --webhook-events lists, default all paysink makes:
+ * checkout.session.completed, .expired, .async_payment_succeeded,
+ * .async_payment_failed; charge.refunded, charge.refund.updated (a
+ * refund's change, as Stripe sent it for card refunds at 2024-06-20),
+ * charge.dispute.created, charge.dispute.closed; refund.created,
+ * refund.updated, refund.failed (refund.c says which when).
+ * POSTed with Stripe-Signature: t=<real unix seconds>,v1=<HMAC-SHA256>
+ * (sig.c), a second v1 with --webhook-secret-2; retried with exponential
+ * backoff.
  *
  * Faults, for the soaks: --dup-pct, --drop-pct, --delay-ms-max and
  * --reorder act on events (webhook.c says how); --fail-5xx-pct P answers P%
  * of API POSTs with 500 api_error before the idempotency table is consulted
  * (nothing stored, the key stays unknown), --refund-fail-pct P the same for
  * POST /v1/refunds only; --slow-ms N holds each API POST N ms with its key
- * in flight (so a concurrent retry meets 409).  The dice are one
- * xorshift64* stream seeded by --seed S (default 1), drawn under the lock
- * in arrival order, as mailsink draws them: the same seed and the same
+ * in flight (so a concurrent retry meets 409); --refund-pending makes every
+ * new refund "pending" until /_paysink/refund-settle ends it.  The dice are
+ * one xorshift64* stream seeded by --seed S (default 1), drawn under the
+ * lock in arrival order, as mailsink draws them: the same seed and the same
  * arrivals give the same faults.
+ *
+ * --request-log FILE appends one JSON line per request under /v1/,
+ * {"method", "path", "query", "body"}, the raw text as received (reqlog.c),
+ * for a judge of the box's requests against Stripe's OpenAPI description.
  *
  * The record (--record FILE) is the whole state as JSON, rewritten
  * atomically (temp file, fsync, rename, fsync of the folder) after every
  * change (with --record-at-exit only when it stops: a benchmark's fast
  * provider, whose record of thousands of sessions would otherwise be
  * rewritten and flushed at every request); GET /_paysink/record answers the
- * same bytes, from memory:
+ * same bytes, from memory (record.c):
  *   {"sessions": [{"id", "client_reference_id", "metadata", "amount_total",
- *                  "currency", "status", "payment_status", "payment_intent",
- *                  "charges", "amount_refunded", "created", "expires_at",
- *                  "paid_at", "expired_at", "customer_email"}],
- *    "refunds": [{"id", "payment_intent", "session", "amount", "currency",
- *                 "idempotency_key", "created"}],
+ *                  "currency", "status", "payment_status",
+ *                  "payment_method_types", "payment_intent",
+ *                  "payment_intent_status", "payment_method" (the type
+ *                  paid with), "charge", "charge_status", "failure_code",
+ *                  "charges" (succeeded), "amount_refunded" (pending or
+ *                  succeeded), "amount_refund_pending", "disputed",
+ *                  "submitted_at", "settled_at", "customer", "created",
+ *                  "expires_at", "completed_at", "paid_at" (the money
+ *                  arrived), "expired_at", "customer_email"}],
+ *    "refunds": [{"id", "payment_intent", "charge", "session", "amount",
+ *                 "currency", "status", "failure_reason", "reason",
+ *                 "source" ("api" or "dashboard"), "idempotency_key",
+ *                 "created", "settled_at"}],
+ *    "disputes": [{"id", "charge", "payment_intent", "session", "amount",
+ *                  "currency", "reason", "status", "created", "closed_at"}],
  *    "events": [{"id", "type", "session", "delivered_ok" (2xx answers),
  *                "attempts", "gave_up", "dropped", "duplicated", "created"}],
  *    "idempotency": {"keys" (answers stored), "replays", "conflicts",
- *                    "in_use"},
+ *                    "in_use", "pruned" (forgotten at 24 hours)},
  *    "api_requests" (every request under /v1/), "injected_5xx",
- *    "clock_offset"}
+ *    "clock_offset", "refund_pending"}
  * A soak judges from it alone.
  *
  * A missing value, an unknown option or an out-of-range number: a message
@@ -161,7 +205,7 @@ static void usage(void)
 		"                [--retry-base-ms N] [--retry-cap-ms N] [--webhook-attempts N]]\n"
 		"               [--dup-pct P] [--drop-pct P] [--delay-ms-max N] [--reorder]\n"
 		"               [--fail-5xx-pct P] [--refund-fail-pct P] [--slow-ms N] [--seed S]\n"
-		"               [--record-at-exit]\n");
+		"               [--record-at-exit] [--refund-pending] [--request-log FILE]\n");
 	exit(2);
 }
 
@@ -202,6 +246,7 @@ static int opt_string(const char *a, const char *v)
 		{ "--webhook-secret-2", offsetof(struct ps_opts, webhook_secret2) },
 		{ "--webhook-ca", offsetof(struct ps_opts, webhook_ca) },
 		{ "--webhook-events", offsetof(struct ps_opts, webhook_events) },
+		{ "--request-log", offsetof(struct ps_opts, request_log) },
 	};
 	size_t i;
 
@@ -270,6 +315,8 @@ static void opts_check(void)
 		die("--public-url wants an http:// or https:// URL, not '%s'", ps_opts.public_url);
 	if (strlen(ps_opts.record) > PATH_MAX - 8)
 		die("--record: the path is too long");
+	if (ps_opts.request_log && reqlog_open(ps_opts.request_log) != 0)
+		die("--request-log %s: %s", ps_opts.request_log, strerror(errno));
 }
 
 static void opts_parse(int argc, char **argv)
@@ -281,8 +328,7 @@ static void opts_parse(int argc, char **argv)
 	ps_opts.retry_cap_ms = 60000;
 	ps_opts.webhook_attempts = 20;
 	ps_opts.seed = 1;
-	ps_opts.webhook_events = "checkout.session.completed,checkout.session.expired,"
-				 "refund.created";
+	ps_opts.webhook_events = wh_all_types;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -294,6 +340,10 @@ static void opts_parse(int argc, char **argv)
 		}
 		if (strcmp(a, "--record-at-exit") == 0) {
 			ps_opts.record_at_exit = 1;
+			continue;
+		}
+		if (strcmp(a, "--refund-pending") == 0) {
+			ps_opts.refund_pending = 1;
 			continue;
 		}
 		if (strncmp(a, "--", 2) != 0)

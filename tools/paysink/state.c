@@ -1,11 +1,9 @@
 /*
- * state.c: the sessions, payments, refunds and events paysink holds, their
- * Stripe-shaped JSON, the clocks, the dice, and the record file.
+ * state.c: the sessions, refunds, disputes and events paysink holds, the
+ * session's Stripe-shaped JSON, its expiry, the clocks and the dice.
  *
  * Everything is in memory, in arrays that only grow (a run is a test or a
- * soak), under ps_lock.  The record file is the whole state as JSON,
- * rewritten after every change: a temp file beside it, fsync, rename, fsync
- * of the folder, so a reader (the soak's judge) never sees half of one.
+ * soak), under ps_lock; record.c writes it all out.
  *
  * The clocks: the business clock (ps_now) is the real one plus an offset
  * that POST /_paysink/clock moves forward; sessions' created, expires_at,
@@ -15,15 +13,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
-#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "paysink.h"
 
@@ -32,7 +27,7 @@ struct vec {
 	size_t n, cap;
 };
 
-static struct vec sessions, refunds, events;
+static struct vec vecs[PS_KINDS];	/* the objects, by kind */
 static int64_t clock_offset;	/* seconds added to the real clock */
 static uint64_t dice;		/* xorshift64* state */
 struct ps_counts ps_counts;
@@ -133,13 +128,59 @@ void state_init(void)
 
 /* ======================== the objects ==================================== */
 
-int state_session_add(struct ps_session *s)
+/* how each kind but the sessions (which checkout.c makes) is made */
+static const struct {
+	size_t size;
+	const char *prefix;		/* of its id */
+	size_t created;			/* offset of its int64_t created */
+} kinds[PS_KINDS] = {
+	[PS_REFUNDS] = { sizeof(struct ps_refund), "re_3", offsetof(struct ps_refund, created) },
+	[PS_DISPUTES] = { sizeof(struct ps_dispute), "dp_1", offsetof(struct ps_dispute, created) },
+	[PS_EVENTS] = { sizeof(struct ps_event), "evt_1", offsetof(struct ps_event, created) },
+};
+
+void *state_new(enum ps_kind kind)
 {
-	if (vec_push(&sessions, s) != 0)
+	char *o = kinds[kind].size ? calloc(1, kinds[kind].size) : NULL;
+
+	if (!o || vec_push(&vecs[kind], o) != 0) {
+		free(o);
+		return NULL;
+	}
+	/* every struct kept starts with its id */
+	ps_rand_id(o, PS_ID_MAX, kinds[kind].prefix, 24);
+	*(int64_t *)(o + kinds[kind].created) = ps_now();
+	return o;
+}
+
+void *state_find(enum ps_kind kind, const char *id)
+{
+	const struct vec *a = &vecs[kind];
+	size_t i;
+
+	for (i = 0; i < a->n; i++)
+		if (strcmp((const char *)a->v[i], id) == 0)
+			return a->v[i];
+	return NULL;
+}
+
+size_t state_count(enum ps_kind kind)
+{
+	return vecs[kind].n;
+}
+
+void *state_at(enum ps_kind kind, size_t i)
+{
+	return i < vecs[kind].n ? vecs[kind].v[i] : NULL;
+}
+
+int state_session_add(struct ps_session *s, int64_t created)
+{
+	if (vec_push(&vecs[PS_SESSIONS], s) != 0)
 		return -1;
 	ps_rand_id(s->id, sizeof s->id, "cs_test_a1", 56);
 	s->status = PS_OPEN;
-	s->created = ps_now();
+	s->created = created;
 	return 0;
 }
 
@@ -158,105 +199,25 @@ void state_session_free(struct ps_session *s)
 	free(s->cancel_url);
 	json_decref(s->metadata);
 	json_decref(s->pi_metadata);
+	json_decref(s->pm_types);
 	free(s);
-}
-
-struct ps_session *state_session_find(const char *id)
-{
-	size_t i;
-
-	for (i = 0; i < sessions.n; i++) {
-		struct ps_session *s = sessions.v[i];
-
-		if (strcmp(s->id, id) == 0)
-			return s;
-	}
-	return NULL;
 }
 
 struct ps_session *state_session_by_pi(const char *pi_or_charge)
 {
 	size_t i;
 
-	for (i = 0; i < sessions.n; i++) {
-		struct ps_session *s = sessions.v[i];
+	for (i = 0; i < state_count(PS_SESSIONS); i++) {
+		struct ps_session *s = state_at(PS_SESSIONS, i);
 
-		if (s->pi[0] && (strcmp(s->pi, pi_or_charge) == 0 ||
-				 strcmp(s->charge, pi_or_charge) == 0))
+		if (s->pay.pi[0] && (strcmp(s->pay.pi, pi_or_charge) == 0 ||
+				     strcmp(s->pay.charge, pi_or_charge) == 0))
 			return s;
 	}
 	return NULL;
 }
 
-struct ps_refund *state_refund_new(void)
-{
-	struct ps_refund *r = calloc(1, sizeof *r);
-
-	if (!r || vec_push(&refunds, r) != 0) {
-		free(r);
-		return NULL;
-	}
-	ps_rand_id(r->id, sizeof r->id, "re_3", 24);
-	r->created = ps_now();
-	return r;
-}
-
-struct ps_refund *state_refund_find(const char *id)
-{
-	size_t i;
-
-	for (i = 0; i < refunds.n; i++)
-		if (strcmp(((struct ps_refund *)refunds.v[i])->id, id) == 0)
-			return refunds.v[i];
-	return NULL;
-}
-
-size_t state_refund_count(void)
-{
-	return refunds.n;
-}
-
-struct ps_refund *state_refund_at(size_t i)
-{
-	return i < refunds.n ? refunds.v[i] : NULL;
-}
-
-struct ps_event *state_event_new(void)
-{
-	struct ps_event *ev = calloc(1, sizeof *ev);
-
-	if (!ev || vec_push(&events, ev) != 0) {
-		free(ev);
-		return NULL;
-	}
-	ps_rand_id(ev->id, sizeof ev->id, "evt_1", 24);
-	ev->created = ps_now();
-	return ev;
-}
-
-size_t state_event_count(void)
-{
-	return events.n;
-}
-
 /* ======================== the changes ==================================== */
-
-const char *state_pay(struct ps_session *s)
-{
-	if (s->status == PS_OPEN && ps_now() >= s->expires_at)
-		state_expire(s);
-	if (s->status == PS_EXPIRED)
-		return "this checkout session has expired";
-	if (s->status == PS_COMPLETE || s->charges > 0)
-		return "this checkout session is already paid";
-	s->status = PS_COMPLETE;
-	s->paid_at = ps_now();
-	ps_rand_id(s->pi, sizeof s->pi, "pi_3", 24);
-	ps_rand_id(s->charge, sizeof s->charge, "ch_3", 24);
-	s->charges = 1;
-	wh_event("checkout.session.completed", s->id, session_json(s));
-	return "";
-}
 
 const char *state_expire(struct ps_session *s)
 {
@@ -274,8 +235,8 @@ void state_sweep_expiry(void)
 	size_t i;
 	int changed = 0;
 
-	for (i = 0; i < sessions.n; i++) {
-		struct ps_session *s = sessions.v[i];
+	for (i = 0; i < state_count(PS_SESSIONS); i++) {
+		struct ps_session *s = state_at(PS_SESSIONS, i);
 
 		if (s->status == PS_OPEN && now >= s->expires_at) {
 			state_expire(s);
@@ -286,16 +247,23 @@ void state_sweep_expiry(void)
 		record_write();
 }
 
-/* ======================== JSON =========================================== */
+/* ======================== the session as Stripe shapes it ================ */
 
-static json_t *str_or_null(const char *s)
+json_t *str_or_null(const char *s)
 {
 	return s ? json_string(s) : json_null();
 }
 
-static const char *status_name(enum ps_status st)
+const char *session_status_name(const struct ps_session *s)
 {
-	return st == PS_OPEN ? "open" : st == PS_COMPLETE ? "complete" : "expired";
+	return s->status == PS_OPEN ? "open" : s->status == PS_COMPLETE ? "complete" : "expired";
+}
+
+const char *session_payment_status(const struct ps_session *s)
+{
+	if (s->status == PS_COMPLETE && s->amount_total == 0)
+		return "no_payment_required";
+	return s->charges > 0 ? "paid" : "unpaid";
 }
 
 static json_t *customer_details(const struct ps_session *s)
@@ -326,7 +294,9 @@ json_t *session_json(const struct ps_session *s)
 	json_object_set_new(o, "client_reference_id", str_or_null(s->client_reference_id));
 	json_object_set_new(o, "created", json_integer(s->created));
 	json_object_set_new(o, "currency", json_string(s->currency));
-	json_object_set_new(o, "customer", json_null());
+	/* a no-cost order makes a Customer (no-cost-orders: "guest customers
+	 * aren't supported") */
+	json_object_set_new(o, "customer", s->customer[0] ? json_string(s->customer) : json_null());
 	json_object_set_new(o, "customer_creation", json_string("if_required"));
 	json_object_set_new(o, "customer_details", customer_details(s));
 	json_object_set_new(o, "customer_email", str_or_null(s->customer_email));
@@ -336,11 +306,13 @@ json_t *session_json(const struct ps_session *s)
 	json_object_set_new(o, "locale", json_null());
 	json_object_set_new(o, "metadata", json_deep_copy(s->metadata));
 	json_object_set_new(o, "mode", json_string("payment"));
-	json_object_set_new(o, "payment_intent", s->pi[0] ? json_string(s->pi) : json_null());
-	json_object_set_new(o, "payment_method_types", json_pack("[s]", "card"));
-	json_object_set_new(o, "payment_status",
-			    json_string(s->status == PS_COMPLETE ? "paid" : "unpaid"));
-	json_object_set_new(o, "status", json_string(status_name(s->status)));
+	/* since 2022-08-01 the payment intent is made when the buyer pays, and
+	 * a no-cost order never has one */
+	json_object_set_new(o, "payment_intent",
+			    s->pay.pi[0] ? json_string(s->pay.pi) : json_null());
+	json_object_set_new(o, "payment_method_types", json_deep_copy(s->pm_types));
+	json_object_set_new(o, "payment_status", json_string(session_payment_status(s)));
+	json_object_set_new(o, "status", json_string(session_status_name(s)));
 	json_object_set_new(o, "submit_type", json_null());
 	json_object_set_new(o, "success_url", str_or_null(s->success_url));
 	json_object_set_new(o, "total_details", json_pack("{s:i,s:i,s:i}", "amount_discount", 0,
@@ -351,202 +323,46 @@ json_t *session_json(const struct ps_session *s)
 	return o;
 }
 
-json_t *refund_json(const struct ps_refund *r)
-{
-	return json_pack("{s:s,s:s,s:I,s:n,s:s,s:I,s:s,s:O,s:s,s:o,s:n,s:n,s:s,s:n}", "id", r->id,
-			 "object", "refund", "amount", (json_int_t)r->amount,
-			 "balance_transaction", "charge", r->charge, "created",
-			 (json_int_t)r->created, "currency", r->currency, "metadata", r->metadata,
-			 "payment_intent", r->pi, "reason", str_or_null(r->reason),
-			 "receipt_number", "source_transfer_reversal", "status", "succeeded",
-			 "transfer_reversal");
-}
-
-json_t *pi_json(const struct ps_session *s)
-{
-	return json_pack("{s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:I,s:s,s:b,s:O,s:[s],s:s}", "id", s->pi,
-			 "object", "payment_intent", "amount", (json_int_t)s->amount_total,
-			 "amount_capturable", (json_int_t)0, "amount_received",
-			 (json_int_t)s->amount_total, "capture_method", "automatic", "currency",
-			 s->currency, "created", (json_int_t)s->paid_at, "latest_charge", s->charge,
-			 "livemode", 0, "metadata", s->pi_metadata, "payment_method_types", "card",
-			 "status", "succeeded");
-}
-
-static json_t *when(int64_t t)
-{
-	return t ? json_integer(t) : json_null();
-}
-
-static json_t *record_sessions(void)
-{
-	json_t *a = json_array();
-	size_t i;
-
-	for (i = 0; i < sessions.n; i++) {
-		const struct ps_session *s = sessions.v[i];
-		json_t *o = json_object();
-
-		json_object_set_new(o, "id", json_string(s->id));
-		json_object_set_new(o, "client_reference_id", str_or_null(s->client_reference_id));
-		json_object_set_new(o, "metadata", json_deep_copy(s->metadata));
-		json_object_set_new(o, "amount_total", json_integer(s->amount_total));
-		json_object_set_new(o, "currency", json_string(s->currency));
-		json_object_set_new(o, "status", json_string(status_name(s->status)));
-		json_object_set_new(o, "payment_status",
-				    json_string(s->status == PS_COMPLETE ? "paid" : "unpaid"));
-		json_object_set_new(o, "payment_intent", s->pi[0] ? json_string(s->pi) : json_null());
-		json_object_set_new(o, "charges", json_integer(s->charges));
-		json_object_set_new(o, "amount_refunded", json_integer(s->refunded));
-		json_object_set_new(o, "created", json_integer(s->created));
-		json_object_set_new(o, "expires_at", json_integer(s->expires_at));
-		json_object_set_new(o, "paid_at", when(s->paid_at));
-		json_object_set_new(o, "expired_at", when(s->expired_at));
-		json_object_set_new(o, "customer_email", str_or_null(s->customer_email));
-		json_array_append_new(a, o);
-	}
-	return a;
-}
-
-static json_t *record_refunds(void)
-{
-	json_t *a = json_array();
-	size_t i;
-
-	for (i = 0; i < refunds.n; i++) {
-		const struct ps_refund *r = refunds.v[i];
-
-		json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:I,s:s,s:o,s:I}", "id", r->id,
-						   "payment_intent", r->pi, "session", r->session,
-						   "amount", (json_int_t)r->amount, "currency",
-						   r->currency, "idempotency_key",
-						   str_or_null(r->idempotency_key), "created",
-						   (json_int_t)r->created));
-	}
-	return a;
-}
-
-static json_t *record_events(void)
-{
-	json_t *a = json_array();
-	size_t i;
-
-	for (i = 0; i < events.n; i++) {
-		const struct ps_event *ev = events.v[i];
-
-		json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:b,s:b,s:I}", "id",
-						   ev->id, "type", ev->type, "session", ev->session,
-						   "delivered_ok", (json_int_t)ev->delivered_ok,
-						   "attempts", (json_int_t)ev->attempts, "gave_up",
-						   (json_int_t)ev->gave_up, "dropped", ev->dropped,
-						   "duplicated", ev->duplicated, "created",
-						   (json_int_t)ev->created));
-	}
-	return a;
-}
-
-json_t *record_json(void)
-{
-	return json_pack("{s:o,s:o,s:o,s:{s:I,s:I,s:I,s:I},s:I,s:I,s:I}", "sessions",
-			 record_sessions(), "refunds", record_refunds(), "events", record_events(),
-			 "idempotency", "keys", (json_int_t)idem_stored(), "replays",
-			 (json_int_t)ps_counts.idem_replays, "conflicts",
-			 (json_int_t)ps_counts.idem_conflicts, "in_use",
-			 (json_int_t)ps_counts.idem_in_use, "api_requests",
-			 (json_int_t)ps_counts.api_requests, "injected_5xx",
-			 (json_int_t)ps_counts.injected_5xx, "clock_offset", (json_int_t)clock_offset);
-}
-
-char *record_text(void)
-{
-	json_t *doc = record_json();
-	char *text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
-	char *line = NULL;
-
-	json_decref(doc);
-	if (text && asprintf(&line, "%s\n", text) < 0)
-		line = NULL;
-	free(text);
-	return line;
-}
-
-/* write all of buf to fd; 0 or -1 */
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-void record_write(void)
-{
-	char tmp[PATH_MAX], dir[PATH_MAX];
-	char *text;
-	int fd = -1, ok = 0;
-
-	if (ps_opts.record_at_exit && !ps_stopping)
-		return;
-	if (!(text = record_text()))
-		goto out;
-	snprintf(tmp, sizeof tmp, "%s.tmp", ps_opts.record);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || write_all(fd, text, strlen(text)) != 0 ||
-	    fsync(fd) != 0)
-		goto out;
-	close(fd);
-	fd = -1;
-	if (rename(tmp, ps_opts.record) != 0)
-		goto out;
-	/* the new name is only as durable as its folder */
-	snprintf(dir, sizeof dir, "%s", ps_opts.record);
-	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0)
-		fsync(fd);
-	ok = 1;
-out:
-	if (fd >= 0)
-		close(fd);
-	if (!ok)
-		fprintf(stderr, "paysink: cannot write the record %s: %s\n", ps_opts.record,
-			strerror(errno));
-	free(text);
-}
-
 /* ======================== the end ======================================== */
+
+static void vec_free(struct vec *a, void (*free_one)(void *))
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++)
+		free_one(a->v[i]);
+	free(a->v);
+	memset(a, 0, sizeof *a);
+}
+
+static void session_free_one(void *p)
+{
+	state_session_free(p);
+}
+
+static void refund_free_one(void *p)
+{
+	struct ps_refund *r = p;
+
+	free(r->idempotency_key);
+	free(r->reason);
+	json_decref(r->metadata);
+	free(r);
+}
+
+static void event_free_one(void *p)
+{
+	struct ps_event *ev = p;
+
+	free(ev->payload);
+	free(ev);
+}
 
 void state_free(void)
 {
-	size_t i;
-
-	for (i = 0; i < sessions.n; i++)
-		state_session_free(sessions.v[i]);
-	for (i = 0; i < refunds.n; i++) {
-		struct ps_refund *r = refunds.v[i];
-
-		free(r->idempotency_key);
-		free(r->reason);
-		json_decref(r->metadata);
-		free(r);
-	}
-	for (i = 0; i < events.n; i++) {
-		struct ps_event *ev = events.v[i];
-
-		free(ev->payload);
-		free(ev);
-	}
-	free(sessions.v);
-	free(refunds.v);
-	free(events.v);
-	memset(&sessions, 0, sizeof sessions);
-	memset(&refunds, 0, sizeof refunds);
-	memset(&events, 0, sizeof events);
+	vec_free(&vecs[PS_SESSIONS], session_free_one);
+	vec_free(&vecs[PS_REFUNDS], refund_free_one);
+	vec_free(&vecs[PS_DISPUTES], free);
+	vec_free(&vecs[PS_EVENTS], event_free_one);
 	idem_free_all();
 }

@@ -2,12 +2,15 @@
  * webhook.c: events and their delivery, at least once, with the faults the
  * options order.
  *
- * An event is made under ps_lock when a session is paid or expires, or a
- * refund is made (when --webhook-events lists its type), with the object as
- * it is at that moment; its payload bytes are fixed then and every attempt
- * of every copy sends the same bytes.  Each attempt is signed afresh with
- * the real time (sig.c).  With a --webhook-url, the dice are drawn under
- * the lock in event order, one stream (--seed):
+ * An event is made under ps_lock when a session is paid, expires or its
+ * delayed payment settles, a refund is made or settles, or a dispute opens
+ * or closes (when --webhook-events lists its type; wh_all_types are all
+ * those paysink makes, the default), with the object as it is at that
+ * moment and, as Stripe fills request, the API request that caused it; its
+ * payload bytes are fixed then and every attempt of every copy sends the
+ * same bytes.  Each attempt is signed afresh with the real time (sig.c).
+ * With a --webhook-url, the dice are drawn under the lock in event order,
+ * one stream (--seed):
  *
  *   --drop-pct P      the event is never queued (recorded as dropped)
  *   --dup-pct P       a second copy is queued, independently
@@ -46,7 +49,15 @@ struct wh_item {
 	int held;			/* --reorder: waiting for the session's next event */
 };
 
+const char wh_all_types[] =
+	"checkout.session.completed,checkout.session.expired,"
+	"checkout.session.async_payment_succeeded,checkout.session.async_payment_failed,"
+	"charge.refunded,charge.refund.updated,charge.dispute.created,charge.dispute.closed,"
+	"refund.created,refund.updated,refund.failed";
+
 static struct wh_item *queue;		/* by due time */
+static char req_id[40];			/* the request events come from, or "" */
+static char req_key[256];		/* its Idempotency-Key, or "" */
 static pthread_cond_t wake;		/* on CLOCK_MONOTONIC */
 static pthread_t threads[WH_THREADS];
 static int n_threads;
@@ -163,21 +174,35 @@ static void wh_queue(struct ps_event *ev)
 	wh_wake();
 }
 
+void wh_request(const char *request_id, const char *idem_key)
+{
+	snprintf(req_id, sizeof req_id, "%s", request_id ? request_id : "");
+	snprintf(req_key, sizeof req_key, "%s", idem_key ? idem_key : "");
+}
+
+/* the event's request: the API request that made it, or nulls for what
+ * Stripe does by itself (an expiry, a delayed payment settling) */
+static json_t *event_request(void)
+{
+	return json_pack("{s:o,s:o}", "id", req_id[0] ? json_string(req_id) : json_null(),
+			 "idempotency_key", req_key[0] ? json_string(req_key) : json_null());
+}
+
 void wh_event(const char *type, const char *session, json_t *obj)
 {
 	struct ps_event *ev;
 	json_t *doc;
 
-	if (!type_enabled(type) || !(ev = state_event_new())) {
+	if (!type_enabled(type) || !(ev = state_new(PS_EVENTS))) {
 		json_decref(obj);
 		return;
 	}
 	snprintf(ev->type, sizeof ev->type, "%s", type);
 	snprintf(ev->session, sizeof ev->session, "%s", session);
-	doc = json_pack("{s:s,s:s,s:s,s:I,s:{s:o},s:b,s:i,s:{s:n,s:n},s:s}", "id", ev->id,
-			"object", "event", "api_version", PS_API_VERSION, "created",
-			(json_int_t)ev->created, "data", "object", obj, "livemode", 0,
-			"pending_webhooks", 1, "request", "id", "idempotency_key", "type", type);
+	doc = json_pack("{s:s,s:s,s:s,s:I,s:{s:o},s:b,s:i,s:o,s:s}", "id", ev->id, "object",
+			"event", "api_version", PS_API_VERSION, "created", (json_int_t)ev->created,
+			"data", "object", obj, "livemode", 0, "pending_webhooks",
+			ps_opts.webhook_url ? 1 : 0, "request", event_request(), "type", type);
 	ev->payload = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
 	json_decref(doc);
 	if (!ev->payload)
