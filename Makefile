@@ -143,8 +143,8 @@ $(file >build/san/.flags,$(SAN_FLAGS))
 endif
 endif
 $(REL_OBJS) $(TEST_OBJS) $(BENCH_OBJS) build/rel/main.o build/test/main.o build/rel/bench/main.o \
-	build/rel/tests/testutil.o bin/stagedoor build/test/stagedoor build/stagedoor-bench: build/rel/.flags
-$(SAN_OBJS) $(SAN_BENCH_OBJS) build/san/main.o build/san/bench/main.o build/san/tests/testutil.o: \
+	$(TEST_HELPERS:%=build/rel/tests/%.o) bin/stagedoor build/test/stagedoor build/stagedoor-bench: build/rel/.flags
+$(SAN_OBJS) $(SAN_BENCH_OBJS) build/san/main.o build/san/bench/main.o $(TEST_HELPERS:%=build/san/tests/%.o): \
 	build/san/.flags
 # the objects that print the version are made again when it changes
 build/rel/version.o build/san/version.o build/rel/help_gen.o build/san/help_gen.o: VERSION
@@ -214,18 +214,21 @@ build/san/stagedoor-bench: build/san/bench/main.o $(SAN_BENCH_OBJS) $(SAN_OBJS)
 build/san/stagedoor: build/san/main.o $(SAN_OBJS)
 	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN) -o $@ $(filter %.o,$^) $(LDLIBS)
 
-build/rel/tests/%: tests/%.c build/rel/tests/testutil.o $(TEST_OBJS) build/rel/bench/bench_http.o
+# Every test links the test helpers: testutil (all of them) and shopfix (the
+# shop's fixture, for the shop's tests)
+TEST_HELPERS := testutil shopfix
+build/rel/tests/%: tests/%.c $(TEST_HELPERS:%=build/rel/tests/%.o) $(TEST_OBJS) build/rel/bench/bench_http.o
 	@mkdir -p $(dir $@)
 	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) $(TESTFP) $(DEPFLAGS) -MT $@ -MF $@.d -Isrc -Itests -o $@ $< \
-		build/rel/tests/testutil.o $(TEST_OBJS) build/rel/bench/bench_http.o $(LDLIBS) $(TLIBS)
-build/san/tests/%: tests/%.c build/san/tests/testutil.o $(SAN_OBJS) build/san/bench/bench_http.o
+		$(TEST_HELPERS:%=build/rel/tests/%.o) $(TEST_OBJS) build/rel/bench/bench_http.o $(LDLIBS) $(TLIBS)
+build/san/tests/%: tests/%.c $(TEST_HELPERS:%=build/san/tests/%.o) $(SAN_OBJS) build/san/bench/bench_http.o
 	@mkdir -p $(dir $@)
 	$(call say,CCLD,$@)$(CC) $(ALL_CFLAGS) $(SAN) $(TESTFP) $(DEPFLAGS) -MT $@ -MF $@.d -Isrc -Itests -o $@ $< \
-		build/san/tests/testutil.o $(SAN_OBJS) build/san/bench/bench_http.o $(LDLIBS) $(TLIBS)
-build/rel/tests/testutil.o: tests/testutil.c
+		$(TEST_HELPERS:%=build/san/tests/%.o) $(SAN_OBJS) build/san/bench/bench_http.o $(LDLIBS) $(TLIBS)
+$(TEST_HELPERS:%=build/rel/tests/%.o): build/rel/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) $(TESTFP) $(DEPFLAGS) -Isrc -Itests -c -o $@ $<
-build/san/tests/testutil.o: tests/testutil.c
+$(TEST_HELPERS:%=build/san/tests/%.o): build/san/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$< [san])$(CC) $(ALL_CFLAGS) $(SAN) $(TESTFP) $(DEPFLAGS) -Isrc -Itests -c -o $@ $<
 

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "db_group.h"
 #include "failpoint.h"
+#include "money.h"
 #include "orders.h"
 #include "tickets.h"
 
@@ -334,6 +335,42 @@ static json_t *ms_or_null(int64_t ms)
 	return ms ? json_integer(ms) : json_null();
 }
 
+
+/* the refund an order owes, or null: status is the provider's word
+ * ("pending"), failed_at set when it could not pay it (owed at the window
+ * from then on) */
+static json_t *refund_json(const struct order_detail *d)
+{
+	if (!d->refund.owed)
+		return json_null();
+	return json_pack("{s:I, s:s, s:o, s:o, s:o, s:o, s:o}", "amount_minor",
+			 (json_int_t)d->refund.amount_minor, "via",
+			 d->refund.window || d->refund.failed_at ? "window" : "provider", "done_at",
+			 ms_or_null(d->refund.done_at), "provider_id",
+			 d->refund.provider_id[0] ? api_json_text(d->refund.provider_id)
+						  : json_null(),
+			 "status", d->refund.status[0] ? json_string(d->refund.status) : json_null(),
+			 "failed_at", ms_or_null(d->refund.failed_at), "failure",
+			 d->refund.failure[0] ? api_json_text(d->refund.failure) : json_null());
+}
+
+/* money that went back outside the box, or null: refunded_minor and
+ * refunded (decimal text) what the provider says is refunded in all */
+static json_t *back_json(const struct order_detail *d)
+{
+	char text[MONEY_TEXT_MAX];
+	int refunded = d->back.refunded_minor >= 0;
+
+	if (!refunded && !d->back.disputed_at)
+		return json_null();
+	money_plain(refunded ? d->back.refunded_minor : 0, d->v.currency, text, sizeof text);
+	return json_pack("{s:o, s:o, s:o, s:o}", "refunded_minor",
+			 refunded ? json_integer(d->back.refunded_minor) : json_null(), "refunded",
+			 refunded ? json_string(text) : json_null(), "disputed_at",
+			 ms_or_null(d->back.disputed_at), "dispute",
+			 d->back.dispute[0] ? api_json_text(d->back.dispute) : json_null());
+}
+
 static json_t *order_jobs_json(const struct order_detail *d)
 {
 	json_t *jobs = json_array(), *entries;
@@ -400,14 +437,8 @@ json_t *api_order_json(const struct order_detail *d)
 	if (v->currency[0] && api_amount_set(o, v->amount_minor, v->currency) == 0) {
 		json_object_set_new(o, "payment_ref", v->payment_ref[0]
 						       ? api_json_text(v->payment_ref) : json_null());
-		json_object_set_new(o, "refund", !d->refund.owed ? json_null() :
-				    json_pack("{s:I, s:s, s:o, s:o}", "amount_minor",
-					      (json_int_t)d->refund.amount_minor, "via",
-					      d->refund.window ? "window" : "provider", "done_at",
-					      ms_or_null(d->refund.done_at), "provider_id",
-					      d->refund.provider_id[0]
-						      ? api_json_text(d->refund.provider_id)
-						      : json_null()));
+		json_object_set_new(o, "refund", refund_json(d));
+		json_object_set_new(o, "money_back", back_json(d));
 	}
 	json_object_set_new(o, "cancelled_at", ms_or_null(v->cancelled_at));
 	json_object_set_new(o, "resends", json_integer(v->resends));

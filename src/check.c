@@ -135,7 +135,9 @@ static int pdf_order(const struct order_check *o, void *arg)
 
 	rep->orders++;
 	rep->tickets += o->tickets;
-	if (o->tickets_cancelled != (o->cancelled ? o->tickets : 0)) {
+	/* a cancellation for money gone back leaves the tickets admitted before */
+	if (o->tickets_cancelled != (o->cancelled ? o->tickets - (o->money_back ?
+								   o->tickets_admitted : 0) : 0)) {
 		broken(rep, CHECK_PDFS, "order %s is %scancelled and has %lld of %lld ticket%s "
 		       "cancelled", o->public_id, o->cancelled ? "" : "not ",
 		       (long long)o->tickets_cancelled, (long long)o->tickets, plural(o->tickets));

@@ -93,7 +93,7 @@ void cli_actor(char *buf, size_t size)
 static enum sd_result rules_of(const struct config *cfg, struct event_rules *rules)
 {
 	static const enum config_key ks[] = { CONFIG_START_GRACE, CONFIG_SALES_CLOSE_AFTER,
-					      CONFIG_REMIND_BEFORE };
+					      CONFIG_REMIND_BEFORE, CONFIG_PAYMENT_PROVIDER };
 	struct config own;
 	enum sd_result r = SD_OK;
 	const char *v, *env;
@@ -111,6 +111,8 @@ static enum sd_result rules_of(const struct config *cfg, struct event_rules *rul
 	rules->start_grace_ms = config_int(cfg ? cfg : &own, CONFIG_START_GRACE);
 	rules->sales_close_after_ms = config_int(cfg ? cfg : &own, CONFIG_SALES_CLOSE_AFTER);
 	rules->remind_before_ms = config_int(cfg ? cfg : &own, CONFIG_REMIND_BEFORE);
+	v = config_str(cfg ? cfg : &own, CONFIG_PAYMENT_PROVIDER);
+	rules->stripe_prices = v && strcmp(v, "stripe") == 0;
 	if (!cfg)
 		config_free(&own);
 	return r;

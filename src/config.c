@@ -195,7 +195,8 @@ static const struct keydef {
 	[CONFIG_SHOP_HOLDS_PER_CLIENT] = { "shop_holds_per_client", K_INT, 1, 1000, "4", 0,
 		"unpaid checkouts one client address may hold at once" },
 	[CONFIG_SHOP_HOLDS_PER_EMAIL] = { "shop_holds_per_email", K_INT, 1, 100, "2", 0,
-		"unpaid checkouts one email address may hold at once" },
+		"no longer used: the caps count client addresses and their networks, never an "
+		  "email address a stranger could type (accepted so that older files load)" },
 	[CONFIG_SQS_LISTEN] = { "sqs_listen", K_STR, 0, 0, "off", 0,
 		"ADDRESS:PORT of the SQS listener (queues of one's own for any SQS client; its "
 		  "own listener), or off; anything but loopback needs sqs_tls_cert and sqs_tls_key" },
@@ -209,6 +210,16 @@ static const struct keydef {
 	[CONFIG_SHOP_RATE] = { "shop_rate", K_INT, 0, 100000, "10", 0,
 		"checkouts a minute one client address may start (0: no limit); more are "
 		  "refused with 429" },
+	[CONFIG_SHOP_UNPAID_SHARE] = { "shop_unpaid_share", K_INT, 1, 100, "25", 0,
+		"the percentage of an event's seats that unpaid checkouts may hold at once; more "
+		  "buyers wait in line, served in the order they came" },
+	[CONFIG_SHOP_PENDING_MAX] = { "shop_pending_max", K_DUR, 3600000, 30 * DAY_MS, "7d", 0,
+		"how long seats paid by a delayed method (a direct debit, a bank transfer) are kept "
+		  "while the money is on its way; then they go back on sale" },
+	[CONFIG_SHOP_PAYMENT_METHODS] = { "shop_payment_methods", K_STR, 0, 0, NULL, 0,
+		"Stripe's payment method types the shop offers, comma-separated (card, link, "
+		  "sepa_debit, ...); default: those the Stripe account enables; card alone takes no "
+		  "delayed payment" },
 	[CONFIG_PAYMENT_PROVIDER] = { "payment_provider", K_STR, 0, 0, "none", 0,
 		"none (orders at the window and through the API only) or stripe (the shop takes "
 		  "payments)" },
@@ -966,6 +977,7 @@ void config_hold_rules(const struct config *c, struct hold_rules *h)
 	h->ttl_ms = config_int(c, CONFIG_SHOP_HOLD);
 	h->renewals = config_int(c, CONFIG_SHOP_HOLD_RENEWALS);
 	h->per_client = config_int(c, CONFIG_SHOP_HOLDS_PER_CLIENT);
-	h->per_email = config_int(c, CONFIG_SHOP_HOLDS_PER_EMAIL);
+	h->unpaid_share = config_int(c, CONFIG_SHOP_UNPAID_SHARE);
+	h->pending_max_ms = config_int(c, CONFIG_SHOP_PENDING_MAX);
 	h->seats_max = config_int(c, CONFIG_SHOP_SEATS_MAX);
 }

@@ -102,6 +102,9 @@ enum config_key {
 	CONFIG_SHOP_HOLDS_PER_EMAIL,	/* open holds for one email address */
 	CONFIG_SHOP_SEATS_MAX,		/* seats in one checkout */
 	CONFIG_SHOP_RATE,		/* checkouts a minute from one client address */
+	CONFIG_SHOP_UNPAID_SHARE,	/* % of an event's seats unpaid holds may take */
+	CONFIG_SHOP_PENDING_MAX,	/* a delayed payment's seats are kept this long */
+	CONFIG_SHOP_PAYMENT_METHODS,	/* Stripe's payment method types offered */
 	CONFIG_SQS_LISTEN,		/* the SQS listener under `run`; "off": none */
 	CONFIG_SQS_TLS_CERT,		/* its certificate */
 	CONFIG_SQS_TLS_KEY,

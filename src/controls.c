@@ -761,12 +761,5 @@ static const char SQL_PRUNE[] =
 
 enum sd_result controls_prune(struct db *db, int64_t before_ms, int limit, int64_t *n)
 {
-	struct db_stmt *st = db_stmt(db, SQL_PRUNE);
-
-	*n = 0;
-	if (!st)
-		return SD_DB;
-	db_bind_int(st, 1, before_ms);
-	db_bind_int(st, 2, limit);
-	return db_run_changes(db, st, n);
+	return db_prune(db, SQL_PRUNE, before_ms, limit, n);
 }

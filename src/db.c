@@ -525,6 +525,19 @@ enum sd_result db_run_changes(struct db *db, struct db_stmt *st, int64_t *n)
 	return r;
 }
 
+enum sd_result db_prune(struct db *db, const char *sql, int64_t before_ms, int limit,
+			int64_t *n)
+{
+	struct db_stmt *st = db_stmt(db, sql);
+
+	*n = 0;
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, before_ms);
+	db_bind_int(st, 2, limit);
+	return db_run_changes(db, st, n);
+}
+
 void db_reset(struct db_stmt *st)
 {
 	if (st)

@@ -247,6 +247,11 @@ enum sd_result db_run(struct db_stmt *st);
  * db_stmt that failed) is SD_DB. */
 enum sd_result db_run_changes(struct db *db, struct db_stmt *st, int64_t *n);
 
+/* db_prune: a maintenance delete sql (?1 the time before which rows go,
+ * ?2 how many at most) run once.  [out] *n the rows it deleted. */
+enum sd_result db_prune(struct db *db, const char *sql, int64_t before_ms, int limit,
+			int64_t *n);
+
 void db_reset(struct db_stmt *st);
 
 int64_t db_col_int(struct db_stmt *st, int col);

@@ -70,6 +70,10 @@ static enum sd_result price_valid(int64_t minor, const char *code)
 	if (minor < 0 || minor > MONEY_MINOR_MAX || money_exponent(code) < 0)
 		return err_set(SD_INVALID, "a price is 0 to %lld minor units of an ISO 4217 "
 			       "currency", MONEY_MINOR_MAX);
+	/* a price Stripe would refuse fails at every checkout: refused here,
+	 * where the one who sets it can change it */
+	if (event_rules_get()->stripe_prices)
+		return money_stripe_price_valid(code, minor);
 	return SD_OK;
 }
 

@@ -22,6 +22,8 @@ struct event_rules {
 	int64_t start_grace_ms;		/* a start this far in the past is accepted */
 	int64_t sales_close_after_ms;	/* sales stop this long after the start */
 	int64_t remind_before_ms;	/* a buyer's reminder this long before it; 0: none */
+	int stripe_prices;		/* the shop takes payments through Stripe: a price
+					 * must be one Stripe can charge (money.h), or 0 */
 };
 
 #define EVENT_SALES_CLOSE_AFTER_MS_DEFAULT (2 * 3600000LL)

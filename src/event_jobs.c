@@ -156,37 +156,43 @@ static enum job_outcome child_refund(struct handler_ctx *ctx, const struct job *
 				     int64_t order_id)
 {
 	struct db *db = handler_db(ctx);
+	struct stripe_refund_view got;
 	struct refund_view rf;
 	enum job_outcome out;
 	enum sd_result r;
-	char refund_id[STRIPE_ID_MAX], detail[EVENT_RUN_REASON_MAX + 1];
+	char detail[EVENT_RUN_REASON_MAX + 1];
 	int64_t claimed_at = 0;
 	int refused = 0;
 
 	if ((r = refund_of_order(db, order_id, &rf)) != SD_OK)
 		return db_fail(res, job, r, "load refund");
-	if (rf.done_at) {	/* paid by an earlier run that died before its step */
-		if ((r = event_child_refunded(db, run->id, order_id, rf.id, rf.provider_refund_id,
-					      0, NULL)) != SD_OK)
+	if (rf.done_at || rf.failed_at || rf.provider_refund_id[0]) {
+		/* asked by an earlier run that died before its step */
+		if ((r = event_child_refunded(db, run->id, order_id, &rf, rf.status[0] ? rf.status
+					      : "succeeded", rf.provider_refund_id, rf.failure, 0,
+					      "refund failed at the provider")) != SD_OK)
 			return db_fail(res, job, r, "record refund");
 		return JOB_DONE;
 	}
-	if (!shop_refund_pay(ctx, job, res, &rf, refund_id, sizeof refund_id, &claimed_at,
-			     &refused, &out)) {
+	if (!shop_refund_pay(ctx, job, res, &rf, &got, &claimed_at, &refused, &out)) {
 		if (!refused)
 			return out;
 		/* refused for good: the staff make it by hand; the buyer is told */
 		snprintf(detail, sizeof detail, "refund refused: %.180s", res->error);
-		if ((r = event_child_refunded(db, run->id, order_id, rf.id, NULL, 1, detail)) != SD_OK)
+		if ((r = event_child_refunded(db, run->id, order_id, &rf, NULL, NULL, NULL, 1,
+					      detail)) != SD_OK)
 			return db_fail(res, job, r, "record refusal");
 		log_event(LOG_WARN, "refund refused", "order_id=%lld payment=%s: %s",
 			  (long long)order_id, rf.payment_ref, res->error);
 		res->error[0] = '\0';
 		return JOB_DONE;
 	}
-	if ((r = event_child_refunded(db, run->id, order_id, rf.id, refund_id, 0, NULL)) != SD_OK)
+	snprintf(detail, sizeof detail, "refund failed at the provider: %.150s",
+		 got.failure[0] ? got.failure : "no reason given");
+	if ((r = event_child_refunded(db, run->id, order_id, &rf, got.status, got.id, got.failure,
+				      0, detail)) != SD_OK)
 		return db_fail(res, job, r, "record refund");
-	if ((r = shop_refund_settle(db, &rf, claimed_at, refund_id)) != SD_OK)
+	if ((r = shop_refund_settle(db, &rf, claimed_at, &got)) != SD_OK)
 		return db_fail(res, job, r, "mark claim done");
 	return JOB_DONE;
 }

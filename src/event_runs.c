@@ -511,11 +511,13 @@ out:
 }
 
 enum sd_result event_child_refunded(struct db *db, int64_t run_id, int64_t order_id,
-				    int64_t refund_id, const char *provider_refund_id,
+				    const struct refund_view *rf, const char *status,
+				    const char *provider_refund_id, const char *failure,
 				    int refused, const char *detail)
 {
 	struct run_counts c = { 0 };
 	enum event_run_step step;
+	enum refund_now now = REFUND_NOW_DONE;
 	enum sd_result r;
 	int won = 0;
 
@@ -523,8 +525,10 @@ enum sd_result event_child_refunded(struct db *db, int64_t run_id, int64_t order
 		return r;
 	if ((r = child_lock(db, run_id, order_id, &step, NULL)) != SD_OK || step != RUN_STEP_CANCELLED)
 		goto out;
-	if (!refused && (r = refund_mark_done(db, refund_id, provider_refund_id, &won)) != SD_OK)
+	if (!refused && (r = refund_record(db, rf, status, provider_refund_id, failure, 1, &now)) !=
+	    SD_OK)
 		goto out;
+	refused = refused || now == REFUND_NOW_FAILED;
 	if ((r = child_move(db, run_id, order_id, RUN_STEP_CANCELLED, RUN_STEP_REFUNDED,
 			    refused ? detail : NULL, &won)) != SD_OK || !won)
 		goto out;

@@ -32,6 +32,7 @@
 
 #include "db.h"
 #include "events.h"
+#include "refunds.h"
 #include "result.h"
 
 enum event_run_kind { EVENT_RUN_CANCEL, EVENT_RUN_MOVE };
@@ -126,15 +127,19 @@ enum sd_result event_child_cancel(struct db *db, const struct event_run_view *ru
 				  int64_t order_id, enum event_run_step *step);
 
 /*
- * event_child_refunded: the provider has refunded the child's order (its
- * refund row refund_id, with the provider's id, "" none): in one
- * transaction the refund marked done, the step cancelled -> refunded and
- * refunded counted.  With refused (the provider's refusal for good,
- * detail saying it) the refund stays owed, the step moves on and failed is
- * counted: the buyer is still told, and the staff see the refund to make.
+ * event_child_refunded: the provider has the child's order's refund rf
+ * (with status, the provider's word, its id, "" none, and failure, may be
+ * NULL): in one transaction the refund recorded (refund_record, which sets
+ * a still pending one's refund_payment job to follow it), the step
+ * cancelled -> refunded and refunded counted (a refund that failed counts
+ * as failed: owed at the window).  With refused (the provider's refusal for
+ * good, detail saying it) the refund stays owed, the step moves on and
+ * failed is counted: the buyer is still told, and the staff see the refund
+ * to make.
  */
 enum sd_result event_child_refunded(struct db *db, int64_t run_id, int64_t order_id,
-				    int64_t refund_id, const char *provider_refund_id,
+				    const struct refund_view *rf, const char *status,
+				    const char *provider_refund_id, const char *failure,
 				    int refused, const char *detail);
 
 /*

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "holds.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -17,7 +18,9 @@
 #include "money.h"
 #include "outbox.h"
 
-static const char *const STATE_NAMES[] = { "open", "ordered", "refunded", "expired" };
+static const char *const STATE_NAMES[] = { "open", "pending", "ordered", "refunded", "expired",
+					   "failed" };
+#define N_STATES ((int)(sizeof STATE_NAMES / sizeof STATE_NAMES[0]))
 
 const char *hold_state_name(enum hold_state s)
 {
@@ -28,7 +31,7 @@ static enum hold_state state_of(const char *s)
 {
 	int i;
 
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < N_STATES; i++)
 		if (s && strcmp(s, STATE_NAMES[i]) == 0)
 			return (enum hold_state)i;
 	return HOLD_EXPIRED;
@@ -39,6 +42,11 @@ int hold_live(const struct hold_view *h, int64_t now)
 	return h->state == HOLD_OPEN && h->expires_at > now;
 }
 
+int hold_keeps(const struct hold_view *h, int64_t now)
+{
+	return (h->state == HOLD_OPEN || h->state == HOLD_PENDING) && h->expires_at > now;
+}
+
 void hold_rules_fill(struct hold_rules *r)
 {
 	if (r->ttl_ms <= 0)
@@ -47,21 +55,37 @@ void hold_rules_fill(struct hold_rules *r)
 		r->renewals = HOLD_RENEWALS_DEFAULT;
 	if (r->per_client <= 0)
 		r->per_client = HOLD_PER_CLIENT_DEFAULT;
-	if (r->per_email <= 0)
-		r->per_email = HOLD_PER_EMAIL_DEFAULT;
 	if (r->seats_max <= 0)
 		r->seats_max = HOLD_SEATS_MAX_DEFAULT;
+	if (r->unpaid_share <= 0 || r->unpaid_share > 100)
+		r->unpaid_share = HOLD_UNPAID_SHARE_DEFAULT;
+	if (r->pending_max_ms <= 0)
+		r->pending_max_ms = HOLD_PENDING_MAX_MS_DEFAULT;
+}
+
+enum sd_result holds_link_new(char *link)
+{
+	static const char b32[] = "abcdefghijklmnopqrstuvwxyz234567";
+	unsigned char rnd[HOLD_LINK_LEN];
+	int i;
+
+	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+		return err_set(SD_IO, "no random bytes for a buyer's link");
+	for (i = 0; i < HOLD_LINK_LEN; i++)
+		link[i] = b32[rnd[i] & 31];
+	link[HOLD_LINK_LEN] = '\0';
+	explicit_bzero(rnd, sizeof rnd);
+	return SD_OK;
 }
 
 /* A hold's names, from the kernel's random bytes, never from a clock: its
  * public id, "H" and 9 characters without look-alikes, and the buyer's
- * link, 26 characters of lower-case base32 (130 bits: a link that could be
- * guessed would show a buyer's name). */
+ * link (holds_link_new: a link that could be guessed would show a buyer's
+ * name). */
 static enum sd_result hold_names(char *public_id, char *link)
 {
 	static const char ids[] = "23456789ABCDEFGHJKMNPQRSTUVWXYZ";
-	static const char b32[] = "abcdefghijklmnopqrstuvwxyz234567";
-	unsigned char rnd[HOLD_ID_LEN - 1 + HOLD_LINK_LEN];
+	unsigned char rnd[HOLD_ID_LEN - 1];
 	int i;
 
 	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
@@ -70,11 +94,7 @@ static enum sd_result hold_names(char *public_id, char *link)
 	for (i = 0; i < HOLD_ID_LEN - 1; i++)
 		public_id[i + 1] = ids[rnd[i] % (sizeof ids - 1)];
 	public_id[HOLD_ID_LEN] = '\0';
-	for (i = 0; i < HOLD_LINK_LEN; i++)
-		link[i] = b32[rnd[HOLD_ID_LEN - 1 + i] & 31];
-	link[HOLD_LINK_LEN] = '\0';
-	explicit_bzero(rnd, sizeof rnd);
-	return SD_OK;
+	return holds_link_new(link);
 }
 
 /* ======================== reading ======================================== */
@@ -84,7 +104,8 @@ static enum sd_result hold_names(char *public_id, char *link)
 	"h.amount_minor, h.currency, h.created_at, h.expires_at, h.renewals, h.state, " \
 	"coalesce(h.session_id, ''), coalesce(h.pay_url, ''), coalesce(h.payment_ref, ''), " \
 	"coalesce(h.order_id, 0), coalesce(h.settled_at, 0), coalesce(o.public_id, ''), " \
-	"h.link FROM holds h LEFT JOIN orders o ON o.id = h.order_id "
+	"h.link, h.pay_until, coalesce(h.problem, '') FROM holds h " \
+	"LEFT JOIN orders o ON o.id = h.order_id "
 static const char SQL_HOLD_BY_PUBLIC[] = HOLD_SQL "WHERE h.public_id = ?1";
 static const char SQL_HOLD_BY_LINK[] = HOLD_SQL "WHERE h.link = ?1";
 static const char SQL_HOLD_BY_SESSION[] = HOLD_SQL "WHERE h.session_id = ?1";
@@ -112,6 +133,8 @@ static void hold_read(struct db_stmt *st, struct hold_view *h)
 	h->settled_at = db_col_int(st, 16);
 	text_copy(h->order_public_id, sizeof h->order_public_id, db_col_text(st, 17));
 	text_copy(h->link, sizeof h->link, db_col_text(st, 18));
+	h->pay_until = db_col_int(st, 19);
+	text_copy(h->problem, sizeof h->problem, db_col_text(st, 20));
 }
 
 static enum sd_result hold_find(struct db *db, const char *sql, const char *text, int64_t id,
@@ -163,14 +186,20 @@ enum sd_result hold_get_id(struct db *db, int64_t id, struct hold_view *out)
 
 /* ======================== counting ======================================= */
 
+/* the seats a hold keeps: open ones and pending ones (their money is on
+ * its way); holds_event_live is their index */
 static const char SQL_HELD[] =
-	"SELECT coalesce(sum(seats), 0) FROM holds WHERE event_id = ?1 AND state = 'open' "
-	"AND expires_at > ?2 AND id <> ?3";
+	"SELECT coalesce(sum(seats), 0) FROM holds WHERE event_id = ?1 "
+	"AND state IN ('open', 'pending') AND expires_at > ?2 AND id <> ?3";
+/* the seats of open holds only: the buyers who may still not pay */
+static const char SQL_UNPAID[] =
+	"SELECT coalesce(sum(seats), 0) FROM holds WHERE event_id = ?1 "
+	"AND state IN ('open', 'pending') AND expires_at > ?2 AND state = 'open' AND id <> ?3";
 
-enum sd_result holds_held(struct db *db, int64_t event_id, int64_t except, int64_t now,
-			  int64_t *seats)
+static enum sd_result seats_sum(struct db *db, const char *sql, int64_t event_id,
+				int64_t except, int64_t now, int64_t *seats)
 {
-	struct db_stmt *st = db_stmt(db, SQL_HELD);
+	struct db_stmt *st = db_stmt(db, sql);
 	enum sd_result r;
 
 	*seats = 0;
@@ -185,11 +214,21 @@ enum sd_result holds_held(struct db *db, int64_t event_id, int64_t except, int64
 	return r;
 }
 
+enum sd_result holds_held(struct db *db, int64_t event_id, int64_t except, int64_t now,
+			  int64_t *seats)
+{
+	return seats_sum(db, SQL_HELD, event_id, except, now, seats);
+}
+
+enum sd_result holds_unpaid(struct db *db, int64_t event_id, int64_t now, int64_t *seats)
+{
+	return seats_sum(db, SQL_UNPAID, event_id, 0, now, seats);
+}
+
 static const char SQL_BY_CLIENT[] =
 	"SELECT count(*) FROM holds WHERE client = ?1 AND state = 'open' AND expires_at > ?2";
-static const char SQL_BY_EMAIL[] =
-	"SELECT count(*) FROM holds WHERE lower(buyer_email) = lower(?1) AND state = 'open' "
-	"AND expires_at > ?2";
+static const char SQL_BY_NET[] =
+	"SELECT count(*) FROM holds WHERE client_net = ?1 AND state = 'open' AND expires_at > ?2";
 
 static enum sd_result count_open(struct db *db, const char *sql, const char *who, int64_t now,
 				 int64_t *n)
@@ -208,9 +247,19 @@ static enum sd_result count_open(struct db *db, const char *sql, const char *who
 	return r;
 }
 
+enum sd_result holds_of_client(struct db *db, const char *client, const char *net, int64_t now,
+			       int64_t *n_client, int64_t *n_net)
+{
+	enum sd_result r;
+
+	if ((r = count_open(db, SQL_BY_CLIENT, client, now, n_client)) != SD_OK)
+		return r;
+	return count_open(db, SQL_BY_NET, net && *net ? net : client, now, n_net);
+}
+
 /* ======================== a new hold ===================================== */
 
-static enum sd_result hold_valid(const struct hold_new *n, const struct hold_rules *rules)
+enum sd_result hold_new_valid(const struct hold_new *n, const struct hold_rules *rules)
 {
 	enum sd_result r;
 
@@ -221,26 +270,33 @@ static enum sd_result hold_valid(const struct hold_new *n, const struct hold_rul
 	if (n->seats < 1 || n->seats > rules->seats_max)
 		return err_set(SD_INVALID, "seats must be between 1 and %lld",
 			       (long long)rules->seats_max);
-	if (!n->client || !*n->client || strlen(n->client) >= HOLD_CLIENT_MAX)
+	if (!n->client || !*n->client || strlen(n->client) >= HOLD_CLIENT_MAX ||
+	    (n->client_net && strlen(n->client_net) >= HOLD_CLIENT_MAX))
 		return err_set(SD_INVALID, "no client address");
 	return SD_OK;
 }
 
-/* the event sells n seats now: on sale, priced, with the seats free of
- * tickets and of live holds.  [out] *e */
-static enum sd_result seats_free(struct db *db, const struct hold_new *n, int64_t now,
-				 struct event_view *e)
+enum sd_result hold_event_sells(struct db *db, int64_t event_id, int64_t now,
+				struct event_view *e)
 {
 	enum sd_result r;
-	int64_t held = 0, left;
 
-	if ((r = event_row_lock(db, n->event_id)) != SD_OK ||
-	    (r = event_get(db, n->event_id, e)) != SD_OK ||
+	if ((r = event_row_lock(db, event_id)) != SD_OK || (r = event_get(db, event_id, e)) != SD_OK ||
 	    (r = event_sale_check(e->id, e->starts_at, e->closed_at, e->cancelled_at, now)) != SD_OK)
 		return r;
 	if (!e->currency[0])
 		return err_set(SD_CONFLICT, "event %lld is not sold online (it has no price)",
 			       (long long)e->id);
+	return SD_OK;
+}
+
+/* the seats are free of tickets and of holds that keep them */
+static enum sd_result seats_free(struct db *db, const struct hold_new *n, int64_t now,
+				 const struct event_view *e)
+{
+	enum sd_result r;
+	int64_t held = 0, left;
+
 	if ((r = holds_held(db, e->id, 0, now, &held)) != SD_OK)
 		return r;
 	left = e->capacity - e->seats_sold - held;
@@ -253,35 +309,44 @@ static enum sd_result seats_free(struct db *db, const struct hold_new *n, int64_
 		       (long long)e->id, (long long)left, left == 1 ? "" : "s", (long long)n->seats);
 }
 
-/* the caps on open holds, per client address and per email address */
+/* the cap on open holds per client and per client network; others: places
+ * in line the caller counts against the same caps (0, 0 without a line) */
 static enum sd_result caps_check(struct db *db, const struct hold_new *n,
-				 const struct hold_rules *rules, int64_t now)
+				 const struct hold_rules *rules, int64_t now,
+				 const int64_t others[2])
 {
 	enum sd_result r;
-	int64_t k = 0;
+	int64_t k = 0, kn = 0;
 
-	if ((r = count_open(db, SQL_BY_CLIENT, n->client, now, &k)) != SD_OK)
+	if ((r = holds_of_client(db, n->client, n->client_net, now, &k, &kn)) != SD_OK)
 		return r;
-	if (k >= rules->per_client)
-		return err_set(SD_LIMITED, "this address holds %lld unpaid checkouts already: pay "
-			       "or wait for one to end", (long long)k);
-	if ((r = count_open(db, SQL_BY_EMAIL, n->email, now, &k)) != SD_OK)
-		return r;
-	if (k >= rules->per_email)
-		return err_set(SD_LIMITED, "this email has %lld unpaid checkouts already: pay or "
-			       "wait for one to end", (long long)k);
+	k += others ? others[0] : 0;
+	kn += others ? others[1] : 0;
+	if (k >= rules->per_client || kn >= rules->per_client)
+		return err_set(SD_LIMITED, "your %s holds %lld unpaid checkout%s already: pay or "
+			       "wait for one to end", k >= rules->per_client ? "address" : "network",
+			       (long long)(k >= rules->per_client ? k : kn),
+			       (k >= rules->per_client ? k : kn) == 1 ? "" : "s");
 	return SD_OK;
 }
 
 static const char SQL_HOLD_INSERT[] =
 	"INSERT INTO holds (public_id, event_id, seats, buyer_name, buyer_email, client, "
-	"amount_minor, currency, created_at, expires_at, link) "
-	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+	"client_net, amount_minor, currency, created_at, expires_at, link, pay_until) "
+	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
 	"ON CONFLICT DO NOTHING RETURNING id";
 
+/* the provider session's expiry: past the last moment this hold may ask
+ * for it (its lease renewed as often as it may be) by Stripe's least, so
+ * that every attempt in the hold's life sends this same value */
+static int64_t pay_until_of(const struct hold_rules *ru, int64_t now)
+{
+	return now + ru->ttl_ms * (ru->renewals + 1) + HOLD_SESSION_MARGIN_MS;
+}
+
 static enum sd_result hold_insert(struct db *db, const struct hold_new *n,
-				  const struct event_view *e, int64_t now, int64_t ttl,
-				  char *public_id, int64_t *id)
+				  const struct event_view *e, int64_t now,
+				  const struct hold_rules *ru, char *public_id, int64_t *id)
 {
 	char link[HOLD_LINK_MAX];
 	struct db_stmt *st;
@@ -303,11 +368,13 @@ static enum sd_result hold_insert(struct db *db, const struct hold_new *n,
 		db_bind_text(st, 4, n->name);
 		db_bind_text(st, 5, n->email);
 		db_bind_text(st, 6, n->client);
-		db_bind_int(st, 7, amount);
-		db_bind_text(st, 8, e->currency);
-		db_bind_int(st, 9, now);
-		db_bind_int(st, 10, now + ttl);
-		db_bind_text(st, 11, link);
+		db_bind_text(st, 7, n->client_net && *n->client_net ? n->client_net : n->client);
+		db_bind_int(st, 8, amount);
+		db_bind_text(st, 9, e->currency);
+		db_bind_int(st, 10, now);
+		db_bind_int(st, 11, now + ru->ttl_ms);
+		db_bind_text(st, 12, link);
+		db_bind_int(st, 13, pay_until_of(ru, now));
 		r = db_step(st, &row);
 		if (r == SD_OK && row)
 			*id = db_col_int(st, 0);
@@ -319,31 +386,44 @@ static enum sd_result hold_insert(struct db *db, const struct hold_new *n,
 	return *id ? SD_OK : err_set(SD_DB, "no free hold id in 3 draws");
 }
 
+enum sd_result hold_add_in(struct db *db, const struct hold_new *n, const struct hold_rules *rules,
+			   const struct event_view *e, int64_t now, const int64_t others[2],
+			   struct hold_view *out)
+{
+	struct hold_rules ru = *rules;
+	enum sd_result r;
+	int64_t id = 0;
+	char public_id[HOLD_ID_MAX], job_id[64], payload[64];
+
+	hold_rules_fill(&ru);
+	if ((r = seats_free(db, n, now, e)) != SD_OK ||
+	    (r = caps_check(db, n, &ru, now, others)) != SD_OK ||
+	    (r = hold_insert(db, n, e, now, &ru, public_id, &id)) != SD_OK)
+		return r;
+	/* the reconcile job: looks the payment up when the hold ends */
+	snprintf(job_id, sizeof job_id, "outbox:%s:reconcile", public_id);
+	snprintf(payload, sizeof payload, "{\"hold_id\":%lld}", (long long)id);
+	if ((r = outbox_add(db, JOB_KIND_RECONCILE, job_id, payload,
+			    ru.ttl_ms + HOLD_RECONCILE_DELAY_MS, 0, NULL)) != SD_OK)
+		return r;
+	return hold_get_id(db, id, out);
+}
+
 enum sd_result hold_add(struct db *db, const struct hold_new *n, const struct hold_rules *rules,
 			struct hold_view *out)
 {
 	struct hold_rules ru = *rules;
 	struct event_view e;
 	enum sd_result r;
-	int64_t now = clock_now_ms(), id = 0;
-	char public_id[HOLD_ID_MAX], job_id[64], payload[64];
+	int64_t now = clock_now_ms();
 
 	hold_rules_fill(&ru);
-	if ((r = hold_valid(n, &ru)) != SD_OK)
+	if ((r = hold_new_valid(n, &ru)) != SD_OK)
 		return r;
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
-	if ((r = seats_free(db, n, now, &e)) != SD_OK || (r = caps_check(db, n, &ru, now)) != SD_OK ||
-	    (r = hold_insert(db, n, &e, now, ru.ttl_ms, public_id, &id)) != SD_OK)
-		goto out;
-	/* the reconcile job: looks the payment up when the hold ends */
-	snprintf(job_id, sizeof job_id, "outbox:%s:reconcile", public_id);
-	snprintf(payload, sizeof payload, "{\"hold_id\":%lld}", (long long)id);
-	if ((r = outbox_add(db, JOB_KIND_RECONCILE, job_id, payload,
-			    ru.ttl_ms + HOLD_RECONCILE_DELAY_MS, 0, NULL)) != SD_OK)
-		goto out;
-	r = hold_get_id(db, id, out);
-out:
+	if ((r = hold_event_sells(db, n->event_id, now, &e)) == SD_OK)
+		r = hold_add_in(db, n, &ru, &e, now, NULL, out);
 	return db_end(db, r);
 }
 
@@ -423,18 +503,26 @@ out:
 	return db_end(db, r);
 }
 
+/* from open or pending; from expired only for a payment (a late one) */
 static const char SQL_SETTLE[] =
 	"UPDATE holds SET state = ?2, order_id = (SELECT id FROM orders WHERE public_id = ?3), "
-	"payment_ref = coalesce(?4, payment_ref), settled_at = ?5 "
-	"WHERE id = ?1 AND (state = 'open' OR (state = 'expired' AND ?6 = 1))";
+	"payment_ref = coalesce(?4, payment_ref), settled_at = ?5, problem = ?7 "
+	"WHERE id = ?1 AND (state IN ('open', 'pending') OR (state = 'expired' AND ?6 = 1))";
 
 enum sd_result hold_settle(struct db *db, int64_t id, enum hold_state to, const char *order,
 			   const char *payment_ref, int *won)
+{
+	return hold_settle_why(db, id, to, order, payment_ref, NULL, won);
+}
+
+enum sd_result hold_settle_why(struct db *db, int64_t id, enum hold_state to, const char *order,
+			       const char *payment_ref, const char *problem, int *won)
 {
 	struct db_stmt *st = db_stmt(db, SQL_SETTLE);
 	enum sd_result r;
 
 	*won = 0;
+	assert(to != HOLD_OPEN && to != HOLD_PENDING);
 	if (!st)
 		return SD_DB;
 	db_bind_int(st, 1, id);
@@ -443,26 +531,39 @@ enum sd_result hold_settle(struct db *db, int64_t id, enum hold_state to, const 
 	db_bind_text(st, 4, payment_ref);
 	db_bind_int(st, 5, clock_now_ms());
 	db_bind_int(st, 6, payment_ref && *payment_ref);
+	db_bind_text(st, 7, problem && *problem ? problem : NULL);
+	if ((r = db_run(st)) == SD_OK)
+		*won = db_changes(db) > 0;
+	return r;
+}
+
+static const char SQL_PENDING[] =
+	"UPDATE holds SET state = 'pending', payment_ref = ?2, expires_at = ?3 "
+	"WHERE id = ?1 AND state = 'open'";
+
+enum sd_result hold_set_pending(struct db *db, int64_t id, const char *payment_ref,
+				int64_t until, int *won)
+{
+	struct db_stmt *st = db_stmt(db, SQL_PENDING);
+	enum sd_result r;
+
+	*won = 0;
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, id);
+	db_bind_text(st, 2, payment_ref && *payment_ref ? payment_ref : NULL);
+	db_bind_int(st, 3, until);
 	if ((r = db_run(st)) == SD_OK)
 		*won = db_changes(db) > 0;
 	return r;
 }
 
 static const char SQL_PRUNE[] =
-	"DELETE FROM holds WHERE id IN (SELECT id FROM holds WHERE state = 'expired' "
+	"DELETE FROM holds WHERE id IN (SELECT id FROM holds WHERE "
+	"state = 'expired' AND payment_ref IS NULL AND problem IS NULL "
 	"AND settled_at < ?1 ORDER BY id LIMIT ?2)";
 
 enum sd_result holds_prune(struct db *db, int64_t before_ms, int limit, int64_t *n)
 {
-	struct db_stmt *st = db_stmt(db, SQL_PRUNE);
-	enum sd_result r;
-
-	*n = 0;
-	if (!st)
-		return SD_DB;
-	db_bind_int(st, 1, before_ms);
-	db_bind_int(st, 2, limit);
-	if ((r = db_run(st)) == SD_OK)
-		*n = db_changes(db);
-	return r;
+	return db_prune(db, SQL_PRUNE, before_ms, limit, n);
 }

@@ -16,6 +16,7 @@
 #define JOB_KIND_RECONCILE "reconcile_hold"	/* check state: holds.state, conditional end */
 #define JOB_KIND_REFUND "refund_payment"	/* unique claim + provider key */
 #define JOB_KIND_REFUND_MAIL "send_refund_notice" /* unique claim + provider key */
+#define JOB_KIND_PAYFAIL_MAIL "send_payment_failed" /* unique claim + provider key */
 /* a whole event at once (event_jobs.h) */
 #define JOB_KIND_EVENT_RUN "event_run"			/* check state: the run's cursor */
 #define JOB_KIND_EVENT_CANCEL_ORDER "cancel_event_order" /* conditional steps + claim + key */

@@ -60,6 +60,7 @@
 #include "fsio.h"
 #include "holds.h"
 #include "idem.h"
+#include "line.h"
 #include "log.h"
 #include "queue.h"
 #include "queue_history.h"
@@ -239,6 +240,9 @@ enum sd_result maint_tick(struct db *db, const struct maint_opts *o, struct main
 	 * day later (those that made an order or a refund stay with it) */
 	if (r == SD_OK)
 		r = holds_prune(db, now - MAINT_HOLD_RETENTION_MS, d.batch, &st->holds_pruned);
+	/* and the places in its line that left */
+	if (r == SD_OK)
+		r = line_prune(db, now - LINE_RETENTION_MS, d.batch, &st->places_pruned);
 	/* the minute's row of the queue's last hour (once a minute at most) */
 	if (r == SD_OK)
 		r = queue_history_record(db, now, NULL);

@@ -68,6 +68,7 @@ struct maint_stats {
 	int64_t idem_kept;		/* expired records kept: still deliverable */
 	int64_t scans_pruned;		/* the scan log's rows forgotten */
 	int64_t holds_pruned;		/* the shop's holds that ended unpaid */
+	int64_t places_pruned;		/* places in its line that left a day ago */
 };
 
 #define MAINT_HOLD_RETENTION_MS (24 * 3600 * 1000LL)	/* an unpaid hold's page stays a day */

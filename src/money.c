@@ -126,6 +126,121 @@ void money_plain(int64_t minor, const char *code, char *buf, size_t size)
 	snprintf(buf, size, "%lld.%s", (long long)(minor / div), frac);
 }
 
+/* ---- Stripe's units (money.h) ------------------------------------------- */
+
+/* The currencies Stripe takes for card payments (its presentment list,
+ * docs.stripe.com/currencies, 2024) and the three-decimal ones it takes for
+ * some accounts; ISO codes missing here (IQD, LYD, CLF, XDR...) it does not. */
+static const char STRIPE_CODES[] =
+	"USD AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BIF BMD BND BOB BRL "
+	"BSD BWP BYN BZD CAD CDF CHF CLP CNY COP CRC CVE CZK DJF DKK DOP DZD EGP ETB EUR "
+	"FJD FKP GBP GEL GIP GMD GNF GTQ GYD HKD HNL HTG HUF IDR ILS INR ISK JMD JPY KES "
+	"KGS KHR KMF KRW KYD KZT LAK LBP LKR LRD LSL MAD MDL MGA MKD MMK MNT MOP MUR MVR "
+	"MWK MXN MYR MZN NAD NGN NIO NOK NPR NZD PAB PEN PGK PHP PKR PLN PYG QAR RON RSD "
+	"RUB RWF SAR SBD SCR SEK SGD SHP SLE SOS SRD SZL THB TJS TOP TRY TTD TWD TZS UAH "
+	"UGX UYU UZS VND VUV WST XAF XCD XOF XPF YER ZAR ZMW BHD JOD KWD OMR TND";
+/* Stripe's zero-decimal currencies; ISK and UGX are zero-decimal too, but
+ * Stripe keeps them two-decimal "for backwards compatibility" (amounts
+ * divisible by 100), so they are not listed */
+static const char STRIPE_ZERO[] = "BIF CLP DJF GNF JPY KMF KRW MGA PYG RWF VND VUV XAF XOF XPF";
+static const char STRIPE_THREE[] = "BHD JOD KWD OMR TND";	/* the last digit 0 */
+#define STRIPE_UNITS_MAX 99999999LL	/* eight digits, whatever the currency */
+
+/* Stripe's minimum charge per currency, in ISO minor units (its table of
+ * 2024, where the charge is in the settlement currency) */
+static const struct {
+	char code[4];
+	int64_t minor;
+} STRIPE_MINIMUM[] = {
+	{ "USD", 50 }, { "AED", 200 }, { "AUD", 50 }, { "BGN", 100 }, { "BRL", 50 },
+	{ "CAD", 50 }, { "CHF", 50 }, { "CZK", 1500 }, { "DKK", 250 }, { "EUR", 50 },
+	{ "GBP", 30 }, { "HKD", 400 }, { "HUF", 17500 }, { "INR", 50 }, { "JPY", 50 },
+	{ "MXN", 1000 }, { "MYR", 200 }, { "NOK", 300 }, { "NZD", 50 }, { "PLN", 200 },
+	{ "RON", 200 }, { "SEK", 300 }, { "SGD", 50 }, { "THB", 1000 },
+};
+
+static int stripe_exponent(const char *code)
+{
+	if (money_exponent(code) < 0 || !listed(STRIPE_CODES, code))
+		return -1;
+	return listed(STRIPE_ZERO, code) ? 0 : listed(STRIPE_THREE, code) ? 3 : 2;
+}
+
+enum sd_result money_stripe_units(const char *code, int64_t minor, int64_t *units)
+{
+	int iso = money_exponent(code), st = stripe_exponent(code);
+	int64_t v = minor;
+
+	*units = 0;
+	if (st < 0)
+		return err_set(SD_INVALID, "Stripe takes no payments in %s", code ? code : "");
+	for (; iso < st; iso++)
+		v *= 10;
+	for (; iso > st; iso--) {
+		if (v % 10)
+			return err_set(SD_INVALID, "Stripe charges %s in whole units only", code);
+		v /= 10;
+	}
+	if (st == 3 && v % 10)
+		return err_set(SD_INVALID, "Stripe charges %s in hundredths only (the third "
+			       "decimal 0)", code);
+	if (v < 0 || v > STRIPE_UNITS_MAX)
+		return err_set(SD_INVALID, "Stripe charges at most %lld of its units of %s at once",
+			       STRIPE_UNITS_MAX, code);
+	*units = v;
+	return SD_OK;
+}
+
+enum sd_result money_stripe_minor(const char *code, int64_t units, int64_t *minor)
+{
+	int iso = money_exponent(code), st = stripe_exponent(code);
+	int64_t v = units;
+
+	*minor = 0;
+	if (st < 0)
+		return err_set(SD_INVALID, "Stripe takes no payments in %s", code ? code : "");
+	if (units < 0 || units > STRIPE_UNITS_MAX)
+		return err_set(SD_INVALID, "%lld is no amount of Stripe's", (long long)units);
+	for (; st < iso; st++)
+		v *= 10;
+	for (; st > iso; st--) {
+		if (v % 10)
+			return err_set(SD_INVALID, "%lld of Stripe's units is no whole amount of %s",
+				       (long long)units, code);
+		v /= 10;
+	}
+	*minor = v;
+	return SD_OK;
+}
+
+int64_t money_stripe_minimum(const char *code)
+{
+	size_t i;
+
+	for (i = 0; code && i < sizeof STRIPE_MINIMUM / sizeof STRIPE_MINIMUM[0]; i++)
+		if (strcmp(STRIPE_MINIMUM[i].code, code) == 0)
+			return STRIPE_MINIMUM[i].minor;
+	return 0;
+}
+
+enum sd_result money_stripe_price_valid(const char *code, int64_t minor)
+{
+	char least[MONEY_TEXT_MAX];
+	int64_t units, min = money_stripe_minimum(code);
+	enum sd_result r;
+
+	if (minor == 0 && money_exponent(code) >= 0)
+		return SD_OK;
+	if ((r = money_stripe_units(code, minor, &units)) != SD_OK)
+		return r;
+	if (minor < min) {
+		money_plain(min, code, least, sizeof least);
+		return err_set(SD_INVALID, "Stripe charges at least %s %s: a lower price cannot be "
+			       "paid online (0 makes the seats free)", least, code);
+	}
+	return SD_OK;
+}
+
 enum sd_result money_total(int64_t price_minor, int64_t seats, int64_t *total)
 {
 	*total = 0;

@@ -41,6 +41,37 @@ enum sd_result money_parse(const char *s, const char *code, int64_t *minor);
 /* money_plain: minor units of code as decimal text, "25.00" (JPY "2500"). */
 void money_plain(int64_t minor, const char *code, char *buf, size_t size);
 
+/*
+ * Stripe's units.  Stripe counts an amount in units of its own per
+ * currency, which are not always ISO 4217's minor units (its published
+ * table, docs.stripe.com/currencies): zero-decimal currencies (JPY, KRW, and
+ * MGA, which ISO gives two decimals) are whole units; ISK and UGX, which
+ * ISO gives none, are sent with two decimals that are always 00; the
+ * three-decimal currencies (BHD, JOD, KWD, OMR, TND) must end in 0.  The box
+ * keeps and shows ISO's minor units everywhere; the payment module turns
+ * them into Stripe's at the request and back at the answer.
+ */
+
+/* money_stripe_units: an amount of ISO minor units of code as Stripe's
+ * units.  SD_INVALID (saying why) for a currency Stripe does not take or an
+ * amount Stripe cannot charge in it (a fraction of an ariary, a last digit
+ * of a dinar's thousandths). */
+enum sd_result money_stripe_units(const char *code, int64_t minor, int64_t *units);
+
+/* money_stripe_minor: Stripe's units of code back as ISO minor units.
+ * SD_INVALID for an amount that is no whole number of them. */
+enum sd_result money_stripe_minor(const char *code, int64_t units, int64_t *minor);
+
+/* money_stripe_minimum: the least Stripe charges in code, in ISO minor units
+ * (0.50 EUR: 50); 0 when Stripe publishes none for it (it then asks the
+ * equivalent of its settlement currency's, known only at the charge). */
+int64_t money_stripe_minimum(const char *code);
+
+/* money_stripe_price_valid: a seat's price in code that Stripe can charge:
+ * a currency it takes, its units, and at least its minimum.  A price of 0
+ * passes (a free seat is not charged).  SD_INVALID saying why. */
+enum sd_result money_stripe_price_valid(const char *code, int64_t minor);
+
 /* money_total: seats times a price, SD_INVALID past MONEY_MINOR_MAX * 100. */
 enum sd_result money_total(int64_t price_minor, int64_t seats, int64_t *total);
 

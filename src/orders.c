@@ -775,15 +775,19 @@ static enum sd_result cancel_in(struct db *db, const struct order_state *o, cons
 	db_bind_int(st, 2, now);
 	if ((r = db_run_changes(db, st, &n)) != SD_OK)
 		return r;
-	if (n != o->seats)	/* a ticket was admitted: nothing of this stays */
+	/* a ticket was admitted: nothing of this stays, unless the money went
+	 * back (the admitted tickets stay admitted, the others no longer do) */
+	if (n != o->seats && !(flags & ORDER_CANCEL_MONEY_BACK))
 		return cancel_refused(db, public_id, o->id, res);
 	res->seats_freed = n;
-	if ((r = refund_owed(db, public_id, o, flags, res)) != SD_OK)
+	if (!(flags & ORDER_CANCEL_MONEY_BACK) &&
+	    (r = refund_owed(db, public_id, o, flags, res)) != SD_OK)
 		return r;
 	/* for an event's cancellation the counter goes back here too, and the
 	 * buyer's one email is the event's (event_runs.h), not this one */
+	/* the order leaves the count whole, whatever its tickets did */
 	snprintf(payload, sizeof payload, "{\"order_id\":%lld,\"event_id\":%lld,\"seats\":%lld%s}",
-		 (long long)o->id, (long long)o->event_id, (long long)n,
+		 (long long)o->id, (long long)o->event_id, (long long)o->seats,
 		 flags & ORDER_CANCEL_FOR_EVENT ? ",\"mail\":0" : "");
 	tickets_job_id(public_id, "cancel", job_id, sizeof job_id);
 	if ((r = change_add(db, o->id, "cancel", actor, reason && *reason ? reason : NULL)) ==
@@ -832,6 +836,49 @@ enum sd_result order_cancel_in(struct db *db, int64_t order_id, const char *acto
 	return cancel_in(db, &o, actor, reason, flags, res);
 }
 
+static const char SQL_BY_PAYMENT[] =
+	"SELECT id, public_id FROM orders WHERE payment_ref = ?1";
+static const char SQL_MONEY_BACK[] =
+	"UPDATE orders SET refunded_minor = CASE WHEN ?2 < 0 THEN refunded_minor "
+	"ELSE max(coalesce(refunded_minor, 0), ?2) END, "
+	"disputed_at = CASE WHEN ?3 IS NULL THEN disputed_at ELSE coalesce(disputed_at, ?4) END, "
+	"dispute = coalesce(?3, dispute) WHERE id = ?1";
+static const char SQL_MONEY_BACK_PG[] =
+	"UPDATE orders SET refunded_minor = CASE WHEN ?2 < 0 THEN refunded_minor "
+	"ELSE greatest(coalesce(refunded_minor, 0), ?2) END, "
+	"disputed_at = CASE WHEN ?3::text IS NULL THEN disputed_at ELSE coalesce(disputed_at, ?4) END, "
+	"dispute = coalesce(?3, dispute) WHERE id = ?1";
+
+enum sd_result order_money_back(struct db *db, const char *payment_ref, int64_t refunded_minor,
+				const char *dispute, int64_t *order_id, char *public_id)
+{
+	struct db_stmt *st = db_stmt(db, SQL_BY_PAYMENT);
+	enum sd_result r;
+	int row = 0;
+
+	*order_id = 0;
+	public_id[0] = '\0';
+	if (!st)
+		return SD_DB;
+	db_bind_text(st, 1, payment_ref);
+	if ((row = db_next(st, &r))) {
+		*order_id = db_col_int(st, 0);
+		text_copy(public_id, ORDER_ID_MAX, db_col_text(st, 1));
+	}
+	db_reset(st);
+	if (r != SD_OK)
+		return r;
+	if (!row)
+		return err_set(SD_NOT_FOUND, "no order was paid by %.60s", payment_ref);
+	if (!(st = db_stmt_for(db, SQL_MONEY_BACK, SQL_MONEY_BACK_PG)))
+		return SD_DB;
+	db_bind_int(st, 1, *order_id);
+	db_bind_int(st, 2, refunded_minor);
+	db_bind_text(st, 3, dispute && *dispute ? dispute : NULL);
+	db_bind_int(st, 4, clock_now_ms());
+	return db_run(st);
+}
+
 /* ======================== what an order looks like ======================= */
 
 static const char SQL_DETAIL_HEAD[] =
@@ -846,7 +893,11 @@ static const char SQL_DETAIL_EMAILS[] =
 	"WHEN kind = 'cancel' THEN 2 ELSE 1 END, length(kind), kind";
 static const char SQL_DETAIL_REFUND[] =
 	"SELECT via = 'window', amount_minor, coalesce(done_at, 0), "
-	"coalesce(provider_refund_id, '') FROM refunds WHERE order_id = ?1";
+	"coalesce(provider_refund_id, ''), coalesce(failed_at, 0), coalesce(status, ''), "
+	"coalesce(failure, '') FROM refunds WHERE order_id = ?1";
+static const char SQL_DETAIL_BACK[] =
+	"SELECT coalesce(refunded_minor, -1), coalesce(disputed_at, 0), coalesce(dispute, '') "
+	"FROM orders WHERE id = ?1";
 static const char SQL_DETAIL_CHANGES[] =
 	"SELECT at, kind, actor, coalesce(detail, '') FROM order_changes WHERE order_id = ?1 "
 	"ORDER BY id DESC LIMIT ?2";
@@ -916,6 +967,18 @@ static enum sd_result detail_refund(struct db *db, struct order_detail *d)
 		d->refund.done_at = db_col_int(st, 2);
 		text_copy(d->refund.provider_id, sizeof d->refund.provider_id,
 			  db_col_text(st, 3));
+		d->refund.failed_at = db_col_int(st, 4);
+		text_copy(d->refund.status, sizeof d->refund.status, db_col_text(st, 5));
+		text_copy(d->refund.failure, sizeof d->refund.failure, db_col_text(st, 6));
+	}
+	db_reset(st);
+	if (r != SD_OK || !(st = db_stmt(db, SQL_DETAIL_BACK)))
+		return r != SD_OK ? r : SD_DB;
+	db_bind_int(st, 1, d->v.id);
+	if (db_next(st, &r)) {
+		d->back.refunded_minor = db_col_int(st, 0);
+		d->back.disputed_at = db_col_int(st, 1);
+		text_copy(d->back.dispute, sizeof d->back.dispute, db_col_text(st, 2));
 	}
 	db_reset(st);
 	return r;
@@ -1187,7 +1250,8 @@ static const char SQL_CHECK_ORDERS[] =
 	" AND s.kind IN ('cancel', 'cancel-event') AND s.sent_at IS NOT NULL), "
 	"o.buyer_email IS NULL, "
 	"EXISTS (SELECT 1 FROM order_changes c WHERE c.order_id = o.id AND c.kind = 'email' "
-	" AND c.detail IS NULL) "
+	" AND c.detail IS NULL), count(t.scanned_at), "
+	"o.refunded_minor IS NOT NULL OR o.disputed_at IS NOT NULL "
 	"FROM orders o LEFT JOIN tickets t ON t.order_id = o.id GROUP BY o.id ORDER BY o.id";
 
 enum sd_result order_check_each(struct db *db, order_check_fn fn, void *arg)
@@ -1216,6 +1280,8 @@ enum sd_result order_check_each(struct db *db, order_check_fn fn, void *arg)
 		o.cancel_sent = db_col_int(st, 14);
 		o.no_address = db_col_int(st, 15) != 0;
 		o.address_added = db_col_int(st, 16) != 0;
+		o.tickets_admitted = db_col_int(st, 17);
+		o.money_back = db_col_int(st, 18) != 0;
 		if (fn(&o, arg))
 			break;
 	}

@@ -147,8 +147,24 @@ enum sd_result order_cancel(struct db *db, const char *public_id, const char *ac
  * buyer's one email (the cancel_order job only moves the counter back).
  */
 #define ORDER_CANCEL_FOR_EVENT 1u
+/* ORDER_CANCEL_MONEY_BACK: the provider gave the payment back (a refund
+ * made in its dashboard, a dispute): nothing is owed back, and tickets
+ * admitted before stay admitted while the others are cancelled. */
+#define ORDER_CANCEL_MONEY_BACK 2u
 enum sd_result order_cancel_in(struct db *db, int64_t order_id, const char *actor,
 			       const char *reason, unsigned flags, struct order_cancel_result *res);
+
+/*
+ * order_money_back: money of the order paid by payment_ref went back by
+ * another way than the box's own refund, recorded on it in the caller's
+ * transaction: refunded_minor (>= 0: what the provider says is refunded of
+ * the payment in all, kept as the largest seen; -1: nothing new) and
+ * dispute ("<reason>, <status>", NULL: none; the first one's time kept).
+ * [out] *order_id, public_id (ORDER_ID_MAX).  SD_NOT_FOUND: no order was
+ * paid by it.
+ */
+enum sd_result order_money_back(struct db *db, const char *payment_ref, int64_t refunded_minor,
+				const char *dispute, int64_t *order_id, char *public_id);
 
 /* ---- what an order looks like ------------------------------------------- */
 
@@ -207,8 +223,17 @@ struct order_detail {
 		int owed;		/* 1: a refund is owed (or was paid) */
 		int window;		/* 1: at the box office; 0: through the provider */
 		int64_t amount_minor, done_at;	/* done_at 0: not yet */
+		int64_t failed_at;	/* the provider could not pay it: owed at the
+					 * window from then on; 0: not */
 		char provider_id[256];	/* the provider's refund, "" */
+		char status[24];	/* the provider's word ("pending"), "" */
+		char failure[201];	/* its reason for a failure, "" */
 	} refund;
+	struct {			/* money that went back outside the box */
+		int64_t refunded_minor;	/* refunded at the provider in all; -1: none */
+		int64_t disputed_at;	/* 0: never disputed */
+		char dispute[121];	/* "<reason>, <status>" */
+	} back;
 };
 
 /* order_id_get: [out] *id, the row id of the order public_id (in the
@@ -266,6 +291,10 @@ struct order_check {
 	int cancelled;
 	int64_t tickets;		/* ticket rows */
 	int64_t tickets_cancelled;	/* of which cancelled */
+	int64_t tickets_admitted;	/* of which admitted at the door */
+	int money_back;			/* its payment went back outside the box (a
+					 * refund at the provider, a dispute): its
+					 * cancellation left admitted tickets as they were */
 	int64_t tickets_without_pdf;	/* of which pdf_key is NULL */
 	int64_t pdf_keys;		/* distinct pdf_key values */
 	const char *pdf_key;		/* the smallest of them; NULL when none */

@@ -10,20 +10,23 @@
 #include "event_edit.h"
 #include "holds.h"
 #include "idem.h"
+#include "jobkinds.h"
 #include "log.h"
+#include "money.h"
 #include "orders.h"
+#include "outbox.h"
 #include "refunds.h"
 
 static const char *const OUTCOMES[] = { "ordered", "refunding", "already", "expired",
-					"duplicate" };
+					"duplicate", "pending", "failed", "mismatch", "cancelled",
+					"recorded", "ignored" };
 
 const char *pay_outcome_name(enum pay_outcome o)
 {
 	return OUTCOMES[o];
 }
 
-/* the webhook's event id, recorded with the effect; *dup when seen before */
-static enum sd_result event_once(struct db *db, const char *event_id, int *dup)
+enum sd_result pay_event_once(struct db *db, const char *event_id, int *dup)
 {
 	char job_id[300];
 	enum sd_result r;
@@ -38,15 +41,29 @@ static enum sd_result event_once(struct db *db, const char *event_id, int *dup)
 	return r;
 }
 
-/* the hold of session_id, read again once its event's row is locked */
-static enum sd_result hold_locked(struct db *db, const char *session_id, struct hold_view *h)
+/* the hold of session_id (or, session_id NULL, of row id), read again once
+ * its event's row is locked */
+static enum sd_result hold_locked(struct db *db, const char *session_id, int64_t id,
+				  struct hold_view *h)
 {
 	enum sd_result r;
 
-	if ((r = hold_get_session(db, session_id, h)) != SD_OK ||
-	    (r = event_row_lock(db, h->event_id)) != SD_OK)
+	r = session_id ? hold_get_session(db, session_id, h) : hold_get_id(db, id, h);
+	if (r != SD_OK || (r = event_row_lock(db, h->event_id)) != SD_OK)
 		return r;
-	return hold_get_session(db, session_id, h);
+	return session_id ? hold_get_session(db, session_id, h) : hold_get_id(db, id, h);
+}
+
+/* the transaction's start for a webhook or a lookup: the event id once,
+ * then the hold under its event's lock.  [out] *dup: seen before */
+static enum sd_result begin_on(struct db *db, const char *event_id, const char *session_id,
+			       int64_t id, struct hold_view *h, int *dup)
+{
+	enum sd_result r;
+
+	if ((r = pay_event_once(db, event_id, dup)) != SD_OK || *dup)
+		return r;
+	return hold_locked(db, session_id, id, h);
 }
 
 /* the order for a paid hold, in a savepoint; SD_SOLD_OUT or SD_CONFLICT
@@ -67,6 +84,34 @@ static enum sd_result order_of_hold(struct db *db, const struct hold_view *h,
 	return db_savepoint_end(db, r);
 }
 
+/* money that came, but not what the hold asks: no order; what was taken is
+ * owed back, and the hold says what came */
+static enum sd_result settle_mismatch(struct db *db, const struct hold_view *h,
+				      const struct pay_paid *p, int taken, enum pay_outcome *out)
+{
+	struct refund_new rn = { p->payment_ref, NULL, 0, h->id, p->amount_minor, p->currency,
+				 REFUND_MISMATCH };
+	char problem[HOLD_PROBLEM_MAX], paid[MONEY_TEXT_MAX], asked[MONEY_TEXT_MAX];
+	enum sd_result r;
+	int won = 0, added = 0;
+
+	money_plain(p->amount_minor, p->currency, paid, sizeof paid);
+	money_plain(h->amount_minor, h->currency, asked, sizeof asked);
+	snprintf(problem, sizeof problem, "the provider took %s %s for a hold of %s %s: %s", paid,
+		 p->currency, asked, h->currency, taken ? "no order, refunded" : "no order");
+	log_event(LOG_WARN, "payment is not what its hold asks", "hold=%s paid=\"%s %s\" "
+		  "asked=\"%s %s\"", h->public_id, paid, p->currency, asked, h->currency);
+	if (taken && rn.amount_minor < 0)
+		rn.amount_minor = 0;
+	if (taken && (r = refund_add(db, &rn, &added, NULL)) != SD_OK)
+		return r;
+	r = hold_settle_why(db, h->id, taken ? HOLD_REFUNDED : HOLD_EXPIRED, NULL,
+			    taken ? p->payment_ref : NULL, problem, &won);
+	if (r == SD_OK)
+		*out = won ? PAY_MISMATCH : PAY_ALREADY;
+	return r;
+}
+
 static enum sd_result settle_paid(struct db *db, const struct hold_view *h,
 				  const struct pay_paid *p, enum pay_outcome *out, char *order)
 {
@@ -75,6 +120,8 @@ static enum sd_result settle_paid(struct db *db, const struct hold_view *h,
 	enum sd_result r;
 	int won = 0, added = 0;
 
+	if (p->amount_minor != h->amount_minor || strcmp(p->currency, h->currency) != 0)
+		return settle_mismatch(db, h, p, p->amount_minor != 0, out);
 	r = order_of_hold(db, h, p, order);
 	if (r == SD_OK) {
 		if ((r = hold_settle(db, h->id, HOLD_ORDERED, order, p->payment_ref, &won)) == SD_OK)
@@ -86,68 +133,178 @@ static enum sd_result settle_paid(struct db *db, const struct hold_view *h,
 	log_event(LOG_INFO, "payment came too late for its seats", "hold=%s why=\"%s\"",
 		  h->public_id, err_msg());
 	order[0] = '\0';
-	if ((r = refund_add(db, &rn, &added, NULL)) != SD_OK ||
-	    (r = hold_settle(db, h->id, HOLD_REFUNDED, NULL, p->payment_ref, &won)) != SD_OK)
+	if (h->amount_minor > 0 && (r = refund_add(db, &rn, &added, NULL)) != SD_OK)
+		return r;
+	if ((r = hold_settle(db, h->id, HOLD_REFUNDED, NULL, p->payment_ref, &won)) != SD_OK)
 		return r;
 	*out = won ? PAY_REFUNDING : PAY_ALREADY;
 	return SD_OK;
 }
 
+/* pay_apply and pay_free once the transaction is open: the hold found */
+static enum sd_result apply_in(struct db *db, const struct pay_paid *p, int64_t hold_id,
+			       enum pay_outcome *out, char *order)
+{
+	struct pay_paid q = *p;
+	struct hold_view h;
+	char ref[HOLD_SESSION_MAX + 8];
+	enum sd_result r;
+	int dup = 0;
+
+	if ((r = begin_on(db, p->event_id, hold_id ? NULL : p->session_id, hold_id, &h, &dup)) !=
+	    SD_OK)
+		return r;
+	if (dup) {
+		*out = PAY_DUPLICATE;
+		return SD_OK;
+	}
+	if (h.state == HOLD_ORDERED || h.state == HOLD_REFUNDED || h.state == HOLD_FAILED) {
+		snprintf(order, ORDER_ID_MAX, "%s", h.order_public_id);
+		return SD_OK;	/* technique 1: the state is reached */
+	}
+	if (!q.payment_ref || !*q.payment_ref) {	/* nothing paid: the session names it */
+		snprintf(ref, sizeof ref, "%s%s", hold_id ? "free:" : "", hold_id ? h.public_id
+										     : p->session_id);
+		q.payment_ref = ref;
+	}
+	return settle_paid(db, &h, &q, out, order);
+}
+
 enum sd_result pay_apply(struct db *db, const struct pay_paid *p, enum pay_outcome *out,
 			 char *order)
 {
-	struct hold_view h;
 	char buf[ORDER_ID_MAX];
 	enum sd_result r;
-	int dup = 0;
 
 	*out = PAY_ALREADY;
 	if (!order)
 		order = buf;
 	order[0] = '\0';
-	if (!p->payment_ref || !*p->payment_ref || !p->currency)
-		return err_set(SD_INVALID, "a payment needs its reference and currency");
+	if (!p->session_id || !p->currency)
+		return err_set(SD_INVALID, "a payment needs its session and currency");
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
-	if ((r = event_once(db, p->event_id, &dup)) != SD_OK)
-		goto out;
-	if (dup) {
-		*out = PAY_DUPLICATE;
-		goto out;
-	}
-	if ((r = hold_locked(db, p->session_id, &h)) != SD_OK)
-		goto out;
-	if (h.state == HOLD_ORDERED || h.state == HOLD_REFUNDED) {
-		snprintf(order, ORDER_ID_MAX, "%s", h.order_public_id);
-		goto out;	/* technique 1: the state is reached */
-	}
-	r = settle_paid(db, &h, p, out, order);
-out:
+	r = apply_in(db, p, 0, out, order);
 	return db_end(db, r);
+}
+
+enum sd_result pay_free(struct db *db, int64_t hold_id, enum pay_outcome *out, char *order)
+{
+	struct hold_view h;
+	struct pay_paid p = { NULL, NULL, 0, NULL, NULL };
+	char buf[ORDER_ID_MAX];
+	enum sd_result r;
+
+	*out = PAY_ALREADY;
+	if (!order)
+		order = buf;
+	order[0] = '\0';
+	if ((r = hold_get_id(db, hold_id, &h)) != SD_OK)
+		return r;
+	if (h.amount_minor != 0)
+		return err_set(SD_CONFLICT, "hold %s has %lld to pay", h.public_id,
+			       (long long)h.amount_minor);
+	p.currency = h.currency;
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	r = apply_in(db, &p, hold_id, out, order);
+	return db_end(db, r);
+}
+
+/* One change to a hold made in a transaction of its own (on_hold). */
+typedef enum sd_result (*hold_step)(struct db *db, const struct hold_view *h, const void *arg,
+				    enum pay_outcome *out);
+
+/* step on the hold of session_id: the webhook's event id once, the hold
+ * read under its event's lock, then step, all in one transaction */
+static enum sd_result on_hold(struct db *db, const char *session_id, const char *event_id,
+			      hold_step step, const void *arg, enum pay_outcome *out)
+{
+	struct hold_view h;
+	enum sd_result r;
+	int dup = 0;
+
+	*out = PAY_ALREADY;
+	if ((r = db_begin(db)) != SD_OK)
+		return r;
+	if ((r = begin_on(db, event_id, session_id, 0, &h, &dup)) == SD_OK) {
+		if (dup)
+			*out = PAY_DUPLICATE;
+		else
+			r = step(db, &h, arg, out);
+	}
+	return db_end(db, r);
+}
+
+struct pending_arg {
+	const char *payment_ref;
+	int64_t until;
+};
+
+static enum sd_result pending_step(struct db *db, const struct hold_view *h, const void *arg,
+				   enum pay_outcome *out)
+{
+	const struct pending_arg *a = arg;
+	enum sd_result r;
+	int won = 0;
+
+	if ((r = hold_set_pending(db, h->id, a->payment_ref, a->until, &won)) == SD_OK && won) {
+		*out = PAY_PENDING;
+		log_event(LOG_INFO, "hold waits for a delayed payment", "hold=%s payment=%s",
+			  h->public_id, a->payment_ref ? a->payment_ref : "");
+	}
+	return r;
+}
+
+enum sd_result pay_pending(struct db *db, const char *session_id, const char *payment_ref,
+			   int64_t until, const char *event_id, enum pay_outcome *out)
+{
+	struct pending_arg a = { payment_ref, until };
+
+	return on_hold(db, session_id, event_id, pending_step, &a, out);
+}
+
+static enum sd_result fail_step(struct db *db, const struct hold_view *h, const void *arg,
+				enum pay_outcome *out)
+{
+	char job_id[64], payload[64];
+	enum sd_result r;
+	int won = 0;
+
+	(void)arg;
+	/* a pending hold that ran out (expired with its payment) fails too */
+	if ((r = hold_settle(db, h->id, HOLD_FAILED, NULL,
+			     h->payment_ref[0] ? h->payment_ref : NULL, &won)) != SD_OK || !won)
+		return r;
+	*out = PAY_FAILED;
+	log_event(LOG_INFO, "delayed payment failed", "hold=%s", h->public_id);
+	snprintf(job_id, sizeof job_id, "outbox:%s:payment-failed", h->public_id);
+	snprintf(payload, sizeof payload, "{\"hold_id\":%lld}", (long long)h->id);
+	return outbox_add(db, JOB_KIND_PAYFAIL_MAIL, job_id, payload, 0, 0, NULL);
+}
+
+enum sd_result pay_fail(struct db *db, const char *session_id, const char *event_id,
+			enum pay_outcome *out)
+{
+	return on_hold(db, session_id, event_id, fail_step, NULL, out);
+}
+
+static enum sd_result expire_step(struct db *db, const struct hold_view *h, const void *arg,
+				  enum pay_outcome *out)
+{
+	enum sd_result r;
+	int won = 0;
+
+	(void)arg;
+	if ((r = hold_settle(db, h->id, HOLD_EXPIRED, NULL, NULL, &won)) == SD_OK && won)
+		*out = PAY_EXPIRED;
+	return r;
 }
 
 enum sd_result pay_expire(struct db *db, const char *session_id, const char *event_id,
 			  enum pay_outcome *out)
 {
-	struct hold_view h;
-	enum sd_result r;
-	int dup = 0, won = 0;
-
-	*out = PAY_ALREADY;
-	if ((r = db_begin(db)) != SD_OK)
-		return r;
-	if ((r = event_once(db, event_id, &dup)) != SD_OK)
-		goto out;
-	if (dup) {
-		*out = PAY_DUPLICATE;
-		goto out;
-	}
-	if ((r = hold_locked(db, session_id, &h)) != SD_OK)
-		goto out;
-	if ((r = hold_settle(db, h.id, HOLD_EXPIRED, NULL, NULL, &won)) == SD_OK && won)
-		*out = PAY_EXPIRED;
-out:
-	return db_end(db, r);
+	return on_hold(db, session_id, event_id, expire_step, NULL, out);
 }
 
 /* ---- the checks of a drained box (`stagedoor check`) --------------------- */
@@ -166,9 +323,11 @@ static const char SQL_REFUNDED_WITHOUT[] =
 	"(SELECT 1 FROM refunds r WHERE r.payment_ref = h.payment_ref AND r.hold_id = h.id) "
 	"LIMIT 1";
 static const char SQL_REFUND_UNPAID[] =
-	"SELECT payment_ref FROM refunds WHERE via = 'provider' AND done_at IS NULL LIMIT 1";
+	"SELECT payment_ref FROM refunds WHERE via = 'provider' AND done_at IS NULL "
+	"AND failed_at IS NULL LIMIT 1";
 static const char SQL_OPEN_PAST[] =
-	"SELECT public_id FROM holds WHERE state = 'open' AND expires_at < ?1 LIMIT 1";
+	"SELECT public_id FROM holds WHERE state IN ('open', 'pending') AND expires_at < ?1 "
+	"LIMIT 1";
 
 static enum sd_result first_row(struct db *db, const char *sql, int64_t arg, char *out,
 				size_t size)

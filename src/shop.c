@@ -24,12 +24,15 @@
 #include "http.h"
 #include "httpc.h"
 #include "lang.h"
+#include "line.h"
 #include "log.h"
+#include "money.h"
 #include "payments.h"
 #include "ratelimit.h"
 #include "refund_link.h"
 #include "shop_hook.h"
 #include "shop_html.h"
+#include "shop_pay.h"
 #include "text.h"
 
 #define POOL_MAX 8
@@ -43,6 +46,12 @@
 #define LOOKUP_PER_MIN 30		/* a hold's provider look-ups on return */
 #define HTML "text/html; charset=utf-8"
 
+/* A buyer's address as the caps count it, and its network (client_of) */
+struct who {
+	char client[INET6_ADDRSTRLEN + 8];
+	char net[INET6_ADDRSTRLEN + 8];
+};
+
 struct shop {
 	struct http_server *http;
 	char db_path[PATH_MAX];
@@ -55,6 +64,7 @@ struct shop {
 	struct rate *rate;		/* checkouts, per client */
 	struct rate *lookups;		/* provider look-ups, per hold */
 	struct stripe *stripe;		/* NULL: the shop takes no payments */
+	char methods[256];		/* shop_payment_methods, "" for the account's */
 	char *secrets[STRIPE_SECRETS_MAX];
 	int n_secrets;
 	unsigned char key[CODE_KEY_LEN];	/* the ticket key: signs refund links */
@@ -99,14 +109,17 @@ static void pool_put(struct shop *s, struct db *db)
 
 /* ======================== the request's parts ============================ */
 
-/* an address as the caps count it: IPv4 as it is, IPv6 by its /64 */
-static int client_key(const char *addr, char *out, size_t size)
+/* an address as the caps count it: IPv4 as it is, IPv6 by its /64 (a
+ * device's or a home's), and its network: IPv4 the same, IPv6 by its /56
+ * (what one home line gets: 256 /64s) */
+static int client_key(const char *addr, char *out, char *net, size_t size)
 {
 	struct in6_addr a6;
 	struct in_addr a4;
 
 	if (inet_pton(AF_INET, addr, &a4) == 1) {
 		inet_ntop(AF_INET, &a4, out, (socklen_t)size);
+		snprintf(net, size, "%s", out);
 		return 0;
 	}
 	if (inet_pton(AF_INET6, addr, &a6) != 1)
@@ -114,13 +127,17 @@ static int client_key(const char *addr, char *out, size_t size)
 	memset(a6.s6_addr + 8, 0, 8);
 	inet_ntop(AF_INET6, &a6, out, (socklen_t)size);
 	snprintf(out + strlen(out), size - strlen(out), "/64");
+	a6.s6_addr[7] = 0;
+	inet_ntop(AF_INET6, &a6, net, (socklen_t)size);
+	snprintf(net + strlen(net), size - strlen(net), "/56");
 	return 0;
 }
 
 /* the buyer's address: the peer's, or from a trusted proxy the last
- * address X-Forwarded-For names (the one that proxy added) */
+ * address X-Forwarded-For names (the one that proxy added); [out] net its
+ * network (size bytes each) */
 static void client_of(const struct shop *s, const struct http_request *req, char *out,
-		      size_t size)
+		      char *net, size_t size)
 {
 	const char *xff = http_request_header(req, "X-Forwarded-For"), *last;
 	char addr[INET6_ADDRSTRLEN + 1];
@@ -134,11 +151,13 @@ static void client_of(const struct shop *s, const struct http_request *req, char
 		while (*last == ' ')
 			last++;
 		snprintf(addr, sizeof addr, "%.*s", (int)strcspn(last, " "), last);
-		if (client_key(addr, out, size) == 0)
+		if (client_key(addr, out, net, size) == 0)
 			return;
 	}
-	if (client_key(req->client, out, size) != 0)
+	if (client_key(req->client, out, net, size) != 0) {
 		snprintf(out, size, "%s", req->client[0] ? req->client : "unknown");
+		snprintf(net, size, "%s", out);
+	}
 }
 
 /* the form token from the request's cookie, "" when none */
@@ -312,23 +331,26 @@ static void event_page(struct shop *s, struct db *db, const struct event_view *e
 	csrf_token(s, req, res, tok);
 	o->left = event_sale_check(e->id, e->starts_at, e->closed_at, e->cancelled_at, now) == SD_OK
 		? seats_left(db, e, now, &o->held) : 0;
+	if (line_waiting(db, e->id, now, &o->waiting) != SD_OK)
+		o->waiting = 0;
 	o->seats_max = s->holds.seats_max;
-	o->selling = s->stripe != NULL;
+	o->selling = s->stripe != NULL || e->price_minor == 0;
 	shop_page_event(&pg, &look, e, o);
 	page_answer(s, res, status, &pg);
 }
 
 /* ======================== checkout ======================================= */
 
-/* the provider's session for hold h (the same one however often asked) */
+/* the provider's session for hold h (the same one however often asked:
+ * every parameter is the hold's, its expiry too) */
 static enum sd_result session_for(struct shop *s, struct db *db, struct hold_view *h,
 				  const struct event_view *e)
 {
 	char item[TEXT_FIELD_MAX + LANG_TEXT_MAX + 8], when[LANG_TEXT_MAX];
 	char ok[1200], back[1200];
 	struct stripe_checkout c = { h->public_id, item, h->amount_minor / h->seats, h->seats,
-				     h->currency, h->email, ok, back,
-				     h->created_at / 1000 + STRIPE_SESSION_MIN_S + 60 };
+				     h->currency, h->email, ok, back, h->pay_until / 1000,
+				     s->methods[0] ? s->methods : NULL };
 	struct stripe_session ss;
 	enum sd_result r;
 
@@ -371,35 +393,131 @@ static void form_values(const struct http_request *req, struct event_offer *o, c
 	o->email = email;
 }
 
+/* a hold the provider refused for good: its seats free again at once */
+static void hold_refused(struct db *db, const struct hold_view *h)
+{
+	enum sd_result r;
+	int won = 0;
+
+	if ((r = db_begin(db)) == SD_OK)
+		r = db_end(db, hold_settle(db, h->id, HOLD_EXPIRED, NULL, NULL, &won));
+	if (r != SD_OK)
+		log_event(LOG_WARN, "refused hold not ended", "hold=%s err=\"%s\"", h->public_id,
+			  err_msg());
+}
+
+/* the payment page for hold h (303), or the page that says why not */
+static void to_payment(struct shop *s, struct db *db, const struct http_request *req,
+		       struct http_response *res, struct hold_view *h, const struct event_view *e)
+{
+	char to[HTTP_LOCATION_MAX], why[320];
+	enum pay_outcome out;
+	enum sd_result r;
+
+	if (h->amount_minor == 0) {	/* nothing to pay: the order at once */
+		if (pay_free(db, h->id, &out, NULL) != SD_OK || hold_get_id(db, h->id, h) != SD_OK) {
+			hold_page_with(s, db, req, res, h, "The box is busy: try again in a "
+				       "moment.", 503);
+			return;
+		}
+		snprintf(to, sizeof to, "%s/h/%s", s->url, h->link);
+		redirect(res, to);
+		return;
+	}
+	if ((r = session_for(s, db, h, e)) == SD_OK) {
+		snprintf(to, sizeof to, "%s", h->pay_url);
+		redirect(res, to);
+		return;
+	}
+	log_event(LOG_WARN, "no payment session", "hold=%s err=\"%s\"", h->public_id, err_msg());
+	if (r != SD_INVALID && r != SD_NOT_FOUND) {
+		hold_page_with(s, db, req, res, h, "The payment service did not answer. Your seats "
+			       "are held: try again in a moment.", 503);
+		return;
+	}
+	/* refused for good: saying "try again" would not be true */
+	hold_refused(db, h);
+	hold_get_id(db, h->id, h);
+	snprintf(why, sizeof why, "The payment service refused this payment, so your seats are "
+		 "no longer held.  Please ask the box office.  (%.200s)", err_msg());
+	hold_page_with(s, db, req, res, h, why, 502);
+}
+
 static void checkout(struct shop *s, struct db *db, const struct event_view *e,
-		     const struct http_request *req, struct http_response *res, const char *client)
+		     const struct http_request *req, struct http_response *res,
+		     const struct who *w)
 {
 	char name[TEXT_FIELD_MAX * 4 + 1], email[512], to[HTTP_LOCATION_MAX];
 	struct event_offer o = { 0 };
-	struct hold_new n = { e->id, 0, name, email, client };
+	struct hold_new n = { e->id, 0, name, email, w->client, w->net };
 	struct hold_view h;
+	struct line_place p;
+	enum line_got got;
 	enum sd_result r;
 
 	form_values(req, &o, name, email);
 	n.seats = o.seats;
-	if ((r = hold_add(db, &n, &s->holds, &h)) != SD_OK) {
+	if (e->price_minor > 0 && money_stripe_price_valid(e->currency, e->price_minor) != SD_OK) {
+		o.error = err_msg();	/* set before the payment provider was */
+		event_page(s, db, e, req, res, &o, 409);
+		return;
+	}
+	if ((r = line_checkout(db, &n, &s->holds, &got, &h, &p)) != SD_OK) {
 		o.error = err_msg();
 		event_page(s, db, e, req, res, &o,
 				  r == SD_INVALID ? 422 : r == SD_LIMITED ? 429
 				  : r == SD_SOLD_OUT || r == SD_CONFLICT ? 409 : 503);
 		return;
 	}
-	log_event(LOG_INFO, "hold made", "hold=%s event=%lld seats=%lld", h.public_id,
-		  (long long)e->id, (long long)h.seats);
-	if ((r = session_for(s, db, &h, e)) != SD_OK) {
-		log_event(LOG_WARN, "no payment session", "hold=%s err=\"%s\"", h.public_id,
-			  err_msg());
-		hold_page_with(s, db, req, res, &h, "The payment service did not answer. "
-			       "Your seats are held: try again in a moment.", 503);
+	if (got == LINE_GOT_PLACE) {	/* wait in line: its page takes it on */
+		log_event(LOG_INFO, "place in line", "event=%lld seats=%lld ahead=%lld",
+			  (long long)e->id, (long long)p.seats, (long long)p.ahead);
+		snprintf(to, sizeof to, "%s/w/%s", s->url, p.link);
+		redirect(res, to);
 		return;
 	}
-	snprintf(to, sizeof to, "%s", h.pay_url);
-	redirect(res, to);
+	log_event(LOG_INFO, "hold made", "hold=%s event=%lld seats=%lld", h.public_id,
+		  (long long)e->id, (long long)h.seats);
+	to_payment(s, db, req, res, &h, e);
+}
+
+/* a place in line, as its page sees it: its number, or its hold's payment
+ * once it is its turn */
+static void line_route(struct shop *s, struct db *db, const struct http_request *req,
+		       struct http_response *res, const char *link)
+{
+	struct shop_look look = { s->name, "", 0 };
+	struct line_place p;
+	struct hold_view h;
+	struct event_view e;
+	struct page pg = { 0 };
+	enum sd_result r;
+
+	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
+		error_page(s, res, 405, "This address takes GET only.");
+		return;
+	}
+	if ((r = line_look(db, link, &s->holds, &p, &h)) != SD_OK) {
+		if (r == SD_NOT_FOUND)
+			error_page(s, res, 404, NULL);
+		else {
+			snprintf(res->retry_after, sizeof res->retry_after, "%d", LINE_REFRESH_S);
+			error_page(s, res, 503, "The shop is busy: this page looks again in a "
+				   "moment.");
+		}
+		return;
+	}
+	if (event_get(db, p.event_id, &e) != SD_OK) {
+		error_page(s, res, 503, "The shop is busy: try again in a moment.");
+		return;
+	}
+	if (p.state == LINE_GRANTED) {	/* its turn: the hold, paid as any other */
+		to_payment(s, db, req, res, &h, &e);
+		return;
+	}
+	look.refresh_s = p.state == LINE_WAITING ? LINE_REFRESH_S : 0;
+	shop_page_line(&pg, &look, &p, &e);
+	page_answer(s, res, 200, &pg);
 }
 
 /* ======================== a hold's page ================================== */
@@ -433,15 +551,14 @@ static void hold_page_with(struct shop *s, struct db *db, const struct http_requ
 static void look_up(struct shop *s, struct db *db, struct hold_view *h)
 {
 	struct stripe_session ss;
-	struct pay_paid p;
 	enum pay_outcome out;
 
 	if (!s->stripe || h->state != HOLD_OPEN || !h->session_id[0] ||
 	    !rate_take(s->lookups, h->public_id, clock_now_ms(), NULL) ||
-	    stripe_session_get(s->stripe, h->session_id, &ss) != SD_OK || !stripe_session_paid(&ss))
+	    stripe_session_get(s->stripe, h->session_id, &ss) != SD_OK ||
+	    stripe_session_pay(&ss) == STRIPE_PAY_OPEN)
 		return;
-	p = (struct pay_paid){ ss.id, ss.payment_ref, ss.amount_total, ss.currency, NULL };
-	if (pay_apply(db, &p, &out, NULL) == SD_OK)
+	if (shop_pay_session(db, &ss, NULL, NULL, s->holds.pending_max_ms, &out) == SD_OK)
 		hold_get_id(db, h->id, h);
 }
 
@@ -481,16 +598,15 @@ static void hold_route(struct shop *s, struct db *db, const struct http_request 
 		redirect(res, to);
 		return;
 	}
-	if (!hold_live(&h, clock_now_ms()) || !s->stripe) {
+	if (!hold_live(&h, clock_now_ms()) || (!s->stripe && h.amount_minor > 0)) {
 		hold_page_with(s, db, req, res, &h, NULL, 409);
 		return;
 	}
-	if (event_get(db, h.event_id, &e) != SD_OK || session_for(s, db, &h, &e) != SD_OK) {
-		hold_page_with(s, db, req, res, &h, "The payment service did not answer: "
-			       "try again in a moment.", 503);
+	if (event_get(db, h.event_id, &e) != SD_OK) {
+		hold_page_with(s, db, req, res, &h, "The box is busy: try again in a moment.", 503);
 		return;
 	}
-	redirect(res, h.pay_url);
+	to_payment(s, db, req, res, &h, &e);
 }
 
 /* ======================== a moved event's refund link ==================== */
@@ -557,7 +673,7 @@ static void static_file(struct http_response *res, const char *type, const char 
 }
 
 static void event_route(struct shop *s, struct db *db, const struct http_request *req,
-			struct http_response *res, const char *rest, const char *client)
+			struct http_response *res, const char *rest, const struct who *w)
 {
 	struct event_view e;
 	struct event_offer o = { 0 };
@@ -576,7 +692,7 @@ static void event_route(struct shop *s, struct db *db, const struct http_request
 		error_page(s, res, 404, NULL);
 		return;
 	}
-	if (!s->stripe) {
+	if (!s->stripe && e.price_minor > 0) {	/* a free event sells without one */
 		event_page(s, db, &e, req, res, &o, 409);
 		return;
 	}
@@ -586,20 +702,20 @@ static void event_route(struct shop *s, struct db *db, const struct http_request
 		event_page(s, db, &e, req, res, &o, 403);
 		return;
 	}
-	if (!rate_take(s->rate, client, clock_now_ms(), &wait)) {
+	if (!rate_take(s->rate, w->client, clock_now_ms(), &wait)) {
 		snprintf(res->retry_after, sizeof res->retry_after, "%d",
 			 (int)((wait + 999) / 1000 < 3600 ? (wait + 999) / 1000 : 3600));
 		o.error = "Too many checkouts from your address: wait a minute and try again.";
 		event_page(s, db, &e, req, res, &o, 429);
 		return;
 	}
-	checkout(s, db, &e, req, res, client);
+	checkout(s, db, &e, req, res, w);
 }
 
 static void shop_handle(void *arg, const struct http_request *req, struct http_response *res)
 {
 	struct shop *s = arg;
-	char client[INET6_ADDRSTRLEN + 8];
+	struct who w;
 	const char *p = req->path;
 	int get = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
 	struct db *db;
@@ -623,15 +739,17 @@ static void shop_handle(void *arg, const struct http_request *req, struct http_r
 		error_page(s, res, 503, "The shop is busy: try again in a moment.");
 		return;
 	}
-	client_of(s, req, client, sizeof client);
+	client_of(s, req, w.client, w.net, sizeof w.client);
 	if (strcmp(p, "/stripe/webhook") == 0 && s->stripe)
-		shop_hook(db, s->secrets, s->n_secrets, req, res);
+		shop_hook(db, s->secrets, s->n_secrets, s->holds.pending_max_ms, req, res);
 	else if (get && strcmp(p, "/") == 0)
 		list_page(s, db, req, res);
 	else if (strncmp(p, "/e/", 3) == 0)
-		event_route(s, db, req, res, p + 3, client);
+		event_route(s, db, req, res, p + 3, &w);
 	else if (strncmp(p, "/h/", 3) == 0)
 		hold_route(s, db, req, res, p + 3);
+	else if (strncmp(p, "/w/", 3) == 0)
+		line_route(s, db, req, res, p + 3);
 	else if (strncmp(p, "/r/", 3) == 0)
 		refund_route(s, db, req, res, p + 3);
 	else
@@ -713,6 +831,20 @@ static enum sd_result proxies_parse(struct shop *s, const char *list)
 	return SD_OK;
 }
 
+/* shop_payment_methods: Stripe's payment method types, a-z and '_', by
+ * commas */
+static enum sd_result methods_parse(struct shop *s, const char *list)
+{
+	size_t n = list ? strlen(list) : 0;
+
+	if (n >= sizeof s->methods || (list && strspn(list, "abcdefghijklmnopqrstuvwxyz_, ") != n))
+		return err_set(SD_INVALID, "shop_payment_methods: Stripe's payment method types "
+			       "(card, link, sepa_debit, ...) by commas, at most %zu characters",
+			       sizeof s->methods - 1);
+	snprintf(s->methods, sizeof s->methods, "%s", list ? list : "");
+	return SD_OK;
+}
+
 static enum sd_result provider_open(struct shop *s, const struct shop_opts *o)
 {
 	enum sd_result r;
@@ -757,6 +889,8 @@ enum sd_result shop_start(const struct shop_opts *o, struct shop **out)
 	snprintf(s->name, sizeof s->name, "%s", o->name && *o->name ? o->name : "Tickets");
 	s->holds = o->holds;
 	hold_rules_fill(&s->holds);
+	if ((r = methods_parse(s, o->payment_methods)) != SD_OK)
+		goto fail;
 	if ((r = code_key_path(o->db_path, o->state_dir, path, sizeof path)) != SD_OK ||
 	    (r = code_key_load(path, s->key)) != SD_OK)
 		goto fail;

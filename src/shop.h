@@ -17,11 +17,13 @@
  *
  * What it promises a stranger's requests: every form carries a CSRF token
  * (a cookie and a field that must match, besides the server's Origin
- * check); holds are capped per client address and per email (holds.h) and
- * their making is rate-limited per client address (429 with Retry-After);
- * every input passes text.c and the intake's rules; the client address is
- * the peer's, or, from a trusted reverse proxy only, the last address of
- * X-Forwarded-For (an IPv6 client counts by its /64).
+ * check); holds are capped per client address and per client network
+ * (holds.h), never per email, and their making is rate-limited per client
+ * address (429 with Retry-After); every input passes text.c and the
+ * intake's rules; the client address is the peer's, or, from a trusted
+ * reverse proxy only, the last address of X-Forwarded-For (an IPv6 client
+ * counts by its /64, its network by the /56).  A free event (price 0) sells
+ * without the provider: its checkout makes the order at once.
  */
 #ifndef SD_SHOP_H
 #define SD_SHOP_H
@@ -44,6 +46,8 @@ struct shop_opts {
 	struct hold_rules holds;
 	int64_t rate_per_min;		/* checkouts a minute per client; 0: no limit */
 	int stripe_on;			/* payment_provider = stripe */
+	const char *payment_methods;	/* shop_payment_methods: "card,link"; NULL: the
+					 * Stripe account's own */
 	struct stripe_config stripe;
 	const char *webhook_secret_file;	/* NULL: the credential */
 };

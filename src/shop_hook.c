@@ -10,7 +10,7 @@
 
 #include "clock.h"
 #include "log.h"
-#include "payments.h"
+#include "shop_pay.h"
 #include "stripe.h"
 
 static void answer(struct http_response *res, int status, const char *fmt, const char *a)
@@ -34,22 +34,14 @@ static void jsonable(char *dst, size_t size, const char *src)
 }
 
 /* the event applied; its outcome, or the failure as an answer */
-static void apply(struct db *db, const struct stripe_event *ev, struct http_response *res)
+static void apply(struct db *db, const struct stripe_event *ev, int64_t pending_max_ms,
+		  struct http_response *res)
 {
-	const struct stripe_session *s = &ev->session;
-	struct pay_paid p = { s->id, s->payment_ref, s->amount_total, s->currency, ev->id };
-	enum pay_outcome out = PAY_ALREADY;
+	enum pay_outcome out = PAY_IGNORED;
 	enum sd_result r;
 	char why[200];
 
-	if (strcmp(ev->type, "checkout.session.expired") == 0)
-		r = pay_expire(db, s->id, ev->id, &out);
-	else if (stripe_session_paid(s))
-		r = pay_apply(db, &p, &out, NULL);
-	else {	/* completed but not paid yet (a delayed method): its own event follows */
-		answer(res, 200, "{\"received\":true,\"ignored\":\"%s\"}", "not paid yet");
-		return;
-	}
+	r = shop_pay_event(db, ev, pending_max_ms, &out);
 	if (r == SD_NOT_FOUND) {
 		answer(res, 200, "{\"received\":true,\"ignored\":\"%s\"}", "no hold has this session");
 		return;
@@ -61,13 +53,17 @@ static void apply(struct db *db, const struct stripe_event *ev, struct http_resp
 		answer(res, 503, "{\"error\":\"%s\"}", why);
 		return;
 	}
+	if (out == PAY_IGNORED) {
+		answer(res, 200, "{\"received\":true,\"ignored\":\"%s\"}", "nothing for this box");
+		return;
+	}
 	log_event(LOG_INFO, "webhook applied", "event=%s type=%s outcome=%s", ev->id, ev->type,
 		  pay_outcome_name(out));
 	answer(res, 200, "{\"received\":true,\"outcome\":\"%s\"}", pay_outcome_name(out));
 }
 
-void shop_hook(struct db *db, char *const *secrets, int n_secrets, const struct http_request *req,
-	       struct http_response *res)
+void shop_hook(struct db *db, char *const *secrets, int n_secrets, int64_t pending_max_ms,
+	       const struct http_request *req, struct http_response *res)
 {
 	const char *sig = http_request_header(req, "Stripe-Signature");
 	struct stripe_event ev;
@@ -90,8 +86,7 @@ void shop_hook(struct db *db, char *const *secrets, int n_secrets, const struct 
 		answer(res, 400, "{\"error\":\"%s\"}", "the body is no Stripe event");
 		return;
 	}
-	if (!ev.is_session || strncmp(ev.type, "checkout.session.", 17) != 0 ||
-	    strcmp(ev.type, "checkout.session.async_payment_failed") == 0) {
+	if (ev.kind == STRIPE_OBJ_OTHER) {
 		answer(res, 200, "{\"received\":true,\"ignored\":\"%s\"}", "not a payment's event");
 		return;
 	}
@@ -100,5 +95,5 @@ void shop_hook(struct db *db, char *const *secrets, int n_secrets, const struct 
 		answer(res, 503, "{\"error\":\"%s\"}", "the database is out of reach");
 		return;
 	}
-	apply(db, &ev, res);
+	apply(db, &ev, pending_max_ms, res);
 }

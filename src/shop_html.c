@@ -144,10 +144,58 @@ static void money(struct page *pg, int64_t minor, const char *currency)
 {
 	char m[LANG_TEXT_MAX];
 
+	if (minor == 0) {	/* a free event's seats */
+		page_add(pg, "<span class=\"free\">Free</span>");
+		return;
+	}
 	lang_money(minor, currency, m, sizeof m);
 	page_fmt(pg, "<span lang=\"%s\">", lang_tag());
 	page_text(pg, m);
 	page_add(pg, "</span>");
+}
+
+/* a time as the venue reads it: "Fri 4 Dec 2026, 20:00 CET" */
+static void page_when(struct page *pg, int64_t ms)
+{
+	char when[LANG_TEXT_MAX];
+
+	lang_when(ms, when, sizeof when);
+	page_fmt(pg, "<time lang=\"%s\" datetime=\"", lang_tag());
+	iso_time(pg, ms);
+	page_add(pg, "\">");
+	page_text(pg, when);
+	page_add(pg, "</time>");
+}
+
+void shop_page_line(struct page *pg, const struct shop_look *look, const struct line_place *p,
+		    const struct event_view *e)
+{
+	static const char *const heads[] = { "You are in line", "Your turn", "Sold out",
+					     "Sales have closed", "You left the line" };
+
+	page_open(pg, look, heads[p->state]);
+	page_fmt(pg, "<h1>%s</h1>\n<p class=\"summary\">%lld seat%s for <strong>", heads[p->state],
+		 (long long)p->seats, p->seats == 1 ? "" : "s");
+	page_text(pg, e->name);
+	page_add(pg, "</strong></p>\n");
+	when_where(pg, e);
+	if (p->state == LINE_WAITING) {
+		page_fmt(pg, "<p class=\"line\">Many buyers came at once, so you wait in line: "
+			 "<strong data-ahead=\"%lld\">%lld</strong> %s before you.</p>\n"
+			 "<p>Keep this page open: it looks again every few seconds, and takes you to "
+			 "the payment when it is your turn. Buyers are served in the order they "
+			 "came; closing the page gives up your place.</p>\n", (long long)p->ahead,
+			 (long long)p->ahead, p->ahead == 1 ? "buyer is" : "buyers are");
+	} else if (p->state == LINE_SOLD_OUT) {
+		page_add(pg, "<p>The last seats were sold while you waited. We are sorry.</p>\n");
+	} else if (p->state == LINE_CLOSED) {
+		page_add(pg, "<p>This event no longer sells tickets here.</p>\n");
+	} else if (p->state == LINE_GONE) {
+		page_fmt(pg, "<p>This page was closed for too long, and your place went to the "
+			 "buyers behind you.</p>\n<p><a href=\"/e/%lld\">Join the line again</a></p>"
+			 "\n", (long long)e->id);
+	}
+	page_close(pg);
 }
 
 /* ---- the pages ----------------------------------------------------------- */
@@ -182,7 +230,8 @@ void shop_page_list(struct page *pg, const struct shop_look *look,
 static void event_form(struct page *pg, const struct shop_look *look,
 		       const struct event_view *e, const struct event_offer *o)
 {
-	int64_t i, max = o->left < o->seats_max ? o->left : o->seats_max;
+	/* seats held by others may come free: the line waits for them */
+	int64_t unsold = o->left + o->held, i, max = unsold < o->seats_max ? unsold : o->seats_max;
 
 	page_fmt(pg, "<form method=\"post\" action=\"/e/%lld/checkout\">\n", (long long)e->id);
 	csrf_field(pg, look);
@@ -201,8 +250,14 @@ static void event_form(struct page *pg, const struct shop_look *look,
 	page_add(pg, "\"></label>\n<label>Email <input name=\"email\" type=\"email\" required "
 		 "maxlength=\"254\" autocomplete=\"email\" value=\"");
 	page_text(pg, o->email ? o->email : "");
-	page_add(pg, "\"></label>\n<p class=\"note\">Your seats are held while you pay.</p>\n"
-		 "<button type=\"submit\">Continue to payment</button>\n</form>\n");
+	if (e->price_minor == 0)
+		page_add(pg, "\"></label>\n<p class=\"note\">The seats are free: your tickets are "
+			 "emailed at once.</p>\n<button type=\"submit\">Get tickets</button>\n"
+			 "</form>\n");
+	else
+		page_add(pg, "\"></label>\n<p class=\"note\">Your seats are held while you "
+			 "pay.</p>\n<button type=\"submit\">Continue to payment</button>\n"
+			 "</form>\n");
 }
 
 void shop_page_event(struct page *pg, const struct shop_look *look, const struct event_view *e,
@@ -215,15 +270,19 @@ void shop_page_event(struct page *pg, const struct shop_look *look, const struct
 	when_where(pg, e);
 	page_add(pg, "<p class=\"price\">");
 	money(pg, e->price_minor, e->currency);
-	page_add(pg, " a seat");
+	if (e->price_minor > 0)
+		page_add(pg, " a seat");
 	if (o->left > 0)
 		page_fmt(pg, " · %lld seat%s left", (long long)o->left, o->left == 1 ? "" : "s");
 	page_add(pg, "</p>\n");
 	if (o->left <= 0 && o->held > 0)
 		page_add(pg, "<p class=\"soldout\"><strong>Sold out for now:</strong> buyers are "
-			 "paying for the last seats. Some may come free again in a few "
-			 "minutes.</p>\n");
-	else if (o->left <= 0)
+			 "paying for the last seats. Some may come free again in a few minutes: "
+			 "wait in line for them below.</p>\n");
+	else if (o->waiting > 0)
+		page_fmt(pg, "<p class=\"line\">%lld buyer%s in line: you join the line after "
+			 "them.</p>\n", (long long)o->waiting, o->waiting == 1 ? " is" : "s are");
+	if (o->left <= 0 && o->held <= 0)
 		page_add(pg, "<p class=\"soldout\"><strong>Sold out</strong></p>\n");
 	else if (!o->selling)
 		page_add(pg, "<p>Tickets for this event are sold at the box office.</p>\n");
@@ -292,7 +351,8 @@ void shop_page_hold(struct page *pg, const struct shop_look *look, const struct 
 	if (h->state == HOLD_ORDERED) {
 		page_add(pg, "<h1>Thank you</h1>\n");
 		hold_summary(pg, h, e);
-		page_add(pg, "<p>Your payment is received and your tickets are on their way to <b>");
+		page_add(pg, h->amount_minor ? "<p>Your payment is received and your tickets are on "
+			 "their way to <b>" : "<p>Your tickets are on their way to <b>");
 		page_text(pg, h->email);
 		page_add(pg, "</b>. Show the code on each page at the door.</p>\n<p>Order <b>");
 		page_text(pg, h->order_public_id);
@@ -300,9 +360,30 @@ void shop_page_hold(struct page *pg, const struct shop_look *look, const struct 
 	} else if (h->state == HOLD_REFUNDED) {
 		page_add(pg, "<h1>Your payment is refunded</h1>\n");
 		hold_summary(pg, h, e);
-		page_add(pg, "<p>Your payment reached us only after the time we held your seats "
-			 "for had run out, and the event had no seats left by then. No tickets "
-			 "were made, and your payment is refunded in full. An email says so.</p>\n");
+		if (h->problem[0])
+			page_add(pg, "<p>The amount your payment service took was not the price of "
+				 "your seats, so no tickets were made, and what it took is refunded "
+				 "in full. An email says so.</p>\n");
+		else
+			page_add(pg, "<p>Your payment reached us only after the time we held your "
+				 "seats for had run out, and the event had no seats left by then. No "
+				 "tickets were made, and your payment is refunded in full. An email "
+				 "says so.</p>\n");
+	} else if (h->state == HOLD_PENDING) {
+		page_add(pg, "<h1>Your payment is on its way</h1>\n");
+		hold_summary(pg, h, e);
+		page_add(pg, "<p>You paid with a method that takes a few days (a direct debit or a "
+			 "bank transfer). We keep your seats until ");
+		page_when(pg, h->expires_at);
+		page_add(pg, ", and your tickets are emailed to <b>");
+		page_text(pg, h->email);
+		page_add(pg, "</b> as soon as the money arrives.</p>\n");
+	} else if (h->state == HOLD_FAILED) {
+		page_add(pg, "<h1>Your payment did not go through</h1>\n");
+		hold_summary(pg, h, e);
+		page_fmt(pg, "<p>Your bank or the payment service refused it. No money was taken, "
+			 "and the seats are on sale again.</p>\n<p><a href=\"/e/%lld\">Back to the "
+			 "event</a></p>\n", (long long)e->id);
 	} else if (h->state == HOLD_EXPIRED) {
 		page_add(pg, "<h1>This checkout has ended</h1>\n");
 		hold_summary(pg, h, e);

@@ -13,6 +13,7 @@
 
 #include "events.h"
 #include "holds.h"
+#include "line.h"
 #include "refund_link.h"
 
 /* A page being written; out of memory is remembered and reported at the end. */
@@ -41,6 +42,7 @@ void page_close(struct page *pg);
 struct event_offer {
 	int64_t left;			/* seats free of tickets and live holds */
 	int64_t held;			/* seats in live holds */
+	int64_t waiting;		/* buyers present in the line */
 	int64_t seats_max;		/* in one checkout */
 	int selling;			/* the provider takes payments */
 	const char *error;		/* the form's refusal, or NULL */
@@ -59,6 +61,10 @@ void shop_page_hold(struct page *pg, const struct shop_look *look, const struct 
 		    const char *problem);
 void shop_page_error(struct page *pg, const struct shop_look *look, int status,
 		     const char *what);
+
+/* A place in the waiting line (line.h): its number, and why it left. */
+void shop_page_line(struct page *pg, const struct shop_look *look, const struct line_place *p,
+		    const struct event_view *e);
 
 /* A moved event's refund link (refund_link.h): what it may do, and its
  * form (posted to action, with the link's c and t) while it is open. */

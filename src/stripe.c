@@ -12,6 +12,7 @@
 
 #include "cred.h"
 #include "httpc.h"
+#include "money.h"
 #include "text.h"
 
 #define FORM_MAX 8192
@@ -73,13 +74,6 @@ void stripe_close(struct stripe *s)
 	}
 	free(s->ca_file);
 	free(s);
-}
-
-int stripe_session_paid(const struct stripe_session *x)
-{
-	return strcmp(x->status, "complete") == 0 &&
-	       (strcmp(x->payment_status, "paid") == 0 ||
-		strcmp(x->payment_status, "no_payment_required") == 0);
 }
 
 /* ---- the form a request sends ------------------------------------------ */
@@ -226,31 +220,6 @@ static enum sd_result call(struct stripe *s, const char *method, const char *pat
 	return r;
 }
 
-void stripe_session_from_json(const void *obj, struct stripe_session *x)
-{
-	json_t *o = (json_t *)obj;
-	json_t *pi = json_object_get(o, "payment_intent");
-	json_t *amt = json_object_get(o, "amount_total");
-	size_t i;
-
-	memset(x, 0, sizeof *x);
-	text_copy(x->id, sizeof x->id, str_of(o, "id"));
-	text_copy(x->url, sizeof x->url, str_of(o, "url"));
-	text_copy(x->status, sizeof x->status, str_of(o, "status"));
-	text_copy(x->payment_status, sizeof x->payment_status, str_of(o, "payment_status"));
-	text_copy(x->client_reference_id, sizeof x->client_reference_id,
-		  str_of(o, "client_reference_id"));
-	text_copy(x->currency, sizeof x->currency, str_of(o, "currency"));
-	for (i = 0; x->currency[i]; i++)
-		if (x->currency[i] >= 'a' && x->currency[i] <= 'z')
-			x->currency[i] = (char)(x->currency[i] - 'a' + 'A');
-	if (json_is_string(pi))
-		text_copy(x->payment_ref, sizeof x->payment_ref, json_string_value(pi));
-	else if (json_is_object(pi))	/* expanded */
-		text_copy(x->payment_ref, sizeof x->payment_ref, str_of(pi, "id"));
-	x->amount_total = json_is_integer(amt) ? (int64_t)json_integer_value(amt) : 0;
-}
-
 /* session_answer: a session object, or SD_IO when the answer is none */
 static enum sd_result session_answer(struct stripe *s, json_t *doc, struct stripe_session *out)
 {
@@ -263,22 +232,46 @@ static enum sd_result session_answer(struct stripe *s, json_t *doc, struct strip
 
 /* ---- the calls ----------------------------------------------------------- */
 
+/* the payment method types a checkout offers, "card,link" as
+ * payment_method_types[0]=card&payment_method_types[1]=link */
+static void form_methods(struct form *f, const char *methods)
+{
+	char name[48], one[64];
+	const char *p = methods;
+	size_t n;
+	int i = 0;
+
+	while (p && *p) {
+		n = strcspn(p, ", ");
+		if (n > 0 && n < sizeof one) {
+			snprintf(one, sizeof one, "%.*s", (int)n, p);
+			snprintf(name, sizeof name, "payment_method_types[%d]", i++);
+			form_add(f, name, one);
+		}
+		p += n;
+		p += strspn(p, ", ");
+	}
+}
+
 enum sd_result stripe_checkout_create(struct stripe *s, const struct stripe_checkout *c,
 				      struct stripe_session *out)
 {
 	struct form f = { .len = 0 };
 	char key[STRIPE_ID_MAX], cur[4];
+	int64_t unit;
 	json_t *doc;
 	enum sd_result r;
 	int i;
 
+	if ((r = money_stripe_units(c->currency, c->unit_amount, &unit)) != SD_OK)
+		return r;
 	for (i = 0; i < 3 && c->currency[i]; i++)	/* Stripe's codes are lower case */
 		cur[i] = (char)(c->currency[i] >= 'A' && c->currency[i] <= 'Z'
 				? c->currency[i] - 'A' + 'a' : c->currency[i]);
 	cur[i] = '\0';
 	form_add(&f, "mode", "payment");
 	form_add(&f, "line_items[0][price_data][currency]", cur);
-	form_int(&f, "line_items[0][price_data][unit_amount]", c->unit_amount);
+	form_int(&f, "line_items[0][price_data][unit_amount]", unit);
 	form_add(&f, "line_items[0][price_data][product_data][name]", c->item);
 	form_int(&f, "line_items[0][quantity]", c->quantity);
 	form_add(&f, "success_url", c->success_url);
@@ -288,6 +281,7 @@ enum sd_result stripe_checkout_create(struct stripe *s, const struct stripe_chec
 	form_int(&f, "expires_at", c->expires_at_s);
 	form_add(&f, "metadata[hold]", c->hold);
 	form_add(&f, "payment_intent_data[metadata][hold]", c->hold);
+	form_methods(&f, c->methods);
 	snprintf(key, sizeof key, "checkout-%s", c->hold);
 	if ((r = call(s, "POST", "/v1/checkout/sessions", &f, key, &doc)) != SD_OK)
 		return r;
@@ -308,16 +302,26 @@ static enum sd_result id_ok(const char *id)
 	return SD_OK;
 }
 
+/* GET of the object id under prefix ("/v1/refunds/"): [out] *doc */
+static enum sd_result get_object(struct stripe *s, const char *prefix, const char *id,
+				 json_t **doc)
+{
+	char path[STRIPE_ID_MAX + 48];
+	enum sd_result r;
+
+	*doc = NULL;
+	if ((r = id_ok(id)) != SD_OK)
+		return r;
+	snprintf(path, sizeof path, "%s%s", prefix, id);
+	return call(s, "GET", path, NULL, NULL, doc);
+}
+
 enum sd_result stripe_session_get(struct stripe *s, const char *id, struct stripe_session *out)
 {
-	char path[STRIPE_ID_MAX + 32];
 	json_t *doc;
 	enum sd_result r;
 
-	if ((r = id_ok(id)) != SD_OK)
-		return r;
-	snprintf(path, sizeof path, "/v1/checkout/sessions/%s", id);
-	if ((r = call(s, "GET", path, NULL, NULL, &doc)) != SD_OK)
+	if ((r = get_object(s, "/v1/checkout/sessions/", id, &doc)) != SD_OK)
 		return r;
 	return session_answer(s, doc, out);
 }
@@ -340,23 +344,58 @@ enum sd_result stripe_session_expire(struct stripe *s, const char *id)
 	return r;
 }
 
-enum sd_result stripe_refund(struct stripe *s, const char *payment_ref, const char *key,
-			     int64_t amount, char *refund_id, size_t size)
+enum sd_result stripe_payment_get(struct stripe *s, const char *id, struct stripe_payment *out)
 {
-	struct form f = { .len = 0 };
 	json_t *doc;
 	enum sd_result r;
 
-	refund_id[0] = '\0';
-	if ((r = id_ok(payment_ref)) != SD_OK)
+	memset(out, 0, sizeof *out);
+	if ((r = get_object(s, "/v1/payment_intents/", id, &doc)) != SD_OK)
 		return r;
-	form_add(&f, "payment_intent", payment_ref);
-	form_int(&f, "amount", amount);
-	if ((r = call(s, "POST", "/v1/refunds", &f, key, &doc)) != SD_OK)
-		return r;
-	text_copy(refund_id, size, str_of(doc, "id"));
+	stripe_payment_from_json(doc, out);
 	json_decref(doc);
-	if (strncmp(refund_id, "re_", 3) != 0 && strncmp(refund_id, "pyr_", 4) != 0)
+	if (strncmp(out->id, "pi_", 3) != 0)
+		return err_set(SD_IO, "%s answered a payment without an id", s->where);
+	return SD_OK;
+}
+
+/* a refund object, or SD_IO when the answer is none */
+static enum sd_result refund_answer(struct stripe *s, json_t *doc, struct stripe_refund_view *out)
+{
+	stripe_refund_from_json(doc, out);
+	json_decref(doc);
+	if (strncmp(out->id, "re_", 3) != 0 && strncmp(out->id, "pyr_", 4) != 0)
 		return err_set(SD_IO, "%s answered a refund without an id", s->where);
 	return SD_OK;
+}
+
+enum sd_result stripe_refund(struct stripe *s, const char *payment_ref, const char *key,
+			     int64_t amount, const char *currency, struct stripe_refund_view *out)
+{
+	struct form f = { .len = 0 };
+	int64_t units;
+	json_t *doc;
+	enum sd_result r;
+
+	memset(out, 0, sizeof *out);
+	if ((r = id_ok(payment_ref)) != SD_OK ||
+	    (r = money_stripe_units(currency, amount, &units)) != SD_OK)
+		return r;
+	form_add(&f, "payment_intent", payment_ref);
+	form_int(&f, "amount", units);
+	form_add(&f, "metadata[refund_key]", key);
+	if ((r = call(s, "POST", "/v1/refunds", &f, key, &doc)) != SD_OK)
+		return r;
+	return refund_answer(s, doc, out);
+}
+
+enum sd_result stripe_refund_get(struct stripe *s, const char *id, struct stripe_refund_view *out)
+{
+	json_t *doc;
+	enum sd_result r;
+
+	memset(out, 0, sizeof *out);
+	if ((r = get_object(s, "/v1/refunds/", id, &doc)) != SD_OK)
+		return r;
+	return refund_answer(s, doc, out);
 }

@@ -54,30 +54,53 @@ enum sd_result stripe_open(const struct stripe_config *cfg, struct stripe **out)
 /* stripe_close: the key wiped, then freed; accepts NULL. */
 void stripe_close(struct stripe *s);
 
+/*
+ * Amounts: the box gives and takes ISO 4217 minor units (money.h); this
+ * module turns them into Stripe's units per currency on the way out and back
+ * on the way in.  An amount Stripe reports that is no whole number of minor
+ * units is read as -1 (never equal to what a hold asks).
+ */
+
 /* A Checkout Session as the box reads it. */
 struct stripe_session {
 	char id[STRIPE_ID_MAX];
 	char url[STRIPE_URL_MAX];		/* the payment page ("" once it ended) */
 	char status[16];			/* "open", "complete", "expired" */
 	char payment_status[24];		/* "paid", "unpaid", "no_payment_required" */
-	char payment_ref[STRIPE_ID_MAX];	/* its payment intent, "" until paid */
+	char payment_ref[STRIPE_ID_MAX];	/* its payment intent, "" until there is
+						 * one (none for no_payment_required) */
 	char client_reference_id[64];		/* the hold's public id */
 	char currency[4];			/* upper case */
-	int64_t amount_total;			/* minor units */
+	int64_t amount_total;			/* ISO minor units; -1: not a whole number */
 };
 
-/* stripe_session_paid: the session's money is taken. */
+/* What a session's state means for its hold. */
+enum stripe_pay {
+	STRIPE_PAY_OPEN,		/* the buyer may still pay */
+	STRIPE_PAY_PAID,		/* the money is taken */
+	STRIPE_PAY_FREE,		/* complete with nothing to pay (no_payment_required) */
+	STRIPE_PAY_PENDING,		/* complete, paid by a delayed method: on its way */
+	STRIPE_PAY_ENDED,		/* expired unpaid */
+};
+
+/* stripe_session_pay: the session's state for its hold. */
+enum stripe_pay stripe_session_pay(const struct stripe_session *s);
+
+/* stripe_session_paid: the session's money is taken (STRIPE_PAY_PAID). */
 int stripe_session_paid(const struct stripe_session *s);
 
 /* What a checkout is for: one line, quantity seats at unit_amount each. */
 struct stripe_checkout {
 	const char *hold;		/* the hold's public id: the key, the reference */
 	const char *item;		/* "Gig, Fri 4 Dec 2026, 20:00 CET" */
-	int64_t unit_amount, quantity;
+	int64_t unit_amount, quantity;	/* ISO minor units */
 	const char *currency;		/* ISO 4217 */
 	const char *email;		/* the buyer's, filled in on the page */
 	const char *success_url, *cancel_url;
-	int64_t expires_at_s;		/* unix seconds, >= STRIPE_SESSION_MIN_S ahead */
+	int64_t expires_at_s;		/* unix seconds: at least STRIPE_SESSION_MIN_S
+					 * after every attempt, fixed by the hold */
+	const char *methods;		/* "card,link": Stripe's payment method types
+					 * offered; NULL or "": the account's own */
 };
 
 /* stripe_checkout_create: the session for a hold, under the key
@@ -96,12 +119,44 @@ enum sd_result stripe_session_get(struct stripe *s, const char *id, struct strip
  * ended meanwhile: read it again). */
 enum sd_result stripe_session_expire(struct stripe *s, const char *id);
 
-/* stripe_refund: give back amount of payment_ref under key (the refund's
- * own, refunds.h: one refund per payment).  [out] refund_id.
+/* A payment intent as the box reads it: for a delayed method, whether its
+ * money came. */
+struct stripe_payment {
+	char id[STRIPE_ID_MAX];
+	char status[32];		/* "processing", "succeeded",
+					 * "requires_payment_method", "canceled", ... */
+	char currency[4];
+	int64_t amount;			/* ISO minor units */
+};
+
+/* stripe_payment_get: the payment intent id as Stripe has it now.
+ * SD_NOT_FOUND. */
+enum sd_result stripe_payment_get(struct stripe *s, const char *id, struct stripe_payment *out);
+
+/* A refund as the box reads it. */
+struct stripe_refund_view {
+	char id[STRIPE_ID_MAX];		/* re_... */
+	char status[24];		/* "pending", "requires_action", "succeeded",
+					 * "failed", "canceled" */
+	char failure[64];		/* failure_reason, "" when none */
+	char payment_ref[STRIPE_ID_MAX];
+	char key[STRIPE_ID_MAX];	/* metadata[refund_key]: the box's own refund's
+					 * key, "" for one made elsewhere */
+	char currency[4];
+	int64_t amount;			/* ISO minor units */
+};
+
+/* stripe_refund: give back amount (ISO minor units of currency) of
+ * payment_ref under key (the refund's own, refunds.h: one refund per
+ * payment), the key in its metadata too.  [out] *out: the refund, whose
+ * status may be "pending" (done only once Stripe says "succeeded").
  * SD_CONFLICT: the payment is refunded already (by another way than this
- * key; refund_id is then ""). */
+ * key; out->id is then ""). */
 enum sd_result stripe_refund(struct stripe *s, const char *payment_ref, const char *key,
-			     int64_t amount, char *refund_id, size_t size);
+			     int64_t amount, const char *currency, struct stripe_refund_view *out);
+
+/* stripe_refund_get: a refund as Stripe has it now.  SD_NOT_FOUND. */
+enum sd_result stripe_refund_get(struct stripe *s, const char *id, struct stripe_refund_view *out);
 
 /* ---- webhooks (stripe_hook.c) ------------------------------------------ */
 
@@ -118,17 +173,49 @@ enum sd_result stripe_refund(struct stripe *s, const char *payment_ref, const ch
 enum sd_result stripe_hook_verify(const char *const *secrets, int n, const char *header,
 				  const char *body, size_t len, int64_t now_s);
 
-/* One webhook event, as the box reads it. */
+/* A charge, as charge.refunded carries it: how much of it went back. */
+struct stripe_charge {
+	char id[STRIPE_ID_MAX];		/* ch_... */
+	char payment_ref[STRIPE_ID_MAX];	/* its payment intent */
+	char currency[4];
+	int64_t amount, amount_refunded;	/* ISO minor units */
+	int refunded;			/* Stripe's word: refunded in full */
+};
+
+/* A dispute (a chargeback), as charge.dispute.* carries it. */
+struct stripe_dispute {
+	char id[STRIPE_ID_MAX];		/* dp_... */
+	char payment_ref[STRIPE_ID_MAX];
+	char currency[4];
+	int64_t amount;			/* ISO minor units */
+	char reason[40];		/* "fraudulent", "product_not_received", ... */
+	char status[32];		/* "needs_response", "lost", "won", ... */
+};
+
+/* One webhook event, as the box reads it: data.object by its kind. */
+enum stripe_object { STRIPE_OBJ_OTHER, STRIPE_OBJ_SESSION, STRIPE_OBJ_CHARGE,
+		     STRIPE_OBJ_DISPUTE, STRIPE_OBJ_REFUND };
+
 struct stripe_event {
 	char id[STRIPE_ID_MAX];		/* evt_...: recorded with its effect (technique 4) */
 	char type[64];			/* "checkout.session.completed", ... */
-	struct stripe_session session;	/* data.object, when it is a checkout session */
-	int is_session;
+	enum stripe_object kind;
+	struct stripe_session session;	/* STRIPE_OBJ_SESSION */
+	struct stripe_charge charge;	/* STRIPE_OBJ_CHARGE */
+	struct stripe_dispute dispute;	/* STRIPE_OBJ_DISPUTE */
+	struct stripe_refund_view refund;	/* STRIPE_OBJ_REFUND */
 };
 
 /* stripe_session_from_json: a session object (a jansson json_t *, as
  * void * so that this header needs no jansson) read into *x. */
 void stripe_session_from_json(const void *obj, struct stripe_session *x);
+
+/* stripe_refund_from_json, stripe_charge_from_json,
+ * stripe_dispute_from_json: the same for the other objects. */
+void stripe_refund_from_json(const void *obj, struct stripe_refund_view *x);
+void stripe_payment_from_json(const void *obj, struct stripe_payment *x);
+void stripe_charge_from_json(const void *obj, struct stripe_charge *x);
+void stripe_dispute_from_json(const void *obj, struct stripe_dispute *x);
 
 /* stripe_hook_event: parse a verified body.  SD_INVALID when it is no
  * event. */

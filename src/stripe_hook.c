@@ -81,6 +81,31 @@ enum sd_result stripe_hook_verify(const char *const *secrets, int n, const char 
 	return ok ? SD_OK : err_set(SD_INVALID, "no v1 signature matches a webhook secret");
 }
 
+/* data.object read by its kind, by the same code as an API answer */
+static void object_read(json_t *obj, struct stripe_event *ev)
+{
+	const char *kind;
+
+	ev->kind = STRIPE_OBJ_OTHER;
+	if (!json_is_object(obj) || !json_is_string(json_object_get(obj, "object")) ||
+	    !json_is_string(json_object_get(obj, "id")))
+		return;
+	kind = json_string_value(json_object_get(obj, "object"));
+	if (strcmp(kind, "checkout.session") == 0) {
+		ev->kind = STRIPE_OBJ_SESSION;
+		stripe_session_from_json(obj, &ev->session);
+	} else if (strcmp(kind, "charge") == 0) {
+		ev->kind = STRIPE_OBJ_CHARGE;
+		stripe_charge_from_json(obj, &ev->charge);
+	} else if (strcmp(kind, "dispute") == 0) {
+		ev->kind = STRIPE_OBJ_DISPUTE;
+		stripe_dispute_from_json(obj, &ev->dispute);
+	} else if (strcmp(kind, "refund") == 0) {
+		ev->kind = STRIPE_OBJ_REFUND;
+		stripe_refund_from_json(obj, &ev->refund);
+	}
+}
+
 enum sd_result stripe_hook_event(const char *body, size_t len, struct stripe_event *ev)
 {
 	json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
@@ -104,13 +129,7 @@ enum sd_result stripe_hook_event(const char *body, size_t len, struct stripe_eve
 	text_copy(ev->type, sizeof ev->type, type);
 	data = json_object_get(doc, "data");
 	obj = data ? json_object_get(data, "object") : NULL;
-	if (json_is_object(obj) && json_is_string(json_object_get(obj, "object")) &&
-	    strcmp(json_string_value(json_object_get(obj, "object")), "checkout.session") == 0) {
-		/* the session's fields, read by the same code as an API answer */
-		ev->is_session = json_is_string(json_object_get(obj, "id"));
-		if (ev->is_session)
-			stripe_session_from_json(obj, &ev->session);
-	}
+	object_read(obj, ev);
 	json_decref(doc);
 	return SD_OK;
 }

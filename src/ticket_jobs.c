@@ -405,6 +405,7 @@ const struct handler ticket_handlers[] = {
 	{ JOB_KIND_RECONCILE, shop_job_reconcile },
 	{ JOB_KIND_REFUND, shop_job_refund },
 	{ JOB_KIND_REFUND_MAIL, shop_job_refund_notice },
+	{ JOB_KIND_PAYFAIL_MAIL, shop_job_payment_failed },
 	{ JOB_KIND_EVENT_RUN, event_job_run },
 	{ JOB_KIND_EVENT_CANCEL_ORDER, event_job_cancel_order },
 	{ JOB_KIND_EVENT_MOVE_ORDER, event_job_move_order },

@@ -47,6 +47,9 @@ struct tickets_env {
 	/* the payment provider (payment_provider = stripe), opened by the
 	 * worker; NULL: none, and the shop's provider jobs wait for one */
 	struct stripe *stripe;
+	/* a hold paid by a delayed method keeps its seats this long
+	 * (shop_pending_max; 0: the default) */
+	int64_t pending_max_ms;
 	/* the shop as buyers reach it (shop_url, else http://<shop_listen>),
 	 * no trailing '/'; "": no shop, a moved event's email sends the buyer
 	 * to the box office for a refund */

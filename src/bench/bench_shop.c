@@ -735,7 +735,7 @@ static enum sd_result bs_alone(struct bs_box *b, int64_t m, int64_t no, int64_t 
 
 	for (i = 0; i < m; i++, no++) {
 		struct hold_new hn = { b->event_id, no % 3 + 1, name, email, client };
-		struct hold_rules ru = { 0, -1, 0, 0, 0 };
+		struct hold_rules ru = { .renewals = -1 };
 		struct stripe_checkout c;
 
 		snprintf(name, sizeof name, "Alone Buyer %lld", (long long)no);
@@ -858,7 +858,7 @@ static enum sd_result bs_box_a(struct bs_args *a, const char *parent, int round,
 	int64_t m1 = m / 2, m2 = m - m / 2, wall = 0, ccpu = 0;
 	int64_t *hold_us = NULL, *prov_us = NULL, *sess_us = NULL, *pay_us = NULL, *back_us = NULL;
 	int64_t *lat = NULL, *seen_us = NULL;
-	struct hold_rules ru = { 0, -1, 0, 0, 0 };	/* the defaults: 10 minutes, 4, 2 */
+	struct hold_rules ru = { .renewals = -1 };	/* the defaults: 10 minutes, 4 */
 	struct bs_run run;
 	struct bs_box b;
 	struct bench_http ps;
@@ -975,7 +975,7 @@ static enum sd_result bs_box_b(struct bs_args *a, const char *parent, int round,
 {
 	int64_t q = a->returns, k = a->reconciles, n = q > k ? q : k, wall = 0, ccpu = 0, i, c;
 	int64_t created, expires, *lat = NULL;
-	struct hold_rules ru = { BS_TTL_B_MS, -1, 0, 0, 0 };
+	struct hold_rules ru = { .ttl_ms = BS_TTL_B_MS, .renewals = -1 };
 	struct bs_run run;
 	struct bs_box b;
 	enum sd_result r;

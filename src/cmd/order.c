@@ -86,6 +86,25 @@ static int order_add_cmd(const char *dbp, int argc, char **argv)
 /* ---- show -------------------------------------------------------------- */
 
 /* what it was paid and how, and what is owed back */
+
+/* money that went back outside the box: refunds made at the provider, a
+ * dispute */
+static void show_money_back(const struct order_detail *d)
+{
+	const struct order_view *v = &d->v;
+	char amount[MONEY_TEXT_MAX], when[64];
+
+	if (d->back.refunded_minor >= 0) {
+		money_plain(d->back.refunded_minor, v->currency, amount, sizeof amount);
+		printf("back     %s %s refunded at the payment provider\n", amount, v->currency);
+	}
+	if (d->back.disputed_at) {
+		timefmt_format(d->back.disputed_at, when, sizeof when);
+		printf("dispute  %s, opened %s: the buyer's bank took the payment back\n",
+		       d->back.dispute, when);
+	}
+}
+
 static void show_money(const struct order_detail *d)
 {
 	const struct order_view *v = &d->v;
@@ -103,13 +122,22 @@ static void show_money(const struct order_detail *d)
 		       v->payment);
 	else if (amount[0])
 		printf("price    %s\n", amount);
+	show_money_back(d);
 	if (!d->refund.owed)
 		return;
 	money_plain(d->refund.amount_minor, v->currency, amount, sizeof amount);
-	if (d->refund.done_at) {
+	if (d->refund.failed_at) {
+		timefmt_format(d->refund.failed_at, when, sizeof when);
+		printf("refund   %s %s, FAILED at the provider %s (%s): owed at the window, pay "
+		       "it out there\n", amount, v->currency, when,
+		       d->refund.failure[0] ? d->refund.failure : "no reason given");
+	} else if (d->refund.done_at) {
 		timefmt_format(d->refund.done_at, when, sizeof when);
 		printf("refund   %s %s, refunded %s (%s)\n", amount, v->currency, when,
 		       d->refund.provider_id[0] ? d->refund.provider_id : "the provider's");
+	} else if (d->refund.status[0]) {
+		printf("refund   %s %s, %s at the provider (%s)\n", amount, v->currency,
+		       d->refund.status, d->refund.provider_id);
 	} else {
 		printf("refund   %s %s, owed %s\n", amount, v->currency,
 		       d->refund.window ? "at the window: pay it out there" : "through the provider");

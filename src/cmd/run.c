@@ -562,10 +562,12 @@ static void maintain(struct run *R, int64_t now)
 	else
 		episode_end(&R->maint_ep, "maintenance succeeds again", NULL);
 	if (!episode_on(&R->maint_ep) &&
-	    (ms.done_pruned || ms.idem_pruned || ms.scans_pruned || ms.holds_pruned))
+	    (ms.done_pruned || ms.idem_pruned || ms.scans_pruned || ms.holds_pruned ||
+	     ms.places_pruned))
 		log_event(LOG_INFO, "pruned", "done_jobs=%lld idempotency_records=%lld scans=%lld "
-			  "holds=%lld", (long long)ms.done_pruned, (long long)ms.idem_pruned,
-			  (long long)ms.scans_pruned, (long long)ms.holds_pruned);
+			  "holds=%lld places=%lld", (long long)ms.done_pruned,
+			  (long long)ms.idem_pruned, (long long)ms.scans_pruned,
+			  (long long)ms.holds_pruned, (long long)ms.places_pruned);
 	disk_watch(R, now);
 	if (now >= R->next_optimize) {
 		if (maint_optimize(R->db) != SD_OK)

@@ -33,6 +33,7 @@ static enum sd_result shop_options(const struct config *cfg, struct shop_opts *o
 	if ((r = config_provider(cfg, &o->stripe_on, &o->stripe)) != SD_OK)
 		return r;
 	o->webhook_secret_file = config_str(cfg, CONFIG_STRIPE_WEBHOOK_SECRET_FILE);
+	o->payment_methods = config_str(cfg, CONFIG_SHOP_PAYMENT_METHODS);
 	if (strcmp(o->listen, "off") == 0)
 		return err_set(SD_INVALID, "shop_listen is off: set it to ADDRESS:PORT "
 			       "(127.0.0.1:8081 behind a reverse proxy)");

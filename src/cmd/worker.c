@@ -101,6 +101,7 @@ static int worker_main(int argc, char **argv)
 	}
 	cli_shop_base(&cfg, env->shop_url, sizeof env->shop_url);
 	env->provider_stale_ms = config_provider_stale_ms(&cfg);
+	env->pending_max_ms = config_int(&cfg, CONFIG_SHOP_PENDING_MAX);
 	/* a claim older than the lease can have no send of its holder left */
 	env->claim_stale_ms = send_lease;
 	log_event(LOG_INFO, "mail settings", "send_tickets_lease_ms=%lld mail_timeout_ms=%ld "

@@ -202,10 +202,22 @@
         : o.payment === 'online' ? 'online' : 'none';
       fact(dl, 'payment', o.amount ? o.amount + ' ' + o.currency + ', ' + paid : paid, 'payment');
       if (o.refund) {
-        const back = o.refund.done_at ? 'refunded ' + when(o.refund.done_at)
-          : o.refund.via === 'window' ? 'owed: pay it out at the window' : 'being refunded online';
+        const back = o.refund.failed_at ? 'the provider could not pay it back (' +
+            (o.refund.failure || 'no reason given') + '): owed, pay it out at the window'
+          : o.refund.done_at ? 'refunded ' + when(o.refund.done_at)
+          : o.refund.via === 'window' ? 'owed: pay it out at the window'
+          : o.refund.status === 'pending' ? 'refund pending at the provider' : 'being refunded online';
         // a refund gives the whole payment back: the order's amount
-        fact(dl, 'refund', o.amount + ' ' + o.currency + ', ' + back, 'refund');
+        fact(dl, 'refund', o.amount + ' ' + o.currency + ', ' + back,
+             o.refund.failed_at ? 'refund owed' : 'refund');
+      }
+      if (o.money_back) {
+        // money that went back outside the box: its change row says why
+        if (o.money_back.refunded !== null)
+          fact(dl, 'refunded at the provider', o.money_back.refunded + ' ' + o.currency, 'money-back');
+        if (o.money_back.disputed_at)
+          fact(dl, 'dispute', (o.money_back.dispute || 'disputed') + ', ' + when(o.money_back.disputed_at),
+               'money-back');
       }
       fact(dl, 'event', [o.event || eventName(o.event_id), o.venue].filter(Boolean).join(', ') +
                          (o.starts_at ? ' · ' + when(Date.parse(o.starts_at)) : ''));
