@@ -106,7 +106,7 @@ TESTS   := $(sort $(basename $(notdir $(wildcard tests/test_*.c))))
 # measure time or CPU (the door's p99, a worker that must not spin,
 # deadlines, the WAL bound of test_maint, power cuts).
 TESTS_ALONE := test_doorflood test_procs test_http test_frontdoor test_powercut test_maint
-PG_TESTS := test_sqs test_controls test_schedule test_db test_events test_eventruns test_holds test_shop test_dashboard test_redact test_queue test_outbox test_idem test_orders test_changes test_api test_roles test_procs test_blob test_soak
+PG_TESTS := test_sqs test_controls test_schedule test_db test_events test_eventruns test_holds test_shop test_payments test_dashboard test_redact test_queue test_outbox test_idem test_orders test_changes test_api test_roles test_procs test_blob test_soak
 
 # Three builds: the product, build/rel (bin/stagedoor), with no failpoint;
 # the test build, build/test (build/test/stagedoor and the rel suite's

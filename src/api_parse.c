@@ -223,7 +223,8 @@ static enum sd_result price_fields(json_t *o, int64_t *minor, char *code, int *p
 		return perr(err, "currency", "currency must be an ISO 4217 code like \"EUR\", "
 			    "with the price");
 	if (event_price_parse(json_string_value(p), json_string_value(cur), minor, code) != SD_OK)
-		return perr(err, money_exponent(code) < 0 ? "currency" : "price", "%s", err_msg());
+		return perr(err, money_exponent(code) < 0 || strstr(err_msg(), "no payments in")
+			    ? "currency" : "price", "%s", err_msg());
 	return SD_OK;
 }
 

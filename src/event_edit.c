@@ -46,23 +46,6 @@ static enum sd_result capacity_check(int64_t capacity)
 	return SD_OK;
 }
 
-enum sd_result event_price_parse(const char *price, const char *currency, int64_t *minor,
-				 char *code)
-{
-	enum sd_result r;
-
-	*minor = -1;
-	code[0] = '\0';
-	if (!price != !currency)
-		return err_set(SD_INVALID, "a price needs its currency, and a currency its price "
-			       "(--price 25.00 --currency EUR)");
-	if (!price)
-		return SD_OK;
-	if ((r = money_currency_norm(currency, code, NULL)) != SD_OK)
-		return r;
-	return money_parse(price, code, minor);
-}
-
 static enum sd_result price_valid(int64_t minor, const char *code)
 {
 	if (!code[0])
@@ -76,6 +59,25 @@ static enum sd_result price_valid(int64_t minor, const char *code)
 		return money_stripe_price_valid(code, minor);
 	return SD_OK;
 }
+
+enum sd_result event_price_parse(const char *price, const char *currency, int64_t *minor,
+				 char *code)
+{
+	enum sd_result r;
+
+	*minor = -1;
+	code[0] = '\0';
+	if (!price != !currency)
+		return err_set(SD_INVALID, "a price needs its currency, and a currency its price "
+			       "(--price 25.00 --currency EUR)");
+	if (!price)
+		return SD_OK;
+	if ((r = money_currency_norm(currency, code, NULL)) != SD_OK ||
+	    (r = money_parse(price, code, minor)) != SD_OK)
+		return r;
+	return price_valid(*minor, code);
+}
+
 
 static void bind_price(struct db_stmt *st, int at, int64_t minor, const char *code)
 {

@@ -48,7 +48,8 @@ struct event_new {
 /*
  * event_price_parse: a price as a person writes it ("25.00") in currency
  * ("EUR", any case) into [out] *minor and code (4 bytes, capitals).  A price
- * without a currency, or a currency without a price, is SD_INVALID.
+ * without a currency, or a currency without a price, is SD_INVALID; so is,
+ * with the rules' stripe_prices, a price Stripe cannot charge.
  */
 enum sd_result event_price_parse(const char *price, const char *currency, int64_t *minor,
 				 char *code);

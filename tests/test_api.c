@@ -450,6 +450,23 @@ static void test_prices(void **state)
 	assert_true(json_is_null(json_object_get(o, "currency")));
 	json_decref(o);
 	assert_int_equal(COUNT("SELECT amount_minor FROM orders"), 5100);
+	/* a box that takes payments through Stripe refuses a price Stripe could
+	 * not charge, where it is set */
+	{
+		struct event_rules was = *event_rules_get(), stripe = was;
+
+		stripe.stripe_prices = 1;
+		event_rules_set(&stripe);
+		snprintf(body, sizeof body, "%s\"price\":\"0.20\",\"currency\":\"EUR\"}", base);
+		expect(&(struct req){ "POST", "/v1/events", NULL, F.auth, NULL, JSON, body }, 400,
+		       "price");
+		expect(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON,
+				      "{\"price\":\"100\",\"currency\":\"IQD\"}" }, 400, "currency");
+		o = answer(&(struct req){ "PATCH", path, NULL, F.auth, NULL, JSON,
+					  "{\"price\":\"0\",\"currency\":\"EUR\"}" }, 200);
+		json_decref(o);
+		event_rules_set(&was);
+	}
 }
 
 /* An event's life through the API: changed (never a capacity below a seat

@@ -25,6 +25,7 @@
 
 #include <dirent.h>
 #include <jansson.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@
 
 #include "clock.h"
 #include "code.h"
+#include "db.h"
 #include "event_edit.h"
 #include "holds.h"
 #include "http.h"
@@ -863,6 +865,68 @@ static void test_ipv6_counts_by_64_and_56(void **state)
 			 sf_count("SELECT count(DISTINCT client_net) FROM shop_line"), 2);
 }
 
+/* ---- the upgrade ------------------------------------------------------------------- */
+
+/* a box of schema 18 (the release before these payments) with a checkout in
+ * flight, a refund paid and a hold that ended: after the migration the
+ * hold pays into its order, its session's expiry what its first attempt
+ * sent, the paid refund done as the provider said, nothing pruned that
+ * owes anything */
+static void test_a_checkout_in_flight_survives_the_upgrade(void **state)
+{
+	char path[600], *errmsg = NULL, order[ORDER_ID_MAX];
+	struct pay_paid p = { "cs_old_1", "pi_old_1", 2500, "EUR", NULL };
+	enum pay_outcome outcome;
+	struct hold_view h;
+	struct db *db;
+	sqlite3 *raw;
+	int i;
+	const int64_t now = clock_now_ms();
+	char sql[1400];
+
+	(void)state;
+	TU_SQLITE_ONLY();
+	snprintf(path, sizeof path, "%s/schema18.db", F.e->dir);
+	assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(raw, "PRAGMA foreign_keys = OFF", NULL, NULL, NULL), 0);
+	for (i = 0; i < db_migration_count && db_migrations[i].version <= 18; i++)
+		if (sqlite3_exec(raw, db_migrations[i].sql, NULL, NULL, &errmsg) != SQLITE_OK)
+			fail_msg("%s: %s", db_migrations[i].name, errmsg);
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO events (id, name, venue, starts_at, capacity, created_at, price_minor, "
+		 "currency) VALUES (1, 'Old Gig', 'Hall', %lld, 10, %lld, 1250, 'EUR'); "
+		 "INSERT INTO holds (public_id, link, event_id, seats, buyer_name, buyer_email, "
+		 "client, amount_minor, currency, created_at, expires_at, session_id, pay_url) "
+		 "VALUES ('HOLD234567', 'abcdefghijklmnopqrstuvwxyz', 1, 2, 'Ada', 'ada@example.org', "
+		 "'2001:db8::/64', 2500, 'EUR', %lld, %lld, 'cs_old_1', 'https://pay.example/x'); "
+		 "INSERT INTO holds (public_id, link, event_id, seats, buyer_name, buyer_email, "
+		 "client, amount_minor, currency, created_at, expires_at, state, settled_at) "
+		 "VALUES ('HOLD234568', 'bbcdefghijklmnopqrstuvwxyz', 1, 1, 'Bo', 'bo@example.org', "
+		 "'192.0.2.1', 1250, 'EUR', %lld, %lld, 'expired', %lld); "
+		 "INSERT INTO refunds (payment_ref, amount_minor, currency, reason, via, created_at, "
+		 "done_at, provider_refund_id) VALUES ('pi_late', 1250, 'EUR', 'late', 'provider', "
+		 "%lld, %lld, 're_late'); PRAGMA user_version = 18",
+		 (long long)(now + 86400000), (long long)now, (long long)now,
+		 (long long)(now + 10 * MIN_MS), (long long)now, (long long)now, (long long)now,
+		 (long long)now, (long long)now);
+	if (sqlite3_exec(raw, sql, NULL, NULL, &errmsg) != SQLITE_OK)
+		fail_msg("schema 18's rows: %s", errmsg);
+	sqlite3_close(raw);
+	assert_int_equal(db_open(path, 0, DB_SYNC_FULL, &db), SD_OK);
+	assert_int_equal(tu_count(path, "PRAGMA user_version"), db_migration_count);
+	assert_int_equal(hold_get(db, "HOLD234567", &h), SD_OK);
+	assert_int_equal(h.state, HOLD_OPEN);
+	assert_int_equal(h.pay_until, now + 1860000);	/* what its first attempt sent */
+	assert_int_equal(tu_count(path, "SELECT count(*) FROM holds WHERE client_net = client"), 2);
+	assert_int_equal(tu_count(path, "SELECT count(*) FROM refunds WHERE status = 'succeeded' "
+			      "AND done_at IS NOT NULL AND failed_at IS NULL"), 1);
+	assert_int_equal(pay_apply(db, &p, &outcome, order), SD_OK);
+	assert_int_equal(outcome, PAY_ORDERED);
+	assert_int_equal(tu_countf(path, "SELECT seats FROM orders WHERE public_id = '%s' AND "
+				   "payment_ref = 'pi_old_1' AND amount_minor = 2500", order), 2);
+	db_close(db);
+}
+
 /* ---- every request the box sends, against Stripe's own description -------------- */
 
 #define OPENAPI "tests/browser/stripe_openapi.mjs"
@@ -966,6 +1030,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ipv6_counts_by_64_and_56, setup_line,
 						sf_teardown),
 		cmocka_unit_test_setup_teardown(test_every_request_is_one_stripe_knows, setup,
+						sf_teardown),
+		cmocka_unit_test_setup_teardown(test_a_checkout_in_flight_survives_the_upgrade, setup,
 						sf_teardown),
 	};
 
