@@ -44,6 +44,10 @@
 #define EVENTS_SHOWN 200		/* the list shows at most this many */
 #define CSRF_LEN 26
 #define LOOKUP_PER_MIN 30		/* a hold's provider look-ups on return */
+/* a place's page comes back every LINE_REFRESH_S (12 a minute): a client
+ * may look at a few places, and no faster */
+#define LINE_LOOKS_PER_MIN 60
+#define LINE_LOOKS_BURST 20
 #define HTML "text/html; charset=utf-8"
 
 /* A buyer's address as the caps count it, and its network (client_of) */
@@ -63,6 +67,7 @@ struct shop {
 	struct hold_rules holds;
 	struct rate *rate;		/* checkouts, per client */
 	struct rate *lookups;		/* provider look-ups, per hold */
+	struct rate *looks;		/* places' pages, per client: each a transaction */
 	struct stripe *stripe;		/* NULL: the shop takes no payments */
 	char methods[256];		/* shop_payment_methods, "" for the account's */
 	char *secrets[STRIPE_SECRETS_MAX];
@@ -484,7 +489,7 @@ static void checkout(struct shop *s, struct db *db, const struct event_view *e,
 /* a place in line, as its page sees it: its number, or its hold's payment
  * once it is its turn */
 static void line_route(struct shop *s, struct db *db, const struct http_request *req,
-		       struct http_response *res, const char *link)
+		       struct http_response *res, const char *link, const struct who *w)
 {
 	struct shop_look look = { s->name, "", 0 };
 	struct line_place p;
@@ -492,9 +497,17 @@ static void line_route(struct shop *s, struct db *db, const struct http_request 
 	struct event_view e;
 	struct page pg = { 0 };
 	enum sd_result r;
+	int64_t wait = 0;
 
 	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
 		error_page(s, res, 405, "This address takes GET only.");
+		return;
+	}
+	if (!rate_take(s->looks, w->client, clock_now_ms(), &wait)) {
+		snprintf(res->retry_after, sizeof res->retry_after, "%d",
+			 (int)((wait + 999) / 1000 < 60 ? (wait + 999) / 1000 : 60));
+		error_page(s, res, 429, "This page was asked for too often: it looks again by "
+			   "itself in a few seconds.");
 		return;
 	}
 	if ((r = line_look(db, link, &s->holds, &p, &h)) != SD_OK) {
@@ -749,7 +762,7 @@ static void shop_handle(void *arg, const struct http_request *req, struct http_r
 	else if (strncmp(p, "/h/", 3) == 0)
 		hold_route(s, db, req, res, p + 3);
 	else if (strncmp(p, "/w/", 3) == 0)
-		line_route(s, db, req, res, p + 3);
+		line_route(s, db, req, res, p + 3, &w);
 	else if (strncmp(p, "/r/", 3) == 0)
 		refund_route(s, db, req, res, p + 3);
 	else
@@ -898,6 +911,7 @@ enum sd_result shop_start(const struct shop_opts *o, struct shop **out)
 	    (r = rate_new_per_min(o->rate_per_min, o->rate_per_min > 1 ? o->rate_per_min : 1,
 				  &s->rate)) != SD_OK ||
 	    (r = rate_new_per_min(LOOKUP_PER_MIN, 2, &s->lookups)) != SD_OK ||
+	    (r = rate_new_per_min(LINE_LOOKS_PER_MIN, LINE_LOOKS_BURST, &s->looks)) != SD_OK ||
 	    (r = provider_open(s, o)) != SD_OK)
 		goto fail;
 	policy(s, o);
@@ -928,6 +942,7 @@ void shop_stop(struct shop *s)
 		db_close(s->idle[--s->n_idle]);
 	rate_free(s->rate);
 	rate_free(s->lookups);
+	rate_free(s->looks);
 	stripe_secrets_free(s->secrets, s->n_secrets);
 	stripe_close(s->stripe);
 	explicit_bzero(s->key, sizeof s->key);

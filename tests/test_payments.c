@@ -780,6 +780,14 @@ static void test_eight_addresses_hoard_a_quarter(void **state)
 	assert_non_null(strstr(r.body, "You are in line"));
 	assert_non_null(strstr(r.body, "http-equiv=\"refresh\""));
 	sf_resp_free(&r);
+	/* each look is a transaction: a client that asks without pause is held
+	 * back */
+	for (i = 0, j = 0; i < 40; i++) {
+		sf_get(address, NULL, &r);
+		j += r.status == 429 && atoi(r.retry_after) >= 1;
+		sf_resp_free(&r);
+	}
+	assert_true(j > 0);
 }
 
 /* the line is served in arrival order as the unpaid share frees: the
