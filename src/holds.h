@@ -1,24 +1,33 @@
 /*
  * holds.h: seats held while a buyer pays (the shop).
  *
- * A hold is a lease on seats: while it is open and its expires_at is ahead,
- * its seats count against the event's capacity, in the same transaction
- * that checks the capacity (hold_add here, order_add in orders.c through
- * holds_held); when it runs out they are free again at once, with no
- * sweeper, as a stream entry's lease is.  A hold may be renewed a few times
- * (hold_renew), never for ever.
+ * A hold is a lease on seats: while it is open (or pending) and its
+ * expires_at is ahead, its seats count against the event's capacity, in the
+ * same transaction that checks the capacity (hold_add_in here, order_add in
+ * orders.c through holds_held); when it runs out they are free again at
+ * once, with no sweeper, as a stream entry's lease is.  A hold may be
+ * renewed a few times (hold_renew), never for ever.  A hold whose buyer paid
+ * by a delayed method is 'pending': its lease is then the wait for the
+ * money (shop_pending_max), and it no longer counts as unpaid.
  *
  * A hold ends one way, by a conditional update only one run can win
  * (technique 1, hold_settle): 'ordered' (its payment made an order),
- * 'refunded' (its payment came when its seats were gone) or 'expired' (its
- * session ended unpaid).  Its public id ("H" and 9 characters, as an
- * order's) names it in job ids, provider keys and the log; its link (130
- * random bits) is the buyer's address of their checkout, shown to them
- * alone and written nowhere else.
+ * 'refunded' (its payment came when its seats were gone, or was not the
+ * hold's amount: then its problem says what came), 'failed' (its delayed
+ * payment failed) or 'expired' (its session ended unpaid, or its wait did).
+ * Its public id ("H" and 9 characters, as an order's) names it in job ids,
+ * provider keys and the log; its link (130 random bits) is the buyer's
+ * address of their checkout, shown to them alone and written nowhere else.
+ *
+ * The caps on unpaid holds count a client and its network (an IPv6 client
+ * by its /64 and its /56), never an email address.  Whether a checkout gets
+ * a hold at all, or a place in line, is line.h's.
  *
  * Each hold queues, in the transaction that makes it, the reconcile job
  * that looks its payment up when it ends (payments.h): nothing depends on
- * a webhook arriving.
+ * a webhook arriving.  Its provider session's expiry (pay_until) is fixed
+ * when it is made, so that every attempt to make the session sends the same
+ * parameters under the same key.
  */
 #ifndef SD_HOLDS_H
 #define SD_HOLDS_H

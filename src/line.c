@@ -23,7 +23,7 @@
 #include "events.h"
 #include "log.h"
 
-static const char *const LEFT_WHY[] = { NULL, "hold", "sold_out", "closed", "gone" };
+static const char *const LEFT_WHY[] = { NULL, "hold", "sold_out", "closed", "gone", "limited" };
 
 static enum line_state state_of(const char *why)
 {
@@ -300,8 +300,10 @@ static enum sd_result try_grant(struct db *db, struct place_row *pr, const struc
 	if ((r = db_savepoint(db)) != SD_OK)
 		return r;
 	r = db_savepoint_end(db, hold_add_in(db, &n, ru, e, now, places, h));
-	if (r == SD_SOLD_OUT || r == SD_LIMITED)
-		return SD_OK;	/* not yet: the seats are held, or its own holds fill its cap */
+	if (r == SD_SOLD_OUT)
+		return SD_OK;	/* not yet: the free seats are held */
+	if (r == SD_LIMITED)	/* its client's holds took its cap: it leaves, the line goes on */
+		return leave(db, pr, LINE_LIMITED, 0, now);
 	if (r != SD_OK)
 		return r;
 	log_event(LOG_INFO, "hold granted from the line", "hold=%s event=%lld waited_ms=%lld",

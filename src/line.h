@@ -48,6 +48,8 @@ enum line_state {
 	LINE_SOLD_OUT,			/* the seats were sold while it waited */
 	LINE_CLOSED,			/* the event's sales closed */
 	LINE_GONE,			/* its lease ran out: the page was closed */
+	LINE_LIMITED,			/* at its turn, its client (or network) held
+					 * as many unpaid holds as the cap allows */
 };
 
 struct line_place {

@@ -171,7 +171,8 @@ void shop_page_line(struct page *pg, const struct shop_look *look, const struct 
 		    const struct event_view *e)
 {
 	static const char *const heads[] = { "You are in line", "Your turn", "Sold out",
-					     "Sales have closed", "You left the line" };
+					     "Sales have closed", "You left the line",
+					     "You left the line" };
 
 	page_open(pg, look, heads[p->state]);
 	page_fmt(pg, "<h1>%s</h1>\n<p class=\"summary\">%lld seat%s for <strong>", heads[p->state],
@@ -190,6 +191,10 @@ void shop_page_line(struct page *pg, const struct shop_look *look, const struct 
 		page_add(pg, "<p>The last seats were sold while you waited. We are sorry.</p>\n");
 	} else if (p->state == LINE_CLOSED) {
 		page_add(pg, "<p>This event no longer sells tickets here.</p>\n");
+	} else if (p->state == LINE_LIMITED) {
+		page_add(pg, "<p>When it was your turn, your address already held as many unpaid "
+			 "checkouts as it may. Pay for one of them, or wait for one to end, then "
+			 "join the line again.</p>\n");
 	} else if (p->state == LINE_GONE) {
 		page_fmt(pg, "<p>This page was closed for too long, and your place went to the "
 			 "buyers behind you.</p>\n<p><a href=\"/e/%lld\">Join the line again</a></p>"

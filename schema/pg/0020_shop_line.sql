@@ -14,7 +14,7 @@ CREATE TABLE shop_line (
     present_until BIGINT  NOT NULL,
     hold_id       BIGINT  UNIQUE,
     left_at       BIGINT,
-    left_why      TEXT    CHECK (left_why IN ('hold', 'sold_out', 'closed', 'gone'))
+    left_why      TEXT    CHECK (left_why IN ('hold', 'sold_out', 'closed', 'gone', 'limited'))
 );
 CREATE INDEX shop_line_waiting ON shop_line (event_id, id, present_until) WHERE left_at IS NULL;
 CREATE INDEX shop_line_client ON shop_line (client, present_until) WHERE left_at IS NULL;

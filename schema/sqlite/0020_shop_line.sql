@@ -8,7 +8,8 @@
 -- for nothing from that millisecond on, with no sweeper.  The place at the
 -- head of the line gets its hold, in the transaction that finds it at the
 -- head with room, when its page comes back (hold_id: the hold it got;
--- left_at: it got one, or left: sold out, sales closed, its lease ran out).
+-- left_at: it got one, or left: sold out, sales closed, its lease ran out,
+-- or its client's holds elsewhere took the cap it needed).
 -- link is the buyer's unguessable address of their place (/w/<link>), as a
 -- hold's is; client and client_net count against the caps on unpaid holds.
 -- hold_id names a hold without a foreign key: maintenance prunes holds and
@@ -27,7 +28,7 @@ CREATE TABLE shop_line (
     present_until INTEGER NOT NULL,
     hold_id       INTEGER UNIQUE,
     left_at       INTEGER,
-    left_why      TEXT    CHECK (left_why IN ('hold', 'sold_out', 'closed', 'gone'))
+    left_why      TEXT    CHECK (left_why IN ('hold', 'sold_out', 'closed', 'gone', 'limited'))
 ) STRICT;
 -- the places ahead of one, and the line's length: present ones only
 CREATE INDEX shop_line_waiting ON shop_line (event_id, id, present_until) WHERE left_at IS NULL;
