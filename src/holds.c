@@ -104,7 +104,7 @@ static enum sd_result hold_names(char *public_id, char *link)
 	"h.amount_minor, h.currency, h.created_at, h.expires_at, h.renewals, h.state, " \
 	"coalesce(h.session_id, ''), coalesce(h.pay_url, ''), coalesce(h.payment_ref, ''), " \
 	"coalesce(h.order_id, 0), coalesce(h.settled_at, 0), coalesce(o.public_id, ''), " \
-	"h.link, h.pay_until, coalesce(h.problem, '') FROM holds h " \
+	"h.link, h.pay_until, coalesce(h.problem, ''), h.instant_only FROM holds h " \
 	"LEFT JOIN orders o ON o.id = h.order_id "
 static const char SQL_HOLD_BY_PUBLIC[] = HOLD_SQL "WHERE h.public_id = ?1";
 static const char SQL_HOLD_BY_LINK[] = HOLD_SQL "WHERE h.link = ?1";
@@ -135,6 +135,7 @@ static void hold_read(struct db_stmt *st, struct hold_view *h)
 	text_copy(h->link, sizeof h->link, db_col_text(st, 18));
 	h->pay_until = db_col_int(st, 19);
 	text_copy(h->problem, sizeof h->problem, db_col_text(st, 20));
+	h->instant_only = (int)db_col_int(st, 21);
 }
 
 static enum sd_result hold_find(struct db *db, const char *sql, const char *text, int64_t id,
@@ -191,10 +192,14 @@ enum sd_result hold_get_id(struct db *db, int64_t id, struct hold_view *out)
 static const char SQL_HELD[] =
 	"SELECT coalesce(sum(seats), 0) FROM holds WHERE event_id = ?1 "
 	"AND state IN ('open', 'pending') AND expires_at > ?2 AND id <> ?3";
-/* the seats of open holds only: the buyers who may still not pay */
+/* the seats of open holds, or of pending ones: the buyers who may still
+ * not pay, and those whose money takes days (the IN term is the index's) */
 static const char SQL_UNPAID[] =
 	"SELECT coalesce(sum(seats), 0) FROM holds WHERE event_id = ?1 "
 	"AND state IN ('open', 'pending') AND expires_at > ?2 AND state = 'open' AND id <> ?3";
+static const char SQL_PENDING_SEATS[] =
+	"SELECT coalesce(sum(seats), 0) FROM holds WHERE event_id = ?1 "
+	"AND state IN ('open', 'pending') AND expires_at > ?2 AND state = 'pending' AND id <> ?3";
 
 static enum sd_result seats_sum(struct db *db, const char *sql, int64_t event_id,
 				int64_t except, int64_t now, int64_t *seats)
@@ -225,10 +230,21 @@ enum sd_result holds_unpaid(struct db *db, int64_t event_id, int64_t now, int64_
 	return seats_sum(db, SQL_UNPAID, event_id, 0, now, seats);
 }
 
+int64_t holds_share_cap(const struct event_view *e, const struct hold_rules *ru)
+{
+	int64_t cap = e->capacity * ru->unpaid_share / 100;
+
+	return cap > 1 ? cap : 1;
+}
+
+/* open and pending holds both: a delayed payment that may never come keeps
+ * its seats for days, so it takes its client's cap as an open one does */
 static const char SQL_BY_CLIENT[] =
-	"SELECT count(*) FROM holds WHERE client = ?1 AND state = 'open' AND expires_at > ?2";
+	"SELECT count(*) FROM holds WHERE client = ?1 AND state IN ('open', 'pending') "
+	"AND expires_at > ?2";
 static const char SQL_BY_NET[] =
-	"SELECT count(*) FROM holds WHERE client_net = ?1 AND state = 'open' AND expires_at > ?2";
+	"SELECT count(*) FROM holds WHERE client_net = ?1 AND state IN ('open', 'pending') "
+	"AND expires_at > ?2";
 
 static enum sd_result count_open(struct db *db, const char *sql, const char *who, int64_t now,
 				 int64_t *n)
@@ -255,6 +271,59 @@ enum sd_result holds_of_client(struct db *db, const char *client, const char *ne
 	if ((r = count_open(db, SQL_BY_CLIENT, client, now, n_client)) != SD_OK)
 		return r;
 	return count_open(db, SQL_BY_NET, net && *net ? net : client, now, n_net);
+}
+
+/* ======================== a client's checkouts of an event ============== */
+
+/* the same checkout again, a moment later (a double click, a form sent
+ * twice): the newest of the client's holds of the event for the same
+ * email and seats, but those that ended unpaid */
+static const char SQL_AGAIN[] =
+	"SELECT id FROM holds WHERE event_id = ?1 AND client_net = ?2 AND created_at > ?3 "
+	"AND client = ?4 AND lower(buyer_email) = lower(?5) AND seats = ?6 "
+	"AND state NOT IN ('expired', 'failed') ORDER BY id DESC LIMIT 1";
+/* a free event's checkouts of a network: each became its order at once */
+static const char SQL_FREE_TAKEN[] =
+	"SELECT count(*) FROM holds WHERE event_id = ?1 AND client_net = ?2 "
+	"AND state IN ('open', 'pending', 'ordered')";
+
+enum sd_result hold_again(struct db *db, const struct hold_new *n, int64_t since,
+			  struct hold_view *out)
+{
+	struct db_stmt *st = db_stmt(db, SQL_AGAIN);
+	enum sd_result r;
+	int64_t id = 0;
+
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, n->event_id);
+	db_bind_text(st, 2, n->client_net && *n->client_net ? n->client_net : n->client);
+	db_bind_int(st, 3, since);
+	db_bind_text(st, 4, n->client);
+	db_bind_text(st, 5, n->email);
+	db_bind_int(st, 6, n->seats);
+	if (db_next(st, &r))
+		id = db_col_int(st, 0);
+	db_reset(st);
+	if (r != SD_OK)
+		return r;
+	return id ? hold_get_id(db, id, out) : err_set(SD_NOT_FOUND, "no such checkout");
+}
+
+enum sd_result holds_free_taken(struct db *db, int64_t event_id, const char *net, int64_t *n)
+{
+	struct db_stmt *st = db_stmt(db, SQL_FREE_TAKEN);
+	enum sd_result r;
+
+	*n = 0;
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, event_id);
+	db_bind_text(st, 2, net);
+	if (db_next(st, &r))
+		*n = db_col_int(st, 0);
+	db_reset(st);
+	return r;
 }
 
 /* ======================== a new hold ===================================== */
@@ -332,8 +401,8 @@ static enum sd_result caps_check(struct db *db, const struct hold_new *n,
 
 static const char SQL_HOLD_INSERT[] =
 	"INSERT INTO holds (public_id, event_id, seats, buyer_name, buyer_email, client, "
-	"client_net, amount_minor, currency, created_at, expires_at, link, pay_until) "
-	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
+	"client_net, amount_minor, currency, created_at, expires_at, link, pay_until, "
+	"instant_only) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
 	"ON CONFLICT DO NOTHING RETURNING id";
 
 /* the provider session's expiry: past the last moment this hold may ask
@@ -351,11 +420,12 @@ static enum sd_result hold_insert(struct db *db, const struct hold_new *n,
 	char link[HOLD_LINK_MAX];
 	struct db_stmt *st;
 	enum sd_result r;
-	int64_t amount;
+	int64_t amount, pending = 0;
 	int row = 0, tries;
 
 	*id = 0;
-	if ((r = money_total(e->price_minor, n->seats, &amount)) != SD_OK)
+	if ((r = money_total(e->price_minor, n->seats, &amount)) != SD_OK ||
+	    (r = seats_sum(db, SQL_PENDING_SEATS, e->id, 0, now, &pending)) != SD_OK)
 		return r;
 	for (tries = 0; tries < 3 && !*id; tries++) {
 		if ((r = hold_names(public_id, link)) != SD_OK)
@@ -375,6 +445,8 @@ static enum sd_result hold_insert(struct db *db, const struct hold_new *n,
 		db_bind_int(st, 11, now + ru->ttl_ms);
 		db_bind_text(st, 12, link);
 		db_bind_int(st, 13, pay_until_of(ru, now));
+		/* payments that take days keep at most the unpaid share */
+		db_bind_int(st, 14, pending + n->seats > holds_share_cap(e, ru));
 		r = db_step(st, &row);
 		if (r == SD_OK && row)
 			*id = db_col_int(st, 0);
@@ -476,8 +548,11 @@ out:
 	return db_end(db, r);
 }
 
+/* an open hold's only: a session made for one that ended meanwhile is never
+ * its, and no buyer is sent to it */
 static const char SQL_SET_SESSION[] =
-	"UPDATE holds SET session_id = ?2, pay_url = ?3 WHERE id = ?1 AND session_id IS NULL";
+	"UPDATE holds SET session_id = ?2, pay_url = ?3 WHERE id = ?1 AND session_id IS NULL "
+	"AND state = 'open'";
 
 enum sd_result hold_set_session(struct db *db, int64_t id, const char *session_id,
 				const char *url, struct hold_view *out)
@@ -503,11 +578,14 @@ out:
 	return db_end(db, r);
 }
 
-/* from open or pending; from expired only for a payment (a late one) */
+/* from open or pending; from expired only for a payment (a late one, or a
+ * pending one's failure); from failed only to its order or refund (a
+ * payment that came after all) */
 static const char SQL_SETTLE[] =
 	"UPDATE holds SET state = ?2, order_id = (SELECT id FROM orders WHERE public_id = ?3), "
 	"payment_ref = coalesce(?4, payment_ref), settled_at = ?5, problem = ?7 "
-	"WHERE id = ?1 AND (state IN ('open', 'pending') OR (state = 'expired' AND ?6 = 1))";
+	"WHERE id = ?1 AND (state IN ('open', 'pending') OR (state = 'expired' AND ?6 = 1) OR "
+	"(state = 'failed' AND ?6 = 1 AND ?2 IN ('ordered', 'refunded')))";
 
 enum sd_result hold_settle(struct db *db, int64_t id, enum hold_state to, const char *order,
 			   const char *payment_ref, int *won)
@@ -532,6 +610,25 @@ enum sd_result hold_settle_why(struct db *db, int64_t id, enum hold_state to, co
 	db_bind_int(st, 5, clock_now_ms());
 	db_bind_int(st, 6, payment_ref && *payment_ref);
 	db_bind_text(st, 7, problem && *problem ? problem : NULL);
+	if ((r = db_run(st)) == SD_OK)
+		*won = db_changes(db) > 0;
+	return r;
+}
+
+static const char SQL_NOTE_PAYMENT[] =
+	"UPDATE holds SET payment_ref = ?2 WHERE id = ?1 AND state = 'expired' "
+	"AND payment_ref IS NULL";
+
+enum sd_result hold_note_payment(struct db *db, int64_t id, const char *payment_ref, int *won)
+{
+	struct db_stmt *st = db_stmt(db, SQL_NOTE_PAYMENT);
+	enum sd_result r;
+
+	*won = 0;
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, id);
+	db_bind_text(st, 2, payment_ref);
 	if ((r = db_run(st)) == SD_OK)
 		*won = db_changes(db) > 0;
 	return r;

@@ -103,6 +103,9 @@ struct hold_view {
 	char payment_ref[HOLD_SESSION_MAX];	/* "" until paid */
 	char order_public_id[16];		/* "" unless ordered */
 	char problem[HOLD_PROBLEM_MAX];		/* why money made no order; "" */
+	int instant_only;			/* its session offers instant methods only:
+						 * pending holds took the share when it
+						 * was made */
 };
 
 /* holds_link_new: a buyer's unguessable link (/h/<link>, /w/<link>): 26
@@ -164,7 +167,8 @@ enum sd_result hold_renew(struct db *db, const char *public_id, const struct hol
 			  struct hold_view *out);
 
 /* hold_set_session: the provider's session for an open hold, set once
- * (technique 1: a second run finds it set and keeps the first).  [out] *out
+ * (technique 1: a second run finds it set and keeps the first; a hold no
+ * longer open gets none: *out's pay_url stays "").  [out] *out
  * (may be NULL): the hold as it is now. */
 enum sd_result hold_set_session(struct db *db, int64_t id, const char *session_id,
 				const char *url, struct hold_view *out);
@@ -188,6 +192,12 @@ enum sd_result hold_settle_why(struct db *db, int64_t id, enum hold_state to, co
 enum sd_result hold_set_pending(struct db *db, int64_t id, const char *payment_ref,
 				int64_t until, int *won);
 
+/* hold_note_payment: a payment on its way for a hold that ended expired
+ * (its session was paid by a delayed method after all) recorded on it, in
+ * the caller's transaction: its seats stay free, but the hold is kept for
+ * the payment (holds_prune) and a late one finds it.  [out] *won. */
+enum sd_result hold_note_payment(struct db *db, int64_t id, const char *payment_ref, int *won);
+
 /* holds_held: the seats event_id's holds keep at now (open or pending, and
  * ahead of their end), but hold except's (0: none), in the caller's
  * transaction.  [out] *seats.  holds_unpaid: those of open holds only:
@@ -196,7 +206,23 @@ enum sd_result holds_held(struct db *db, int64_t event_id, int64_t except, int64
 			  int64_t *seats);
 enum sd_result holds_unpaid(struct db *db, int64_t event_id, int64_t now, int64_t *seats);
 
-/* holds_of_client: open holds from client, and from its network (NULL:
+/* hold_again: in the caller's transaction, the client's newest hold of
+ * n's event for n's email and seats made after since, unless it ended
+ * unpaid: the same checkout sent again (a double click).  [out] *out.
+ * SD_NOT_FOUND: none. */
+enum sd_result hold_again(struct db *db, const struct hold_new *n, int64_t since,
+			  struct hold_view *out);
+
+/* holds_free_taken: the checkouts of event_id from network net that hold
+ * or became orders (for a free event: its tickets taken).  [out] *n. */
+enum sd_result holds_free_taken(struct db *db, int64_t event_id, const char *net, int64_t *n);
+
+/* holds_share_cap: the seats open holds may take of event e at once (and
+ * pending ones, on their own): rules' unpaid_share of its capacity, at
+ * least 1. */
+int64_t holds_share_cap(const struct event_view *e, const struct hold_rules *ru);
+
+/* holds_of_client: open and pending holds from client, and from its network (NULL:
  * client's).  [out] *n_client, *n_net. */
 enum sd_result holds_of_client(struct db *db, const char *client, const char *net, int64_t now,
 			       int64_t *n_client, int64_t *n_net);

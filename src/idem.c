@@ -307,6 +307,23 @@ enum sd_result idem_once(struct db *db, const char *job_id, const char *kind, in
 	return SD_OK;
 }
 
+enum sd_result idem_webhook_once(struct db *db, const char *provider, const char *event_id,
+				 int *dup)
+{
+	char job_id[300], kind[64];
+	enum sd_result r;
+	int first = 0;
+
+	*dup = 0;
+	if (!event_id)
+		return SD_OK;
+	snprintf(job_id, sizeof job_id, "%s:%s", provider, event_id);
+	snprintf(kind, sizeof kind, "%s_webhook", provider);
+	if ((r = idem_once(db, job_id, kind, &first)) == SD_OK)
+		*dup = !first;
+	return r;
+}
+
 /* ---- pruning --------------------------------------------------------------- */
 
 /* processed_jobs has no index on processed_at: the walk reads rows in key

@@ -118,6 +118,16 @@ void idem_provider_key(char *buf, size_t size, const char *intent, const char *s
  */
 enum sd_result idem_once(struct db *db, const char *job_id, const char *kind, int *first);
 
+/*
+ * Technique 4 on the receiving side: a provider's webhook event id
+ * recorded as "<provider>:<event id>" (kind "<provider>_webhook") in the
+ * caller's transaction, the one of the event's effect.  event_id NULL: no
+ * event (a lookup), nothing recorded.  [out] *dup 1 when it was recorded
+ * before: commit nothing new.
+ */
+enum sd_result idem_webhook_once(struct db *db, const char *provider, const char *event_id,
+				 int *dup);
+
 /* ---- forgetting what can no longer be redelivered (maint.c) ------------ */
 
 /*

@@ -40,6 +40,10 @@ static enum line_state state_of(const char *why)
 static const char SQL_WAITING[] =
 	"SELECT count(*) FROM shop_line WHERE event_id = ?1 AND left_at IS NULL "
 	"AND present_until > ?2 AND id < ?3";
+/* the present places before id that the room would fit */
+static const char SQL_FITTING[] =
+	"SELECT count(*) FROM shop_line WHERE event_id = ?1 AND left_at IS NULL "
+	"AND present_until > ?2 AND id < ?3 AND seats <= ?4";
 static const char SQL_PLACES_CLIENT[] =
 	"SELECT count(*) FROM shop_line WHERE client = ?1 AND left_at IS NULL "
 	"AND present_until > ?2 AND id <> ?3";
@@ -87,18 +91,51 @@ static enum sd_result places_of(struct db *db, const struct hold_new *n, int64_t
 			0, now, except, &others[1]);
 }
 
-/* the unpaid share has room for seats: no unpaid hold at all, or under the
- * share of the event's capacity with them */
-static enum sd_result share_room(struct db *db, const struct event_view *e,
-				 const struct hold_rules *ru, int64_t seats, int64_t now, int *room)
+/* the seats a hold may take now: those free of tickets and holds, and,
+ * while any unpaid hold is live, no more than the unpaid share has left */
+static enum sd_result room_of(struct db *db, const struct event_view *e,
+			      const struct hold_rules *ru, int64_t now, int64_t *room)
 {
-	int64_t unpaid = 0, cap = e->capacity * ru->unpaid_share / 100;
+	int64_t unpaid = 0, held = 0, free_seats, share;
 	enum sd_result r;
 
-	if ((r = holds_unpaid(db, e->id, now, &unpaid)) != SD_OK)
+	if ((r = holds_unpaid(db, e->id, now, &unpaid)) != SD_OK ||
+	    (r = holds_held(db, e->id, 0, now, &held)) != SD_OK)
 		return r;
-	*room = unpaid == 0 || unpaid + seats <= (cap > 1 ? cap : 1);
+	free_seats = e->capacity - e->seats_sold - held;
+	share = unpaid ? holds_share_cap(e, ru) - unpaid : free_seats;
+	*room = share < free_seats ? share : free_seats;
+	if (*room < 0)
+		*room = 0;
 	return SD_OK;
+}
+
+/* a hold for seats may go to the place id (INT64_MAX: a new checkout)
+ * now: they fit the room, and no present place before it would fit it
+ * (places are served in arrival order, the first that fits first: one
+ * that wants more seats than are free holds up nobody) */
+static enum sd_result turn_of(struct db *db, const struct event_view *e,
+			      const struct hold_rules *ru, int64_t now, int64_t id, int64_t seats,
+			      int *turn)
+{
+	struct db_stmt *st;
+	int64_t room = 0, fitting = 0;
+	enum sd_result r;
+
+	*turn = 0;
+	if ((r = room_of(db, e, ru, now, &room)) != SD_OK || seats > room)
+		return r;
+	if (!(st = db_stmt(db, SQL_FITTING)))
+		return SD_DB;
+	db_bind_int(st, 1, e->id);
+	db_bind_int(st, 2, now);
+	db_bind_int(st, 3, id);
+	db_bind_int(st, 4, room);
+	if (db_next(st, &r))
+		fitting = db_col_int(st, 0);
+	db_reset(st);
+	*turn = r == SD_OK && fitting == 0;
+	return r;
 }
 
 /* ======================== a place ======================================== */
@@ -151,6 +188,38 @@ static enum sd_result place_read(struct db *db, const char *link, int64_t id,
 	if (r == SD_OK && !row)
 		r = err_set(SD_NOT_FOUND, "no such place in line");
 	return r;
+}
+
+/* the same checkout sent again a moment later: its place, still in line */
+static const char SQL_PLACE_AGAIN[] =
+	"SELECT id FROM shop_line WHERE event_id = ?1 AND client = ?2 AND joined_at > ?3 "
+	"AND lower(buyer_email) = lower(?4) AND seats = ?5 AND left_at IS NULL "
+	"ORDER BY id DESC LIMIT 1";
+
+static enum sd_result place_again(struct db *db, const struct hold_new *n, int64_t since,
+				  int64_t now, struct line_place *p)
+{
+	struct db_stmt *st = db_stmt(db, SQL_PLACE_AGAIN);
+	struct place_row pr;
+	enum sd_result r;
+	int64_t id = 0;
+
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, n->event_id);
+	db_bind_text(st, 2, n->client);
+	db_bind_int(st, 3, since);
+	db_bind_text(st, 4, n->email);
+	db_bind_int(st, 5, n->seats);
+	if (db_next(st, &r))
+		id = db_col_int(st, 0);
+	db_reset(st);
+	if (r != SD_OK || !id)
+		return r != SD_OK ? r : err_set(SD_NOT_FOUND, "no such place");
+	if ((r = place_read(db, NULL, id, &pr)) != SD_OK)
+		return r;
+	*p = pr.p;
+	return count_of(db, SQL_WAITING, NULL, n->event_id, now, id, &p->ahead);
 }
 
 static const char SQL_JOIN[] =
@@ -223,6 +292,36 @@ static enum sd_result join_check(struct db *db, const struct hold_new *n,
 	return SD_OK;
 }
 
+/* what a checkout already got: the same one sent a moment ago (a double
+ * click gets its first's hold or place, technique 1 under the event's
+ * lock), or, for a free event, its network's tickets taken as often as the
+ * cap allows (SD_LIMITED: a free hold is an order at once, and holds
+ * nothing that would count).  SD_NOT_FOUND: nothing, go on. */
+static enum sd_result again(struct db *db, const struct hold_new *n, const struct hold_rules *ru,
+			    const struct event_view *e, int64_t now, enum line_got *got,
+			    struct hold_view *h, struct line_place *p)
+{
+	const char *net = n->client_net && *n->client_net ? n->client_net : n->client;
+	int64_t taken = 0;
+	enum sd_result r;
+
+	*got = LINE_GOT_HOLD;
+	if ((r = hold_again(db, n, now - LINE_AGAIN_MS, h)) != SD_NOT_FOUND)
+		return r;
+	*got = LINE_GOT_PLACE;
+	if ((r = place_again(db, n, now - LINE_AGAIN_MS, now, p)) != SD_NOT_FOUND)
+		return r;
+	*got = LINE_GOT_HOLD;
+	if (e->price_minor != 0)
+		return err_set(SD_NOT_FOUND, "a new checkout");
+	if ((r = holds_free_taken(db, e->id, net, &taken)) != SD_OK)
+		return r;
+	if (taken >= ru->per_client)
+		return err_set(SD_LIMITED, "your network took free tickets %lld times already for "
+			       "this event, as often as it may", (long long)taken);
+	return err_set(SD_NOT_FOUND, "a new checkout");
+}
+
 enum sd_result line_checkout(struct db *db, const struct hold_new *n,
 			     const struct hold_rules *rules, enum line_got *got,
 			     struct hold_view *h, struct line_place *p)
@@ -231,18 +330,20 @@ enum sd_result line_checkout(struct db *db, const struct hold_new *n,
 	struct event_view e;
 	enum sd_result r;
 	int64_t now = clock_now_ms(), waiting = 0, places[2] = { 0, 0 };
-	int room = 0;
+	int turn = 0;
 
 	hold_rules_fill(&ru);
 	*got = LINE_GOT_HOLD;
 	if ((r = hold_new_valid(n, &ru)) != SD_OK || (r = db_begin(db)) != SD_OK)
 		return r;
 	if ((r = hold_event_sells(db, n->event_id, now, &e)) != SD_OK ||
-	    (r = line_waiting(db, e.id, now, &waiting)) != SD_OK ||
+	    (r = again(db, n, &ru, &e, now, got, h, p)) != SD_NOT_FOUND)
+		goto out;	/* sent before, or refused */
+	if ((r = line_waiting(db, e.id, now, &waiting)) != SD_OK ||
 	    (r = places_of(db, n, now, 0, places)) != SD_OK ||
-	    (r = share_room(db, &e, &ru, n->seats, now, &room)) != SD_OK)
+	    (r = turn_of(db, &e, &ru, now, INT64_MAX, n->seats, &turn)) != SD_OK)
 		goto out;
-	if (!waiting && room) {
+	if (turn) {
 		r = hold_add_in(db, n, &ru, &e, now, places, h);
 		/* the free seats are held by others who may not pay: wait for them */
 		if (r != SD_SOLD_OUT || e.capacity - e.seats_sold < n->seats)
@@ -283,7 +384,7 @@ static enum sd_result leave(struct db *db, struct place_row *pr, enum line_state
 	return db_run(st);
 }
 
-/* the head of the line: its hold, if the share and the seats have room */
+/* its hold, when it is its turn (turn_of) */
 static enum sd_result try_grant(struct db *db, struct place_row *pr, const struct hold_rules *ru,
 				const struct event_view *e, int64_t now, struct hold_view *h)
 {
@@ -291,9 +392,9 @@ static enum sd_result try_grant(struct db *db, struct place_row *pr, const struc
 			      pr->net };
 	int64_t places[2];
 	enum sd_result r;
-	int room = 0;
+	int turn = 0;
 
-	if ((r = share_room(db, e, ru, pr->p.seats, now, &room)) != SD_OK || !room)
+	if ((r = turn_of(db, e, ru, now, pr->p.id, pr->p.seats, &turn)) != SD_OK || !turn)
 		return r;
 	if ((r = places_of(db, &n, now, pr->p.id, places)) != SD_OK)
 		return r;
@@ -328,8 +429,7 @@ static enum sd_result look_present(struct db *db, struct place_row *pr,
 		return leave(db, pr, LINE_SOLD_OUT, 0, now);
 	if ((r = count_of(db, SQL_WAITING, NULL, e.id, now, pr->p.id, &pr->p.ahead)) != SD_OK)
 		return r;
-	if (pr->p.ahead == 0 && ((r = try_grant(db, pr, ru, &e, now, h)) != SD_OK ||
-				 pr->p.state == LINE_GRANTED))
+	if ((r = try_grant(db, pr, ru, &e, now, h)) != SD_OK || pr->p.state != LINE_WAITING)
 		return r;
 	if (pr->present_until - now >= LINE_RENEW_BELOW_MS || !(st = db_stmt(db, SQL_RENEW)))
 		return pr->present_until - now >= LINE_RENEW_BELOW_MS ? SD_OK : SD_DB;
@@ -350,6 +450,14 @@ enum sd_result line_look(struct db *db, const char *link, const struct hold_rule
 	hold_rules_fill(&ru);
 	if (!link || strlen(link) != LINE_LINK_LEN)
 		return err_set(SD_NOT_FOUND, "no such place in line");
+	/* read first, outside a write transaction: a guessed link, or a place
+	 * that left, costs the writer nothing */
+	if ((r = place_read(db, link, 0, &pr)) != SD_OK)
+		return r;
+	if (pr.left) {
+		*p = pr.p;
+		return pr.p.state == LINE_GRANTED ? hold_get_id(db, pr.p.hold_id, h) : SD_OK;
+	}
 	if ((r = db_begin(db)) != SD_OK)
 		return r;
 	if ((r = place_read(db, link, 0, &pr)) != SD_OK)

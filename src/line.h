@@ -3,22 +3,28 @@
  *
  * Unpaid holds may take at most a share of an event's seats (hold_rules'
  * unpaid_share, 25 %): a stranger with many addresses can keep that share
- * from sale for a hold's lease, never the house.  A buyer who comes when
- * the share is taken, when the seats free of tickets are all held, or while
- * others wait, gets a place in line, and the places are served in the
- * order they came:
+ * from sale for a hold's lease, never the house.  A buyer whose seats do not
+ * fit the room (the seats free of tickets and holds and, while any unpaid
+ * hold is live, what the share has left), or who comes while a present
+ * place before would fit it, gets a place in line, and the places are
+ * served in the order they came, the first that fits first:
  *
  *   - a place is a lease (present_until), renewed by the buyer's page while
  *     it stays open (it refreshes itself every LINE_REFRESH_S); a place
  *     whose lease ran out counts for nothing from that millisecond on, with
  *     no sweeper, as a hold that ran out holds no seat;
- *   - the first present place gets its hold, in the transaction that finds
- *     it first with room (hold_add_in, the event's row locked), when its
- *     page comes back: a hold is made only for a buyer who is there;
- *   - a checkout that finds present places waits behind them, whatever
- *     room there is: nobody passes the line;
+ *   - a place gets its hold, in the transaction that finds its seats fit
+ *     the room and no present place before it that would fit (hold_add_in,
+ *     the event's row locked), when its page comes back: a hold is made
+ *     only for a buyer who is there, and a place that wants more seats than
+ *     the room holds up nobody behind it;
+ *   - a checkout meets the same rule: it never passes a place that fits;
  *   - places count against the caps on unpaid holds per client and per
- *     client network, and a line holds at most LINE_PLACES_MAX present places.
+ *     client network, and a line holds at most LINE_PLACES_MAX present
+ *     places;
+ *   - the same checkout sent again within LINE_AGAIN_MS (a double click)
+ *     gets the first's hold or place; a free event's checkouts, each an
+ *     order at once, are counted per network against the same cap.
  *
  * The line is a table of its own (shop_line, owned here), not the stream:
  * a stream entry's lease hands the entry to the next claimant when it runs
@@ -41,6 +47,7 @@
 #define LINE_PLACES_MAX 5000			/* present places in one event's line */
 #define LINE_LINK_LEN HOLD_LINK_LEN	/* /w/<link>: 130 random bits */
 #define LINE_RETENTION_MS (24 * 3600000LL)	/* places that left are kept this long */
+#define LINE_AGAIN_MS 30000		/* a checkout sent again within this is the same */
 
 enum line_state {
 	LINE_WAITING,			/* in line; ahead: the places before it */
@@ -64,11 +71,11 @@ struct line_place {
 enum line_got { LINE_GOT_HOLD, LINE_GOT_PLACE };
 
 /*
- * line_checkout: a buyer's checkout for n, in one FULL transaction: a hold
- * (hold_add_in) when nobody is present in line and the unpaid share has
- * room for its seats (or no unpaid hold is live), else a place in line
- * when the seats could still come free (the free seats are held, or the
- * share is taken).  SD_SOLD_OUT: more seats than are left unsold;
+ * line_checkout: a buyer's checkout for n, in one FULL transaction: the
+ * same checkout's hold or place when it was sent a moment ago; a hold
+ * (hold_add_in) when its seats fit the room and no present place before
+ * would, else a place in line when the seats could still come free (the
+ * free seats are held, or the share is taken).  SD_SOLD_OUT: more seats than are left unsold;
  * SD_LIMITED: the client or its network has as many holds and places as
  * the cap allows, or the line is full; SD_CONFLICT: not on sale; bad input:
  * SD_INVALID.  [out] *got, and *h (LINE_GOT_HOLD) or *p (LINE_GOT_PLACE).
@@ -79,9 +86,10 @@ enum sd_result line_checkout(struct db *db, const struct hold_new *n,
 
 /*
  * line_look: the place behind link as its buyer's page sees it now, in one
- * transaction: still waiting (its lease renewed, its place counted), or,
- * first present in line with room, granted its hold right then ([out] *h);
- * or gone, sold out, closed.  SD_NOT_FOUND: no such place.  [out] *p.
+ * transaction (a link that names no place, or a place that left, costs no
+ * write): still waiting (its lease renewed, its place counted), or, its
+ * turn come, granted its hold right then ([out] *h); or gone, sold out,
+ * closed, limited.  SD_NOT_FOUND: no such place.  [out] *p.
  */
 enum sd_result line_look(struct db *db, const char *link, const struct hold_rules *rules,
 			 struct line_place *p, struct hold_view *h);

@@ -61,6 +61,7 @@
 #include "holds.h"
 #include "idem.h"
 #include "line.h"
+#include "money_back.h"
 #include "log.h"
 #include "queue.h"
 #include "queue_history.h"
@@ -240,9 +241,12 @@ enum sd_result maint_tick(struct db *db, const struct maint_opts *o, struct main
 	 * day later (those that made an order or a refund stay with it) */
 	if (r == SD_OK)
 		r = holds_prune(db, now - MAINT_HOLD_RETENTION_MS, d.batch, &st->holds_pruned);
-	/* and the places in its line that left */
+	/* and the places in its line that left, and the reports of money gone
+	 * back for payments that never made an order here */
 	if (r == SD_OK)
 		r = line_prune(db, now - LINE_RETENTION_MS, d.batch, &st->places_pruned);
+	if (r == SD_OK)
+		r = money_back_prune(db, now - MAINT_BACKS_RETENTION_MS, d.batch, &st->backs_pruned);
 	/* the minute's row of the queue's last hour (once a minute at most) */
 	if (r == SD_OK)
 		r = queue_history_record(db, now, NULL);

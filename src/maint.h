@@ -69,9 +69,14 @@ struct maint_stats {
 	int64_t scans_pruned;		/* the scan log's rows forgotten */
 	int64_t holds_pruned;		/* the shop's holds that ended unpaid */
 	int64_t places_pruned;		/* places in its line that left a day ago */
+	int64_t backs_pruned;		/* old reports of money gone back (money_back.h) */
 };
 
 #define MAINT_HOLD_RETENTION_MS (24 * 3600 * 1000LL)	/* an unpaid hold's page stays a day */
+/* a report of money gone back for a payment no order carries: longer than
+ * the provider retries the payment's own report (3 days) and a pending
+ * payment's wait */
+#define MAINT_BACKS_RETENTION_MS (45 * 24 * 3600 * 1000LL)
 
 /* maint_opts_default: every field its default. */
 void maint_opts_default(struct maint_opts *o);

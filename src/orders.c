@@ -469,7 +469,7 @@ static const char *norm_or_missing(const char *public_id, char *buf)
 #define SQL_ORDER_STATE_HEAD \
 	"SELECT id, event_id, seats, coalesce(cancelled_at, 0), coalesce(buyer_email, ''), " \
 	"coalesce(payment, ''), coalesce(amount_minor, 0), coalesce(currency, ''), payment_ref, " \
-	"public_id FROM orders WHERE "
+	"public_id, coalesce(refunded_minor, 0) FROM orders WHERE "
 static const char SQL_ORDER_STATE[] = SQL_ORDER_STATE_HEAD "public_id = ?1";
 static const char SQL_ORDER_STATE_ID[] = SQL_ORDER_STATE_HEAD "id = ?1";
 static const char SQL_CHANGE_ADD[] =
@@ -478,6 +478,7 @@ static const char SQL_CHANGE_ADD[] =
 /* An order as its changes start from, read inside their transaction. */
 struct order_state {
 	int64_t id, event_id, seats, cancelled_at, amount_minor;
+	int64_t refunded_minor;		/* given back outside the box already */
 	char email[256];
 	char payment[33];		/* "cash", "card", "online"; "": not recorded */
 	char currency[4];		/* "": no charge recorded */
@@ -511,6 +512,7 @@ static enum sd_result order_state_get(struct db *db, const char *public_id, int6
 		text_copy(o->payment_ref, sizeof o->payment_ref,
 			  db_col_is_null(st, 8) ? "" : db_col_text(st, 8));
 		text_copy(o->public_id, sizeof o->public_id, db_col_text(st, 9));
+		o->refunded_minor = db_col_int(st, 10);
 	}
 	db_reset(st);
 	if (r == SD_OK && !row)
@@ -533,12 +535,13 @@ static enum sd_result refund_owed(struct db *db, const char *public_id,
 				  const struct order_state *o, unsigned flags,
 				  struct order_cancel_result *res)
 {
+	/* what is left of the payment: a part refunded at the provider is gone */
 	struct refund_new rn = { o->payment_ref[0] ? o->payment_ref : NULL, public_id, o->id, 0,
-				 o->amount_minor, o->currency, REFUND_CANCELLED,
+				 o->amount_minor - o->refunded_minor, o->currency, REFUND_CANCELLED,
 				 (flags & ORDER_CANCEL_FOR_EVENT) != 0 };
 	int added = 0;
 
-	if (!o->currency[0] || o->amount_minor <= 0 ||
+	if (!o->currency[0] || rn.amount_minor <= 0 ||
 	    (!o->payment_ref[0] && strcmp(o->payment, "cash") != 0 &&
 	     strcmp(o->payment, "card") != 0))
 		return SD_OK;

@@ -13,32 +13,18 @@
 #include "jobkinds.h"
 #include "log.h"
 #include "money.h"
+#include "money_back.h"
 #include "orders.h"
 #include "outbox.h"
 #include "refunds.h"
 
 static const char *const OUTCOMES[] = { "ordered", "refunding", "already", "expired",
 					"duplicate", "pending", "failed", "mismatch", "cancelled",
-					"recorded", "ignored" };
+					"recorded", "ignored", "returned" };
 
 const char *pay_outcome_name(enum pay_outcome o)
 {
 	return OUTCOMES[o];
-}
-
-enum sd_result pay_event_once(struct db *db, const char *event_id, int *dup)
-{
-	char job_id[300];
-	enum sd_result r;
-	int first = 0;
-
-	*dup = 0;
-	if (!event_id)
-		return SD_OK;
-	snprintf(job_id, sizeof job_id, "stripe:%s", event_id);
-	if ((r = idem_once(db, job_id, "stripe_webhook", &first)) == SD_OK)
-		*dup = !first;
-	return r;
 }
 
 /* the hold of session_id (or, session_id NULL, of row id), read again once
@@ -61,7 +47,7 @@ static enum sd_result begin_on(struct db *db, const char *event_id, const char *
 {
 	enum sd_result r;
 
-	if ((r = pay_event_once(db, event_id, dup)) != SD_OK || *dup)
+	if ((r = idem_webhook_once(db, "stripe", event_id, dup)) != SD_OK || *dup)
 		return r;
 	return hold_locked(db, session_id, id, h);
 }
@@ -91,11 +77,14 @@ static enum sd_result settle_mismatch(struct db *db, const struct hold_view *h,
 {
 	struct refund_new rn = { p->payment_ref, NULL, 0, h->id, p->amount_minor, p->currency,
 				 REFUND_MISMATCH };
-	char problem[HOLD_PROBLEM_MAX], paid[MONEY_TEXT_MAX], asked[MONEY_TEXT_MAX];
+	char problem[HOLD_PROBLEM_MAX], paid[48], asked[MONEY_TEXT_MAX];
 	enum sd_result r;
 	int won = 0, added = 0;
 
-	money_plain(p->amount_minor, p->currency, paid, sizeof paid);
+	if (p->amount_minor >= 0)
+		money_plain(p->amount_minor, p->currency, paid, sizeof paid);
+	else
+		snprintf(paid, sizeof paid, "an amount the box cannot read in");
 	money_plain(h->amount_minor, h->currency, asked, sizeof asked);
 	snprintf(problem, sizeof problem, "the provider took %s %s for a hold of %s %s: %s", paid,
 		 p->currency, asked, h->currency, taken ? "no order, refunded" : "no order");
@@ -112,28 +101,70 @@ static enum sd_result settle_mismatch(struct db *db, const struct hold_view *h,
 	return r;
 }
 
+/* the payment went back (a refund in full, a dispute) before its order was
+ * made: no order, nothing owed; the hold keeps why */
+static enum sd_result settle_returned(struct db *db, const struct hold_view *h,
+				      const struct pay_paid *p, const struct back_report *b,
+				      enum pay_outcome *out)
+{
+	char problem[HOLD_PROBLEM_MAX];
+	enum sd_result r;
+	int won = 0;
+
+	snprintf(problem, sizeof problem, "the payment went back before its order was made (%s)",
+		 b->dispute[0] ? "disputed" : "refunded at the payment provider");
+	log_event(LOG_WARN, "payment went back before its order", "hold=%s payment=%s",
+		  h->public_id, p->payment_ref);
+	if ((r = hold_settle_why(db, h->id, HOLD_EXPIRED, NULL, p->payment_ref, problem, &won)) ==
+	    SD_OK)
+		*out = won ? PAY_RETURNED : PAY_ALREADY;
+	return r;
+}
+
+/* the order made for the hold, and a part of its payment that went back
+ * before it recorded on it */
+static enum sd_result settle_ordered(struct db *db, const struct hold_view *h,
+				     const struct pay_paid *p, const struct back_report *b,
+				     enum pay_outcome *out, char *order)
+{
+	char again[ORDER_ID_MAX];
+	int64_t order_id = 0;
+	enum sd_result r;
+	int won = 0;
+
+	if ((r = hold_settle(db, h->id, HOLD_ORDERED, order, p->payment_ref, &won)) != SD_OK)
+		return r;
+	*out = won ? PAY_ORDERED : PAY_ALREADY;
+	if (won && b->refunded_minor > 0)
+		r = order_money_back(db, p->payment_ref, b->refunded_minor, NULL, &order_id, again);
+	return r;
+}
+
 static enum sd_result settle_paid(struct db *db, const struct hold_view *h,
 				  const struct pay_paid *p, enum pay_outcome *out, char *order)
 {
 	struct refund_new rn = { p->payment_ref, NULL, 0, h->id, p->amount_minor, p->currency,
 				 REFUND_LATE };
+	struct back_report b;
 	enum sd_result r;
 	int won = 0, added = 0;
 
 	if (p->amount_minor != h->amount_minor || strcmp(p->currency, h->currency) != 0)
 		return settle_mismatch(db, h, p, p->amount_minor != 0, out);
-	r = order_of_hold(db, h, p, order);
-	if (r == SD_OK) {
-		if ((r = hold_settle(db, h->id, HOLD_ORDERED, order, p->payment_ref, &won)) == SD_OK)
-			*out = won ? PAY_ORDERED : PAY_ALREADY;
+	if ((r = money_back_of(db, p->payment_ref, &b)) != SD_OK && r != SD_NOT_FOUND)
 		return r;
-	}
+	if (r == SD_OK && (b.in_full || b.dispute[0]))
+		return settle_returned(db, h, p, &b, out);
+	rn.amount_minor -= b.refunded_minor;	/* what is left of it to give back */
+	r = order_of_hold(db, h, p, order);
+	if (r == SD_OK)
+		return settle_ordered(db, h, p, &b, out, order);
 	if (r != SD_SOLD_OUT && r != SD_CONFLICT)
 		return r;
 	log_event(LOG_INFO, "payment came too late for its seats", "hold=%s why=\"%s\"",
 		  h->public_id, err_msg());
 	order[0] = '\0';
-	if (h->amount_minor > 0 && (r = refund_add(db, &rn, &added, NULL)) != SD_OK)
+	if (rn.amount_minor > 0 && (r = refund_add(db, &rn, &added, NULL)) != SD_OK)
 		return r;
 	if ((r = hold_settle(db, h->id, HOLD_REFUNDED, NULL, p->payment_ref, &won)) != SD_OK)
 		return r;
@@ -158,10 +189,12 @@ static enum sd_result apply_in(struct db *db, const struct pay_paid *p, int64_t 
 		*out = PAY_DUPLICATE;
 		return SD_OK;
 	}
-	if (h.state == HOLD_ORDERED || h.state == HOLD_REFUNDED || h.state == HOLD_FAILED) {
+	if (h.state == HOLD_ORDERED || h.state == HOLD_REFUNDED ||
+	    (h.state == HOLD_FAILED && !(p->payment_ref && *p->payment_ref))) {
 		snprintf(order, ORDER_ID_MAX, "%s", h.order_public_id);
 		return SD_OK;	/* technique 1: the state is reached */
 	}
+	/* a failed hold whose payment came after all is a late one */
 	if (!q.payment_ref || !*q.payment_ref) {	/* nothing paid: the session names it */
 		snprintf(ref, sizeof ref, "%s%s", hold_id ? "free:" : "", hold_id ? h.public_id
 										     : p->session_id);
@@ -252,6 +285,9 @@ static enum sd_result pending_step(struct db *db, const struct hold_view *h, con
 		*out = PAY_PENDING;
 		log_event(LOG_INFO, "hold waits for a delayed payment", "hold=%s payment=%s",
 			  h->public_id, a->payment_ref ? a->payment_ref : "");
+	} else if (r == SD_OK && h->state == HOLD_EXPIRED && a->payment_ref && *a->payment_ref) {
+		/* it ran out first: its seats stay free, its payment is a late one */
+		r = hold_note_payment(db, h->id, a->payment_ref, &won);
 	}
 	return r;
 }
@@ -325,6 +361,9 @@ static const char SQL_REFUNDED_WITHOUT[] =
 static const char SQL_REFUND_UNPAID[] =
 	"SELECT payment_ref FROM refunds WHERE via = 'provider' AND done_at IS NULL "
 	"AND failed_at IS NULL LIMIT 1";
+static const char SQL_BACK_STANDING[] =
+	"SELECT public_id FROM orders WHERE cancelled_at IS NULL AND (disputed_at IS NOT NULL "
+	"OR (amount_minor > 0 AND refunded_minor >= amount_minor)) LIMIT 1";
 static const char SQL_OPEN_PAST[] =
 	"SELECT public_id FROM holds WHERE state IN ('open', 'pending') AND expires_at < ?1 "
 	"LIMIT 1";
@@ -361,6 +400,8 @@ enum sd_result pay_check(struct db *db, int settled, char *problem, size_t size)
 					   "owed" },
 		{ SQL_REFUND_UNPAID, 1, "the refund of payment %s is owed and no job is left to "
 					"pay it" },
+		{ SQL_BACK_STANDING, 0, "order %s stands though its payment went back (refunded "
+					"in full or disputed)" },
 		{ SQL_OPEN_PAST, 1, "hold %s ran out and was never reconciled" },
 	};
 	char id[300];

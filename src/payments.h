@@ -19,7 +19,9 @@
  *      1);
  *   4. the amount and currency the provider took compared with the hold's:
  *      another amount makes no order, and what was taken is owed back
- *      ("mismatch", the hold's problem saying what came);
+ *      ("mismatch", the hold's problem saying what came); money the
+ *      provider reported gone back before (money_back.h: in full, or
+ *      disputed) makes no order either, and owes nothing;
  *   5. the order, made with the key "hold-<hold>" (a replay returns the
  *      first), whose seats count the hold's own as free: a hold that still
  *      keeps its seats always becomes its order; a late one does when the
@@ -65,6 +67,7 @@ enum pay_outcome {
 	PAY_CANCELLED,			/* money went back: its order cancelled */
 	PAY_RECORDED,			/* money back or a refund's word, recorded */
 	PAY_IGNORED,			/* about nothing of this box's */
+	PAY_RETURNED,			/* the money went back before its order was made */
 };
 
 /* pay_outcome_name: "ordered", "refunding", ... for logs and answers. */
@@ -115,16 +118,10 @@ enum sd_result pay_expire(struct db *db, const char *session_id, const char *eve
 			  enum pay_outcome *out);
 
 /*
- * pay_event_once: a webhook's event id recorded in the caller's
- * transaction (technique 4): [out] *dup 1 when it was recorded before.
- * NULL: nothing to record.
- */
-enum sd_result pay_event_once(struct db *db, const char *event_id, int *dup);
-
-/*
- * pay_check: the shop's invariants (design.md I34-I38): an ordered hold's
- * order carries its payment, an online order has its hold, a refunded hold
- * its refund; with settled (a drained box: nothing scheduled in the stream)
+ * pay_check: the shop's invariants (design.md I34-I38, I56): an ordered
+ * hold's order carries its payment, an online order has its hold, a
+ * refunded hold its refund, no order stands whose payment went back in full
+ * or was disputed; with settled (a drained box: nothing scheduled in the stream)
  * also no refund owed through the provider unpaid (neither done nor
  * failed) and no hold open past its end.  [out] problem: "" when they
  * hold, else the first broken one.

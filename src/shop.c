@@ -129,6 +129,12 @@ static int client_key(const char *addr, char *out, char *net, size_t size)
 	}
 	if (inet_pton(AF_INET6, addr, &a6) != 1)
 		return -1;
+	if (IN6_IS_ADDR_V4MAPPED(&a6)) {	/* ::ffff:a.b.c.d, as some proxies write */
+		memcpy(&a4, a6.s6_addr + 12, 4);
+		inet_ntop(AF_INET, &a4, out, (socklen_t)size);
+		snprintf(net, size, "%s", out);
+		return 0;
+	}
 	memset(a6.s6_addr + 8, 0, 8);
 	inet_ntop(AF_INET6, &a6, out, (socklen_t)size);
 	snprintf(out + strlen(out), size - strlen(out), "/64");
@@ -353,9 +359,11 @@ static enum sd_result session_for(struct shop *s, struct db *db, struct hold_vie
 {
 	char item[TEXT_FIELD_MAX + LANG_TEXT_MAX + 8], when[LANG_TEXT_MAX];
 	char ok[1200], back[1200];
+	/* the venue's methods; else the account's, but instant ones only once
+	 * the payments that take days took their share (fixed on the hold) */
 	struct stripe_checkout c = { h->public_id, item, h->amount_minor / h->seats, h->seats,
 				     h->currency, h->email, ok, back, h->pay_until / 1000,
-				     s->methods[0] ? s->methods : NULL };
+				     s->methods[0] ? s->methods : h->instant_only ? "card" : NULL };
 	struct stripe_session ss;
 	enum sd_result r;
 
@@ -371,7 +379,9 @@ static enum sd_result session_for(struct shop *s, struct db *db, struct hold_vie
 	if (!ss.url[0] || httpc_url_check(ss.url, NULL, 0) != SD_OK)
 		return err_set(SD_IO, "the provider's session has no payment page the shop may "
 			       "send a buyer to");
-	return hold_set_session(db, h->id, ss.id, ss.url, h);
+	if ((r = hold_set_session(db, h->id, ss.id, ss.url, h)) == SD_OK && !h->pay_url[0])
+		r = err_set(SD_CONFLICT, "the hold ended while its session was made");
+	return r;
 }
 
 /* the hold's page again, with a problem to say */
@@ -419,6 +429,11 @@ static void to_payment(struct shop *s, struct db *db, const struct http_request 
 	enum pay_outcome out;
 	enum sd_result r;
 
+	if (!hold_live(h, clock_now_ms())) {	/* ended (an old page): its page says how */
+		snprintf(to, sizeof to, "%s/h/%s", s->url, h->link);
+		redirect(res, to);
+		return;
+	}
 	if (h->amount_minor == 0) {	/* nothing to pay: the order at once */
 		if (pay_free(db, h->id, &out, NULL) != SD_OK || hold_get_id(db, h->id, h) != SD_OK) {
 			hold_page_with(s, db, req, res, h, "The box is busy: try again in a "
@@ -435,6 +450,10 @@ static void to_payment(struct shop *s, struct db *db, const struct http_request 
 		return;
 	}
 	log_event(LOG_WARN, "no payment session", "hold=%s err=\"%s\"", h->public_id, err_msg());
+	if (r == SD_CONFLICT) {
+		hold_page_with(s, db, req, res, h, NULL, 409);
+		return;
+	}
 	if (r != SD_INVALID && r != SD_NOT_FOUND) {
 		hold_page_with(s, db, req, res, h, "The payment service did not answer. Your seats "
 			       "are held: try again in a moment.", 503);
@@ -459,11 +478,15 @@ static void checkout(struct shop *s, struct db *db, const struct event_view *e,
 	struct line_place p;
 	enum line_got got;
 	enum sd_result r;
+	int64_t total = 0;
 
 	form_values(req, &o, name, email);
 	n.seats = o.seats;
-	if (e->price_minor > 0 && money_stripe_price_valid(e->currency, e->price_minor) != SD_OK) {
-		o.error = err_msg();	/* set before the payment provider was */
+	if (e->price_minor > 0 && (money_stripe_price_valid(e->currency, e->price_minor) != SD_OK ||
+				   (n.seats >= 1 && n.seats <= s->holds.seats_max &&
+				    (money_total(e->price_minor, n.seats, &total) != SD_OK ||
+				     money_stripe_units(e->currency, total, &total) != SD_OK)))) {
+		o.error = err_msg();	/* a price set before the provider was, or too many seats */
 		event_page(s, db, e, req, res, &o, 409);
 		return;
 	}
@@ -504,10 +527,14 @@ static void line_route(struct shop *s, struct db *db, const struct http_request 
 		return;
 	}
 	if (!rate_take(s->looks, w->client, clock_now_ms(), &wait)) {
-		snprintf(res->retry_after, sizeof res->retry_after, "%d",
-			 (int)((wait + 999) / 1000 < 60 ? (wait + 999) / 1000 : 60));
-		error_page(s, res, 429, "This page was asked for too often: it looks again by "
-			   "itself in a few seconds.");
+		/* the page asks again by itself, as the line's page does: the
+		 * place's lease outlives the wait */
+		look.refresh_s = (int)((wait + 999) / 1000 < LINE_REFRESH_S ? LINE_REFRESH_S
+					: (wait + 999) / 1000 < 15 ? (wait + 999) / 1000 : 15);
+		snprintf(res->retry_after, sizeof res->retry_after, "%d", look.refresh_s);
+		shop_page_error(&pg, &look, 429, "This page was asked for too often: it looks "
+				"again by itself in a few seconds.");
+		page_answer(s, res, 429, &pg);
 		return;
 	}
 	if ((r = line_look(db, link, &s->holds, &p, &h)) != SD_OK) {
@@ -869,6 +896,19 @@ static enum sd_result provider_open(struct shop *s, const struct shop_opts *o)
 	return stripe_secrets_read(o->webhook_secret_file, s->secrets, &s->n_secrets);
 }
 
+/* open connections one peer may hold: behind a trusted proxy on loopback
+ * every buyer's connection is the proxy's, so the cap per address would be
+ * one for all buyers together: it is lifted (limit connections per buyer at
+ * the proxy; the caps and rates per buyer still count X-Forwarded-For's) */
+static unsigned per_client_max(const struct shop *s, const struct shop_opts *o)
+{
+	if (s->n_proxies > 0 && (strncmp(o->listen, "127.", 4) == 0 ||
+				 strncmp(o->listen, "[::1]", 5) == 0 ||
+				 strncmp(o->listen, "localhost:", 10) == 0))
+		return HTTP_CONN_MAX;
+	return (unsigned)o->per_client_max;
+}
+
 static enum sd_result listen_on(struct shop *s, const struct shop_opts *o)
 {
 	const char *extra[2] = { NULL, NULL };
@@ -883,7 +923,7 @@ static enum sd_result listen_on(struct shop *s, const struct shop_opts *o)
 	r = http_start_opts(&(struct http_opts){ .listen = o->listen, .tls_cert = o->tls_cert,
 				  .tls_key = o->tls_key, .hosts_extra = extra,
 				  .origin = s->origin, .no_assets = 1, .threads = SHOP_THREADS,
-				  .per_client_max = (unsigned)o->per_client_max },
+				  .per_client_max = per_client_max(s, o) },
 			    shop_handle, s, &s->http);
 	return r;
 }

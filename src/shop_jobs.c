@@ -253,7 +253,10 @@ int shop_refund_pay(struct handler_ctx *ctx, const struct job *job, struct job_r
 		   env->provider_stale_ms : IDEM_STALE_MS, claimed_at, out))
 		return 0;
 	failpoint(FP_REFUND_CLAIMED);
-	r = stripe_refund(env->stripe, rf->payment_ref, rf->key, rf->amount_minor, rf->currency, got);
+	/* a payment that was not its hold's amount goes back whole, whatever
+	 * the report of it said */
+	r = stripe_refund(env->stripe, rf->payment_ref, rf->key,
+			  rf->reason == REFUND_MISMATCH ? -1 : rf->amount_minor, rf->currency, got);
 	if (r == SD_CONFLICT) {		/* refunded already, another way */
 		memset(got, 0, sizeof *got);
 		snprintf(got->status, sizeof got->status, "succeeded");

@@ -37,6 +37,9 @@ enum sd_result shop_pay_session(struct db *db, const struct stripe_session *s, c
 	return SD_OK;
 }
 
+static const enum pay_outcome OF_BACK[] = { PAY_CANCELLED, PAY_RECORDED, PAY_IGNORED,
+					    PAY_DUPLICATE };
+
 /* a charge's refunds, as charge.refunded reports them */
 static enum sd_result charge_back(struct db *db, const struct stripe_event *ev,
 				  enum pay_outcome *out)
@@ -44,8 +47,11 @@ static enum sd_result charge_back(struct db *db, const struct stripe_event *ev,
 	const struct stripe_charge *c = &ev->charge;
 	struct pay_back b = { c->payment_ref, 0, c->amount_refunded, c->amount, c->refunded,
 			      c->currency, NULL, ev->id };
+	enum back_outcome o = BACK_IGNORED;
+	enum sd_result r = pay_money_back(db, &b, &o, NULL);
 
-	return pay_money_back(db, &b, out, NULL);
+	*out = OF_BACK[o];
+	return r;
 }
 
 /* a dispute, as charge.dispute.* reports it */
@@ -56,9 +62,14 @@ static enum sd_result dispute_back(struct db *db, const struct stripe_event *ev,
 	char what[120];
 	struct pay_back b = { d->payment_ref, 1, d->amount, -1, 1, d->currency, what, ev->id };
 
+	enum back_outcome o = BACK_IGNORED;
+	enum sd_result r;
+
 	snprintf(what, sizeof what, "%.50s, %.50s", d->reason[0] ? d->reason : "no reason",
 		 d->status[0] ? d->status : "open");
-	return pay_money_back(db, &b, out, NULL);
+	r = pay_money_back(db, &b, &o, NULL);
+	*out = OF_BACK[o];
+	return r;
 }
 
 static enum sd_result refund_word(struct db *db, const struct stripe_event *ev,
@@ -66,8 +77,11 @@ static enum sd_result refund_word(struct db *db, const struct stripe_event *ev,
 {
 	const struct stripe_refund_view *f = &ev->refund;
 	struct pay_refund_word w = { f->payment_ref, f->id, f->key, f->status, f->failure, ev->id };
+	enum back_outcome o = BACK_IGNORED;
+	enum sd_result r = pay_refund_word(db, &w, &o);
 
-	return pay_refund_word(db, &w, out);
+	*out = OF_BACK[o];
+	return r;
 }
 
 enum sd_result shop_pay_event(struct db *db, const struct stripe_event *ev,

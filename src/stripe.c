@@ -379,10 +379,11 @@ enum sd_result stripe_refund(struct stripe *s, const char *payment_ref, const ch
 
 	memset(out, 0, sizeof *out);
 	if ((r = id_ok(payment_ref)) != SD_OK ||
-	    (r = money_stripe_units(currency, amount, &units)) != SD_OK)
+	    (amount >= 0 && (r = money_stripe_units(currency, amount, &units)) != SD_OK))
 		return r;
 	form_add(&f, "payment_intent", payment_ref);
-	form_int(&f, "amount", units);
+	if (amount >= 0)
+		form_int(&f, "amount", units);
 	form_add(&f, "metadata[refund_key]", key);
 	if ((r = call(s, "POST", "/v1/refunds", &f, key, &doc)) != SD_OK)
 		return r;

@@ -146,9 +146,9 @@ struct stripe_refund_view {
 	int64_t amount;			/* ISO minor units */
 };
 
-/* stripe_refund: give back amount (ISO minor units of currency) of
- * payment_ref under key (the refund's own, refunds.h: one refund per
- * payment), the key in its metadata too.  [out] *out: the refund, whose
+/* stripe_refund: give back amount (ISO minor units of currency; -1: all
+ * that is left of it) of payment_ref under key (the refund's own,
+ * refunds.h: one refund per payment), the key in its metadata too.  [out] *out: the refund, whose
  * status may be "pending" (done only once Stripe says "succeeded").
  * SD_CONFLICT: the payment is refunded already (by another way than this
  * key; out->id is then ""). */

@@ -725,7 +725,8 @@ static void test_intake_and_render_of_one_event_do_not_deadlock(void **state)
  * 0006-0009's own, the file is as schema 5 left it. */
 /* what 0012 added, taken away again */
 #define SCHEMA_BEFORE_0020 "DROP TABLE shop_line; "
-#define SCHEMA_BEFORE_0019 SCHEMA_BEFORE_0020 "ALTER TABLE orders DROP COLUMN refunded_minor; "                       \
+#define SCHEMA_BEFORE_0019 SCHEMA_BEFORE_0020 "DROP TABLE payment_backs; "                         \
+	"ALTER TABLE orders DROP COLUMN refunded_minor; "                       \
 	"ALTER TABLE orders DROP COLUMN disputed_at; ALTER TABLE orders DROP COLUMN dispute; "
 #define SCHEMA_BEFORE_0018 SCHEMA_BEFORE_0019 "DROP TABLE schedules; "
 #define SCHEMA_BEFORE_0017 SCHEMA_BEFORE_0018                                                 \

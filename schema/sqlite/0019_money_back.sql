@@ -16,6 +16,11 @@
 -- client is its address, and so is its network).  The caps on unpaid holds
 -- count clients and their networks, never an email address: a stranger
 -- who types someone else's address cannot lock them out of buying.
+-- holds.instant_only: the hold's session offers instant payment methods only
+-- (card), because when it was made the event's pending holds took the
+-- unpaid share: payments that take days may keep at most that share of the
+-- seats for their days; fixed at the hold's making, as pay_until is, so
+-- every attempt sends the same parameters.
 -- holds.problem: why money that came made no order though the seats were
 -- there (an amount or currency other than the hold's); such a hold is
 -- 'refunded' with a refund of reason 'mismatch', or 'expired' when no money
@@ -64,7 +69,8 @@ CREATE TABLE holds_0019 (
     order_id      INTEGER UNIQUE REFERENCES orders (id),
     settled_at    INTEGER,
     pay_until     INTEGER NOT NULL,
-    problem       TEXT    CHECK (length(problem) <= 200)
+    problem       TEXT    CHECK (length(problem) <= 200),
+    instant_only  INTEGER NOT NULL DEFAULT 0 CHECK (instant_only IN (0, 1))
 ) STRICT;
 INSERT INTO holds_0019 (id, public_id, link, event_id, seats, buyer_name, buyer_email, client,
                         client_net, amount_minor, currency, created_at, expires_at, renewals, state,
@@ -76,8 +82,11 @@ DROP TABLE holds;
 ALTER TABLE holds_0019 RENAME TO holds;
 -- the seats a hold keeps: open ones, and pending ones (their money is on its way)
 CREATE INDEX holds_event_live ON holds (event_id, expires_at) WHERE state IN ('open', 'pending');
-CREATE INDEX holds_client_open ON holds (client, expires_at) WHERE state = 'open';
-CREATE INDEX holds_net_open ON holds (client_net, expires_at) WHERE state = 'open';
+CREATE INDEX holds_client_live ON holds (client, expires_at) WHERE state IN ('open', 'pending');
+CREATE INDEX holds_net_live ON holds (client_net, expires_at) WHERE state IN ('open', 'pending');
+-- a client's checkouts of one event, whatever became of them: a double click
+-- finds the first, and a free event's are counted
+CREATE INDEX holds_event_net ON holds (event_id, client_net, created_at);
 CREATE INDEX holds_created ON holds (created_at);
 
 CREATE TABLE refunds_0019 (
@@ -110,6 +119,20 @@ CREATE UNIQUE INDEX refunds_provider_key ON refunds (provider_key);
 CREATE UNIQUE INDEX refunds_order ON refunds (order_id);
 
 PRAGMA legacy_alter_table = OFF;
+
+-- payment_backs: money going back reported for a payment no order carries
+-- yet (the provider's reports come in any order: a refund or dispute may
+-- come before the payment's own report that makes the order); the payment
+-- applied later finds it and makes no order, or records it on the order.
+-- Kept until its payment's hold is pruned, or a month.
+CREATE TABLE payment_backs (
+    payment_ref    TEXT    PRIMARY KEY CHECK (length(payment_ref) BETWEEN 1 AND 255),
+    refunded_minor INTEGER NOT NULL DEFAULT 0 CHECK (refunded_minor >= 0),
+    in_full        INTEGER NOT NULL DEFAULT 0 CHECK (in_full IN (0, 1)),
+    dispute        TEXT    CHECK (length(dispute) <= 120),
+    at             INTEGER NOT NULL
+) STRICT;
+CREATE INDEX payment_backs_at ON payment_backs (at);
 
 ALTER TABLE orders ADD COLUMN refunded_minor INTEGER CHECK (refunded_minor >= 0);
 ALTER TABLE orders ADD COLUMN disputed_at INTEGER;

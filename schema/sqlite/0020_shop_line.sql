@@ -31,7 +31,7 @@ CREATE TABLE shop_line (
     left_why      TEXT    CHECK (left_why IN ('hold', 'sold_out', 'closed', 'gone', 'limited'))
 ) STRICT;
 -- the places ahead of one, and the line's length: present ones only
-CREATE INDEX shop_line_waiting ON shop_line (event_id, id, present_until) WHERE left_at IS NULL;
+CREATE INDEX shop_line_waiting ON shop_line (event_id, id, present_until, seats) WHERE left_at IS NULL;
 CREATE INDEX shop_line_client ON shop_line (client, present_until) WHERE left_at IS NULL;
 CREATE INDEX shop_line_net ON shop_line (client_net, present_until) WHERE left_at IS NULL;
 CREATE INDEX shop_line_joined ON shop_line (joined_at);
