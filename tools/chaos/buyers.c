@@ -1,6 +1,7 @@
 /*
  * buyers.c: buyers in the box's public shop while the kill soak attacks
- * (--buyers N --paysink PATH), paying at tools/paysink.
+ * (--buyers N --paysink PATH), paying at tools/paysink; what they do with
+ * their money afterwards is buyermoney.c's.
  *
  * The provider: paysink on loopback, its faults on: a quarter of its
  * webhook events sent twice, one in twenty never sent, each copy delayed
@@ -10,50 +11,90 @@
  * database through their return, box A's webhooks and either box's
  * reconcile jobs).  Each box's shop listens on a port chosen before the
  * start, so that a box started again after a kill listens where paysink
- * and the buyers expect it.
+ * and the buyers expect it.  The shop keeps its own waiting line
+ * (shop_unpaid_share at its default, 25%): with this many buyers on one
+ * event most of them wait in it.
  *
  * The event: a priced one of its own (25.00 EUR a seat) with seats for
  * half again as many buyers, a seat or four each: it sells out while the
  * buyers come, and from then on a buyer gets seats only when a hold runs
- * out, so that a late payment can find its seats gone.  The box's holds
- * last a minute (shop_hold = 1m), so that they end during the soak.
+ * out (or an order's money goes back), so that a late payment can find its
+ * seats gone.  The box's holds last a minute (shop_hold = 1m), so that
+ * they end during the soak; a pending one (a delayed payment) keeps its
+ * seats for shop_pending_max (7 days, the default).
  *
  * A buyer, as a browser would, in a process of its own per step (at most
- * BUYER_SLOTS at a time; the buyers start evenly over BUYERS_SPAN_MS):
- *   GET /e/{id} (the form token and its cookie), POST /e/{id}/checkout
- *   (303 to paysink's page: the session), GET the page (its Cancel link
- *   is the buyer's own /h/{link}); the hold's public id is the session's
+ * BUYER_SLOTS at a time, besides those waiting in line, whose page is
+ * open; the buyers start evenly over BUYERS_SPAN_MS):
+ *   GET /e/{id} (the form token and its cookie), POST /e/{id}/checkout:
+ *   303 to paysink's page (the session), or 303 to /w/{link}, a place in
+ *   line, whose page the buyer GETs again every 1-5 s (its place is kept
+ *   while it is looked at within 30 s) until it answers 303 to paysink's
+ *   page, or says sold out (the buyer tries again as below) or that the
+ *   place is gone (likewise); after BUYER_LINE_MS in line it closes the
+ *   page and goes ("left").  Then GET paysink's page (its Cancel link is
+ *   the buyer's own /h/{link}); the hold's public id is the session's
  *   client_reference_id (paysink's API).  No answer, or 5xx: the box is
  *   being killed or started again, and the buyer starts again from the
  *   event's page (the hold it may have made is left to run out; a page that
  *   did not load is loaded again, a "reload").  A whole-box kill waits (up to
  *   5 s) until a buyer's checkout is being asked of that box (the file
  *   <dir>/buyer-<idx>.posting is there meanwhile), so that one meets it.
- *   409, or an event's page without the form: sold out, or sold out for now
- *   while holds run: the buyer tries again every 1-3 s for up to
- *   BUYER_SOLDOUT_MS, then goes away.  Then one of:
- *     return    (half)  pays at once (the Pay button: POST /pay/{id}, 303)
- *                       and comes back to /h/{link}?paid=1 until it answers
- *     noreturn  (20%)   pays at once and closes the tab: only a webhook or
- *                       the reconcile job can make the order
- *     late      (15%)   pays after the hold ran out: half 60.5-64.5 s after
- *                       the checkout, before the hold's reconcile job (at its
- *                       end + 5 s) expires the session, so that the payment
- *                       is applied late (an order if seats are free, else a
- *                       refund and one email); half 65-100 s after, when
- *                       paysink mostly refuses it (the session expired); half
- *                       of the late payers come back to the shop
- *     abandon   (15%)   never pays: the hold must end expired, its session
- *                       expired at paysink
+ *   409, or an event's page without the form: sold out (a page that says
+ *   "sold out for now" has the form: the buyer joins the line); the buyer
+ *   tries again every 1-3 s for up to BUYER_SOLDOUT_MS, then goes away.
+ *   Then one of these, each buyer's choice drawn from a deck of
+ *   BUYER_DECK that the seed shuffles (so that a short soak meets each):
+ *     return    (30%)  pays by card at once (the Pay button: POST
+ *                      /pay/{id}, 303) and comes back to /h/{link}?paid=1
+ *                      until it answers
+ *     noreturn  (15%)  pays at once and closes the tab: only a webhook or
+ *                      the reconcile job can make the order
+ *     late      (15%)  pays after the hold ran out: half 60.5-64.5 s after
+ *                      the checkout, before the hold's reconcile job (at its
+ *                      end + 5 s) expires the session, so that the payment
+ *                      is applied late (an order if seats are free, else a
+ *                      refund and one email); half 65-100 s after, when
+ *                      paysink mostly refuses it (the session expired); half
+ *                      of the late payers come back to the shop.  Two in
+ *                      three have paysink keep their refunds pending
+ *                      (/_paysink/refund-pending, before paying; not with
+ *                      --event-run), for the bank to end: half succeed,
+ *                      half fail (then the box owes them at the window)
+ *     abandon   (10%)  never pays: the hold must end expired, its session
+ *                      expired at paysink
+ *     delayed_ok (10%), delayed_failed (5%)
+ *                      pay by SEPA Direct Debit (the session completes
+ *                      unpaid, the hold waits pending) and come back; 3-90 s
+ *                      later its bank answers (/_paysink/settle/{cs}):
+ *                      the order, or the hold failed and one email
+ *     refund_full, refund_part, dispute (5% each)
+ *                      pay by card and come back; 2-22 s later, once their
+ *                      page shows the order, the money goes back at paysink:
+ *                      all of it in the dashboard (/_paysink/refund/{cs}),
+ *                      10-90% of it, or the cardholder's bank disputes it
+ *                      (/_paysink/dispute/{cs}, fraudulent,
+ *                      product_not_received or duplicate); a page that shows
+ *                      the payment ended another way does nothing (skip-)
  * Each buyer's end goes to the soak's log (chaos.h: actions_log) as
- *   buyer idx= box= choice= seats= email= outcome=session|soldout session=
- *         hold= paid=1|0|- returned= restarts= reloads= soldout_tries= t0= t1=
- *         tpay=
- * (paid: paysink's 303, its 409, or not tried), which shopcheck.c judges
- * the database and paysink's record by.
+ *   buyer idx= box= choice= seats= email= outcome=session|soldout|left
+ *         session= hold= paid=1|0|- returned= later= restarts= reloads=
+ *         soldout_tries= line= line_ms= t0= t1= tpay=
+ * (paid: paysink's 303, its 409, or not tried; later: what it did after
+ * paying, "-" nothing: refunds-pending, settled-succeeded|failed,
+ * refund=all, refund-part=N, dispute=REASON, skip-STATE; line: its places'
+ * page looks), and each refund the bank ends as
+ *   bank refund= session= outcome=succeeded|failed|ended-before t=
+ * which shopcheck.c judges the database and paysink's record by.
  *
  * buyers_settled is the drain's extra wait: no hold open, no refund owed
- * at the provider, no late refund whose email is not marked sent.
+ * at the provider (pending there: the bank ends it meanwhile), no late
+ * refund paid back whose email is not marked sent, no failed delayed
+ * payment whose email is not, none of paysink's webhook events still on
+ * its way (neither answered 2xx, nor dropped, nor given up), so that the
+ * verdict can tell what the box heard.  buyers_later_only lets the drain
+ * end with the shop's looks again at what has ended waiting for their
+ * hours (CHAOS_SHOP_LATER).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -74,6 +115,7 @@
 
 #include <jansson.h>
 
+#include "buyers.h"
 #include "chaos.h"
 
 #define BUYER_SLOTS 4			/* buyers' steps running at a time */
@@ -81,32 +123,54 @@
 #define BUYER_GAP_MAX_MS 1000		/* ... at most this far apart */
 #define BUYER_SOLDOUT_MS 45000		/* sold out: tried again this long */
 #define BUYER_GIVE_UP_MS 90000		/* no shop answering this long: the soak fails */
+#define BUYER_LINE_MS 180000		/* in line this long: the buyer closes the page */
+#define BUYER_LOOK_MS 1000		/* a place's page looked at every 1-5 s */
+#define BUYER_BACK_MS 180000		/* money back: its order awaited this long */
 #define BUYER_IO_MS 15000		/* one request's socket timeouts */
 #define BUYER_PRICE "25.00"
 #define BUYER_PRICE_MINOR 2500
 #define BUYER_CURRENCY "EUR"
+#define BUYER_DELAYED "sepa_debit"	/* paysink's delayed method for EUR */
 #define BUYER_RESP_MAX (512 * 1024)
+#define BUYER_DECK 20			/* the choices come in decks of this many */
 
-enum choice { C_RETURN, C_NORETURN, C_LATE, C_ABANDON };
-static const char *const choice_names[] = { "return", "noreturn", "late", "abandon" };
+enum choice { C_RETURN, C_NORETURN, C_LATE, C_ABANDON, C_DELAYED_OK, C_DELAYED_FAILED,
+	      C_REFUND_FULL, C_REFUND_PART, C_DISPUTE, C_CHOICES };
+static const char *const choice_names[] = { "return", "noreturn", "late", "abandon",
+					    "delayed_ok", "delayed_failed", "refund_full",
+					    "refund_part", "dispute" };
+/* how many of each deck of BUYER_DECK buyers make each choice */
+static const int choice_deck[C_CHOICES] = { 6, 3, 3, 2, 2, 1, 1, 1, 1 };
 
-enum phase { P_WAIT, P_CHECKOUT, P_SOLDOUT_WAIT, P_LATE_WAIT, P_LATE, P_DONE };
+/* P_LINE: waiting in line, a step that holds no slot (a buyer's open page) */
+enum phase { P_WAIT, P_CHECKOUT, P_SOLDOUT_WAIT, P_LINE_WAIT, P_LINE, P_LATER_WAIT, P_LATER,
+	     P_DONE };
 
 struct buyer {
 	enum phase phase;
 	enum choice choice;
 	int box, seats, late_return;
 	long late_ms;			/* late: paid this long after the checkout */
+	long later_ms;			/* the others': settled, or the money back,
+					 * this long after the payment */
+	int refunds_pending;		/* late: paysink keeps its refunds pending */
+	int refund_fails;		/* ... and the bank fails them */
+	long long part;			/* refund_part: what goes back */
+	const char *reason;		/* dispute: the bank's reason */
 	pid_t pid;			/* the running step, 0: none */
 	int64_t due;			/* the next step from then on */
 	int64_t t_first;		/* first asked */
-	int64_t t_checkout;		/* the checkout's 303 came */
+	int64_t t_checkout;		/* the 303 to the payment page came */
 	int64_t t_paid;			/* paysink's answer to the payment */
 	int soldout_tries;
 	long restarts, reloads;
+	long line_looks;		/* its place's page looked at */
+	long long line_ms;		/* in line so long, over its places */
 	int paid;			/* -1 not tried, 0 refused (409), 1 paid (303) */
 	int returned;
 	char session[96], hold[24], success[1024];
+	char place[1024];		/* its place in line's page, "" none */
+	char later[64];			/* what its later step did, "-" none */
 	char email[96];
 };
 
@@ -114,7 +178,7 @@ static struct {
 	struct buyer *b;
 	long n, next;
 	int64_t t0, t_end;		/* the first start, the last end */
-	long running, done;
+	long running, lining, done;	/* steps running, of which in line; buyers done */
 	/* the provider */
 	pid_t paysink;
 	int paysink_port;
@@ -124,6 +188,9 @@ static struct {
 	char record[CHAOS_PATH_MAX + 32];
 	/* figures */
 	long restarts, reloads, soldout_tries, soldout, sessions, paid, refused, returned;
+	long in_line, line_looks, line_gone, line_left;
+	long long line_ms_max;
+	long settled_ok, settled_failed, money_back, money_back_skipped;
 	long settle_waits;
 } B;
 
@@ -287,6 +354,54 @@ static uint64_t buyer_hash(long idx)
 	return h ^ (h >> 29);
 }
 
+/* buyer idx's choice: each deck of BUYER_DECK buyers holds choice_deck's
+ * numbers of each, in an order the seed shuffles, so that a short soak
+ * meets every choice too */
+static enum choice choice_of(long idx)
+{
+	enum choice deck[BUYER_DECK];
+	uint64_t h = buyer_hash(-1 - idx / BUYER_DECK);
+	int i, j, n = 0;
+
+	for (i = 0; i < C_CHOICES; i++)
+		for (j = 0; j < choice_deck[i] && n < BUYER_DECK; j++)
+			deck[n++] = (enum choice)i;
+	for (i = BUYER_DECK - 1; i > 0; i--) {	/* Fisher-Yates, by the deck's hash */
+		enum choice t = deck[i];
+
+		h ^= h << 13;
+		h ^= h >> 7;
+		h ^= h << 17;
+		j = (int)(h % (uint64_t)(i + 1));
+		deck[i] = deck[j];
+		deck[j] = t;
+	}
+	return deck[idx % BUYER_DECK];
+}
+
+/* what buyer b does after its checkout, from its hash h */
+static void plan_later(struct buyer *b, uint64_t h)
+{
+	static const char *const reasons[] = { "fraudulent", "product_not_received",
+					       "duplicate" };
+
+	b->late_return = (int)((h >> 40) & 1);
+	b->late_ms = (h >> 16) % 2 == 0 ? 60500 + (long)((h >> 20) % 4001)
+					 : 65000 + (long)((h >> 20) % 35001);
+	/* a delayed payment settles 3-90 s after it was made, mostly after
+	 * the hold's minute, while the hold is pending; the money goes back
+	 * 2-22 s after the payment, once the order is there */
+	b->later_ms = b->choice == C_DELAYED_OK || b->choice == C_DELAYED_FAILED
+		? 3000 + (long)((h >> 20) % 87001) : 2000 + (long)((h >> 20) % 20001);
+	/* --event-run refunds every order when it cancels the event, after
+	 * the drain, when no bank runs: its refunds are never kept pending */
+	b->refunds_pending = b->choice == C_LATE && !opt.event_run && (h >> 44) % 3 != 0;
+	b->refund_fails = b->refunds_pending && (h >> 48) % 2;
+	b->part = (long long)b->seats * BUYER_PRICE_MINOR * (10 + (long long)((h >> 50) % 81)) /
+		  100;
+	b->reason = reasons[(h >> 58) % 3];
+}
+
 int buyers_init(void)
 {
 	long i, gap;
@@ -302,16 +417,14 @@ int buyers_init(void)
 	for (i = 0; i < B.n; i++) {
 		struct buyer *b = &B.b[i];
 		uint64_t h = buyer_hash(i);
-		unsigned r = (unsigned)(h % 100);
 
-		b->choice = r < 50 ? C_RETURN : r < 70 ? C_NORETURN : r < 85 ? C_LATE : C_ABANDON;
+		b->choice = choice_of(i);
 		b->seats = (int)((h >> 8) % 4) + 1;
 		b->box = opt.boxes > 1 ? (int)(i % 2) : 0;
-		b->late_return = (int)((h >> 40) & 1);
-		b->late_ms = (h >> 16) % 2 == 0 ? 60500 + (long)((h >> 20) % 4001)
-						 : 65000 + (long)((h >> 20) % 35001);
+		plan_later(b, h);
 		b->paid = -1;
 		b->due = (int64_t)i * gap;	/* from the buyers' start */
+		snprintf(b->later, sizeof b->later, "-");
 		snprintf(b->email, sizeof b->email, "shop%ld.s%" PRIu64 "@buyers.example", i + 1,
 			 opt.seed);
 	}
@@ -320,15 +433,12 @@ int buyers_init(void)
 
 /* ======================== one step, in a process of its own ============= */
 
-struct resp {
-	int status;			/* 0: no answer */
-	char location[1024];
-	char cookie[64];		/* sd_csrf's value, "" none */
-	char *body;			/* into the static buffer */
-};
+int buyer_paysink_port(void)
+{
+	return B.paysink_port;
+}
 
-/* One request to 127.0.0.1:port; the answer into r. */
-static void http_do(int port, const char *method, const char *path, const char *headers,
+void buyer_http(int port, const char *method, const char *path, const char *headers,
 		    const char *body, struct resp *r)
 {
 	static char req[8192], buf[BUYER_RESP_MAX];
@@ -386,8 +496,17 @@ static void http_do(int port, const char *method, const char *path, const char *
 	}
 }
 
-/* an http://127.0.0.1:PORT/path URL's port and path; 0, or -1 */
-static int url_split(const char *url, int *port, const char **path)
+const char *buyer_says(const char *body, const struct says *says, size_t n)
+{
+	size_t i;
+
+	for (i = 0; body && i < n; i++)
+		if (strstr(body, says[i].text))
+			return says[i].what;
+	return NULL;
+}
+
+int buyer_url_split(const char *url, int *port, const char **path)
 {
 	const char *p;
 
@@ -424,12 +543,12 @@ static void form_enc(const char *s, char *out, size_t size)
 
 /* what a step found, for the parent (key=value lines) */
 struct step_out {
-	const char *status;		/* session, soldout, paid, error */
+	const char *status;		/* session, soldout, gone, left, paid, later, error */
 	char why[300];
-	char session[96], hold[24], success[1024];
+	char session[96], hold[24], success[1024], later[64], place[1024];
 	int paid, returned;
-	long restarts, reloads;
-	int64_t t_checkout, t_paid;
+	long restarts, reloads, line_looks;
+	int64_t t_checkout, t_paid, line_ms;
 };
 
 static void __attribute__((noreturn)) step_exit(const char *path, const struct step_out *o)
@@ -438,10 +557,11 @@ static void __attribute__((noreturn)) step_exit(const char *path, const struct s
 
 	if (f) {
 		fprintf(f, "status=%s\nsession=%s\nhold=%s\nsuccess=%s\npaid=%d\nreturned=%d\n"
-			"restarts=%ld\nreloads=%ld\nt_checkout=%lld\nt_paid=%lld\nwhy=%s\n",
+			"restarts=%ld\nreloads=%ld\nt_checkout=%lld\nt_paid=%lld\nlater=%s\n"
+			"line_looks=%ld\nline_ms=%lld\nplace=%s\nwhy=%s\n",
 			o->status, o->session, o->hold, o->success, o->paid, o->returned,
 			o->restarts, o->reloads, (long long)o->t_checkout, (long long)o->t_paid,
-			o->why);
+			o->later, o->line_looks, (long long)o->line_ms, o->place, o->why);
 		fclose(f);
 	}
 	_exit(0);
@@ -472,12 +592,12 @@ static int come_back(const char *success, int64_t give_up, struct step_out *o)
 	const char *path;
 	int port;
 
-	if (url_split(success, &port, &path) != 0) {
+	if (buyer_url_split(success, &port, &path) != 0) {
 		snprintf(o->why, sizeof o->why, "paysink sent the buyer to '%.200s'", success);
 		return -1;
 	}
 	while (now_ms() < give_up) {
-		http_do(port, "GET", path, NULL, NULL, &r);
+		buyer_http(port, "GET", path, NULL, NULL, &r);
 		if (r.status == 200) {
 			o->returned = 1;
 			return 0;
@@ -494,15 +614,18 @@ static int come_back(const char *success, int64_t give_up, struct step_out *o)
 	return -1;
 }
 
-/* the payment: paysink's Pay button (303 to the shop: paid; 409: not open) */
-static int pay(const struct buyer *b, int come, int64_t give_up, struct step_out *o)
+/* the payment: paysink's Pay button with method (NULL: the first, a card);
+ * 303 to the shop: paid (a delayed method: on its way); 409: not open */
+static int pay(const char *method, int come, int64_t give_up, struct step_out *o)
 {
-	char path[160];
+	char path[160], body[64] = "";
 	struct resp r;
 
 	snprintf(path, sizeof path, "/pay/%s", o->session);
-	http_do(B.paysink_port, "POST", path,
-		"Content-Type: application/x-www-form-urlencoded\r\n", "", &r);
+	if (method)
+		snprintf(body, sizeof body, "method=%s", method);
+	buyer_http(B.paysink_port, "POST", path,
+		   "Content-Type: application/x-www-form-urlencoded\r\n", body, &r);
 	o->t_paid = now_ms();
 	if (r.status == 303) {
 		o->paid = 1;
@@ -513,7 +636,6 @@ static int pay(const struct buyer *b, int come, int64_t give_up, struct step_out
 		o->paid = 0;
 		return 0;
 	}
-	(void)b;
 	snprintf(o->why, sizeof o->why, "paysink answered the payment of %s with %d", o->session,
 		 r.status);
 	return -1;
@@ -529,7 +651,7 @@ static void hold_of(struct step_out *o)
 
 	snprintf(path, sizeof path, "/v1/checkout/sessions/%s", o->session);
 	snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n", B.key);
-	http_do(B.paysink_port, "GET", path, auth, NULL, &r);
+	buyer_http(B.paysink_port, "GET", path, auth, NULL, &r);
 	if (r.status != 200 || !(doc = json_loads(r.body, 0, &err)))
 		return;
 	if (json_string_value(json_object_get(doc, "client_reference_id")))
@@ -538,45 +660,109 @@ static void hold_of(struct step_out *o)
 	json_decref(doc);
 }
 
-/* The checkout, and for a prompt payer its payment (and return). */
-static void __attribute__((noreturn)) step_checkout(long idx, const char *out)
+/* the next look at a place's page, 1-5 s on, as the buyer's hash and its
+ * looks say (a page that looks again by itself, far inside the 30 s its
+ * place is kept without a look) */
+static long look_gap(long idx, long looks)
+{
+	return BUYER_LOOK_MS + (long)(buyer_hash(idx * 7919 + looks) % (4 * BUYER_LOOK_MS + 1));
+}
+
+/* In line: the place's page /w/<link> (the checkout's 303, loc) looked at
+ * until it answers 303 to the payment page (into r: 1), or says sold out or
+ * that the place is gone (o->status: 0); -1 and why when the shop answers
+ * what it must not, or stops answering */
+static int line_wait(long idx, int port, const char *loc, struct resp *r, struct step_out *o)
+{
+	static const struct says ends[] = {
+		{ "<h1>Sold out</h1>", "soldout" },
+		{ "<h1>Sales have closed</h1>", "soldout" },
+		{ "<h1>You left the line</h1>", "gone" },
+	};
+	char path[200];
+	const char *p, *end;
+	int64_t t0 = now_ms(), answered = t0;
+	int lport;
+
+	if (buyer_url_split(loc, &lport, &p) != 0 || lport != port) {
+		snprintf(o->why, sizeof o->why, "the checkout sent the buyer to '%.200s'", loc);
+		return -1;
+	}
+	snprintf(path, sizeof path, "%.199s", p);
+	for (;;) {
+		sleep_ms(look_gap(idx, o->line_looks));
+		buyer_http(port, "GET", path, NULL, NULL, r);
+		o->line_looks++;
+		o->line_ms = now_ms() - t0;
+		if (r->status == 303)
+			return 1;
+		if (r->status == 200) {
+			answered = now_ms();
+			if ((end = buyer_says(r->body, ends, sizeof ends / sizeof ends[0]))) {
+				o->status = end;
+				return 0;
+			}
+			if (!strstr(r->body, "<h1>You are in line</h1>")) {
+				snprintf(o->why, sizeof o->why, "the place's page %.60s says: %.200s",
+					 path, r->body);
+				return -1;
+			}
+			if (now_ms() - t0 >= BUYER_LINE_MS) {	/* the buyer gives up */
+				o->status = "left";
+				return 0;
+			}
+			continue;
+		}
+		if (r->status != 0 && r->status < 500) {
+			snprintf(o->why, sizeof o->why, "GET %s answered %d", path, r->status);
+			return -1;
+		}
+		o->reloads++;	/* the box is down, or the payment service did not answer */
+		if (now_ms() - answered > BUYER_GIVE_UP_MS * (opt.failover ? 3 : 1)) {
+			snprintf(o->why, sizeof o->why, "no shop answered the place's page %s for "
+				 "%d s", path, (int)(BUYER_GIVE_UP_MS / 1000));
+			return -1;
+		}
+	}
+}
+
+/* The checkout: the event's page, its form posted, until the shop answers
+ * (r: its 303); 0, or 1 with o->status said (sold out), -1 with why */
+static int checkout_post(long idx, int port, int64_t give_up, struct resp *r,
+			 struct step_out *o)
 {
 	const struct buyer *b = &B.b[idx];
-	struct step_out o = { .status = "error", .paid = -1 };
 	char path[64], cookie[64] = "", hdrs[256], body[1024], name[64], ename[200], email[200];
-	int64_t give_up = now_ms() + BUYER_GIVE_UP_MS * (opt.failover ? 3 : 1);
-	int port = B.shop_port[b->box], ok = 0;
-	struct resp r;
+	char tok[64];
+	const char *p, *q;
 
 	snprintf(name, sizeof name, "Shop buyer %ld", idx + 1);
 	while (now_ms() < give_up) {
-		const char *p, *q;
-		char tok[64];
-
 		/* the event's page: the form and its token */
 		snprintf(path, sizeof path, "/e/%ld", soak.shop_event);
 		snprintf(hdrs, sizeof hdrs, cookie[0] ? "Cookie: sd_csrf=%s\r\n" : "", cookie);
-		http_do(port, "GET", path, hdrs, NULL, &r);
-		if (r.status != 200) {
-			if (r.status != 0 && r.status < 500) {
-				snprintf(o.why, sizeof o.why, "GET %s answered %d", path, r.status);
-				step_exit(out, &o);
+		buyer_http(port, "GET", path, hdrs, NULL, r);
+		if (r->status != 200) {
+			if (r->status != 0 && r->status < 500) {
+				snprintf(o->why, sizeof o->why, "GET %s answered %d", path, r->status);
+				return -1;
 			}
-			o.reloads++;	/* the box is down: the page again */
+			o->reloads++;	/* the box is down: the page again */
 			sleep_ms(200);
 			continue;
 		}
-		if (r.cookie[0])
-			snprintf(cookie, sizeof cookie, "%s", r.cookie);
-		if (strstr(r.body, "class=\"soldout\"")) {	/* no form: sold out (for now) */
-			o.status = "soldout";
-			step_exit(out, &o);
+		if (r->cookie[0])
+			snprintf(cookie, sizeof cookie, "%s", r->cookie);
+		/* sold out (for now, the page has the form: the line waits) */
+		if (strstr(r->body, "class=\"soldout\"") && !strstr(r->body, "name=\"csrf\"")) {
+			o->status = "soldout";
+			return 1;
 		}
-		if (!(p = strstr(r.body, "name=\"csrf\" value=\"")) ||
+		if (!(p = strstr(r->body, "name=\"csrf\" value=\"")) ||
 		    !(q = strchr(p += 19, '"')) || q - p >= (long)sizeof tok || !cookie[0]) {
-			snprintf(o.why, sizeof o.why, "the event's page has no form token (or no "
+			snprintf(o->why, sizeof o->why, "the event's page has no form token (or no "
 				 "cookie)");
-			step_exit(out, &o);
+			return -1;
 		}
 		snprintf(tok, sizeof tok, "%.*s", (int)(q - p), p);
 		/* the checkout */
@@ -589,65 +775,153 @@ static void __attribute__((noreturn)) step_checkout(long idx, const char *out)
 			 cookie, port);
 		snprintf(path, sizeof path, "/e/%ld/checkout", soak.shop_event);
 		posting(idx, 1);	/* for a whole-box kill to meet */
-		http_do(port, "POST", path, hdrs, body, &r);
+		buyer_http(port, "POST", path, hdrs, body, r);
 		posting(idx, 0);
-		if (r.status == 303) {
-			ok = 1;
-			break;
+		if (r->status == 303)
+			return 0;
+		if (r->status == 409) {
+			o->status = "soldout";
+			return 1;
 		}
-		if (r.status == 409) {
-			o.status = "soldout";
-			step_exit(out, &o);
+		if (r->status != 0 && r->status < 500) {
+			snprintf(o->why, sizeof o->why, "POST %s answered %d: %.200s", path,
+				 r->status, r->body);
+			return -1;
 		}
-		if (r.status != 0 && r.status < 500) {
-			snprintf(o.why, sizeof o.why, "POST %s answered %d: %.200s", path, r.status,
-				 r.body);
-			step_exit(out, &o);
-		}
-		o.restarts++;	/* no answer, or 5xx: start again */
+		o->restarts++;	/* no answer, or 5xx: start again */
 		sleep_ms(200);
 	}
-	if (!ok) {
-		snprintf(o.why, sizeof o.why, "no shop answered the checkout in time (%ld starts)",
-			 o.restarts + 1);
-		step_exit(out, &o);
-	}
-	o.t_checkout = now_ms();
-	{
-		const char *loc = r.location, *pp, *s = strstr(loc, "/pay/");
-		char page[200];
-		int pport;
-
-		if (!s || url_split(loc, &pport, &pp) != 0 || pport != B.paysink_port) {
-			snprintf(o.why, sizeof o.why, "the checkout sent the buyer to '%.200s'", loc);
-			step_exit(out, &o);
-		}
-		snprintf(o.session, sizeof o.session, "%.*s", (int)strcspn(s + 5, "?#/"), s + 5);
-		snprintf(page, sizeof page, "%.190s", pp);
-		/* the page, as the browser follows the 303 */
-		http_do(B.paysink_port, "GET", page, NULL, NULL, &r);
-		if (r.status != 200) {
-			snprintf(o.why, sizeof o.why, "paysink's page %s answered %d", page, r.status);
-			step_exit(out, &o);
-		}
-	}
-	hold_of(&o);
-	o.status = "session";
-	if ((b->choice == C_RETURN || b->choice == C_NORETURN) &&
-	    pay(b, b->choice == C_RETURN, give_up, &o) != 0)
-		o.status = "error";
-	step_exit(out, &o);
+	snprintf(o->why, sizeof o->why, "no shop answered the checkout in time (%ld starts)",
+		 o->restarts + 1);
+	return -1;
 }
 
-/* The late payment (and the return, for some). */
-static void __attribute__((noreturn)) step_late(long idx, const char *out)
+/* the 303 to paysink's page followed: the session, and the page loaded */
+static int payment_page(const char *loc, struct step_out *o)
+{
+	const char *pp, *s = strstr(loc, "/pay/");
+	char page[200];
+	struct resp r;
+	int pport;
+
+	if (!s || buyer_url_split(loc, &pport, &pp) != 0 || pport != B.paysink_port) {
+		snprintf(o->why, sizeof o->why, "the checkout sent the buyer to '%.200s'", loc);
+		return -1;
+	}
+	snprintf(o->session, sizeof o->session, "%.*s", (int)strcspn(s + 5, "?#/"), s + 5);
+	snprintf(page, sizeof page, "%.190s", pp);
+	buyer_http(B.paysink_port, "GET", page, NULL, NULL, &r);
+	if (r.status != 200) {
+		snprintf(o->why, sizeof o->why, "paysink's page %s answered %d", page, r.status);
+		return -1;
+	}
+	return 0;
+}
+
+/* the payment page loaded (the shop's 303 to it in r), the hold named, and
+ * for a prompt payer its payment (and return) */
+static void __attribute__((noreturn)) checkout_pay(long idx, const struct resp *r,
+						   int64_t give_up, struct step_out *o,
+						   const char *out)
 {
 	const struct buyer *b = &B.b[idx];
-	struct step_out o = { .status = "paid", .paid = -1 };
+	int rc;
+
+	o->t_checkout = now_ms();
+	if (payment_page(r->location, o) != 0)
+		step_exit(out, o);
+	hold_of(o);
+	o->status = "session";
+	switch (b->choice) {
+	case C_RETURN:
+	case C_NORETURN:
+	case C_REFUND_FULL:
+	case C_REFUND_PART:
+	case C_DISPUTE:	/* a card, at once; the money goes back later */
+		rc = pay(NULL, b->choice != C_NORETURN, give_up, o);
+		break;
+	case C_DELAYED_OK:
+	case C_DELAYED_FAILED:	/* the browser follows paysink's 303 back */
+		rc = pay(BUYER_DELAYED, 1, give_up, o);
+		break;
+	default:		/* late, abandon: not now */
+		rc = 0;
+	}
+	if (rc != 0)
+		o->status = "error";
+	step_exit(out, o);
+}
+
+/* The checkout; a buyer the shop puts in line goes on in a line step
+ * (status line, the place's page in place). */
+static void __attribute__((noreturn)) step_checkout(long idx, const char *out)
+{
+	const struct buyer *b = &B.b[idx];
+	struct step_out o = { .status = "error", .paid = -1 };
+	int64_t give_up = now_ms() + BUYER_GIVE_UP_MS * (opt.failover ? 3 : 1);
+	static struct resp r;
+
+	if (checkout_post(idx, B.shop_port[b->box], give_up, &r, &o) != 0)
+		step_exit(out, &o);	/* sold out, or why not */
+	if (strstr(r.location, "/w/")) {	/* a place in line */
+		o.status = "line";
+		snprintf(o.place, sizeof o.place, "%s", r.location);
+		step_exit(out, &o);
+	}
+	checkout_pay(idx, &r, give_up, &o, out);
+}
+
+/* In line, then on as the checkout goes. */
+static void __attribute__((noreturn)) step_line(long idx, const char *out)
+{
+	const struct buyer *b = &B.b[idx];
+	struct step_out o = { .status = "error", .paid = -1 };
+	static struct resp r;
+
+	if (line_wait(idx, B.shop_port[b->box], b->place, &r, &o) != 1)
+		step_exit(out, &o);
+	checkout_pay(idx, &r, now_ms() + BUYER_GIVE_UP_MS * (opt.failover ? 3 : 1), &o, out);
+}
+
+/* The buyer's later step: the late payment (and the return, for some), the
+ * delayed payment settled at its bank, or the money given back. */
+static void __attribute__((noreturn)) step_later(long idx, const char *out)
+{
+	const struct buyer *b = &B.b[idx];
+	struct step_out o = { .status = "later", .paid = b->paid };
+	int64_t give_up = now_ms() + BUYER_GIVE_UP_MS * (opt.failover ? 3 : 1);
+	int rc = 0;
 
 	snprintf(o.session, sizeof o.session, "%s", b->session);
 	snprintf(o.hold, sizeof o.hold, "%s", b->hold);
-	if (pay(b, b->late_return, now_ms() + BUYER_GIVE_UP_MS * (opt.failover ? 3 : 1), &o) != 0)
+	snprintf(o.success, sizeof o.success, "%s", b->success);
+	snprintf(o.later, sizeof o.later, "%s", b->later);
+	o.returned = b->returned;
+	o.t_paid = b->t_paid;
+	switch (b->choice) {
+	case C_LATE:
+		o.status = "paid";
+		o.paid = -1;
+		if (b->refunds_pending && (rc = buyer_refunds_pending(b->session, o.why,
+								      sizeof o.why)) != 0)
+			break;
+		if (b->refunds_pending)
+			snprintf(o.later, sizeof o.later, "refunds-pending");
+		rc = pay(NULL, b->late_return, give_up, &o);
+		break;
+	case C_DELAYED_OK:
+	case C_DELAYED_FAILED:
+		rc = buyer_settle(b->session, b->choice == C_DELAYED_OK, o.later, sizeof o.later,
+				  o.why, sizeof o.why);
+		break;
+	default:	/* refund_full, refund_part, dispute */
+		rc = buyer_money_back(b->session, b->success,
+				      b->choice == C_REFUND_PART ? b->part : 0,
+				      b->choice == C_DISPUTE ? b->reason : NULL,
+				      now_ms() + BUYER_BACK_MS, o.later, sizeof o.later, o.why,
+				      sizeof o.why);
+	}
+	if (rc != 0)
 		o.status = "error";
 	step_exit(out, &o);
 }
@@ -672,8 +946,10 @@ static int step_start(long idx)
 	if (pid == 0) {
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
-		if (b->phase == P_LATE)
-			step_late(idx, out);
+		if (b->phase == P_LATER)
+			step_later(idx, out);
+		if (b->phase == P_LINE)
+			step_line(idx, out);
 		step_checkout(idx, out);
 	}
 	if (pid < 0) {
@@ -682,6 +958,7 @@ static int step_start(long idx)
 	}
 	b->pid = pid;
 	B.running++;
+	B.lining += b->phase == P_LINE;
 	return 0;
 }
 
@@ -702,11 +979,13 @@ static void buyer_log(long idx, const char *outcome)
 	const struct buyer *b = &B.b[idx];
 
 	actions_log("buyer idx=%ld box=%c choice=%s seats=%d email=%s outcome=%s session=%s "
-		    "hold=%s paid=%s returned=%d restarts=%ld reloads=%ld soldout_tries=%d t0=%lld "
-		    "t1=%lld tpay=%lld", idx, b->box ? 'b' : 'a', choice_names[b->choice], b->seats,
-		    b->email, outcome, b->session[0] ? b->session : "-", b->hold[0] ? b->hold : "-",
-		    b->paid < 0 ? "-" : b->paid ? "1" : "0", b->returned, b->restarts, b->reloads,
-		    b->soldout_tries, rel_ms(b->t_first), rel_ms(now_ms()), rel_ms(b->t_paid));
+		    "hold=%s paid=%s returned=%d later=%s restarts=%ld reloads=%ld "
+		    "soldout_tries=%d line=%ld line_ms=%lld t0=%lld t1=%lld tpay=%lld", idx,
+		    b->box ? 'b' : 'a', choice_names[b->choice], b->seats, b->email, outcome,
+		    b->session[0] ? b->session : "-", b->hold[0] ? b->hold : "-",
+		    b->paid < 0 ? "-" : b->paid ? "1" : "0", b->returned, b->later, b->restarts,
+		    b->reloads, b->soldout_tries, b->line_looks, b->line_ms, rel_ms(b->t_first),
+		    rel_ms(now_ms()), rel_ms(b->t_paid));
 }
 
 static void buyer_done(long idx, const char *outcome)
@@ -716,7 +995,83 @@ static void buyer_done(long idx, const char *outcome)
 	b->phase = P_DONE;
 	B.done++;
 	B.t_end = now_ms();
+	if (strcmp(outcome, "session") == 0) {
+		B.paid += b->paid == 1;
+		B.refused += b->paid == 0;
+		B.returned += b->returned;
+	}
+	B.settled_ok += strcmp(b->later, "settled-succeeded") == 0;
+	B.settled_failed += strcmp(b->later, "settled-failed") == 0;
+	B.money_back += !strncmp(b->later, "refund", 6) && strcmp(b->later, "refunds-pending");
+	B.money_back += strncmp(b->later, "dispute", 7) == 0;
+	B.money_back_skipped += strncmp(b->later, "skip-", 5) == 0;
 	buyer_log(idx, outcome);
+}
+
+/* a step's counts added to the buyer's and the figures */
+static void step_counts(struct buyer *b, const char *text)
+{
+	char v[64];
+
+	field_of(text, "restarts", v, sizeof v);
+	b->restarts += atol(v);
+	B.restarts += atol(v);
+	field_of(text, "reloads", v, sizeof v);
+	b->reloads += atol(v);
+	B.reloads += atol(v);
+	field_of(text, "line_looks", v, sizeof v);
+	B.in_line += b->line_looks == 0 && atol(v) > 0;
+	b->line_looks += atol(v);
+	B.line_looks += atol(v);
+	field_of(text, "line_ms", v, sizeof v);
+	b->line_ms += atoll(v);
+	if (b->line_ms > B.line_ms_max)
+		B.line_ms_max = b->line_ms;
+}
+
+/* sold out, or its place in line gone: tried again in 1-3 s, for a while */
+static void step_again(long idx, const char *status)
+{
+	struct buyer *b = &B.b[idx];
+
+	b->soldout_tries++;
+	B.soldout_tries++;
+	B.line_gone += strcmp(status, "gone") == 0;
+	if (now_ms() - b->t_first >= BUYER_SOLDOUT_MS) {
+		B.soldout++;
+		buyer_done(idx, "soldout");
+		return;
+	}
+	b->phase = P_SOLDOUT_WAIT;
+	b->due = now_ms() + 1000 + (int64_t)rng_below(2001);
+}
+
+/* the checkout's session: the buyer's later step planned, or it is done */
+static int step_session(long idx, const char *text)
+{
+	struct buyer *b = &B.b[idx];
+	char v[64];
+
+	field_of(text, "session", b->session, sizeof b->session);
+	field_of(text, "hold", b->hold, sizeof b->hold);
+	field_of(text, "t_checkout", v, sizeof v);
+	b->t_checkout = atoll(v);
+	B.sessions++;
+	if (!b->hold[0]) {
+		fail("buyers: buyer %ld: paysink names no hold for session %s (%.300s)", idx,
+		     b->session, text + 1);
+		return -1;
+	}
+	if (b->choice == C_LATE) {
+		b->phase = P_LATER_WAIT;
+		b->due = b->t_checkout + b->late_ms;
+	} else if (b->choice >= C_DELAYED_OK && b->paid == 1) {
+		b->phase = P_LATER_WAIT;
+		b->due = b->t_paid + b->later_ms;
+	} else {
+		buyer_done(idx, "session");
+	}
+	return 0;
 }
 
 /* a step ended: its result read, the buyer's next step planned */
@@ -724,6 +1079,7 @@ static int step_done(long idx)
 {
 	struct buyer *b = &B.b[idx];
 	char out[CHAOS_PATH_MAX + 64], text[4096], v[1024], status[16];
+	enum phase was = b->phase;
 	FILE *f;
 	size_t n = 0;
 
@@ -744,22 +1100,19 @@ static int step_done(long idx)
 		     why[0] ? why : "its step died");
 		return -1;
 	}
-	field_of(text, "restarts", v, sizeof v);
-	b->restarts += atol(v);
-	B.restarts += atol(v);
-	field_of(text, "reloads", v, sizeof v);
-	b->reloads += atol(v);
-	B.reloads += atol(v);
-	if (strcmp(status, "soldout") == 0) {
-		b->soldout_tries++;
-		B.soldout_tries++;
-		if (now_ms() - b->t_first >= BUYER_SOLDOUT_MS) {
-			B.soldout++;
-			buyer_done(idx, "soldout");
-			return 0;
-		}
-		b->phase = P_SOLDOUT_WAIT;
-		b->due = now_ms() + 1000 + (int64_t)rng_below(2001);
+	step_counts(b, text);
+	if (strcmp(status, "soldout") == 0 || strcmp(status, "gone") == 0) {
+		step_again(idx, status);
+		return 0;
+	}
+	if (strcmp(status, "line") == 0) {	/* in line: its page, at once */
+		field_of(text, "place", b->place, sizeof b->place);
+		b->phase = P_LINE_WAIT;
+		return 0;
+	}
+	if (strcmp(status, "left") == 0) {	/* waited in line too long */
+		B.line_left++;
+		buyer_done(idx, "left");
 		return 0;
 	}
 	field_of(text, "paid", v, sizeof v);
@@ -770,28 +1123,58 @@ static int step_done(long idx)
 	if (atoll(v) > 0)
 		b->t_paid = atoll(v);
 	field_of(text, "success", b->success, sizeof b->success);
-	if (b->phase == P_CHECKOUT) {
-		field_of(text, "session", b->session, sizeof b->session);
-		field_of(text, "hold", b->hold, sizeof b->hold);
-		field_of(text, "t_checkout", v, sizeof v);
-		b->t_checkout = atoll(v);
-		B.sessions++;
-		if (!b->hold[0]) {
-			fail("buyers: buyer %ld: paysink names no hold for session %s (%.300s)", idx,
-			     b->session, text + 1);
-			return -1;
-		}
-		if (b->choice == C_LATE) {
-			b->phase = P_LATE_WAIT;
-			b->due = b->t_checkout + b->late_ms;
-			return 0;
-		}
-	}
-	B.paid += b->paid == 1;
-	B.refused += b->paid == 0;
-	B.returned += b->returned;
+	field_of(text, "later", v, sizeof v);
+	if (v[0])
+		snprintf(b->later, sizeof b->later, "%.63s", v);
+	if (was == P_CHECKOUT || was == P_LINE)
+		return step_session(idx, text);
 	buyer_done(idx, "session");
 	return 0;
+}
+
+/* the bank's word: the refunds of session's payment fail (its buyer's plan) */
+static int refund_fails(const char *session)
+{
+	long i;
+
+	for (i = 0; i < B.n; i++)
+		if (strcmp(B.b[i].session, session) == 0)
+			return B.b[i].refund_fails;
+	return 0;
+}
+
+/* the finished steps reaped and read; -1 when one failed */
+static int steps_reap(void)
+{
+	char path[CHAOS_PATH_MAX + 64];
+	long i;
+	int rc;
+
+	for (i = 0; i < B.n && B.running > 0; i++) {
+		struct buyer *b = &B.b[i];
+
+		if (!b->pid || (rc = proc_wait(b->pid, 0)) == -2)
+			continue;
+		b->pid = 0;
+		B.running--;
+		B.lining -= b->phase == P_LINE;
+		posting_path(i, path, sizeof path);
+		unlink(path);
+		if (rc != 0) {
+			fail("buyers: buyer %ld's step exited %d", i, rc);
+			return -1;
+		}
+		if (step_done(i) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* a slot free for a step: those in line hold none (each is a buyer's page
+ * left open, not the harness's work) */
+static int slot_free(void)
+{
+	return B.running - B.lining < BUYER_SLOTS;
 }
 
 int buyers_step(void)
@@ -804,39 +1187,22 @@ int buyers_step(void)
 		return 0;
 	if (!B.t0)
 		B.t0 = now;
-	/* reap */
-	for (i = 0; i < B.n && B.running > 0; i++) {
-		struct buyer *b = &B.b[i];
-		int rc;
-
-		if (!b->pid || (rc = proc_wait(b->pid, 0)) == -2)
-			continue;
-		b->pid = 0;
-		B.running--;
-		{
-			char path[CHAOS_PATH_MAX + 64];
-
-			posting_path(i, path, sizeof path);
-			unlink(path);
-		}
-		if (rc != 0) {
-			fail("buyers: buyer %ld's step exited %d", i, rc);
-			return -1;
-		}
-		if (step_done(i) != 0)
-			return -1;
-	}
-	/* start: the late payments first (their time matters), then the
-	 * sold-out ones trying again, then new buyers */
-	for (pass = 0; pass < 2 && B.running < BUYER_SLOTS; pass++) {
-		for (i = 0; i < B.n && B.running < BUYER_SLOTS; i++) {
+	bank_step(B.record, refund_fails);
+	if (steps_reap() != 0)
+		return -1;
+	/* start: the places in line at once, the late payments first (their
+	 * time matters), then the sold-out ones trying again, then new buyers */
+	for (pass = 0; pass < 3; pass++) {
+		for (i = 0; i < B.n && (pass == 0 || slot_free()); i++) {
 			struct buyer *b = &B.b[i];
 
 			if (b->pid || now < b->due)
 				continue;
-			if (pass == 0 && b->phase == P_LATE_WAIT)
-				b->phase = P_LATE;
-			else if (pass == 1 && b->phase == P_SOLDOUT_WAIT)
+			if (pass == 0 && b->phase == P_LINE_WAIT)
+				b->phase = P_LINE;
+			else if (pass == 1 && b->phase == P_LATER_WAIT)
+				b->phase = P_LATER;
+			else if (pass == 2 && b->phase == P_SOLDOUT_WAIT)
 				b->phase = P_CHECKOUT;
 			else
 				continue;
@@ -844,7 +1210,7 @@ int buyers_step(void)
 				return -1;
 		}
 	}
-	while (B.running < BUYER_SLOTS && B.next < B.n && now >= B.t0 + B.b[B.next].due) {
+	while (slot_free() && B.next < B.n && now >= B.t0 + B.b[B.next].due) {
 		struct buyer *b = &B.b[B.next];
 
 		b->phase = P_CHECKOUT;
@@ -910,41 +1276,98 @@ void buyers_cleanup(void)
 
 /* ======================== the drain's extra wait ======================== */
 
+/* paysink's webhook events still on their way to the box: neither
+ * dropped, nor answered 2xx, nor given up by every copy; -1 unreadable */
+static long events_in_flight(void)
+{
+	json_t *doc = json_load_file(B.record, 0, NULL), *x;
+	long n = 0;
+	size_t i;
+
+	if (!doc)
+		return -1;
+	json_array_foreach(json_object_get(doc, "events"), i, x) {
+		json_int_t copies = json_is_true(json_object_get(x, "duplicated")) ? 2 : 1;
+
+		if (!json_is_true(json_object_get(x, "dropped")) &&
+		    json_integer_value(json_object_get(x, "delivered_ok")) == 0 &&
+		    json_integer_value(json_object_get(x, "gave_up")) < copies)
+			n++;
+	}
+	json_decref(doc);
+	return n;
+}
+
 int buyers_settled(char *why, size_t size)
 {
 	static const struct {
 		const char *sql, *what;
 	} q[] = {
 		{ "SELECT count(*) FROM holds WHERE state = 'open'", "holds open" },
-		{ "SELECT count(*) FROM refunds WHERE via = 'provider' AND done_at IS NULL",
-		  "refunds owed at the provider" },
-		{ "SELECT count(*) FROM refunds r WHERE r.reason = 'late' AND NOT EXISTS "
-		  "(SELECT 1 FROM effects e WHERE e.subject = 'refund:' || r.payment_ref AND "
-		  "e.kind = 'mail' AND e.done_at IS NOT NULL)", "refund emails not marked sent" },
+		/* a refund paysink failed is owed at the window: nothing to wait for */
+		{ "SELECT count(*) FROM refunds WHERE via = 'provider' AND done_at IS NULL AND "
+		  "failed_at IS NULL", "refunds owed at the provider" },
+		{ "SELECT count(*) FROM refunds r WHERE r.reason = 'late' AND r.done_at IS NOT NULL "
+		  "AND NOT EXISTS (SELECT 1 FROM effects e WHERE e.subject = 'refund:' || "
+		  "r.payment_ref AND e.kind = 'mail' AND e.done_at IS NOT NULL)",
+		  "refund emails not marked sent" },
+		{ "SELECT count(*) FROM holds h WHERE h.state = 'failed' AND NOT EXISTS (SELECT 1 "
+		  "FROM effects e WHERE e.subject = 'hold:' || h.public_id AND e.kind = 'mail' AND "
+		  "e.done_at IS NOT NULL)", "failed payments' emails not marked sent" },
 	};
 	struct vdb *db = NULL;
 	char err[300];
 	size_t i;
+	long n;
 
 	why[0] = '\0';
 	if (!opt.buyers)
 		return 1;
+	bank_step(B.record, refund_fails);	/* the pending refunds end meanwhile */
 	if (vdb_open(soak.db, &db, err, sizeof err) != 0) {
 		snprintf(why, size, "%s", err);
 		return 0;
 	}
 	for (i = 0; i < sizeof q / sizeof q[0] && !why[0]; i++) {
-		char n[32] = "";
+		char c[32] = "";
 
-		if (vdb_one(db, q[i].sql, n, sizeof n) != 0)
+		if (vdb_one(db, q[i].sql, c, sizeof c) != 0)
 			snprintf(why, size, "cannot read the database: %s", q[i].sql);
-		else if (atol(n) > 0)
-			snprintf(why, size, "%s %s", n, q[i].what);
+		else if (atol(c) > 0)
+			snprintf(why, size, "%s %s", c, q[i].what);
 	}
 	vdb_close(db);
+	if (!why[0] && (n = bank_pending()) > 0)
+		snprintf(why, size, "%ld refunds pending at paysink", n);
+	if (!why[0] && (n = events_in_flight()) < 0)
+		snprintf(why, size, "paysink's record %s is unreadable", B.record);
+	else if (!why[0] && n > 0)
+		snprintf(why, size, "%ld of paysink's webhook events on their way", n);
 	if (why[0])
 		B.settle_waits++;
 	return !why[0];
+}
+
+int buyers_later_only(char *why, size_t size)
+{
+	struct vdb *db = NULL;
+	char err[300], n[32] = "";
+	int ok;
+
+	why[0] = '\0';
+	if (!opt.buyers)
+		return 0;
+	if (vdb_open(soak.db, &db, err, sizeof err) != 0) {
+		snprintf(why, size, "%s", err);
+		return 0;
+	}
+	ok = vdb_one(db, "SELECT count(*) FROM stream WHERE kind <> 'send_reminder' AND NOT "
+		     CHAOS_SHOP_LATER, n, sizeof n) == 0 && atol(n) == 0;
+	vdb_close(db);
+	if (!ok)
+		snprintf(why, size, "%s jobs wait that are not the shop's looks again later",
+			 n[0] ? n : "some");
+	return ok;
 }
 
 /* ======================== the figures =================================== */
@@ -962,5 +1385,16 @@ void buyers_print_figures(void)
 	printf("buyer_payments_accepted %ld\n", B.paid);
 	printf("buyer_payments_refused %ld\n", B.refused);
 	printf("buyer_returns %ld\n", B.returned);
+	printf("buyers_in_line %ld\n", B.in_line);
+	printf("buyer_line_looks %ld\n", B.line_looks);
+	printf("buyer_line_wait_max_s %.1f\n", (double)B.line_ms_max / 1000.0);
+	printf("buyer_line_places_gone %ld\n", B.line_gone);
+	printf("buyers_left_the_line %ld\n", B.line_left);
+	printf("buyer_delayed_settled_ok %ld\n", B.settled_ok);
+	printf("buyer_delayed_settled_failed %ld\n", B.settled_failed);
+	printf("buyer_money_back %ld\n", B.money_back);
+	printf("buyer_money_back_skipped %ld\n", B.money_back_skipped);
+	printf("bank_refunds_settled %ld\n", bank_settled(0));
+	printf("bank_refunds_failed %ld\n", bank_settled(1));
 	printf("drain_waits_for_payments %ld\n", B.settle_waits);
 }

@@ -59,7 +59,9 @@
  * Every acknowledged order and change goes to <dir>/actions.log with the
  * times it was asked and answered, for the verdict to judge the box by.
  * Then it polls `stagedoor check` until it passes (with buyers, also until
- * no hold is open and no refund or refund email is owed), stops the
+ * no hold is open, no refund or the shop's email is owed and no webhook
+ * event is on its way, letting the shop's looks again later at what has
+ * ended wait: buyers.c's buyers_settled and buyers_later_only), stops the
  * appliance with SIGTERM (exit 0 expected), stops the providers, and runs
  * verify.c (and with buyers shopcheck.c, on paysink's record).
  *
@@ -92,7 +94,8 @@
  *
  * The verdict also scans every ticket code the emails carry at a door of
  * its own (mailcheck.c: a copy of the final database, `stagedoor scan`), on
- * SQLite; --verify-only does with --door DIR.
+ * SQLite: none admits another order's seat, or one of a cancelled order;
+ * --verify-only does with --door DIR.
  *
  * Exit 0 only when every check holds; 1 naming the first broken one; 2 for
  * a usage error.  The figures go to stdout as "name value" lines.
@@ -1437,15 +1440,17 @@ static int drain(void)
 	/* under --controls the limits pace the backlog the pauses left: twice
 	 * the time (send_tickets at 40/s alone takes a minute for 2,400 emails) */
 	int64_t t0 = now_ms(), until = t0 + opt.drain_timeout_s * (opt.controls ? 2 : 1) * 1000;
-	char out[2048] = "";
+	char out[2048] = "", later[300];
 	int rc = -1;
 
 	while (now_ms() < until && !chaos_interrupted) {
 		if (chaos_run_watch() != 0)
 			return -1;
 		orphans_reap();
+		/* with buyers, jobs the shop scheduled hours ahead to look
+		 * again at what has ended since need not be waited for */
 		if ((rc = proc_run(argv, out, sizeof out, 1)) == 0 &&
-		    !strstr(out, "scheduled jobs wait")) {
+		    (!strstr(out, "scheduled jobs wait") || buyers_later_only(later, sizeof later))) {
 			/* with buyers: no hold open, no refund or its email owed
 			 * (the reconcile jobs run a minute after the last hold) */
 			if (!buyers_settled(out, sizeof out)) {
@@ -1620,6 +1625,7 @@ static void print_intent_figures(const struct verdict *v)
 	printf("owed_emails_absorbed_as_duplicates %ld\n", v->owed_absorbed);
 	printf("codes_scanned %ld\n", v->codes_checked);
 	printf("codes_admitting_another_orders_seat %ld\n", v->codes_other_order);
+	printf("codes_of_cancelled_orders_admitting %ld\n", v->codes_of_cancelled);
 	printf("messages_to_wrong_address %ld\n", v->wrong_address);
 	printf("orders_cancelled %ld\n", v->orders_cancelled);
 	printf("cancelled_after_tickets_email %ld\n", v->cancelled_mailed);

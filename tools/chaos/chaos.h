@@ -4,6 +4,9 @@
  *   chaos.c   options, set-up, the kill attack, drain, the figures
  *   changes.c the kill attack's changes to orders: resend, new address, cancel
  *   buyers.c  the kill attack's buyers in the shop (--buyers), paying at paysink
+ *   buyermoney.c  their money after the checkout: delayed payments settled,
+ *             refunds in paysink's dashboard, disputes, the bank of pending
+ *             refunds (buyers.h: what the two share)
  *   sqsrun.c  the kill attack's queue of its own (--sqs-tasks): boto3 workers
  *             outside the box, killed too
  *   cuts.c    the power-cut attack (--power-cuts): the box on tools/powercut
@@ -11,6 +14,9 @@
  *   procs.c   child processes: spawn, wait, the appliance's process tree
  *   verify.c  the independent verdict, from the database and the provider
  *   shopcheck.c  its part on the shop: holds, payments, refunds, paysink's record
+ *   backcheck.c  ... on the money after the sale: delayed payments, money
+ *             given back outside the box, the box's refunds as paysink ended
+ *             them, the door (shopcheck.h: what the two share)
  *   eventcheck.c its part on an event's runs and the reminders
  *   vdb.c     the database it reads: the SQLite file, or PostgreSQL itself
  *
@@ -243,6 +249,9 @@ void changes_print_figures(void);
  * buyer's checkout is being asked of box b's shop, for a whole-box kill to
  * meet (or all are done).  buyers_settled: the box
  * owes no hold's end, refund or refund email (why not into why).
+ * buyers_later_only: the jobs the stream holds for later are all the
+ * shop's looks again at what has ended (CHAOS_SHOP_LATER), or reminders
+ * (1), or some other (0, what into why).
  * buyers_stop_provider: paysink stopped (its record written last).
  * buyers_record_path: that record, NULL without --buyers. */
 int buyers_start_provider(void);
@@ -258,10 +267,25 @@ int buyers_holds_ending(void);
 int buyers_checkout_running(int box);
 long buyers_pending(void);
 int buyers_settled(char *why, size_t size);
+int buyers_later_only(char *why, size_t size);
 void buyers_stop_provider(void);
 const char *buyers_record_path(void);
 void buyers_cleanup(void);
 void buyers_print_figures(void);
+
+/* The stream's entries that are the shop's looks again at something that
+ * has ended meanwhile (an SQL condition on stream's columns): a hold's
+ * reconcile job that asked the provider again later (a delayed payment's
+ * 6 hours) and is no longer needed because the hold is no longer open, a
+ * refund's look at the provider (30 minutes) after the refund was done or
+ * failed.  They wait for their time and then find nothing to do: the
+ * drain does not wait for them, and the verdict counts them apart. */
+#define CHAOS_SHOP_LATER \
+	"(lease_token IS NULL AND ((kind = 'reconcile_hold' AND EXISTS (SELECT 1 FROM holds h " \
+	"WHERE 'outbox:' || h.public_id || ':reconcile' = stream.job_id AND h.state <> 'open')) " \
+	"OR (kind = 'refund_payment' AND EXISTS (SELECT 1 FROM refunds r WHERE 'outbox:' || " \
+	"r.payment_ref || ':refund' = stream.job_id AND (r.done_at IS NOT NULL OR " \
+	"r.failed_at IS NOT NULL)))))"
 
 /* ---- sqsrun.c: --sqs-tasks, an external worker's queue ------------------- */
 
@@ -402,10 +426,11 @@ int mail_codes(const char *msg, const char *tmp, char (*codes)[CHAOS_CODE_LEN + 
  * `bin scan CODE` on it: 1 when the door names an order for the code (its
  * public id into pub: a seat admitted, already admitted or cancelled), 0
  * when it turns the code away as invalid or of a cancelled event, -1 when
- * the scan failed. */
+ * the scan failed; *admitted: 1 when it admitted a seat this time. */
 int mail_door_open(const char *db_path, const char *key_path, const char *dir, char *copy,
 		   size_t size, char *err, size_t esize);
-int mail_door_scan(const char *bin, const char *copy, const char *code, char *pub, size_t size);
+int mail_door_scan(const char *bin, const char *copy, const char *code, char *pub, size_t size,
+		   int *admitted);
 
 /* ---- verify.c ---------------------------------------------------------- */
 
@@ -447,6 +472,7 @@ struct verdict {
 	long owed_absorbed;		/* owed emails whose key holds another's email */
 	long codes_checked;		/* codes from the emails, scanned */
 	long codes_other_order;		/* of which admit a seat of another order */
+	long codes_of_cancelled;	/* ... or of their own order, cancelled */
 	long wrong_address;		/* messages to an address the intent forbids */
 	long orders_cancelled, tickets_cancelled, live_tickets, seats_resold;
 	long cancelled_mailed;		/* cancelled orders whose tickets email went */
@@ -480,6 +506,17 @@ struct verdict {
 	long wh_events, wh_duplicated, wh_dropped, wh_gave_up, wh_delivered, wh_applied;
 	long long paid_minor, refunded_minor, online_minor, online_live_minor;
 	long shop_seats_live, shop_capacity;
+	long buyers_left;		/* gave up waiting in line */
+	long delayed_ok, delayed_failed;	/* delayed payments that succeeded, failed */
+	long delayed_unheard;		/* ... whose end the box never heard (pending) */
+	long failed_msgs;		/* messages under a payment-failed-<hold> key */
+	long back_full, back_part, back_disputes;	/* money back outside the box */
+	long back_cancelled;		/* orders it cancelled */
+	long back_unheard;		/* money back whose event the box never heard */
+	long back_skipped;		/* buyers who found no order to give back */
+	long long back_part_minor;	/* partial refunds recorded */
+	long box_refunds_failed, box_refunds_pending_seen;
+	long shop_later_looks;		/* CHAOS_SHOP_LATER entries left for later */
 
 	/* the first broken check, "" when every one holds */
 	char broken[512];
@@ -507,9 +544,10 @@ void event_print_figures(const struct verdict *v);
 
 /* shop_verify: the holds, online orders, refunds and webhooks in db against
  * paysink's record (v->record_path) and the soak's log (v->actions_path,
- * its "buyer" lines); refund_keys: the keys of the refund emails the mail
- * provider holds (one entry per message, sorted).  Figures into v. */
-void shop_verify(struct verdict *v, struct vdb *db, char *const *refund_keys, long n_refund_keys);
+ * its "buyer" lines); keys: the keys of the shop's own emails the mail
+ * provider holds, refunded-<payment> and payment-failed-<hold> (one entry
+ * per message, sorted).  Figures into v. */
+void shop_verify(struct verdict *v, struct vdb *db, char *const *keys, long n_keys);
 void shop_print_figures(const struct verdict *v);
 
 #endif

@@ -223,7 +223,8 @@ int mail_door_open(const char *db_path, const char *key_path, const char *dir, c
 	return 0;
 }
 
-int mail_door_scan(const char *bin, const char *copy, const char *code, char *pub, size_t size)
+int mail_door_scan(const char *bin, const char *copy, const char *code, char *pub, size_t size,
+		   int *admitted)
 {
 	const char *argv[] = { bin, "scan", "--db", copy, code, NULL };
 	char out[512];
@@ -231,6 +232,7 @@ int mail_door_scan(const char *bin, const char *copy, const char *code, char *pu
 	int rc = proc_run(argv, out, sizeof out, 1);
 
 	pub[0] = '\0';
+	*admitted = rc == 0 && strncmp(out, "admitted", 8) == 0;
 	if ((rc == 4 && strncmp(out, "invalid", 7) == 0) ||
 	    (rc == 5 && strncmp(out, "event cancelled", 15) == 0))
 		return 0;	/* the door turns it away (admitting no seat) */

@@ -44,18 +44,25 @@
  *                 the last one set; the live tickets of each event are the
  *                 seats the soak sold minus those it cancelled, and an event
  *                 sold past its capacity sold the difference again
- *   stream        no entry left in the stream (ready, scheduled or leased),
- *                 no dead job, no unpublished outbox row
+ *   stream        no entry left in the stream (ready, scheduled or leased)
+ *                 but reminders waiting for their day and, with the shop, its
+ *                 looks again later at what has ended (CHAOS_SHOP_LATER,
+ *                 counted apart), no dead job, no unpublished outbox row
  *   lost          every intent owed has its message, its email_sends row
  *                 sent; every order rendered (if standing) and counted
  *                 (processed_jobs holds its update_sales_counter job), every
  *                 cancellation counted back (its cancel_order job)
  *   shop          (with paysink's record, v->record_path) shopcheck.c's
- *                 checks of the holds, payments, refunds and webhooks
+ *                 checks of the holds, payments, refunds and webhooks, and
+ *                 backcheck.c's of the money after the sale
+ *   codes         (with a door) every code in the emails' PDFs scanned at a
+ *                 door of the verdict's own: none admits another order's
+ *                 seat, or a seat of an order cancelled since
  *
  * The shop's orders (payment 'online') are not the soak's: the orders
  * placed and the log's seats are held to the box office's orders alone,
- * and a refund email (<refunded-PAYMENT@...>) is shopcheck.c's to judge.
+ * and a refund email (<refunded-PAYMENT@...>) or a failed payment's
+ * (<payment-failed-HOLD@...>) is shopcheck.c's to judge.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -813,6 +820,13 @@ static void scan_maildir(struct verdict *v, struct vstate *s)
 	qsort(s->msg, (size_t)s->n_msg, sizeof *s->msg, key_cmp);
 }
 
+/* A message of the shop about a payment that made no order (shopcheck.c):
+ * a late payment's refund, a delayed payment that failed. */
+static int shop_key(const char *key)
+{
+	return strncmp(key, "refunded-", 9) == 0 || strncmp(key, "payment-failed-", 15) == 0;
+}
+
 /* A message of a whole event's run or a reminder (eventcheck.c). */
 static int event_key(const char *key)
 {
@@ -842,8 +856,8 @@ static void count_messages(struct verdict *v, struct vstate *s)
 		struct vmsg *m = &s->msg[i];
 		struct vord *o;
 
-		if (v->record_path && strncmp(m->key, "refunded-", 9) == 0)
-			continue;	/* a late payment's refund email: shopcheck.c's */
+		if (v->record_path && shop_key(m->key))
+			continue;	/* a refund's or a failed payment's email: shopcheck.c's */
 		if (has_event_runs && event_key(m->key))
 			continue;	/* an event's cancel, move or reminder: eventcheck.c's */
 		if (m->kind == INTENT_KINDS || !m->pub[0]) {
@@ -1171,8 +1185,8 @@ static void read_log(struct verdict *v, struct vstate *s)
 			v->sold_out_logged++;
 			continue;
 		}
-		if (strcmp(verb, "buyer") == 0)
-			continue;	/* the shop's buyers: shopcheck.c's */
+		if (strcmp(verb, "buyer") == 0 || strcmp(verb, "bank") == 0)
+			continue;	/* the shop's buyers and their bank: shopcheck.c's */
 		field(line, "order", pub, sizeof pub);
 		field(line, "via", via, sizeof via);
 		if (!(o = vord_by_pub(s, pub))) {
@@ -1453,15 +1467,16 @@ static void check_orders_done(struct verdict *v, struct vdb *db, struct vstate *
 
 /* Every code printed in the tickets the provider holds, scanned at a door
  * of the verdict's own (a copy of the final database): a code the door
- * admits must admit a seat of the order its email is about.  A code of an
- * order the database lost must admit nobody. */
+ * admits must admit a seat of the order its email is about, and never one
+ * of an order cancelled since (by the box office, or because its money
+ * went back).  A code of an order the database lost must admit nobody. */
 static void check_codes(struct verdict *v, struct vstate *s)
 {
 	char dir[CHAOS_PATH_MAX], key[CHAOS_PATH_MAX + 16], copy[CHAOS_PATH_MAX + 16];
 	char tmp[CHAOS_PATH_MAX + 16], err[400], pub[32];
 	char (*codes)[CHAOS_CODE_LEN + 1] = calloc(CHAOS_CODES_MAX, sizeof *codes);
 	long i;
-	int n, j, rc;
+	int n, j, rc, admitted;
 
 	db_dir(v->db_path, dir, sizeof dir);
 	snprintf(key, sizeof key, "%s/ticket.key", dir);
@@ -1490,12 +1505,17 @@ static void check_codes(struct verdict *v, struct vstate *s)
 		}
 		for (j = 0; j < n; j++) {
 			v->codes_checked++;
-			if ((rc = mail_door_scan(v->door_bin, copy, codes[j], pub, sizeof pub)) < 0)
+			if ((rc = mail_door_scan(v->door_bin, copy, codes[j], pub, sizeof pub,
+						 &admitted)) < 0)
 				broken(v, "codes: stagedoor scan of a code of %s failed", m->key);
 			else if (rc == 1 && strcmp(pub, m->pub) != 0) {
 				v->codes_other_order++;
 				broken(v, "codes: a code in order %s's email (%s) admits a seat of order %s",
 				       m->pub, m->key, pub);
+			} else if (admitted && m->order > 0 && s->ord[m->order].cancelled) {
+				v->codes_of_cancelled++;
+				broken(v, "codes: a code in order %s's email (%s) admits a seat at the "
+				       "door, and the order is cancelled", m->pub, m->key);
 			}
 		}
 	}
@@ -1503,7 +1523,7 @@ static void check_codes(struct verdict *v, struct vstate *s)
 	free(codes);
 }
 
-/* The shop's part (shopcheck.c), with the refund emails the provider holds. */
+/* The shop's part (shopcheck.c), with the shop's emails the provider holds. */
 static void shop_check(struct verdict *v, struct vdb *db, struct vstate *s)
 {
 	char **keys = calloc((size_t)s->n_msg + 1, sizeof *keys);
@@ -1514,7 +1534,7 @@ static void shop_check(struct verdict *v, struct vdb *db, struct vstate *s)
 		return;
 	}
 	for (i = 0; i < s->n_msg; i++)
-		if (strncmp(s->msg[i].key, "refunded-", 9) == 0)
+		if (shop_key(s->msg[i].key))
 			keys[n++] = s->msg[i].key;
 	shop_verify(v, db, keys, n);
 	free(keys);
@@ -1633,7 +1653,16 @@ int verify_run(struct verdict *v)
 		check_log(v, &s);
 
 	/* reminders wait in the stream for their day (send_reminder) */
-	v->stream_left = one_int(v, db, "SELECT count(*) FROM stream WHERE kind <> 'send_reminder'");
+	/* the shop's looks again at what has ended wait for their time */
+	if (v->record_path) {
+		v->stream_left = one_int(v, db, "SELECT count(*) FROM stream WHERE kind <> "
+					 "'send_reminder' AND NOT " CHAOS_SHOP_LATER);
+		v->shop_later_looks = one_int(v, db, "SELECT count(*) FROM stream WHERE "
+					      CHAOS_SHOP_LATER);
+	} else {
+		v->stream_left = one_int(v, db, "SELECT count(*) FROM stream WHERE kind <> "
+					 "'send_reminder'");
+	}
 	stream_reminders(v, db);
 	v->dead = one_int(v, db, "SELECT count(*) FROM dead_jobs");
 	v->outbox_unpublished = one_int(v, db, "SELECT count(*) FROM outbox "
