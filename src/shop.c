@@ -586,14 +586,15 @@ static void hold_page_with(struct shop *s, struct db *db, const struct http_requ
 	page_answer(s, res, status, &pg);
 }
 
-/* back from the payment page: ask the provider at once (rate-limited per
- * hold), and apply what it says: the order need not wait for a webhook */
+/* back from the payment page, or looking again at a payment on its way:
+ * ask the provider at once (rate-limited per hold), and apply what it says:
+ * the order need not wait for a webhook */
 static void look_up(struct shop *s, struct db *db, struct hold_view *h)
 {
 	struct stripe_session ss;
 	enum pay_outcome out;
 
-	if (!s->stripe || h->state != HOLD_OPEN || !h->session_id[0] ||
+	if (!s->stripe || (h->state != HOLD_OPEN && h->state != HOLD_PENDING) || !h->session_id[0] ||
 	    !rate_take(s->lookups, h->public_id, clock_now_ms(), NULL) ||
 	    stripe_session_get(s->stripe, h->session_id, &ss) != SD_OK ||
 	    stripe_session_pay(&ss) == STRIPE_PAY_OPEN)
@@ -620,7 +621,8 @@ static void hold_route(struct shop *s, struct db *db, const struct http_request 
 		return;
 	}
 	if (!post) {
-		if (req->query && api_query_get(req->query, "paid", paid, sizeof paid) == 1)
+		if (h.state == HOLD_PENDING ||
+		    (req->query && api_query_get(req->query, "paid", paid, sizeof paid) == 1))
 			look_up(s, db, &h);
 		hold_page_with(s, db, req, res, &h, NULL, 200);
 		return;

@@ -538,6 +538,26 @@ static void check_ok(void)
 		fail_msg("stagedoor check: %s%s", out, err);
 }
 
+/* a buyer who looks at their page while their payment is on its way
+ * learns it arrived, with no webhook: the page asks the provider */
+static void test_a_pending_page_asks_the_provider(void **state)
+{
+	char hold[HOLD_ID_MAX], session[STRIPE_ID_MAX], path[120];
+	struct resp r;
+
+	(void)state;
+	sf_checkout(1, "look%40example.org", hold, session);
+	controlf("pay/%s?method=delayed", session);
+	back_from_payment(hold);
+	wait_hold(hold, "pending");
+	controlf("settle/%s?outcome=succeeded", session);
+	sf_hold_path(hold, "", path, sizeof path);
+	sf_get(path, NULL, &r);
+	assert_non_null(strstr(r.body, "Thank you"));
+	sf_resp_free(&r);
+	wait_hold(hold, "ordered");
+}
+
 /* ---- 4. money going back ------------------------------------------------------------- */
 
 /* an order of seats paid and its tickets sent; [out] order, pi */
@@ -1294,6 +1314,8 @@ int main(void)
 						sf_teardown),
 		cmocka_unit_test_setup_teardown(test_a_delayed_payment_waits_at_most_its_time,
 						setup_drop, sf_teardown),
+		cmocka_unit_test_setup_teardown(test_a_pending_page_asks_the_provider, setup_drop,
+						sf_teardown),
 		cmocka_unit_test_setup_teardown(test_a_dashboard_refund_cancels_its_order, setup,
 						sf_teardown),
 		cmocka_unit_test_setup_teardown(test_a_partial_refund_is_recorded, setup,
