@@ -384,32 +384,85 @@ static enum sd_result leave(struct db *db, struct place_row *pr, enum line_state
 	return db_run(st);
 }
 
-/* its hold, when it is its turn (turn_of) */
-static enum sd_result try_grant(struct db *db, struct place_row *pr, const struct hold_rules *ru,
-				const struct event_view *e, int64_t now, struct hold_view *h)
+/* pr's hold, made now that it is its turn; a place whose client's holds
+ * took its cap leaves instead (the line goes on); seats held meanwhile:
+ * nothing (it waits on) */
+static enum sd_result grant(struct db *db, struct place_row *pr, const struct hold_rules *ru,
+			    const struct event_view *e, int64_t now, struct hold_view *h)
 {
 	struct hold_new n = { pr->p.event_id, pr->p.seats, pr->name, pr->email, pr->client,
 			      pr->net };
 	int64_t places[2];
 	enum sd_result r;
-	int turn = 0;
 
-	if ((r = turn_of(db, e, ru, now, pr->p.id, pr->p.seats, &turn)) != SD_OK || !turn)
-		return r;
 	if ((r = places_of(db, &n, now, pr->p.id, places)) != SD_OK)
 		return r;
 	if ((r = db_savepoint(db)) != SD_OK)
 		return r;
 	r = db_savepoint_end(db, hold_add_in(db, &n, ru, e, now, places, h));
 	if (r == SD_SOLD_OUT)
-		return SD_OK;	/* not yet: the free seats are held */
-	if (r == SD_LIMITED)	/* its client's holds took its cap: it leaves, the line goes on */
+		return SD_OK;
+	if (r == SD_LIMITED)
 		return leave(db, pr, LINE_LIMITED, 0, now);
 	if (r != SD_OK)
 		return r;
 	log_event(LOG_INFO, "hold granted from the line", "hold=%s event=%lld waited_ms=%lld",
 		  h->public_id, (long long)e->id, (long long)(now - pr->p.joined_at));
 	return leave(db, pr, LINE_GRANTED, h->id, now);
+}
+
+static const char SQL_FIRST_FITTING[] =
+	"SELECT id FROM shop_line WHERE event_id = ?1 AND left_at IS NULL "
+	"AND present_until > ?2 AND seats <= ?3 ORDER BY id LIMIT 1";
+
+/* the first present place the room fits; 0: none */
+static enum sd_result first_fitting(struct db *db, int64_t event_id, int64_t now, int64_t room,
+				    int64_t *id)
+{
+	struct db_stmt *st = db_stmt(db, SQL_FIRST_FITTING);
+	enum sd_result r;
+
+	*id = 0;
+	if (!st)
+		return SD_DB;
+	db_bind_int(st, 1, event_id);
+	db_bind_int(st, 2, now);
+	db_bind_int(st, 3, room);
+	if (db_next(st, &r))
+		*id = db_col_int(st, 0);
+	db_reset(st);
+	return r;
+}
+
+/* the places whose turn it is, served in this transaction: while the room
+ * fits the first present place it would fit, that place gets its hold (at
+ * most LINE_SERVE_MAX a look).  Any look serves the line, not only the
+ * look of the place served: held seats that came free go to the buyers in
+ * order at the pace of every page's refreshes, and each buyer finds their
+ * hold on their page's next look.  mine: the place whose page asks; [out]
+ * *h its hold when it is served. */
+static enum sd_result serve(struct db *db, const struct event_view *e, const struct hold_rules *ru,
+			    int64_t now, struct place_row *mine, struct hold_view *h)
+{
+	struct place_row other, *pr;
+	struct hold_view got;
+	int64_t room = 0, id = 0;
+	enum sd_result r;
+	int i;
+
+	for (i = 0; i < LINE_SERVE_MAX; i++) {
+		if ((r = room_of(db, e, ru, now, &room)) != SD_OK || room <= 0 ||
+		    (r = first_fitting(db, e->id, now, room, &id)) != SD_OK || !id)
+			return r;
+		pr = id == mine->p.id ? mine : &other;
+		if (pr == &other && (r = place_read(db, NULL, id, &other)) != SD_OK)
+			return r;
+		if ((r = grant(db, pr, ru, e, now, pr == mine ? h : &got)) != SD_OK)
+			return r;
+		if (pr->p.state == LINE_WAITING)
+			return SD_OK;	/* its seats are held after all: the line waits */
+	}
+	return SD_OK;
 }
 
 /* a present place: counted, granted at the head, its lease renewed */
@@ -429,7 +482,7 @@ static enum sd_result look_present(struct db *db, struct place_row *pr,
 		return leave(db, pr, LINE_SOLD_OUT, 0, now);
 	if ((r = count_of(db, SQL_WAITING, NULL, e.id, now, pr->p.id, &pr->p.ahead)) != SD_OK)
 		return r;
-	if ((r = try_grant(db, pr, ru, &e, now, h)) != SD_OK || pr->p.state != LINE_WAITING)
+	if ((r = serve(db, &e, ru, now, pr, h)) != SD_OK || pr->p.state != LINE_WAITING)
 		return r;
 	if (pr->present_until - now >= LINE_RENEW_BELOW_MS || !(st = db_stmt(db, SQL_RENEW)))
 		return pr->present_until - now >= LINE_RENEW_BELOW_MS ? SD_OK : SD_DB;

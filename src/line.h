@@ -13,11 +13,13 @@
  *     it stays open (it refreshes itself every LINE_REFRESH_S); a place
  *     whose lease ran out counts for nothing from that millisecond on, with
  *     no sweeper, as a hold that ran out holds no seat;
- *   - a place gets its hold, in the transaction that finds its seats fit
- *     the room and no present place before it that would fit (hold_add_in,
- *     the event's row locked), when its page comes back: a hold is made
- *     only for a buyer who is there, and a place that wants more seats than
- *     the room holds up nobody behind it;
+ *   - a place gets its hold in a transaction that finds its seats fit the
+ *     room and no present place before it that would fit (hold_add_in, the
+ *     event's row locked): any place's look serves the places whose turn it
+ *     is, up to LINE_SERVE_MAX, so held seats that come free go out in
+ *     order at the pace of all the pages' refreshes, each to a buyer whose
+ *     page was open in the last LINE_PRESENCE_MS; a place that wants more
+ *     seats than the room holds up nobody behind it;
  *   - a checkout meets the same rule: it never passes a place that fits;
  *   - places count against the caps on unpaid holds per client and per
  *     client network, and a line holds at most LINE_PLACES_MAX present
@@ -48,6 +50,7 @@
 #define LINE_LINK_LEN HOLD_LINK_LEN	/* /w/<link>: 130 random bits */
 #define LINE_RETENTION_MS (24 * 3600000LL)	/* places that left are kept this long */
 #define LINE_AGAIN_MS 30000		/* a checkout sent again within this is the same */
+#define LINE_SERVE_MAX 16		/* places one look may serve */
 
 enum line_state {
 	LINE_WAITING,			/* in line; ahead: the places before it */

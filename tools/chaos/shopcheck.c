@@ -596,12 +596,16 @@ static void paid_order(struct shop *S, long i, long oi)
 		broken(v, "payments: payment %s made order %s, and its buyer got %ld refund emails",
 		       s->pi, o->pub, keys_for(S, key));
 	back_paid_order(S, i, oi);	/* the money given back outside the box */
-	if (!o->cancelled || o->by_stripe)	/* standing, or cancelled by it */
+	/* standing, or cancelled by it, or all of it back in the dashboard
+	 * first (back_paid_order judged that) */
+	if (!o->cancelled || o->by_stripe || (s->n_api == 0 && s->dash_sum >= s->amount))
 		return;
-	/* cancelled by the box: one refund of it all, under refund-<order> */
+	/* cancelled by the box: one refund of what is left of it (a part
+	 * refunded in the dashboard before is gone), under refund-<order> */
 	snprintf(key, sizeof key, "refund-%s", o->pub);
 	s->refund_key_ok = s->api >= 0 && strcmp(S->r[s->api].key, key) == 0;
-	if (s->n_api != 1 || !s->refund_key_ok || S->r[s->api].amount != s->amount)
+	if (s->n_api != 1 || !s->refund_key_ok ||
+	    S->r[s->api].amount != s->amount - s->dash_sum)
 		broken(v, "payments: order %s was cancelled; its payment %s has %ld refunds by the "
 		       "box (of %lld, key %s)", o->pub, s->pi, s->n_api,
 		       s->api >= 0 ? S->r[s->api].amount : 0, s->refund_key_ok ? "right" : "wrong");
@@ -719,7 +723,11 @@ static void check_payments(struct shop *S)
 
 		if (strcmp(d->via, "provider") != 0)
 			continue;
-		if (si < 0 || S->s[si].n_api != 1)
+		/* one the provider made, or none because the dashboard had given it
+		 * all back first (the box found it refunded already) */
+		if (si < 0 || (S->s[si].n_api != 1 &&
+			       !(S->s[si].n_api == 0 && d->done &&
+				 S->s[si].dash_sum >= S->s[si].amount)))
 			broken(v, "orders: the box owes a refund of %s at the provider, and the "
 			       "provider made %ld", d->pi, si < 0 ? 0 : S->s[si].n_api);
 		if (strcmp(d->reason, "late") == 0 && order_by_pi(S, d->pi, &n_orders) >= 0)
