@@ -397,6 +397,29 @@ void bench_beside(const char *rel, char *out, size_t size)
 	snprintf(out, size, "%s/%s", exe, rel);
 }
 
+int bench_default(const char **path, const char *rel, char *buf, size_t size)
+{
+	if (!*path) {
+		bench_beside(rel, buf, size);
+		*path = buf;
+	}
+	return access(*path, X_OK) == 0 ? 0 : -1;
+}
+
+void bench_fail(struct bench_failure *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&f->mu);
+	if (!atomic_load(&f->failed)) {
+		va_start(ap, fmt);
+		vsnprintf(f->err, sizeof f->err, fmt, ap);
+		va_end(ap);
+		atomic_store(&f->failed, 1);
+	}
+	pthread_mutex_unlock(&f->mu);
+}
+
 void bench_progress(const char *fmt, ...)
 {
 	va_list ap;

@@ -212,3 +212,11 @@ int bench_http_call(struct bench_http *c, const char *req, size_t req_len, int *
 		hang_up(c);
 	return 0;
 }
+
+int bench_http_header(const struct bench_http *c, const char *name, char *out, size_t size)
+{
+	const char *end = c->buf ? strstr(c->buf, "\r\n\r\n") : NULL;
+
+	out[0] = '\0';
+	return end ? header(c->buf, end, name, out, size) : 0;
+}

@@ -57,4 +57,8 @@ void bench_http_close(struct bench_http *c);
 int bench_http_call(struct bench_http *c, const char *req, size_t req_len, int *status,
 		    const char **body, size_t *body_len);
 
+/* bench_http_header: the value of header name in the answer c last read,
+ * into out (size bytes); 1 when there, else 0. */
+int bench_http_header(const struct bench_http *c, const char *name, char *out, size_t size);
+
 #endif
