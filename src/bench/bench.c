@@ -825,6 +825,12 @@ const struct cli_cmd bench_commands[] = {
 				  "hold's way to its order by webhook, return and reconcile", NULL, 0 },
 	{ "event", bench_event_cmd, "a whole event cancelled: children/s from the cancel to the "
 				    "last email, refunds at paysink", NULL, 0 },
+	{ "line", bench_line_cmd, "the shop's waiting line: its pages' refreshes under hundreds of "
+				  "waiters (latency, the shop's CPU), then grants as seats come free",
+	  NULL, 0 },
+	{ "hoard", bench_hoard_cmd, "attackers from 8 addresses holding an event's seats unpaid: "
+				    "what they get from this box and from an older release's",
+	  NULL, 0 },
 	{ "sqs", bench_sqs_cmd, "the SQS listener with signed requests: batched and single "
 				"messages/s, latency to a long poll, boto3 and the AWS SDK beside",
 	  NULL, 0 },

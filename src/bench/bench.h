@@ -130,6 +130,12 @@ int bench_event_cmd(int argc, char **argv);
 /* bench_shop_cmd: `bench shop`, given the words after "shop". */
 int bench_shop_cmd(int argc, char **argv);
 
+/* bench_line_cmd: `bench line`, given the words after "line". */
+int bench_line_cmd(int argc, char **argv);
+
+/* bench_hoard_cmd: `bench hoard`, given the words after "hoard". */
+int bench_hoard_cmd(int argc, char **argv);
+
 /* bench_sqs_cmd: `bench sqs`, given the words after "sqs". */
 int bench_sqs_cmd(int argc, char **argv);
 

@@ -69,7 +69,7 @@
  * that last 10 minutes.  So each event has as many seats again as keep
  * every hold of the round inside the share (4 times the holds' seats at
  * 25 %, as many at 100 %): the checkout does all the line's counting, no
- * buyer waits.
+ * buyer waits.  `bench line` measures the waiting.
  *
  * --paysink-slow-ms N has paysink hold each API POST N ms (a provider far
  * away): the shop makes its provider call on the HTTP server's threads.
