@@ -371,6 +371,8 @@ bench: deps-build
 	build/stagedoor-bench scale --sizes 10000,100000
 	build/stagedoor-bench shop --rounds 3
 	build/stagedoor-bench event
+	build/stagedoor-bench line --grant-s 120
+	build/stagedoor-bench hoard
 
 # The PSS of run's process tree under 10 minutes of orders (tools/bench/memory.sh;
 # MEMORY_MINUTES, MEMORY_RATE orders/s).

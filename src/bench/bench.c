@@ -397,6 +397,29 @@ void bench_beside(const char *rel, char *out, size_t size)
 	snprintf(out, size, "%s/%s", exe, rel);
 }
 
+int bench_default(const char **path, const char *rel, char *buf, size_t size)
+{
+	if (!*path) {
+		bench_beside(rel, buf, size);
+		*path = buf;
+	}
+	return access(*path, X_OK) == 0 ? 0 : -1;
+}
+
+void bench_fail(struct bench_failure *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&f->mu);
+	if (!atomic_load(&f->failed)) {
+		va_start(ap, fmt);
+		vsnprintf(f->err, sizeof f->err, fmt, ap);
+		va_end(ap);
+		atomic_store(&f->failed, 1);
+	}
+	pthread_mutex_unlock(&f->mu);
+}
+
 void bench_progress(const char *fmt, ...)
 {
 	va_list ap;
@@ -802,6 +825,12 @@ const struct cli_cmd bench_commands[] = {
 				  "hold's way to its order by webhook, return and reconcile", NULL, 0 },
 	{ "event", bench_event_cmd, "a whole event cancelled: children/s from the cancel to the "
 				    "last email, refunds at paysink", NULL, 0 },
+	{ "line", bench_line_cmd, "the shop's waiting line: its pages' refreshes under hundreds of "
+				  "waiters (latency, the shop's CPU), then grants as seats come free",
+	  NULL, 0 },
+	{ "hoard", bench_hoard_cmd, "attackers from 8 addresses holding an event's seats unpaid: "
+				    "what they get from this box and from an older release's",
+	  NULL, 0 },
 	{ "sqs", bench_sqs_cmd, "the SQS listener with signed requests: batched and single "
 				"messages/s, latency to a long poll, boto3 and the AWS SDK beside",
 	  NULL, 0 },

@@ -8,6 +8,8 @@
 #ifndef SD_BENCH_H
 #define SD_BENCH_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,12 +25,32 @@ extern const struct cli_cmd bench_commands[];
 #define BENCH_ARG_KEEP(v) { "keep", ARG_FLAG, (v), 0, 0, 0, NULL, \
 			    "keep the bench folder and say where it is", 0 }
 
+/* BENCH_ARG_PAYSINK: --paysink PATH, tools/paysink's binary (bench_default) */
+#define BENCH_ARG_PAYSINK(v) { "paysink", ARG_STR, (v), 0, 0, 0, "PATH", \
+			       "tools/paysink's binary (default: paysink beside this program)", 0 }
+
 /* bench_progress: one "bench: ..." progress line on stderr. */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* bench_beside: rel (a path) taken from this program's folder, into out:
  * "../bin/stagedoor" is the product beside build/stagedoor-bench. */
 void bench_beside(const char *rel, char *out, size_t size);
+
+/* bench_default: *path, unless given, set to rel beside this program (into
+ * buf, size bytes); 0 when it is an executable, else -1. */
+int bench_default(const char **path, const char *rel, char *buf, size_t size);
+
+/*
+ * The first failure among a benchmark's threads: its message is the one
+ * kept (the later ones follow from it), and failed tells every thread to
+ * stop.  bench_fail records one, if none was.
+ */
+struct bench_failure {
+	pthread_mutex_t mu;
+	atomic_int failed;
+	char err[600];
+};
+void bench_fail(struct bench_failure *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 
 
@@ -107,6 +129,12 @@ int bench_event_cmd(int argc, char **argv);
 
 /* bench_shop_cmd: `bench shop`, given the words after "shop". */
 int bench_shop_cmd(int argc, char **argv);
+
+/* bench_line_cmd: `bench line`, given the words after "line". */
+int bench_line_cmd(int argc, char **argv);
+
+/* bench_hoard_cmd: `bench hoard`, given the words after "hoard". */
+int bench_hoard_cmd(int argc, char **argv);
 
 /* bench_sqs_cmd: `bench sqs`, given the words after "sqs". */
 int bench_sqs_cmd(int argc, char **argv);

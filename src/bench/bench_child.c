@@ -8,11 +8,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -102,7 +104,87 @@ void bench_child_stop(struct bench_child *c)
 	c->pid = 0;
 }
 
-/* bs_cpu_ms: a child's CPU time so far (all its threads), from /proc */
+enum sd_result bench_stagedoor_start(const char *const *argv, char *const *env,
+				    struct bench_child *c)
+{
+	char *extra[BENCH_STAGEDOOR_ENV_MAX + 2], why[300] = "";
+	struct pollfd pfd;
+	char **all;
+	enum sd_result r;
+	int fds[2], w, n = 0;
+	ssize_t got = 0;
+
+	while (env && env[n] && n < BENCH_STAGEDOOR_ENV_MAX) {
+		extra[n] = env[n];
+		n++;
+	}
+	extra[n++] = "STAGEDOOR_READY_FD=3";
+	extra[n] = NULL;
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return err_set(SD_IO, "pipe: %s", strerror(errno));
+	/* the child's fd 3 comes from a dup2, which never lands on itself */
+	if ((w = fcntl(fds[1], F_DUPFD_CLOEXEC, 10)) < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return err_set(SD_IO, "fcntl: %s", strerror(errno));
+	}
+	close(fds[1]);
+	if (!(all = bench_child_env(extra))) {
+		close(fds[0]);
+		close(w);
+		return err_set(SD_NOMEM, "out of memory");
+	}
+	r = bench_child_spawn(c, argv, all, w);
+	free(all);
+	close(w);
+	if (r != SD_OK) {
+		close(fds[0]);
+		return r;
+	}
+	pfd.fd = fds[0];
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, BENCH_CHILD_START_MS) == 1)
+		got = read(fds[0], why, sizeof why - 1);
+	close(fds[0]);
+	if (got == 1 && why[0] == '1')
+		return SD_OK;
+	if (got > 1 && why[0] == '!') {
+		why[got] = '\0';
+		return err_set(SD_IO, "stagedoor %s cannot start: %s", c->what, why + 1);
+	}
+	bench_child_log_tail(c->log, why, sizeof why);
+	return err_set(SD_IO, "stagedoor %s (%s) did not say it started (make bin/stagedoor): %s",
+		       c->what, argv[0], why);
+}
+
+double bench_cpu_ms(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, st = 0;
+	struct rusage ru;
+	FILE *f;
+	size_t n;
+
+	if (pid == 0) {
+		if (getrusage(RUSAGE_SELF, &ru) != 0)
+			return 0;
+		return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000.0 +
+		       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000.0;
+	}
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (pid < 0 || !(f = fopen(path, "r")))
+		return 0;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if (!(p = strrchr(buf, ')')))
+		return 0;
+	/* after the name: state (3), then fields 4..13, utime (14), stime (15) */
+	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}
+
 /* a loopback port free now (the shop takes it a moment later; paysink
  * must know the shop's address before the shop knows paysink's) */
 int bench_free_port(void)

@@ -36,6 +36,22 @@ enum sd_result bench_child_spawn(struct bench_child *c, const char *const *argv,
  * never started */
 void bench_child_stop(struct bench_child *c);
 
+/*
+ * bench_stagedoor_start: a box's process, argv (argv[0] its binary: this
+ * tree's or an older release's), with this process's environment less its
+ * STAGEDOOR_* and with env (NULL-ended, at most BENCH_STAGEDOOR_ENV_MAX
+ * "STAGEDOOR_KEY=value" settings), its output into c->log (c->log and
+ * c->what set by the caller); waits until it says it started, through
+ * $STAGEDOOR_READY_FD as `stagedoor run` hears its children.
+ */
+#define BENCH_STAGEDOOR_ENV_MAX 16
+enum sd_result bench_stagedoor_start(const char *const *argv, char *const *env,
+				    struct bench_child *c);
+
+/* bench_cpu_ms: the CPU time so far of process pid (all its threads, from
+ * /proc), or with pid 0 of this process (getrusage); 0 when unknown */
+double bench_cpu_ms(pid_t pid);
+
 /* bench_free_port: a loopback port free now (0: none found) */
 int bench_free_port(void);
 

@@ -46,6 +46,16 @@ void bench_http_use_tls(struct bench_http *c, struct cert_client *tls, const cha
 	c->tls_host = host;
 }
 
+int bench_http_from(struct bench_http *c, const char *addr)
+{
+	struct in_addr a4;
+
+	if (strlen(addr) >= sizeof c->from || inet_pton(AF_INET, addr, &a4) != 1)
+		return -1;
+	snprintf(c->from, sizeof c->from, "%s", addr);
+	return 0;
+}
+
 int bench_http_dial(struct bench_http *c)
 {
 	struct sockaddr_in a;
@@ -58,6 +68,15 @@ int bench_http_dial(struct bench_http *c)
 	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 	/* a request goes out in one send: nothing for Nagle to coalesce */
 	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	if (c->from[0]) {
+		memset(&a, 0, sizeof a);
+		a.sin_family = AF_INET;
+		inet_pton(AF_INET, c->from, &a.sin_addr);
+		if (bind(c->fd, (struct sockaddr *)&a, sizeof a) != 0) {
+			fail(c, "bind to %s: %s", c->from, strerror(errno));
+			goto failed;
+		}
+	}
 	memset(&a, 0, sizeof a);
 	a.sin_family = AF_INET;
 	a.sin_port = htons((uint16_t)c->port);
@@ -211,4 +230,12 @@ int bench_http_call(struct bench_http *c, const char *req, size_t req_len, int *
 	if (close_after || c->one_shot)
 		hang_up(c);
 	return 0;
+}
+
+int bench_http_header(const struct bench_http *c, const char *name, char *out, size_t size)
+{
+	const char *end = c->buf ? strstr(c->buf, "\r\n\r\n") : NULL;
+
+	out[0] = '\0';
+	return end ? header(c->buf, end, name, out, size) : 0;
 }

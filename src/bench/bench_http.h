@@ -26,6 +26,7 @@ struct bench_http {
 	int one_shot;		/* hang up after each answer: a new connection (and
 				 * with tls a full handshake) for every request */
 	long long dials;	/* connections made (= TLS handshakes when tls) */
+	char from[16];		/* the source address it binds ("": the kernel's) */
 	char tls_version[16];	/* the last handshake's protocol ("TLSv1.2") */
 	char err[400];		/* what failed, when a call returned -1 */
 };
@@ -40,6 +41,14 @@ void bench_http_init(struct bench_http *c, int port);
  * may be shared by connections on several threads.
  */
 void bench_http_use_tls(struct bench_http *c, struct cert_client *tls, const char *host);
+
+/*
+ * bench_http_from: make c's connections come from addr, an IPv4 address of
+ * this machine (Linux routes all of 127/8 to lo, so 127.0.0.2 is one): a
+ * client of its own to the server, with no proxy to trust.  0, or -1 for an
+ * address that is not IPv4.
+ */
+int bench_http_from(struct bench_http *c, const char *addr);
 
 /* bench_http_dial: connect now; 0, or -1 with c->err. */
 int bench_http_dial(struct bench_http *c);
@@ -56,5 +65,9 @@ void bench_http_close(struct bench_http *c);
  */
 int bench_http_call(struct bench_http *c, const char *req, size_t req_len, int *status,
 		    const char **body, size_t *body_len);
+
+/* bench_http_header: the value of header name in the answer c last read,
+ * into out (size bytes); 1 when there, else 0. */
+int bench_http_header(const struct bench_http *c, const char *name, char *out, size_t size);
 
 #endif

@@ -89,9 +89,7 @@ struct bi_run {
 	int way, clients;
 	int64_t n, base;		/* orders, and the first one's number */
 	int64_t *us;			/* [n] latencies */
-	atomic_int failed;
-	pthread_mutex_t mu;		/* err */
-	char err[512];
+	struct bench_failure fail;	/* the first failure of its threads */
 };
 
 struct bi_client {
@@ -100,22 +98,6 @@ struct bi_client {
 	int idx;
 	int64_t end_us;
 };
-
-static void bi_fail(struct bi_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void bi_fail(struct bi_run *run, const char *fmt, ...)
-{
-	va_list ap;
-
-	pthread_mutex_lock(&run->mu);
-	if (!atomic_load(&run->failed)) {
-		va_start(ap, fmt);
-		vsnprintf(run->err, sizeof run->err, fmt, ap);
-		va_end(ap);
-		atomic_store(&run->failed, 1);
-	}
-	pthread_mutex_unlock(&run->mu);
-}
 
 /* order k (0..n) of the measurement over HTTP: 201 or a failure */
 static int bi_http_order(struct bi_run *run, struct bench_http *c, int64_t k)
@@ -133,11 +115,12 @@ static int bi_http_order(struct bi_run *run, struct bench_http *c, int64_t k)
 		     "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 		     run->token, no, n, body);
 	if (bench_http_call(c, req, (size_t)n, &status, &ans, &len) != 0) {
-		bi_fail(run, "http: order %lld: %s", no, c->err);
+		bench_fail(&run->fail, "http: order %lld: %s", no, c->err);
 		return -1;
 	}
 	if (status != 201) {
-		bi_fail(run, "http: order %lld answered %d, not 201: %.200s", no, status, ans);
+		bench_fail(&run->fail, "http: order %lld answered %d, not 201: %.200s", no, status,
+			   ans);
 		return -1;
 	}
 	return 0;
@@ -165,7 +148,7 @@ static int bi_cli_order(struct bi_run *run, int64_t k)
 	rc = posix_spawn(&pid, run->exe, &fa, NULL, (char *const *)argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0) {
-		bi_fail(run, "cli: cannot start %s: %s", run->exe, strerror(rc));
+		bench_fail(&run->fail, "cli: cannot start %s: %s", run->exe, strerror(rc));
 		return -1;
 	}
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
@@ -180,7 +163,7 @@ static int bi_cli_order(struct bi_run *run, int64_t k)
 			fclose(f);
 		}
 		msg[strcspn(msg, "\n")] = '\0';
-		bi_fail(run, "cli: order add %lld ended with status %d: %s", no, st, msg);
+		bench_fail(&run->fail, "cli: order add %lld ended with status %d: %s", no, st, msg);
 		return -1;
 	}
 	unlink(errp);
@@ -196,8 +179,8 @@ static void *bi_client_run(void *arg)
 
 	bench_http_init(&conn, run->port);
 	if (run->way == BI_HTTP && bench_http_dial(&conn) != 0)
-		bi_fail(run, "http: %s", conn.err);
-	for (k = c->idx; k < run->n && !atomic_load(&run->failed); k += run->clients) {
+		bench_fail(&run->fail, "http: %s", conn.err);
+	for (k = c->idx; k < run->n && !atomic_load(&run->fail.failed); k += run->clients) {
 		int64_t t0 = clock_mono_us();
 
 		if ((run->way == BI_HTTP ? bi_http_order(run, &conn, k) : bi_cli_order(run, k)) != 0)
@@ -217,13 +200,13 @@ static enum sd_result bi_measure(struct bi_run *run, struct bi_cell *cell)
 	int i, started;
 
 	memset(cl, 0, sizeof cl);
-	atomic_store(&run->failed, 0);
+	atomic_store(&run->fail.failed, 0);
 	t0 = clock_mono_us();
 	for (started = 0; started < run->clients; started++) {
 		cl[started].run = run;
 		cl[started].idx = started;
 		if (pthread_create(&cl[started].th, NULL, bi_client_run, &cl[started]) != 0) {
-			bi_fail(run, "cannot start a client thread");
+			bench_fail(&run->fail, "cannot start a client thread");
 			break;
 		}
 	}
@@ -232,8 +215,8 @@ static enum sd_result bi_measure(struct bi_run *run, struct bi_cell *cell)
 		if (cl[i].end_us > end)
 			end = cl[i].end_us;
 	}
-	if (atomic_load(&run->failed))
-		return err_set(SD_IO, "%s", run->err);
+	if (atomic_load(&run->fail.failed))
+		return err_set(SD_IO, "%s", run->fail.err);
 	bench_sort_i64(run->us, run->n);
 	cell->per_s = (double)run->n / ((double)(end - t0) / 1e6);
 	cell->p50_ms = bench_pct_ms(run->us, run->n, 0.50);
@@ -277,7 +260,7 @@ static enum sd_result bi_go(const char *dir, const char *path, void *arg)
 
 	(void)dir;
 	memset(&run, 0, sizeof run);
-	pthread_mutex_init(&run.mu, NULL);
+	pthread_mutex_init(&run.fail.mu, NULL);
 	run.db_path = path;
 	run.n = a->orders;
 	run.base = 1;
@@ -310,7 +293,7 @@ out:
 	serve_stop(sv);
 	db_close(db);
 	free(run.us);
-	pthread_mutex_destroy(&run.mu);
+	pthread_mutex_destroy(&run.fail.mu);
 	return r;
 }
 

@@ -6,8 +6,8 @@
  *
  *   stagedoor-bench shop [--rounds R] [--buyers B] [--checkouts N] [--alone M]
  *                        [--pays P] [--pay-rate R] [--returns Q] [--reconciles K]
- *                        [--paysink PATH] [--paysink-dir DIR] [--paysink-slow-ms N]
- *                        [--stagedoor PATH] [--json] [--keep]
+ *                        [--unpaid-share PCT] [--paysink PATH] [--paysink-dir DIR]
+ *                        [--paysink-slow-ms N] [--stagedoor PATH] [--json] [--keep]
  *
  * Each round makes two fresh boxes (as `init` makes one, one priced event
  * with room for every seat), each with the product's own parts around it:
@@ -63,6 +63,14 @@
  *              after the hold's end and run by the worker process.
  *              Latency: the order's created_at less the hold's expires_at.
  *
+ * The shop's unpaid holds may take only shop_unpaid_share of an event's
+ * seats (--unpaid-share, the box's default 25 %); a buyer past it waits in
+ * line (line.h), which would leave this bench's buyers waiting for holds
+ * that last 10 minutes.  So each event has as many seats again as keep
+ * every hold of the round inside the share (4 times the holds' seats at
+ * 25 %, as many at 100 %): the checkout does all the line's counting, no
+ * buyer waits.  `bench line` measures the waiting.
+ *
  * --paysink-slow-ms N has paysink hold each API POST N ms (a provider far
  * away): the shop makes its provider call on the HTTP server's threads.
  *
@@ -82,10 +90,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -102,7 +108,7 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "bench_child.h"
+#include "bench_shopbox.h"
 #include "bench_http.h"
 #include "clock.h"
 #include "db.h"
@@ -111,8 +117,6 @@
 #include "holds.h"
 #include "payments.h"
 #include "pipeline.h"
-#include "shop.h"
-#include "statedir.h"
 #include "stripe.h"
 
 #define BS_ROUNDS_DEFAULT 5
@@ -127,13 +131,8 @@
 #define BS_RECONCILES_DEFAULT 100
 #define BS_TTL_B_MS 1000		/* box B's holds */
 #define BS_WAIT_MS 60000		/* the longest wait for paid holds' orders */
-#define BS_START_MS 10000		/* the longest wait for a child to start */
-#define BS_KEY "sk_test_stagedoor_bench"
-#define BS_SECRET "whsec_stagedoor_bench"
 #define BS_SESSION_MAX 128
 #define BS_FSYNCS 20
-
-extern char **environ;
 
 /* ======================== what a round measures ========================== */
 
@@ -160,6 +159,7 @@ struct bs_round {
 
 struct bs_args {
 	int64_t rounds, buyers, checkouts, alone, pays, pay_rate, returns, reconciles, slow_ms;
+	int64_t unpaid_share;			/* the shop's; 0: the box's default */
 	const char *paysink, *stagedoor, *paysink_dir;
 	char paysink_buf[PATH_MAX], stagedoor_buf[PATH_MAX];
 	struct bs_round r[BS_ROUNDS_MAX];
@@ -168,51 +168,19 @@ struct bs_args {
 	char journal[16];
 };
 
-static double bs_cpu_ms(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long ut = 0, stime = 0;
-	FILE *f;
-	size_t n;
-
-	if (pid <= 0)
-		return 0;
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return 0;
-	n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	if (!(p = strrchr(buf, ')')))
-		return 0;
-	/* after the name: state (3), then fields 4..13, utime (14), stime (15) */
-	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &stime) != 2)
-		return 0;
-	return (double)(ut + stime) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
-}
-
-/* this process's CPU time, every thread */
-static double bs_self_cpu_ms(void)
-{
-	struct rusage ru;
-
-	if (getrusage(RUSAGE_SELF, &ru) != 0)
-		return 0;
-	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000.0 +
-	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000.0;
-}
-
-/* paysink on a loopback port, its webhooks to the shop's port; [out]
- * *port.  drop: every event dropped (--drop-pct 100). */
-static enum sd_result bs_paysink(const struct bs_args *a, const char *dir, const char *tag,
-				 int shop_port, int drop, struct bench_child *c, int *port, char *record)
+/* a fresh box in parent/tag: paysink (drop: every webhook dropped), the
+ * relay, a worker and the shop with hold rules ru, its event of capacity
+ * seats */
+static enum sd_result bs_box_start(const struct bs_args *a, const char *parent, const char *tag,
+				   int drop, const struct hold_rules *ru, int64_t capacity,
+				   struct bench_shopbox *b)
 {
 	char slow[24];
 	const char *more[8];
+	struct bench_shopbox_opts o = { a->paysink, a->paysink_dir, more, a->stagedoor, *ru,
+					capacity, 2 * BS_BUYERS_MAX + 16 };
 	int n = 0;
 
-	snprintf(record, PATH_MAX + 64, "%s/paysink-%s-%d.json", a->paysink_dir ? a->paysink_dir
-		 : dir, tag, (int)getpid());
 	if (drop) {
 		more[n++] = "--drop-pct";
 		more[n++] = "100";
@@ -223,158 +191,20 @@ static enum sd_result bs_paysink(const struct bs_args *a, const char *dir, const
 		more[n++] = slow;
 	}
 	more[n] = NULL;
-	return bench_paysink_start(a->paysink, dir, tag, record, shop_port, BS_KEY, BS_SECRET, more,
-				   c, port);
+	return bench_shopbox_start(parent, tag, &o, b);
 }
 
-/* `stagedoor <role>` on the box at path, talking to paysink at ps_port,
- * until stopped; waits until it says it started */
-static enum sd_result bs_stagedoor(const struct bs_args *a, const char *dir, const char *path,
-				   const char *role, int ps_port, struct bench_child *c)
+/* the event's seats for a round whose holds take seats: all of them, and
+ * with the share under 100 % as many more as keep those holds inside it (a
+ * buyer past the share waits in line, which `bench line` measures) */
+static int64_t bs_share(const struct bs_args *a)
 {
-	char db[PATH_MAX + 16], api[64], key[PATH_MAX + 32], why[300] = "";
-	char *extra[] = { "STAGEDOOR_CONFIG=/dev/null", db, "STAGEDOOR_PAYMENT_PROVIDER=stripe", api,
-			  key, "STAGEDOOR_READY_FD=3", NULL };
-	const char *argv[] = { a->stagedoor, role, NULL };
-	struct pollfd pfd;
-	char **env;
-	enum sd_result r;
-	int fds[2], w;
-	ssize_t got;
-
-	snprintf(db, sizeof db, "STAGEDOOR_DB=%s", path);
-	snprintf(api, sizeof api, "STAGEDOOR_STRIPE_API_URL=http://127.0.0.1:%d", ps_port);
-	snprintf(key, sizeof key, "STAGEDOOR_STRIPE_KEY_FILE=%s/stripe.key", dir);
-	snprintf(c->log, sizeof c->log, "%s/%s.log", dir, role);
-	c->what = role;
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return err_set(SD_IO, "pipe: %s", strerror(errno));
-	/* the child's fd 3 comes from a dup2, which never lands on itself */
-	if ((w = fcntl(fds[1], F_DUPFD_CLOEXEC, 10)) < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		return err_set(SD_IO, "fcntl: %s", strerror(errno));
-	}
-	close(fds[1]);
-	if (!(env = bench_child_env(extra))) {
-		close(fds[0]);
-		close(w);
-		return err_set(SD_NOMEM, "out of memory");
-	}
-	r = bench_child_spawn(c, argv, env, w);
-	free(env);
-	close(w);
-	if (r != SD_OK) {
-		close(fds[0]);
-		return r;
-	}
-	pfd.fd = fds[0];
-	pfd.events = POLLIN;
-	got = 0;
-	if (poll(&pfd, 1, BS_START_MS) == 1)
-		got = read(fds[0], why, sizeof why - 1);
-	close(fds[0]);
-	if (got == 1 && why[0] == '1')
-		return SD_OK;
-	if (got > 1 && why[0] == '!') {
-		why[got] = '\0';
-		return err_set(SD_IO, "stagedoor %s cannot start: %s", role, why + 1);
-	}
-	bench_child_log_tail(c->log, why, sizeof why);
-	return err_set(SD_IO, "stagedoor %s (%s) did not say it started (make bin/stagedoor): %s",
-		       role, a->stagedoor, why);
+	return a->unpaid_share ? a->unpaid_share : HOLD_UNPAID_SHARE_DEFAULT;
 }
 
-/* ======================== a box ========================================== */
-
-struct bs_box {
-	char dir[1100], path[1200];
-	struct db *db;			/* this thread's, FULL */
-	int64_t event_id;
-	int shop_port, ps_port;
-	struct shop *shop;
-	struct stripe *stripe;		/* the bench's own client, as the shop's */
-	struct bench_child paysink, relay, worker;
-	char record[PATH_MAX + 64];	/* paysink's */
-	int outside;			/* record is outside the bench folder: removed at the end */
-};
-
-/* a fresh box in dir/<tag>: database, state folder, a priced event with
- * room for seats, the provider's key and webhook secret, paysink, the
- * relay, a worker and the shop with hold rules ru */
-static enum sd_result bs_box_start(const struct bs_args *a, const char *parent, const char *tag,
-				   int drop, const struct hold_rules *ru, int64_t seats,
-				   struct bs_box *b)
+static int64_t bs_capacity(const struct bs_args *a, int64_t seats)
 {
-	char keyf[PATH_MAX + 16], secf[PATH_MAX + 16], listen[64], api[64];
-	struct stripe_config sc = { 0 };
-	struct shop_opts so = { 0 };
-	struct event_new ev = { "Stagedoor Shop Night", "Théâtre du Parc", 0, 0, 0, "" };
-	enum sd_result r;
-
-	snprintf(b->dir, sizeof b->dir, "%s/%s", parent, tag);
-	snprintf(b->path, sizeof b->path, "%s/stagedoor.db", b->dir);
-	if (mkdir(b->dir, 0700) != 0)
-		return err_set(SD_IO, "cannot make %s: %s", b->dir, strerror(errno));
-	snprintf(keyf, sizeof keyf, "%s/stripe.key", b->dir);
-	snprintf(secf, sizeof secf, "%s/stripe.whsec", b->dir);
-	if ((r = db_open(b->path, DB_OPEN_CREATE, DB_SYNC_FULL, &b->db)) != SD_OK ||
-	    (r = statedir_init(b->path, NULL)) != SD_OK ||
-	    (r = bench_write_secret(keyf, BS_KEY "\n")) != SD_OK ||
-	    (r = bench_write_secret(secf, BS_SECRET "\n")) != SD_OK)
-		return r;
-	ev.starts_at = (clock_now_ms() / 86400000 + 30) * 86400000 + 20 * 3600000;
-	ev.capacity = seats < 1000000 ? seats : 1000000;
-	if ((r = event_price_parse("25.00", "EUR", &ev.price_minor, ev.currency)) != SD_OK ||
-	    (r = event_add(b->db, &ev, &b->event_id)) != SD_OK)
-		return r;
-	if (!(b->shop_port = bench_free_port()))
-		return err_set(SD_IO, "no free loopback port");
-	if (a->paysink_dir)
-		b->outside = 1;
-	if ((r = bs_paysink(a, b->dir, tag, b->shop_port, drop, &b->paysink, &b->ps_port,
-			    b->record)) != SD_OK)
-		return r;
-	if ((r = bs_stagedoor(a, b->dir, b->path, "relay", b->ps_port, &b->relay)) != SD_OK ||
-	    (r = bs_stagedoor(a, b->dir, b->path, "worker", b->ps_port, &b->worker)) != SD_OK)
-		return r;
-	snprintf(api, sizeof api, "http://127.0.0.1:%d", b->ps_port);
-	sc.api_url = api;
-	sc.key_file = keyf;
-	snprintf(listen, sizeof listen, "127.0.0.1:%d", b->shop_port);
-	so.db_path = b->path;
-	so.listen = listen;
-	so.name = "Stagedoor Bench Hall";
-	so.trusted_proxies = "127.0.0.1";
-	so.per_client_max = 2 * BS_BUYERS_MAX + 16;
-	so.holds = *ru;
-	so.rate_per_min = 0;
-	so.stripe_on = 1;
-	so.stripe = sc;
-	so.webhook_secret_file = secf;
-	if ((r = shop_start(&so, &b->shop)) != SD_OK)
-		return r;
-	return stripe_open(&sc, &b->stripe);
-}
-
-static void bs_box_stop(struct bs_box *b)
-{
-	shop_stop(b->shop);
-	b->shop = NULL;
-	bench_child_stop(&b->worker);
-	bench_child_stop(&b->relay);
-	bench_child_stop(&b->paysink);
-	if (b->outside && b->record[0]) {
-		char tmp[PATH_MAX + 80];
-
-		snprintf(tmp, sizeof tmp, "%s.tmp", b->record);
-		unlink(b->record);
-		unlink(tmp);
-	}
-	stripe_close(b->stripe);
-	b->stripe = NULL;
-	db_close(b->db);
-	b->db = NULL;
+	return (seats * 100 + bs_share(a) - 1) / bs_share(a);
 }
 
 /* ======================== the buyers ===================================== */
@@ -383,7 +213,7 @@ enum { BS_CHECKOUT, BS_RETURN, BS_PAID };
 
 /* One phase, shared by its client threads. */
 struct bs_run {
-	const struct bs_box *box;
+	const struct bench_shopbox *box;
 	int kind;			/* BS_*: what each buyer does */
 	int64_t n;			/* buyers this phase */
 	int64_t base;			/* the first buyer's number (unique in the box) */
@@ -391,9 +221,7 @@ struct bs_run {
 	atomic_llong next;		/* the next buyer to take */
 	int64_t *co_us, *get_us, *post_us, *ret_us;	/* [n] */
 	char (*session)[BS_SESSION_MAX];		/* [n] */
-	atomic_int failed;
-	pthread_mutex_t mu;
-	char err[600];
+	struct bench_failure fail;	/* the first failure of its threads */
 };
 
 struct bs_client {
@@ -403,44 +231,6 @@ struct bs_client {
 	int64_t end_us;
 };
 
-static void bs_fail(struct bs_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void bs_fail(struct bs_run *run, const char *fmt, ...)
-{
-	va_list ap;
-
-	pthread_mutex_lock(&run->mu);
-	if (!atomic_load(&run->failed)) {
-		va_start(ap, fmt);
-		vsnprintf(run->err, sizeof run->err, fmt, ap);
-		va_end(ap);
-		atomic_store(&run->failed, 1);
-	}
-	pthread_mutex_unlock(&run->mu);
-}
-
-/* the value of header name in the answer c last read (its head ends where
- * body begins); 1 when there */
-static int bs_header(const struct bench_http *c, const char *body, const char *name, char *out,
-		     size_t size)
-{
-	size_t nl = strlen(name);
-	const char *p = c->buf, *e;
-
-	while ((p = strstr(p, "\r\n")) && p < body) {
-		p += 2;
-		if (strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
-			p += nl + 1;
-			while (*p == ' ')
-				p++;
-			e = strstr(p, "\r\n");
-			snprintf(out, size, "%.*s", (int)(e ? e - p : 0), p);
-			return 1;
-		}
-	}
-	return 0;
-}
-
 /* one request to c; 0 with *status and *body, or -1 (failed named) */
 static int bs_call(struct bs_run *run, struct bench_http *c, const char *what, const char *req,
 		   int *status, const char **body)
@@ -448,7 +238,7 @@ static int bs_call(struct bs_run *run, struct bench_http *c, const char *what, c
 	size_t len = 0;
 
 	if (bench_http_call(c, req, strlen(req), status, body, &len) != 0) {
-		bs_fail(run, "%s: %s", what, c->err);
+		bench_fail(&run->fail, "%s: %s", what, c->err);
 		return -1;
 	}
 	return 0;
@@ -465,46 +255,34 @@ static void bs_xff(int64_t k, char *out, size_t size)
  * path of paysink's page; timings into run's arrays at i */
 static int bs_checkout(struct bs_run *run, struct bench_http *shop, int64_t i, int64_t no)
 {
-	char req[2048], form[512], tok[32], xff[32], loc[HOLD_URL_MAX], what[64];
-	const char *body, *v;
-	int status, n, ps = run->box->ps_port;
-	int64_t t0, t1, t2;
+	char fields[256], tok[BENCH_SHOP_TOKEN_LEN + 1], xff[32], loc[HOLD_URL_MAX], pay[64];
+	int status, port = run->box->shop_port;
+	int64_t t0, t1, t2, ev = run->box->event_id;
 
 	bs_xff(no, xff, sizeof xff);
-	snprintf(what, sizeof what, "buyer %lld: GET /e/%lld", (long long)no,
-		 (long long)run->box->event_id);
-	snprintf(req, sizeof req, "GET /e/%lld HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-		 "X-Forwarded-For: %s\r\nAccept: text/html\r\n\r\n", (long long)run->box->event_id,
-		 run->box->shop_port, xff);
 	t0 = clock_mono_us();
-	if (bs_call(run, shop, what, req, &status, &body) != 0)
+	if (bench_buyer_token(shop, port, ev, xff, tok) != 0) {
+		bench_fail(&run->fail, "buyer %lld: %s", (long long)no, shop->err);
 		return -1;
+	}
 	t1 = clock_mono_us();
-	if (status != 200 || !(v = strstr(body, "name=\"csrf\" value=\"")) ||
-	    strspn(v + 19, "abcdefghijklmnopqrstuvwxyz234567") != 26) {
-		bs_fail(run, "%s answered %d without a form token: %.200s", what, status, body);
+	snprintf(fields, sizeof fields, "seats=%d&name=Bench+Buyer+%lld&email=buyer%lld"
+		 "%%40example.com", (int)(no % 3) + 1, (long long)no, (long long)no);
+	if (bench_buyer_checkout(shop, port, ev, xff, tok, fields, &status, loc,
+				 sizeof loc) != 0) {
+		bench_fail(&run->fail, "buyer %lld: POST /e/%lld/checkout: %s", (long long)no,
+			   (long long)ev, shop->err);
 		return -1;
 	}
-	snprintf(tok, sizeof tok, "%.26s", v + 19);
-	n = snprintf(form, sizeof form, "csrf=%s&seats=%d&name=Bench+Buyer+%lld"
-		     "&email=buyer%lld%%40example.com", tok, (int)(no % 3) + 1, (long long)no,
-		     (long long)no);
-	snprintf(req, sizeof req, "POST /e/%lld/checkout HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-		 "X-Forwarded-For: %s\r\nCookie: sd_csrf=%s\r\n"
-		 "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s",
-		 (long long)run->box->event_id, run->box->shop_port, xff, tok, n, form);
-	snprintf(what, sizeof what, "buyer %lld: POST /e/%lld/checkout", (long long)no,
-		 (long long)run->box->event_id);
-	if (bs_call(run, shop, what, req, &status, &body) != 0)
-		return -1;
 	t2 = clock_mono_us();
-	snprintf(req, sizeof req, "http://127.0.0.1:%d/pay/", ps);
-	if (status != 303 || !bs_header(shop, body, "Location", loc, sizeof loc) ||
-	    strncmp(loc, req, strlen(req)) != 0 || strlen(loc + strlen(req)) >= BS_SESSION_MAX) {
-		bs_fail(run, "%s answered %d, not 303 to paysink's page: %.200s", what, status, body);
+	snprintf(pay, sizeof pay, "http://127.0.0.1:%d/pay/", run->box->ps_port);
+	if (status != 303 || strncmp(loc, pay, strlen(pay)) != 0 ||
+	    strlen(loc + strlen(pay)) >= BS_SESSION_MAX) {
+		bench_fail(&run->fail, "buyer %lld: POST /e/%lld/checkout answered %d, not 303 to "
+			   "paysink's page: %.200s", (long long)no, (long long)ev, status, loc);
 		return -1;
 	}
-	snprintf(run->session[i], BS_SESSION_MAX, "%s", loc + strlen(req));
+	snprintf(run->session[i], BS_SESSION_MAX, "%s", loc + strlen(pay));
 	run->get_us[i] = t1 - t0;
 	run->post_us[i] = t2 - t1;
 	run->co_us[i] = t2 - t0;
@@ -529,14 +307,15 @@ static int bs_pay(struct bs_run *run, struct bench_http *ps, const char *session
 	if (!page) {
 		if (status == 200)
 			return 0;
-		bs_fail(run, "%s answered %d: %.200s", what, status, body);
+		bench_fail(&run->fail, "%s answered %d: %.200s", what, status, body);
 		return -1;
 	}
 	snprintf(origin, sizeof origin, "http://127.0.0.1:%d/h/", run->box->shop_port);
-	if (status != 303 || !bs_header(ps, body, "Location", loc, sizeof loc) ||
+	if (status != 303 || !bench_http_header(ps, "Location", loc, sizeof loc) ||
 	    strncmp(loc, origin, strlen(origin)) != 0) {
-		bs_fail(run, "%s (the page's button) answered %d, not 303 back to the shop: %.200s",
-			what, status, body);
+		bench_fail(&run->fail,
+			   "%s (the page's button) answered %d, not 303 back to the shop: %.200s",
+			   what, status, body);
 		return -1;
 	}
 	snprintf(back, size, "%s", loc + strlen(origin) - 3);
@@ -560,8 +339,8 @@ static int bs_return(struct bs_run *run, struct bench_http *shop, int64_t i, int
 		return -1;
 	run->ret_us[i] = clock_mono_us() - t0;
 	if (status != 200 || !strstr(body, "<h1>Thank you</h1>")) {
-		bs_fail(run, "buyer %lld: GET %s answered %d without its order: %.300s", (long long)no,
-			path, status, body);
+		bench_fail(&run->fail, "buyer %lld: GET %s answered %d without its order: %.300s",
+			   (long long)no, path, status, body);
 		return -1;
 	}
 	return 0;
@@ -577,7 +356,8 @@ static void *bs_client_main(void *arg)
 
 	bench_http_init(&shop, run->box->shop_port);
 	bench_http_init(&ps, run->box->ps_port);
-	while (!atomic_load(&run->failed) && (i = atomic_fetch_add(&run->next, 1)) < run->n) {
+	while (!atomic_load(&run->fail.failed) &&
+	       (i = atomic_fetch_add(&run->next, 1)) < run->n) {
 		int64_t no = run->base + i;
 
 		if (bs_checkout(run, &shop, i, no) != 0)
@@ -609,13 +389,13 @@ static enum sd_result bs_phase(struct bs_run *run, int kind, int64_t n, int64_t 
 	run->kind = kind;
 	run->n = n;
 	atomic_store(&run->next, 0);
-	atomic_store(&run->failed, 0);
+	atomic_store(&run->fail.failed, 0);
 	*client_cpu_us = 0;
 	t0 = clock_mono_us();
 	for (started = 0; started < run->clients; started++) {
 		cl[started].run = run;
 		if (pthread_create(&cl[started].th, NULL, bs_client_main, &cl[started]) != 0) {
-			bs_fail(run, "cannot start a client thread");
+			bench_fail(&run->fail, "cannot start a client thread");
 			break;
 		}
 	}
@@ -626,8 +406,8 @@ static enum sd_result bs_phase(struct bs_run *run, int kind, int64_t n, int64_t 
 		*client_cpu_us += cl[k].cpu_us;
 	}
 	*wall_us = end - t0;
-	if (atomic_load(&run->failed))
-		return err_set(SD_IO, "%s", run->err);
+	if (atomic_load(&run->fail.failed))
+		return err_set(SD_IO, "%s", run->fail.err);
 	run->base += n;
 	return SD_OK;
 }
@@ -724,7 +504,7 @@ static int64_t bs_real_us(void)
 
 /* the checkout's three steps without HTTP, m times, at no; into us[0..m)
  * of each */
-static enum sd_result bs_alone(struct bs_box *b, int64_t m, int64_t no, int64_t *hold_us,
+static enum sd_result bs_alone(struct bench_shopbox *b, int64_t m, int64_t no, int64_t *hold_us,
 			       int64_t *prov_us, int64_t *sess_us)
 {
 	char name[64], email[64], client[32], item[128], ok[256], back[256];
@@ -773,10 +553,10 @@ static double bs_p(int64_t *v, int64_t n, double p)
 
 /* webhooks on time: p of box A's sessions paid, paced at a->pay_rate; each
  * order's latency from its payment (pay_us, back_us, seen_us, lat: p each) */
-static enum sd_result bs_hooks_on_time(struct bs_args *a, struct bs_run *run, struct bs_box *b,
-				       struct bench_http *ps, int64_t p, int64_t *pay_us,
-				       int64_t *back_us, int64_t *seen_us, int64_t *lat,
-				       struct bs_round *res)
+static enum sd_result bs_hooks_on_time(struct bs_args *a, struct bs_run *run,
+				       struct bench_shopbox *b, struct bench_http *ps, int64_t p,
+				       int64_t *pay_us, int64_t *back_us, int64_t *seen_us,
+				       int64_t *lat, struct bs_round *res)
 {
 	int64_t t0 = clock_mono_us(), tp, tr, seen_at_return = 0, i, k, created, expires;
 	enum sd_result r;
@@ -790,7 +570,7 @@ static enum sd_result bs_hooks_on_time(struct bs_args *a, struct bs_run *run, st
 		back_us[i] = bs_real_us();	/* the pay's start, real clock */
 		tp = clock_mono_us();
 		if (bs_pay(run, ps, run->session[i], 0, NULL, 0) != 0)
-			return err_set(SD_IO, "%s", run->err);
+			return err_set(SD_IO, "%s", run->fail.err);
 		tr = clock_mono_us();
 		pay_us[i] = tr - tp;
 		/* until the order is visible: a look every 100 us */
@@ -824,8 +604,8 @@ static enum sd_result bs_hooks_on_time(struct bs_args *a, struct bs_run *run, st
 
 /* what box A holds: every hold (n + m) with its session, p orders, the
  * shop's invariants */
-static enum sd_result bs_box_a_holds(struct bs_args *a, struct bs_box *b, int64_t n, int64_t m,
-				     int64_t p)
+static enum sd_result bs_box_a_holds(struct bs_args *a, struct bench_shopbox *b, int64_t n,
+				     int64_t m, int64_t p)
 {
 	char problem[512];
 	enum sd_result r;
@@ -858,9 +638,10 @@ static enum sd_result bs_box_a(struct bs_args *a, const char *parent, int round,
 	int64_t m1 = m / 2, m2 = m - m / 2, wall = 0, ccpu = 0;
 	int64_t *hold_us = NULL, *prov_us = NULL, *sess_us = NULL, *pay_us = NULL, *back_us = NULL;
 	int64_t *lat = NULL, *seen_us = NULL;
-	struct hold_rules ru = { .renewals = -1 };	/* the defaults: 10 minutes, 4 */
+	/* the defaults (10 minutes, 4), but the share as told */
+	struct hold_rules ru = { .renewals = -1, .unpaid_share = a->unpaid_share };
 	struct bs_run run;
-	struct bs_box b;
+	struct bench_shopbox b;
 	struct bench_http ps;
 	double c0[5], c1[5];
 	enum sd_result r;
@@ -868,7 +649,7 @@ static enum sd_result bs_box_a(struct bs_args *a, const char *parent, int round,
 
 	memset(&b, 0, sizeof b);
 	memset(&run, 0, sizeof run);
-	pthread_mutex_init(&run.mu, NULL);
+	pthread_mutex_init(&run.fail.mu, NULL);
 	bench_http_init(&ps, 0);
 	run.clients = (int)a->buyers;
 	run.base = 1;
@@ -888,7 +669,8 @@ static enum sd_result bs_box_a(struct bs_args *a, const char *parent, int round,
 		goto out;
 	}
 	snprintf(tag, sizeof tag, "r%d-a", round + 1);
-	if ((r = bs_box_start(a, parent, tag, 0, &ru, 3 * (n + m) + 10, &b)) != SD_OK)
+	if ((r = bs_box_start(a, parent, tag, 0, &ru, bs_capacity(a, 3 * (n + m) + 10),
+			      &b)) != SD_OK)
 		goto out;
 	run.box = &b;
 
@@ -903,16 +685,16 @@ static enum sd_result bs_box_a(struct bs_args *a, const char *parent, int round,
 	bench_progress("round %d: box A: %lld checkouts by %d buyers to 127.0.0.1:%d (paysink "
 		       "127.0.0.1:%d)", round + 1, (long long)n, run.clients, b.shop_port,
 		       b.ps_port);
-	c0[0] = bs_self_cpu_ms();
-	c0[1] = bs_cpu_ms(b.paysink.pid);
-	c0[2] = bs_cpu_ms(b.relay.pid);
-	c0[3] = bs_cpu_ms(b.worker.pid);
+	c0[0] = bench_cpu_ms(0);
+	c0[1] = bench_cpu_ms(b.paysink.pid);
+	c0[2] = bench_cpu_ms(b.relay.pid);
+	c0[3] = bench_cpu_ms(b.worker.pid);
 	if ((r = bs_phase(&run, BS_CHECKOUT, n, &wall, &ccpu)) != SD_OK)
 		goto out;
-	c1[0] = bs_self_cpu_ms();
-	c1[1] = bs_cpu_ms(b.paysink.pid);
-	c1[2] = bs_cpu_ms(b.relay.pid);
-	c1[3] = bs_cpu_ms(b.worker.pid);
+	c1[0] = bench_cpu_ms(0);
+	c1[1] = bench_cpu_ms(b.paysink.pid);
+	c1[2] = bench_cpu_ms(b.relay.pid);
+	c1[3] = bench_cpu_ms(b.worker.pid);
 	res->co_per_s = (double)n / ((double)wall / 1e6);
 	res->cpu_clients = (double)ccpu / 1000.0 / (double)n;
 	res->cpu_shop = (c1[0] - c0[0]) / (double)n - res->cpu_clients;
@@ -951,7 +733,7 @@ static enum sd_result bs_box_a(struct bs_args *a, const char *parent, int round,
 	r = bs_box_a_holds(a, &b, n, m, p);
 out:
 	bench_http_close(&ps);
-	bs_box_stop(&b);
+	bench_shopbox_stop(&b);
 	free(run.co_us);
 	free(run.get_us);
 	free(run.post_us);
@@ -964,7 +746,7 @@ out:
 	free(back_us);
 	free(lat);
 	free(seen_us);
-	pthread_mutex_destroy(&run.mu);
+	pthread_mutex_destroy(&run.fail.mu);
 	return r;
 }
 
@@ -975,15 +757,16 @@ static enum sd_result bs_box_b(struct bs_args *a, const char *parent, int round,
 {
 	int64_t q = a->returns, k = a->reconciles, n = q > k ? q : k, wall = 0, ccpu = 0, i, c;
 	int64_t created, expires, *lat = NULL;
-	struct hold_rules ru = { .ttl_ms = BS_TTL_B_MS, .renewals = -1 };
+	struct hold_rules ru = { .ttl_ms = BS_TTL_B_MS, .renewals = -1,
+				 .unpaid_share = a->unpaid_share };
 	struct bs_run run;
-	struct bs_box b;
+	struct bench_shopbox b;
 	enum sd_result r;
 	char tag[16], problem[512];
 
 	memset(&b, 0, sizeof b);
 	memset(&run, 0, sizeof run);
-	pthread_mutex_init(&run.mu, NULL);
+	pthread_mutex_init(&run.fail.mu, NULL);
 	run.clients = (int)a->buyers;
 	run.base = 1;
 	if (!(run.co_us = calloc((size_t)n + 1, sizeof *run.co_us)) ||
@@ -996,7 +779,8 @@ static enum sd_result bs_box_b(struct bs_args *a, const char *parent, int round,
 		goto out;
 	}
 	snprintf(tag, sizeof tag, "r%d-b", round + 1);
-	if ((r = bs_box_start(a, parent, tag, 1, &ru, 3 * (q + k) + 10, &b)) != SD_OK)
+	if ((r = bs_box_start(a, parent, tag, 1, &ru, bs_capacity(a, 3 * (q + k) + 10),
+			      &b)) != SD_OK)
 		goto out;
 	run.box = &b;
 
@@ -1040,14 +824,14 @@ static enum sd_result bs_box_b(struct bs_args *a, const char *parent, int round,
 	a->orders += q + k;
 	a->holds += q + k;
 out:
-	bs_box_stop(&b);
+	bench_shopbox_stop(&b);
 	free(run.co_us);
 	free(run.get_us);
 	free(run.post_us);
 	free(run.ret_us);
 	free(run.session);
 	free(lat);
-	pthread_mutex_destroy(&run.mu);
+	pthread_mutex_destroy(&run.fail.mu);
 	return r;
 }
 
@@ -1196,14 +980,15 @@ static void bs_print(const struct bs_args *a, int json)
 	if (json) {
 		printf("{\"program\":\"stagedoor\",\"bench\":\"shop\",\"rounds\":%lld,\"buyers\":%lld,"
 		       "\"checkouts\":%lld,\"alone\":%lld,\"pays\":%lld,\"pay_rate\":%lld,"
-		       "\"returns\":%lld,\"reconciles\":%lld,\"paysink_slow_ms\":%lld,\"cores\":%ld,"
+		       "\"returns\":%lld,\"reconciles\":%lld,\"paysink_slow_ms\":%lld,"
+		       "\"unpaid_share\":%lld,\"cores\":%ld,"
 		       "\"engine\":\"sqlite\","
 		       "\"sqlite\":\"%s\",\"journal_mode\":\"%s\",\"durability\":\"full\","
 		       "\"fsync_p50_ms\":%.3f,\"hold_reconcile_delay_ms\":%d,\"hold_ttl_b_ms\":%d,"
 		       "\"orders\":%lld,\"holds\":%lld", (long long)a->rounds, (long long)a->buyers,
 		       (long long)a->checkouts, (long long)a->alone, (long long)a->pays,
 		       (long long)a->pay_rate, (long long)a->returns, (long long)a->reconciles,
-		       (long long)a->slow_ms, cores,
+		       (long long)a->slow_ms, (long long)bs_share(a), cores,
 		       db_sqlite_lib_version(), a->journal, a->fsync_p50_ms,
 		       HOLD_RECONCILE_DELAY_MS, BS_TTL_B_MS, (long long)a->orders,
 		       (long long)a->holds);
@@ -1228,6 +1013,9 @@ static void bs_print(const struct bs_args *a, int json)
 	if (a->slow_ms > 0)
 		printf("  paysink --slow-ms %lld: each API POST held that long (a provider far "
 		       "away)\n", (long long)a->slow_ms);
+	printf("  the shop's unpaid share %lld%%; each event's seats are its holds' x 100 / %lld, "
+	       "so that every hold fits in the share and no buyer waits in line\n",
+	       (long long)bs_share(a), (long long)bs_share(a));
 	printf("  box A: paysink with webhooks on time, holds of 10 min, %lld checkouts, %lld "
 	       "steps alone, %lld payments at %lld/s\n", (long long)a->checkouts,
 	       (long long)a->alone, (long long)(a->pays < a->checkouts ? a->pays : a->checkouts),
@@ -1268,8 +1056,10 @@ int bench_shop_cmd(int argc, char **argv)
 		  "buyers whose return makes the order (100)", 0 },
 		{ "reconciles", ARG_INT, &a.reconciles, 1, 100000, 0, NULL,
 		  "buyers whose order the reconcile job makes (100)", 0 },
-		{ "paysink", ARG_STR, &a.paysink, 0, 0, 0, "PATH",
-		  "tools/paysink's binary (default: paysink beside this program)", 0 },
+		{ "unpaid-share", ARG_INT, &a.unpaid_share, 1, 100, 0, NULL,
+		  "the shop's shop_unpaid_share, % of the seats unpaid holds may take (the box's "
+		  "default, 25); the event is made large enough that every hold fits in it", 0 },
+		BENCH_ARG_PAYSINK(&a.paysink),
 		{ "paysink-dir", ARG_STR, &a.paysink_dir, 0, 0, 0, "DIR",
 		  "where paysink keeps its record (default: the bench folder; /dev/shm makes its "
 		  "fsyncs free)", 0 },
@@ -1284,7 +1074,8 @@ int bench_shop_cmd(int argc, char **argv)
 	};
 	static const char usage[] =
 		"shop [--rounds R] [--buyers B] [--checkouts N] [--alone M] [--pays P] "
-		"[--pay-rate R] [--returns Q] [--reconciles K] [--paysink PATH] [--paysink-dir DIR] "
+		"[--pay-rate R] [--returns Q] [--reconciles K] [--unpaid-share PCT] "
+		"[--paysink PATH] [--paysink-dir DIR] "
 		"[--paysink-slow-ms N] [--stagedoor PATH] [--json] [--keep]";
 
 	a.rounds = BS_ROUNDS_DEFAULT;
@@ -1297,15 +1088,9 @@ int bench_shop_cmd(int argc, char **argv)
 	a.reconciles = BS_RECONCILES_DEFAULT;
 	if ((rc = bench_args(argc, argv, opts, usage)) != 0)
 		return rc;
-	if (!a.paysink) {
-		bench_beside("paysink", a.paysink_buf, sizeof a.paysink_buf);
-		a.paysink = a.paysink_buf;
-	}
-	if (!a.stagedoor) {
-		bench_beside("../bin/stagedoor", a.stagedoor_buf, sizeof a.stagedoor_buf);
-		a.stagedoor = a.stagedoor_buf;
-	}
-	if (access(a.paysink, X_OK) != 0 || access(a.stagedoor, X_OK) != 0) {
+	if (bench_default(&a.paysink, "paysink", a.paysink_buf, sizeof a.paysink_buf) != 0 ||
+	    bench_default(&a.stagedoor, "../bin/stagedoor", a.stagedoor_buf,
+			  sizeof a.stagedoor_buf) != 0) {
 		fprintf(stderr, "stagedoor-bench: shop needs %s (make build/paysink) and %s (make "
 			"bin/stagedoor)\n", a.paysink, a.stagedoor);
 		return 1;
